@@ -1,0 +1,87 @@
+/* cgroup — per-sandbox control groups, for cgroup v2 and cgroup v1.
+ *
+ * One cg_manager per process knows where cgroups live; one cg per sandbox
+ * holds the sandbox's limits and accounting.  Everything is plain file I/O
+ * under a filesystem root (normally /sys/fs/cgroup), so the unit tests can
+ * point it at a fake tree.
+ *
+ * Layout.  Sandbox cgroups are named "p<pid>-<starttime>-<seq>" after the
+ * petri process that made them (pid and the start time from /proc/<pid>/stat
+ * field 22), so that a later petri can tell the cgroups of a crashed
+ * predecessor (owner gone) from those of a live neighbour, and sweep them.
+ *   v2: <root>/<parent>/p...   with memory, pids, cpu enabled in the
+ *       subtree_control of every level from the root down to <parent>.
+ *   v1: <root>/<ctrl>/<parent>/p...  for each of memory, pids, cpu, cpuacct
+ *       and freezer that is mounted.
+ * Default <parent>: v2 "/petri"; v1 the caller's own cgroup in each
+ * hierarchy followed by "/petri" (so limits placed on petri itself still
+ * hold for its sandboxes).
+ *
+ * Errors: 0 or a negative errno; messages go to an err buffer where given.
+ */
+#ifndef PETRI_CGROUP_H
+#define PETRI_CGROUP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "jail/jail.h"
+
+struct cg_manager;
+struct cg;
+
+struct cg_limits {
+	uint64_t memory_bytes;		/* 0: none; swap is capped to the same total */
+	uint32_t pids;			/* 0: none */
+	uint32_t cpu_millicores;	/* 0: none; 1000 = one full core */
+};
+
+struct cg_stats {
+	uint64_t cpu_ns;
+	uint64_t memory_peak;		/* since cg_create() or cg_reset_peak() */
+	uint64_t memory_current;
+	uint64_t oom_kills;
+};
+
+/* Detect the cgroup version and controllers under fs_root and prepare the
+ * parent cgroup (mkdir, enable controllers).  parent is a cgroup path like
+ * "/petri" (NULL: the default above).  Returns -ENOENT/-EACCES/-EROFS... with
+ * a message when cgroups cannot be used. */
+int cg_manager_new(const char *fs_root, const char *parent,
+		   struct cg_manager **out, char *err, size_t errlen);
+void cg_manager_free(struct cg_manager *m);
+
+enum jail_cg_version cg_version(const struct cg_manager *m);
+bool cg_has_memory(const struct cg_manager *m);
+bool cg_has_swap(const struct cg_manager *m);
+bool cg_has_pids(const struct cg_manager *m);
+bool cg_has_cpu(const struct cg_manager *m);
+/* The directory sandbox cgroups are made in (v1: the memory hierarchy's). */
+const char *cg_parent_dir(const struct cg_manager *m);
+
+/* Make a new cgroup with the given limits.  A limit whose controller is
+ * missing is skipped (callers fall back to rlimits and say so). */
+int cg_create(struct cg_manager *m, const struct cg_limits *lim,
+	      struct cg **out);
+/* The cgroup's directory (v1: in the memory hierarchy), for tests and logs. */
+const char *cg_path(const struct cg *cg);
+/* Move pid into the cgroup (every hierarchy for v1). */
+int cg_add_pid(struct cg *cg, pid_t pid);
+int cg_stats(struct cg *cg, struct cg_stats *st);
+int cg_reset_peak(struct cg *cg);
+/* Number of processes in the cgroup, or -errno. */
+int cg_count_procs(struct cg *cg);
+/* SIGKILL every process in the cgroup until it is empty (v2: cgroup.kill;
+ * v1: freeze, kill, thaw, repeat).  -EBUSY if still not empty after ~2 s. */
+int cg_kill(struct cg *cg);
+/* cg_kill(), rmdir every directory, free.  Returns -EBUSY (and still frees)
+ * if a directory could not be removed.  NULL is allowed. */
+int cg_destroy(struct cg *cg);
+
+/* Kill and remove sandbox cgroups under the parent whose owner process is
+ * gone.  Returns how many were removed, or -errno. */
+int cg_sweep(struct cg_manager *m);
+
+#endif

@@ -1,0 +1,190 @@
+/* jail — make a sandbox, watch it, destroy it.  The only header of src/jail/
+ * that the rest of petri includes.  The jail knows nothing of sessions,
+ * languages or results: it runs one program (argv) as the main process of a
+ * fresh sandbox and hands back file descriptors to talk to it.
+ *
+ * Theory of operation
+ * -------------------
+ *
+ *   supervisor (caller)                 sandbox
+ *   -------------------                 -------
+ *   jail_spawn():
+ *     create the cgroup, set limits
+ *     clone(NEWUSER|NEWNS|NEWPID|       pid 1 ("init", a fork of the caller)
+ *           NEWNET|NEWIPC|NEWUTS) ---->   waits for "go" on the sync pipe
+ *     write uid_map/gid_map,
+ *     move pid 1 into the cgroup,
+ *     send "go" ---------------------->   becomes uid 0 (or 1000) of the userns
+ *                                         unshare(NEWCGROUP): the cgroup root
+ *                                         is now the sandbox's own cgroup
+ *                                         mount propagation private; build a
+ *                                         tmpfs root; pivot_root; old root
+ *                                         detached; hostname; loopback up
+ *                                   <---  "ready" on the status pipe
+ *     open /proc/<pid1>/root/work         fork the main process:
+ *     (the workspace, for file I/O)         setsid, fds 0-3, rlimits, caps
+ *                                           dropped, uid 1000, no_new_privs,
+ *                                           Landlock, seccomp, execve(argv)
+ *                                         pid 1 drops its own privileges and
+ *                                         seccomp, then reaps zombies and
+ *                                         forwards signals to the main process
+ *   read stdout/stderr/ctl  <---------    main process talks on fds 1, 2, 3
+ *                                         when the main process exits, pid 1
+ *                           <---------    reports its wait status, kills
+ *                                         everything left and exits
+ *   jail_free(): SIGKILL pid 1 (the kernel kills the whole pid namespace),
+ *   kill what is left in the cgroup, reap, rmdir the cgroup.
+ *
+ * The child side runs between clone() and execve() in a copy of a possibly
+ * multi-threaded caller: it uses no malloc and no stdio, only system calls
+ * on data prepared by the parent.  PR_SET_PDEATHSIG follows the *thread*
+ * that called jail_spawn(): call it from a thread that outlives the sandbox.
+ *
+ * Errors: functions return 0 or a negative errno; where a message helps, it
+ * is written to the caller's `err` buffer (always NUL-terminated).
+ */
+#ifndef PETRI_JAIL_H
+#define PETRI_JAIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* The uid and gid of the code inside every sandbox, and its name. */
+#define JAIL_UID 1000
+#define JAIL_GID 1000
+#define JAIL_USER "sandbox"
+/* Where the workspace is mounted inside; the main process starts there. */
+#define JAIL_WORKDIR "/work"
+
+struct jail_limits {
+	uint64_t memory_bytes;	/* cgroup memory limit, swap included; 0: none */
+	uint32_t pids;		/* cgroup pids.max and RLIMIT_NPROC; 0: none */
+	uint32_t cpu_millicores;/* CPU quota, 1000 = one core; 0: none */
+	uint64_t work_bytes;	/* size of the /work tmpfs */
+	uint64_t tmp_bytes;	/* size of the /tmp tmpfs (and /dev/shm) */
+	uint64_t inodes;	/* inode cap of each writable tmpfs */
+	uint64_t fsize_bytes;	/* RLIMIT_FSIZE; 0: work_bytes */
+	uint32_t nofile;	/* RLIMIT_NOFILE */
+	uint32_t cpu_seconds;	/* RLIMIT_CPU per process; 0: none */
+};
+
+/* A file synthesized into the read-only root, e.g. the runtime driver. */
+struct jail_file {
+	const char *path;	/* absolute path inside the sandbox */
+	const void *data;
+	size_t len;
+	mode_t mode;
+};
+
+struct jail_config {
+	const char *const *argv;	/* argv[0] is an absolute path inside */
+	const char *const *envp;
+	struct jail_limits limits;
+	const struct jail_file *files;
+	size_t nfiles;
+	/* NULL-terminated host paths bound read-only at the same path inside,
+	 * on top of the built-in ones (/usr and a few /etc entries). */
+	const char *const *ro_binds;
+	const char *hostname;		/* NULL: "petri" */
+};
+
+/* What this host can do; filled by jail_host_init(). */
+enum jail_cg_version { JAIL_CG_NONE = 0, JAIL_CG_V1 = 1, JAIL_CG_V2 = 2 };
+
+struct jail_host_info {
+	bool userns;			/* user namespaces usable */
+	bool privileged;		/* we can map a range of host ids */
+	enum jail_cg_version cgroup;
+	bool cg_memory, cg_swap, cg_pids, cg_cpu;
+	char cg_parent[512];		/* where sandbox cgroups are made */
+	char cg_problem[256];		/* why cgroups are off, if they are */
+	int landlock_abi;		/* 0: not available */
+	bool seccomp;
+	unsigned seccomp_allowed;	/* syscalls on the allow-list */
+	uid_t host_uid;			/* host uid that JAIL_UID maps to */
+	gid_t host_gid;
+	uid_t host_root_uid;		/* host uid of the userns root; -1: unmapped */
+};
+
+struct jail_host_config {
+	/* Host uid and gid that the sandbox user maps to when petri runs as
+	 * root; the namespace's root maps to uid_base itself.  0: default. */
+	uid_t uid_base;
+	/* Where to create cgroups; NULL or "": detect. */
+	const char *cgroup_parent;
+	/* Do not use cgroups even if available (rlimits only). */
+	bool no_cgroups;
+};
+
+struct jail_host;
+struct jail;
+
+/* Probe the host once per process.  On success *out owns the context; free
+ * it with jail_host_free().  A host without cgroups still succeeds (limits
+ * fall back to rlimits; info says so); a host without user namespaces or
+ * seccomp fails with a message in err. */
+int jail_host_init(const struct jail_host_config *cfg, struct jail_host **out,
+		   char *err, size_t errlen);
+void jail_host_free(struct jail_host *host);
+const struct jail_host_info *jail_host_info(const struct jail_host *host);
+
+/* Remove cgroups left by petri processes that no longer run.  Returns the
+ * number removed or a negative errno. */
+int jail_host_sweep(struct jail_host *host);
+
+/* Spawn a sandbox running cfg->argv.  Blocks until the sandbox is set up
+ * (a few milliseconds) or failed.  On success *out owns the sandbox. */
+int jail_spawn(struct jail_host *host, const struct jail_config *cfg,
+	       struct jail **out, char *err, size_t errlen);
+
+/* Host pid of the sandbox's pid 1, and a pidfd for it (readable when it
+ * has exited).  The jail owns the descriptors below; never close them. */
+pid_t jail_pid(const struct jail *j);
+int jail_pidfd(const struct jail *j);
+int jail_stdout_fd(const struct jail *j);	/* main process's fd 1 */
+int jail_stderr_fd(const struct jail *j);	/* main process's fd 2 */
+int jail_ctl_fd(const struct jail *j);		/* socket to fd 3 inside */
+int jail_status_fd(const struct jail *j);	/* see jail_read_status() */
+/* A directory fd of /work inside the sandbox, for file transfers. Resolve
+ * paths under it with openat2(RESOLVE_IN_ROOT) only. */
+int jail_work_fd(const struct jail *j);
+
+/* The main process has exited: how.  */
+struct jail_exit {
+	bool exited;		/* main process gone (status valid) */
+	int wstatus;		/* as from waitpid() */
+};
+
+/* Read what pid 1 reported on the status fd (non-blocking).  Returns 1 if
+ * the main process's exit was read into *ex, 0 if nothing yet, or -errno. */
+int jail_read_status(struct jail *j, struct jail_exit *ex);
+
+/* Deliver sig to the main process (pid 1 forwards it).  -ESRCH if gone. */
+int jail_signal(struct jail *j, int sig);
+/* Kill every process of the sandbox now.  Idempotent. */
+int jail_kill(struct jail *j);
+
+struct jail_usage {
+	uint64_t cpu_ns;	/* user + system, all processes */
+	uint64_t memory_peak;	/* bytes, since the last jail_reset_peak() */
+	uint64_t memory_current;
+	uint64_t oom_kills;	/* processes killed by the memory limit */
+	bool from_cgroup;	/* false: only what rusage tells (less) */
+};
+
+int jail_usage(struct jail *j, struct jail_usage *u);
+/* Start a new peak-memory window (for the next execution). */
+int jail_reset_peak(struct jail *j);
+
+/* Kill, reap, remove the cgroup, close every fd, free.  Returns only when
+ * no process of the sandbox remains (or after a bounded wait, logging what
+ * could not be removed).  NULL is allowed. */
+void jail_free(struct jail *j);
+
+/* The allow-listed system call names of the seccomp policy, NULL-terminated;
+ * and their count. */
+const char *const *jail_seccomp_allowed(size_t *count);
+
+#endif

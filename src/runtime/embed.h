@@ -1,0 +1,8 @@
+/* Files embedded in the petri binary (src/runtime/embed.S). */
+#ifndef PETRI_EMBED_H
+#define PETRI_EMBED_H
+
+extern const char petri_driver_py[];
+extern const char petri_driver_py_end[];
+
+#endif

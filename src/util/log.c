@@ -1,0 +1,66 @@
+#include "util/log.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static enum log_level max_level = LOG_WARN;
+static const char *prefix = "petri";
+
+void log_set_level(enum log_level level) { max_level = level; }
+enum log_level log_get_level(void) { return max_level; }
+void log_set_prefix(const char *p) { prefix = p; }
+
+static void vlog(enum log_level level, int err, const char *fmt, va_list ap)
+{
+	static const char *const names[] = { "error", "warning", "info", "debug" };
+	char line[2048];
+	int n;
+
+	if (level > max_level)
+		return;
+	/* Format the whole line first so that concurrent threads do not
+	 * interleave halves of their messages on stderr. */
+	n = snprintf(line, sizeof(line), "%s: %s: ", prefix, names[level]);
+	if (n < 0 || (size_t)n >= sizeof(line))
+		return;
+	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	if (err) {
+		size_t len = strlen(line);
+		snprintf(line + len, sizeof(line) - len, ": %s", strerror(err));
+	}
+	fprintf(stderr, "%s\n", line);
+}
+
+void log_msg(enum log_level level, const char *fmt, ...)
+{
+	va_list ap;
+	int saved = errno;
+
+	va_start(ap, fmt);
+	vlog(level, 0, fmt, ap);
+	va_end(ap);
+	errno = saved;
+}
+
+void log_errno(enum log_level level, int err, const char *fmt, ...)
+{
+	va_list ap;
+	int saved = errno;
+
+	va_start(ap, fmt);
+	vlog(level, err, fmt, ap);
+	va_end(ap);
+	errno = saved;
+}
+
+void die(int status, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(LOG_ERR, 0, fmt, ap);
+	va_end(ap);
+	exit(status);
+}

@@ -1,0 +1,2 @@
+#include "unit.h"
+Suite *cgroup_suite(void) { return suite_create("cgroup"); }

@@ -1,0 +1,11 @@
+/* C unit tests (libcheck).  Each tests/unit/test_<module>.c defines one
+ * suite constructor, listed here and in main.c. */
+#ifndef PETRI_UNIT_H
+#define PETRI_UNIT_H
+
+#include <check.h>
+
+Suite *buf_suite(void);
+Suite *cgroup_suite(void);
+
+#endif
