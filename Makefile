@@ -52,7 +52,8 @@ $(BUILD)/libpetri.a: $(LIB_OBJ)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	@echo "  CC      $<"
+	@$(CC) $(CFLAGS) -c -o $@ $<
 
 # The Python driver is embedded in the binary: one binary, nothing to install.
 $(BUILD)/src/runtime/embed.o: src/runtime/embed.S src/runtime/driver.py
@@ -70,7 +71,7 @@ PYTEST := $(PYTHON) -m pytest -q -ra -p no:cacheprovider
 PYTEST_JOBS ?= 2
 
 blackbox: $(BUILD)/petri
-	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/cli
+	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/driver tests/cli
 
 test: unit blackbox
 

@@ -17,6 +17,10 @@
  * hierarchy followed by "/petri" (so limits placed on petri itself still
  * hold for its sandboxes).
  *
+ * The sweep trusts /proc/<pid>: use one parent per pid namespace (two
+ * petri daemons in different pid namespaces must not share a parent).
+ * A cg copies what it needs from its manager and may outlive it.
+ *
  * Errors: 0 or a negative errno; messages go to an err buffer where given.
  */
 #ifndef PETRI_CGROUP_H
@@ -47,7 +51,10 @@ struct cg_stats {
 
 /* Detect the cgroup version and controllers under fs_root and prepare the
  * parent cgroup (mkdir, enable controllers).  parent is a cgroup path like
- * "/petri" (NULL: the default above).  Returns -ENOENT/-EACCES/-EROFS... with
+ * "/petri" (NULL: the default above).  On v2, swap accounting is detected
+ * from the parent's memory.swap.max, so a parent of "/" reports none.  A v2
+ * tree without any controller is accepted: kill, count and CPU time still
+ * work, the cg_has_*() report false and limits fall back to rlimits.  Returns -ENOENT/-EACCES/-EROFS... with
  * a message when cgroups cannot be used. */
 int cg_manager_new(const char *fs_root, const char *parent,
 		   struct cg_manager **out, char *err, size_t errlen);
@@ -69,7 +76,11 @@ int cg_create(struct cg_manager *m, const struct cg_limits *lim,
 const char *cg_path(const struct cg *cg);
 /* Move pid into the cgroup (every hierarchy for v1). */
 int cg_add_pid(struct cg *cg, pid_t pid);
+/* Fills what it can (a missing file reads as 0) and returns the first
+ * error. */
 int cg_stats(struct cg *cg, struct cg_stats *st);
+/* -EOPNOTSUPP where the kernel cannot reset the peak (v2 before 6.12): the
+ * peak then stays "since creation". */
 int cg_reset_peak(struct cg *cg);
 /* Number of processes in the cgroup, or -errno. */
 int cg_count_procs(struct cg *cg);

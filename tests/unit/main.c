@@ -10,6 +10,9 @@ int main(void)
 	Suite *(*const suites[])(void) = {
 		buf_suite,
 		cgroup_suite,
+		codec_suite,
+		mounts_suite,
+		policy_suite,
 	};
 	SRunner *sr = srunner_create(NULL);
 	const char *tap = getenv("PETRI_UNIT_TAP");

@@ -7,5 +7,8 @@
 
 Suite *buf_suite(void);
 Suite *cgroup_suite(void);
+Suite *codec_suite(void);
+Suite *mounts_suite(void);
+Suite *policy_suite(void);
 
 #endif

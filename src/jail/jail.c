@@ -1,0 +1,531 @@
+/* jail — the parent side of a sandbox: spawn, watch, kill, free.
+ * See the theory of operation in jail.h; the child side is in init.c. */
+#include "jail/jail.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "jail/cgroup.h"
+#include "jail/init.h"
+#include "jail/landlock.h"
+#include "jail/mounts.h"
+#include "jail/policy.h"
+#include "jail/safe.h"
+#include "util/log.h"
+
+#define DEFAULT_UID_BASE 2000000000u
+#define SPAWN_TIMEOUT_MS 10000
+
+struct jail_host {
+	struct jail_host_info info;
+	struct policy policy;
+	struct cg_manager *cgm;		/* NULL: rlimits only */
+};
+
+struct jail {
+	struct jail_host *host;
+	pid_t pid;
+	int pidfd;
+	int sync_fd;			/* kept open: its EOF tells pid 1 we died */
+	int status_fd, stdout_fd, stderr_fd, ctl_fd, work_fd;
+	struct cg *cg;
+	bool reaped;
+	bool exit_seen;
+	struct jail_exit exit;
+	struct rusage rusage;		/* of pid 1 and all it reaped */
+};
+
+/* ---- host ------------------------------------------------------------- */
+
+/* Can this process make a user namespace at all? (Debian's
+ * kernel.unprivileged_userns_clone, max_user_namespaces = 0, or an outer
+ * seccomp policy can each say no.) */
+static bool probe_userns(void)
+{
+	pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL,
+				   NULL, 0);
+	int st;
+
+	if (pid < 0)
+		return false;
+	if (pid == 0)
+		_exit(0);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+int jail_host_init(const struct jail_host_config *cfg, struct jail_host **out,
+		   char *err, size_t errlen)
+{
+	struct jail_host *h;
+	struct jail_host_info *in;
+	uid_t base = cfg && cfg->uid_base ? cfg->uid_base : DEFAULT_UID_BASE;
+	int r;
+
+	*out = NULL;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	in = &h->info;
+	in->privileged = geteuid() == 0;
+	if (in->privileged) {
+		/* The sandbox must not inherit host root's supplementary
+		 * groups: setgroups is denied inside, so drop them here. */
+		if (setgroups(0, NULL) < 0) {
+			r = -errno;
+			snprintf(err, errlen, "cannot drop supplementary groups: %s",
+				 strerror(errno));
+			goto fail;
+		}
+		in->host_root_uid = base;
+		in->host_uid = base + JAIL_UID;
+		in->host_gid = base + JAIL_GID;
+	} else {
+		in->host_root_uid = (uid_t)-1;
+		in->host_uid = getuid();
+		in->host_gid = getgid();
+	}
+	in->userns = probe_userns();
+	if (!in->userns) {
+		r = -EPERM;
+		snprintf(err, errlen, "user namespaces are not available to this "
+			 "process (see /proc/sys/user/max_user_namespaces and "
+			 "kernel.unprivileged_userns_clone); petri cannot sandbox");
+		goto fail;
+	}
+	if ((r = policy_build(&h->policy, err, errlen)) < 0)
+		goto fail;
+	in->seccomp = true;
+	in->seccomp_allowed = h->policy.allowed;
+	in->landlock_abi = landlock_abi();
+
+	if (cfg && cfg->no_cgroups) {
+		snprintf(in->cg_problem, sizeof(in->cg_problem),
+			 "cgroups disabled by configuration");
+	} else if (cg_manager_new("/sys/fs/cgroup",
+				  cfg && cfg->cgroup_parent && *cfg->cgroup_parent ?
+				  cfg->cgroup_parent : NULL,
+				  &h->cgm, in->cg_problem, sizeof(in->cg_problem)) == 0) {
+		in->cgroup = cg_version(h->cgm);
+		in->cg_memory = cg_has_memory(h->cgm);
+		in->cg_swap = cg_has_swap(h->cgm);
+		in->cg_pids = cg_has_pids(h->cgm);
+		in->cg_cpu = cg_has_cpu(h->cgm);
+		snprintf(in->cg_parent, sizeof(in->cg_parent), "%s",
+			 cg_parent_dir(h->cgm));
+	}
+	*out = h;
+	return 0;
+fail:
+	jail_host_free(h);
+	return r;
+}
+
+void jail_host_free(struct jail_host *h)
+{
+	if (!h)
+		return;
+	policy_release(&h->policy);
+	cg_manager_free(h->cgm);
+	free(h);
+}
+
+const struct jail_host_info *jail_host_info(const struct jail_host *h)
+{
+	return &h->info;
+}
+
+int jail_host_sweep(struct jail_host *h)
+{
+	return h->cgm ? cg_sweep(h->cgm) : 0;
+}
+
+const char *const *jail_seccomp_allowed(size_t *count)
+{
+	return policy_allowed_names(count);
+}
+
+/* ---- spawn ------------------------------------------------------------ */
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0) {
+		close(*fd);
+		*fd = -1;
+	}
+}
+
+static int write_id_maps(pid_t pid, const struct jail_host_info *in)
+{
+	char path[64], map[128];
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/%d/setgroups", (int)pid);
+	if ((r = safe_write_file(path, "deny", 4, 0, 0)) < 0)
+		return r;
+	for (int which = 0; which < 2; which++) {
+		unsigned inside = which ? JAIL_GID : JAIL_UID;
+		unsigned host = which ? in->host_gid : in->host_uid;
+
+		if (in->host_root_uid != (uid_t)-1)
+			snprintf(map, sizeof(map), "0 %u 1\n%u %u 1\n",
+				 (unsigned)in->host_root_uid, inside, host);
+		else
+			snprintf(map, sizeof(map), "%u %u 1\n", inside, host);
+		snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid,
+			 which ? "gid_map" : "uid_map");
+		if ((r = safe_write_file(path, map, strlen(map), 0, 0)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+static void add_rlimit(struct init_args *a, int resource, rlim_t soft, rlim_t hard)
+{
+	a->rlimits[a->nrlimits].resource = resource;
+	a->rlimits[a->nrlimits].lim.rlim_cur = soft;
+	a->rlimits[a->nrlimits].lim.rlim_max = hard;
+	a->nrlimits++;
+}
+
+static void plan_rlimits(struct init_args *a, const struct jail_limits *l,
+			 const struct jail_host_info *in)
+{
+	uint64_t fsize = l->fsize_bytes ? l->fsize_bytes : l->work_bytes;
+
+	add_rlimit(a, RLIMIT_CORE, 0, 0);
+	add_rlimit(a, RLIMIT_MEMLOCK, 64 << 10, 64 << 10);
+	add_rlimit(a, RLIMIT_MSGQUEUE, 0, 0);
+	if (fsize)
+		add_rlimit(a, RLIMIT_FSIZE, fsize, fsize);
+	if (l->nofile)
+		add_rlimit(a, RLIMIT_NOFILE, l->nofile, l->nofile);
+	if (l->pids)
+		add_rlimit(a, RLIMIT_NPROC, l->pids, l->pids);
+	if (l->cpu_seconds)
+		add_rlimit(a, RLIMIT_CPU, l->cpu_seconds, l->cpu_seconds + 1);
+	/* Without a memory cgroup, cap private writable memory per process:
+	 * cruder (a sum over processes can exceed it), but a bound. */
+	if (l->memory_bytes && !in->cg_memory)
+		add_rlimit(a, RLIMIT_DATA, l->memory_bytes, l->memory_bytes);
+}
+
+static int wait_ready(struct jail *j, char *err, size_t errlen)
+{
+	struct pollfd pfd = { .fd = j->status_fd, .events = POLLIN };
+	struct init_record rec;
+	ssize_t n;
+	int r;
+
+	do
+		r = poll(&pfd, 1, SPAWN_TIMEOUT_MS);
+	while (r < 0 && errno == EINTR);
+	if (r == 0) {
+		snprintf(err, errlen, "sandbox set-up timed out");
+		return -ETIMEDOUT;
+	}
+	n = read(j->status_fd, &rec, sizeof(rec));
+	if (n == (ssize_t)sizeof(rec) && rec.tag == INIT_READY)
+		return 0;
+	if (n == (ssize_t)sizeof(rec) && rec.tag == INIT_ERROR) {
+		rec.text[sizeof(rec.text) - 1] = '\0';
+		snprintf(err, errlen, "sandbox set-up failed: %s", rec.text);
+		return -EPROTO;
+	}
+	snprintf(err, errlen, "sandbox set-up failed: pid 1 exited");
+	return -ECHILD;
+}
+
+static struct jail *jail_alloc(struct jail_host *host)
+{
+	struct jail *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return NULL;
+	j->host = host;
+	j->pid = -1;
+	j->pidfd = j->sync_fd = j->status_fd = j->stdout_fd = -1;
+	j->stderr_fd = j->ctl_fd = j->work_fd = -1;
+	return j;
+}
+
+int jail_spawn(struct jail_host *host, const struct jail_config *cfg,
+	       struct jail **out, char *err, size_t errlen)
+{
+	const struct jail_host_info *in = &host->info;
+	struct init_args a;
+	struct mount_plan plan;
+	struct jail *j;
+	int syncp[2] = { -1, -1 }, statusp[2] = { -1, -1 }, outp[2] = { -1, -1 };
+	int errp[2] = { -1, -1 }, ctl[2] = { -1, -1 };
+	int pidfd = -1, r;
+	char path[64];
+	pid_t pid;
+
+	*out = NULL;
+	err[0] = '\0';
+	if (!cfg->argv || !cfg->argv[0] || cfg->argv[0][0] != '/' || !cfg->envp) {
+		snprintf(err, errlen, "invalid sandbox program");
+		return -EINVAL;
+	}
+	if ((r = mount_plan_build(&plan, cfg, JAIL_UID, JAIL_GID)) < 0) {
+		snprintf(err, errlen, "cannot plan the sandbox's mounts: %s",
+			 strerror(-r));
+		return r;
+	}
+	j = jail_alloc(host);
+	if (!j) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	if (host->cgm) {
+		struct cg_limits lim = {
+			.memory_bytes = cfg->limits.memory_bytes,
+			.pids = cfg->limits.pids,
+			.cpu_millicores = cfg->limits.cpu_millicores,
+		};
+
+		if ((r = cg_create(host->cgm, &lim, &j->cg)) < 0) {
+			snprintf(err, errlen, "cannot create a cgroup: %s", strerror(-r));
+			goto fail;
+		}
+	}
+	if (pipe2(syncp, O_CLOEXEC) < 0 || pipe2(statusp, O_CLOEXEC) < 0 ||
+	    pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot create pipes: %s", strerror(errno));
+		goto fail;
+	}
+
+	memset(&a, 0, sizeof(a));
+	a.argv = cfg->argv;
+	a.envp = cfg->envp;
+	a.hostname = cfg->hostname ? cfg->hostname : "petri";
+	a.plan = &plan;
+	a.policy = &host->policy;
+	a.landlock_abi = in->landlock_abi;
+	a.setup_uid = in->host_root_uid != (uid_t)-1 ? 0 : JAIL_UID;
+	a.setup_gid = in->host_root_uid != (uid_t)-1 ? 0 : JAIL_GID;
+	plan_rlimits(&a, &cfg->limits, in);
+	a.sync_fd = syncp[0];
+	a.status_fd = statusp[1];
+	a.stdout_fd = outp[1];
+	a.stderr_fd = errp[1];
+	a.ctl_fd = ctl[1];
+
+	/* A raw clone: fork semantics (the child runs on a copy of this stack)
+	 * straight into the new namespaces; CLONE_PIDFD gives a pidfd that
+	 * cannot be confused with a recycled pid. */
+	pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID |
+			     CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
+			     CLONE_PIDFD | SIGCHLD, NULL, &pidfd, NULL, 0);
+	if (pid < 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot clone the sandbox: %s", strerror(errno));
+		goto fail;
+	}
+	if (pid == 0)
+		init_main(&a);
+
+	j->pid = pid;
+	j->pidfd = pidfd;
+	close_fd(&syncp[0]);
+	close_fd(&statusp[1]);
+	close_fd(&outp[1]);
+	close_fd(&errp[1]);
+	close_fd(&ctl[1]);
+	j->sync_fd = syncp[1];
+	j->status_fd = statusp[0];
+	j->stdout_fd = outp[0];
+	j->stderr_fd = errp[0];
+	j->ctl_fd = ctl[0];
+	syncp[1] = statusp[0] = outp[0] = errp[0] = ctl[0] = -1;
+
+	if ((r = write_id_maps(pid, in)) < 0) {
+		snprintf(err, errlen, "cannot write the user namespace's id maps: %s",
+			 strerror(-r));
+		goto fail;
+	}
+	if (j->cg && (r = cg_add_pid(j->cg, pid)) < 0) {
+		snprintf(err, errlen, "cannot move the sandbox into its cgroup: %s",
+			 strerror(-r));
+		goto fail;
+	}
+	if (write(j->sync_fd, "g", 1) != 1) {
+		r = -errno;
+		snprintf(err, errlen, "cannot start the sandbox: %s", strerror(errno));
+		goto fail;
+	}
+	if ((r = wait_ready(j, err, errlen)) < 0)
+		goto fail;
+	snprintf(path, sizeof(path), "/proc/%d/root" JAIL_WORKDIR, (int)pid);
+	j->work_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (j->work_fd < 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot open the sandbox's workspace: %s",
+			 strerror(errno));
+		goto fail;
+	}
+	{
+		int fds[] = { j->status_fd, j->stdout_fd, j->stderr_fd, j->ctl_fd };
+
+		for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+			fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK);
+	}
+	mount_plan_release(&plan);
+	*out = j;
+	return 0;
+
+fail:
+	close_fd(&syncp[0]);
+	close_fd(&syncp[1]);
+	close_fd(&statusp[0]);
+	close_fd(&statusp[1]);
+	close_fd(&outp[0]);
+	close_fd(&outp[1]);
+	close_fd(&errp[0]);
+	close_fd(&errp[1]);
+	close_fd(&ctl[0]);
+	close_fd(&ctl[1]);
+	mount_plan_release(&plan);
+	jail_free(j);
+	return r;
+}
+
+/* ---- a running sandbox ------------------------------------------------ */
+
+pid_t jail_pid(const struct jail *j) { return j->pid; }
+int jail_pidfd(const struct jail *j) { return j->pidfd; }
+int jail_stdout_fd(const struct jail *j) { return j->stdout_fd; }
+int jail_stderr_fd(const struct jail *j) { return j->stderr_fd; }
+int jail_ctl_fd(const struct jail *j) { return j->ctl_fd; }
+int jail_status_fd(const struct jail *j) { return j->status_fd; }
+int jail_work_fd(const struct jail *j) { return j->work_fd; }
+
+int jail_read_status(struct jail *j, struct jail_exit *ex)
+{
+	struct init_record rec;
+
+	if (j->exit_seen) {
+		*ex = j->exit;
+		return 1;
+	}
+	for (;;) {
+		ssize_t n = read(j->status_fd, &rec, sizeof(rec));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EAGAIN ? 0 : -errno;
+		if (n == 0)
+			return -EPIPE;	/* pid 1 gone without a word */
+		if (n != (ssize_t)sizeof(rec))
+			return -EPROTO;
+		if (rec.tag != INIT_EXIT)
+			continue;	/* a late error record of the main process */
+		j->exit_seen = true;
+		j->exit.exited = true;
+		j->exit.wstatus = rec.value;
+		*ex = j->exit;
+		return 1;
+	}
+}
+
+int jail_signal(struct jail *j, int sig)
+{
+	if (j->reaped || j->pidfd < 0)
+		return -ESRCH;
+	if (syscall(SYS_pidfd_send_signal, j->pidfd, sig, NULL, 0) < 0)
+		return -errno;
+	return 0;
+}
+
+int jail_kill(struct jail *j)
+{
+	int r = 0;
+
+	/* pid 1 dying takes every process of its pid namespace with it; the
+	 * cgroup kill catches anything that could have left the namespace. */
+	if (!j->reaped && j->pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, j->pidfd, SIGKILL, NULL, 0);
+	if (j->cg)
+		r = cg_kill(j->cg);
+	return r;
+}
+
+static void reap(struct jail *j)
+{
+	int st;
+
+	if (j->reaped || j->pid <= 0)
+		return;
+	while (wait4(j->pid, &st, __WALL, &j->rusage) < 0) {
+		if (errno != EINTR)
+			break;
+	}
+	j->reaped = true;
+}
+
+int jail_usage(struct jail *j, struct jail_usage *u)
+{
+	struct cg_stats st;
+	int r;
+
+	memset(u, 0, sizeof(*u));
+	if (j->cg) {
+		if ((r = cg_stats(j->cg, &st)) < 0)
+			return r;
+		u->cpu_ns = st.cpu_ns;
+		u->memory_peak = st.memory_peak;
+		u->memory_current = st.memory_current;
+		u->oom_kills = st.oom_kills;
+		u->from_cgroup = true;
+		return 0;
+	}
+	if (j->reaped) {
+		u->cpu_ns = (uint64_t)(j->rusage.ru_utime.tv_sec + j->rusage.ru_stime.tv_sec) *
+			    1000000000ull +
+			    (uint64_t)(j->rusage.ru_utime.tv_usec + j->rusage.ru_stime.tv_usec) * 1000ull;
+		u->memory_peak = (uint64_t)j->rusage.ru_maxrss * 1024;
+	}
+	return 0;
+}
+
+int jail_reset_peak(struct jail *j)
+{
+	return j->cg ? cg_reset_peak(j->cg) : 0;
+}
+
+void jail_free(struct jail *j)
+{
+	if (!j)
+		return;
+	jail_kill(j);
+	reap(j);
+	if (j->cg && cg_destroy(j->cg) < 0)
+		log_warn("a sandbox cgroup could not be removed");
+	j->cg = NULL;
+	close_fd(&j->pidfd);
+	close_fd(&j->sync_fd);
+	close_fd(&j->status_fd);
+	close_fd(&j->stdout_fd);
+	close_fd(&j->stderr_fd);
+	close_fd(&j->ctl_fd);
+	close_fd(&j->work_fd);
+	free(j);
+}

@@ -1,0 +1,567 @@
+#include "jail/mounts.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "jail/safe.h"
+#include "util/buf.h"
+
+/* ---- building the plan (parent side) ---------------------------------- */
+
+static const char *plan_strdup(struct mount_plan *p, const char *s, size_t len)
+{
+	char *copy;
+
+	if (p->nstrings == p->capstrings) {
+		size_t cap = p->capstrings ? p->capstrings * 2 : 32;
+		char **v = realloc(p->strings, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		p->strings = v;
+		p->capstrings = cap;
+	}
+	copy = malloc(len + 1);
+	if (!copy)
+		return NULL;
+	memcpy(copy, s, len);
+	copy[len] = '\0';
+	p->strings[p->nstrings++] = copy;
+	return copy;
+}
+
+static int plan_add(struct mount_plan *p, enum mount_op op, unsigned flags,
+		    const char *src, const char *dst, const char *data,
+		    size_t len, mode_t mode)
+{
+	struct mount_entry *e;
+
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 64;
+		struct mount_entry *v = realloc(p->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		p->v = v;
+		p->cap = cap;
+	}
+	e = &p->v[p->n];
+	memset(e, 0, sizeof(*e));
+	e->op = op;
+	e->flags = flags;
+	e->mode = mode;
+	e->len = len;
+	if ((src && !(e->src = plan_strdup(p, src, strlen(src)))) ||
+	    !(e->dst = plan_strdup(p, dst, strlen(dst))) ||
+	    (data && !(e->data = plan_strdup(p, data, len))))
+		return -ENOMEM;
+	p->n++;
+	return 0;
+}
+
+static int plan_text(struct mount_plan *p, const char *dst, const char *text)
+{
+	return plan_add(p, MOUNT_FILE, 0, NULL, dst, text, strlen(text), 0644);
+}
+
+/* Bind a host path at the same place if it exists.  A symlink is copied as
+ * a symlink, never followed: its target then resolves inside the sandbox,
+ * so a link on the host cannot pull in a file from outside the plan. */
+static int plan_host_path(struct mount_plan *p, const char *path)
+{
+	struct stat st;
+	char target[4096];
+	ssize_t n;
+
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (S_ISLNK(st.st_mode)) {
+		n = readlink(path, target, sizeof(target) - 1);
+		if (n < 0)
+			return -errno;
+		target[n] = '\0';
+		return plan_add(p, MOUNT_SYMLINK, 0, target, path, NULL, 0, 0);
+	}
+	if (S_ISDIR(st.st_mode))
+		return plan_add(p, MOUNT_BIND, MOUNT_F_DIR | MOUNT_F_OPTIONAL,
+				path, path, NULL, 0, 0);
+	if (S_ISREG(st.st_mode))
+		return plan_add(p, MOUNT_BIND, MOUNT_F_OPTIONAL, path, path,
+				NULL, 0, 0);
+	return 0;	/* devices, sockets, fifos: never */
+}
+
+/* Paths the plan owns; a caller's extra bind may not land on or under them. */
+static const char *const reserved[] = {
+	"/proc", "/dev", "/work", "/tmp", "/etc", "/opt/petri", "/usr", NULL
+};
+
+static bool path_is_clean(const char *path)
+{
+	size_t len = strlen(path);
+
+	if (len < 2 || len >= 1024 || path[0] != '/' || path[len - 1] == '/')
+		return false;
+	if (strstr(path, "//") || strstr(path, "/./") || strstr(path, "/../"))
+		return false;
+	if (len >= 2 && strcmp(path + len - 2, "/.") == 0)
+		return false;
+	if (len >= 3 && strcmp(path + len - 3, "/..") == 0)
+		return false;
+	return true;
+}
+
+static bool path_under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+static int plan_user_bind(struct mount_plan *p, const char *path)
+{
+	struct stat st;
+
+	if (!path_is_clean(path))
+		return -EINVAL;
+	for (size_t i = 0; reserved[i]; i++)
+		if (path_under(path, reserved[i]) || path_under(reserved[i], path))
+			return -EINVAL;
+	if (stat(path, &st) < 0)
+		return -errno;
+	return plan_add(p, MOUNT_BIND, S_ISDIR(st.st_mode) ? MOUNT_F_DIR : 0,
+			path, path, NULL, 0, 0);
+}
+
+static int plan_etc(struct mount_plan *p, const char *hostname)
+{
+	/* Read-only host entries the runtimes need: the dynamic loader's
+	 * cache, Debian's alternatives links (cc, awk...), matplotlib's and
+	 * Python's configuration, fonts, and public lookup tables. */
+	static const char *const host_etc[] = {
+		"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+		"/etc/alternatives", "/etc/matplotlibrc", "/etc/fonts",
+		"/etc/mime.types", "/etc/protocols", "/etc/services",
+		"/etc/localtime", NULL
+	};
+	char hosts[256], name[128];
+	DIR *d;
+	struct dirent *de;
+	int r;
+
+	snprintf(hosts, sizeof(hosts),
+		 "127.0.0.1\tlocalhost %s\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+		 hostname);
+	snprintf(name, sizeof(name), "%s\n", hostname);
+	if ((r = plan_add(p, MOUNT_DIR, 0, NULL, "/etc", NULL, 0, 0755)) ||
+	    (r = plan_text(p, "/etc/passwd",
+			   "root:x:0:0:root:/nonexistent:/usr/sbin/nologin\n"
+			   JAIL_USER ":x:1000:1000:sandbox:" JAIL_WORKDIR ":/bin/bash\n"
+			   "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")) ||
+	    (r = plan_text(p, "/etc/group",
+			   "root:x:0:\n" JAIL_USER ":x:1000:\nnogroup:x:65534:\n")) ||
+	    (r = plan_text(p, "/etc/nsswitch.conf",
+			   "passwd: files\ngroup: files\nshadow: files\nhosts: files\n"
+			   "networks: files\nprotocols: files\nservices: files\n")) ||
+	    (r = plan_text(p, "/etc/hosts", hosts)) ||
+	    (r = plan_text(p, "/etc/hostname", name)))
+		return r;
+	for (size_t i = 0; host_etc[i]; i++)
+		if ((r = plan_host_path(p, host_etc[i])) < 0)
+			return r;
+	/* /etc/python3, /etc/python3.11: sitecustomize and friends. */
+	d = opendir("/etc");
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		char path[300];
+
+		if (strncmp(de->d_name, "python3", 7) != 0)
+			continue;
+		snprintf(path, sizeof(path), "/etc/%s", de->d_name);
+		if ((r = plan_host_path(p, path)) < 0)
+			break;
+	}
+	closedir(d);
+	return r < 0 ? r : 0;
+}
+
+static int plan_dev(struct mount_plan *p, uint64_t shm_bytes, uid_t uid, gid_t gid)
+{
+	static const char *const nodes[] = {
+		"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", NULL
+	};
+	static const char *const links[][2] = {
+		{ "/proc/self/fd", "/dev/fd" }, { "/proc/self/fd/0", "/dev/stdin" },
+		{ "/proc/self/fd/1", "/dev/stdout" }, { "/proc/self/fd/2", "/dev/stderr" },
+	};
+	char opts[160];
+	int r;
+
+	if ((r = plan_add(p, MOUNT_TMPFS, MOUNT_F_NOEXEC, NULL, "/dev",
+			  "mode=0755,size=64k,nr_inodes=64", 32, 0)))
+		return r;
+	for (size_t i = 0; nodes[i]; i++)
+		if ((r = plan_add(p, MOUNT_BIND, MOUNT_F_RW, nodes[i], nodes[i],
+				  NULL, 0, 0)))
+			return r;
+	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++)
+		if ((r = plan_add(p, MOUNT_SYMLINK, 0, links[i][0], links[i][1],
+				  NULL, 0, 0)))
+			return r;
+	snprintf(opts, sizeof(opts), "mode=1777,size=%llu,nr_inodes=1024,uid=%u,gid=%u",
+		 (unsigned long long)shm_bytes, (unsigned)uid, (unsigned)gid);
+	return plan_add(p, MOUNT_TMPFS, MOUNT_F_NOEXEC, NULL, "/dev/shm", opts,
+			strlen(opts), 0);
+}
+
+static int plan_proc(struct mount_plan *p)
+{
+	/* Read-only: writes to /proc/sys and the sysrq trigger are refused
+	 * even if some other layer failed.  Masked: files that describe the
+	 * host's kernel rather than the sandbox. */
+	static const char *const ro[] = {
+		"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus",
+		"/proc/fs", NULL
+	};
+	static const char *const masked[] = {
+		"/proc/kcore", "/proc/keys", "/proc/key-users", "/proc/timer_list",
+		"/proc/sched_debug", "/proc/kallsyms", "/proc/kmsg",
+		"/proc/latency_stats", "/proc/acpi", "/proc/scsi", "/proc/asound",
+		"/proc/driver", NULL
+	};
+	int r;
+
+	if ((r = plan_add(p, MOUNT_PROC, 0, NULL, "/proc", NULL, 0, 0)))
+		return r;
+	for (size_t i = 0; ro[i]; i++)
+		if ((r = plan_add(p, MOUNT_BIND, MOUNT_F_SELF | MOUNT_F_OPTIONAL,
+				  ro[i], ro[i], NULL, 0, 0)))
+			return r;
+	for (size_t i = 0; masked[i]; i++)
+		if ((r = plan_add(p, MOUNT_MASK, MOUNT_F_OPTIONAL, NULL, masked[i],
+				  NULL, 0, 0)))
+			return r;
+	return 0;
+}
+
+static int plan_tmpfs(struct mount_plan *p, const char *dst, uint64_t bytes,
+		      uint64_t inodes, const char *mode, uid_t uid, gid_t gid)
+{
+	char opts[160];
+
+	snprintf(opts, sizeof(opts), "mode=%s,size=%llu,nr_inodes=%llu,uid=%u,gid=%u",
+		 mode, (unsigned long long)bytes, (unsigned long long)inodes,
+		 (unsigned)uid, (unsigned)gid);
+	return plan_add(p, MOUNT_TMPFS, 0, NULL, dst, opts, strlen(opts), 0);
+}
+
+int mount_plan_build(struct mount_plan *p, const struct jail_config *cfg,
+		     uid_t uid, gid_t gid)
+{
+	static const char *const top_links[] = {
+		"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", NULL
+	};
+	const struct jail_limits *lim = &cfg->limits;
+	uint64_t shm = lim->tmp_bytes < (64u << 20) ? lim->tmp_bytes : (64u << 20);
+	uint64_t inodes = lim->inodes ? lim->inodes : 65536;
+	int r;
+
+	memset(p, 0, sizeof(*p));
+	if ((r = plan_add(p, MOUNT_BIND, MOUNT_F_DIR, "/usr", "/usr", NULL, 0, 0)))
+		goto fail;
+	for (size_t i = 0; top_links[i]; i++)
+		if ((r = plan_host_path(p, top_links[i])) < 0)
+			goto fail;
+	if ((r = plan_etc(p, cfg->hostname ? cfg->hostname : "petri")) ||
+	    (r = plan_dev(p, shm ? shm : (16u << 20), uid, gid)) ||
+	    (r = plan_proc(p)))
+		goto fail;
+	for (size_t i = 0; i < cfg->nfiles; i++) {
+		const struct jail_file *f = &cfg->files[i];
+
+		if (!path_is_clean(f->path) || !path_under(f->path, "/opt")) {
+			r = -EINVAL;
+			goto fail;
+		}
+		if ((r = plan_add(p, MOUNT_FILE, 0, NULL, f->path, f->data, f->len,
+				  f->mode)))
+			goto fail;
+	}
+	for (size_t i = 0; cfg->ro_binds && cfg->ro_binds[i]; i++)
+		if ((r = plan_user_bind(p, cfg->ro_binds[i])) < 0)
+			goto fail;
+	if ((r = plan_tmpfs(p, "/tmp", lim->tmp_bytes, inodes, "1777", uid, gid)) ||
+	    (r = plan_tmpfs(p, JAIL_WORKDIR, lim->work_bytes, inodes, "0755", uid, gid)))
+		goto fail;
+	return 0;
+fail:
+	mount_plan_release(p);
+	return r;
+}
+
+void mount_plan_release(struct mount_plan *p)
+{
+	for (size_t i = 0; i < p->nstrings; i++)
+		free(p->strings[i]);
+	free(p->strings);
+	free(p->v);
+	memset(p, 0, sizeof(*p));
+}
+
+int mount_plan_describe(const struct mount_plan *p, char **out)
+{
+	static const char *const names[] = {
+		[MOUNT_DIR] = "dir", [MOUNT_TMPFS] = "tmpfs", [MOUNT_BIND] = "bind",
+		[MOUNT_PROC] = "proc", [MOUNT_SYMLINK] = "symlink",
+		[MOUNT_FILE] = "file", [MOUNT_MASK] = "mask",
+	};
+	struct buf b = BUF_INIT;
+	int r = 0;
+
+	for (size_t i = 0; i < p->n && r == 0; i++) {
+		const struct mount_entry *e = &p->v[i];
+
+		r = buf_appendf(&b, "%s%s %s", names[e->op],
+				e->op == MOUNT_BIND ? (e->flags & MOUNT_F_RW ? "-rw" : "-ro") : "",
+				e->dst);
+		if (!r && e->src)
+			r = buf_appendf(&b, " <- %s", e->src);
+		if (!r && e->op == MOUNT_TMPFS)
+			r = buf_appendf(&b, " (%s)", e->data);
+		if (!r)
+			r = buf_append_str(&b, "\n");
+	}
+	if (r) {
+		buf_release(&b);
+		return r;
+	}
+	*out = buf_detach(&b, NULL);
+	return *out ? 0 : -ENOMEM;
+}
+
+/* ---- applying the plan (child side: system calls only) ---------------- */
+
+/* The flags a bind mount inherits from its source and must keep when it
+ * is remounted inside a user namespace (the kernel locks them). */
+static unsigned long locked_flags(const char *path)
+{
+	struct statfs sf;
+	unsigned long f = 0;
+
+	if (statfs(path, &sf) < 0)
+		return 0;
+	if (sf.f_flags & ST_NOSUID)
+		f |= MS_NOSUID;
+	if (sf.f_flags & ST_NODEV)
+		f |= MS_NODEV;
+	if (sf.f_flags & ST_NOEXEC)
+		f |= MS_NOEXEC;
+	if (sf.f_flags & ST_NOATIME)
+		f |= MS_NOATIME;
+	if (sf.f_flags & ST_NODIRATIME)
+		f |= MS_NODIRATIME;
+	if (sf.f_flags & ST_RELATIME)
+		f |= MS_RELATIME;
+	return f;
+}
+
+static int make_parent(const char *path)
+{
+	char parent[4096];
+	char *slash;
+	size_t len = strlen(path);
+
+	if (len >= sizeof(parent))
+		return -ENAMETOOLONG;
+	memcpy(parent, path, len + 1);
+	slash = strrchr(parent, '/');
+	if (!slash || slash == parent)
+		return 0;
+	*slash = '\0';
+	return safe_mkdir_p(parent, 0755);
+}
+
+static int make_mountpoint(const char *path, bool dir)
+{
+	int r = make_parent(path), fd;
+
+	if (r < 0)
+		return r;
+	if (dir)
+		return mkdir(path, 0755) < 0 && errno != EEXIST ? -errno : 0;
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+static int bind_ro(const char *src, const char *dst, unsigned long extra)
+{
+	if (mount(src, dst, NULL, MS_BIND, NULL) < 0)
+		return -errno;
+	if (mount(NULL, dst, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | extra |
+		  locked_flags(dst), NULL) < 0)
+		return -errno;
+	return 0;
+}
+
+static int apply_bind(const struct mount_entry *e, const char *newroot,
+		      const char *dst, char *err, size_t errlen)
+{
+	char src[4096];
+	struct stat st;
+	unsigned long extra = MS_NOSUID;
+	int r;
+
+	if (e->flags & MOUNT_F_SELF) {
+		if ((r = safe_join(src, sizeof(src), newroot, e->src)) < 0)
+			return safe_fail(err, errlen, "path too long", e->src, -r);
+	} else if ((r = safe_join(src, sizeof(src), "", e->src)) < 0) {
+		return safe_fail(err, errlen, "path too long", e->src, -r);
+	}
+	if (lstat(src, &st) < 0) {
+		if (errno == ENOENT && (e->flags & MOUNT_F_OPTIONAL))
+			return 0;
+		return safe_fail(err, errlen, "cannot find", e->src, errno);
+	}
+	if (!(e->flags & MOUNT_F_SELF) &&
+	    (r = make_mountpoint(dst, S_ISDIR(st.st_mode))) < 0)
+		return safe_fail(err, errlen, "cannot create mount point", e->dst, -r);
+	if (e->flags & MOUNT_F_RW) {
+		/* Device nodes: writable, executable never. */
+		if (mount(src, dst, NULL, MS_BIND, NULL) < 0 ||
+		    mount(NULL, dst, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID |
+			  MS_NOEXEC | locked_flags(dst), NULL) < 0)
+			return safe_fail(err, errlen, "cannot bind", e->src, errno);
+		return 0;
+	}
+	if (!S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode))
+		extra |= MS_NODEV;
+	if ((r = bind_ro(src, dst, extra)) < 0)
+		return safe_fail(err, errlen, "cannot bind read-only", e->src, -r);
+	return 0;
+}
+
+static int apply_mask(const struct mount_entry *e, const char *newroot,
+		      const char *dst, char *err, size_t errlen)
+{
+	char devnull[4096];
+	struct stat st;
+	int r;
+
+	if (lstat(dst, &st) < 0) {
+		if (errno == ENOENT && (e->flags & MOUNT_F_OPTIONAL))
+			return 0;
+		return safe_fail(err, errlen, "cannot find", e->dst, errno);
+	}
+	if (S_ISDIR(st.st_mode)) {
+		if (mount("tmpfs", dst, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV |
+			  MS_NOEXEC, "mode=0555,size=4k,nr_inodes=1") < 0)
+			return safe_fail(err, errlen, "cannot mask", e->dst, errno);
+		return 0;
+	}
+	if ((r = safe_join(devnull, sizeof(devnull), newroot, "/dev/null")) < 0 ||
+	    (r = bind_ro(devnull, dst, MS_NOSUID | MS_NOEXEC)) < 0)
+		return safe_fail(err, errlen, "cannot mask", e->dst, -r);
+	return 0;
+}
+
+static int apply_one(const struct mount_entry *e, const char *newroot,
+		     char *err, size_t errlen)
+{
+	char dst[4096];
+	int r;
+
+	if ((r = safe_join(dst, sizeof(dst), newroot, e->dst)) < 0)
+		return safe_fail(err, errlen, "path too long", e->dst, -r);
+	switch (e->op) {
+	case MOUNT_DIR:
+		if ((r = safe_mkdir_p(dst, e->mode)) < 0)
+			return safe_fail(err, errlen, "cannot create", e->dst, -r);
+		return 0;
+	case MOUNT_TMPFS:
+		if ((r = safe_mkdir_p(dst, 0755)) < 0)
+			return safe_fail(err, errlen, "cannot create", e->dst, -r);
+		if (mount("tmpfs", dst, "tmpfs", MS_NOSUID | MS_NODEV |
+			  (e->flags & MOUNT_F_NOEXEC ? MS_NOEXEC : 0), e->data) < 0)
+			return safe_fail(err, errlen, "cannot mount tmpfs at", e->dst, errno);
+		return 0;
+	case MOUNT_BIND:
+		return apply_bind(e, newroot, dst, err, errlen);
+	case MOUNT_PROC:
+		if ((r = safe_mkdir_p(dst, 0555)) < 0)
+			return safe_fail(err, errlen, "cannot create", e->dst, -r);
+		if (mount("proc", dst, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+			return safe_fail(err, errlen, "cannot mount proc at", e->dst, errno);
+		return 0;
+	case MOUNT_SYMLINK:
+		if ((r = make_parent(dst)) < 0)
+			return safe_fail(err, errlen, "cannot create", e->dst, -r);
+		if (symlink(e->src, dst) < 0 && errno != EEXIST)
+			return safe_fail(err, errlen, "cannot create symlink", e->dst, errno);
+		return 0;
+	case MOUNT_FILE:
+		if ((r = make_parent(dst)) < 0 ||
+		    (r = safe_write_file(dst, e->data, e->len,
+					 O_CREAT | O_EXCL | O_NOFOLLOW, e->mode)) < 0)
+			return safe_fail(err, errlen, "cannot write", e->dst, -r);
+		return 0;
+	case MOUNT_MASK:
+		return apply_mask(e, newroot, dst, err, errlen);
+	}
+	return safe_fail(err, errlen, "unknown mount operation for", e->dst, EINVAL);
+}
+
+int mount_plan_apply(const struct mount_plan *p, const char *newroot,
+		     char *err, size_t errlen)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		int r = apply_one(&p->v[i], newroot, err, errlen);
+
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int mount_setup_root(const struct mount_plan *plan, char *err, size_t errlen)
+{
+	/* Any existing directory of the host serves as the scratch mount
+	 * point: the tmpfs on it exists only in this mount namespace. */
+	static const char base[] = "/tmp";
+	int r;
+
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return safe_fail(err, errlen, "cannot make mounts private", NULL, errno);
+	if (mount("tmpfs", base, "tmpfs", MS_NOSUID | MS_NODEV,
+		  "mode=0755,size=16m,nr_inodes=4096") < 0)
+		return safe_fail(err, errlen, "cannot mount the root tmpfs", NULL, errno);
+	if ((r = mount_plan_apply(plan, base, err, errlen)) < 0)
+		return r;
+	if (mkdir("/tmp/.oldroot", 0700) < 0)
+		return safe_fail(err, errlen, "cannot create", "/.oldroot", errno);
+	if (syscall(SYS_pivot_root, base, "/tmp/.oldroot") < 0)
+		return safe_fail(err, errlen, "pivot_root failed", NULL, errno);
+	if (chdir("/") < 0)
+		return safe_fail(err, errlen, "cannot chdir", "/", errno);
+	if (umount2("/.oldroot", MNT_DETACH) < 0)
+		return safe_fail(err, errlen, "cannot detach the old root", NULL, errno);
+	if (rmdir("/.oldroot") < 0)
+		return safe_fail(err, errlen, "cannot remove", "/.oldroot", errno);
+	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
+		  NULL) < 0)
+		return safe_fail(err, errlen, "cannot make the root read-only", NULL, errno);
+	return 0;
+}

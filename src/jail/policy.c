@@ -1,0 +1,316 @@
+#include "jail/policy.h"
+
+#include <errno.h>
+#include <linux/audit.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <stddef.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/personality.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* What the Python data stack (numpy, pandas, matplotlib, scipy, sqlite3,
+ * threads, subprocess), bash, coreutils and gcc need, found by tracing them
+ * inside the sandbox (tests/cli/test_policy.py keeps it honest).  Calls with
+ * dangerous arguments are allowed below with conditions instead. */
+static const char *const allowed[] = {
+	/* files and descriptors */
+	"read", "write", "readv", "writev", "pread64", "pwrite64", "preadv",
+	"pwritev", "open", "openat", "creat", "close", "close_range", "lseek",
+	"stat", "fstat", "lstat", "newfstatat", "statx", "statfs", "fstatfs",
+	"access", "faccessat", "faccessat2", "readlink", "readlinkat",
+	"getdents64", "mkdir", "mkdirat", "rmdir", "unlink", "unlinkat",
+	"rename", "renameat", "renameat2", "link", "linkat", "symlink",
+	"symlinkat", "chmod", "fchmod", "fchmodat", "truncate", "ftruncate",
+	"fallocate", "fsync", "fdatasync", "umask", "chdir", "fchdir", "getcwd",
+	"utimensat", "dup", "dup2", "dup3", "fcntl", "flock", "pipe", "pipe2",
+	"mknodat", "sendfile", "copy_file_range", "fadvise64", "getxattr",
+	"lgetxattr", "memfd_create",
+	/* memory */
+	"mmap", "munmap", "mprotect", "mremap", "madvise", "brk", "msync",
+	"get_mempolicy",
+	/* processes and threads */
+	"vfork", "execve", "execveat", "exit", "exit_group", "wait4", "waitid",
+	"kill", "tgkill", "getpid", "getppid", "gettid", "getuid", "geteuid",
+	"getgid", "getegid", "getresuid", "getresgid", "getgroups", "setsid",
+	"setpgid", "getpgid", "getpgrp", "getsid", "prctl", "arch_prctl",
+	"set_tid_address", "set_robust_list", "rseq", "futex", "sched_yield",
+	"sched_getaffinity", "sched_setaffinity", "sched_getparam",
+	"sched_getscheduler", "sched_get_priority_max", "sched_get_priority_min",
+	"getpriority", "setpriority", "getrusage", "getrlimit", "setrlimit",
+	"prlimit64",
+	/* time and signals */
+	"nanosleep", "clock_nanosleep", "clock_gettime", "clock_getres",
+	"gettimeofday", "time", "times", "alarm", "pause", "getitimer",
+	"setitimer", "timer_create", "timer_settime", "timer_gettime",
+	"timer_getoverrun", "timer_delete", "rt_sigaction", "rt_sigprocmask",
+	"rt_sigreturn", "rt_sigsuspend", "rt_sigtimedwait", "rt_sigpending",
+	"sigaltstack", "restart_syscall", "eventfd2",
+	/* waiting */
+	"poll", "ppoll", "select", "pselect6", "epoll_create1", "epoll_ctl",
+	"epoll_wait", "epoll_pwait",
+	/* sockets (the network namespace has only loopback) */
+	"socketpair", "bind", "listen", "accept", "accept4", "connect",
+	"getsockname", "getpeername", "sendto", "recvfrom", "sendmsg", "recvmsg",
+	"shutdown", "setsockopt", "getsockopt",
+	/* information */
+	"uname", "sysinfo", "getrandom",
+	NULL
+};
+
+/* Named so that they fail with EPERM ("Operation not permitted") rather
+ * than ENOSYS, which would suggest an old kernel. */
+static const char *const denied[] = {
+	"unshare", "setns", "mount", "umount2", "pivot_root", "chroot",
+	"move_mount", "open_tree", "fsopen", "fsconfig", "fsmount", "fspick",
+	"mount_setattr", "ptrace", "process_vm_readv", "process_vm_writev",
+	"process_madvise", "pidfd_getfd", "kcmp", "bpf", "perf_event_open",
+	"keyctl", "add_key", "request_key", "userfaultfd", "io_uring_setup",
+	"io_uring_enter", "io_uring_register", "kexec_load", "kexec_file_load",
+	"init_module", "finit_module", "delete_module", "reboot", "swapon",
+	"swapoff", "acct", "quotactl", "quotactl_fd", "syslog", "vhangup",
+	"iopl", "ioperm", "uselib", "open_by_handle_at", "name_to_handle_at",
+	"fanotify_init", "settimeofday", "clock_settime", "adjtimex",
+	"clock_adjtime", "sethostname", "setdomainname", "lookup_dcookie",
+	"landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self",
+	"seccomp", "setuid", "setgid", "setreuid", "setregid", "setresuid",
+	"setresgid", "setgroups", "setfsuid", "setfsgid", "capset",
+	"mbind", "set_mempolicy", "migrate_pages", "move_pages", "vmsplice",
+	"io_setup", "io_submit", "io_getevents", "io_cancel", "io_destroy",
+	"msgget", "msgsnd", "msgrcv", "msgctl", "mq_open", "mq_unlink",
+	"mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
+	"nfsservctl", "sysfs", "_sysctl", "ustat", "afs_syscall", "tuxcall",
+	"security", "create_module", "get_kernel_syms", "query_module",
+	"modify_ldt",
+	NULL
+};
+
+/* Allowed with argument checks, done in our own BPF prologue (see
+ * prologue_build()) where the exact comparison is plain to read: clone
+ * without namespace flags, socket for AF_UNIX/AF_INET/AF_INET6 only, ioctl
+ * except TIOCSTI/TIOCLINUX, personality only to query or set PER_LINUX.
+ * clone3 answers ENOSYS: its flags live in memory a filter cannot read, and
+ * glibc then falls back to clone, whose flags it can. */
+static const char *const conditional[] = {
+	"clone", "socket", "ioctl", "personality", NULL
+};
+
+#define CLONE_NS_FLAGS (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | \
+			CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET)
+
+static size_t count_names(const char *const *v)
+{
+	size_t n = 0;
+
+	while (v[n])
+		n++;
+	return n;
+}
+
+const char *const *policy_allowed_names(size_t *count)
+{
+	static const char *all[sizeof(allowed) / sizeof(allowed[0]) +
+			       sizeof(conditional) / sizeof(conditional[0])];
+
+	if (!all[0]) {
+		size_t n = 0;
+
+		for (size_t i = 0; allowed[i]; i++)
+			all[n++] = allowed[i];
+		for (size_t i = 0; conditional[i]; i++)
+			all[n++] = conditional[i];
+		all[n] = NULL;
+	}
+	if (count)
+		*count = count_names(all);
+	return all;
+}
+
+const char *const *policy_denied_names(size_t *count)
+{
+	if (count)
+		*count = count_names(denied);
+	return denied;
+}
+
+static int add_rules(scmp_filter_ctx ctx, unsigned *nallowed, char *err,
+		     size_t errlen)
+{
+	const char *const *lists[] = { allowed, conditional };
+	int r;
+
+	for (size_t l = 0; l < 2; l++) {
+		for (size_t i = 0; lists[l][i]; i++) {
+			int nr = seccomp_syscall_resolve_name(lists[l][i]);
+
+			if (nr == __NR_SCMP_ERROR)
+				continue;	/* not on this architecture */
+			r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
+			if (r < 0) {
+				snprintf(err, errlen, "seccomp: cannot allow '%s': %s",
+					 lists[l][i], strerror(-r));
+				return r;
+			}
+			(*nallowed)++;
+		}
+	}
+	for (size_t i = 0; denied[i]; i++) {
+		int nr = seccomp_syscall_resolve_name(denied[i]);
+
+		if (nr == __NR_SCMP_ERROR)
+			continue;
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+		if (r < 0) {
+			snprintf(err, errlen, "seccomp: cannot deny '%s': %s",
+				 denied[i], strerror(-r));
+			return r;
+		}
+	}
+	/* clone3 is on neither list: the default action answers ENOSYS. */
+	return 0;
+}
+
+/* ---- the prologue ----------------------------------------------------- */
+
+#define X32_SYSCALL_BIT 0x40000000u
+#define ARG_LO(n) (offsetof(struct seccomp_data, args) + (n) * sizeof(uint64_t))
+#define RET_ERRNO(e) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (e))
+#define LOAD(off) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (off))
+/* "if the syscall is nr, run the next `len` instructions, else skip them" */
+#define FOR_SYSCALL(sysno, len) \
+	LOAD(offsetof(struct seccomp_data, nr)), \
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (sysno), 0, (len))
+
+/* Argument checks run before libseccomp's program.  Each block ends in a
+ * return or falls through to the next; the low 32 bits of an argument are
+ * what the kernel reads for these int-typed arguments (x86_64 is little
+ * endian, so they are at the argument's own offset). */
+static const struct sock_filter prologue[] = {
+	/* Only the x86_64 ABI: i386 (int 0x80) and x32 numbers kill. */
+	LOAD(offsetof(struct seccomp_data, arch)),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+	LOAD(offsetof(struct seccomp_data, nr)),
+	BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, X32_SYSCALL_BIT, 0, 1),
+	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+
+	FOR_SYSCALL(__NR_clone, 3),
+	LOAD(ARG_LO(0)),
+	BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_NS_FLAGS, 0, 1),
+	RET_ERRNO(EPERM),
+
+	FOR_SYSCALL(__NR_ioctl, 4),
+	LOAD(ARG_LO(1)),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCSTI, 1, 0),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCLINUX, 0, 1),
+	RET_ERRNO(EPERM),
+
+	FOR_SYSCALL(__NR_socket, 5),
+	LOAD(ARG_LO(0)),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 3, 0),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET, 2, 0),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET6, 1, 0),
+	RET_ERRNO(EAFNOSUPPORT),
+
+	FOR_SYSCALL(__NR_personality, 4),
+	LOAD(ARG_LO(0)),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffu, 2, 0),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PER_LINUX, 1, 0),
+	RET_ERRNO(EPERM),
+};
+
+/* Export libseccomp's program as raw BPF (2.5 has no in-memory export, so
+ * through a memfd) and put the prologue in front of it. */
+static int export_with_prologue(scmp_filter_ctx ctx, struct sock_fprog *prog)
+{
+	const size_t plen = sizeof(prologue) / sizeof(prologue[0]);
+	struct sock_filter *v = NULL;
+	off_t size;
+	size_t n;
+	int fd, r;
+
+	fd = memfd_create("petri-seccomp", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if ((r = seccomp_export_bpf(ctx, fd)) < 0)
+		goto out;
+	size = lseek(fd, 0, SEEK_END);
+	if (size <= 0 || size % (off_t)sizeof(struct sock_filter)) {
+		r = -EINVAL;
+		goto out;
+	}
+	n = (size_t)size / sizeof(struct sock_filter);
+	if (plen + n > BPF_MAXINSNS) {
+		r = -E2BIG;
+		goto out;
+	}
+	v = calloc(plen + n, sizeof(*v));
+	if (!v) {
+		r = -ENOMEM;
+		goto out;
+	}
+	memcpy(v, prologue, sizeof(prologue));
+	if (pread(fd, v + plen, (size_t)size, 0) != size) {
+		r = errno ? -errno : -EIO;
+		goto out;
+	}
+	prog->filter = v;
+	prog->len = (unsigned short)(plen + n);
+	v = NULL;
+	r = 0;
+out:
+	free(v);
+	close(fd);
+	return r;
+}
+
+int policy_build(struct policy *pol, char *err, size_t errlen)
+{
+	scmp_filter_ctx ctx;
+	int r;
+
+	memset(pol, 0, sizeof(*pol));
+	ctx = seccomp_init(SCMP_ACT_ERRNO(ENOSYS));
+	if (!ctx) {
+		snprintf(err, errlen, "seccomp: cannot create a filter");
+		return -ENOMEM;
+	}
+	if ((r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH,
+				  SCMP_ACT_KILL_PROCESS)) < 0 ||
+	    (r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0)) < 0) {
+		snprintf(err, errlen, "seccomp: cannot set attributes: %s", strerror(-r));
+		goto out;
+	}
+	if ((r = add_rules(ctx, &pol->allowed, err, errlen)) < 0)
+		goto out;
+	if ((r = export_with_prologue(ctx, &pol->prog)) < 0)
+		snprintf(err, errlen, "seccomp: cannot export the filter: %s",
+			 strerror(-r));
+out:
+	seccomp_release(ctx);
+	return r;
+}
+
+void policy_release(struct policy *pol)
+{
+	free(pol->prog.filter);
+	memset(pol, 0, sizeof(*pol));
+}
+
+int policy_load(const struct policy *pol)
+{
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return -errno;
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &pol->prog) < 0)
+		return -errno;
+	return 0;
+}

@@ -1,0 +1,215 @@
+/* Codecs for bytes that come out of a sandbox: UTF-8, base64, frames, and
+ * the result object's JSON. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/frame.h"
+#include "runtime/result.h"
+#include "unit.h"
+#include "util/base64.h"
+#include "util/utf8.h"
+
+START_TEST(test_utf8_valid)
+{
+	ck_assert(utf8_valid("hello", 5));
+	ck_assert(utf8_valid("h\0llo", 5));		/* NUL is valid UTF-8 */
+	ck_assert(utf8_valid("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", 9));
+	ck_assert(!utf8_valid("\xff", 1));
+	ck_assert(!utf8_valid("\xc0\xaf", 2));		/* overlong '/' */
+	ck_assert(!utf8_valid("\xed\xa0\x80", 3));	/* surrogate */
+	ck_assert(!utf8_valid("\xf4\x90\x80\x80", 4));	/* > U+10FFFF */
+	ck_assert(!utf8_valid("\xe2\x82", 2));		/* truncated */
+}
+END_TEST
+
+START_TEST(test_utf8_cut)
+{
+	/* never split a character; cut before an incomplete tail */
+	ck_assert_uint_eq(utf8_cut("ab\xe2\x82", 4), 2);
+	ck_assert_uint_eq(utf8_cut("ab\xe2\x82\xac", 5), 5);
+	ck_assert_uint_eq(utf8_cut("ab\xf0", 3), 2);
+	ck_assert_uint_eq(utf8_cut("ab\xff", 3), 3);	/* invalid: nothing to wait for */
+	ck_assert_uint_eq(utf8_cut("", 0), 0);
+}
+END_TEST
+
+START_TEST(test_utf8_sanitize)
+{
+	struct buf b = BUF_INIT;
+
+	ck_assert_int_eq(utf8_sanitize(&b, "a\xff" "b\xc3", 4), 0);
+	ck_assert_uint_eq(b.len, 8);
+	ck_assert_mem_eq(b.data, "a\xef\xbf\xbd" "b\xef\xbf\xbd", 8);
+	buf_release(&b);
+}
+END_TEST
+
+START_TEST(test_base64)
+{
+	static const char *const plain[] = { "", "f", "fo", "foo", "foob", "fooba", "foobar" };
+	static const char *const coded[] = { "", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==",
+					     "Zm9vYmE=", "Zm9vYmFy" };
+
+	for (size_t i = 0; i < 7; i++) {
+		size_t n;
+		char *e = base64_encode(plain[i], strlen(plain[i]), &n);
+		unsigned char *d;
+
+		ck_assert_str_eq(e, coded[i]);
+		d = base64_decode(e, n, &n);
+		ck_assert_ptr_nonnull(d);
+		ck_assert_uint_eq(n, strlen(plain[i]));
+		ck_assert(memcmp(d, plain[i], n) == 0);
+		free(e);
+		free(d);
+	}
+	ck_assert(!base64_valid("Zg=", 3));
+	ck_assert(!base64_valid("Z===", 4));
+	ck_assert(!base64_valid("Zg==Zg==", 8));	/* padding in the middle */
+	ck_assert(!base64_valid("Zm9v\n", 5));
+	ck_assert(!base64_valid("Zm9-", 4));
+	ck_assert(base64_valid("Zm9v", 4));
+}
+END_TEST
+
+static void feed_frame(struct frame_reader *fr, const char *json)
+{
+	size_t n = strlen(json);
+	unsigned char hdr[4] = { (unsigned char)(n >> 24), (unsigned char)(n >> 16),
+				 (unsigned char)(n >> 8), (unsigned char)n };
+
+	ck_assert_int_eq(frame_reader_feed(fr, hdr, 4), 0);
+	ck_assert_int_eq(frame_reader_feed(fr, json, n), 0);
+}
+
+START_TEST(test_frames_roundtrip)
+{
+	struct frame_reader fr;
+	struct buf b = BUF_INIT;
+	json_t *obj = json_pack("{s:s, s:i}", "type", "done", "id", 7), *out;
+
+	frame_reader_init(&fr);
+	ck_assert_int_eq(frame_encode(obj, &b), 0);
+	/* byte by byte: a frame is only whole when all of it arrived */
+	for (size_t i = 0; i < b.len; i++) {
+		ck_assert_int_eq(frame_reader_next(&fr, &out), 0);
+		frame_reader_feed(&fr, b.data + i, 1);
+	}
+	ck_assert_int_eq(frame_reader_next(&fr, &out), 1);
+	ck_assert(json_equal(obj, out));
+	json_decref(out);
+	ck_assert_int_eq(frame_reader_next(&fr, &out), 0);
+	json_decref(obj);
+	buf_release(&b);
+	frame_reader_release(&fr);
+}
+END_TEST
+
+START_TEST(test_frames_hostile)
+{
+	static const char *const bad[] = {
+		"[1,2]", "{\"type\": 3}", "{\"id\": 1}", "not json",
+		"{\"type\":\"a\",\"type\":\"b\"}", "{\"type\":\"\\u0000\"}x",
+		"{\"type\":\"\xff\"}",
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct frame_reader fr;
+		json_t *out;
+
+		frame_reader_init(&fr);
+		feed_frame(&fr, bad[i]);
+		ck_assert_msg(frame_reader_next(&fr, &out) == -EPROTO, "accepted %s", bad[i]);
+		ck_assert(fr.error[0]);
+		/* and it stays failed */
+		feed_frame(&fr, "{\"type\":\"ok\"}");
+		ck_assert_int_eq(frame_reader_next(&fr, &out), -EPROTO);
+		frame_reader_release(&fr);
+	}
+	{
+		struct frame_reader fr;
+		json_t *out;
+		unsigned char huge[4] = { 0x01, 0x00, 0x00, 0x01 };	/* 16 MiB + 1 */
+
+		frame_reader_init(&fr);
+		frame_reader_feed(&fr, huge, 4);
+		ck_assert_int_eq(frame_reader_next(&fr, &out), -EPROTO);
+		frame_reader_release(&fr);
+	}
+}
+END_TEST
+
+START_TEST(test_result_json)
+{
+	struct result r;
+	json_t *j;
+
+	ck_assert_int_eq(result_init(&r), 0);
+	r.status = RESULT_ERROR;
+	r.has_exit_code = true;
+	r.exit_code = 1;
+	result_stream_add(&r.out, "ok\n", 3, 100);
+	result_stream_add(&r.err, "bad\xff\0", 5, 100);
+	ck_assert_int_eq(result_set_error_str(&r, "ValueError", "boom", "tb"), 0);
+	json_array_append_new(r.results, json_pack("{s:s}", "text/plain", "42"));
+	j = result_to_json(&r);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "status")), "error");
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "exit_code")), 1);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "stdout")), "ok\n");
+	ck_assert_ptr_null(json_object_get(j, "stdout_base64"));
+	/* invalid UTF-8: replaced in text, exact in base64 */
+	ck_assert_uint_eq(json_string_length(json_object_get(j, "stderr")), 3 + 3 + 1);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "stderr_base64")), "YmFk/wA=");
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "error"),
+							   "name")), "ValueError");
+	ck_assert(json_is_null(json_object_get(j, "reason")));
+	ck_assert(json_is_null(json_object_get(j, "signal")));
+	ck_assert_uint_eq(json_array_size(json_object_get(j, "results")), 1);
+	json_decref(j);
+	result_release(&r);
+}
+END_TEST
+
+START_TEST(test_result_caps)
+{
+	struct result r;
+
+	ck_assert_int_eq(result_init(&r), 0);
+	ck_assert_uint_eq(result_stream_add(&r.out, "abcdef", 6, 4), 4);
+	ck_assert(r.out.truncated);
+	ck_assert_uint_eq(result_stream_add(&r.out, "gh", 2, 4), 0);
+	ck_assert_uint_eq(r.out.total, 8);
+	ck_assert_uint_eq(r.out.data.len, 4);
+	/* a cut inside a character keeps the text valid */
+	ck_assert_uint_eq(result_stream_add(&r.err, "a\xe2\x82\xac", 4, 3), 1);
+	ck_assert(utf8_valid(r.err.data.data, r.err.data.len));
+	ck_assert_int_eq(result_cli_exit_code(&r), 0);
+	r.status = RESULT_TIMEOUT;
+	ck_assert_int_eq(result_cli_exit_code(&r), 124);
+	r.status = RESULT_OOM;
+	ck_assert_int_eq(result_cli_exit_code(&r), 137);
+	r.status = RESULT_KILLED;
+	r.signal = 11;
+	ck_assert_int_eq(result_cli_exit_code(&r), 139);
+	result_release(&r);
+}
+END_TEST
+
+Suite *codec_suite(void)
+{
+	Suite *s = suite_create("codec");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, test_utf8_valid);
+	tcase_add_test(tc, test_utf8_cut);
+	tcase_add_test(tc, test_utf8_sanitize);
+	tcase_add_test(tc, test_base64);
+	tcase_add_test(tc, test_frames_roundtrip);
+	tcase_add_test(tc, test_frames_hostile);
+	tcase_add_test(tc, test_result_json);
+	tcase_add_test(tc, test_result_caps);
+	suite_add_tcase(s, tc);
+	return s;
+}

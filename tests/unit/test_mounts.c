@@ -1,0 +1,162 @@
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jail/mounts.h"
+#include "unit.h"
+
+static const struct mount_entry *find(const struct mount_plan *p, enum mount_op op,
+				      const char *dst)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (p->v[i].op == op && strcmp(p->v[i].dst, dst) == 0)
+			return &p->v[i];
+	return NULL;
+}
+
+static void default_config(struct jail_config *cfg, struct jail_file *f)
+{
+	static const char *const argv[] = { "/usr/bin/true", NULL };
+	static const char *const envp[] = { NULL };
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->argv = argv;
+	cfg->envp = envp;
+	cfg->limits.work_bytes = 100 << 20;
+	cfg->limits.tmp_bytes = 50 << 20;
+	cfg->limits.inodes = 1234;
+	f->path = "/opt/petri/driver.py";
+	f->data = "print(1)\n";
+	f->len = 9;
+	f->mode = 0644;
+	cfg->files = f;
+	cfg->nfiles = 1;
+}
+
+START_TEST(test_plan_layout)
+{
+	struct jail_config cfg;
+	struct jail_file f;
+	struct mount_plan p;
+	const struct mount_entry *e;
+
+	default_config(&cfg, &f);
+	ck_assert_int_eq(mount_plan_build(&p, &cfg, 1000, 1000), 0);
+
+	e = find(&p, MOUNT_BIND, "/usr");
+	ck_assert_ptr_nonnull(e);
+	ck_assert(!(e->flags & MOUNT_F_RW));		/* read-only */
+	ck_assert_ptr_nonnull(find(&p, MOUNT_PROC, "/proc"));
+	ck_assert_ptr_nonnull(find(&p, MOUNT_TMPFS, "/dev"));
+	e = find(&p, MOUNT_BIND, "/dev/null");
+	ck_assert(e && (e->flags & MOUNT_F_RW));
+	ck_assert_ptr_null(find(&p, MOUNT_BIND, "/dev/tty"));
+	e = find(&p, MOUNT_TMPFS, "/work");
+	ck_assert_ptr_nonnull(e);
+	ck_assert_ptr_nonnull(strstr(e->data, "size=104857600"));
+	ck_assert_ptr_nonnull(strstr(e->data, "nr_inodes=1234"));
+	ck_assert_ptr_nonnull(strstr(e->data, "uid=1000"));
+	e = find(&p, MOUNT_TMPFS, "/tmp");
+	ck_assert_ptr_nonnull(e);
+	ck_assert_ptr_nonnull(strstr(e->data, "size=52428800"));
+	ck_assert_ptr_nonnull(strstr(e->data, "mode=1777"));
+	e = find(&p, MOUNT_TMPFS, "/dev/shm");
+	ck_assert(e && (e->flags & MOUNT_F_NOEXEC));
+	e = find(&p, MOUNT_FILE, "/opt/petri/driver.py");
+	ck_assert(e && e->len == 9 && memcmp(e->data, "print(1)\n", 9) == 0);
+	e = find(&p, MOUNT_FILE, "/etc/passwd");
+	ck_assert_ptr_nonnull(e);
+	ck_assert_ptr_nonnull(strstr(e->data, "sandbox:x:1000:1000"));
+	ck_assert_ptr_null(strstr(e->data, "root:x:0:0:root:/root"));
+	/* /proc/sys read-only, the kernel's secrets masked */
+	e = find(&p, MOUNT_BIND, "/proc/sys");
+	ck_assert(e && (e->flags & MOUNT_F_SELF) && !(e->flags & MOUNT_F_RW));
+	ck_assert_ptr_nonnull(find(&p, MOUNT_MASK, "/proc/kcore"));
+	/* nothing of the host's private places */
+	for (size_t i = 0; i < p.n; i++) {
+		const char *d = p.v[i].dst;
+
+		ck_assert_msg(strncmp(d, "/home", 5) && strncmp(d, "/root", 5) &&
+			      strncmp(d, "/var", 4) && strncmp(d, "/run", 4) &&
+			      strcmp(d, "/etc/shadow") && strncmp(d, "/sys", 4),
+			      "unexpected mount at %s", d);
+	}
+	/* /proc comes before its masks, /dev before the device binds */
+	ck_assert(find(&p, MOUNT_PROC, "/proc") < find(&p, MOUNT_MASK, "/proc/kcore"));
+	ck_assert(find(&p, MOUNT_TMPFS, "/dev") < find(&p, MOUNT_BIND, "/dev/null"));
+	mount_plan_release(&p);
+}
+END_TEST
+
+START_TEST(test_plan_user_binds)
+{
+	static const char *const bad[][2] = {
+		{ "relative/path", NULL }, { "/proc", NULL }, { "/work/x", NULL },
+		{ "/usr/../etc", NULL }, { "/opt/petri/x", NULL }, { "/", NULL },
+		{ "/tmp", NULL }, { "/a//b", NULL }, { "/etc", NULL },
+	};
+	struct jail_config cfg;
+	struct jail_file f;
+	struct mount_plan p;
+
+	default_config(&cfg, &f);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cfg.ro_binds = bad[i];
+		ck_assert_msg(mount_plan_build(&p, &cfg, 1000, 1000) == -EINVAL,
+			      "accepted %s", bad[i][0]);
+	}
+	{
+		static const char *const good[] = { "/srv", NULL };
+
+		cfg.ro_binds = good;
+		/* /srv exists on Debian; a bind of it is read-only */
+		ck_assert_int_eq(mount_plan_build(&p, &cfg, 1000, 1000), 0);
+		ck_assert_ptr_nonnull(find(&p, MOUNT_BIND, "/srv"));
+		mount_plan_release(&p);
+	}
+}
+END_TEST
+
+START_TEST(test_plan_files_only_under_opt)
+{
+	struct jail_config cfg;
+	struct jail_file f;
+	struct mount_plan p;
+
+	default_config(&cfg, &f);
+	f.path = "/etc/evil";
+	ck_assert_int_eq(mount_plan_build(&p, &cfg, 1000, 1000), -EINVAL);
+	f.path = "/opt/../etc/evil";
+	ck_assert_int_eq(mount_plan_build(&p, &cfg, 1000, 1000), -EINVAL);
+}
+END_TEST
+
+START_TEST(test_plan_describe)
+{
+	struct jail_config cfg;
+	struct jail_file f;
+	struct mount_plan p;
+	char *text;
+
+	default_config(&cfg, &f);
+	ck_assert_int_eq(mount_plan_build(&p, &cfg, 1000, 1000), 0);
+	ck_assert_int_eq(mount_plan_describe(&p, &text), 0);
+	ck_assert_ptr_nonnull(strstr(text, "bind-ro /usr <- /usr\n"));
+	ck_assert_ptr_nonnull(strstr(text, "proc /proc\n"));
+	free(text);
+	mount_plan_release(&p);
+}
+END_TEST
+
+Suite *mounts_suite(void)
+{
+	Suite *s = suite_create("mounts");
+	TCase *tc = tcase_create("plan");
+
+	tcase_add_test(tc, test_plan_layout);
+	tcase_add_test(tc, test_plan_user_binds);
+	tcase_add_test(tc, test_plan_files_only_under_opt);
+	tcase_add_test(tc, test_plan_describe);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -1,0 +1,199 @@
+#include <errno.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/personality.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "jail/policy.h"
+#include "unit.h"
+
+static struct policy pol;
+
+static void build(void)
+{
+	char err[256];
+
+	ck_assert_msg(policy_build(&pol, err, sizeof(err)) == 0, "%s", err);
+}
+
+/* Run fn in a child under the filter; return its wait status. */
+static int in_child(void (*fn)(void))
+{
+	int st;
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (policy_load(&pol) < 0)
+			_exit(99);
+		fn();
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	return st;
+}
+
+#define EXPECT(call, err) do { \
+	errno = 0; \
+	if ((call) != -1 || errno != (err)) \
+		_exit(10 + __LINE__ % 100); \
+} while (0)
+
+static void refused_calls(void)
+{
+	EXPECT(syscall(SYS_unshare, CLONE_NEWUSER), EPERM);
+	EXPECT(syscall(SYS_setns, 0, 0), EPERM);
+	EXPECT(syscall(SYS_mount, "none", "/tmp", "tmpfs", 0, NULL), EPERM);
+	EXPECT(syscall(SYS_ptrace, 0, 0, 0, 0), EPERM);
+	EXPECT(syscall(SYS_bpf, 0, NULL, 0), EPERM);
+	EXPECT(syscall(SYS_perf_event_open, NULL, 0, -1, -1, 0), EPERM);
+	EXPECT(syscall(SYS_keyctl, 0, 0, 0, 0, 0), EPERM);
+	EXPECT(syscall(SYS_userfaultfd, 0), EPERM);
+	EXPECT(syscall(SYS_io_uring_setup, 1, NULL), EPERM);
+	EXPECT(syscall(SYS_process_vm_readv, 1, NULL, 0, NULL, 0, 0), EPERM);
+	EXPECT(syscall(SYS_kexec_load, 0, 0, NULL, 0), EPERM);
+	EXPECT(syscall(SYS_init_module, NULL, 0, ""), EPERM);
+	EXPECT(syscall(SYS_reboot, 0, 0, 0, NULL), EPERM);
+	EXPECT(syscall(SYS_swapon, "/x", 0), EPERM);
+	EXPECT(syscall(SYS_acct, NULL), EPERM);
+	EXPECT(syscall(SYS_chroot, "/"), EPERM);
+	EXPECT(syscall(SYS_pivot_root, "/", "/"), EPERM);
+	EXPECT(syscall(SYS_open_tree, -1, "/", 0), EPERM);
+	EXPECT(syscall(SYS_fsopen, "tmpfs", 0), EPERM);
+	/* clone with a namespace flag, even with a high bit set above it */
+	EXPECT(syscall(SYS_clone, CLONE_NEWNET | SIGCHLD, NULL, NULL, NULL, 0), EPERM);
+	EXPECT(syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, 0), EPERM);
+	EXPECT(syscall(SYS_clone3, NULL, 0), ENOSYS);
+	/* sockets other than unix and IP */
+	EXPECT(socket(AF_NETLINK, SOCK_RAW, 0), EAFNOSUPPORT);
+	EXPECT(socket(AF_PACKET, SOCK_RAW, 0), EAFNOSUPPORT);
+	EXPECT(socket(AF_VSOCK, SOCK_STREAM, 0), EAFNOSUPPORT);
+	EXPECT(socket(AF_ALG, SOCK_SEQPACKET, 0), EAFNOSUPPORT);
+	EXPECT(syscall(SYS_socket, (1ul << 32) | AF_NETLINK, SOCK_RAW, 0), EAFNOSUPPORT);
+	/* terminal injection, also with the high half of the command set */
+	EXPECT(ioctl(0, TIOCSTI, "x"), EPERM);
+	EXPECT(syscall(SYS_ioctl, 0, (1ul << 32) | TIOCSTI, "x"), EPERM);
+	EXPECT(ioctl(0, TIOCLINUX, "x"), EPERM);
+	/* personality: no READ_IMPLIES_EXEC or address-space tricks */
+	EXPECT(personality(READ_IMPLIES_EXEC), EPERM);
+	EXPECT(personality(ADDR_NO_RANDOMIZE), EPERM);
+	/* a call on neither list */
+	EXPECT(syscall(SYS_sched_setattr, 0, NULL, 0), ENOSYS);
+}
+
+static void allowed_calls(void)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	pid_t pid;
+
+	if (fd < 0 || socket(AF_INET, SOCK_DGRAM, 0) < 0 ||
+	    socket(AF_INET6, SOCK_DGRAM, 0) < 0)
+		_exit(2);
+	if (personality(0xffffffff) == -1)
+		_exit(3);
+	pid = fork();	/* glibc: clone without namespace flags */
+	if (pid < 0)
+		_exit(4);
+	if (pid == 0)
+		_exit(0);
+	waitpid(pid, NULL, 0);
+}
+
+static void i386_call(void)
+{
+	long ret;
+
+	/* getpid through the 32-bit entry point */
+	__asm__ volatile("int $0x80" : "=a"(ret) : "a"(20L) : "memory");
+	(void)ret;
+	_exit(5);
+}
+
+static void x32_call(void)
+{
+	syscall(0x40000000 | SYS_getpid);
+	_exit(5);
+}
+
+START_TEST(test_build)
+{
+	size_t nallowed, ndenied;
+	const char *const *a = policy_allowed_names(&nallowed);
+	const char *const *d = policy_denied_names(&ndenied);
+
+	build();
+	ck_assert_uint_gt(pol.allowed, 50);
+	ck_assert_uint_eq(pol.allowed, nallowed);
+	ck_assert_ptr_nonnull(pol.prog.filter);
+	for (size_t i = 0; i < nallowed; i++)
+		for (size_t k = 0; k < ndenied; k++)
+			ck_assert_msg(strcmp(a[i], d[k]) != 0, "%s on both lists", a[i]);
+	policy_release(&pol);
+}
+END_TEST
+
+START_TEST(test_refused)
+{
+	int st;
+
+	build();
+	st = in_child(refused_calls);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		      "a refused call passed (status %#x, exit code = 10 + line %% 100)", st);
+	policy_release(&pol);
+}
+END_TEST
+
+START_TEST(test_allowed)
+{
+	int st;
+
+	build();
+	st = in_child(allowed_calls);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x", st);
+	policy_release(&pol);
+}
+END_TEST
+
+START_TEST(test_x32_kills)
+{
+	int st;
+
+	build();
+	st = in_child(x32_call);
+	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS, "status %#x", st);
+	policy_release(&pol);
+}
+END_TEST
+
+START_TEST(test_i386_kills)
+{
+	int st;
+
+	build();
+	st = in_child(i386_call);
+	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS, "status %#x", st);
+	policy_release(&pol);
+}
+END_TEST
+
+Suite *policy_suite(void)
+{
+	Suite *s = suite_create("policy");
+	TCase *tc = tcase_create("seccomp");
+
+	tcase_add_test(tc, test_build);
+	tcase_add_test(tc, test_refused);
+	tcase_add_test(tc, test_allowed);
+	tcase_add_test(tc, test_x32_kills);
+	tcase_add_test(tc, test_i386_kills);
+	suite_add_tcase(s, tc);
+	return s;
+}
