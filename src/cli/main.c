@@ -1,1 +1,78 @@
-int main(void) { return 0; }
+/* petri — run AI-written code in a sandbox.  The command table. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "jail/jail.h"
+#include "util/log.h"
+
+#ifndef PETRI_VERSION
+#define PETRI_VERSION "0.1.0"
+#endif
+
+struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *help;
+};
+
+static const struct command commands[] = {
+	{ "run", cmd_run, "run code in a fresh sandbox and print what came out" },
+	{ "check", cmd_check, "report what this host supports and what petri will do" },
+	{ "policy", cmd_policy, "print the system calls the sandbox allows" },
+	{ NULL, NULL, NULL },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: petri <command> [options]\n\ncommands:\n");
+	for (const struct command *c = commands; c->name; c++)
+		fprintf(f, "  %-8s %s\n", c->name, c->help);
+	fprintf(f, "\n'petri <command> --help' describes a command.\n");
+}
+
+struct jail_host *cli_jail_host(void)
+{
+	struct jail_host *host;
+	char err[512];
+	const char *no_cg = getenv("PETRI_NO_CGROUPS");
+	struct jail_host_config cfg = {
+		.cgroup_parent = getenv("PETRI_CGROUP_PARENT"),
+		.no_cgroups = no_cg && *no_cg && strcmp(no_cg, "0") != 0,
+	};
+	const struct jail_host_info *in;
+
+	if (jail_host_init(&cfg, &host, err, sizeof(err)) < 0)
+		die(125, "%s", err);
+	in = jail_host_info(host);
+	if (in->cgroup == JAIL_CG_NONE)
+		log_warn("no cgroups (%s): memory, process and CPU limits fall back "
+			 "to rlimits, which are per process and weaker",
+			 in->cg_problem);
+	if (jail_host_sweep(host) < 0)
+		log_warn("could not sweep stale sandbox cgroups");
+	return host;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+		printf("petri %s\n", PETRI_VERSION);
+		return 0;
+	}
+	for (const struct command *c = commands; c->name; c++)
+		if (!strcmp(argv[1], c->name))
+			return c->fn(argc - 1, argv + 1);
+	fprintf(stderr, "petri: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return 2;
+}

@@ -1,1 +1,936 @@
-# placeholder
+"""petri's in-sandbox driver: runs every execution of one session.
+
+The supervisor starts this file as ``/usr/bin/python3 -I -u /opt/petri/driver.py``
+inside the sandbox and talks to it over fd 3 with the frames described in
+docs/protocol.md: it sends ``exec`` frames; the driver answers each with zero or
+more ``result`` frames, at most one ``error`` frame and a final ``done`` frame.
+Output is not framed: fds 1 and 2 are the execution's stdout and stderr.
+
+Design
+------
+* Start-up is as cheap as bare Python.  The driver runs as a script from a
+  read-only path, so its bytecode is never cached and compiling all of it would
+  cost more than the interpreter's own start-up.  Hence two stages: this file's
+  top (the bootstrap) imports only modules the interpreter has already loaded
+  and sends ``ready`` (built by hand); the rest of the driver is the ``SESSION``
+  source below, compiled right after ``ready`` (under this file's name and line
+  numbers), together with the standard library modules it needs
+  (``load_modules``).  All that happens before any user code runs, so a user's
+  ``/work/json.py`` can never shadow the driver's own imports.  numpy, pandas
+  and matplotlib are never imported by the driver: they are used only when the
+  user's code has already imported them (``sys.modules``).
+
+* Python runs in-process, with notebook-cell semantics: the cell is parsed with
+  ``ast``; a final expression statement is evaluated separately and its value
+  displayed (unless it is ``None`` or the line ends with ``;``).  Top-level
+  ``await`` works.  The namespace is the ``__dict__`` of a fresh module that
+  replaces ``sys.modules['__main__']``, so the driver's globals are not in it and
+  pickle/dataclasses find user classes.  Cells are compiled as ``<cell N>`` and
+  registered in ``linecache``; the driver's frames are removed from tracebacks.
+
+* Rich results are MIME bundles (``mime_bundle``): ``text/plain`` is ``repr()``,
+  the IPython ``_repr_*_`` methods add more types, each call guarded.  Every
+  open matplotlib figure is sent as PNG after each Python execution, and
+  ``pyplot.show()`` is patched to do the same at the point it is called (like a
+  notebook's inline backend: figures are closed once shown).
+
+* bash and C run as child processes in their own session/process group with
+  stdin ``/dev/null`` and the driver's fds 1 and 2, so their output streams live;
+  the driver only waits.  Code goes to a private 0700 directory under /tmp that
+  is removed afterwards.
+
+* Interrupts: the supervisor sends SIGINT.  ``on_sigint`` raises
+  KeyboardInterrupt only while user code runs (``run_user``) and never in the
+  middle of writing a frame (it is deferred until the frame is out).  Between
+  executions SIGINT is ignored.  For bash and C, an interrupt kills the child's
+  process group.
+
+* Frames are checked strictly: a malformed frame from the supervisor is a bug,
+  so the driver says why on stderr and exits with status 2.  EOF on fd 3 at a
+  frame boundary ends the session (status 0).  Outgoing frames are bounded
+  (representation and text caps, ``FRAME_MAX``) and always valid UTF-8 JSON
+  without NUL characters.
+
+Where docs/protocol.md leaves room
+---------------------------------
+* ``SystemExit(n)`` gives ``n & 0xFF``, what the process itself would exit
+  with; no error frame.  An interrupted bash/C program gives exit code 130
+  (128 + SIGINT, as a shell reports it) with an error named KeyboardInterrupt.
+* Text in frames: NUL becomes U+FFFD and lone surrogates ``\\udcXX`` escapes
+  (the supervisor's JSON parser refuses both); error name, message and
+  traceback are cut to 256 B, 64 KiB and 256 KiB of UTF-8, keeping head and
+  tail.  A representation that is dropped (too big, failing ``_repr_*_``,
+  invalid base64 or JSON) is noted on stderr as ``[petri] ...``.
+* ``display()`` from a user thread belongs to the exec in flight; between
+  execs it is dropped.  A process forked by user code never writes frames and
+  exits when it reaches the end of the cell.
+"""
+
+import _signal  # the C half of `signal`, already loaded: `import signal` costs ~3 ms
+import _thread
+import builtins
+import os
+import sys
+import types
+
+CONTROL_FD = 3
+FRAME_MAX = 16 << 20           # largest frame either side may send
+REPR_MAX = 8 << 20             # a larger representation is dropped
+PLAIN_MAX = 64 << 10           # text/plain is cut here, with a note
+NAME_MAX = 256                 # error name, in UTF-8 bytes (as the supervisor keeps)
+MESSAGE_MAX = 64 << 10         # error message, likewise
+TRACEBACK_MAX = 256 << 10      # error traceback, likewise
+COMPILER_TAIL_LINES = 40       # lines of compiler output kept for CompileError
+PROTOCOL_ERROR = 2             # exit status after a malformed frame
+CO_COROUTINE = 0x0080          # inspect.CO_COROUTINE: the cell uses top-level await
+LANGUAGES = ('python', 'bash', 'c')
+REPR_METHODS = (
+    ('text/html', '_repr_html_'),
+    ('text/markdown', '_repr_markdown_'),
+    ('image/svg+xml', '_repr_svg_'),
+    ('image/png', '_repr_png_'),
+    ('image/jpeg', '_repr_jpeg_'),
+    ('text/latex', '_repr_latex_'),
+    ('application/json', '_repr_json_'),
+)
+BINARY_TYPES = ('image/png', 'image/jpeg')
+DRIVER_FILE = (lambda: None).__code__.co_filename
+DRIVER_PID = os.getpid()
+MAIN_THREAD = _thread.get_ident()
+SEND_LOCK = _thread.allocate_lock()
+
+LIBC = None                    # ctypes handle for fflush(NULL), set by load_modules()
+
+
+class State:
+    """Mutable state of the driver (never visible in the user's namespace)."""
+
+    exec_id = None             # id of the exec in flight; None between execs
+    interruptible = False      # SIGINT raises KeyboardInterrupt right now
+    defer = 0                  # > 0 while the main thread writes a frame
+    pending = False            # a SIGINT arrived while it could not be raised
+    error_sent = False         # this exec already has its error frame
+    shown_figures = []         # figures displayed during this exec
+    future_flags = 0           # __future__ features enabled by earlier cells
+    loop = None                # asyncio event loop for top-level await
+    user_ns = None             # the user's namespace: __main__.__dict__
+    driver_module = None       # this module, once it is no longer __main__
+
+
+S = State()
+
+
+def fatal(message, status):
+    """Say what went wrong on stderr and leave at once."""
+    flush_stdio()
+    try:
+        os.write(2, ('petri driver: %s\n' % message).encode('utf-8', 'replace'))
+    except OSError:
+        pass
+    os._exit(status)
+
+
+def write_all(data):
+    view = memoryview(data)
+    while view:
+        try:
+            written = os.write(CONTROL_FD, view)
+        except OSError as exc:
+            fatal('cannot write to the control socket: %s' % exc, 1)
+        view = view[written:]
+
+
+def send_ready():
+    """The ready frame, built by hand: json is not loaded yet."""
+    version = '%d.%d.%d' % sys.version_info[:3]
+    body = '{"type":"ready","python":"%s","pid":%d}' % (version, os.getpid())
+    write_all(len(body).to_bytes(4, 'big') + body.encode('ascii'))
+
+
+def flush_stdio():
+    """Push Python's and C's buffered output into the pipes."""
+    streams = []
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        if not any(stream is seen for seen in streams):
+            streams.append(stream)
+    for stream in streams:
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    if LIBC is not None:
+        try:
+            LIBC.fflush(None)
+        except Exception:
+            pass
+
+
+def on_sigint(signum, frame):
+    """SIGINT: KeyboardInterrupt in user code, deferred while a frame is being
+    written or the driver itself works, ignored between executions."""
+    if S.interruptible and not S.defer:
+        raise KeyboardInterrupt
+    if S.exec_id is not None:
+        S.pending = True
+
+
+def make_user_namespace():
+    """A fresh __main__ module for user code; the driver keeps its own globals."""
+    S.driver_module = sys.modules['__main__']
+    main = types.ModuleType('__main__')
+    main.__builtins__ = builtins
+    sys.modules['__main__'] = main
+    S.user_ns = main.__dict__
+
+
+def main():
+    """Bootstrap: answer ready as early as possible, then serve the session."""
+    _signal.signal(_signal.SIGINT, on_sigint)
+    try:
+        os.set_inheritable(CONTROL_FD, False)   # children get only fds 0-2
+    except OSError as exc:
+        fatal('fd 3 is not the control socket: %s' % exc, PROTOCOL_ERROR)
+    make_user_namespace()
+    sys.argv = ['']
+    send_ready()
+    padding = '\n' * (SESSION_LINE - 1)         # keep this file's line numbers
+    exec(compile(padding + SESSION, DRIVER_FILE, 'exec'), globals())
+    return serve()  # noqa: F821 -- defined by SESSION
+
+
+SESSION_LINE = sys._getframe().f_lineno + 1   # the line of `SESSION = ...`
+SESSION = r'''
+# ---------------------------------------------------------------- frames
+
+def read_exact(size):
+    """Read size bytes from fd 3; fewer only at end of file."""
+    buf = bytearray()
+    while len(buf) < size:
+        try:
+            chunk = os.read(CONTROL_FD, min(size - len(buf), 1 << 20))
+        except ConnectionResetError:    # the supervisor went away: end of file
+            break
+        except OSError as exc:
+            fatal('cannot read the control socket: %s' % exc, 1)
+        if not chunk:
+            break
+        buf += chunk
+    return bytes(buf)
+
+
+def clean_text(text):
+    """Make text safe for a frame: valid UTF-8 and no NUL (which C JSON
+    parsers commonly refuse)."""
+    if not text.isascii():
+        try:
+            text.encode('utf-8')
+        except UnicodeEncodeError:      # lone surrogates
+            text = text.encode('utf-8', 'backslashreplace').decode('utf-8')
+    if '\0' in text:
+        text = text.replace('\0', '\ufffd')
+    return text
+
+
+def encode_frame(frame):
+    body = json.dumps(frame, ensure_ascii=False, allow_nan=False,
+                      separators=(',', ':')).encode('utf-8')
+    return len(body).to_bytes(4, 'big') + body
+
+
+def send(frame, exec_id=None):
+    """Write one frame.  With exec_id, only while that exec is in flight.
+
+    Safe from any thread.  In the main thread a SIGINT that arrives while the
+    frame is written is raised after it is out, if user code is running."""
+    if os.getpid() != DRIVER_PID:       # a process forked by user code stays silent
+        return
+    payload = encode_frame(frame)
+    main = _thread.get_ident() == MAIN_THREAD
+    if main:
+        S.defer += 1
+    try:
+        with SEND_LOCK:
+            if exec_id is None or exec_id == S.exec_id:
+                write_all(payload)
+    finally:
+        if main:
+            S.defer -= 1
+    if main and S.pending and S.interruptible and not S.defer:
+        S.pending = False
+        raise KeyboardInterrupt
+
+
+def send_error(name, message, tb):
+    S.error_sent = True
+    send({'type': 'error', 'id': S.exec_id, 'name': clip(clean_text(name), NAME_MAX),
+          'message': clip(clean_text(message), MESSAGE_MAX),
+          'traceback': clip(clean_text(tb), TRACEBACK_MAX)})
+
+
+def publish(data):
+    """Send a MIME bundle as a result of the exec in flight (any thread)."""
+    exec_id = S.exec_id
+    if exec_id is None:
+        return
+    data = {mime: clean_text(value) for mime, value in data.items()}
+    frame = {'type': 'result', 'id': exec_id, 'data': data}
+    while len(encode_frame(frame)) > FRAME_MAX and len(data) > 1:
+        largest = max((m for m in data if m != 'text/plain'), key=lambda m: len(data[m]))
+        note('%s representation dropped: the result frame would exceed 16 MiB' % largest)
+        del data[largest]
+    send(frame, exec_id)
+
+
+def reject(reason):
+    fatal('protocol error: %s' % reason, PROTOCOL_ERROR)
+
+
+def reject_constant(name):
+    reject('invalid JSON constant %s' % name)
+
+
+def read_request():
+    """Next exec frame, validated; None at end of file."""
+    head = read_exact(4)
+    if not head:
+        return None
+    if len(head) < 4:
+        reject('end of file inside a frame header')
+    size = int.from_bytes(head, 'big')
+    if size > FRAME_MAX:
+        reject('frame of %d bytes exceeds FRAME_MAX' % size)
+    body = read_exact(size)
+    if len(body) < size:
+        reject('end of file inside a frame (%d of %d bytes)' % (len(body), size))
+    try:
+        frame = json.loads(body.decode('utf-8'), parse_constant=reject_constant)
+    except (ValueError, RecursionError) as exc:     # ValueError includes bad UTF-8
+        reject('frame is not UTF-8 JSON: %s' % exc)
+    check_exec_frame(frame)
+    return frame
+
+
+def check_exec_frame(frame):
+    if not isinstance(frame, dict):
+        reject('frame is not a JSON object')
+    kind = frame.get('type')
+    if not isinstance(kind, str):
+        reject('frame has no string "type"')
+    if kind != 'exec':
+        reject('unknown frame type %r' % kind)
+    exec_id = frame.get('id')
+    if not isinstance(exec_id, int) or isinstance(exec_id, bool):
+        reject('exec frame: "id" must be an integer')
+    if frame.get('language') not in LANGUAGES:
+        reject('exec frame: "language" must be one of %s' % ', '.join(LANGUAGES))
+    if not isinstance(frame.get('code'), str):
+        reject('exec frame: "code" must be a string')
+
+
+# ---------------------------------------------------------------- helpers
+
+def clip(text, limit):
+    """Keep the head and the tail of a text of more than limit UTF-8 bytes."""
+    if len(text) <= limit // 4:
+        return text
+    data = text.encode('utf-8')
+    if len(data) <= limit:
+        return text
+    keep = limit - 100                  # room for the note
+    head = data[:keep // 4].decode('utf-8', 'ignore')
+    tail = data[len(data) - (keep - keep // 4):].decode('utf-8', 'ignore')
+    return '%s\n... [%d bytes omitted] ...\n%s' % (head, len(data) - keep, tail)
+
+
+def note(message):
+    """A diagnostic of the driver, shown on the user's stderr."""
+    try:
+        sys.stderr.write('[petri] %s\n' % message)
+    except Exception:
+        pass
+
+
+def safe_str(obj):
+    try:
+        return str(obj)
+    except Exception:
+        return '<str() failed>'
+
+
+def exception_name(exc):
+    """Class name, qualified by its module unless builtins or __main__."""
+    cls = type(exc)
+    name = safe_str(getattr(cls, '__qualname__', cls.__name__))
+    module = getattr(cls, '__module__', None)
+    if module in (None, 'builtins', '__main__'):
+        return name
+    return '%s.%s' % (safe_str(module), name)
+
+
+def describe(exc):
+    return '%s: %s' % (exception_name(exc), safe_str(exc))
+
+
+def run_user(fn, *args):
+    """Call fn(*args) as user code: interruptible by SIGINT.
+
+    Returns the exception it raised (any BaseException), or None."""
+    try:
+        S.interruptible = True
+        try:
+            if S.pending:
+                S.pending = False
+                raise KeyboardInterrupt
+            fn(*args)
+        finally:
+            S.interruptible = False
+    except BaseException as exc:
+        return exc
+    return None
+
+
+# ---------------------------------------------------------------- rich results
+
+def mime_bundle(obj):
+    """The MIME bundle of obj: text/plain plus whatever _repr_*_ methods give."""
+    if is_figure(obj):
+        return figure_bundle(obj)
+    data = {'text/plain': plain_text(obj)}
+    if isinstance(obj, type) or has_attribute(obj, '_petri_no_such_attribute_'):
+        return data                     # classes, and objects that claim every name
+    for mime, method in REPR_METHODS:
+        value = encode_representation(mime, call_repr_method(obj, method))
+        if value is not None and fits(mime, value):
+            data[mime] = value
+    if 'text/html' not in data and is_pandas_series(obj):
+        html = series_html(obj)
+        if html is not None and fits('text/html', html):
+            data['text/html'] = html
+    return data
+
+
+def plain_text(obj):
+    try:
+        text = repr(obj)
+    except Exception as exc:
+        text = '%s\n(repr() raised %s)' % (object.__repr__(obj), describe(exc))
+    return cap_plain(text)
+
+
+def cap_plain(text):
+    if len(text) <= PLAIN_MAX // 4:
+        return text
+    data = text.encode('utf-8', 'replace')
+    if len(data) <= PLAIN_MAX:
+        return text
+    return '%s\n... [text/plain cut at 64 KiB of %d bytes]' % (
+        data[:PLAIN_MAX].decode('utf-8', 'ignore'), len(data))
+
+
+def has_attribute(obj, name):
+    try:
+        return hasattr(obj, name)
+    except Exception:
+        return False
+
+
+def call_repr_method(obj, name):
+    """obj.name() if obj has such a method; None if not or if it fails."""
+    try:
+        method = getattr(obj, name, None)
+        if not callable(method):
+            return None
+        value = method()
+    except Exception as exc:
+        note('%s() of %s raised %s' % (name, type(obj).__name__, describe(exc)))
+        return None
+    if isinstance(value, tuple) and len(value) == 2:
+        value = value[0]                # (data, metadata), as IPython allows
+    return value
+
+
+def encode_representation(mime, value):
+    """The string a frame carries for value, or None if it is unusable."""
+    if value is None:
+        return None
+    if mime in BINARY_TYPES:
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return base64.b64encode(value).decode('ascii')
+        return base64_text(value) if isinstance(value, str) else None
+    if mime == 'application/json':
+        return json_text(value)
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode('utf-8', 'replace')
+    return value if isinstance(value, str) else None
+
+
+def base64_text(text):
+    """A str from _repr_png_/_repr_jpeg_ is base64 already: check it, drop newlines."""
+    text = ''.join(text.split())
+    try:
+        base64.b64decode(text, validate=True)
+    except ValueError:                  # binascii.Error, non-ASCII
+        note('an image representation is neither bytes nor base64: dropped')
+        return None
+    return text
+
+
+def json_text(value):
+    try:
+        if isinstance(value, str):
+            json.loads(value)           # already JSON text: keep it if valid
+            return value
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except Exception as exc:
+        note('_repr_json_ gave no valid JSON: %s' % describe(exc))
+        return None
+
+
+def fits(mime, text):
+    if len(text) <= REPR_MAX // 4 or len(text.encode('utf-8', 'replace')) <= REPR_MAX:
+        return True
+    note('%s representation dropped: larger than 8 MiB' % mime)
+    return False
+
+
+def is_pandas_series(obj):
+    pandas = sys.modules.get('pandas')
+    series = getattr(pandas, 'Series', None)
+    return isinstance(series, type) and isinstance(obj, series)
+
+
+def series_html(series):
+    """pandas gives a Series no HTML; show it as a one-column DataFrame."""
+    try:
+        frame = series.to_frame()
+    except Exception as exc:
+        note('Series.to_frame() raised %s' % describe(exc))
+        return None
+    html = call_repr_method(frame, '_repr_html_')
+    return html if isinstance(html, str) else None
+
+
+def display(*objs):
+    """Show each object as a rich result of the current execution (like a notebook)."""
+    for obj in objs:
+        publish(mime_bundle(obj))
+
+
+# ---------------------------------------------------------------- matplotlib
+
+def is_figure(obj):
+    figure = getattr(sys.modules.get('matplotlib.figure'), 'Figure', None)
+    return isinstance(figure, type) and isinstance(obj, figure)
+
+
+def figure_bundle(fig):
+    """PNG and text/plain of a matplotlib figure; remembered as shown."""
+    S.shown_figures.append(fig)
+    text = plain_text(fig)
+    try:
+        buf = io.BytesIO()
+        fig.savefig(buf, format='png', bbox_inches='tight')
+    except Exception as exc:
+        return {'text/plain': '%s\n(rendering the figure failed: %s)' % (text, describe(exc))}
+    return {'image/png': base64.b64encode(buf.getvalue()).decode('ascii'), 'text/plain': text}
+
+
+def emit_figures():
+    """Send every open figure not yet shown in this exec, then close them all."""
+    plt = sys.modules.get('matplotlib.pyplot')
+    if plt is None:
+        return
+    try:
+        for number in plt.get_fignums():
+            fig = plt.figure(number)
+            if not any(fig is shown for shown in S.shown_figures):
+                publish(figure_bundle(fig))
+    finally:
+        plt.close('all')
+
+
+def close_figures():
+    plt = sys.modules.get('matplotlib.pyplot')
+    if plt is not None:
+        try:
+            plt.close('all')
+        except Exception:
+            pass
+
+
+def patch_pyplot(plt):
+    """Make pyplot.show() send the open figures now (notebook inline style)."""
+    if getattr(getattr(plt, 'show', None), 'petri', False):
+        return
+
+    def show(*args, **kwargs):
+        """Show every open figure as a result of this execution and close it."""
+        emit_figures()
+
+    show.petri = True
+    plt.show = show
+
+
+class PyplotImportHook:
+    """Meta path finder that patches matplotlib.pyplot as soon as it is imported."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != 'matplotlib.pyplot':
+            return None
+        for finder in sys.meta_path:
+            if finder is not self and hasattr(finder, 'find_spec'):
+                spec = finder.find_spec(name, path, target)
+                if spec is not None:
+                    break
+        else:
+            return None
+        load = getattr(spec.loader, 'exec_module', None)
+        if load is not None:
+            def exec_module(module):
+                load(module)
+                patch_pyplot(module)
+            spec.loader.exec_module = exec_module
+        return spec
+
+
+# ---------------------------------------------------------------- python
+
+def run_python(exec_id, source):
+    filename = '<cell %d>' % exec_id
+    lines = [line + '\n' for line in source.split('\n')]
+    linecache.cache[filename] = (len(source), None, lines, filename)
+    try:
+        body, last = compile_cell(source, filename, lines)
+    except Exception as exc:            # SyntaxError, ValueError (NUL), RecursionError
+        exc.__traceback__ = None        # a compile-time error: no frames to show
+        report_exception(exc)
+        return 1
+    plt = sys.modules.get('matplotlib.pyplot')
+    if plt is not None:
+        patch_pyplot(plt)
+    exit_code = conclude(run_user(run_cell, body, last))
+    figure_error = run_user(emit_figures)
+    close_figures()
+    S.shown_figures = []
+    if figure_error is not None and not S.error_sent:
+        exit_code = conclude(figure_error)
+    return exit_code
+
+
+def compile_cell(source, filename, lines):
+    """Code for the cell's statements, and for its final expression (or None)."""
+    try:
+        tree = ast.parse(source, filename, 'exec')
+        last = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr) \
+                and not ends_with_semicolon(tree.body[-1], lines):
+            last = ast.Expression(tree.body.pop().value)
+        body = compile_tree(tree, filename, 'exec')
+        return body, (compile_tree(last, filename, 'eval') if last else None)
+    except SyntaxError as exc:
+        if exc.text is None and exc.filename == filename and exc.lineno \
+                and 0 < exc.lineno <= len(lines):
+            exc.text = lines[exc.lineno - 1]    # errors found when compiling the tree
+        raise
+
+
+def compile_tree(tree, filename, mode):
+    flags = S.future_flags | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+    code = compile(tree, filename, mode, flags=flags, dont_inherit=True)
+    S.future_flags |= code.co_flags & FUTURE_MASK
+    return code
+
+
+def ends_with_semicolon(node, lines):
+    """`expr;` as the last statement hides its value, as in a notebook."""
+    line = lines[node.end_lineno - 1].encode('utf-8', 'replace')
+    rest = line[node.end_col_offset:].decode('utf-8', 'replace')
+    return rest.lstrip().startswith(';')
+
+
+def run_cell(body, last):
+    run_code(body)
+    if last is not None:
+        value = run_code(last)
+        if value is not None:
+            builtins._ = value
+            publish(mime_bundle(value))
+
+
+def run_code(code):
+    value = eval(code, S.user_ns)
+    if code.co_flags & CO_COROUTINE:
+        value = event_loop().run_until_complete(value)
+    return value
+
+
+def event_loop():
+    if S.loop is None:
+        import asyncio
+        S.loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(S.loop)
+    return S.loop
+
+
+def conclude(exc):
+    """Exit code for how user code ended; reports an exception as the error."""
+    if exc is None:
+        return 0
+    if isinstance(exc, SystemExit):
+        return exit_status(exc.code)
+    report_exception(exc)
+    return 1
+
+
+def exit_status(code):
+    """Like the interpreter does for SystemExit(code)."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    try:
+        sys.stderr.write('%s\n' % code)
+    except Exception:
+        pass
+    return 1
+
+
+def report_exception(exc):
+    strip_driver_frames(exc)
+    sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, exc.__traceback__
+    send_error(exception_name(exc), safe_str(exc), format_exception(exc))
+
+
+def format_exception(exc):
+    try:
+        return ''.join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    except Exception:
+        return describe(exc) + '\n'
+
+
+def strip_driver_frames(exc):
+    """Remove the driver's frames from exc and the exceptions chained to it."""
+    todo, seen = [exc], set()
+    while todo:
+        current = todo.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        current.__traceback__ = user_frames(current.__traceback__)
+        todo += (current.__cause__, current.__context__)
+
+
+def user_frames(tb):
+    """tb without the driver's frames, nor the library frames the driver called
+    before the first frame of a cell (asyncio's, for top-level await)."""
+    kept = []
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename != DRIVER_FILE:
+            kept.append(tb)
+        tb = tb.tb_next
+    cells = [i for i, entry in enumerate(kept)
+             if entry.tb_frame.f_code.co_filename.startswith('<cell ')]
+    if cells:
+        kept = kept[cells[0]:]
+    result = None
+    for entry in reversed(kept):
+        result = types.TracebackType(result, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return result
+
+
+# ---------------------------------------------------------------- bash and C
+
+def run_bash(exec_id, code):
+    scratch = make_scratch_dir()
+    try:
+        script = write_file(scratch, 'script.sh', code, 0o600)
+        return run_program(['/bin/bash', script])
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def run_c(exec_id, code):
+    scratch = make_scratch_dir()
+    try:
+        write_file(scratch, 'main.c', code, 0o600)
+        failed = compile_c(scratch)
+        if failed is not None:
+            return failed
+        return run_program([os.path.join(scratch, 'prog')])
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def make_scratch_dir():
+    """A new private directory under /tmp."""
+    while True:
+        path = '/tmp/petri-%s' % os.urandom(8).hex()
+        try:
+            os.mkdir(path, 0o700)
+            return path
+        except FileExistsError:
+            continue
+
+
+def write_file(directory, name, text, mode):
+    path = os.path.join(directory, name)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+    with open(fd, 'wb') as file:
+        file.write(text.encode('utf-8', 'surrogateescape'))
+    return path
+
+
+def spawn(argv, **options):
+    """A child in its own session and process group, stdin /dev/null, only fds 0-2."""
+    flush_stdio()
+    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, close_fds=True,
+                            start_new_session=True, **options)
+
+
+def kill_group(proc):
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    proc.wait()
+
+
+def run_program(argv):
+    """Run argv with the driver's stdout/stderr; exit code of the exec."""
+    proc = spawn(argv)
+    exc = run_user(proc.wait)
+    if exc is not None:
+        return abandon(proc, exc)
+    return program_status(proc.returncode)
+
+
+def abandon(proc, exc):
+    """Kill a child whose wait ended by exc (normally KeyboardInterrupt)."""
+    kill_group(proc)
+    if isinstance(exc, KeyboardInterrupt):
+        send_error('KeyboardInterrupt', 'interrupted: the process group was killed', '')
+        return 130
+    report_exception(exc)
+    return 1
+
+
+def program_status(returncode):
+    if returncode > 0:
+        send_error('NonZeroExit', 'exit status %d' % returncode, '')
+        return returncode
+    if returncode < 0:
+        send_error('Signal', 'killed by signal %s' % signal_label(-returncode), '')
+        return 128 - returncode
+    return 0
+
+
+def signal_label(number):
+    try:
+        return '%d (%s: %s)' % (number, signal.Signals(number).name, signal.strsignal(number))
+    except (ValueError, TypeError):
+        return str(number)
+
+
+def compile_c(scratch):
+    """gcc main.c -> prog; compiler output goes live to stderr.
+
+    Returns None on success, else the exit code of the exec."""
+    proc = spawn(['gcc', '-O2', '-std=gnu17', '-o', 'prog', 'main.c', '-lm'], cwd=scratch,
+                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    output = bytearray()
+    try:
+        exc = run_user(relay_output, proc, output)
+    finally:
+        proc.stdout.close()
+    if exc is not None:
+        return abandon(proc, exc)
+    if proc.returncode == 0:
+        return None
+    send_error('CompileError', compile_error_message(output, proc.returncode),
+               compiler_tail(output))
+    return proc.returncode if proc.returncode > 0 else 128 - proc.returncode
+
+
+def relay_output(proc, output):
+    """Copy the child's output to stderr as it comes, keeping the end of it."""
+    fd = proc.stdout.fileno()
+    while True:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        try:
+            os.write(2, chunk)
+        except OSError:
+            pass
+        output += chunk
+        del output[:-65536]
+    proc.wait()
+
+
+def compile_error_message(output, returncode):
+    for line in output.decode('utf-8', 'replace').splitlines():
+        if 'error:' in line:
+            return line.strip()
+    return 'gcc failed with exit status %d' % returncode
+
+
+def compiler_tail(output):
+    lines = output.decode('utf-8', 'replace').splitlines(keepends=True)
+    return ''.join(lines[-COMPILER_TAIL_LINES:])
+
+
+# ---------------------------------------------------------------- session
+
+RUNNERS = {'python': run_python, 'bash': run_bash, 'c': run_c}
+
+
+def handle_exec(request):
+    S.exec_id = request['id']
+    S.error_sent = S.pending = False
+    S.shown_figures = []
+    _signal.signal(_signal.SIGINT, on_sigint)   # user code may have replaced it
+    try:
+        exit_code = RUNNERS[request['language']](request['id'], request['code'])
+    except Exception as exc:            # the driver failed around user code (e.g. /tmp full)
+        if not S.error_sent:
+            report_exception(exc)
+        exit_code = 1
+    flush_stdio()
+    if os.getpid() != DRIVER_PID:       # a child that user code forked finished the cell
+        os._exit(exit_code)
+    exec_id, S.exec_id = S.exec_id, None
+    send({'type': 'done', 'id': exec_id, 'exit_code': exit_code})
+
+
+def load_modules():
+    """The rest of the standard library the driver needs."""
+    global ast, base64, io, json, linecache, shutil, signal, subprocess, traceback
+    global LIBC, FUTURE_MASK
+    import __future__
+    import ast, base64, io, json, linecache, shutil, signal, subprocess, traceback
+    FUTURE_MASK = 0                     # compiler flags of all __future__ features
+    for feature in __future__.all_feature_names:
+        FUTURE_MASK |= getattr(__future__, feature).compiler_flag
+    try:
+        import ctypes
+        LIBC = ctypes.CDLL(None)
+    except Exception:
+        LIBC = None
+
+
+def serve():
+    """Finish setting up, then run execs until EOF on fd 3."""
+    load_modules()
+    builtins.display = display
+    sys.path.insert(0, '')              # like the REPL: modules in the cwd import
+    sys.meta_path.insert(0, PyplotImportHook())
+    while True:
+        request = read_request()
+        if request is None:
+            return 0
+        handle_exec(request)
+'''
+
+
+if __name__ == '__main__':
+    sys.exit(main())

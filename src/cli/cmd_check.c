@@ -1,0 +1,112 @@
+/* petri check — what this host supports, what petri will do without each
+ * missing piece, and a real sandbox started to prove it works. */
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/commands.h"
+#include "jail/jail.h"
+#include "runtime/box.h"
+#include "runtime/defaults.h"
+#include "util/log.h"
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static const char *yes(bool b) { return b ? "yes" : "no"; }
+
+int cmd_check(int argc, char **argv)
+{
+	bool json_out = argc > 1 && !strcmp(argv[1], "--json");
+	struct jail_host *host;
+	const struct jail_host_info *in;
+	struct box_config cfg = { 0 };
+	struct box *box = NULL;
+	char err[512] = "";
+	double t0, spawn_ms;
+	int r;
+
+	if (argc > 1 && !json_out) {
+		fprintf(stderr, "usage: petri check [--json]\n");
+		return strcmp(argv[1], "--help") ? 2 : 0;
+	}
+	host = cli_jail_host();
+	in = jail_host_info(host);
+	default_jail_limits(&cfg.limits);
+	t0 = now_ms();
+	r = box_start(host, &cfg, &box, err, sizeof(err));
+	spawn_ms = now_ms() - t0;
+
+	if (json_out) {
+		json_t *j = json_pack(
+			"{s:b, s:b, s:{s:I, s:I, s:I}, s:{s:i, s:b, s:b, s:b, s:b, s:s, s:s},"
+			" s:{s:b, s:i}, s:i, s:{s:b, s:s, s:s, s:f, s:s}}",
+			"user_namespaces", in->userns, "privileged", in->privileged,
+			"uid_map", "sandbox_uid", (json_int_t)JAIL_UID,
+			"host_uid", (json_int_t)in->host_uid,
+			"host_root_uid", (json_int_t)(in->host_root_uid == (uid_t)-1 ?
+						     -1 : (json_int_t)in->host_root_uid),
+			"cgroup", "version", (int)in->cgroup, "memory", in->cg_memory,
+			"swap", in->cg_swap, "pids", in->cg_pids, "cpu", in->cg_cpu,
+			"parent", in->cg_parent, "problem", in->cg_problem,
+			"seccomp", "available", in->seccomp, "allowed_syscalls",
+			(int)in->seccomp_allowed,
+			"landlock_abi", in->landlock_abi,
+			"sandbox", "works", r == 0, "error", err,
+			"python", box ? box_python_version(box) : "",
+			"spawn_ms", spawn_ms, "path", "cold");
+
+		json_dumpf(j, stdout, JSON_INDENT(2));
+		putchar('\n');
+		json_decref(j);
+		goto out;
+	}
+
+	printf("user namespaces: %s", yes(in->userns));
+	if (in->privileged)
+		printf(" (running as root: sandbox uid %u maps to host uid %u, the "
+		       "namespace's root to %u)\n", JAIL_UID, (unsigned)in->host_uid,
+		       (unsigned)in->host_root_uid);
+	else
+		printf(" (unprivileged: sandbox uid %u maps to your uid %u)\n",
+		       JAIL_UID, (unsigned)in->host_uid);
+	if (in->cgroup == JAIL_CG_NONE)
+		printf("cgroups:         none (%s)\n"
+		       "                 without them memory, process and CPU limits are\n"
+		       "                 rlimits per process, peak memory and CPU time are\n"
+		       "                 measured less precisely, and teardown relies on\n"
+		       "                 the pid namespace alone\n", in->cg_problem);
+	else
+		printf("cgroups:         v%d under %s\n"
+		       "                 memory %s, swap accounting %s, pids %s, cpu %s\n",
+		       (int)in->cgroup, in->cg_parent, yes(in->cg_memory),
+		       yes(in->cg_swap), yes(in->cg_pids), yes(in->cg_cpu));
+	if (in->cgroup != JAIL_CG_NONE && !in->cg_swap)
+		printf("                 without swap accounting a process can exceed the\n"
+		       "                 memory limit by using swap\n");
+	printf("seccomp:         %s, %u system calls allowed (petri policy lists them)\n",
+	       yes(in->seccomp), in->seccomp_allowed);
+	if (in->landlock_abi > 0)
+		printf("landlock:        ABI %d: filesystem writes confined%s\n",
+		       in->landlock_abi,
+		       in->landlock_abi >= 6 ? ", signals and abstract sockets scoped" : "");
+	else
+		printf("landlock:        not available: the mount namespace and read-only\n"
+		       "                 mounts alone confine the filesystem\n");
+	if (r == 0)
+		printf("sandbox:         works: Python %s started in %.0f ms (cold path;\n"
+		       "                 bash and C run inside the same sandbox)\n",
+		       box_python_version(box), spawn_ms);
+	else
+		printf("sandbox:         FAILED: %s\n", err);
+out:
+	box_free(box);
+	jail_host_free(host);
+	return r == 0 ? 0 : 1;
+}

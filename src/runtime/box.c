@@ -1,0 +1,644 @@
+#include "runtime/box.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/embed.h"
+#include "runtime/frame.h"
+#include "runtime/workspace.h"
+#include "util/base64.h"
+#include "util/buf.h"
+#include "util/utf8.h"
+
+#define READY_TIMEOUT_S 30.0
+#define TICK_MS 100
+#define DRAIN_TIMEOUT_S 1.0
+#define MAX_ENV 64
+#define NAME_MAX_LEN 256
+#define MESSAGE_MAX_LEN (64u << 10)
+#define TRACEBACK_MAX_LEN (256u << 10)
+
+const char *const box_languages[] = { "python", "bash", "c", NULL };
+
+struct box {
+	struct jail *jail;
+	struct frame_reader fr;
+	long long next_id;
+	bool dead;
+	char dead_reason[256];
+	char python[32];
+};
+
+/* The sandbox's environment: a fixed base plus the caller's extras. */
+static const char *const base_env[] = {
+	"PATH=/usr/local/bin:/usr/bin:/bin",
+	"HOME=" JAIL_WORKDIR,
+	"USER=" JAIL_USER,
+	"LOGNAME=" JAIL_USER,
+	"SHELL=/bin/bash",
+	"LANG=C.UTF-8",
+	"TERM=dumb",
+	"TMPDIR=/tmp",
+	"MPLBACKEND=Agg",
+	"MPLCONFIGDIR=/tmp/.matplotlib",
+	"PYTHONUNBUFFERED=1",
+	"PYTHONDONTWRITEBYTECODE=1",
+	NULL
+};
+
+bool box_language_known(const char *language)
+{
+	for (size_t i = 0; language && box_languages[i]; i++)
+		if (strcmp(language, box_languages[i]) == 0)
+			return true;
+	return false;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void mark_dead(struct box *b, const char *why)
+{
+	if (!b->dead)
+		snprintf(b->dead_reason, sizeof(b->dead_reason), "%s", why);
+	b->dead = true;
+}
+
+static int wait_ready(struct box *b, char *err, size_t errlen)
+{
+	struct pollfd pfd = { .fd = jail_ctl_fd(b->jail), .events = POLLIN };
+	double deadline = now_s() + READY_TIMEOUT_S;
+	char chunk[4096];
+
+	for (;;) {
+		json_t *f = NULL;
+		int r = frame_reader_next(&b->fr, &f);
+		double left = deadline - now_s();
+		ssize_t n;
+
+		if (r < 0) {
+			snprintf(err, errlen, "runtime start-up: %s", b->fr.error);
+			return r;
+		}
+		if (r > 0) {
+			const char *type = json_string_value(json_object_get(f, "type"));
+			const char *py = json_string_value(json_object_get(f, "python"));
+
+			if (strcmp(type, "ready") != 0) {
+				json_decref(f);
+				snprintf(err, errlen, "runtime start-up: unexpected frame");
+				return -EPROTO;
+			}
+			snprintf(b->python, sizeof(b->python), "%s", py ? py : "");
+			json_decref(f);
+			return 0;
+		}
+		if (left <= 0) {
+			snprintf(err, errlen, "runtime did not start within %.0f s",
+				 READY_TIMEOUT_S);
+			return -ETIMEDOUT;
+		}
+		if (poll(&pfd, 1, (int)(left * 1000) + 1) < 0 && errno != EINTR)
+			return -errno;
+		n = read(pfd.fd, chunk, sizeof(chunk));
+		if (n == 0) {
+			snprintf(err, errlen, "runtime exited during start-up");
+			return -EPIPE;
+		}
+		if (n > 0 && frame_reader_feed(&b->fr, chunk, (size_t)n) < 0)
+			return -ENOMEM;
+	}
+}
+
+int box_start(struct jail_host *host, const struct box_config *cfg,
+	      struct box **out, char *err, size_t errlen)
+{
+	static const char *const argv[] = {
+		"/usr/bin/python3", "-I", "-u", "/opt/petri/driver.py", NULL
+	};
+	const struct jail_file driver = {
+		.path = "/opt/petri/driver.py",
+		.data = petri_driver_py,
+		.len = (size_t)(petri_driver_py_end - petri_driver_py),
+		.mode = 0644,
+	};
+	const char *env[MAX_ENV + sizeof(base_env) / sizeof(base_env[0])];
+	struct jail_config jc = {
+		.argv = argv, .envp = env, .limits = cfg->limits,
+		.files = &driver, .nfiles = 1, .ro_binds = cfg->ro_binds,
+	};
+	struct box *b;
+	size_t n = 0;
+	int r;
+
+	*out = NULL;
+	for (size_t i = 0; base_env[i]; i++)
+		env[n++] = base_env[i];
+	for (size_t i = 0; cfg->env && cfg->env[i]; i++) {
+		if (i >= MAX_ENV) {
+			snprintf(err, errlen, "too many environment variables (max %d)",
+				 MAX_ENV);
+			return -E2BIG;
+		}
+		env[n++] = cfg->env[i];
+	}
+	env[n] = NULL;
+
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	frame_reader_init(&b->fr);
+	if ((r = jail_spawn(host, &jc, &b->jail, err, errlen)) < 0 ||
+	    (r = wait_ready(b, err, errlen)) < 0) {
+		box_free(b);
+		return r;
+	}
+	*out = b;
+	return 0;
+}
+
+bool box_alive(const struct box *b) { return !b->dead; }
+const char *box_dead_reason(const struct box *b) { return b->dead_reason; }
+struct jail *box_jail(struct box *b) { return b->jail; }
+const char *box_python_version(const struct box *b) { return b->python; }
+
+void box_free(struct box *b)
+{
+	if (!b)
+		return;
+	jail_free(b->jail);
+	frame_reader_release(&b->fr);
+	free(b);
+}
+
+/* ---- one execution ---------------------------------------------------- */
+
+struct run {
+	struct box *b;
+	const struct box_exec *ex;
+	const struct box_events *ev;
+	struct result *res;
+	long long id;
+	size_t output_cap, results_cap;
+	bool done;			/* "done" frame read */
+	bool main_exited;		/* the driver is gone */
+	struct jail_exit exit;
+	bool violated;
+	char violation[160];
+	bool results_dropped;
+};
+
+static int send_exec(struct run *run, double deadline)
+{
+	int fd = jail_ctl_fd(run->b->jail);
+	struct buf out = BUF_INIT;
+	json_t *req;
+	size_t off = 0;
+	int r;
+
+	req = json_pack("{s:s, s:I, s:s, s:s}", "type", "exec", "id",
+			(json_int_t)run->id, "language", run->ex->language,
+			"code", run->ex->code);
+	if (!req)
+		return -EINVAL;	/* code that is not UTF-8 */
+	r = frame_encode(req, &out);
+	json_decref(req);
+	while (r == 0 && off < out.len) {
+		struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+		ssize_t n = write(fd, out.data + off, out.len - off);
+
+		if (n > 0) {
+			off += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			r = -errno;
+			break;
+		}
+		if (now_s() > deadline) {
+			r = -ETIMEDOUT;
+			break;
+		}
+		poll(&pfd, 1, TICK_MS);
+	}
+	buf_release(&out);
+	return r;
+}
+
+static void violate(struct run *run, const char *why)
+{
+	if (!run->violated)
+		snprintf(run->violation, sizeof(run->violation), "%s", why);
+	run->violated = true;
+}
+
+static bool mime_type_ok(const char *k)
+{
+	size_t n = strlen(k), slash = 0;
+
+	if (n < 3 || n > 100)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = k[i];
+
+		if (c == '/') {
+			if (slash++ || i == 0 || i == n - 1)
+				return false;
+		} else if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+			     c == '.' || c == '+' || c == '-')) {
+			return false;
+		}
+	}
+	return slash == 1;
+}
+
+static bool mime_is_binary(const char *k)
+{
+	return strncmp(k, "image/", 6) == 0 && strcmp(k, "image/svg+xml") != 0;
+}
+
+/* A MIME bundle from the sandbox: keep the well-formed entries. */
+static void take_result(struct run *run, json_t *frame)
+{
+	json_t *data = json_object_get(frame, "data"), *clean, *v;
+	const char *k;
+	size_t bytes = 0;
+
+	if (!json_is_object(data)) {
+		violate(run, "result frame without a \"data\" object");
+		return;
+	}
+	clean = json_object();
+	if (!clean)
+		return;
+	json_object_foreach(data, k, v) {
+		size_t len;
+
+		if (!mime_type_ok(k) || !json_is_string(v))
+			continue;
+		len = json_string_length(v);
+		if (mime_is_binary(k) && !base64_valid(json_string_value(v), len))
+			continue;
+		bytes += len;
+		json_object_set(clean, k, v);
+	}
+	if (json_object_size(clean) == 0) {
+		json_decref(clean);
+		return;
+	}
+	if (run->res->results_bytes + bytes > run->results_cap) {
+		json_decref(clean);
+		if (!run->results_dropped) {
+			char note[128];
+
+			snprintf(note, sizeof(note),
+				 "[further results dropped: over the %zu MiB limit]",
+				 run->results_cap >> 20);
+			clean = json_pack("{s:s}", "text/plain", note);
+			if (clean && json_array_append_new(run->res->results, clean) == 0 &&
+			    run->ev && run->ev->rich)
+				run->ev->rich(run->ev->ctx, clean);
+		}
+		run->results_dropped = true;
+		return;
+	}
+	run->res->results_bytes += bytes;
+	if (json_array_append_new(run->res->results, clean) == 0 && run->ev &&
+	    run->ev->rich)
+		run->ev->rich(run->ev->ctx, clean);
+}
+
+static json_t *bounded_string(json_t *v, size_t max)
+{
+	const char *s = json_string_value(v);
+	size_t n = json_string_length(v);
+
+	if (!s)
+		return json_string("");
+	/* Cut on a character boundary, or jansson refuses the string. */
+	return json_stringn(s, n > max ? utf8_cut(s, max) : n);
+}
+
+static void take_error(struct run *run, json_t *frame)
+{
+	json_t *name = json_object_get(frame, "name");
+	json_t *msg = json_object_get(frame, "message");
+	json_t *tb = json_object_get(frame, "traceback");
+	json_t *e;
+
+	if (!json_is_string(name) || !json_is_string(msg) ||
+	    (tb && !json_is_string(tb) && !json_is_null(tb))) {
+		violate(run, "malformed error frame");
+		return;
+	}
+	e = json_pack("{s:o, s:o, s:o}", "name", bounded_string(name, NAME_MAX_LEN),
+		      "message", bounded_string(msg, MESSAGE_MAX_LEN),
+		      "traceback", bounded_string(tb, TRACEBACK_MAX_LEN));
+	if (!e)
+		return;
+	result_set_error(run->res, e);
+	if (run->ev && run->ev->error)
+		run->ev->error(run->ev->ctx, e);
+}
+
+static void take_frame(struct run *run, json_t *f)
+{
+	const char *type = json_string_value(json_object_get(f, "type"));
+	json_t *id = json_object_get(f, "id");
+
+	if (run->done) {
+		violate(run, "frame after \"done\"");
+		return;
+	}
+	if (!json_is_integer(id) || json_integer_value(id) != run->id) {
+		violate(run, "frame for another execution");
+		return;
+	}
+	if (strcmp(type, "result") == 0) {
+		take_result(run, f);
+	} else if (strcmp(type, "error") == 0) {
+		take_error(run, f);
+	} else if (strcmp(type, "done") == 0) {
+		json_t *code = json_object_get(f, "exit_code");
+
+		if (!json_is_integer(code)) {
+			violate(run, "done frame without an integer exit_code");
+			return;
+		}
+		run->res->has_exit_code = true;
+		run->res->exit_code = (int)(json_integer_value(code) & 0xffff);
+		run->done = true;
+	} else {
+		violate(run, "unknown frame type");
+	}
+}
+
+static void read_ctl(struct run *run)
+{
+	char chunk[65536];
+	ssize_t n;
+
+	while ((n = read(jail_ctl_fd(run->b->jail), chunk, sizeof(chunk))) > 0) {
+		json_t *f;
+		int r;
+
+		if (frame_reader_feed(&run->b->fr, chunk, (size_t)n) < 0)
+			return;
+		while ((r = frame_reader_next(&run->b->fr, &f)) > 0) {
+			take_frame(run, f);
+			json_decref(f);
+		}
+		if (r < 0) {
+			violate(run, run->b->fr.error);
+			return;
+		}
+	}
+}
+
+/* Read what is in a pipe now.  Returns false at EOF. */
+static bool read_stream(struct run *run, enum box_stream s)
+{
+	int fd = s == BOX_STDOUT ? jail_stdout_fd(run->b->jail) : jail_stderr_fd(run->b->jail);
+	struct result_stream *rs = s == BOX_STDOUT ? &run->res->out : &run->res->err;
+	char chunk[65536];
+	ssize_t n;
+
+	while ((n = read(fd, chunk, sizeof(chunk))) > 0) {
+		size_t kept = result_stream_add(rs, chunk, (size_t)n, run->output_cap);
+
+		if (kept && run->ev && run->ev->output)
+			run->ev->output(run->ev->ctx, s, chunk, kept);
+	}
+	return n != 0;
+}
+
+/* After the driver is gone or done: take what the pipes still hold.  When
+ * the sandbox is gone, read to EOF (bounded in time); else just what is
+ * there now. */
+static void drain(struct run *run, bool to_eof)
+{
+	double deadline = now_s() + DRAIN_TIMEOUT_S;
+	bool out_open = true, err_open = true;
+
+	do {
+		struct pollfd pfd[2] = {
+			{ .fd = jail_stdout_fd(run->b->jail), .events = POLLIN },
+			{ .fd = jail_stderr_fd(run->b->jail), .events = POLLIN },
+		};
+
+		if (out_open)
+			out_open = read_stream(run, BOX_STDOUT);
+		if (err_open)
+			err_open = read_stream(run, BOX_STDERR);
+		if (!to_eof || (!out_open && !err_open))
+			break;
+		poll(pfd, 2, 20);
+	} while (now_s() < deadline);
+}
+
+static uint64_t cpu_ns_now(struct box *b)
+{
+	struct jail_usage u;
+
+	return jail_usage(b->jail, &u) == 0 ? u.cpu_ns : 0;
+}
+
+enum stop { STOP_NONE, STOP_TIMEOUT, STOP_CPU, STOP_CANCEL };
+
+/* Pump until done, death, or a limit.  Returns why it stopped early. */
+static enum stop pump(struct run *run, double deadline, uint64_t cpu_start)
+{
+	struct jail *j = run->b->jail;
+	const struct box_exec *ex = run->ex;
+	uint64_t cpu_limit_ns = ex->cpu_s > 0 ? (uint64_t)(ex->cpu_s * 1e9) : 0;
+
+	while (!run->done && !run->main_exited && !run->violated) {
+		struct pollfd pfd[6] = {
+			{ .fd = jail_stdout_fd(j), .events = POLLIN },
+			{ .fd = jail_stderr_fd(j), .events = POLLIN },
+			{ .fd = jail_ctl_fd(j), .events = POLLIN },
+			{ .fd = jail_status_fd(j), .events = POLLIN },
+			{ .fd = jail_pidfd(j), .events = POLLIN },
+			{ .fd = ex->cancel_fd, .events = POLLIN },
+		};
+		double left = deadline - now_s();
+		int timeout = left <= 0 ? 0 : left * 1000 < TICK_MS ? (int)(left * 1000) + 1 : TICK_MS;
+		int r;
+
+		if (left <= 0)
+			return STOP_TIMEOUT;
+		r = poll(pfd, ex->cancel_fd >= 0 ? 6 : 5, timeout);
+		if (r < 0 && errno != EINTR)
+			break;
+		if (pfd[0].revents)
+			read_stream(run, BOX_STDOUT);
+		if (pfd[1].revents)
+			read_stream(run, BOX_STDERR);
+		if (pfd[2].revents)
+			read_ctl(run);
+		if (pfd[3].revents || pfd[4].revents) {
+			int st = jail_read_status(j, &run->exit);
+
+			if (st != 0 || pfd[4].revents)
+				run->main_exited = true;
+		}
+		if (ex->cancel_fd >= 0 && pfd[5].revents)
+			return STOP_CANCEL;
+		if (cpu_limit_ns && cpu_ns_now(run->b) - cpu_start >= cpu_limit_ns)
+			return STOP_CPU;
+	}
+	return STOP_NONE;
+}
+
+static void describe_stop(struct run *run, enum stop why, double secs, const char *what)
+{
+	const char *limit = why == STOP_CPU ? "CPU time limit" :
+			    why == STOP_CANCEL ? "cancellation" : "time limit";
+
+	if (why == STOP_CANCEL)
+		snprintf(run->res->reason, sizeof(run->res->reason),
+			 "execution cancelled; %s", what);
+	else
+		snprintf(run->res->reason, sizeof(run->res->reason),
+			 "%s of %g s exceeded; %s", limit, secs, what);
+}
+
+/* The driver is gone: say how, in the result and the box. */
+static void classify_death(struct run *run, uint64_t oom_before)
+{
+	struct jail_usage u;
+	struct result *res = run->res;
+	int st = run->exit.wstatus;
+
+	if (jail_usage(run->b->jail, &u) == 0 && u.oom_kills > oom_before) {
+		res->status = RESULT_OOM;
+		snprintf(res->reason, sizeof(res->reason),
+			 "the memory limit was reached and the runtime was killed");
+	} else if (run->exit.exited && WIFSIGNALED(st)) {
+		res->status = RESULT_KILLED;
+		res->signal = WTERMSIG(st);
+		snprintf(res->reason, sizeof(res->reason),
+			 "the runtime was killed by signal %d (%s)", res->signal,
+			 strsignal(res->signal));
+	} else if (run->exit.exited && WIFEXITED(st)) {
+		/* The code ended the runtime itself (os._exit, exec...). */
+		res->has_exit_code = true;
+		res->exit_code = WEXITSTATUS(st);
+		res->status = res->exit_code == 0 ? RESULT_OK : RESULT_ERROR;
+		snprintf(res->reason, sizeof(res->reason),
+			 "the runtime exited with status %d", res->exit_code);
+	} else {
+		res->status = RESULT_KILLED;
+		snprintf(res->reason, sizeof(res->reason), "the sandbox ended unexpectedly");
+	}
+	mark_dead(run->b, res->reason);
+}
+
+int box_exec(struct box *b, const struct box_exec *ex,
+	     const struct box_events *ev, struct result *res)
+{
+	struct run run = { .b = b, .ex = ex, .ev = ev, .res = res };
+	struct jail_usage u0 = { 0 }, u1 = { 0 };
+	struct timespec wall_start;
+	double t0, deadline, grace;
+	enum stop why;
+	int r;
+
+	if (b->dead)
+		return -EPIPE;
+	if (!box_language_known(ex->language) || !ex->code ||
+	    strlen(ex->code) > BOX_CODE_MAX || !(ex->timeout_s > 0))
+		return -EINVAL;
+	run.id = ++b->next_id;
+	run.output_cap = ex->output_cap ? ex->output_cap : BOX_OUTPUT_CAP_DEFAULT;
+	run.results_cap = ex->results_cap ? ex->results_cap : BOX_RESULTS_CAP_DEFAULT;
+	grace = ex->grace_s > 0 ? ex->grace_s : BOX_GRACE_DEFAULT;
+
+	jail_reset_peak(b->jail);
+	jail_usage(b->jail, &u0);
+	clock_gettime(CLOCK_REALTIME, &wall_start);
+	t0 = now_s();
+	deadline = t0 + ex->timeout_s;
+
+	if ((r = send_exec(&run, deadline)) < 0) {
+		if (r == -EINVAL)
+			return r;
+		mark_dead(b, "the runtime stopped reading requests");
+		res->status = RESULT_KILLED;
+		snprintf(res->reason, sizeof(res->reason), "%s", b->dead_reason);
+		jail_kill(b->jail);
+		goto finish;
+	}
+
+	why = pump(&run, deadline, u0.cpu_ns);
+	if (why != STOP_NONE && !ex->one_shot) {
+		/* Interrupt first, so that a session keeps its state. */
+		jail_signal(b->jail, SIGINT);
+		pump(&run, now_s() + grace, u0.cpu_ns);
+		if (run.done && !run.violated) {
+			res->status = RESULT_TIMEOUT;
+			describe_stop(&run, why, why == STOP_CPU ? ex->cpu_s : ex->timeout_s,
+				      "the code was interrupted and the session kept");
+			drain(&run, false);
+			goto finish;
+		}
+	}
+	if (why != STOP_NONE) {
+		jail_kill(b->jail);
+		drain(&run, true);
+		res->status = RESULT_TIMEOUT;
+		describe_stop(&run, why, why == STOP_CPU ? ex->cpu_s : ex->timeout_s,
+			      ex->one_shot ? "the sandbox was killed" :
+			      "the code did not stop when interrupted; the session was ended");
+		mark_dead(b, res->reason);
+		goto finish;
+	}
+	if (run.violated) {
+		jail_kill(b->jail);
+		drain(&run, true);
+		res->status = RESULT_KILLED;
+		snprintf(res->reason, sizeof(res->reason), "protocol violation: %s",
+			 run.violation);
+		mark_dead(b, res->reason);
+		goto finish;
+	}
+	if (run.main_exited && !run.done)
+		read_ctl(&run);	/* frames written just before the exit */
+	if (run.main_exited && !run.done) {
+		drain(&run, true);
+		classify_death(&run, u0.oom_kills);
+		goto finish;
+	}
+	/* "done": everything printed before it is in the pipes already. */
+	drain(&run, false);
+	res->status = res->error || (res->has_exit_code && res->exit_code != 0) ?
+		      RESULT_ERROR : RESULT_OK;
+	if (jail_usage(b->jail, &u1) == 0 && u1.oom_kills > u0.oom_kills) {
+		res->status = RESULT_OOM;
+		snprintf(res->reason, sizeof(res->reason),
+			 "a process was killed by the memory limit");
+	}
+
+finish:
+	res->duration_ms = (uint64_t)((now_s() - t0) * 1000.0);
+	if (jail_usage(b->jail, &u1) == 0) {
+		res->cpu_ms = (u1.cpu_ns - u0.cpu_ns) / 1000000;
+		res->memory_peak_bytes = u1.memory_peak;
+	}
+	/* The workspace fd keeps /work readable even after the sandbox died:
+	 * what a killed program wrote is still reported. */
+	ws_changed_files(jail_work_fd(b->jail), &wall_start, res->files);
+	return 0;
+}

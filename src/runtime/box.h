@@ -1,0 +1,80 @@
+/* box — a sandbox with the runtime driver in it, and executions in it.
+ *
+ * box_start() spawns a jail whose main process is the Python driver
+ * (docs/protocol.md) and waits for its "ready".  box_exec() sends one piece
+ * of code, pumps stdout, stderr and frames until the driver says "done", a
+ * limit fires or the sandbox dies, and fills a struct result.  A box that
+ * died (crash, OOM, protocol violation, kill after a timeout) stays dead:
+ * box_exec() then fails with -EPIPE and box_dead_reason() says why.
+ *
+ * A box is not thread-safe: one execution at a time, by one thread. */
+#ifndef PETRI_BOX_H
+#define PETRI_BOX_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "jail/jail.h"
+#include "runtime/result.h"
+
+struct box;
+
+struct box_config {
+	struct jail_limits limits;
+	const char *const *env;		/* extra "NAME=value", NULL-terminated */
+	const char *const *ro_binds;	/* extra read-only host paths */
+};
+
+enum box_stream { BOX_STDOUT = 1, BOX_STDERR = 2 };
+
+/* Called as output and results arrive (for streaming); any may be NULL. */
+struct box_events {
+	void *ctx;
+	void (*output)(void *ctx, enum box_stream s, const char *data, size_t len);
+	void (*rich)(void *ctx, const json_t *bundle);
+	void (*error)(void *ctx, const json_t *error);
+};
+
+struct box_exec {
+	const char *language;		/* "python", "bash" or "c" */
+	const char *code;
+	double timeout_s;		/* wall clock; > 0 */
+	double cpu_s;			/* CPU time of the whole sandbox; 0: none */
+	size_t output_cap;		/* per stream; 0: default */
+	size_t results_cap;		/* all rich results together; 0: default */
+	bool one_shot;			/* on timeout kill at once (no interrupt) */
+	double grace_s;			/* interrupt -> kill; 0: default */
+	int cancel_fd;			/* readable = stop now (as a timeout); -1 */
+};
+
+#define BOX_OUTPUT_CAP_DEFAULT	(1u << 20)
+#define BOX_RESULTS_CAP_DEFAULT	(32u << 20)
+#define BOX_CODE_MAX		(1u << 20)
+#define BOX_GRACE_DEFAULT	2.0
+
+/* The languages box_exec() knows, NULL-terminated. */
+extern const char *const box_languages[];
+bool box_language_known(const char *language);
+
+/* 0 or -errno with a message in err. */
+int box_start(struct jail_host *host, const struct box_config *cfg,
+	      struct box **out, char *err, size_t errlen);
+
+/* Run one execution.  Returns 0 with *res filled (whatever the code did:
+ * res->status tells), -EPIPE if the box was already dead, -EINVAL for a bad
+ * request (unknown language, code too long), -ENOMEM. */
+int box_exec(struct box *b, const struct box_exec *ex,
+	     const struct box_events *ev, struct result *res);
+
+bool box_alive(const struct box *b);
+const char *box_dead_reason(const struct box *b);
+/* The sandbox under the box, for file transfers and stats. */
+struct jail *box_jail(struct box *b);
+/* Python version the driver reported, e.g. "3.11.2". */
+const char *box_python_version(const struct box *b);
+
+/* Kill and free.  NULL allowed. */
+void box_free(struct box *b);
+
+#endif
