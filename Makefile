@@ -10,7 +10,7 @@
 
 CC      ?= cc
 PYTHON  ?= /usr/bin/python3
-PKGS    := libseccomp jansson libmicrohttpd libcurl sqlite3
+PKGS    := libseccomp jansson libmicrohttpd libcurl sqlite3 inih
 
 ifeq ($(SAN),1)
 BUILD    ?= build-san
@@ -33,7 +33,7 @@ LDFLAGS += -pie -Wl,-z,relro,-z,now -Wl,-z,noexecstack -Wl,--as-needed
 ifeq ($(SAN),1)
 LDFLAGS += -fsanitize=address,undefined
 endif
-LDLIBS  += $(PKG_LIBS)
+LDLIBS  += $(PKG_LIBS) -lpthread -lm
 
 MAIN_SRC := src/cli/main.c
 LIB_SRC  := $(filter-out $(MAIN_SRC),$(shell find src -name '*.c' | sort))
@@ -56,9 +56,10 @@ $(BUILD)/%.o: %.c
 	@$(CC) $(CFLAGS) -c -o $@ $<
 
 # The Python driver is embedded in the binary: one binary, nothing to install.
-$(BUILD)/src/runtime/embed.o: src/runtime/embed.S src/runtime/driver.py
+$(BUILD)/src/runtime/embed.o: src/runtime/embed.S src/runtime/driver.py docs/openapi.json
 	@mkdir -p $(dir $@)
-	$(CC) -c -o $@ -Isrc/runtime $<
+	@echo "  AS      $<"
+	@$(CC) -c -o $@ -Isrc/runtime -Idocs $<
 
 $(BUILD)/unit-tests: $(UNIT_OBJ) $(BUILD)/libpetri.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(shell pkg-config --libs check)

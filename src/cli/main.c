@@ -20,6 +20,7 @@ struct command {
 static const struct command commands[] = {
 	{ "run", cmd_run, "run code in a fresh sandbox and print what came out" },
 	{ "check", cmd_check, "report what this host supports and what petri will do" },
+	{ "serve", cmd_serve, "serve the HTTP API: stateful sessions, files, streaming" },
 	{ "policy", cmd_policy, "print the system calls the sandbox allows" },
 	{ NULL, NULL, NULL },
 };
@@ -34,16 +35,22 @@ static void usage(FILE *f)
 
 struct jail_host *cli_jail_host(void)
 {
-	struct jail_host *host;
-	char err[512];
 	const char *no_cg = getenv("PETRI_NO_CGROUPS");
 	struct jail_host_config cfg = {
 		.cgroup_parent = getenv("PETRI_CGROUP_PARENT"),
 		.no_cgroups = no_cg && *no_cg && strcmp(no_cg, "0") != 0,
 	};
+
+	return cli_jail_host_with(&cfg);
+}
+
+struct jail_host *cli_jail_host_with(const struct jail_host_config *cfg)
+{
+	struct jail_host *host;
+	char err[512];
 	const struct jail_host_info *in;
 
-	if (jail_host_init(&cfg, &host, err, sizeof(err)) < 0)
+	if (jail_host_init(cfg, &host, err, sizeof(err)) < 0)
 		die(125, "%s", err);
 	in = jail_host_info(host);
 	if (in->cgroup == JAIL_CG_NONE)

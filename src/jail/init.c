@@ -115,9 +115,9 @@ static int drop_privileges(void)
 }
 
 /* The main process, between fork and execve. */
-__attribute__((noreturn)) static void start_main(const struct init_args *a,
-						 const sigset_t *oldmask)
+__attribute__((noreturn)) static void start_main(const struct init_args *a)
 {
+	sigset_t none;
 	char err[240];
 	int null_fd, status_fd, r;
 	struct sigaction dfl;
@@ -172,7 +172,10 @@ __attribute__((noreturn)) static void start_main(const struct init_args *a,
 		send_record(status_fd, INIT_ERROR, 0, "cannot enter " JAIL_WORKDIR);
 		_exit(125);
 	}
-	sigprocmask(SIG_SETMASK, oldmask, NULL);
+	/* Nothing blocked: not what pid 1 blocks, nor what the supervisor
+	 * blocked in its own threads before it cloned us. */
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
 	if ((r = policy_load(a->policy)) < 0) {
 		safe_fail(err, sizeof(err), "cannot load the seccomp filter", NULL, -r);
 		send_record(status_fd, INIT_ERROR, 0, err);
@@ -243,7 +246,7 @@ void init_main(const struct init_args *a)
 {
 	int keep[] = { a->sync_fd, a->status_fd, a->stdout_fd, a->stderr_fd, a->ctl_fd };
 	char err[240], go;
-	sigset_t mask, oldmask;
+	sigset_t mask;
 	pid_t main_pid;
 	int sfd, r;
 
@@ -277,7 +280,7 @@ void init_main(const struct init_args *a)
 	sigaddset(&mask, SIGCHLD);
 	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
 		sigaddset(&mask, forwarded[i]);
-	if (sigprocmask(SIG_BLOCK, &mask, &oldmask) < 0)
+	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
 		fail(a, "cannot block signals");
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	if (sfd < 0)
@@ -290,7 +293,7 @@ void init_main(const struct init_args *a)
 	if (main_pid < 0)
 		fail(a, "cannot fork the main process");
 	if (main_pid == 0)
-		start_main(a, &oldmask);
+		start_main(a);
 
 	/* pid 1 keeps only what it needs and gives up the rest. */
 	close(a->stdout_fd);

@@ -1,5 +1,6 @@
-/* The Python driver, embedded so that petri is one binary.  See
- * src/runtime/embed.h and docs/protocol.md. */
+/* Files embedded so that petri is one binary: the Python driver
+ * (docs/protocol.md) and the OpenAPI document (docs/openapi.json).  See
+ * src/runtime/embed.h. */
 	.section .rodata
 	.global petri_driver_py
 	.type petri_driver_py, @object
@@ -9,6 +10,16 @@ petri_driver_py:
 	.global petri_driver_py_end
 	.type petri_driver_py_end, @object
 petri_driver_py_end:
+	.byte 0
+
+	.global petri_openapi_json
+	.type petri_openapi_json, @object
+	.balign 16
+petri_openapi_json:
+	.incbin "openapi.json"
+	.global petri_openapi_json_end
+	.type petri_openapi_json_end, @object
+petri_openapi_json_end:
 	.byte 0
 
 	.section .note.GNU-stack, "", @progbits

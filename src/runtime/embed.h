@@ -4,5 +4,7 @@
 
 extern const char petri_driver_py[];
 extern const char petri_driver_py_end[];
+extern const char petri_openapi_json[];
+extern const char petri_openapi_json_end[];
 
 #endif

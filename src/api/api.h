@@ -1,0 +1,33 @@
+/* api — petri's HTTP/JSON API on libmicrohttpd (docs/api.md).
+ *
+ * One thread per connection: a request that waits on a sandbox (an
+ * execution, a stream) blocks only its own connection, never another
+ * session's.  The API knows nothing of namespaces: it speaks to the session
+ * manager (src/session) and to the files module (src/runtime/files.h). */
+#ifndef PETRI_API_H
+#define PETRI_API_H
+
+#include <stddef.h>
+
+#include "config/config.h"
+#include "session/session.h"
+
+struct api_server;
+
+/* Listen on cfg->listen and serve until api_stop().  Refuses a
+ * non-loopback address without API keys. */
+int api_start(const struct petri_config *cfg, struct smgr *sm,
+	      struct api_server **out, char *err, size_t errlen);
+/* Stop accepting connections and answer 503 to new requests. */
+void api_quiesce(struct api_server *srv);
+/* Requests being handled now. */
+unsigned api_active(const struct api_server *srv);
+/* Close everything and free.  The session manager must already have
+ * killed its sandboxes, so no request waits forever. */
+void api_stop(struct api_server *srv);
+
+/* The bound address, e.g. "127.0.0.1:8080" (the real port if 0 was
+ * asked) or "unix:/path". */
+const char *api_address(const struct api_server *srv);
+
+#endif

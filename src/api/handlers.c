@@ -1,0 +1,491 @@
+/* Endpoints for sessions, executions and one-shot runs (docs/api.md). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/http.h"
+#include "runtime/box.h"
+#include "runtime/files.h"
+#include "util/base64.h"
+#include "util/log.h"
+#include "util/metrics.h"
+
+#define MAX_ENV_VARS 64
+#define MAX_ENV_BYTES (64u << 10)
+#define MAX_ONESHOT_FILES 100
+
+/* ---- shared helpers --------------------------------------------------- */
+
+enum MHD_Result http_session_error(struct api_req *rq, int err, const char *reason)
+{
+	switch (err) {
+	case SM_ENOTFOUND:
+		return http_error(rq, 404, "session_not_found", "no such session");
+	case SM_EGONE:
+		return http_error(rq, 410, "session_gone", "%s", reason && *reason ? reason :
+				  "the session has ended");
+	case SM_EBUSY:
+		return http_error(rq, 409, "session_busy", "an execution is already running in "
+				  "this session; wait for it to finish (one at a time per session)");
+	case SM_ECAPACITY:
+		return http_error(rq, 429, "over_capacity", "the server is at its limit of "
+				  "sessions or concurrent executions; retry later");
+	case SM_ESTOPPING:
+		return http_error(rq, 503, "shutting_down", "the server is shutting down");
+	case -EIO:
+		return http_error(rq, 503, "sandbox_failed", "%s", reason && *reason ? reason :
+				  "the sandbox could not be started");
+	default:
+		return http_error(rq, 500, "internal", "%s", strerror(-err));
+	}
+}
+
+struct session *http_session(struct api_req *rq, const char *id, enum MHD_Result *answered)
+{
+	struct session *s;
+	char reason[256] = "";
+	int r = smgr_lookup(rq->sm, id, &s, reason, sizeof(reason));
+
+	if (r < 0) {
+		*answered = http_session_error(rq, r, reason);
+		return NULL;
+	}
+	return s;
+}
+
+/* A number field: absent keeps *out; present must be a number in range. */
+static bool get_number(struct api_req *rq, json_t *obj, const char *key, double min,
+		       double max, double *out, enum MHD_Result *answered)
+{
+	json_t *v = json_object_get(obj, key);
+
+	if (!v)
+		return true;
+	if (!json_is_number(v) || !isfinite(json_number_value(v)) ||
+	    json_number_value(v) < min || json_number_value(v) > max) {
+		*answered = http_error(rq, 400, "invalid_request",
+				       "'%s' must be a number from %g to %g", key, min, max);
+		return false;
+	}
+	*out = json_number_value(v);
+	return true;
+}
+
+static bool get_limit_u32(struct api_req *rq, json_t *obj, const char *key, uint32_t min,
+			  uint32_t max, uint32_t *out, enum MHD_Result *answered)
+{
+	json_t *v = json_object_get(obj, key);
+
+	if (!v)
+		return true;
+	if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max) {
+		*answered = http_error(rq, 400, "invalid_request",
+				       "'limits.%s' must be an integer from %u to %u", key, min, max);
+		return false;
+	}
+	*out = (uint32_t)json_integer_value(v);
+	return true;
+}
+
+/* "limits": {...} over the operator's defaults, never above the maximum. */
+static bool parse_limits(struct api_req *rq, json_t *obj, struct petri_limits *lim,
+			 enum MHD_Result *answered)
+{
+	static const char *const keys[] = {
+		"memory_mb", "cpu_quota", "cpu", "pids", "disk_mb", "timeout_s", "output_kb", NULL
+	};
+	const struct petri_limits *max = &rq->cfg->max;
+	json_t *l = json_object_get(obj, "limits");
+
+	*lim = rq->cfg->defaults;
+	if (!l || json_is_null(l))
+		return true;
+	if (!json_is_object(l)) {
+		*answered = http_error(rq, 400, "invalid_request", "'limits' must be an object");
+		return false;
+	}
+	if (!http_only_keys(rq, l, keys, answered))
+		return false;
+	/* Asking for more than the operator allows is an error, not a silent
+	 * cap: the client should know what it gets. */
+	if (!get_limit_u32(rq, l, "memory_mb", 32, max->memory_mb, &lim->memory_mb, answered) ||
+	    !get_limit_u32(rq, l, "pids", 8, max->pids, &lim->pids, answered) ||
+	    !get_limit_u32(rq, l, "disk_mb", 1, max->disk_mb, &lim->disk_mb, answered) ||
+	    !get_limit_u32(rq, l, "output_kb", 1, max->output_kb, &lim->output_kb, answered) ||
+	    !get_number(rq, l, "cpu_quota", 0.01, max->cpu, &lim->cpu, answered) ||
+	    !get_number(rq, l, "cpu", 0.01, max->cpu, &lim->cpu, answered) ||
+	    !get_number(rq, l, "timeout_s", 0.1, max->timeout_s, &lim->timeout_s, answered))
+		return false;
+	return true;
+}
+
+static bool env_name_ok(const char *k)
+{
+	if (!*k || strlen(k) > 128 || (*k >= '0' && *k <= '9'))
+		return false;
+	for (; *k; k++)
+		if (!((*k >= 'A' && *k <= 'Z') || (*k >= 'a' && *k <= 'z') ||
+		      (*k >= '0' && *k <= '9') || *k == '_'))
+			return false;
+	return true;
+}
+
+/* "env": {"NAME": "value"} -> a NULL-terminated "NAME=value" array. */
+static char **parse_env(struct api_req *rq, json_t *obj, enum MHD_Result *answered)
+{
+	static const char *const reserved[] = {
+		"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TMPDIR", "MPLCONFIGDIR", NULL
+	};
+	json_t *e = json_object_get(obj, "env"), *v;
+	size_t n = 0, bytes = 0;
+	const char *k;
+	char **out;
+
+	if (!e || json_is_null(e))
+		return calloc(1, sizeof(char *));
+	if (!json_is_object(e) || json_object_size(e) > MAX_ENV_VARS) {
+		*answered = http_error(rq, 400, "invalid_request", "'env' must be an object of at "
+				       "most %d string values", MAX_ENV_VARS);
+		return NULL;
+	}
+	out = calloc(json_object_size(e) + 1, sizeof(*out));
+	if (!out)
+		return NULL;
+	json_object_foreach(e, k, v) {
+		bool bad = !env_name_ok(k) || !json_is_string(v) ||
+			   memchr(json_string_value(v), '\0', json_string_length(v));
+
+		for (size_t i = 0; reserved[i] && !bad; i++)
+			bad = !strcmp(k, reserved[i]);
+		bytes += strlen(k) + json_string_length(v) + 2;
+		if (bad || bytes > MAX_ENV_BYTES) {
+			*answered = http_error(rq, 400, "invalid_request",
+					       "env '%.100s': names are [A-Za-z_][A-Za-z0-9_]*, values "
+					       "strings without NUL, PATH/HOME/USER/SHELL/TMPDIR are "
+					       "fixed, %u KiB in all", k, MAX_ENV_BYTES >> 10);
+			for (size_t i = 0; i < n; i++)
+				free(out[i]);
+			free(out);
+			return NULL;
+		}
+		if (asprintf(&out[n], "%s=%s", k, json_string_value(v)) < 0)
+			break;
+		n++;
+	}
+	return out;
+}
+
+static void free_env(char **env)
+{
+	for (size_t i = 0; env && env[i]; i++)
+		free(env[i]);
+	free(env);
+}
+
+bool http_exec_request(struct api_req *rq, json_t *obj, const char *default_language,
+		       const struct petri_limits *lim, struct box_exec *ex,
+		       enum MHD_Result *answered)
+{
+	json_t *code = json_object_get(obj, "code"), *lang = json_object_get(obj, "language");
+	double timeout = lim->timeout_s;
+
+	memset(ex, 0, sizeof(*ex));
+	ex->cancel_fd = -1;
+	if (!json_is_string(code)) {
+		*answered = http_error(rq, 400, "invalid_request", "'code' (a string) is required");
+		return false;
+	}
+	if (json_string_length(code) > BOX_CODE_MAX ||
+	    memchr(json_string_value(code), '\0', json_string_length(code))) {
+		*answered = http_error(rq, 400, "invalid_request", "'code' must be at most %u bytes "
+				       "and contain no NUL", BOX_CODE_MAX);
+		return false;
+	}
+	if (lang && !json_is_null(lang) &&
+	    (!json_is_string(lang) || !box_language_known(json_string_value(lang)))) {
+		*answered = http_error(rq, 400, "invalid_request",
+				       "'language' must be \"python\", \"bash\" or \"c\"");
+		return false;
+	}
+	if (!get_number(rq, obj, "timeout_s", 0.1, lim->timeout_s, &timeout, answered))
+		return false;
+	ex->language = json_is_string(lang) ? json_string_value(lang) : default_language;
+	ex->code = json_string_value(code);
+	ex->timeout_s = timeout;
+	ex->output_cap = (size_t)lim->output_kb << 10;
+	return true;
+}
+
+/* ---- /v1/sessions ----------------------------------------------------- */
+
+static enum MHD_Result create_session(struct api_req *rq)
+{
+	static const char *const keys[] = {
+		"language", "limits", "idle_timeout_s", "max_lifetime_s", "env", NULL
+	};
+	enum MHD_Result answered = MHD_NO;
+	struct session_params p = { .language = "python" };
+	struct session *s = NULL;
+	json_t *body = http_body_object(rq, &answered), *lang;
+	char **env = NULL;
+	char err[512] = "";
+	int r;
+
+	if (!body)
+		return answered;
+	if (!http_only_keys(rq, body, keys, &answered) ||
+	    !parse_limits(rq, body, &p.limits, &answered))
+		goto out;
+	lang = json_object_get(body, "language");
+	if (lang && !json_is_null(lang)) {
+		if (!json_is_string(lang) || !box_language_known(json_string_value(lang))) {
+			answered = http_error(rq, 400, "invalid_request",
+					      "'language' must be \"python\", \"bash\" or \"c\"");
+			goto out;
+		}
+		p.language = json_string_value(lang);
+	}
+	p.idle_timeout_s = rq->cfg->idle_timeout_s;
+	p.max_lifetime_s = rq->cfg->max_lifetime_s;
+	if (!get_number(rq, body, "idle_timeout_s", 1, rq->cfg->idle_timeout_s,
+			&p.idle_timeout_s, &answered) ||
+	    !get_number(rq, body, "max_lifetime_s", 1, rq->cfg->max_lifetime_s,
+			&p.max_lifetime_s, &answered))
+		goto out;
+	if (!(env = parse_env(rq, body, &answered)))
+		goto out;
+	p.env = (const char *const *)env;
+	r = smgr_create(rq->sm, &p, &s, err, sizeof(err));
+	if (r < 0) {
+		answered = http_session_error(rq, r, err);
+		goto out;
+	}
+	{
+		char location[64];
+		char *text;
+		struct MHD_Response *resp;
+
+		snprintf(location, sizeof(location), "/v1/sessions/%s", session_id(s));
+		text = json_dumps(session_json(s), JSON_COMPACT);
+		resp = text ? MHD_create_response_from_buffer(strlen(text), text,
+							      MHD_RESPMEM_MUST_FREE) : NULL;
+		if (!resp) {
+			free(text);
+			answered = http_error(rq, 500, "internal", "out of memory");
+			goto out;
+		}
+		MHD_add_response_header(resp, "Content-Type", "application/json");
+		MHD_add_response_header(resp, "Location", location);
+		MHD_add_response_header(resp, "Cache-Control", "no-store");
+		answered = MHD_queue_response(rq->conn, 201, resp);
+		MHD_destroy_response(resp);
+	}
+out:
+	session_put(s);
+	free_env(env);
+	json_decref(body);
+	return answered;
+}
+
+enum MHD_Result handle_sessions(struct api_req *rq)
+{
+	if (!strcmp(rq->method, "POST"))
+		return create_session(rq);
+	if (!strcmp(rq->method, "GET")) {
+		json_t *list = smgr_list_json(rq->sm);
+
+		return http_json(rq, 200, json_pack("{s:o}", "sessions", list ? list : json_array()));
+	}
+	return http_error(rq, 405, "method_not_allowed", "use GET or POST");
+}
+
+static enum MHD_Result execute(struct api_req *rq, struct session *s)
+{
+	static const char *const keys[] = { "code", "language", "timeout_s", NULL };
+	enum MHD_Result answered = MHD_NO;
+	json_t *body = http_body_object(rq, &answered);
+	struct box_exec ex;
+	struct result res;
+	char reason[256] = "";
+	int r;
+
+	if (!body)
+		return answered;
+	if (!http_only_keys(rq, body, keys, &answered) ||
+	    !http_exec_request(rq, body, session_language(s), session_limits(s), &ex, &answered))
+		goto out;
+	if (http_wants_sse(rq)) {
+		answered = stream_execute(rq, s, &ex);
+		goto out;
+	}
+	if (result_init(&res) < 0) {
+		answered = http_error(rq, 500, "internal", "out of memory");
+		goto out;
+	}
+	r = session_exec(rq->sm, s, &ex, NULL, &res, reason, sizeof(reason));
+	if (r == -EINVAL)
+		answered = http_error(rq, 400, "invalid_request", "'code' is not valid");
+	else if (r < 0)
+		answered = http_session_error(rq, r, reason);
+	else
+		answered = http_json(rq, 200, result_to_json(&res));
+	result_release(&res);
+out:
+	json_decref(body);
+	return answered;
+}
+
+enum MHD_Result handle_session(struct api_req *rq, const char *id, const char *rest)
+{
+	enum MHD_Result answered = MHD_NO;
+	struct session *s;
+	const char *m = rq->method;
+
+	if (!*rest && !strcmp(m, "DELETE")) {
+		int r = smgr_delete(rq->sm, id);
+
+		if (r == SM_ENOTFOUND) {
+			/* An expired or dead session is deleted already: say why. */
+			s = http_session(rq, id, &answered);
+			if (!s)
+				return answered;
+			session_put(s);
+			return http_error(rq, 500, "internal", "the session could not be deleted");
+		}
+		return http_empty(rq, 204);
+	}
+	s = http_session(rq, id, &answered);
+	if (!s)
+		return answered;
+	if (!*rest) {
+		answered = strcmp(m, "GET") ? http_error(rq, 405, "method_not_allowed",
+							  "use GET or DELETE") :
+					      http_json(rq, 200, session_json(s));
+	} else if (!strcmp(rest, "/execute")) {
+		answered = strcmp(m, "POST") ? http_error(rq, 405, "method_not_allowed", "use POST") :
+					       execute(rq, s);
+	} else if (!strcmp(rest, "/files") || !strcmp(rest, "/files/")) {
+		answered = handle_files(rq, s, "", true);
+	} else if (!strncmp(rest, "/files/", 7)) {
+		answered = handle_files(rq, s, rest + 7, false);
+	} else {
+		answered = http_error(rq, 404, "not_found", "no such endpoint: %.200s", rq->url);
+	}
+	session_put(s);
+	return answered;
+}
+
+/* ---- POST /v1/execute: one sandbox, one execution ---------------------- */
+
+/* Decode and write the request's files into the fresh sandbox. */
+static bool put_files(struct api_req *rq, json_t *files, struct box *box,
+		      enum MHD_Result *answered)
+{
+	struct files_user u;
+	size_t i;
+	json_t *f;
+
+	session_file_owner(rq->sm, &u.uid, &u.gid);
+	json_array_foreach(files, i, f) {
+		static const char *const keys[] = { "path", "content_base64", NULL };
+		json_t *path = json_object_get(f, "path"), *data = json_object_get(f, "content_base64");
+		char why[128];
+		unsigned char *bytes;
+		size_t len;
+		int r;
+
+		if (json_is_object(f) && !http_only_keys(rq, f, keys, answered))
+			return false;
+		if (!json_is_string(path) || !json_is_string(data)) {
+			*answered = http_error(rq, 400, "invalid_request", "files[%zu] needs string "
+					       "'path' and 'content_base64'", i);
+			return false;
+		}
+		if (files_check_path(json_string_value(path), false, why, sizeof(why)) < 0) {
+			*answered = http_error(rq, 400, "invalid_path", "files[%zu]: %s", i, why);
+			return false;
+		}
+		bytes = base64_decode(json_string_value(data), json_string_length(data), &len);
+		if (!bytes) {
+			*answered = http_error(rq, 400, "invalid_request",
+					       "files[%zu].content_base64 is not valid base64", i);
+			return false;
+		}
+		r = files_write(&u, jail_work_fd(box_jail(box)), json_string_value(path), bytes,
+				len);
+		free(bytes);
+		if (r < 0) {
+			*answered = http_error(rq, r == -ENOSPC ? 413 : 400, r == -ENOSPC ?
+					       "too_large" : "invalid_path",
+					       "files[%zu]: cannot write '%.200s': %s", i,
+					       json_string_value(path), strerror(-r));
+			return false;
+		}
+	}
+	return true;
+}
+
+enum MHD_Result handle_oneshot(struct api_req *rq)
+{
+	static const char *const keys[] = {
+		"code", "language", "files", "limits", "timeout_s", NULL
+	};
+	enum MHD_Result answered = MHD_NO;
+	json_t *body = http_body_object(rq, &answered), *files;
+	struct petri_limits lim;
+	struct box_exec ex;
+	struct box *box = NULL;
+	struct result res;
+	bool slot = false;
+	char err[512] = "";
+	int r;
+
+	if (!body)
+		return answered;
+	if (!http_only_keys(rq, body, keys, &answered) ||
+	    !parse_limits(rq, body, &lim, &answered) ||
+	    !http_exec_request(rq, body, "python", &lim, &ex, &answered))
+		goto out;
+	files = json_object_get(body, "files");
+	if (files && !json_is_null(files) &&
+	    (!json_is_array(files) || json_array_size(files) > MAX_ONESHOT_FILES)) {
+		answered = http_error(rq, 400, "invalid_request", "'files' must be an array of at "
+				      "most %d objects", MAX_ONESHOT_FILES);
+		goto out;
+	}
+	if ((r = smgr_exec_slot_take(rq->sm)) < 0) {
+		answered = http_session_error(rq, r, NULL);
+		goto out;
+	}
+	slot = true;
+	if ((r = smgr_oneshot_begin(rq->sm, &lim, &box, err, sizeof(err))) < 0) {
+		answered = http_session_error(rq, r, err);
+		goto out;
+	}
+	if (json_is_array(files) && !put_files(rq, files, box, &answered))
+		goto out;
+	ex.one_shot = true;
+	if (result_init(&res) < 0) {
+		answered = http_error(rq, 500, "internal", "out of memory");
+		goto out;
+	}
+	r = box_exec(box, &ex, NULL, &res);
+	if (r < 0) {
+		answered = http_error(rq, r == -EINVAL ? 400 : 500, r == -EINVAL ?
+				      "invalid_request" : "internal", "the execution failed: %s",
+				      strerror(-r));
+	} else {
+		session_count_result(&res);
+		answered = http_json(rq, 200, result_to_json(&res));
+	}
+	result_release(&res);
+out:
+	if (box)
+		smgr_oneshot_end(rq->sm, box);
+	if (slot)
+		smgr_exec_slot_give(rq->sm);
+	json_decref(body);
+	return answered;
+}

@@ -1,0 +1,69 @@
+/* http — what the API's handlers share: the request, and the ways to
+ * answer it.  Internal to src/api. */
+#ifndef PETRI_API_HTTP_H
+#define PETRI_API_HTTP_H
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <stdbool.h>
+
+#include "config/config.h"
+#include "session/session.h"
+#include "util/buf.h"
+
+struct api_server;
+
+struct api_req {
+	struct api_server *srv;
+	const struct petri_config *cfg;
+	struct smgr *sm;
+	struct MHD_Connection *conn;
+	const char *method;
+	const char *url;
+	struct buf body;
+	bool too_large;
+	bool counted;		/* in the server's active count */
+};
+
+/* All return the MHD result of queueing the response. */
+enum MHD_Result http_json(struct api_req *rq, unsigned status, json_t *body);
+enum MHD_Result http_error(struct api_req *rq, unsigned status, const char *code,
+			   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+enum MHD_Result http_text(struct api_req *rq, unsigned status, const char *type,
+			  const char *text, size_t len);
+enum MHD_Result http_empty(struct api_req *rq, unsigned status);
+
+/* Parse the body as a JSON object ({} when empty).  On failure answers 400
+ * itself and returns NULL (then return *answered). */
+json_t *http_body_object(struct api_req *rq, enum MHD_Result *answered);
+/* Is every key of obj in allowed (NULL-terminated)?  If not, answers 400
+ * naming the key and returns false. */
+bool http_only_keys(struct api_req *rq, json_t *obj, const char *const *allowed,
+		    enum MHD_Result *answered);
+
+/* Does the client want Server-Sent Events? */
+bool http_wants_sse(struct api_req *rq);
+
+/* Handlers (handlers.c, files.c, stream.c). */
+enum MHD_Result handle_sessions(struct api_req *rq);
+enum MHD_Result handle_session(struct api_req *rq, const char *id, const char *rest);
+enum MHD_Result handle_oneshot(struct api_req *rq);
+enum MHD_Result handle_files(struct api_req *rq, struct session *s, const char *path,
+			     bool is_list);
+enum MHD_Result stream_execute(struct api_req *rq, struct session *s,
+			       const struct box_exec *ex);
+
+/* A session lookup answered the API's way: 404 or 410 on failure. */
+struct session *http_session(struct api_req *rq, const char *id, enum MHD_Result *answered);
+
+/* Run a session's execution settings: language, code and timeout from a
+ * request object into ex (strings borrowed from obj).  Answers 400 on bad
+ * fields. */
+bool http_exec_request(struct api_req *rq, json_t *obj, const char *default_language,
+		       const struct petri_limits *lim, struct box_exec *ex,
+		       enum MHD_Result *answered);
+
+/* The error of a session call, answered: 404, 409, 410, 429. */
+enum MHD_Result http_session_error(struct api_req *rq, int err, const char *reason);
+
+#endif

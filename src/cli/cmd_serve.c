@@ -1,0 +1,161 @@
+/* petri serve — the daemon: sessions over HTTP until SIGTERM or SIGINT.
+ *
+ * Shutdown: stop accepting, give requests in flight the grace period,
+ * then kill every sandbox (executions still running end as killed), wait
+ * for their responses to go out, free everything and exit 0. */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api/api.h"
+#include "cli/commands.h"
+#include "config/config.h"
+#include "jail/jail.h"
+#include "session/session.h"
+#include "util/log.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: petri serve [--listen HOST:PORT | --listen unix:PATH] [--config FILE]\n"
+		"\n"
+		"  --listen ADDR   where to listen (default 127.0.0.1:8080; port 0 picks one)\n"
+		"  --config FILE   the configuration file (docs/configuration.md)\n"
+		"  -v, --verbose   log every request\n");
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void wait_idle(struct api_server *srv, double seconds)
+{
+	double end = now_s() + seconds;
+
+	while (api_active(srv) > 0 && now_s() < end)
+		usleep(20000);
+}
+
+/* Sessions hold fds (pipes, sockets, pidfds, the workspace): take all the
+ * descriptors the hard limit allows. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "listen", required_argument, NULL, 'l' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *config_path = NULL, *listen_at = NULL;
+	struct petri_config cfg;
+	struct jail_host_config hc = { 0 };
+	struct jail_host *host;
+	struct smgr *sm;
+	struct api_server *srv;
+	bool verbose = false;
+	sigset_t stop;
+	char err[512];
+	int c, sig;
+
+	while ((c = getopt_long(argc, argv, "l:c:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'l':
+			listen_at = optarg;
+			break;
+		case 'c':
+			config_path = optarg;
+			break;
+		case 'v':
+			verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (config_load(&cfg, config_path, err, sizeof(err)) < 0)
+		die(2, "%s", err);
+	if (listen_at) {
+		if (strlen(listen_at) >= sizeof(cfg.listen))
+			die(2, "--listen: address too long");
+		snprintf(cfg.listen, sizeof(cfg.listen), "%s", listen_at);
+	}
+	log_set_prefix("petri serve");
+	log_set_level(verbose ? LOG_DEBUG : cfg.log_level);
+
+	/* Signals are taken by sigwait() below, in this thread only: block
+	 * them before any thread exists so that every thread inherits it. */
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &stop, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	raise_nofile();
+
+	hc.uid_base = cfg.uid_base;
+	hc.cgroup_parent = cfg.cgroup_parent;
+	hc.no_cgroups = !cfg.cgroups;
+	host = cli_jail_host_with(&hc);
+	if (smgr_new(&cfg, host, &sm, err, sizeof(err)) < 0)
+		die(125, "%s", err);
+	if (api_start(&cfg, sm, &srv, err, sizeof(err)) < 0) {
+		smgr_free(sm);
+		jail_host_free(host);
+		die(2, "%s", err);
+	}
+	printf("petri: listening on %s%s\n",
+	       strncmp(api_address(srv), "unix:", 5) ? "http://" : "", api_address(srv));
+	fflush(stdout);
+	log_info("serving on %s (%s, max %u sessions)", api_address(srv),
+		 cfg.napi_keys ? "API keys required" : "no API keys: local only",
+		 cfg.max_sessions);
+
+	for (;;) {
+		if (sigwait(&stop, &sig) != 0)
+			continue;
+		if (sig != SIGHUP)
+			break;
+		log_info("SIGHUP ignored: restart petri to change its configuration");
+	}
+	log_info("%s: stopping (grace %g s)", strsignal(sig), cfg.shutdown_grace_s);
+	api_quiesce(srv);
+	wait_idle(srv, cfg.shutdown_grace_s);
+	smgr_shutdown(sm);
+	wait_idle(srv, 5.0);
+	api_stop(srv);
+	smgr_free(sm);
+	jail_host_free(host);
+	config_release(&cfg);
+	log_info("stopped");
+	return 0;
+}

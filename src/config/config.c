@@ -1,0 +1,372 @@
+#include "config/config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ini.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "runtime/defaults.h"
+
+void config_defaults(struct petri_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->listen, sizeof(c->listen), "127.0.0.1:8080");
+	c->max_sessions = 100;
+	c->max_executions = 16;
+	c->max_body_bytes = 64ull << 20;
+	c->max_file_bytes = 64ull << 20;
+	c->shutdown_grace_s = 10;
+	c->log_level = LOG_INFO;
+	c->idle_timeout_s = 600;
+	c->max_lifetime_s = 3600;
+	c->pool_size = 2;
+	c->defaults = (struct petri_limits){
+		.memory_mb = DEFAULT_MEMORY_MB, .cpu = DEFAULT_CPU_MILLICORES / 1000.0,
+		.pids = DEFAULT_PIDS, .disk_mb = DEFAULT_DISK_MB,
+		.timeout_s = DEFAULT_TIMEOUT_S, .output_kb = 1024,
+	};
+	c->max = (struct petri_limits){
+		.memory_mb = 4096, .cpu = 2.0, .pids = 1024, .disk_mb = 4096,
+		.timeout_s = 600, .output_kb = 8192,
+	};
+	c->cgroups = true;
+}
+
+struct parse {
+	struct petri_config *cfg;
+	char *err;
+	size_t errlen;
+	const char *path;
+	bool failed;
+};
+
+static bool parse_u32(const char *v, uint32_t min, uint32_t max, uint32_t *out)
+{
+	char *end;
+	unsigned long long x;
+
+	errno = 0;
+	x = strtoull(v, &end, 10);
+	if (errno || end == v || *end || v[0] == '-' || x < min || x > max)
+		return false;
+	*out = (uint32_t)x;
+	return true;
+}
+
+static bool parse_double(const char *v, double min, double max, double *out)
+{
+	char *end;
+	double x;
+
+	errno = 0;
+	x = strtod(v, &end);
+	if (errno || end == v || *end || !isfinite(x) || x < min || x > max)
+		return false;
+	*out = x;
+	return true;
+}
+
+static bool parse_bool(const char *v, bool *out)
+{
+	if (!strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcmp(v, "1") ||
+	    !strcasecmp(v, "on"))
+		*out = true;
+	else if (!strcasecmp(v, "false") || !strcasecmp(v, "no") || !strcmp(v, "0") ||
+		 !strcasecmp(v, "off"))
+		*out = false;
+	else
+		return false;
+	return true;
+}
+
+static int push(char ***list, size_t *n, const char *v)
+{
+	char **l = realloc(*list, (*n + 2) * sizeof(*l));
+
+	if (!l)
+		return -ENOMEM;
+	*list = l;
+	if (!(l[*n] = strdup(v)))
+		return -ENOMEM;
+	l[++*n] = NULL;
+	return 0;
+}
+
+/* Comma-separated values, trimmed, empty ones skipped. */
+static int push_list(char ***list, size_t *n, const char *v)
+{
+	char *copy = strdup(v), *save = NULL, *tok;
+	int r = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok && r == 0; tok = strtok_r(NULL, ",", &save)) {
+		char *end;
+
+		while (*tok == ' ' || *tok == '\t')
+			tok++;
+		end = tok + strlen(tok);
+		while (end > tok && (end[-1] == ' ' || end[-1] == '\t'))
+			*--end = '\0';
+		if (*tok)
+			r = push(list, n, tok);
+	}
+	free(copy);
+	return r;
+}
+
+static int load_keys_file(struct petri_config *c, const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[1024];
+	int r = 0;
+
+	if (!f)
+		return -errno;
+	while (r == 0 && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\r\n")] = '\0';
+		if (line[0] && line[0] != '#')
+			r = push_list(&c->api_keys, &c->napi_keys, line);
+	}
+	fclose(f);
+	return r;
+}
+
+static bool set_limit(struct petri_limits *l, const char *name, const char *v)
+{
+	if (!strcmp(name, "memory_mb"))
+		return parse_u32(v, 32, 1u << 20, &l->memory_mb);
+	if (!strcmp(name, "cpu"))
+		return parse_double(v, 0.01, 1024, &l->cpu);
+	if (!strcmp(name, "pids"))
+		return parse_u32(v, 8, 1u << 20, &l->pids);
+	if (!strcmp(name, "disk_mb"))
+		return parse_u32(v, 1, 1u << 20, &l->disk_mb);
+	if (!strcmp(name, "timeout_s"))
+		return parse_double(v, 0.1, 86400, &l->timeout_s);
+	if (!strcmp(name, "output_kb"))
+		return parse_u32(v, 1, 1u << 20, &l->output_kb);
+	return false;
+}
+
+static bool set_server(struct parse *p, const char *name, const char *v)
+{
+	struct petri_config *c = p->cfg;
+	uint32_t mb;
+
+	if (!strcmp(name, "listen")) {
+		if (strlen(v) >= sizeof(c->listen))
+			return false;
+		snprintf(c->listen, sizeof(c->listen), "%s", v);
+		return true;
+	}
+	if (!strcmp(name, "api_keys"))
+		return push_list(&c->api_keys, &c->napi_keys, v) == 0;
+	if (!strcmp(name, "api_keys_file"))
+		return load_keys_file(c, v) == 0;
+	if (!strcmp(name, "max_sessions"))
+		return parse_u32(v, 1, 100000, &c->max_sessions);
+	if (!strcmp(name, "max_executions"))
+		return parse_u32(v, 1, 100000, &c->max_executions);
+	if (!strcmp(name, "max_body_mb")) {
+		if (!parse_u32(v, 1, 4096, &mb))
+			return false;
+		c->max_body_bytes = (uint64_t)mb << 20;
+		return true;
+	}
+	if (!strcmp(name, "max_file_mb")) {
+		if (!parse_u32(v, 1, 4096, &mb))
+			return false;
+		c->max_file_bytes = (uint64_t)mb << 20;
+		return true;
+	}
+	if (!strcmp(name, "shutdown_grace_s"))
+		return parse_double(v, 0, 3600, &c->shutdown_grace_s);
+	if (!strcmp(name, "log_level")) {
+		static const char *const levels[] = { "error", "warning", "info", "debug" };
+
+		for (int i = 0; i < 4; i++)
+			if (!strcasecmp(v, levels[i])) {
+				c->log_level = (enum log_level)i;
+				return true;
+			}
+		return false;
+	}
+	return false;
+}
+
+static bool set_sandbox(struct parse *p, const char *name, const char *v)
+{
+	struct petri_config *c = p->cfg;
+	uint32_t base;
+
+	if (!strcmp(name, "uid_base")) {
+		/* Room above it for the sandbox user; never root. */
+		if (!parse_u32(v, 100000, 4000000000u, &base))
+			return false;
+		c->uid_base = base;
+		return true;
+	}
+	if (!strcmp(name, "cgroup_parent")) {
+		if (v[0] != '/' || strlen(v) >= sizeof(c->cgroup_parent) || strstr(v, ".."))
+			return false;
+		snprintf(c->cgroup_parent, sizeof(c->cgroup_parent), "%s", v);
+		return true;
+	}
+	if (!strcmp(name, "cgroups"))
+		return parse_bool(v, &c->cgroups);
+	if (!strcmp(name, "ro_bind"))
+		return v[0] == '/' && push(&c->ro_binds, &c->nro_binds, v) == 0;
+	if (!strcmp(name, "env")) {
+		const char *eq = strchr(v, '=');
+
+		if (!eq || eq == v || strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
+		    (size_t)(eq - v))
+			return false;
+		return push(&c->env, &c->nenv, v) == 0;
+	}
+	return false;
+}
+
+static int handler(void *user, const char *section, const char *name,
+		   const char *value)
+{
+	struct parse *p = user;
+	bool ok;
+
+	if (!strcmp(section, "server"))
+		ok = set_server(p, name, value);
+	else if (!strcmp(section, "sessions")) {
+		if (!strcmp(name, "idle_timeout_s"))
+			ok = parse_double(value, 1, 30 * 86400, &p->cfg->idle_timeout_s);
+		else if (!strcmp(name, "max_lifetime_s"))
+			ok = parse_double(value, 1, 365 * 86400, &p->cfg->max_lifetime_s);
+		else if (!strcmp(name, "pool_size"))
+			ok = parse_u32(value, 0, 1000, &p->cfg->pool_size);
+		else
+			ok = false;
+	} else if (!strcmp(section, "limits"))
+		ok = set_limit(&p->cfg->defaults, name, value);
+	else if (!strcmp(section, "max_limits"))
+		ok = set_limit(&p->cfg->max, name, value);
+	else if (!strcmp(section, "sandbox"))
+		ok = set_sandbox(p, name, value);
+	else
+		ok = false;
+	if (!ok && !p->failed) {
+		snprintf(p->err, p->errlen, "%s: bad value or unknown setting '%s = %s' in [%s]",
+			 p->path, name, value, section);
+		p->failed = true;
+	}
+	return 1;	/* keep going; the first error is what we report */
+}
+
+static int check_defaults_within_max(struct petri_config *c, char *err, size_t errlen)
+{
+	const struct petri_limits *d = &c->defaults, *m = &c->max;
+
+	if (d->memory_mb > m->memory_mb || d->cpu > m->cpu || d->pids > m->pids ||
+	    d->disk_mb > m->disk_mb || d->timeout_s > m->timeout_s ||
+	    d->output_kb > m->output_kb) {
+		snprintf(err, errlen, "a default in [limits] is above its maximum in [max_limits]");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int config_load(struct petri_config *c, const char *path, char *err, size_t errlen)
+{
+	struct parse p = { .cfg = c, .err = err, .errlen = errlen, .path = path };
+	int r;
+
+	config_defaults(c);
+	err[0] = '\0';
+	if (!path)
+		return 0;
+	r = ini_parse(path, handler, &p);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot read '%s'", path);
+		return -ENOENT;
+	}
+	if (r > 0 && !p.failed)
+		snprintf(err, errlen, "%s:%d: syntax error", path, r);
+	if (r > 0 || p.failed) {
+		config_release(c);
+		return -EINVAL;
+	}
+	if ((r = check_defaults_within_max(c, err, errlen)) < 0)
+		config_release(c);
+	return r;
+}
+
+static void free_list(char ***list, size_t *n)
+{
+	for (size_t i = 0; i < *n; i++)
+		free((*list)[i]);
+	free(*list);
+	*list = NULL;
+	*n = 0;
+}
+
+void config_release(struct petri_config *c)
+{
+	free_list(&c->api_keys, &c->napi_keys);
+	free_list(&c->ro_binds, &c->nro_binds);
+	free_list(&c->env, &c->nenv);
+}
+
+int config_check_limits(const struct petri_config *c, const struct petri_limits *w,
+			char *err, size_t errlen)
+{
+	const struct petri_limits *m = &c->max;
+
+#define ABOVE(field, fmt) \
+	if (w->field > m->field) { \
+		snprintf(err, errlen, "limits." #field " " fmt " is above the maximum " fmt, \
+			 w->field, m->field); \
+		return -EINVAL; \
+	}
+	ABOVE(memory_mb, "%u")
+	ABOVE(cpu, "%g")
+	ABOVE(pids, "%u")
+	ABOVE(disk_mb, "%u")
+	ABOVE(timeout_s, "%g")
+	ABOVE(output_kb, "%u")
+#undef ABOVE
+	return 0;
+}
+
+bool config_listen_is_local(const char *listen)
+{
+	char host[256];
+	const char *colon;
+	struct in_addr a4;
+	struct in6_addr a6;
+	size_t n;
+
+	if (!strncmp(listen, "unix:", 5))
+		return true;
+	colon = strrchr(listen, ':');
+	if (!colon)
+		return false;
+	n = (size_t)(colon - listen);
+	if (n == 0 || n >= sizeof(host))
+		return false;
+	memcpy(host, listen, n);
+	host[n] = '\0';
+	if (host[0] == '[' && n > 2 && host[n - 1] == ']') {
+		memmove(host, host + 1, n - 2);
+		host[n - 2] = '\0';
+	}
+	if (!strcmp(host, "localhost"))
+		return true;
+	if (inet_pton(AF_INET, host, &a4) == 1)
+		return (ntohl(a4.s_addr) >> 24) == 127;
+	if (inet_pton(AF_INET6, host, &a6) == 1)
+		return IN6_IS_ADDR_LOOPBACK(&a6);
+	return false;
+}

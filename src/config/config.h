@@ -1,0 +1,77 @@
+/* config — the operator's one configuration file (INI, parsed by inih).
+ *
+ *   [server]   listen, api_keys, api_keys_file, max_sessions,
+ *              max_executions, max_body_mb, max_file_mb, shutdown_grace_s,
+ *              log_level
+ *   [sessions] idle_timeout_s, max_lifetime_s, pool_size
+ *   [limits]   memory_mb, cpu, pids, disk_mb, timeout_s, output_kb
+ *              (defaults for new sessions)
+ *   [max_limits] the same keys: the most a client may ask for
+ *   [sandbox]  uid_base, cgroup_parent, cgroups, ro_bind (repeatable), env
+ *              (repeatable, NAME=value)
+ *
+ * docs/configuration.md documents every key.  Unknown keys and bad values
+ * are errors naming the key: a typo must not silently weaken a limit. */
+#ifndef PETRI_CONFIG_H
+#define PETRI_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "util/log.h"
+
+struct petri_limits {
+	uint32_t memory_mb;
+	double cpu;		/* cores */
+	uint32_t pids;
+	uint32_t disk_mb;
+	double timeout_s;	/* per execution */
+	uint32_t output_kb;	/* per stream, per execution */
+};
+
+struct petri_config {
+	char listen[256];	/* "HOST:PORT" or "unix:PATH" */
+	char **api_keys;
+	size_t napi_keys;
+	uint32_t max_sessions;
+	uint32_t max_executions;
+	uint64_t max_body_bytes;
+	uint64_t max_file_bytes;
+	double shutdown_grace_s;
+	enum log_level log_level;
+
+	double idle_timeout_s;
+	double max_lifetime_s;
+	uint32_t pool_size;
+
+	struct petri_limits defaults;
+	struct petri_limits max;
+
+	uid_t uid_base;
+	char cgroup_parent[256];
+	bool cgroups;
+	char **ro_binds;	/* NULL-terminated */
+	size_t nro_binds;
+	char **env;		/* NULL-terminated "NAME=value" */
+	size_t nenv;
+};
+
+/* Fill cfg with the defaults. */
+void config_defaults(struct petri_config *cfg);
+/* Defaults, then the file at path (NULL: defaults only).  0 or -errno with
+ * a message in err. */
+int config_load(struct petri_config *cfg, const char *path, char *err, size_t errlen);
+void config_release(struct petri_config *cfg);
+
+/* Clamp and check a client's requested limits against the operator's:
+ * anything above max is an error (no silent raise), anything missing comes
+ * from defaults.  Returns 0 or -EINVAL with the reason in err. */
+int config_check_limits(const struct petri_config *cfg, const struct petri_limits *want,
+			char *err, size_t errlen);
+
+/* Is listen a loopback TCP address or a unix socket? */
+bool config_listen_is_local(const char *listen);
+
+#endif

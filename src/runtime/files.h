@@ -1,0 +1,67 @@
+/* files — moving files in and out of a sandbox's /work from the host.
+ *
+ * Every path is relative to /work and resolved with openat2() and
+ * RESOLVE_IN_ROOT under the workspace fd (jail_work_fd()): "..", absolute
+ * symlinks and symlinks to "/" planted by the sandboxed code all stay
+ * inside /work.  Magic links (/proc/self/fd/...) and crossing into another
+ * mount are refused.  Only regular files are read or written: FIFOs,
+ * sockets and devices are refused without ever blocking on them.  Paths
+ * are checked first (files_check_path) so a client gets a clear 400 rather
+ * than whatever the kernel makes of it.
+ *
+ * Every operation runs with the calling thread's filesystem ids switched to
+ * the sandbox user's host ids (setfsuid/setfsgid, per thread): the kernel
+ * then checks permissions as for the sandbox's own code, new files belong
+ * to it, and the tmpfs (owned by the sandbox's user namespace) accepts
+ * them.  The ids are restored before returning.
+ *
+ * Errors are negative errnos. */
+#ifndef PETRI_FILES_H
+#define PETRI_FILES_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#define FILES_PATH_MAX 4096
+#define FILES_NAME_MAX 255
+
+/* 0 if path is an acceptable relative path, else -EINVAL with the reason
+ * in why: empty, absolute, a "." or ".." or empty component, a NUL or
+ * control character, not UTF-8, or too long.  allow_empty: "" means /work
+ * itself (for listings). */
+int files_check_path(const char *path, bool allow_empty, char *why, size_t whylen);
+
+struct files_user {
+	uid_t uid;
+	gid_t gid;
+};
+
+/* Write data to path (created or truncated, mode 0644), making missing
+ * parent directories (0755).  -EISDIR if path is a
+ * directory, -EFTYPE-like -EINVAL if it is not a regular file, -ENOSPC
+ * when the workspace is full, -ELOOP if the last component is a symlink. */
+int files_write(const struct files_user *u, int work_fd, const char *path,
+		const void *data, size_t len);
+
+/* Open a regular file for reading: *fd and its size.  -EISDIR, -ENOENT,
+ * -EINVAL (not a regular file). */
+int files_open(const struct files_user *u, int work_fd, const char *path, int *fd,
+	       uint64_t *size);
+
+/* List a directory ("" for /work): an array of {"path", "size", "type":
+ * "file"|"directory"|"symlink"|"other", "modified_at"} sorted by path.
+ * At most FILES_LIST_MAX entries; *truncated says if there were more. */
+#define FILES_LIST_MAX 10000
+int files_list(const struct files_user *u, int work_fd, const char *dir, json_t **out,
+	       bool *truncated);
+
+/* Remove a file, a symlink, or an empty directory. */
+int files_delete(const struct files_user *u, int work_fd, const char *path);
+
+/* A MIME type for a file name, from its extension. */
+const char *files_content_type(const char *path);
+
+#endif

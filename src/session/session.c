@@ -1,0 +1,735 @@
+#include "session/session.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "session/spawner.h"
+#include "util/log.h"
+#include "util/metrics.h"
+
+#define TOMBSTONES 4096
+#define TOMBSTONE_TTL_S 3600.0
+#define REAPER_TICK_MS 500
+#define MAX_SESSION_ENV 64
+
+struct session {
+	char id[SESSION_ID_LEN + 1];
+	char language[16];
+	struct petri_limits limits;
+	double idle_timeout_s, max_lifetime_s;
+	double created, last_used;	/* CLOCK_REALTIME seconds */
+	struct box *box;
+	pthread_mutex_t lock;
+	bool busy;
+	bool dead;			/* runtime gone: reason in dead_reason */
+	char dead_reason[256];
+	atomic_int refs;
+};
+
+struct tombstone {
+	char id[SESSION_ID_LEN + 1];
+	char reason[256];
+	double ended;
+	bool deleted;			/* deleted by a client: "not found" */
+};
+
+struct smgr {
+	const struct petri_config *cfg;
+	struct jail_host *host;
+	struct spawner *spawner;
+	pthread_mutex_t lock;
+	struct session **v;
+	size_t n, cap;
+	size_t oneshots;		/* reserved or running */
+	struct box **oneshot_boxes;	/* running, killed on shutdown */
+	size_t noneshot_boxes, caponeshot_boxes;
+	size_t starting;		/* sessions being spawned */
+	struct tombstone *tomb;		/* ring of TOMBSTONES */
+	size_t tomb_next;
+	atomic_uint executions;
+	pthread_t reaper;
+	pthread_cond_t stop_cond;
+	bool stopping;
+	uid_t file_uid;
+	gid_t file_gid;
+};
+
+static double now_real(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static json_t *time_json(double t)
+{
+	time_t secs = (time_t)t;
+	int ms = (int)((t - (double)secs) * 1000);
+	struct tm tm;
+	char s[64];
+
+	gmtime_r(&secs, &tm);
+	snprintf(s, sizeof(s), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+		 ms < 0 ? 0 : ms > 999 ? 999 : ms);
+	return json_string(s);
+}
+
+/* ---- limits -> sandbox config ----------------------------------------- */
+
+void smgr_box_config(const struct smgr *m, const struct petri_limits *lim,
+		     const char *const *env, struct box_config *bc)
+{
+	(void)env;
+	memset(bc, 0, sizeof(*bc));
+	bc->limits.memory_bytes = (uint64_t)lim->memory_mb << 20;
+	bc->limits.cpu_millicores = (uint32_t)(lim->cpu * 1000.0 + 0.5);
+	bc->limits.pids = lim->pids;
+	bc->limits.work_bytes = (uint64_t)lim->disk_mb << 20;
+	bc->limits.tmp_bytes = bc->limits.work_bytes / 2 > (256u << 20) ?
+			       (256u << 20) : bc->limits.work_bytes / 2 + (16u << 20);
+	bc->limits.inodes = 65536;
+	bc->limits.nofile = 1024;
+	bc->ro_binds = (const char *const *)m->cfg->ro_binds;
+}
+
+/* The operator's env first, then the session's (which may not override). */
+static const char **merge_env(const struct smgr *m, const char *const *extra)
+{
+	size_t n = m->cfg->nenv, k = 0;
+	const char **v;
+
+	for (size_t i = 0; extra && extra[i]; i++)
+		n++;
+	v = calloc(n + 1, sizeof(*v));
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < m->cfg->nenv; i++)
+		v[k++] = m->cfg->env[i];
+	for (size_t i = 0; extra && extra[i]; i++)
+		v[k++] = extra[i];
+	v[k] = NULL;
+	return v;
+}
+
+/* ---- references ------------------------------------------------------- */
+
+static void session_free(struct session *s)
+{
+	box_free(s->box);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+void session_put(struct session *s)
+{
+	if (s && atomic_fetch_sub(&s->refs, 1) == 1)
+		session_free(s);
+}
+
+static struct session *session_get(struct session *s)
+{
+	atomic_fetch_add(&s->refs, 1);
+	return s;
+}
+
+struct session *session_ref(struct session *s)
+{
+	return session_get(s);
+}
+
+/* ---- the table (callers hold m->lock) ---------------------------------- */
+
+static void tombstone_add(struct smgr *m, const char *id, const char *reason, bool deleted)
+{
+	struct tombstone *t = &m->tomb[m->tomb_next++ % TOMBSTONES];
+
+	snprintf(t->id, sizeof(t->id), "%s", id);
+	snprintf(t->reason, sizeof(t->reason), "%s", reason);
+	t->ended = now_real();
+	t->deleted = deleted;
+}
+
+static const struct tombstone *tombstone_find(struct smgr *m, const char *id)
+{
+	double now = now_real();
+
+	for (size_t i = 0; i < TOMBSTONES; i++) {
+		const struct tombstone *t = &m->tomb[i];
+
+		if (t->id[0] && !strcmp(t->id, id) && now - t->ended < TOMBSTONE_TTL_S)
+			return t;
+	}
+	return NULL;
+}
+
+/* Take s out of the table; the table's reference goes to the caller. */
+static void table_remove(struct smgr *m, size_t i)
+{
+	m->v[i] = m->v[--m->n];
+	metrics_gauge_add(M_SESSIONS_LIVE, -1);
+}
+
+static ssize_t table_find(struct smgr *m, const char *id)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (!strcmp(m->v[i]->id, id))
+			return (ssize_t)i;
+	return -1;
+}
+
+/* ---- the reaper ------------------------------------------------------- */
+
+static double expires_at(const struct session *s)
+{
+	double idle = s->last_used + s->idle_timeout_s;
+	double life = s->created + s->max_lifetime_s;
+
+	return idle < life ? idle : life;
+}
+
+static void *reaper(void *arg)
+{
+	struct smgr *m = arg;
+
+	pthread_mutex_lock(&m->lock);
+	while (!m->stopping) {
+		struct timespec ts;
+		struct session *ended[64];
+		size_t nended = 0;
+		double now = now_real();
+
+		for (size_t i = 0; i < m->n && nended < 64;) {
+			struct session *s = m->v[i];
+			bool lifetime = now >= s->created + s->max_lifetime_s;
+			bool busy;
+
+			pthread_mutex_lock(&s->lock);
+			busy = s->busy;
+			pthread_mutex_unlock(&s->lock);
+			/* A running execution is bounded by its own timeout;
+			 * the session expires when it is over. */
+			if (busy || now < expires_at(s)) {
+				i++;
+				continue;
+			}
+			tombstone_add(m, s->id, lifetime ?
+				      "the session reached its maximum lifetime and was ended" :
+				      "the session was idle too long and was ended", false);
+			metrics_inc(lifetime ? M_SESSIONS_EXPIRED_LIFETIME : M_SESSIONS_EXPIRED_IDLE);
+			log_info("session %s expired (%s)", s->id, lifetime ? "lifetime" : "idle");
+			table_remove(m, i);
+			ended[nended++] = s;
+		}
+		pthread_mutex_unlock(&m->lock);
+		for (size_t i = 0; i < nended; i++) {
+			jail_kill(box_jail(ended[i]->box));
+			session_put(ended[i]);
+		}
+		pthread_mutex_lock(&m->lock);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += REAPER_TICK_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		if (!m->stopping)
+			pthread_cond_timedwait(&m->stop_cond, &m->lock, &ts);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return NULL;
+}
+
+/* ---- manager ---------------------------------------------------------- */
+
+int smgr_new(const struct petri_config *cfg, struct jail_host *host,
+	     struct smgr **out, char *err, size_t errlen)
+{
+	struct smgr *m = calloc(1, sizeof(*m));
+	const struct jail_host_info *in = jail_host_info(host);
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	int r;
+
+	*out = NULL;
+	if (!m)
+		return -ENOMEM;
+	m->cfg = cfg;
+	m->host = host;
+	m->file_uid = in->host_uid;
+	m->file_gid = in->host_gid;
+	m->tomb = calloc(TOMBSTONES, sizeof(*m->tomb));
+	pthread_mutex_init(&m->lock, NULL);
+	pthread_cond_init(&m->stop_cond, NULL);
+	if (!m->tomb) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	r = spawner_new(host, ncpu > 0 ? (unsigned)(ncpu * 2) : 2, &m->spawner);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot start the spawner threads");
+		goto fail;
+	}
+	if (pthread_create(&m->reaper, NULL, reaper, m) != 0) {
+		r = -EAGAIN;
+		snprintf(err, errlen, "cannot start the reaper thread");
+		spawner_free(m->spawner);
+		goto fail;
+	}
+	*out = m;
+	return 0;
+fail:
+	free(m->tomb);
+	free(m);
+	return r;
+}
+
+void smgr_shutdown(struct smgr *m)
+{
+	pthread_mutex_lock(&m->lock);
+	m->stopping = true;
+	pthread_cond_broadcast(&m->stop_cond);
+	/* Kill everything at once: all sandboxes die in parallel. */
+	for (size_t i = 0; i < m->n; i++)
+		jail_kill(box_jail(m->v[i]->box));
+	for (size_t i = 0; i < m->noneshot_boxes; i++)
+		jail_kill(box_jail(m->oneshot_boxes[i]));
+	pthread_mutex_unlock(&m->lock);
+}
+
+void smgr_free(struct smgr *m)
+{
+	if (!m)
+		return;
+	smgr_shutdown(m);
+	pthread_join(m->reaper, NULL);
+	for (size_t i = 0; i < m->n; i++)
+		session_put(m->v[i]);
+	metrics_gauge_add(M_SESSIONS_LIVE, -(long)m->n);
+	spawner_free(m->spawner);
+	free(m->v);
+	free(m->oneshot_boxes);
+	free(m->tomb);
+	pthread_cond_destroy(&m->stop_cond);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}
+
+static int new_id(char *id)
+{
+	unsigned char raw[16];
+
+	if (getrandom(raw, sizeof(raw), 0) != sizeof(raw))
+		return -EIO;
+	memcpy(id, "ses_", 4);
+	for (int i = 0; i < 16; i++)
+		snprintf(id + 4 + 2 * i, 3, "%02x", raw[i]);
+	return 0;
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Reserve room for one more sandbox under the cap. */
+static int reserve(struct smgr *m, bool oneshot)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&m->lock);
+	if (m->stopping)
+		r = SM_ESTOPPING;
+	else if (m->n + m->oneshots + m->starting >= m->cfg->max_sessions)
+		r = SM_ECAPACITY;
+	else if (oneshot)
+		m->oneshots++;
+	else
+		m->starting++;
+	pthread_mutex_unlock(&m->lock);
+	if (r == SM_ECAPACITY)
+		metrics_inc(M_REJECT_CAPACITY);
+	return r;
+}
+
+static int spawn(struct smgr *m, const struct petri_limits *lim,
+		 const char *const *env, struct box **out, char *err, size_t errlen)
+{
+	struct box_config bc;
+	const char **merged = merge_env(m, env);
+	double t0 = mono_s();
+	int r;
+
+	if (!merged)
+		return -ENOMEM;
+	smgr_box_config(m, lim, NULL, &bc);
+	bc.env = merged;
+	r = spawner_box_start(m->spawner, &bc, out, err, errlen);
+	free(merged);
+	if (r < 0) {
+		metrics_inc(M_SPAWN_FAILED);
+		log_err("cannot start a sandbox: %s", err);
+		return -EIO;
+	}
+	metrics_observe(M_SPAWN_LATENCY, mono_s() - t0);
+	return 0;
+}
+
+int smgr_create(struct smgr *m, const struct session_params *p,
+		struct session **out, char *err, size_t errlen)
+{
+	struct session *s;
+	int r;
+
+	*out = NULL;
+	if ((r = reserve(m, false)) < 0)
+		return r;
+	s = calloc(1, sizeof(*s));
+	if (!s || new_id(s->id) < 0) {
+		free(s);
+		r = -ENOMEM;
+		goto unreserve;
+	}
+	snprintf(s->language, sizeof(s->language), "%s", p->language ? p->language : "python");
+	s->limits = p->limits;
+	s->idle_timeout_s = p->idle_timeout_s;
+	s->max_lifetime_s = p->max_lifetime_s;
+	pthread_mutex_init(&s->lock, NULL);
+	atomic_init(&s->refs, 1);
+	if ((r = spawn(m, &p->limits, p->env, &s->box, err, errlen)) < 0) {
+		session_free(s);
+		goto unreserve;
+	}
+	s->created = s->last_used = now_real();
+
+	pthread_mutex_lock(&m->lock);
+	m->starting--;
+	if (m->n == m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 64;
+		struct session **v = realloc(m->v, cap * sizeof(*v));
+
+		if (!v) {
+			pthread_mutex_unlock(&m->lock);
+			session_put(s);
+			return -ENOMEM;
+		}
+		m->v = v;
+		m->cap = cap;
+	}
+	m->v[m->n++] = s;
+	metrics_gauge_add(M_SESSIONS_LIVE, 1);
+	metrics_inc(M_SESSIONS_CREATED);
+	pthread_mutex_unlock(&m->lock);
+	log_info("session %s created", s->id);
+	*out = session_get(s);
+	return 0;
+
+unreserve:
+	pthread_mutex_lock(&m->lock);
+	m->starting--;
+	pthread_mutex_unlock(&m->lock);
+	return r;
+}
+
+int smgr_lookup(struct smgr *m, const char *id, struct session **out,
+		char *reason, size_t reasonlen)
+{
+	const struct tombstone *t;
+	ssize_t i;
+	int r = SM_ENOTFOUND;
+
+	*out = NULL;
+	pthread_mutex_lock(&m->lock);
+	i = table_find(m, id);
+	if (i >= 0) {
+		*out = session_get(m->v[i]);
+		r = 0;
+	} else if ((t = tombstone_find(m, id)) && !t->deleted) {
+		snprintf(reason, reasonlen, "%s", t->reason);
+		r = SM_EGONE;
+	}
+	pthread_mutex_unlock(&m->lock);
+	if (r < 0)
+		metrics_inc(r == SM_EGONE ? M_REJECT_GONE : M_REJECT_NOT_FOUND);
+	return r;
+}
+
+int smgr_delete(struct smgr *m, const char *id)
+{
+	struct session *s = NULL;
+	ssize_t i;
+
+	pthread_mutex_lock(&m->lock);
+	i = table_find(m, id);
+	if (i >= 0) {
+		s = m->v[i];
+		table_remove(m, (size_t)i);
+		tombstone_add(m, id, "deleted", true);
+	}
+	pthread_mutex_unlock(&m->lock);
+	if (!s) {
+		metrics_inc(M_REJECT_NOT_FOUND);
+		return SM_ENOTFOUND;
+	}
+	metrics_inc(M_SESSIONS_DELETED);
+	log_info("session %s deleted", id);
+	/* Kill now even if an execution holds a reference: it ends as
+	 * killed, and the last reference frees the sandbox. */
+	jail_kill(box_jail(s->box));
+	session_put(s);
+	return 0;
+}
+
+size_t smgr_count(struct smgr *m)
+{
+	size_t n;
+
+	pthread_mutex_lock(&m->lock);
+	n = m->n;
+	pthread_mutex_unlock(&m->lock);
+	return n;
+}
+
+json_t *smgr_list_json(struct smgr *m)
+{
+	json_t *list = json_array();
+	struct session **v;
+	size_t n;
+
+	if (!list)
+		return NULL;
+	pthread_mutex_lock(&m->lock);
+	n = m->n;
+	v = calloc(n ? n : 1, sizeof(*v));
+	for (size_t i = 0; v && i < n; i++)
+		v[i] = session_get(m->v[i]);
+	pthread_mutex_unlock(&m->lock);
+	if (!v) {
+		json_decref(list);
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_array_append_new(list, session_json(v[i]));
+		session_put(v[i]);
+	}
+	free(v);
+	return list;
+}
+
+/* ---- one session ------------------------------------------------------ */
+
+const char *session_id(const struct session *s) { return s->id; }
+const char *session_language(const struct session *s) { return s->language; }
+const struct petri_limits *session_limits(const struct session *s) { return &s->limits; }
+int session_work_fd(struct session *s) { return jail_work_fd(box_jail(s->box)); }
+
+void session_file_owner(const struct smgr *m, uid_t *uid, gid_t *gid)
+{
+	*uid = m->file_uid;
+	*gid = m->file_gid;
+}
+
+void session_touch(struct session *s)
+{
+	pthread_mutex_lock(&s->lock);
+	s->last_used = now_real();
+	pthread_mutex_unlock(&s->lock);
+}
+
+json_t *session_json(struct session *s)
+{
+	json_t *j;
+
+	pthread_mutex_lock(&s->lock);
+	j = json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:f, s:f, s:{s:i, s:f, s:i, s:i, s:f, s:i},"
+		      " s:s}",
+		      "id", s->id, "language", s->language,
+		      "status", s->dead ? "dead" : s->busy ? "busy" : "idle",
+		      "created_at", time_json(s->created),
+		      "last_used_at", time_json(s->last_used),
+		      "expires_at", time_json(expires_at(s)),
+		      "idle_timeout_s", s->idle_timeout_s, "max_lifetime_s", s->max_lifetime_s,
+		      "limits", "memory_mb", (int)s->limits.memory_mb, "cpu", s->limits.cpu,
+		      "pids", (int)s->limits.pids, "disk_mb", (int)s->limits.disk_mb,
+		      "timeout_s", s->limits.timeout_s, "output_kb", (int)s->limits.output_kb,
+		      "python_version", box_python_version(s->box));
+	pthread_mutex_unlock(&s->lock);
+	return j;
+}
+
+int smgr_exec_slot_take(struct smgr *m)
+{
+	unsigned cur = atomic_load(&m->executions);
+
+	do {
+		if (cur >= m->cfg->max_executions) {
+			metrics_inc(M_REJECT_CAPACITY);
+			return SM_ECAPACITY;
+		}
+	} while (!atomic_compare_exchange_weak(&m->executions, &cur, cur + 1));
+	metrics_gauge_add(M_EXECUTIONS_RUNNING, 1);
+	return 0;
+}
+
+void smgr_exec_slot_give(struct smgr *m)
+{
+	atomic_fetch_sub(&m->executions, 1);
+	metrics_gauge_add(M_EXECUTIONS_RUNNING, -1);
+}
+
+void session_count_result(const struct result *res)
+{
+	static const enum metric_counter by_status[] = {
+		[RESULT_OK] = M_EXEC_OK, [RESULT_ERROR] = M_EXEC_ERROR,
+		[RESULT_TIMEOUT] = M_EXEC_TIMEOUT, [RESULT_OOM] = M_EXEC_OOM,
+		[RESULT_KILLED] = M_EXEC_KILLED,
+	};
+
+	metrics_inc(by_status[res->status]);
+	metrics_observe(M_EXEC_DURATION, (double)res->duration_ms / 1000.0);
+}
+
+int session_claim(struct smgr *m, struct session *s, char *reason, size_t reasonlen)
+{
+	int r;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->dead) {
+		snprintf(reason, reasonlen, "%s", s->dead_reason);
+		pthread_mutex_unlock(&s->lock);
+		metrics_inc(M_REJECT_GONE);
+		return SM_EGONE;
+	}
+	if (s->busy) {
+		pthread_mutex_unlock(&s->lock);
+		metrics_inc(M_REJECT_BUSY);
+		return SM_EBUSY;
+	}
+	if ((r = smgr_exec_slot_take(m)) < 0) {
+		pthread_mutex_unlock(&s->lock);
+		return r;
+	}
+	s->busy = true;
+	s->last_used = now_real();
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+void session_release(struct smgr *m, struct session *s)
+{
+	pthread_mutex_lock(&s->lock);
+	s->busy = false;
+	pthread_mutex_unlock(&s->lock);
+	smgr_exec_slot_give(m);
+}
+
+int session_exec(struct smgr *m, struct session *s, const struct box_exec *ex,
+		 const struct box_events *ev, struct result *res,
+		 char *reason, size_t reasonlen)
+{
+	int r = session_claim(m, s, reason, reasonlen);
+
+	return r < 0 ? r : session_run(m, s, ex, ev, res);
+}
+
+int session_run(struct smgr *m, struct session *s, const struct box_exec *ex,
+		const struct box_events *ev, struct result *res)
+{
+	bool died;
+	int r = box_exec(s->box, ex, ev, res);
+
+	pthread_mutex_lock(&s->lock);
+	s->busy = false;
+	s->last_used = now_real();
+	died = !s->dead && !box_alive(s->box);
+	if (died) {
+		s->dead = true;
+		snprintf(s->dead_reason, sizeof(s->dead_reason), "%s", box_dead_reason(s->box));
+	}
+	pthread_mutex_unlock(&s->lock);
+	smgr_exec_slot_give(m);
+	if (r == 0)
+		session_count_result(res);
+
+	if (died) {
+		/* Dead, never silently replaced: out of the table, and its
+		 * reason stays for whoever asks next. */
+		ssize_t i;
+		bool removed = false;
+
+		pthread_mutex_lock(&m->lock);
+		i = table_find(m, s->id);
+		if (i >= 0 && m->v[i] == s) {
+			table_remove(m, (size_t)i);
+			tombstone_add(m, s->id, s->dead_reason, false);
+			removed = true;
+		}
+		pthread_mutex_unlock(&m->lock);
+		metrics_inc(M_SESSIONS_DIED);
+		log_info("session %s died: %s", s->id, s->dead_reason);
+		jail_kill(box_jail(s->box));
+		if (removed)
+			session_put(s);
+	}
+	return r;
+}
+
+/* ---- one-shots -------------------------------------------------------- */
+
+int smgr_oneshot_begin(struct smgr *m, const struct petri_limits *lim,
+		       struct box **out, char *err, size_t errlen)
+{
+	int r;
+
+	*out = NULL;
+	if ((r = reserve(m, true)) < 0)
+		return r;
+	r = spawn(m, lim, NULL, out, err, errlen);
+	pthread_mutex_lock(&m->lock);
+	if (r == 0 && m->noneshot_boxes == m->caponeshot_boxes) {
+		size_t cap = m->caponeshot_boxes ? m->caponeshot_boxes * 2 : 16;
+		struct box **v = realloc(m->oneshot_boxes, cap * sizeof(*v));
+
+		if (v) {
+			m->oneshot_boxes = v;
+			m->caponeshot_boxes = cap;
+		} else {
+			r = -ENOMEM;
+		}
+	}
+	if (r == 0 && m->stopping)
+		r = SM_ESTOPPING;
+	if (r == 0)
+		m->oneshot_boxes[m->noneshot_boxes++] = *out;
+	else
+		m->oneshots--;
+	pthread_mutex_unlock(&m->lock);
+	if (r < 0 && *out) {
+		box_free(*out);
+		*out = NULL;
+	}
+	return r;
+}
+
+void smgr_oneshot_end(struct smgr *m, struct box *b)
+{
+	pthread_mutex_lock(&m->lock);
+	for (size_t i = 0; i < m->noneshot_boxes; i++)
+		if (m->oneshot_boxes[i] == b) {
+			m->oneshot_boxes[i] = m->oneshot_boxes[--m->noneshot_boxes];
+			break;
+		}
+	m->oneshots--;
+	pthread_mutex_unlock(&m->lock);
+	box_free(b);
+}

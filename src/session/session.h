@@ -1,0 +1,113 @@
+/* session — the table of live sessions: one sandbox (box) each, where
+ * variables, imports and files persist between executions until the
+ * session is deleted, expires, or dies.
+ *
+ * Threads.  Any thread may call these functions.  The table has one lock;
+ * each session has its own lock and a busy flag, so a slow execution holds
+ * only its own session.  Sessions are reference-counted: smgr_lookup() and
+ * smgr_create() hand out a reference that the caller drops with
+ * session_put(); a deleted session's sandbox is killed at once and freed
+ * with its last reference.  Sandboxes are spawned by one long-lived thread
+ * (PR_SET_PDEATHSIG follows the thread that spawned, see jail.h).
+ *
+ * Ended sessions leave a tombstone for an hour so that later calls learn
+ * why (expired, died of OOM...) instead of a bare "not found". */
+#ifndef PETRI_SESSION_H
+#define PETRI_SESSION_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "config/config.h"
+#include "jail/jail.h"
+#include "runtime/box.h"
+#include "runtime/result.h"
+
+struct smgr;
+struct session;
+
+#define SESSION_ID_LEN 36	/* "ses_" + 32 hex digits */
+
+struct session_params {
+	const char *language;		/* default language of executions */
+	struct petri_limits limits;	/* checked against the maximum already */
+	double idle_timeout_s;
+	double max_lifetime_s;
+	const char *const *env;		/* extra "NAME=value", NULL-terminated */
+};
+
+/* Errors beyond plain errnos, for the API to map to statuses. */
+#define SM_ENOTFOUND	(-ENOENT)	/* no such session (or deleted) */
+#define SM_EGONE	(-ESHUTDOWN)	/* expired or died: see the reason */
+#define SM_EBUSY	(-EBUSY)	/* an execution is running */
+#define SM_ECAPACITY	(-EAGAIN)	/* session or execution cap reached */
+#define SM_ESTOPPING	(-ECANCELED)	/* the server is shutting down */
+
+int smgr_new(const struct petri_config *cfg, struct jail_host *host,
+	     struct smgr **out, char *err, size_t errlen);
+/* Kill every sandbox, stop the threads, free. */
+void smgr_free(struct smgr *m);
+
+/* A new session.  SM_ECAPACITY, or -EIO with err when the sandbox failed
+ * to start. */
+int smgr_create(struct smgr *m, const struct session_params *p,
+		struct session **out, char *err, size_t errlen);
+/* Find a session.  SM_ENOTFOUND, or SM_EGONE with the reason. */
+int smgr_lookup(struct smgr *m, const char *id, struct session **out,
+		char *reason, size_t reasonlen);
+int smgr_delete(struct smgr *m, const char *id);
+/* Refuse new sessions and kill every sandbox now (executions in flight end
+ * as killed); smgr_free() later frees what is left. */
+void smgr_shutdown(struct smgr *m);
+json_t *smgr_list_json(struct smgr *m);
+size_t smgr_count(struct smgr *m);
+
+void session_put(struct session *s);
+/* Another reference to s (for work that outlives the caller's). */
+struct session *session_ref(struct session *s);
+json_t *session_json(struct session *s);
+const char *session_id(const struct session *s);
+const char *session_language(const struct session *s);
+const struct petri_limits *session_limits(const struct session *s);
+
+/* Claim the session for one execution: SM_EBUSY if one is running,
+ * SM_EGONE if the session died (reason), SM_ECAPACITY over the execution
+ * cap.  A claim must be followed by exactly one session_run(). */
+int session_claim(struct smgr *m, struct session *s, char *reason, size_t reasonlen);
+/* Run code in a claimed session and release the claim; as box_exec().  If
+ * the execution kills the runtime, the session is dead from then on (later
+ * calls get SM_EGONE). */
+int session_run(struct smgr *m, struct session *s, const struct box_exec *ex,
+		const struct box_events *ev, struct result *res);
+/* Give a claim back without running anything. */
+void session_release(struct smgr *m, struct session *s);
+/* session_claim() then session_run(). */
+int session_exec(struct smgr *m, struct session *s, const struct box_exec *ex,
+		 const struct box_events *ev, struct result *res,
+		 char *reason, size_t reasonlen);
+
+/* Count a finished execution in the metrics (by status, duration). */
+void session_count_result(const struct result *res);
+
+/* File access: the workspace fd and the host ids files must belong to.
+ * Calls are serialized with executions only by the kernel: reads and
+ * writes of /work while code runs see whatever the code does. */
+int session_work_fd(struct session *s);
+void session_file_owner(const struct smgr *m, uid_t *uid, gid_t *gid);
+/* Mark the session used now (file transfers count as use). */
+void session_touch(struct session *s);
+
+/* A one-shot sandbox: created, used once and destroyed by the caller with
+ * smgr_oneshot_end().  Counts against the session cap while it lives. */
+int smgr_oneshot_begin(struct smgr *m, const struct petri_limits *lim,
+		       struct box **out, char *err, size_t errlen);
+void smgr_oneshot_end(struct smgr *m, struct box *b);
+/* Take an execution slot (SM_ECAPACITY when none) and give it back. */
+int smgr_exec_slot_take(struct smgr *m);
+void smgr_exec_slot_give(struct smgr *m);
+
+/* Fill a box_config from limits (and the operator's env and binds). */
+void smgr_box_config(const struct smgr *m, const struct petri_limits *lim,
+		     const char *const *env, struct box_config *bc);
+
+#endif

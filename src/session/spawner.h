@@ -1,0 +1,25 @@
+/* spawner — long-lived threads that start sandboxes for everyone else.
+ *
+ * PR_SET_PDEATHSIG, which makes a sandbox die with the daemon, fires when
+ * the *thread* that spawned it exits.  HTTP requests run on short-lived
+ * connection threads, so they must not spawn: they hand the work to these
+ * threads, which live as long as the process. */
+#ifndef PETRI_SPAWNER_H
+#define PETRI_SPAWNER_H
+
+#include <stddef.h>
+
+#include "jail/jail.h"
+#include "runtime/box.h"
+
+struct spawner;
+
+int spawner_new(struct jail_host *host, unsigned threads, struct spawner **out);
+/* Stop the threads (after the requests in progress).  NULL allowed. */
+void spawner_free(struct spawner *sp);
+
+/* box_start() on a spawner thread; blocks the caller until it is done. */
+int spawner_box_start(struct spawner *sp, const struct box_config *cfg,
+		      struct box **out, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,46 @@
+/* metrics — the daemon's counters, gauges and histograms, one set per
+ * process, updated from any thread (atomics and one lock for histograms)
+ * and rendered in the Prometheus text format for GET /metrics. */
+#ifndef PETRI_METRICS_H
+#define PETRI_METRICS_H
+
+#include "util/buf.h"
+
+enum metric_counter {
+	M_SESSIONS_CREATED,
+	M_SESSIONS_EXPIRED_IDLE,
+	M_SESSIONS_EXPIRED_LIFETIME,
+	M_SESSIONS_DELETED,
+	M_SESSIONS_DIED,
+	M_EXEC_OK, M_EXEC_ERROR, M_EXEC_TIMEOUT, M_EXEC_OOM, M_EXEC_KILLED,
+	M_REJECT_AUTH, M_REJECT_CAPACITY, M_REJECT_TOO_LARGE, M_REJECT_BAD_REQUEST,
+	M_REJECT_BUSY, M_REJECT_NOT_FOUND, M_REJECT_GONE,
+	M_SPAWN_FAILED,
+	M_ZYGOTE_RESTARTS,
+	M_COUNTER_COUNT
+};
+
+enum metric_gauge {
+	M_SESSIONS_LIVE,
+	M_EXECUTIONS_RUNNING,
+	M_POOL_READY,
+	M_GAUGE_COUNT
+};
+
+enum metric_histogram {
+	M_EXEC_DURATION,	/* seconds */
+	M_SPAWN_LATENCY,	/* seconds */
+	M_HISTOGRAM_COUNT
+};
+
+void metrics_inc(enum metric_counter c);
+void metrics_gauge_add(enum metric_gauge g, long delta);
+long metrics_gauge_get(enum metric_gauge g);
+void metrics_observe(enum metric_histogram h, double seconds);
+/* Only for tests: everything back to zero. */
+void metrics_reset(void);
+
+/* The Prometheus exposition text.  0 or -ENOMEM. */
+int metrics_render(struct buf *out);
+
+#endif
