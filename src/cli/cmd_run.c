@@ -10,8 +10,10 @@
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "cli/commands.h"
@@ -85,6 +87,39 @@ static bool parse_number(const char *s, double min, double max, double *out)
 	return true;
 }
 
+/* ---- stopping early ------------------------------------------------------ */
+
+/* Ctrl-C, kill, or a reader that went away (petri run ... | head): the run
+ * is cancelled through box_exec()'s cancel fd, so the sandbox and its
+ * cgroup are torn down before petri exits, never left to a later sweep. */
+static int cancel_fd = -1;
+static volatile sig_atomic_t stop_signal;
+
+static void cancel(int sig)
+{
+	uint64_t one = 1;
+	int saved = errno;
+
+	if (!stop_signal)
+		stop_signal = sig;
+	if (write(cancel_fd, &one, sizeof(one)) < 0)
+		(void)0;	/* the counter cannot overflow from here */
+	errno = saved;
+}
+
+static void catch_stop_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = cancel;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);	/* EPIPE from write() instead */
+}
+
 /* ---- live output for the terminal -------------------------------------- */
 
 static void write_all(int fd, const char *p, size_t n)
@@ -94,6 +129,10 @@ static void write_all(int fd, const char *p, size_t n)
 
 		if (w < 0 && errno == EINTR)
 			continue;
+		if (w < 0 && errno == EPIPE) {
+			cancel(SIGPIPE);
+			return;
+		}
 		if (w <= 0)
 			return;
 		p += w;
@@ -249,6 +288,11 @@ int cmd_run(int argc, char **argv)
 	ex.language = lang;
 	ex.code = code.data ? code.data : "";
 
+	cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (cancel_fd < 0)
+		die(125, "cannot create an eventfd: %s", strerror(errno));
+	ex.cancel_fd = cancel_fd;
+	catch_stop_signals();
 	host = cli_jail_host();
 	if (result_init(&res) < 0)
 		die(125, "out of memory");
@@ -264,6 +308,11 @@ int cmd_run(int argc, char **argv)
 	}
 	if (r < 0) {
 		log_err("execution failed: %s", strerror(-r));
+		goto out;
+	}
+	if (stop_signal) {
+		/* Like a program killed by the signal, after cleaning up. */
+		status = 128 + stop_signal;
 		goto out;
 	}
 	if (json_out) {
@@ -286,5 +335,6 @@ out:
 	result_release(&res);
 	buf_release(&code);
 	jail_host_free(host);
+	close(cancel_fd);
 	return status;
 }

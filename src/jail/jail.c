@@ -205,7 +205,9 @@ static void add_rlimit(struct init_args *a, int resource, rlim_t soft, rlim_t ha
 static void plan_rlimits(struct init_args *a, const struct jail_limits *l,
 			 const struct jail_host_info *in)
 {
-	uint64_t fsize = l->fsize_bytes ? l->fsize_bytes : l->work_bytes;
+	/* Only a backstop: the tmpfs sizes give ENOSPC first, as a full disk
+	 * does, and no single file can exceed both mounts together. */
+	uint64_t fsize = l->fsize_bytes ? l->fsize_bytes : l->work_bytes + l->tmp_bytes;
 
 	add_rlimit(a, RLIMIT_CORE, 0, 0);
 	add_rlimit(a, RLIMIT_MEMLOCK, 64 << 10, 64 << 10);

@@ -65,7 +65,7 @@ struct jail_limits {
 	uint64_t work_bytes;	/* size of the /work tmpfs */
 	uint64_t tmp_bytes;	/* size of the /tmp tmpfs (and /dev/shm) */
 	uint64_t inodes;	/* inode cap of each writable tmpfs */
-	uint64_t fsize_bytes;	/* RLIMIT_FSIZE; 0: work_bytes */
+	uint64_t fsize_bytes;	/* RLIMIT_FSIZE; 0: work_bytes + tmp_bytes */
 	uint32_t nofile;	/* RLIMIT_NOFILE */
 	uint32_t cpu_seconds;	/* RLIMIT_CPU per process; 0: none */
 };

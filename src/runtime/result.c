@@ -51,14 +51,21 @@ size_t result_stream_add(struct result_stream *s, const char *data, size_t len,
 	if (s->truncated)
 		return 0;
 	room = cap > s->data.len ? cap - s->data.len : 0;
-	keep = len;
-	if (keep > room) {
-		keep = utf8_cut(data, room);
-		s->truncated = true;
-	}
+	keep = len < room ? len : room;
 	if (keep && buf_append(&s->data, data, keep) < 0) {
 		s->truncated = true;
 		return 0;
+	}
+	if (keep < len) {
+		/* The end of what is kept is final: cut it where no character
+		 * is split, looking across earlier chunks too. */
+		size_t cut = utf8_cut(s->data.data, s->data.len);
+		size_t dropped = s->data.len - cut;
+
+		s->data.len = cut;
+		s->data.data[cut] = '\0';
+		s->truncated = true;
+		keep = keep > dropped ? keep - dropped : 0;
 	}
 	return keep;
 }

@@ -1,0 +1,210 @@
+"""Rich results, the data stack, files, and structured errors."""
+
+import base64
+import io
+import struct
+
+PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
+
+
+def _png_size(data):
+    assert data[:8] == PNG_SIGNATURE
+    length, ctype = struct.unpack('>I4s', data[8:16])
+    assert ctype == b'IHDR' and length == 13
+    return struct.unpack('>II', data[16:24])
+
+
+def test_dataframe_gives_html_table(petri_json):
+    r = petri_json('import pandas as pd\n'
+                   'pd.DataFrame({"city": ["Oslo", "Lima"], "temp": [3, 19]})')
+    assert r['status'] == 'ok', r.describe()
+    assert len(r['results']) == 1
+    bundle = r['results'][0]
+    assert '<table' in bundle['text/html']
+    assert 'Oslo' in bundle['text/html'] and 'Lima' in bundle['text/html']
+    assert 'Oslo' in bundle['text/plain']
+
+
+def test_matplotlib_figure_gives_a_png(petri_json):
+    r = petri_json('import matplotlib.pyplot as plt\n'
+                   'fig, ax = plt.subplots(figsize=(4, 3), dpi=50)\n'
+                   'ax.plot([1, 3, 2])\n'
+                   'None')
+    assert r['status'] == 'ok', r.describe()
+    pngs = [b for b in r['results'] if 'image/png' in b]
+    assert len(pngs) == 1, r.describe()
+    data = base64.b64decode(pngs[0]['image/png'], validate=True)
+    width, height = _png_size(data)
+    # 4x3 inches at 50 dpi; the driver may crop the margins (bbox "tight")
+    assert 100 <= width <= 200 and 75 <= height <= 150, (width, height)
+    assert 'Figure' in pngs[0].get('text/plain', '')
+    try:
+        from PIL import Image
+    except ImportError:
+        return
+    img = Image.open(io.BytesIO(data))
+    img.verify()
+    assert img.size == (width, height)
+
+
+def test_data_stack_imports_and_works(petri_json):
+    code = '''
+import numpy as np, pandas as pd, matplotlib, scipy, openpyxl
+from scipy import optimize, stats
+a = np.arange(12).reshape(3, 4)
+print("numpy", int(a.sum()), a.shape)
+df = pd.DataFrame({"g": ["a", "b", "a"], "v": [1, 2, 3]})
+print("pandas", df.groupby("g").v.sum().to_dict())
+root = optimize.brentq(lambda x: x * x - 2, 0, 2)
+print("scipy", round(root, 6), round(float(stats.norm.cdf(0)), 3))
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+fig = plt.figure(); plt.close(fig)
+print("matplotlib", matplotlib.get_backend().lower())
+print("openpyxl", bool(openpyxl.__version__))
+'''
+    r = petri_json(code)
+    assert r['status'] == 'ok', r.describe()
+    assert r['stdout'].splitlines() == [
+        'numpy 66 (3, 4)',
+        "pandas {'a': 4, 'b': 2}",
+        'scipy 1.414214 0.5',
+        'matplotlib agg',
+        'openpyxl True',
+    ]
+
+
+def test_openpyxl_xlsx_roundtrip_with_pandas(petri_json):
+    code = '''
+import openpyxl, pandas as pd
+wb = openpyxl.Workbook()
+ws = wb.active
+ws.append(["name", "qty"])
+ws.append(["apple", 3])
+ws.append(["pear", 5])
+wb.save("/work/stock.xlsx")
+df = pd.read_excel("/work/stock.xlsx")
+print(df.to_dict("list"))
+'''
+    r = petri_json(code)
+    assert r['status'] == 'ok', r.describe()
+    assert r['stdout'] == "{'name': ['apple', 'pear'], 'qty': [3, 5]}\n"
+    files = {f['path']: f['size'] for f in r['files']}
+    assert files.get('stock.xlsx', 0) > 1000
+
+
+def test_files_written_to_work_are_listed_with_sizes(petri_json):
+    code = '''
+import os
+os.makedirs("/work/out/deep", exist_ok=True)
+open("/work/a.txt", "w").write("hello")
+open("/work/out/deep/b.bin", "wb").write(b"\\0" * 4321)
+open("/work/empty", "w").close()
+open("/tmp/not_listed.txt", "w").write("tmp is not the workspace")
+'''
+    r = petri_json(code)
+    assert r['status'] == 'ok', r.describe()
+    files = {f['path']: f['size'] for f in r['files']}
+    assert files == {'a.txt': 5, 'out/deep/b.bin': 4321, 'empty': 0}
+
+
+def test_files_from_bash_are_listed(petri_json):
+    r = petri_json('printf abc > /work/from_bash.txt', lang='bash')
+    assert r['files'] == [{'path': 'from_bash.txt', 'size': 3}], r.describe()
+
+
+def test_display_builtin_produces_results_in_order(petri_json):
+    r = petri_json('display(1)\ndisplay("two")\n3')
+    assert r['status'] == 'ok', r.describe()
+    assert [b['text/plain'] for b in r['results']] == ['1', "'two'", '3']
+
+
+# ---- errors --------------------------------------------------------------------
+
+def test_exception_name_message_and_traceback(petri_json):
+    code = ('def divide(a, b):\n'
+            '    return a / b\n'
+            '\n'
+            'print("start")\n'
+            'divide(1, 0)\n')
+    r = petri_json(code)
+    assert r['status'] == 'error', r.describe()
+    assert r['exit_code'] == 1
+    assert r['stdout'] == 'start\n'
+    err = r['error']
+    assert err['name'] == 'ZeroDivisionError'
+    assert err['message'] == 'division by zero'
+    tb = err['traceback']
+    assert tb.startswith('Traceback (most recent call last):')
+    assert 'line 5' in tb and 'divide(1, 0)' in tb
+    assert 'line 2' in tb and 'return a / b' in tb
+    assert tb.rstrip().endswith('ZeroDivisionError: division by zero')
+    assert 'driver.py' not in tb and '/opt/petri' not in tb
+
+
+def test_exception_from_library_keeps_user_frame(petri_json):
+    r = petri_json('import json\njson.loads("{not json")')
+    # non-builtin exceptions may be given with their module
+    assert r['error']['name'].split('.')[-1] == 'JSONDecodeError', r.describe()
+    tb = r['error']['traceback']
+    assert 'line 2' in tb and 'json.loads' in tb
+    assert 'driver.py' not in tb
+
+
+def test_syntax_error(petri_json):
+    r = petri_json('print("ok")\ndef broken(:\n    pass\n')
+    assert r['status'] == 'error', r.describe()
+    assert r['exit_code'] == 1
+    assert r['stdout'] == ''          # nothing ran
+    assert r['error']['name'] == 'SyntaxError'
+    tb = r['error']['traceback']
+    assert 'line 2' in tb
+    assert 'def broken(:' in tb
+    assert '^' in tb
+    assert 'driver.py' not in tb
+
+
+def test_sys_exit_3_gives_exit_code_3(petri_json):
+    r = petri_json('import sys\nprint("bye")\nsys.exit(3)')
+    assert r['exit_code'] == 3, r.describe()
+    assert r['status'] == 'error'
+    assert r['stdout'] == 'bye\n'
+    assert r.rc == 3
+
+
+def test_sys_exit_0_is_ok(petri_json):
+    r = petri_json('import sys\nsys.exit(0)')
+    assert r['status'] == 'ok', r.describe()
+    assert r['exit_code'] == 0
+
+
+def test_c_crash_reports_the_signal(petri_json):
+    r = petri_json('#include <signal.h>\nint main(void){ raise(SIGSEGV); return 0; }', lang='c')
+    assert r['status'] == 'error', r.describe()
+    assert r['exit_code'] == 128 + 11
+    assert r['error']['name'] == 'Signal'
+    assert 'SIGSEGV' in r['error']['message']
+
+
+# ---- statuses that come from the supervisor ------------------------------------------
+
+def test_runtime_killed_by_a_signal_is_killed(petri_json):
+    r = petri_json('import os, signal\nprint("bye", flush=True)\nos.kill(os.getpid(), signal.SIGKILL)')
+    assert r['status'] == 'killed', r.describe()
+    assert r['signal'] == 9
+    assert r['stdout'] == 'bye\n'
+    assert r['reason']
+    assert r.rc == 128 + 9
+
+
+def test_garbage_on_the_control_socket_is_a_protocol_violation(petri_json):
+    r = petri_json('import os\nos.write(3, b"\\x00\\x00\\x00\\x05hello")\nimport time\ntime.sleep(5)')
+    assert r['status'] == 'killed', r.describe()
+    assert 'protocol' in r['reason']
+    assert r.wall < 4
+
+
+def test_oversized_frame_is_a_protocol_violation(petri_json):
+    r = petri_json('import os\nos.write(3, b"\\xff\\xff\\xff\\xff")\nimport time\ntime.sleep(5)')
+    assert r['status'] == 'killed', r.describe()
+    assert 'protocol' in r['reason']
