@@ -36,7 +36,8 @@ endif
 LDLIBS  += $(PKG_LIBS) -lpthread -lm
 
 MAIN_SRC := src/cli/main.c
-LIB_SRC  := $(filter-out $(MAIN_SRC),$(shell find src -name '*.c' | sort))
+EXT_MAIN := src/runtime/pyext.c
+LIB_SRC  := $(filter-out $(MAIN_SRC) $(EXT_MAIN),$(shell find src -name '*.c' | sort))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/src/runtime/embed.o
 UNIT_SRC := $(shell find tests/unit -name '*.c' | sort)
 UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/%.o)
@@ -55,11 +56,25 @@ $(BUILD)/%.o: %.c
 	@echo "  CC      $<"
 	@$(CC) $(CFLAGS) -c -o $@ $<
 
-# The Python driver is embedded in the binary: one binary, nothing to install.
-$(BUILD)/src/runtime/embed.o: src/runtime/embed.S src/runtime/driver.py docs/openapi.json
+# The template's C extension (warm path): the jail code it needs, built for
+# Debian's CPython and never with sanitizers (it is loaded by python3, not
+# by petri).
+PY_INCLUDE := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
+EXT_SRC    := $(EXT_MAIN) src/jail/template.c src/jail/init.c src/jail/mounts.c \
+              src/jail/landlock.c src/jail/policy.c src/jail/safe.c src/util/buf.c
+$(BUILD)/_petri.so: $(EXT_SRC) $(wildcard src/jail/*.h src/util/*.h)
+	@mkdir -p $(dir $@)
+	@echo "  CCLD    $@"
+	@$(CC) -std=gnu11 -g -O2 -D_FORTIFY_SOURCE=2 $(WARNINGS) $(HARDEN) -fPIC -Isrc \
+		-I$(PY_INCLUDE) -shared -o $@ $(EXT_SRC) -Wl,-z,relro,-z,now -lseccomp
+
+# Embedded in the binary, so that petri is one file: the Python driver, the
+# template extension and the OpenAPI document.
+$(BUILD)/src/runtime/embed.o: src/runtime/embed.S src/runtime/driver.py docs/openapi.json \
+			      $(BUILD)/_petri.so
 	@mkdir -p $(dir $@)
 	@echo "  AS      $<"
-	@$(CC) -c -o $@ -Isrc/runtime -Idocs $<
+	@$(CC) -c -o $@ -Isrc/runtime -Idocs -I$(BUILD) $<
 
 $(BUILD)/unit-tests: $(UNIT_OBJ) $(BUILD)/libpetri.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(shell pkg-config --libs check)
@@ -72,7 +87,7 @@ PYTEST := $(PYTHON) -m pytest -q -ra -p no:cacheprovider
 PYTEST_JOBS ?= 2
 
 blackbox: $(BUILD)/petri
-	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/driver tests/cli
+	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/driver tests/cli tests/api
 
 test: unit blackbox
 
@@ -82,6 +97,8 @@ test-san:
 clean:
 	rm -rf build build-san
 
-.PHONY: all unit blackbox test test-san clean
+include tests/fuzz/fuzz.mk
+
+.PHONY: all unit blackbox test test-san clean fuzz fuzz-smoke
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -24,6 +24,7 @@ void config_defaults(struct petri_config *c)
 	c->idle_timeout_s = 600;
 	c->max_lifetime_s = 3600;
 	c->pool_size = 2;
+	c->warm = true;
 	c->defaults = (struct petri_limits){
 		.memory_mb = DEFAULT_MEMORY_MB, .cpu = DEFAULT_CPU_MILLICORES / 1000.0,
 		.pids = DEFAULT_PIDS, .disk_mb = DEFAULT_DISK_MB,
@@ -247,6 +248,8 @@ static int handler(void *user, const char *section, const char *name,
 			ok = parse_double(value, 1, 365 * 86400, &p->cfg->max_lifetime_s);
 		else if (!strcmp(name, "pool_size"))
 			ok = parse_u32(value, 0, 1000, &p->cfg->pool_size);
+		else if (!strcmp(name, "warm"))
+			ok = parse_bool(value, &p->cfg->warm);
 		else
 			ok = false;
 	} else if (!strcmp(section, "limits"))

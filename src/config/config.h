@@ -3,7 +3,7 @@
  *   [server]   listen, api_keys, api_keys_file, max_sessions,
  *              max_executions, max_body_mb, max_file_mb, shutdown_grace_s,
  *              log_level
- *   [sessions] idle_timeout_s, max_lifetime_s, pool_size
+ *   [sessions] idle_timeout_s, max_lifetime_s, pool_size, warm
  *   [limits]   memory_mb, cpu, pids, disk_mb, timeout_s, output_kb
  *              (defaults for new sessions)
  *   [max_limits] the same keys: the most a client may ask for
@@ -45,6 +45,7 @@ struct petri_config {
 	double idle_timeout_s;
 	double max_lifetime_s;
 	uint32_t pool_size;
+	bool warm;		/* fork sandboxes from a template when possible */
 
 	struct petri_limits defaults;
 	struct petri_limits max;

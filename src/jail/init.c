@@ -29,7 +29,7 @@ static const int forwarded[] = {
 	SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT,
 };
 
-static void send_record(int fd, char tag, int32_t value, const char *text)
+void init_send_record(int fd, char tag, int32_t value, const char *text)
 {
 	struct init_record rec;
 
@@ -44,7 +44,7 @@ static void send_record(int fd, char tag, int32_t value, const char *text)
 __attribute__((noreturn)) static void fail(const struct init_args *a,
 					   const char *msg)
 {
-	send_record(a->status_fd, INIT_ERROR, 0, msg);
+	init_send_record(a->status_fd, INIT_ERROR, 0, msg);
 	_exit(125);
 }
 
@@ -92,6 +92,18 @@ static int loopback_up(void)
 	return r;
 }
 
+/* Change our ids with the raw system calls.  glibc's setresuid() changes
+ * every thread of the process (it signals them all and waits): in a clone
+ * of a multi-threaded supervisor those threads do not exist, and it would
+ * wait forever.  We are alone here; the system call is all we need. */
+static int set_ids(uid_t uid, gid_t gid)
+{
+	if (syscall(SYS_setresgid, gid, gid, gid) < 0 ||
+	    syscall(SYS_setresuid, uid, uid, uid) < 0)
+		return -1;
+	return 0;
+}
+
 /* Become JAIL_UID with no capability in any set.  The bounding set must go
  * first: dropping from it needs CAP_SETPCAP, which the uid change takes. */
 static int drop_privileges(void)
@@ -105,8 +117,7 @@ static int drop_privileges(void)
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 &&
 	    errno != EINVAL)
 		return -errno;
-	if (setresgid(JAIL_GID, JAIL_GID, JAIL_GID) < 0 ||
-	    setresuid(JAIL_UID, JAIL_UID, JAIL_UID) < 0)
+	if (set_ids(JAIL_UID, JAIL_GID) < 0)
 		return -errno;
 	memset(data, 0, sizeof(data));
 	if (syscall(SYS_capset, &hdr, data) < 0)
@@ -114,8 +125,9 @@ static int drop_privileges(void)
 	return 0;
 }
 
-/* The main process, between fork and execve. */
-__attribute__((noreturn)) static void start_main(const struct init_args *a)
+/* The main process, between fork and execve (or the return to its caller,
+ * for a sandbox forked from a template).  Returns 0 only then. */
+static int start_main(const struct init_args *a)
 {
 	sigset_t none;
 	char err[240];
@@ -128,7 +140,7 @@ __attribute__((noreturn)) static void start_main(const struct init_args *a)
 		fail(a, "cannot set the parent-death signal");
 
 	/* fds: 0 /dev/null, 1 stdout, 2 stderr, 3 control, 4 status (closed by
-	 * execve); nothing else survives. */
+	 * execve; closed here when there is no execve); nothing else survives. */
 	null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	status_fd = fcntl(a->status_fd, F_DUPFD_CLOEXEC, 10);
 	if (null_fd < 0 || status_fd < 0)
@@ -140,19 +152,35 @@ __attribute__((noreturn)) static void start_main(const struct init_args *a)
 	syscall(SYS_close_range, 5, ~0U, 0);
 	status_fd = 4;
 
-	memset(&dfl, 0, sizeof(dfl));
-	dfl.sa_handler = SIG_DFL;
-	for (int sig = 1; sig < 65; sig++)
-		sigaction(sig, &dfl, NULL);	/* SIG_IGN survives execve */
+	/* SIG_IGN survives execve: reset what the supervisor ignored.  A
+	 * forked sandbox returns into Python, whose handlers it keeps (the
+	 * driver sets its own again). */
+	if (a->mode != INIT_FORKED) {
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		for (int sig = 1; sig < 65; sig++)
+			sigaction(sig, &dfl, NULL);
+	}
 	for (int i = 0; i < a->nrlimits; i++)
 		if (setrlimit(a->rlimits[i].resource, &a->rlimits[i].lim) < 0) {
 			safe_fail(err, sizeof(err), "cannot set rlimit", NULL, errno);
-			send_record(status_fd, INIT_ERROR, 0, err);
+			init_send_record(status_fd, INIT_ERROR, 0, err);
 			_exit(125);
 		}
+	if (chdir(JAIL_WORKDIR) < 0) {
+		init_send_record(status_fd, INIT_ERROR, 0, "cannot enter " JAIL_WORKDIR);
+		_exit(125);
+	}
+	/* Nothing blocked: not what pid 1 blocks, nor what the supervisor
+	 * blocked in its own threads before it cloned us. */
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (a->mode == INIT_TEMPLATE)
+		goto run;	/* keeps its capabilities: it makes sandboxes */
+
 	if ((r = drop_privileges()) < 0) {
 		safe_fail(err, sizeof(err), "cannot drop privileges", NULL, -r);
-		send_record(status_fd, INIT_ERROR, 0, err);
+		init_send_record(status_fd, INIT_ERROR, 0, err);
 		_exit(125);
 	}
 	/* The uid change reset it: set it again, then make sure pid 1 is
@@ -160,30 +188,27 @@ __attribute__((noreturn)) static void start_main(const struct init_args *a)
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != 1)
 		_exit(125);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
-		send_record(status_fd, INIT_ERROR, 0, "cannot set no_new_privs");
+		init_send_record(status_fd, INIT_ERROR, 0, "cannot set no_new_privs");
 		_exit(125);
 	}
 	if (a->landlock_abi > 0 && (r = landlock_apply(a->landlock_abi)) < 0) {
 		safe_fail(err, sizeof(err), "cannot apply landlock", NULL, -r);
-		send_record(status_fd, INIT_ERROR, 0, err);
+		init_send_record(status_fd, INIT_ERROR, 0, err);
 		_exit(125);
 	}
-	if (chdir(JAIL_WORKDIR) < 0) {
-		send_record(status_fd, INIT_ERROR, 0, "cannot enter " JAIL_WORKDIR);
-		_exit(125);
-	}
-	/* Nothing blocked: not what pid 1 blocks, nor what the supervisor
-	 * blocked in its own threads before it cloned us. */
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
 	if ((r = policy_load(a->policy)) < 0) {
 		safe_fail(err, sizeof(err), "cannot load the seccomp filter", NULL, -r);
-		send_record(status_fd, INIT_ERROR, 0, err);
+		init_send_record(status_fd, INIT_ERROR, 0, err);
 		_exit(125);
+	}
+run:
+	if (a->mode == INIT_FORKED) {
+		close(status_fd);
+		return 0;
 	}
 	execve(a->argv[0], (char *const *)a->argv, (char *const *)a->envp);
 	safe_fail(err, sizeof(err), "cannot execute", a->argv[0], errno);
-	send_record(status_fd, INIT_ERROR, 0, err);
+	init_send_record(status_fd, INIT_ERROR, 0, err);
 	_exit(127);
 }
 
@@ -227,12 +252,18 @@ __attribute__((noreturn)) static void serve_as_init(const struct init_args *a,
 		if (read(sfd, &si, sizeof(si)) != sizeof(si))
 			continue;
 		if (si.ssi_signo != SIGCHLD) {
-			kill(main_pid, (int)si.ssi_signo);
+			if (main_pid > 0)
+				kill(main_pid, (int)si.ssi_signo);
 			continue;
 		}
 		if (reap(main_pid, &wstatus)) {
-			send_record(a->status_fd, INIT_EXIT, wstatus, NULL);
-			break;
+			init_send_record(a->status_fd, INIT_EXIT, wstatus, NULL);
+			/* A template's sandboxes live on after it: they are
+			 * pid namespaces under ours.  Keep reaping until the
+			 * supervisor lets go of us. */
+			if (a->mode != INIT_TEMPLATE)
+				break;
+			main_pid = -1;
 		}
 	}
 	/* Whatever the main process left behind goes with it. */
@@ -242,32 +273,22 @@ __attribute__((noreturn)) static void serve_as_init(const struct init_args *a,
 	_exit(0);
 }
 
-void init_main(const struct init_args *a)
+/* After "go": the part pid 1 does in every mode.  Returns only in the
+ * main process of a forked sandbox. */
+static int become_pid1(const struct init_args *a)
 {
-	int keep[] = { a->sync_fd, a->status_fd, a->stdout_fd, a->stderr_fd, a->ctl_fd };
-	char err[240], go;
+	char err[240];
 	sigset_t mask;
 	pid_t main_pid;
 	int sfd, r;
 
-	sort_fds(keep, sizeof(keep) / sizeof(keep[0]));
-	close_all_but(keep, sizeof(keep) / sizeof(keep[0]));
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
-		_exit(125);
-	/* The parent writes our uid/gid maps and moves us into the cgroup,
-	 * then says go.  EOF means it died first. */
-	if (read(a->sync_fd, &go, 1) != 1)
-		_exit(125);
-	if (setresgid(a->setup_gid, a->setup_gid, a->setup_gid) < 0 ||
-	    setresuid(a->setup_uid, a->setup_uid, a->setup_uid) < 0)
-		fail(a, "cannot become the namespace's user");
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
-		fail(a, "cannot set the parent-death signal");
 	/* Our cgroup is final now: make it the root of our cgroup view. */
 	if (unshare(CLONE_NEWCGROUP) < 0)
 		fail(a, "cannot create a cgroup namespace");
 	umask(022);
-	if (mount_setup_root(a->plan, err, sizeof(err)) < 0)
+	r = a->mode == INIT_FORKED ? mount_refresh(a->plan, err, sizeof(err)) :
+				     mount_setup_root(a->plan, err, sizeof(err));
+	if (r < 0)
 		fail(a, err);
 	if (sethostname(a->hostname, strlen(a->hostname)) < 0)
 		fail(a, "cannot set the hostname");
@@ -286,25 +307,68 @@ void init_main(const struct init_args *a)
 	if (sfd < 0)
 		fail(a, "cannot create a signalfd");
 
-	send_record(a->status_fd, INIT_READY, 0, NULL);
-	/* Not fork(): glibc's fork takes allocator locks that another thread
-	 * of the original process may have held when we were cloned. */
-	main_pid = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, 0);
+	init_send_record(a->status_fd, INIT_READY, 0, NULL);
+	/* Cold: not fork(), whose allocator locks another thread of the
+	 * original process may have held when we were cloned; the main
+	 * process execs anyway.  Forked: fork(), because the main process
+	 * goes on running the template's code, which needs glibc's own
+	 * bookkeeping of the new process (its thread id above all). */
+	main_pid = a->mode == INIT_FORKED ? fork() :
+		   (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, 0);
 	if (main_pid < 0)
 		fail(a, "cannot fork the main process");
-	if (main_pid == 0)
-		start_main(a);
+	if (main_pid == 0) {
+		close(sfd);
+		return start_main(a);
+	}
 
 	/* pid 1 keeps only what it needs and gives up the rest. */
 	close(a->stdout_fd);
 	close(a->stderr_fd);
 	close(a->ctl_fd);
 	if (drop_privileges() < 0 ||
-	    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 ||
+	    (a->mode != INIT_FORKED && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) ||
 	    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 ||
 	    policy_load(a->policy) < 0) {
 		kill(main_pid, SIGKILL);
 		fail(a, "pid 1 cannot drop its privileges");
 	}
 	serve_as_init(a, main_pid, sfd);
+}
+
+void init_main(const struct init_args *a)
+{
+	int keep[] = { a->sync_fd, a->status_fd, a->stdout_fd, a->stderr_fd, a->ctl_fd };
+	char go;
+
+	sort_fds(keep, sizeof(keep) / sizeof(keep[0]));
+	close_all_but(keep, sizeof(keep) / sizeof(keep[0]));
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		_exit(125);
+	/* The parent writes our uid/gid maps and moves us into the cgroup,
+	 * then says go.  EOF means it died first. */
+	if (read(a->sync_fd, &go, 1) != 1)
+		_exit(125);
+	if (set_ids(a->setup_uid, a->setup_gid) < 0)
+		fail(a, "cannot become the namespace's user");
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		fail(a, "cannot set the parent-death signal");
+	become_pid1(a);
+	_exit(125);	/* only a forked sandbox's main process gets here */
+}
+
+int init_forked(const struct init_args *a)
+{
+	int keep[] = { a->sync_fd, a->status_fd, a->stdout_fd, a->stderr_fd, a->ctl_fd };
+	char go;
+
+	sort_fds(keep, sizeof(keep) / sizeof(keep[0]));
+	close_all_but(keep, sizeof(keep) / sizeof(keep[0]));
+	/* The supervisor moves us into our cgroup, then says go.  No
+	 * parent-death signal here: our parent is a short-lived helper; the
+	 * template's pid 1 holds the pid namespaces we live in, and it dies
+	 * with the supervisor.  EOF on the sync pipe means it died first. */
+	if (read(a->sync_fd, &go, 1) != 1)
+		_exit(125);
+	return become_pid1(a);
 }

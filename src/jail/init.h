@@ -29,11 +29,24 @@ struct init_record {
 
 enum { INIT_NRLIMITS = 8 };
 
+/* How a sandbox's processes behave; see jail.h for the warm path. */
+enum init_mode {
+	INIT_COLD,	/* pid 1 and a main process that execs argv */
+	INIT_TEMPLATE,	/* a template: the main process keeps its capabilities
+			 * in the user namespace (it makes sandboxes) and has no
+			 * seccomp; pid 1 outlives it, for the sandboxes made */
+	INIT_FORKED,	/* a sandbox made by a template: pid 1 refreshes the
+			 * mounts it inherited; the main process returns to
+			 * its caller instead of exec */
+};
+
 struct init_args {
-	const char *const *argv;
+	enum init_mode mode;
+	const char *const *argv;	/* INIT_COLD and INIT_TEMPLATE */
 	const char *const *envp;
 	const char *hostname;
-	const struct mount_plan *plan;
+	const struct mount_plan *plan;	/* the root (cold, template) or the
+					 * per-sandbox mounts (forked) */
 	const struct policy *policy;
 	int landlock_abi;
 	uid_t setup_uid;	/* 0 when the userns root is mapped, else JAIL_UID */
@@ -49,7 +62,18 @@ struct init_args {
 	int stdout_fd, stderr_fd, ctl_fd;
 };
 
-/* Entry point of the cloned child.  Never returns. */
+/* Entry point of the cloned child (cold and template sandboxes): wait for
+ * "go", set up, and become pid 1.  Never returns. */
 __attribute__((noreturn)) void init_main(const struct init_args *a);
+
+/* For INIT_FORKED, in a process that is pid 1 of fresh namespaces and in
+ * its cgroup already: set up, fork the main process and return 0 in it
+ * (with fds 0-3 in place and every privilege dropped); pid 1 never
+ * returns.  On failure the error is reported on the status fd and the
+ * process exits. */
+int init_forked(const struct init_args *a);
+
+/* Report one record on the status fd (async-signal-safe). */
+void init_send_record(int fd, char tag, int32_t value, const char *text);
 
 #endif

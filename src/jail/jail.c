@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <jansson.h>
+#include <pthread.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -24,6 +26,7 @@
 #include "jail/mounts.h"
 #include "jail/policy.h"
 #include "jail/safe.h"
+#include "jail/template.h"
 #include "util/log.h"
 
 #define DEFAULT_UID_BASE 2000000000u
@@ -46,7 +49,15 @@ struct jail {
 	bool exit_seen;
 	struct jail_exit exit;
 	struct rusage rusage;		/* of pid 1 and all it reaped */
+	/* warm path */
+	struct jail *tmpl;		/* the template this was forked from */
+	bool is_template;
+	pthread_mutex_t fork_lock;	/* one fork request at a time */
+	unsigned forks_alive;		/* sandboxes forked and not yet freed */
+	bool retired;			/* jail_free()d while forks_alive > 0 */
 };
+
+static pthread_mutex_t templates_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- host ------------------------------------------------------------- */
 
@@ -262,6 +273,7 @@ static struct jail *jail_alloc(struct jail_host *host)
 	j->pid = -1;
 	j->pidfd = j->sync_fd = j->status_fd = j->stdout_fd = -1;
 	j->stderr_fd = j->ctl_fd = j->work_fd = -1;
+	pthread_mutex_init(&j->fork_lock, NULL);
 	return j;
 }
 
@@ -306,15 +318,19 @@ int jail_spawn(struct jail_host *host, const struct jail_config *cfg,
 			goto fail;
 		}
 	}
+	/* A template's control socket keeps message boundaries: each fork
+	 * request travels with its descriptors. */
 	if (pipe2(syncp, O_CLOEXEC) < 0 || pipe2(statusp, O_CLOEXEC) < 0 ||
 	    pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
-	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0) {
+	    socketpair(AF_UNIX, (cfg->flags & JAIL_F_TEMPLATE ? SOCK_SEQPACKET : SOCK_STREAM) |
+		       SOCK_CLOEXEC, 0, ctl) < 0) {
 		r = -errno;
 		snprintf(err, errlen, "cannot create pipes: %s", strerror(errno));
 		goto fail;
 	}
 
 	memset(&a, 0, sizeof(a));
+	a.mode = cfg->flags & JAIL_F_TEMPLATE ? INIT_TEMPLATE : INIT_COLD;
 	a.argv = cfg->argv;
 	a.envp = cfg->envp;
 	a.hostname = cfg->hostname ? cfg->hostname : "petri";
@@ -390,6 +406,10 @@ int jail_spawn(struct jail_host *host, const struct jail_config *cfg,
 			fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK);
 	}
 	mount_plan_release(&plan);
+	if (cfg->flags & JAIL_F_TEMPLATE) {
+		j->is_template = true;
+		fcntl(j->ctl_fd, F_SETFL, fcntl(j->ctl_fd, F_GETFL) & ~O_NONBLOCK);
+	}
 	*out = j;
 	return 0;
 
@@ -457,6 +477,12 @@ int jail_signal(struct jail *j, int sig)
 	return 0;
 }
 
+void jail_stop(struct jail *j)
+{
+	if (!j->reaped && j->pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, j->pidfd, SIGKILL, NULL, 0);
+}
+
 int jail_kill(struct jail *j)
 {
 	int r = 0;
@@ -472,10 +498,19 @@ int jail_kill(struct jail *j)
 
 static void reap(struct jail *j)
 {
+	struct pollfd pfd = { .fd = j->pidfd, .events = POLLIN };
 	int st;
 
 	if (j->reaped || j->pid <= 0)
 		return;
+	if (j->tmpl) {
+		/* Not our child: the template's pid 1 reaps it.  The pidfd
+		 * says when it is gone. */
+		while (poll(&pfd, 1, 5000) < 0 && errno == EINTR)
+			;
+		j->reaped = true;
+		return;
+	}
 	while (wait4(j->pid, &st, __WALL, &j->rusage) < 0) {
 		if (errno != EINTR)
 			break;
@@ -513,10 +548,8 @@ int jail_reset_peak(struct jail *j)
 	return j->cg ? cg_reset_peak(j->cg) : 0;
 }
 
-void jail_free(struct jail *j)
+static void jail_destroy(struct jail *j)
 {
-	if (!j)
-		return;
 	jail_kill(j);
 	reap(j);
 	if (j->cg && cg_destroy(j->cg) < 0)
@@ -529,5 +562,288 @@ void jail_free(struct jail *j)
 	close_fd(&j->stderr_fd);
 	close_fd(&j->ctl_fd);
 	close_fd(&j->work_fd);
+	pthread_mutex_destroy(&j->fork_lock);
 	free(j);
+}
+
+void jail_free(struct jail *j)
+{
+	struct jail *tmpl = NULL;
+
+	if (!j)
+		return;
+	pthread_mutex_lock(&templates_lock);
+	if (j->is_template && j->forks_alive > 0) {
+		/* Its sandboxes live in pid namespaces under the template's
+		 * pid 1: stop the template process only, and free the rest
+		 * with the last of them. */
+		j->retired = true;
+		pthread_mutex_unlock(&templates_lock);
+		jail_signal(j, SIGTERM);
+		return;
+	}
+	if (j->tmpl && --j->tmpl->forks_alive == 0 && j->tmpl->retired)
+		tmpl = j->tmpl;
+	pthread_mutex_unlock(&templates_lock);
+	jail_destroy(j);
+	if (tmpl)
+		jail_destroy(tmpl);
+}
+
+/* ---- the warm path: sandboxes forked from a template ------------------ */
+
+static int wait_readable(int fd, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	int r;
+
+	do
+		r = poll(&pfd, 1, timeout_ms);
+	while (r < 0 && errno == EINTR);
+	return r < 0 ? -errno : r == 0 ? -ETIMEDOUT : 0;
+}
+
+/* The fork request: one message with the five descriptors. */
+static int send_fork_request(struct jail *tmpl, const struct jail_config *cfg,
+			     const char *runtime_json, const int fds[5])
+{
+	struct init_args a;	/* only to compute the rlimits, as for a cold one */
+	char cbuf[CMSG_SPACE(5 * sizeof(int))];
+	struct iovec iov;
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+			      .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *c;
+	json_t *req, *lims, *runtime = NULL;
+	char *text;
+	ssize_t n;
+
+	memset(&a, 0, sizeof(a));
+	plan_rlimits(&a, &cfg->limits, &tmpl->host->info);
+	lims = json_array();
+	for (int i = 0; lims && i < a.nrlimits; i++) {
+		/* RLIMIT_NPROC counts per uid and user namespace, which all
+		 * sandboxes of a template share: the pids cgroup limits each
+		 * one instead (the warm path requires it). */
+		if (a.rlimits[i].resource == RLIMIT_NPROC)
+			continue;
+		json_array_append_new(lims, json_pack("[i, I, I]", a.rlimits[i].resource,
+						      (json_int_t)a.rlimits[i].lim.rlim_cur,
+						      (json_int_t)a.rlimits[i].lim.rlim_max));
+	}
+	if (runtime_json && !(runtime = json_loads(runtime_json, 0, NULL))) {
+		json_decref(lims);
+		return -EINVAL;
+	}
+	req = json_pack("{s:s, s:I, s:I, s:I, s:o, s:s, s:o}", "type", "fork",
+			"work_bytes", (json_int_t)cfg->limits.work_bytes,
+			"tmp_bytes", (json_int_t)cfg->limits.tmp_bytes,
+			"inodes", (json_int_t)(cfg->limits.inodes ? cfg->limits.inodes : 65536),
+			"rlimits", lims, "hostname", cfg->hostname ? cfg->hostname : "petri",
+			"runtime", runtime ? runtime : json_object());
+	text = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	json_decref(req);
+	if (!text)
+		return -ENOMEM;
+	iov.iov_base = text;
+	iov.iov_len = strlen(text);
+	memset(cbuf, 0, sizeof(cbuf));
+	c = CMSG_FIRSTHDR(&msg);
+	if (!c) {
+		free(text);
+		return -EINVAL;
+	}
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(5 * sizeof(int));
+	memcpy(CMSG_DATA(c), fds, 5 * sizeof(int));
+	n = sendmsg(tmpl->ctl_fd, &msg, MSG_NOSIGNAL);
+	free(text);
+	return n < 0 ? -errno : 0;
+}
+
+/* {"ok": true} or {"ok": false, "error": "..."} from the template. */
+static int read_fork_reply(struct jail *tmpl, char *err, size_t errlen)
+{
+	char buf[4096];
+	json_t *reply;
+	ssize_t n;
+	int r;
+
+	if ((r = wait_readable(tmpl->ctl_fd, SPAWN_TIMEOUT_MS)) < 0) {
+		snprintf(err, errlen, "the template did not answer");
+		return r;
+	}
+	n = recv(tmpl->ctl_fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0) {
+		snprintf(err, errlen, "the template is gone");
+		return -EPIPE;
+	}
+	buf[n] = '\0';
+	reply = json_loads(buf, 0, NULL);
+	if (json_is_true(json_object_get(reply, "ok"))) {
+		json_decref(reply);
+		return 0;
+	}
+	snprintf(err, errlen, "the template refused: %.200s",
+		 json_string_value(json_object_get(reply, "error")) ?: "malformed reply");
+	json_decref(reply);
+	return -EPROTO;
+}
+
+/* The new pid 1's pid in our namespace, from the credentials the kernel
+ * attached (and translated) to its first byte. */
+static pid_t receive_pid(int fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(struct ucred))], byte;
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+			      .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *c;
+	struct ucred cred;
+
+	if (wait_readable(fd, SPAWN_TIMEOUT_MS) < 0 || recvmsg(fd, &msg, 0) != 1)
+		return -1;
+	for (c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS &&
+		    c->cmsg_len == CMSG_LEN(sizeof(cred))) {
+			memcpy(&cred, CMSG_DATA(c), sizeof(cred));
+			return cred.pid > 0 ? cred.pid : -1;
+		}
+	return -1;
+}
+
+int jail_fork(struct jail *tmpl, const struct jail_config *cfg, const char *runtime_json,
+	      struct jail **out, char *err, size_t errlen)
+{
+	int syncp[2] = { -1, -1 }, statusp[2] = { -1, -1 }, outp[2] = { -1, -1 };
+	int errp[2] = { -1, -1 }, ctl[2] = { -1, -1 };
+	struct jail *j = NULL;
+	char path[64];
+	int one = 1, zero = 0, r;
+	bool locked = false;
+	pid_t pid;
+
+	*out = NULL;
+	err[0] = '\0';
+	if (!tmpl->is_template || tmpl->retired || !tmpl->host->cgm) {
+		snprintf(err, errlen, "not a usable template");
+		return -EINVAL;
+	}
+	j = jail_alloc(tmpl->host);
+	if (!j)
+		return -ENOMEM;
+	{
+		struct cg_limits lim = {
+			.memory_bytes = cfg->limits.memory_bytes,
+			.pids = cfg->limits.pids,
+			.cpu_millicores = cfg->limits.cpu_millicores,
+		};
+
+		if ((r = cg_create(tmpl->host->cgm, &lim, &j->cg)) < 0) {
+			snprintf(err, errlen, "cannot create a cgroup: %s", strerror(-r));
+			goto fail;
+		}
+	}
+	if (pipe2(syncp, O_CLOEXEC) < 0 || pipe2(statusp, O_CLOEXEC) < 0 ||
+	    pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0 ||
+	    setsockopt(ctl[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot create pipes: %s", strerror(errno));
+		goto fail;
+	}
+	pthread_mutex_lock(&tmpl->fork_lock);
+	locked = true;
+	{
+		int fds[5] = { outp[1], errp[1], ctl[1], statusp[1], syncp[0] };
+
+		if ((r = send_fork_request(tmpl, cfg, runtime_json, fds)) < 0) {
+			snprintf(err, errlen, "cannot ask the template: %s", strerror(-r));
+			goto fail;
+		}
+	}
+	close_fd(&syncp[0]);
+	close_fd(&statusp[1]);
+	close_fd(&outp[1]);
+	close_fd(&errp[1]);
+	close_fd(&ctl[1]);
+	if ((r = read_fork_reply(tmpl, err, errlen)) < 0)
+		goto fail;
+	pthread_mutex_unlock(&tmpl->fork_lock);
+	locked = false;
+
+	j->sync_fd = syncp[1];
+	j->status_fd = statusp[0];
+	j->stdout_fd = outp[0];
+	j->stderr_fd = errp[0];
+	j->ctl_fd = ctl[0];
+	syncp[1] = statusp[0] = outp[0] = errp[0] = ctl[0] = -1;
+	pid = receive_pid(j->ctl_fd);
+	if (pid <= 0) {
+		r = -EPROTO;
+		snprintf(err, errlen, "the forked sandbox did not report");
+		goto fail;
+	}
+	setsockopt(j->ctl_fd, SOL_SOCKET, SO_PASSCRED, &zero, sizeof(zero));
+	j->pid = pid;
+	j->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (j->pidfd < 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot open the forked sandbox: %s", strerror(errno));
+		goto fail;
+	}
+	pthread_mutex_lock(&templates_lock);
+	j->tmpl = tmpl;
+	tmpl->forks_alive++;
+	pthread_mutex_unlock(&templates_lock);
+	if ((r = cg_add_pid(j->cg, pid)) < 0) {
+		snprintf(err, errlen, "cannot move the sandbox into its cgroup: %s",
+			 strerror(-r));
+		goto fail;
+	}
+	if (write(j->sync_fd, "g", 1) != 1) {
+		r = -errno;
+		snprintf(err, errlen, "cannot start the sandbox: %s", strerror(errno));
+		goto fail;
+	}
+	if ((r = wait_ready(j, err, errlen)) < 0)
+		goto fail;
+	snprintf(path, sizeof(path), "/proc/%d/root" JAIL_WORKDIR, (int)pid);
+	j->work_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (j->work_fd < 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot open the sandbox's workspace: %s",
+			 strerror(errno));
+		goto fail;
+	}
+	{
+		int fds[] = { j->status_fd, j->stdout_fd, j->stderr_fd, j->ctl_fd };
+
+		for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+			fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK);
+	}
+	*out = j;
+	return 0;
+fail:
+	if (locked)
+		pthread_mutex_unlock(&tmpl->fork_lock);
+	close_fd(&syncp[0]);
+	close_fd(&syncp[1]);
+	close_fd(&statusp[0]);
+	close_fd(&statusp[1]);
+	close_fd(&outp[0]);
+	close_fd(&outp[1]);
+	close_fd(&errp[0]);
+	close_fd(&errp[1]);
+	close_fd(&ctl[0]);
+	close_fd(&ctl[1]);
+	jail_free(j);
+	return r;
+}
+
+bool jail_template_alive(struct jail *tmpl)
+{
+	struct jail_exit ex;
+
+	return !tmpl->retired && jail_read_status(tmpl, &ex) == 0;
 }

@@ -88,7 +88,14 @@ struct jail_config {
 	 * on top of the built-in ones (/usr and a few /etc entries). */
 	const char *const *ro_binds;
 	const char *hostname;		/* NULL: "petri" */
+	unsigned flags;			/* JAIL_F_* */
 };
+
+/* A template: its main process keeps its capabilities inside the user
+ * namespace and has no seccomp filter (it makes sandboxes, see
+ * jail_fork()); it must run no untrusted code.  Its pid 1 outlives it, for
+ * the sandboxes it made.  Its control socket is SOCK_SEQPACKET. */
+#define JAIL_F_TEMPLATE (1u << 0)
 
 /* What this host can do; filled by jail_host_init(). */
 enum jail_cg_version { JAIL_CG_NONE = 0, JAIL_CG_V1 = 1, JAIL_CG_V2 = 2 };
@@ -163,8 +170,12 @@ int jail_read_status(struct jail *j, struct jail_exit *ex);
 
 /* Deliver sig to the main process (pid 1 forwards it).  -ESRCH if gone. */
 int jail_signal(struct jail *j, int sig);
-/* Kill every process of the sandbox now.  Idempotent. */
+/* Kill every process of the sandbox now and wait until the cgroup is empty.
+ * Idempotent. */
 int jail_kill(struct jail *j);
+/* SIGKILL the sandbox's pid 1, which takes its whole pid namespace with it,
+ * without waiting: the fast first half of jail_kill(). */
+void jail_stop(struct jail *j);
 
 struct jail_usage {
 	uint64_t cpu_ns;	/* user + system, all processes */
@@ -182,6 +193,20 @@ int jail_reset_peak(struct jail *j);
  * no process of the sandbox remains (or after a bounded wait, logging what
  * could not be removed).  NULL is allowed. */
 void jail_free(struct jail *j);
+
+/* The warm path: a new sandbox forked from a template (a jail spawned with
+ * JAIL_F_TEMPLATE whose main process runs the template side, see
+ * src/jail/template.h).  Only cfg->limits and cfg->hostname are used; the
+ * program is the template's.  runtime_json is a JSON object passed through
+ * to the template ("runtime" in the request).  Like jail_spawn(), blocks
+ * until the sandbox is set up.  Requires cgroups (-EINVAL otherwise).
+ * Sandboxes made this way share their template's user namespace and live in
+ * pid namespaces under its pid 1: jail_free() of the template stops the
+ * template but keeps pid 1 until the last of them is freed. */
+int jail_fork(struct jail *tmpl, const struct jail_config *cfg, const char *runtime_json,
+	      struct jail **out, char *err, size_t errlen);
+/* Is the template's main process still running? */
+bool jail_template_alive(struct jail *tmpl);
 
 /* The allow-listed system call names of the seccomp policy, NULL-terminated;
  * and their count. */

@@ -266,6 +266,32 @@ static int plan_tmpfs(struct mount_plan *p, const char *dst, uint64_t bytes,
 	return plan_add(p, MOUNT_TMPFS, 0, NULL, dst, opts, strlen(opts), 0);
 }
 
+static uint64_t shm_bytes(const struct jail_limits *lim)
+{
+	uint64_t shm = lim->tmp_bytes < (64u << 20) ? lim->tmp_bytes : (64u << 20);
+
+	return shm ? shm : (16u << 20);
+}
+
+int mount_plan_forked(struct mount_plan *p, const struct jail_limits *lim,
+		      uid_t uid, gid_t gid)
+{
+	uint64_t inodes = lim->inodes ? lim->inodes : 65536;
+	char opts[160];
+	int r;
+
+	memset(p, 0, sizeof(*p));
+	snprintf(opts, sizeof(opts), "mode=1777,size=%llu,nr_inodes=1024,uid=%u,gid=%u",
+		 (unsigned long long)shm_bytes(lim), (unsigned)uid, (unsigned)gid);
+	if ((r = plan_proc(p)) ||
+	    (r = plan_add(p, MOUNT_TMPFS, MOUNT_F_NOEXEC, NULL, "/dev/shm", opts,
+			  strlen(opts), 0)) ||
+	    (r = plan_tmpfs(p, "/tmp", lim->tmp_bytes, inodes, "1777", uid, gid)) ||
+	    (r = plan_tmpfs(p, JAIL_WORKDIR, lim->work_bytes, inodes, "0755", uid, gid)))
+		mount_plan_release(p);
+	return r;
+}
+
 int mount_plan_build(struct mount_plan *p, const struct jail_config *cfg,
 		     uid_t uid, gid_t gid)
 {
@@ -273,7 +299,6 @@ int mount_plan_build(struct mount_plan *p, const struct jail_config *cfg,
 		"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", NULL
 	};
 	const struct jail_limits *lim = &cfg->limits;
-	uint64_t shm = lim->tmp_bytes < (64u << 20) ? lim->tmp_bytes : (64u << 20);
 	uint64_t inodes = lim->inodes ? lim->inodes : 65536;
 	int r;
 
@@ -284,7 +309,7 @@ int mount_plan_build(struct mount_plan *p, const struct jail_config *cfg,
 		if ((r = plan_host_path(p, top_links[i])) < 0)
 			goto fail;
 	if ((r = plan_etc(p, cfg->hostname ? cfg->hostname : "petri")) ||
-	    (r = plan_dev(p, shm ? shm : (16u << 20), uid, gid)) ||
+	    (r = plan_dev(p, shm_bytes(lim), uid, gid)) ||
 	    (r = plan_proc(p)))
 		goto fail;
 	for (size_t i = 0; i < cfg->nfiles; i++) {
@@ -563,5 +588,44 @@ int mount_setup_root(const struct mount_plan *plan, char *err, size_t errlen)
 	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
 		  NULL) < 0)
 		return safe_fail(err, errlen, "cannot make the root read-only", NULL, errno);
+	return 0;
+}
+
+int mount_refresh(const struct mount_plan *plan, char *err, size_t errlen)
+{
+	/* Private first: nothing here may reach the template's mounts. */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return safe_fail(err, errlen, "cannot make mounts private", NULL, errno);
+	for (size_t i = 0; i < plan->n; i++) {
+		const struct mount_entry *e = &plan->v[i];
+		int r;
+
+		switch (e->op) {
+		case MOUNT_PROC:
+			/* The kernel lets a user namespace mount proc only while
+			 * an instance is fully visible: mount ours on /tmp
+			 * (replaced below anyway) while the template's is still
+			 * on /proc, drop the template's, then move ours there. */
+			if (mount("proc", "/tmp", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+				  NULL) < 0)
+				return safe_fail(err, errlen, "cannot mount proc", NULL, errno);
+			if (umount2(e->dst, MNT_DETACH) < 0)
+				return safe_fail(err, errlen, "cannot detach", e->dst, errno);
+			if (mount("/tmp", e->dst, NULL, MS_MOVE, NULL) < 0)
+				return safe_fail(err, errlen, "cannot move proc to", e->dst, errno);
+			break;
+		case MOUNT_TMPFS:
+			/* The template's own tmpfs goes; a fresh one comes. */
+			if (umount2(e->dst, MNT_DETACH) < 0)
+				return safe_fail(err, errlen, "cannot detach", e->dst, errno);
+			if (mount("tmpfs", e->dst, "tmpfs", MS_NOSUID | MS_NODEV |
+				  (e->flags & MOUNT_F_NOEXEC ? MS_NOEXEC : 0), e->data) < 0)
+				return safe_fail(err, errlen, "cannot mount tmpfs at", e->dst, errno);
+			break;
+		default:
+			if ((r = apply_one(e, "", err, errlen)) < 0)
+				return r;
+		}
+	}
 	return 0;
 }

@@ -68,6 +68,18 @@ int mount_plan_apply(const struct mount_plan *plan, const char *newroot,
  * old root and make the root read-only. */
 int mount_setup_root(const struct mount_plan *plan, char *err, size_t errlen);
 
+/* The mounts a sandbox forked from a template makes for itself: a fresh
+ * /proc for its own pid namespace (masked as in a cold sandbox) and fresh
+ * tmpfs /tmp, /work and /dev/shm.  Everything else it shares, read-only,
+ * with its template. */
+int mount_plan_forked(struct mount_plan *plan, const struct jail_limits *lim,
+		      uid_t uid, gid_t gid);
+
+/* Apply a mount_plan_forked() plan in a new mount namespace that is a copy
+ * of the template's: the inherited /proc, /tmp, /work and /dev/shm are
+ * detached and replaced.  Child side: no allocation. */
+int mount_refresh(const struct mount_plan *plan, char *err, size_t errlen);
+
 /* A human-readable line per entry ("bind-ro /usr -> /usr"), for
  * `petri check --verbose` and tests. */
 int mount_plan_describe(const struct mount_plan *plan, char **out);

@@ -125,47 +125,76 @@ static int wait_ready(struct box *b, char *err, size_t errlen)
 int box_start(struct jail_host *host, const struct box_config *cfg,
 	      struct box **out, char *err, size_t errlen)
 {
-	static const char *const argv[] = {
-		"/usr/bin/python3", "-I", "-u", "/opt/petri/driver.py", NULL
-	};
-	const struct jail_file driver = {
-		.path = "/opt/petri/driver.py",
-		.data = petri_driver_py,
-		.len = (size_t)(petri_driver_py_end - petri_driver_py),
-		.mode = 0644,
-	};
 	const char *env[MAX_ENV + sizeof(base_env) / sizeof(base_env[0])];
-	struct jail_config jc = {
-		.argv = argv, .envp = env, .limits = cfg->limits,
-		.files = &driver, .nfiles = 1, .ro_binds = cfg->ro_binds,
-	};
-	struct box *b;
-	size_t n = 0;
+	struct jail_file files[2];
+	struct jail_config jc;
+	struct jail *j;
 	int r;
 
 	*out = NULL;
-	for (size_t i = 0; base_env[i]; i++)
-		env[n++] = base_env[i];
-	for (size_t i = 0; cfg->env && cfg->env[i]; i++) {
-		if (i >= MAX_ENV) {
-			snprintf(err, errlen, "too many environment variables (max %d)",
-				 MAX_ENV);
-			return -E2BIG;
-		}
-		env[n++] = cfg->env[i];
+	if (box_jail_config(cfg, &jc, env, sizeof(env) / sizeof(env[0]), files, false) < 0) {
+		snprintf(err, errlen, "too many environment variables (max %d)", MAX_ENV);
+		return -E2BIG;
 	}
-	env[n] = NULL;
+	if ((r = jail_spawn(host, &jc, &j, err, errlen)) < 0)
+		return r;
+	return box_adopt(j, out, err, errlen);
+}
 
-	b = calloc(1, sizeof(*b));
-	if (!b)
+int box_adopt(struct jail *j, struct box **out, char *err, size_t errlen)
+{
+	struct box *b = calloc(1, sizeof(*b));
+	int r;
+
+	*out = NULL;
+	if (!b) {
+		jail_free(j);
 		return -ENOMEM;
+	}
 	frame_reader_init(&b->fr);
-	if ((r = jail_spawn(host, &jc, &b->jail, err, errlen)) < 0 ||
-	    (r = wait_ready(b, err, errlen)) < 0) {
+	b->jail = j;
+	if ((r = wait_ready(b, err, errlen)) < 0) {
 		box_free(b);
 		return r;
 	}
 	*out = b;
+	return 0;
+}
+
+int box_jail_config(const struct box_config *cfg, struct jail_config *jc, const char **env,
+		    size_t envcap, struct jail_file files[2], bool with_extension)
+{
+	static const char *const argv[] = {
+		"/usr/bin/python3", "-I", "-u", "/opt/petri/driver.py", NULL
+	};
+	static const char *const template_argv[] = {
+		"/usr/bin/python3", "-I", "-u", "/opt/petri/driver.py", "--zygote", NULL
+	};
+	size_t n = 0;
+
+	for (size_t i = 0; base_env[i]; i++)
+		env[n++] = base_env[i];
+	for (size_t i = 0; cfg->env && cfg->env[i]; i++) {
+		if (n + 1 >= envcap)
+			return -E2BIG;
+		env[n++] = cfg->env[i];
+	}
+	env[n] = NULL;
+	files[0] = (struct jail_file){
+		.path = "/opt/petri/driver.py", .data = petri_driver_py,
+		.len = (size_t)(petri_driver_py_end - petri_driver_py), .mode = 0644,
+	};
+	files[1] = (struct jail_file){
+		.path = "/opt/petri/_petri.so", .data = petri_pyext_so,
+		.len = (size_t)(petri_pyext_so_end - petri_pyext_so), .mode = 0755,
+	};
+	memset(jc, 0, sizeof(*jc));
+	jc->argv = with_extension ? template_argv : argv;
+	jc->envp = env;
+	jc->limits = cfg->limits;
+	jc->files = files;
+	jc->nfiles = with_extension ? 2 : 1;
+	jc->ro_binds = cfg->ro_binds;
 	return 0;
 }
 

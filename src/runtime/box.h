@@ -67,6 +67,18 @@ int box_start(struct jail_host *host, const struct box_config *cfg,
 int box_exec(struct box *b, const struct box_exec *ex,
 	     const struct box_events *ev, struct result *res);
 
+/* Take over a jail whose main process is the driver (e.g. one forked from a
+ * template) and wait for its "ready".  The box owns j from now on, even on
+ * failure. */
+int box_adopt(struct jail *j, struct box **out, char *err, size_t errlen);
+
+/* The jail configuration that runs the driver: argv, environment (base plus
+ * cfg->env, into env[envcap]), the files it needs (into files[2]).  With
+ * with_extension, the template's: the driver in --zygote mode and the C
+ * extension.  -E2BIG when the environment does not fit. */
+int box_jail_config(const struct box_config *cfg, struct jail_config *jc, const char **env,
+		    size_t envcap, struct jail_file files[2], bool with_extension);
+
 bool box_alive(const struct box *b);
 const char *box_dead_reason(const struct box *b);
 /* The sandbox under the box, for file transfers and stats. */

@@ -4,6 +4,8 @@
 
 extern const char petri_driver_py[];
 extern const char petri_driver_py_end[];
+extern const char petri_pyext_so[];
+extern const char petri_pyext_so_end[];
 extern const char petri_openapi_json[];
 extern const char petri_openapi_json_end[];
 

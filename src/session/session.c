@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "session/pool.h"
 #include "session/spawner.h"
 #include "util/log.h"
 #include "util/metrics.h"
@@ -20,6 +21,7 @@
 #define MAX_SESSION_ENV 64
 
 struct session {
+	struct smgr *m;
 	char id[SESSION_ID_LEN + 1];
 	char language[16];
 	struct petri_limits limits;
@@ -44,6 +46,8 @@ struct smgr {
 	const struct petri_config *cfg;
 	struct jail_host *host;
 	struct spawner *spawner;
+	struct pool *pool;		/* NULL: cold path only */
+	const char **pool_env;		/* the operator's env, for pooled sandboxes */
 	pthread_mutex_t lock;
 	struct session **v;
 	size_t n, cap;
@@ -57,6 +61,14 @@ struct smgr {
 	pthread_t reaper;
 	pthread_cond_t stop_cond;
 	bool stopping;
+	/* Sandboxes to tear down (reap, remove the cgroup) off the request
+	 * path: they are killed at once, cleaned up here. */
+	pthread_t disposer;
+	pthread_mutex_t dispose_lock;
+	pthread_cond_t dispose_cond;
+	struct box **doomed;
+	size_t ndoomed, capdoomed;
+	bool disposer_stop;
 	uid_t file_uid;
 	gid_t file_gid;
 };
@@ -122,9 +134,54 @@ static const char **merge_env(const struct smgr *m, const char *const *extra)
 
 /* ---- references ------------------------------------------------------- */
 
+/* Kill b now; reap it and remove its cgroup on the disposer thread. */
+static void dispose(struct smgr *m, struct box *b)
+{
+	if (!b)
+		return;
+	jail_stop(box_jail(b));
+	pthread_mutex_lock(&m->dispose_lock);
+	if (m->ndoomed == m->capdoomed) {
+		size_t cap = m->capdoomed ? m->capdoomed * 2 : 64;
+		struct box **v = realloc(m->doomed, cap * sizeof(*v));
+
+		if (!v) {
+			pthread_mutex_unlock(&m->dispose_lock);
+			box_free(b);	/* no memory: clean up here and now */
+			return;
+		}
+		m->doomed = v;
+		m->capdoomed = cap;
+	}
+	m->doomed[m->ndoomed++] = b;
+	pthread_cond_signal(&m->dispose_cond);
+	pthread_mutex_unlock(&m->dispose_lock);
+}
+
+static void *disposer(void *arg)
+{
+	struct smgr *m = arg;
+
+	pthread_mutex_lock(&m->dispose_lock);
+	for (;;) {
+		struct box *b;
+
+		while (!m->ndoomed && !m->disposer_stop)
+			pthread_cond_wait(&m->dispose_cond, &m->dispose_lock);
+		if (!m->ndoomed)
+			break;
+		b = m->doomed[--m->ndoomed];
+		pthread_mutex_unlock(&m->dispose_lock);
+		box_free(b);
+		pthread_mutex_lock(&m->dispose_lock);
+	}
+	pthread_mutex_unlock(&m->dispose_lock);
+	return NULL;
+}
+
 static void session_free(struct session *s)
 {
-	box_free(s->box);
+	dispose(s->m, s->box);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }
@@ -231,7 +288,7 @@ static void *reaper(void *arg)
 		}
 		pthread_mutex_unlock(&m->lock);
 		for (size_t i = 0; i < nended; i++) {
-			jail_kill(box_jail(ended[i]->box));
+			jail_stop(box_jail(ended[i]->box));
 			session_put(ended[i]);
 		}
 		pthread_mutex_lock(&m->lock);
@@ -249,6 +306,31 @@ static void *reaper(void *arg)
 }
 
 /* ---- manager ---------------------------------------------------------- */
+
+/* How many more sandboxes the session cap allows (for the pool). */
+static size_t room_left(void *ctx)
+{
+	struct smgr *m = ctx;
+	size_t used, room;
+
+	pthread_mutex_lock(&m->lock);
+	used = m->n + m->oneshots + m->starting;
+	room = used < m->cfg->max_sessions ? m->cfg->max_sessions - used : 0;
+	pthread_mutex_unlock(&m->lock);
+	return room;
+}
+
+static int start_pool(struct smgr *m)
+{
+	struct pool_config pc = { .size = m->cfg->pool_size, .room = room_left, .ctx = m };
+
+	m->pool_env = merge_env(m, NULL);
+	if (!m->pool_env)
+		return -ENOMEM;
+	smgr_box_config(m, &m->cfg->defaults, NULL, &pc.defaults);
+	pc.defaults.env = m->pool_env;
+	return pool_new(m->host, &pc, &m->pool);
+}
 
 int smgr_new(const struct petri_config *cfg, struct jail_host *host,
 	     struct smgr **out, char *err, size_t errlen)
@@ -268,6 +350,8 @@ int smgr_new(const struct petri_config *cfg, struct jail_host *host,
 	m->tomb = calloc(TOMBSTONES, sizeof(*m->tomb));
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_cond_init(&m->stop_cond, NULL);
+	pthread_mutex_init(&m->dispose_lock, NULL);
+	pthread_cond_init(&m->dispose_cond, NULL);
 	if (!m->tomb) {
 		r = -ENOMEM;
 		goto fail;
@@ -277,12 +361,25 @@ int smgr_new(const struct petri_config *cfg, struct jail_host *host,
 		snprintf(err, errlen, "cannot start the spawner threads");
 		goto fail;
 	}
+	if (pthread_create(&m->disposer, NULL, disposer, m) != 0) {
+		r = -EAGAIN;
+		snprintf(err, errlen, "cannot start the disposer thread");
+		spawner_free(m->spawner);
+		goto fail;
+	}
 	if (pthread_create(&m->reaper, NULL, reaper, m) != 0) {
 		r = -EAGAIN;
 		snprintf(err, errlen, "cannot start the reaper thread");
 		spawner_free(m->spawner);
+		pthread_mutex_lock(&m->dispose_lock);
+		m->disposer_stop = true;
+		pthread_cond_signal(&m->dispose_cond);
+		pthread_mutex_unlock(&m->dispose_lock);
+		pthread_join(m->disposer, NULL);
 		goto fail;
 	}
+	if (cfg->warm && start_pool(m) < 0)
+		log_warn("cannot start the warm pool: every sandbox starts cold");
 	*out = m;
 	return 0;
 fail:
@@ -298,9 +395,9 @@ void smgr_shutdown(struct smgr *m)
 	pthread_cond_broadcast(&m->stop_cond);
 	/* Kill everything at once: all sandboxes die in parallel. */
 	for (size_t i = 0; i < m->n; i++)
-		jail_kill(box_jail(m->v[i]->box));
+		jail_stop(box_jail(m->v[i]->box));
 	for (size_t i = 0; i < m->noneshot_boxes; i++)
-		jail_kill(box_jail(m->oneshot_boxes[i]));
+		jail_stop(box_jail(m->oneshot_boxes[i]));
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -310,10 +407,20 @@ void smgr_free(struct smgr *m)
 		return;
 	smgr_shutdown(m);
 	pthread_join(m->reaper, NULL);
+	pool_free(m->pool);
+	free(m->pool_env);
 	for (size_t i = 0; i < m->n; i++)
 		session_put(m->v[i]);
 	metrics_gauge_add(M_SESSIONS_LIVE, -(long)m->n);
 	spawner_free(m->spawner);
+	pthread_mutex_lock(&m->dispose_lock);
+	m->disposer_stop = true;
+	pthread_cond_signal(&m->dispose_cond);
+	pthread_mutex_unlock(&m->dispose_lock);
+	pthread_join(m->disposer, NULL);	/* after it emptied the queue */
+	free(m->doomed);
+	pthread_cond_destroy(&m->dispose_cond);
+	pthread_mutex_destroy(&m->dispose_lock);
 	free(m->v);
 	free(m->oneshot_boxes);
 	free(m->tomb);
@@ -362,19 +469,34 @@ static int reserve(struct smgr *m, bool oneshot)
 	return r;
 }
 
+static bool same_limits(const struct petri_limits *a, const struct petri_limits *b)
+{
+	return a->memory_mb == b->memory_mb && a->cpu == b->cpu && a->pids == b->pids &&
+	       a->disk_mb == b->disk_mb;
+}
+
+/* A ready sandbox: warm from the pool (or forked from the template) when
+ * there is one, else started cold by a spawner thread. */
 static int spawn(struct smgr *m, const struct petri_limits *lim,
 		 const char *const *env, struct box **out, char *err, size_t errlen)
 {
 	struct box_config bc;
 	const char **merged = merge_env(m, env);
+	bool is_default = same_limits(lim, &m->cfg->defaults) && (!env || !env[0]);
 	double t0 = mono_s();
-	int r;
+	int r = -EAGAIN;
 
 	if (!merged)
 		return -ENOMEM;
 	smgr_box_config(m, lim, NULL, &bc);
 	bc.env = merged;
-	r = spawner_box_start(m->spawner, &bc, out, err, errlen);
+	if (m->pool) {
+		r = pool_take(m->pool, &bc, is_default, out, err, errlen);
+		if (r < 0 && r != -EAGAIN)
+			log_warn("warm sandbox failed (%s); starting one cold", err);
+	}
+	if (r < 0)
+		r = spawner_box_start(m->spawner, &bc, out, err, errlen);
 	free(merged);
 	if (r < 0) {
 		metrics_inc(M_SPAWN_FAILED);
@@ -400,6 +522,7 @@ int smgr_create(struct smgr *m, const struct session_params *p,
 		r = -ENOMEM;
 		goto unreserve;
 	}
+	s->m = m;
 	snprintf(s->language, sizeof(s->language), "%s", p->language ? p->language : "python");
 	s->limits = p->limits;
 	s->idle_timeout_s = p->idle_timeout_s;
@@ -485,7 +608,7 @@ int smgr_delete(struct smgr *m, const char *id)
 	log_info("session %s deleted", id);
 	/* Kill now even if an execution holds a reference: it ends as
 	 * killed, and the last reference frees the sandbox. */
-	jail_kill(box_jail(s->box));
+	jail_stop(box_jail(s->box));
 	session_put(s);
 	return 0;
 }
@@ -677,7 +800,7 @@ int session_run(struct smgr *m, struct session *s, const struct box_exec *ex,
 		pthread_mutex_unlock(&m->lock);
 		metrics_inc(M_SESSIONS_DIED);
 		log_info("session %s died: %s", s->id, s->dead_reason);
-		jail_kill(box_jail(s->box));
+		jail_stop(box_jail(s->box));
 		if (removed)
 			session_put(s);
 	}
@@ -731,5 +854,5 @@ void smgr_oneshot_end(struct smgr *m, struct box *b)
 		}
 	m->oneshots--;
 	pthread_mutex_unlock(&m->lock);
-	box_free(b);
+	dispose(m, b);
 }

@@ -1,0 +1,145 @@
+#include "runtime/zygote.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "runtime/defaults.h"
+
+#define TEMPLATE_READY_TIMEOUT_MS 60000
+#define MAX_ENV 64
+
+struct zygote {
+	struct jail *tmpl;
+	char python[32];
+};
+
+/* The template's own sandbox: room for the data stack, no user code. */
+static void template_limits(struct jail_limits *l)
+{
+	default_jail_limits(l);
+	l->memory_bytes = 2048ull << 20;
+	l->cpu_millicores = 0;
+	l->pids = 0;	/* its sandboxes are counted in their own cgroups */
+	l->work_bytes = 1 << 20;
+	l->tmp_bytes = 64 << 20;
+	/* Its sandboxes set their own rlimits, and may not raise a hard limit
+	 * above the template's: leave room. */
+	l->fsize_bytes = RLIM_INFINITY;
+	l->nofile = 0;		/* inherit ours */
+}
+
+static int wait_template_ready(struct zygote *z, char *err, size_t errlen)
+{
+	struct pollfd pfd = { .fd = jail_ctl_fd(z->tmpl), .events = POLLIN };
+	char buf[512];
+	json_t *msg;
+	ssize_t n;
+	int r;
+
+	do
+		r = poll(&pfd, 1, TEMPLATE_READY_TIMEOUT_MS);
+	while (r < 0 && errno == EINTR);
+	if (r <= 0) {
+		snprintf(err, errlen, "the template did not get ready");
+		return -ETIMEDOUT;
+	}
+	n = recv(pfd.fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0) {
+		snprintf(err, errlen, "the template exited while starting");
+		return -EPIPE;
+	}
+	buf[n] = '\0';
+	msg = json_loads(buf, 0, NULL);
+	if (!msg || strcmp(json_string_value(json_object_get(msg, "type")) ?: "", "ready")) {
+		json_decref(msg);
+		snprintf(err, errlen, "the template sent no ready message");
+		return -EPROTO;
+	}
+	snprintf(z->python, sizeof(z->python), "%s",
+		 json_string_value(json_object_get(msg, "python")) ?: "");
+	json_decref(msg);
+	return 0;
+}
+
+int zygote_start(struct jail_host *host, struct zygote **out, char *err, size_t errlen)
+{
+	const char *env[MAX_ENV + 32];
+	struct box_config bc = { 0 };
+	struct jail_file files[2];
+	struct jail_config jc;
+	struct zygote *z;
+	int r;
+
+	*out = NULL;
+	if (!jail_host_info(host)->cg_pids) {
+		/* Sandboxes of one template share a user namespace, where
+		 * RLIMIT_NPROC would count them together: only a pids cgroup
+		 * keeps them apart. */
+		snprintf(err, errlen, "the warm path needs the pids cgroup controller");
+		return -EOPNOTSUPP;
+	}
+	z = calloc(1, sizeof(*z));
+	if (!z)
+		return -ENOMEM;
+	template_limits(&bc.limits);
+	box_jail_config(&bc, &jc, env, sizeof(env) / sizeof(env[0]), files, true);
+	jc.flags = JAIL_F_TEMPLATE;
+	if ((r = jail_spawn(host, &jc, &z->tmpl, err, errlen)) < 0 ||
+	    (r = wait_template_ready(z, err, errlen)) < 0) {
+		zygote_free(z);
+		return r;
+	}
+	*out = z;
+	return 0;
+}
+
+static char *runtime_request(const struct box_config *cfg)
+{
+	json_t *env = json_array(), *req;
+	char *text;
+
+	for (size_t i = 0; env && cfg->env && cfg->env[i]; i++)
+		json_array_append_new(env, json_string(cfg->env[i]));
+	req = json_pack("{s:o}", "env", env ? env : json_array());
+	text = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	json_decref(req);
+	return text;
+}
+
+int zygote_fork(struct zygote *z, const struct box_config *cfg, struct box **out,
+		char *err, size_t errlen)
+{
+	struct jail_config jc = { .limits = cfg->limits };
+	char *runtime = runtime_request(cfg);
+	struct jail *j;
+	int r;
+
+	*out = NULL;
+	if (!runtime)
+		return -ENOMEM;
+	r = jail_fork(z->tmpl, &jc, runtime, &j, err, errlen);
+	free(runtime);
+	if (r < 0)
+		return r;
+	return box_adopt(j, out, err, errlen);
+}
+
+bool zygote_alive(struct zygote *z)
+{
+	return jail_template_alive(z->tmpl);
+}
+
+void zygote_free(struct zygote *z)
+{
+	if (!z)
+		return;
+	jail_free(z->tmpl);
+	free(z);
+}

@@ -1,0 +1,43 @@
+/* pool — warm sandboxes: a template (src/runtime/zygote.h) and a few
+ * sandboxes forked from it in advance, so that a new session or a one-shot
+ * run never waits for a fork.
+ *
+ * One thread keeps the template running (restarting it when it dies, saying
+ * so in the log and the metrics) and the pool full, in the background.  The
+ * pool never holds more than the room the session cap leaves (room()). */
+#ifndef PETRI_POOL_H
+#define PETRI_POOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "jail/jail.h"
+#include "runtime/box.h"
+
+struct pool;
+
+struct pool_config {
+	unsigned size;				/* sandboxes kept ready */
+	struct box_config defaults;		/* what a pooled sandbox has */
+	size_t (*room)(void *ctx);		/* sandboxes the cap still allows */
+	void *ctx;
+};
+
+/* Starts the pool's thread; the template starts in the background (a
+ * host without a warm path just leaves everything to the cold path). */
+int pool_new(struct jail_host *host, const struct pool_config *cfg, struct pool **out);
+void pool_free(struct pool *p);
+
+/* A sandbox for cfg: a ready one when is_default (cfg is the pool's
+ * configuration), else forked from the template now.  -EAGAIN when there
+ * is no template: the caller takes the cold path. */
+int pool_take(struct pool *p, const struct box_config *cfg, bool is_default,
+	      struct box **out, char *err, size_t errlen);
+
+/* Wake the pool's thread (the room changed). */
+void pool_poke(struct pool *p);
+
+/* Is a template running? */
+bool pool_warm(struct pool *p);
+
+#endif
