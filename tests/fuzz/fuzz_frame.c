@@ -1,0 +1,72 @@
+/* Frames from a sandbox (docs/protocol.md): the byte stream a hostile driver
+ * writes to its control socket, through frame_reader and then box.c's
+ * validation of each frame (take_frame: result, error, done).
+ *
+ * take_frame() and its helpers are static in box.c; the file is included
+ * rather than copied or exposed, so this tests the code the server runs.
+ * The input is fed twice, whole and in small chunks: a reader must cut the
+ * same frames whatever the socket's read sizes. */
+#include "runtime/box.c"
+
+#include <assert.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Read the stream in chunks of step bytes; the frames, dumped, go to log. */
+static int read_all(const uint8_t *data, size_t size, size_t step, struct run *run,
+		    struct buf *log)
+{
+	struct frame_reader fr;
+	json_t *f;
+	int r = 0;
+
+	frame_reader_init(&fr);
+	for (size_t off = 0; off < size && r >= 0; off += step) {
+		r = frame_reader_feed(&fr, data + off, size - off < step ? size - off : step);
+		assert(r == 0);
+		while ((r = frame_reader_next(&fr, &f)) > 0) {
+			char *s = json_dumps(f, JSON_COMPACT | JSON_SORT_KEYS);
+
+			assert(s && json_is_string(json_object_get(f, "type")));
+			buf_append_str(log, s);
+			free(s);
+			if (run)
+				take_frame(run, f);
+			json_decref(f);
+		}
+	}
+	assert(r < 0 || !fr.error[0]);
+	frame_reader_release(&fr);
+	return r;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct box_exec ex = { .language = "python", .code = "", .cancel_fd = -1 };
+	struct result res;
+	struct run run = { .ex = &ex, .res = &res, .id = 7, .results_cap = 4096 };
+	struct buf whole = BUF_INIT, chunked = BUF_INIT;
+	int r1, r2;
+	json_t *j;
+
+	if (result_init(&res) < 0)
+		return 0;
+	r1 = read_all(data, size, size ? size : 1, &run, &whole);
+	r2 = read_all(data, size, 1 + size % 7, NULL, &chunked);
+	assert(r1 == r2 && whole.len == chunked.len &&
+	       (!whole.len || !memcmp(whole.data, chunked.data, whole.len)));
+	/* What the validation kept stays within its bounds and serializes. */
+	assert(res.results_bytes <= run.results_cap);
+	if (res.error) {
+		assert(json_string_length(json_object_get(res.error, "name")) <= NAME_MAX_LEN);
+		assert(json_string_length(json_object_get(res.error, "message")) <= MESSAGE_MAX_LEN);
+	}
+	j = result_to_json(&res);
+	assert(j);
+	free(json_dumps(j, JSON_COMPACT));
+	json_decref(j);
+	buf_release(&whole);
+	buf_release(&chunked);
+	result_release(&res);
+	return 0;
+}
