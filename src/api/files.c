@@ -15,9 +15,14 @@ static enum MHD_Result file_error(struct api_req *rq, int err, const char *path)
 	case -ENOENT:
 		return http_error(rq, 404, "file_not_found", "no such file: '%.300s'", path);
 	case -EISDIR:
-		return http_error(rq, 400, "is_a_directory", "'%.300s' is a directory; list it "
-				  "with GET .../files?path=...", path);
+		if (!strcmp(rq->method, "GET"))
+			return http_error(rq, 400, "is_a_directory", "'%.300s' is a directory; "
+					  "list it with GET .../files?path=%.300s", path, path);
+		return http_error(rq, 400, "is_a_directory", "'%.300s' is a directory", path);
 	case -ENOTDIR:
+		if (strstr(rq->url, "/files/") == NULL)	/* a listing */
+			return http_error(rq, 400, "not_a_directory", "'%.300s' is not a directory",
+					  path);
 		return http_error(rq, 400, "not_a_directory", "a component of '%.300s' is not a "
 				  "directory", path);
 	case -ELOOP:
@@ -93,6 +98,7 @@ static enum MHD_Result upload(struct api_req *rq, struct session *s, const char 
 				  "upload limit", (unsigned long long)(rq->cfg->max_file_bytes >> 20));
 	r = files_write(&u, session_work_fd(s), path, rq->body.data ? rq->body.data : "",
 			rq->body.len);
+	session_note_write(s);
 	if (r < 0)
 		return file_error(rq, r, path);
 	session_touch(s);
@@ -114,7 +120,7 @@ enum MHD_Result handle_files(struct api_req *rq, struct session *s, const char *
 		int r;
 
 		if (strcmp(m, "GET"))
-			return http_error(rq, 405, "method_not_allowed", "use GET to list files");
+			return http_not_allowed(rq, "GET");
 		if (!dir)
 			dir = "";
 		if (files_check_path(dir, true, why, sizeof(why)) < 0)
@@ -139,5 +145,5 @@ enum MHD_Result handle_files(struct api_req *rq, struct session *s, const char *
 		session_touch(s);
 		return http_empty(rq, 204);
 	}
-	return http_error(rq, 405, "method_not_allowed", "use GET, PUT or DELETE");
+	return http_not_allowed(rq, "GET, PUT, DELETE");
 }

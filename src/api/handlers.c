@@ -55,9 +55,10 @@ struct session *http_session(struct api_req *rq, const char *id, enum MHD_Result
 	return s;
 }
 
-/* A number field: absent keeps *out; present must be a number in range. */
-static bool get_number(struct api_req *rq, json_t *obj, const char *key, double min,
-		       double max, double *out, enum MHD_Result *answered)
+/* A number field: absent keeps *out; present must be a number in range.
+ * prefix names the enclosing object in messages ("limits." or ""). */
+static bool get_number(struct api_req *rq, json_t *obj, const char *prefix, const char *key,
+		       double min, double max, double *out, enum MHD_Result *answered)
 {
 	json_t *v = json_object_get(obj, key);
 
@@ -66,7 +67,7 @@ static bool get_number(struct api_req *rq, json_t *obj, const char *key, double 
 	if (!json_is_number(v) || !isfinite(json_number_value(v)) ||
 	    json_number_value(v) < min || json_number_value(v) > max) {
 		*answered = http_error(rq, 400, "invalid_request",
-				       "'%s' must be a number from %g to %g", key, min, max);
+				       "'%s%s' must be a number from %g to %g", prefix, key, min, max);
 		return false;
 	}
 	*out = json_number_value(v);
@@ -114,9 +115,10 @@ static bool parse_limits(struct api_req *rq, json_t *obj, struct petri_limits *l
 	    !get_limit_u32(rq, l, "pids", 8, max->pids, &lim->pids, answered) ||
 	    !get_limit_u32(rq, l, "disk_mb", 1, max->disk_mb, &lim->disk_mb, answered) ||
 	    !get_limit_u32(rq, l, "output_kb", 1, max->output_kb, &lim->output_kb, answered) ||
-	    !get_number(rq, l, "cpu_quota", 0.01, max->cpu, &lim->cpu, answered) ||
-	    !get_number(rq, l, "cpu", 0.01, max->cpu, &lim->cpu, answered) ||
-	    !get_number(rq, l, "timeout_s", 0.1, max->timeout_s, &lim->timeout_s, answered))
+	    !get_number(rq, l, "limits.", "cpu_quota", 0.01, max->cpu, &lim->cpu, answered) ||
+	    !get_number(rq, l, "limits.", "cpu", 0.01, max->cpu, &lim->cpu, answered) ||
+	    !get_number(rq, l, "limits.", "timeout_s", 0.1, max->timeout_s, &lim->timeout_s,
+			answered))
 		return false;
 	return true;
 }
@@ -132,12 +134,28 @@ static bool env_name_ok(const char *k)
 	return true;
 }
 
+/* Set by petri in every sandbox, or by the operator: a session may not
+ * change them. */
+static bool env_reserved(struct api_req *rq, const char *name)
+{
+	static const char *const fixed[] = {
+		"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TMPDIR", "MPLCONFIGDIR",
+		"XDG_CACHE_HOME", NULL
+	};
+	size_t n = strlen(name);
+
+	for (size_t i = 0; fixed[i]; i++)
+		if (!strcmp(name, fixed[i]))
+			return true;
+	for (size_t i = 0; i < rq->cfg->nenv; i++)
+		if (!strncmp(rq->cfg->env[i], name, n) && rq->cfg->env[i][n] == '=')
+			return true;
+	return false;
+}
+
 /* "env": {"NAME": "value"} -> a NULL-terminated "NAME=value" array. */
 static char **parse_env(struct api_req *rq, json_t *obj, enum MHD_Result *answered)
 {
-	static const char *const reserved[] = {
-		"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TMPDIR", "MPLCONFIGDIR", NULL
-	};
 	json_t *e = json_object_get(obj, "env"), *v;
 	size_t n = 0, bytes = 0;
 	const char *k;
@@ -154,17 +172,21 @@ static char **parse_env(struct api_req *rq, json_t *obj, enum MHD_Result *answer
 	if (!out)
 		return NULL;
 	json_object_foreach(e, k, v) {
-		bool bad = !env_name_ok(k) || !json_is_string(v) ||
-			   memchr(json_string_value(v), '\0', json_string_length(v));
+		const char *why = NULL;
 
-		for (size_t i = 0; reserved[i] && !bad; i++)
-			bad = !strcmp(k, reserved[i]);
 		bytes += strlen(k) + json_string_length(v) + 2;
-		if (bad || bytes > MAX_ENV_BYTES) {
-			*answered = http_error(rq, 400, "invalid_request",
-					       "env '%.100s': names are [A-Za-z_][A-Za-z0-9_]*, values "
-					       "strings without NUL, PATH/HOME/USER/SHELL/TMPDIR are "
-					       "fixed, %u KiB in all", k, MAX_ENV_BYTES >> 10);
+		if (!env_name_ok(k))
+			why = "names are [A-Za-z_][A-Za-z0-9_]*";
+		else if (!json_is_string(v) ||
+			 memchr(json_string_value(v), '\0', json_string_length(v)))
+			why = "values are strings without NUL";
+		else if (env_reserved(rq, k))
+			why = "it is set by petri (PATH, HOME, USER, LOGNAME, SHELL, TMPDIR, "
+			      "MPLCONFIGDIR, XDG_CACHE_HOME) or by the operator";
+		else if (bytes > MAX_ENV_BYTES)
+			why = "all variables together may take 64 KiB";
+		if (why) {
+			*answered = http_error(rq, 400, "invalid_request", "env '%.100s': %s", k, why);
 			for (size_t i = 0; i < n; i++)
 				free(out[i]);
 			free(out);
@@ -209,7 +231,7 @@ bool http_exec_request(struct api_req *rq, json_t *obj, const char *default_lang
 				       "'language' must be \"python\", \"bash\" or \"c\"");
 		return false;
 	}
-	if (!get_number(rq, obj, "timeout_s", 0.1, lim->timeout_s, &timeout, answered))
+	if (!get_number(rq, obj, "", "timeout_s", 0.1, lim->timeout_s, &timeout, answered))
 		return false;
 	ex->language = json_is_string(lang) ? json_string_value(lang) : default_language;
 	ex->code = json_string_value(code);
@@ -249,9 +271,9 @@ static enum MHD_Result create_session(struct api_req *rq)
 	}
 	p.idle_timeout_s = rq->cfg->idle_timeout_s;
 	p.max_lifetime_s = rq->cfg->max_lifetime_s;
-	if (!get_number(rq, body, "idle_timeout_s", 1, rq->cfg->idle_timeout_s,
+	if (!get_number(rq, body, "", "idle_timeout_s", 1, rq->cfg->idle_timeout_s,
 			&p.idle_timeout_s, &answered) ||
-	    !get_number(rq, body, "max_lifetime_s", 1, rq->cfg->max_lifetime_s,
+	    !get_number(rq, body, "", "max_lifetime_s", 1, rq->cfg->max_lifetime_s,
 			&p.max_lifetime_s, &answered))
 		goto out;
 	if (!(env = parse_env(rq, body, &answered)))
@@ -278,9 +300,7 @@ static enum MHD_Result create_session(struct api_req *rq)
 		}
 		MHD_add_response_header(resp, "Content-Type", "application/json");
 		MHD_add_response_header(resp, "Location", location);
-		MHD_add_response_header(resp, "Cache-Control", "no-store");
-		answered = MHD_queue_response(rq->conn, 201, resp);
-		MHD_destroy_response(resp);
+		answered = http_queue(rq, 201, resp);
 	}
 out:
 	session_put(s);
@@ -298,7 +318,7 @@ enum MHD_Result handle_sessions(struct api_req *rq)
 
 		return http_json(rq, 200, json_pack("{s:o}", "sessions", list ? list : json_array()));
 	}
-	return http_error(rq, 405, "method_not_allowed", "use GET or POST");
+	return http_not_allowed(rq, "GET, POST");
 }
 
 static enum MHD_Result execute(struct api_req *rq, struct session *s)
@@ -325,9 +345,17 @@ static enum MHD_Result execute(struct api_req *rq, struct session *s)
 		goto out;
 	}
 	r = session_exec(rq->sm, s, &ex, NULL, &res, reason, sizeof(reason));
-	if (r == -EINVAL)
+	if (r == -EINVAL) {
 		answered = http_error(rq, 400, "invalid_request", "'code' is not valid");
-	else if (r < 0)
+	} else if (r == -EPIPE) {
+		/* The sandbox died between the lookup and now: say why. */
+		struct session *again = http_session(rq, session_id(s), &answered);
+
+		if (again) {
+			session_put(again);
+			answered = http_error(rq, 410, "session_gone", "the session has ended");
+		}
+	} else if (r < 0)
 		answered = http_session_error(rq, r, reason);
 	else
 		answered = http_json(rq, 200, result_to_json(&res));
@@ -360,12 +388,10 @@ enum MHD_Result handle_session(struct api_req *rq, const char *id, const char *r
 	if (!s)
 		return answered;
 	if (!*rest) {
-		answered = strcmp(m, "GET") ? http_error(rq, 405, "method_not_allowed",
-							  "use GET or DELETE") :
+		answered = strcmp(m, "GET") ? http_not_allowed(rq, "GET, DELETE") :
 					      http_json(rq, 200, session_json(s));
 	} else if (!strcmp(rest, "/execute")) {
-		answered = strcmp(m, "POST") ? http_error(rq, 405, "method_not_allowed", "use POST") :
-					       execute(rq, s);
+		answered = strcmp(m, "POST") ? http_not_allowed(rq, "POST") : execute(rq, s);
 	} else if (!strcmp(rest, "/files") || !strcmp(rest, "/files/")) {
 		answered = handle_files(rq, s, "", true);
 	} else if (!strncmp(rest, "/files/", 7)) {
@@ -379,48 +405,92 @@ enum MHD_Result handle_session(struct api_req *rq, const char *id, const char *r
 
 /* ---- POST /v1/execute: one sandbox, one execution ---------------------- */
 
-/* Decode and write the request's files into the fresh sandbox. */
-static bool put_files(struct api_req *rq, json_t *files, struct box *box,
-		      enum MHD_Result *answered)
+struct upload {
+	const char *path;	/* borrowed from the request */
+	unsigned char *data;
+	size_t len;
+};
+
+static void free_uploads(struct upload *v, size_t n)
 {
-	struct files_user u;
-	size_t i;
+	for (size_t i = 0; i < n; i++)
+		free(v[i].data);
+	free(v);
+}
+
+/* Check and decode the request's files before anything is spent on it. */
+static struct upload *decode_uploads(struct api_req *rq, json_t *files, size_t *count,
+				     enum MHD_Result *answered)
+{
+	static const char *const keys[] = { "path", "content_base64", NULL };
+	size_t n = json_array_size(files), i;
+	struct upload *v = calloc(n ? n : 1, sizeof(*v));
 	json_t *f;
 
-	session_file_owner(rq->sm, &u.uid, &u.gid);
+	*count = 0;
+	if (!v) {
+		*answered = http_error(rq, 500, "internal", "out of memory");
+		return NULL;
+	}
 	json_array_foreach(files, i, f) {
-		static const char *const keys[] = { "path", "content_base64", NULL };
 		json_t *path = json_object_get(f, "path"), *data = json_object_get(f, "content_base64");
-		char why[128];
-		unsigned char *bytes;
-		size_t len;
-		int r;
+		char why[160], bad[128];
+		const char *k;
+		json_t *unused;
 
-		if (json_is_object(f) && !http_only_keys(rq, f, keys, answered))
-			return false;
-		if (!json_is_string(path) || !json_is_string(data)) {
+		if (!json_is_object(f) || !json_is_string(path) || !json_is_string(data)) {
 			*answered = http_error(rq, 400, "invalid_request", "files[%zu] needs string "
 					       "'path' and 'content_base64'", i);
-			return false;
+			goto fail;
+		}
+		json_object_foreach(f, k, unused) {
+			bool known = !strcmp(k, keys[0]) || !strcmp(k, keys[1]);
+
+			if (!known) {
+				snprintf(bad, sizeof(bad), "%.100s", k);
+				*answered = http_error(rq, 400, "invalid_request",
+						       "files[%zu]: unknown field '%s'", i, bad);
+				goto fail;
+			}
 		}
 		if (files_check_path(json_string_value(path), false, why, sizeof(why)) < 0) {
 			*answered = http_error(rq, 400, "invalid_path", "files[%zu]: %s", i, why);
-			return false;
+			goto fail;
 		}
-		bytes = base64_decode(json_string_value(data), json_string_length(data), &len);
-		if (!bytes) {
+		v[i].path = json_string_value(path);
+		v[i].data = base64_decode(json_string_value(data), json_string_length(data),
+					  &v[i].len);
+		*count = i + 1;
+		if (!v[i].data) {
 			*answered = http_error(rq, 400, "invalid_request",
 					       "files[%zu].content_base64 is not valid base64", i);
-			return false;
+			goto fail;
 		}
-		r = files_write(&u, jail_work_fd(box_jail(box)), json_string_value(path), bytes,
-				len);
-		free(bytes);
+	}
+	return v;
+fail:
+	free_uploads(v, *count);
+	*count = 0;
+	return NULL;
+}
+
+/* Write the decoded files into the fresh sandbox. */
+static bool write_uploads(struct api_req *rq, const struct upload *v, size_t n,
+			  struct box *box, enum MHD_Result *answered)
+{
+	struct files_user u;
+
+	session_file_owner(rq->sm, &u.uid, &u.gid);
+	for (size_t i = 0; i < n; i++) {
+		int r = files_write(&u, jail_work_fd(box_jail(box)), v[i].path, v[i].data,
+				    v[i].len);
+		bool full = r == -ENOSPC || r == -EDQUOT || r == -EFBIG;
+
+		box_note_host_write(box);
 		if (r < 0) {
-			*answered = http_error(rq, r == -ENOSPC ? 413 : 400, r == -ENOSPC ?
-					       "too_large" : "invalid_path",
-					       "files[%zu]: cannot write '%.200s': %s", i,
-					       json_string_value(path), strerror(-r));
+			*answered = http_error(rq, full ? 413 : 400, full ? "too_large" :
+					       "invalid_path", "files[%zu]: cannot write '%.200s': %s",
+					       i, v[i].path, strerror(-r));
 			return false;
 		}
 	}
@@ -434,6 +504,8 @@ enum MHD_Result handle_oneshot(struct api_req *rq)
 	};
 	enum MHD_Result answered = MHD_NO;
 	json_t *body = http_body_object(rq, &answered), *files;
+	struct upload *uploads = NULL;
+	size_t nuploads = 0;
 	struct petri_limits lim;
 	struct box_exec ex;
 	struct box *box = NULL;
@@ -455,6 +527,8 @@ enum MHD_Result handle_oneshot(struct api_req *rq)
 				      "most %d objects", MAX_ONESHOT_FILES);
 		goto out;
 	}
+	if (json_is_array(files) && !(uploads = decode_uploads(rq, files, &nuploads, &answered)))
+		goto out;
 	if ((r = smgr_exec_slot_take(rq->sm)) < 0) {
 		answered = http_session_error(rq, r, NULL);
 		goto out;
@@ -464,7 +538,7 @@ enum MHD_Result handle_oneshot(struct api_req *rq)
 		answered = http_session_error(rq, r, err);
 		goto out;
 	}
-	if (json_is_array(files) && !put_files(rq, files, box, &answered))
+	if (!write_uploads(rq, uploads, nuploads, box, &answered))
 		goto out;
 	ex.one_shot = true;
 	if (result_init(&res) < 0) {
@@ -486,6 +560,7 @@ out:
 		smgr_oneshot_end(rq->sm, box);
 	if (slot)
 		smgr_exec_slot_give(rq->sm);
+	free_uploads(uploads, nuploads);
 	json_decref(body);
 	return answered;
 }

@@ -26,12 +26,16 @@ struct api_req {
 };
 
 /* All return the MHD result of queueing the response. */
+/* Queue resp (consumed; NULL: fail) with the common headers. */
+enum MHD_Result http_queue(struct api_req *rq, unsigned status, struct MHD_Response *resp);
 enum MHD_Result http_json(struct api_req *rq, unsigned status, json_t *body);
 enum MHD_Result http_error(struct api_req *rq, unsigned status, const char *code,
 			   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 enum MHD_Result http_text(struct api_req *rq, unsigned status, const char *type,
 			  const char *text, size_t len);
 enum MHD_Result http_empty(struct api_req *rq, unsigned status);
+/* 405 with an Allow header listing the methods that are. */
+enum MHD_Result http_not_allowed(struct api_req *rq, const char *allow);
 
 /* Parse the body as a JSON object ({} when empty).  On failure answers 400
  * itself and returns NULL (then return *answered). */

@@ -51,6 +51,11 @@ static enum MHD_Result queue(struct api_req *rq, unsigned status, struct MHD_Res
 	return r;
 }
 
+enum MHD_Result http_queue(struct api_req *rq, unsigned status, struct MHD_Response *resp)
+{
+	return queue(rq, status, resp);
+}
+
 enum MHD_Result http_text(struct api_req *rq, unsigned status, const char *type,
 			  const char *text, size_t len)
 {
@@ -74,9 +79,12 @@ enum MHD_Result http_json(struct api_req *rq, unsigned status, json_t *body)
 	enum MHD_Result r;
 
 	json_decref(body);
-	if (!text)
-		return http_text(rq, 500, "application/json",
-				 "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}", 58);
+	if (!text) {
+		static const char oom[] =
+			"{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}";
+
+		return http_text(rq, 500, "application/json", oom, sizeof(oom) - 1);
+	}
 	r = http_text(rq, status, "application/json", text, strlen(text));
 	free(text);
 	return r;
@@ -85,7 +93,10 @@ enum MHD_Result http_json(struct api_req *rq, unsigned status, json_t *body)
 enum MHD_Result http_error(struct api_req *rq, unsigned status, const char *code,
 			   const char *fmt, ...)
 {
+	struct MHD_Response *resp;
 	char msg[512];
+	char *text;
+	json_t *body;
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -95,8 +106,22 @@ enum MHD_Result http_error(struct api_req *rq, unsigned status, const char *code
 		metrics_inc(M_REJECT_BAD_REQUEST);
 	else if (status == 413)
 		metrics_inc(M_REJECT_TOO_LARGE);
-	return http_json(rq, status, json_pack("{s:{s:s, s:s}}", "error", "code", code,
-					       "message", msg));
+	body = json_pack("{s:{s:s, s:s}}", "error", "code", code, "message", msg);
+	text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	json_decref(body);
+	if (!text)
+		return http_json(rq, status, NULL);
+	resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(text);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", "application/json");
+	if (status == 401)
+		MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
+	else if (status == 429 || status == 503)
+		MHD_add_response_header(resp, "Retry-After", "1");
+	return queue(rq, status, resp);
 }
 
 json_t *http_body_object(struct api_req *rq, enum MHD_Result *answered)
@@ -178,7 +203,7 @@ static bool authorized(struct api_req *rq)
 
 /* ---- routing ---------------------------------------------------------- */
 
-static enum MHD_Result not_allowed(struct api_req *rq, const char *allow)
+enum MHD_Result http_not_allowed(struct api_req *rq, const char *allow)
 {
 	char msg[128];
 	struct MHD_Response *resp;
@@ -199,7 +224,7 @@ static enum MHD_Result route(struct api_req *rq)
 
 	if (!strcmp(url, "/healthz")) {
 		if (strcmp(m, "GET"))
-			return not_allowed(rq, "GET");
+			return http_not_allowed(rq, "GET");
 		return http_json(rq, 200, json_pack("{s:s, s:I}", "status", "ok", "sessions",
 						    (json_int_t)smgr_count(rq->sm)));
 	}
@@ -208,7 +233,7 @@ static enum MHD_Result route(struct api_req *rq)
 		enum MHD_Result r;
 
 		if (strcmp(m, "GET"))
-			return not_allowed(rq, "GET");
+			return http_not_allowed(rq, "GET");
 		if (metrics_render(&b) < 0) {
 			buf_release(&b);
 			return http_error(rq, 500, "internal", "out of memory");
@@ -219,14 +244,14 @@ static enum MHD_Result route(struct api_req *rq)
 	}
 	if (!strcmp(url, "/v1/openapi.json")) {
 		if (strcmp(m, "GET"))
-			return not_allowed(rq, "GET");
+			return http_not_allowed(rq, "GET");
 		return http_text(rq, 200, "application/json", openapi_json(), openapi_json_len());
 	}
 	if (!strcmp(url, "/v1/sessions"))
 		return handle_sessions(rq);
 	if (!strcmp(url, "/v1/execute")) {
 		if (strcmp(m, "POST"))
-			return not_allowed(rq, "POST");
+			return http_not_allowed(rq, "POST");
 		return handle_oneshot(rq);
 	}
 	if (!strncmp(url, "/v1/sessions/", 13)) {
@@ -234,7 +259,9 @@ static enum MHD_Result route(struct api_req *rq)
 		const char *p = url + 13, *slash = strchr(p, '/');
 		size_t n = slash ? (size_t)(slash - p) : strlen(p);
 
-		if (n == 0 || n > SESSION_ID_LEN) {
+		if (n == 0)
+			return http_error(rq, 404, "not_found", "no such endpoint: %.200s", url);
+		if (n > SESSION_ID_LEN) {
 			metrics_inc(M_REJECT_NOT_FOUND);
 			return http_error(rq, 404, "session_not_found", "no such session");
 		}

@@ -238,7 +238,7 @@ enum MHD_Result stream_execute(struct api_req *rq, struct session *s,
 		MHD_destroy_response(resp);	/* on_free drops one reference */
 		stream_put(st);
 		session_release(rq->sm, s);
-		return http_error(rq, 503, "internal", "cannot start the execution");
+		return http_error(rq, 500, "internal", "cannot start the execution");
 	}
 	pthread_detach(thread);
 	answered = MHD_queue_response(rq->conn, 200, resp);

@@ -225,7 +225,8 @@ static bool set_sandbox(struct parse *p, const char *name, const char *v)
 	if (!strcmp(name, "env")) {
 		const char *eq = strchr(v, '=');
 
-		if (!eq || eq == v || strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
+		if (!eq || eq == v || c->nenv >= 64 ||
+		    strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
 		    (size_t)(eq - v))
 			return false;
 		return push(&c->env, &c->nenv, v) == 0;

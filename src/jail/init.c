@@ -131,7 +131,7 @@ static int start_main(const struct init_args *a)
 {
 	sigset_t none;
 	char err[240];
-	int null_fd, status_fd, r;
+	int null_fd, out_fd, err_fd, ctl_fd, status_fd, r;
 	struct sigaction dfl;
 
 	if (setsid() < 0)
@@ -140,15 +140,25 @@ static int start_main(const struct init_args *a)
 		fail(a, "cannot set the parent-death signal");
 
 	/* fds: 0 /dev/null, 1 stdout, 2 stderr, 3 control, 4 status (closed by
-	 * execve; closed here when there is no execve); nothing else survives. */
-	null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	 * execve; closed here when there is no execve); nothing else survives.
+	 * Ours may have any numbers, 0 to 4 included (a template receives
+	 * them from the supervisor): move them above 10 first, so that no
+	 * dup2() below overwrites one that is still to be placed. */
+	out_fd = fcntl(a->stdout_fd, F_DUPFD_CLOEXEC, 10);
+	err_fd = fcntl(a->stderr_fd, F_DUPFD_CLOEXEC, 10);
+	ctl_fd = fcntl(a->ctl_fd, F_DUPFD_CLOEXEC, 10);
 	status_fd = fcntl(a->status_fd, F_DUPFD_CLOEXEC, 10);
-	if (null_fd < 0 || status_fd < 0)
-		fail(a, "cannot open /dev/null");
-	if (dup2(null_fd, 0) < 0 || dup2(a->stdout_fd, 1) < 0 ||
-	    dup2(a->stderr_fd, 2) < 0 || dup2(a->ctl_fd, 3) < 0 ||
-	    dup3(status_fd, 4, O_CLOEXEC) < 0)
+	null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (out_fd < 0 || err_fd < 0 || ctl_fd < 0 || status_fd < 0 || null_fd < 0)
 		fail(a, "cannot set up file descriptors");
+	if (dup2(null_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0 ||
+	    dup2(ctl_fd, 3) < 0 || dup3(status_fd, 4, O_CLOEXEC) < 0)
+		fail(a, "cannot set up file descriptors");
+	/* dup2() onto itself keeps close-on-exec (/dev/null may have opened
+	 * as fd 0): 0-3 must survive execve. */
+	for (int fd = 0; fd < 4; fd++)
+		if (fcntl(fd, F_SETFD, 0) < 0)
+			fail(a, "cannot set up file descriptors");
 	syscall(SYS_close_range, 5, ~0U, 0);
 	status_fd = 4;
 
@@ -297,6 +307,10 @@ static int become_pid1(const struct init_args *a)
 		fail(a, err);
 	}
 
+	/* SIGCHLD must not be ignored, or the kernel reaps our children
+	 * itself and never tells us (a template ignores it, and we are its
+	 * copy). */
+	signal(SIGCHLD, SIG_DFL);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
 	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)

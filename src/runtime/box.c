@@ -20,7 +20,7 @@
 #define READY_TIMEOUT_S 30.0
 #define TICK_MS 100
 #define DRAIN_TIMEOUT_S 1.0
-#define MAX_ENV 64
+#define MAX_ENV 160	/* operator (64) + session (64) + room */
 #define NAME_MAX_LEN 256
 #define MESSAGE_MAX_LEN (64u << 10)
 #define TRACEBACK_MAX_LEN (256u << 10)
@@ -33,6 +33,9 @@ struct box {
 	long long next_id;
 	bool dead;
 	char dead_reason[256];
+	char stop_reason[128];		/* why box_stop() was called, if it was */
+	struct timespec quiet_after;	/* last write we know of: by the host, or
+					 * by an execution before its "done" */
 	char python[32];
 };
 
@@ -50,6 +53,7 @@ static const char *const base_env[] = {
 	"MPLCONFIGDIR=/tmp/.matplotlib",
 	"PYTHONUNBUFFERED=1",
 	"PYTHONDONTWRITEBYTECODE=1",
+	"XDG_CACHE_HOME=/tmp/.cache",	/* caches (fontconfig...) out of /work */
 	NULL
 };
 
@@ -196,6 +200,42 @@ int box_jail_config(const struct box_config *cfg, struct jail_config *jc, const 
 	jc->nfiles = with_extension ? 2 : 1;
 	jc->ro_binds = cfg->ro_binds;
 	return 0;
+}
+
+void box_note_host_write(struct box *b)
+{
+	clock_gettime(CLOCK_REALTIME, &b->quiet_after);
+}
+
+static bool later(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec > b->tv_nsec);
+}
+
+/* The start of an execution, for "files".  tmpfs stamps a change with a
+ * time between the coarse clock and the precise clock at that moment
+ * (multigrain timestamps), so a precise start would miss files written in
+ * the first milliseconds, and a coarse start could count a file written just
+ * before.  Start at a coarse tick later than every write we know of (an
+ * upload, the previous execution): wait for it when it has not come yet
+ * (at most one tick, and only right after such a write). */
+static void execution_start(struct box *b, struct timespec *start)
+{
+	for (;;) {
+		struct timespec pause = { 0, 250000 };
+
+		clock_gettime(CLOCK_REALTIME_COARSE, start);
+		if (later(start, &b->quiet_after))
+			return;
+		nanosleep(&pause, NULL);
+	}
+}
+
+void box_stop(struct box *b, const char *reason)
+{
+	if (!b->stop_reason[0])
+		snprintf(b->stop_reason, sizeof(b->stop_reason), "%s", reason);
+	jail_stop(b->jail);
 }
 
 bool box_alive(const struct box *b) { return !b->dead; }
@@ -486,12 +526,16 @@ static uint64_t cpu_ns_now(struct box *b)
 
 enum stop { STOP_NONE, STOP_TIMEOUT, STOP_CPU, STOP_CANCEL };
 
-/* Pump until done, death, or a limit.  Returns why it stopped early. */
-static enum stop pump(struct run *run, double deadline, uint64_t cpu_start)
+/* Pump until done, death, or a limit.  Returns why it stopped early.
+ * watch_cancel: whether the cancel fd counts (not after it fired once: it
+ * stays readable, and the interrupt's grace period must run its course). */
+static enum stop pump(struct run *run, double deadline, uint64_t cpu_start,
+		      bool watch_cancel)
 {
 	struct jail *j = run->b->jail;
 	const struct box_exec *ex = run->ex;
 	uint64_t cpu_limit_ns = ex->cpu_s > 0 ? (uint64_t)(ex->cpu_s * 1e9) : 0;
+	int cancel_fd = watch_cancel ? ex->cancel_fd : -1;
 
 	while (!run->done && !run->main_exited && !run->violated) {
 		struct pollfd pfd[6] = {
@@ -500,7 +544,7 @@ static enum stop pump(struct run *run, double deadline, uint64_t cpu_start)
 			{ .fd = jail_ctl_fd(j), .events = POLLIN },
 			{ .fd = jail_status_fd(j), .events = POLLIN },
 			{ .fd = jail_pidfd(j), .events = POLLIN },
-			{ .fd = ex->cancel_fd, .events = POLLIN },
+			{ .fd = cancel_fd, .events = POLLIN },
 		};
 		double left = deadline - now_s();
 		int timeout = left <= 0 ? 0 : left * 1000 < TICK_MS ? (int)(left * 1000) + 1 : TICK_MS;
@@ -508,7 +552,7 @@ static enum stop pump(struct run *run, double deadline, uint64_t cpu_start)
 
 		if (left <= 0)
 			return STOP_TIMEOUT;
-		r = poll(pfd, ex->cancel_fd >= 0 ? 6 : 5, timeout);
+		r = poll(pfd, cancel_fd >= 0 ? 6 : 5, timeout);
 		if (r < 0 && errno != EINTR)
 			break;
 		if (pfd[0].revents)
@@ -523,9 +567,10 @@ static enum stop pump(struct run *run, double deadline, uint64_t cpu_start)
 			if (st != 0 || pfd[4].revents)
 				run->main_exited = true;
 		}
-		if (ex->cancel_fd >= 0 && pfd[5].revents)
+		if (cancel_fd >= 0 && pfd[5].revents)
 			return STOP_CANCEL;
-		if (cpu_limit_ns && cpu_ns_now(run->b) - cpu_start >= cpu_limit_ns)
+		if (cpu_limit_ns && watch_cancel &&
+		    cpu_ns_now(run->b) - cpu_start >= cpu_limit_ns)
 			return STOP_CPU;
 	}
 	return STOP_NONE;
@@ -551,7 +596,10 @@ static void classify_death(struct run *run, uint64_t oom_before)
 	struct result *res = run->res;
 	int st = run->exit.wstatus;
 
-	if (jail_usage(run->b->jail, &u) == 0 && u.oom_kills > oom_before) {
+	if (run->b->stop_reason[0]) {
+		res->status = RESULT_KILLED;
+		snprintf(res->reason, sizeof(res->reason), "%s", run->b->stop_reason);
+	} else if (jail_usage(run->b->jail, &u) == 0 && u.oom_kills > oom_before) {
 		res->status = RESULT_OOM;
 		snprintf(res->reason, sizeof(res->reason),
 			 "the memory limit was reached and the runtime was killed");
@@ -597,7 +645,7 @@ int box_exec(struct box *b, const struct box_exec *ex,
 
 	jail_reset_peak(b->jail);
 	jail_usage(b->jail, &u0);
-	clock_gettime(CLOCK_REALTIME, &wall_start);
+	execution_start(b, &wall_start);
 	t0 = now_s();
 	deadline = t0 + ex->timeout_s;
 
@@ -611,11 +659,11 @@ int box_exec(struct box *b, const struct box_exec *ex,
 		goto finish;
 	}
 
-	why = pump(&run, deadline, u0.cpu_ns);
+	why = pump(&run, deadline, u0.cpu_ns, true);
 	if (why != STOP_NONE && !ex->one_shot) {
 		/* Interrupt first, so that a session keeps its state. */
 		jail_signal(b->jail, SIGINT);
-		pump(&run, now_s() + grace, u0.cpu_ns);
+		pump(&run, now_s() + grace, u0.cpu_ns, false);
 		if (run.done && !run.violated) {
 			res->status = RESULT_TIMEOUT;
 			describe_stop(&run, why, why == STOP_CPU ? ex->cpu_s : ex->timeout_s,
@@ -669,5 +717,6 @@ finish:
 	/* The workspace fd keeps /work readable even after the sandbox died:
 	 * what a killed program wrote is still reported. */
 	ws_changed_files(jail_work_fd(b->jail), &wall_start, res->files);
+	box_note_host_write(b);	/* what this execution wrote is known now */
 	return 0;
 }

@@ -79,6 +79,14 @@ int box_adopt(struct jail *j, struct box **out, char *err, size_t errlen);
 int box_jail_config(const struct box_config *cfg, struct jail_config *jc, const char **env,
 		    size_t envcap, struct jail_file files[2], bool with_extension);
 
+/* The host just wrote files into /work (an upload): the next execution's
+ * "files" must not list them (unless the code changes them). */
+void box_note_host_write(struct box *b);
+
+/* Kill the sandbox now (from any thread); an execution in progress ends as
+ * killed with reason.  The first reason given is kept. */
+void box_stop(struct box *b, const char *reason);
+
 bool box_alive(const struct box *b);
 const char *box_dead_reason(const struct box *b);
 /* The sandbox under the box, for file transfers and stats. */

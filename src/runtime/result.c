@@ -63,7 +63,8 @@ size_t result_stream_add(struct result_stream *s, const char *data, size_t len,
 		size_t dropped = s->data.len - cut;
 
 		s->data.len = cut;
-		s->data.data[cut] = '\0';
+		if (s->data.data)	/* NULL when nothing was ever kept (cap 0) */
+			s->data.data[cut] = '\0';
 		s->truncated = true;
 		keep = keep > dropped ? keep - dropped : 0;
 	}

@@ -135,7 +135,10 @@ static void *run(void *arg)
 			fill_one(p);
 			continue;
 		}
-		wait_for(p, p->z ? 1.0 : RETRY_S);
+		/* stopping may have been set while the lock was dropped
+		 * (a template starting): its wake-up is gone, do not wait. */
+		if (!p->stopping)
+			wait_for(p, p->z ? 1.0 : RETRY_S);
 	}
 	pthread_mutex_unlock(&p->lock);
 	return NULL;

@@ -288,7 +288,7 @@ static void *reaper(void *arg)
 		}
 		pthread_mutex_unlock(&m->lock);
 		for (size_t i = 0; i < nended; i++) {
-			jail_stop(box_jail(ended[i]->box));
+			box_stop(ended[i]->box, "the session expired");
 			session_put(ended[i]);
 		}
 		pthread_mutex_lock(&m->lock);
@@ -395,9 +395,9 @@ void smgr_shutdown(struct smgr *m)
 	pthread_cond_broadcast(&m->stop_cond);
 	/* Kill everything at once: all sandboxes die in parallel. */
 	for (size_t i = 0; i < m->n; i++)
-		jail_stop(box_jail(m->v[i]->box));
+		box_stop(m->v[i]->box, "the server is shutting down");
 	for (size_t i = 0; i < m->noneshot_boxes; i++)
-		jail_stop(box_jail(m->oneshot_boxes[i]));
+		box_stop(m->oneshot_boxes[i], "the server is shutting down");
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -600,15 +600,13 @@ int smgr_delete(struct smgr *m, const char *id)
 		tombstone_add(m, id, "deleted", true);
 	}
 	pthread_mutex_unlock(&m->lock);
-	if (!s) {
-		metrics_inc(M_REJECT_NOT_FOUND);
+	if (!s)
 		return SM_ENOTFOUND;
-	}
 	metrics_inc(M_SESSIONS_DELETED);
 	log_info("session %s deleted", id);
 	/* Kill now even if an execution holds a reference: it ends as
 	 * killed, and the last reference frees the sandbox. */
-	jail_stop(box_jail(s->box));
+	box_stop(s->box, "the session was deleted");
 	session_put(s);
 	return 0;
 }
@@ -667,6 +665,11 @@ void session_touch(struct session *s)
 	pthread_mutex_lock(&s->lock);
 	s->last_used = now_real();
 	pthread_mutex_unlock(&s->lock);
+}
+
+void session_note_write(struct session *s)
+{
+	box_note_host_write(s->box);
 }
 
 json_t *session_json(struct session *s)
@@ -798,8 +801,11 @@ int session_run(struct smgr *m, struct session *s, const struct box_exec *ex,
 			removed = true;
 		}
 		pthread_mutex_unlock(&m->lock);
-		metrics_inc(M_SESSIONS_DIED);
-		log_info("session %s died: %s", s->id, s->dead_reason);
+		/* Not in the table: deleted or expired, and counted as such. */
+		if (removed) {
+			metrics_inc(M_SESSIONS_DIED);
+			log_info("session %s died: %s", s->id, s->dead_reason);
+		}
 		jail_stop(box_jail(s->box));
 		if (removed)
 			session_put(s);

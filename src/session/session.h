@@ -96,6 +96,8 @@ int session_work_fd(struct session *s);
 void session_file_owner(const struct smgr *m, uid_t *uid, gid_t *gid);
 /* Mark the session used now (file transfers count as use). */
 void session_touch(struct session *s);
+/* Files were just written into the session's /work by the API. */
+void session_note_write(struct session *s);
 
 /* A one-shot sandbox: created, used once and destroyed by the caller with
  * smgr_oneshot_end().  Counts against the session cap while it lives. */

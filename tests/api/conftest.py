@@ -1,0 +1,270 @@
+"""Black-box tests against a real `petri serve`.
+
+`server` (module-scoped) starts the daemon on a free loopback port with a
+config written for the test, and stops it with SIGTERM afterwards, checking
+that it exits 0 and leaves no sandbox process behind.  `make_server` starts
+one with a custom config (for limits, keys, expiry).  `api` wraps requests.
+
+Server extras: .pid, .api(key=None) -> Api, .descendants() (host pids of the
+daemon's process tree, for leak checks), .stderr_text() (what it logged so
+far; stderr is drained by a thread so a chatty daemon never blocks on a full
+pipe).  A daemon sweeps stale cgroups of dead petri processes when it starts,
+so Server takes the CLI suite's lock (tests/cli/conftest.py) shared while it
+starts, as every CLI run does.
+"""
+import contextlib
+import fcntl
+import itertools
+import json
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+import requests
+
+PETRI = os.environ.get("PETRI_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "build", "petri"))
+SANDBOX_UID_MIN = 2000000000
+# Shared with tests/cli/conftest.py: petri starts hold it shared; a test that
+# must see what a dead petri left behind holds it exclusively.
+LOCK_PATH = "/tmp/petri-cli-tests.lock"
+_config_names = itertools.count()
+
+
+@contextlib.contextmanager
+def petri_lock(exclusive=False):
+    with open(LOCK_PATH, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def process_tree(root):
+    """Host pids of root's descendants, each with its start time (to tell
+    a pid that was reused): {pid: starttime}."""
+    children = {}
+    starts = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                st = f.read()
+        except OSError:
+            continue
+        fields = st[st.rindex(")") + 2:].split()
+        children.setdefault(int(fields[1]), []).append(int(d))
+        starts[int(d)] = int(fields[19])
+    out, todo = {}, [root]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            if c not in out:
+                out[c] = starts[c]
+                todo.append(c)
+    return out
+
+
+def still_alive(tree):
+    """Those of {pid: starttime} that still run (same pid, same start)."""
+    alive = []
+    for pid, start in tree.items():
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                st = f.read()
+        except OSError:
+            continue
+        fields = st[st.rindex(")") + 2:].split()
+        if int(fields[19]) == start and fields[0] != "Z":
+            alive.append(pid)
+    return alive
+
+
+def cgroup_dirs(pid, root="/sys/fs/cgroup"):
+    """Cgroup directories p<pid>-... under any .../petri/ of the hierarchy."""
+    found = []
+    for dirpath, dirnames, _ in os.walk(root):
+        if os.path.basename(dirpath) == "petri":
+            found += [os.path.join(dirpath, d) for d in dirnames if d.startswith(f"p{pid}-")]
+            dirnames[:] = []
+    return found
+
+
+def sandbox_pids():
+    """Host pids of processes running as a sandbox uid."""
+    pids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/status") as f:
+                for line in f:
+                    if line.startswith("Uid:"):
+                        if int(line.split()[1]) >= SANDBOX_UID_MIN:
+                            pids.append(int(d))
+                        break
+        except OSError:
+            pass
+    return pids
+
+
+class Server:
+    def __init__(self, tmp_path, config="", extra_args=()):
+        n = next(_config_names)
+        self.config_path = tmp_path / ("petri.ini" if n == 0 else f"petri-{n}.ini")
+        self.config_path.write_text(config)
+        self._err = []
+        # The daemon starts its warm template in the background: __init__
+        # waits for it (or for word that there is none), so that tests see
+        # the steady state, and a SIGTERM while it starts stalls the shutdown
+        # (test_lifecycle.py shows it).
+        self._warm = threading.Event()
+        if re.search(r"^\s*warm\s*=\s*(false|no|off|0)\s*$", config, re.M | re.I):
+            self._warm.set()
+        with petri_lock():
+            self.proc = subprocess.Popen(
+                [PETRI, "serve", "--listen", "127.0.0.1:0", "--config", str(self.config_path), *extra_args],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
+            self._drain = threading.Thread(target=self._read_stderr, daemon=True)
+            self._drain.start()
+            line = self.proc.stdout.readline()
+        m = re.search(r"listening on (http://\S+|unix:\S+)", line)
+        if not m:
+            self.proc.kill()
+            self.proc.wait()
+            self._drain.join(5)
+            raise RuntimeError(f"petri serve did not start: {line!r} {self.stderr_text()}")
+        self.url = m.group(1)
+        self.pids = set()
+        # Tests run against a daemon whose warm template is up (the default
+        # configuration's steady state), not against the cold start-up path.
+        self._warm.wait(15)
+
+    def _read_stderr(self):
+        for line in self.proc.stderr:
+            self._err.append(line)
+            if "warm template ready" in line or "no warm path" in line or "warm pool" in line:
+                self._warm.set()
+        self._warm.set()
+
+    def stderr_text(self):
+        return "".join(self._err)
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def api(self, key=None):
+        return Api(self.url, key)
+
+    def descendants(self):
+        return process_tree(self.proc.pid)
+
+    def stop(self, timeout=30):
+        """SIGTERM; returns (exit code, stderr).  Also notes in .leaked the
+        processes of its tree that outlived it and in .leaked_cgroups its
+        cgroup directories that remain."""
+        if self.proc.poll() is None:
+            self._warm.wait(10)
+        tree = self.descendants() if self.proc.poll() is None else {}
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise
+        self._drain.join(10)
+        self.leaked = still_alive(tree)
+        self.leaked_cgroups = cgroup_dirs(self.proc.pid)
+        return code, self.stderr_text()
+
+
+class Api:
+    def __init__(self, url, key=None):
+        self.url = url
+        self.s = requests.Session()
+        if key:
+            self.s.headers["Authorization"] = f"Bearer {key}"
+
+    def request(self, method, path, **kw):
+        kw.setdefault("timeout", 120)
+        return self.s.request(method, self.url + path, **kw)
+
+    def get(self, path, **kw):
+        return self.request("GET", path, **kw)
+
+    def post(self, path, body=None, **kw):
+        if body is not None:
+            kw["json"] = body
+        return self.request("POST", path, **kw)
+
+    def put(self, path, data=b"", **kw):
+        return self.request("PUT", path, data=data, **kw)
+
+    def delete(self, path, **kw):
+        return self.request("DELETE", path, **kw)
+
+    def session(self, **body):
+        r = self.post("/v1/sessions", body)
+        assert r.status_code == 201, r.text
+        return r.json()["id"]
+
+    def execute(self, sid, code, **kw):
+        r = self.post(f"/v1/sessions/{sid}/execute", {"code": code, **kw})
+        assert r.status_code == 200, r.text
+        return r.json()
+
+
+@pytest.fixture
+def make_server(tmp_path):
+    started = []
+
+    def make(config="", extra_args=()):
+        srv = Server(tmp_path, config, extra_args)
+        started.append(srv)
+        return srv
+
+    yield make
+    results = []
+    for srv in started:
+        try:
+            results.append((srv, *srv.stop()))
+        except subprocess.TimeoutExpired:
+            results.append((srv, "did not stop within 30 s after SIGTERM", srv.stderr_text()))
+    for srv, code, err in results:
+        assert code == 0, err[-3000:]
+        assert not srv.leaked, f"processes of petri serve outlived it: {srv.leaked}"
+        assert not srv.leaked_cgroups, f"cgroups left behind: {srv.leaked_cgroups}"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    srv = Server(tmp_path_factory.mktemp("srv"))
+    yield srv
+    code, err = srv.stop()
+    assert code == 0, err[-3000:]
+    assert not srv.leaked, f"processes of petri serve outlived it: {srv.leaked}"
+    assert not srv.leaked_cgroups, f"cgroups left behind: {srv.leaked_cgroups}"
+
+
+@pytest.fixture(scope="module")
+def cold_server(tmp_path_factory):
+    """Like `server`, with the warm path off ([sessions] warm = false):
+    every sandbox starts cold, as when no template can run."""
+    srv = Server(tmp_path_factory.mktemp("cold"), "[sessions]\nwarm = false\n")
+    yield srv
+    code, err = srv.stop()
+    assert code == 0, err[-3000:]
+    assert not srv.leaked, f"processes of petri serve outlived it: {srv.leaked}"
+    assert not srv.leaked_cgroups, f"cgroups left behind: {srv.leaked_cgroups}"
+
+
+@pytest.fixture
+def api(server):
+    return Api(server.url)

@@ -1,0 +1,661 @@
+"""docs/openapi.json against the real server.
+
+The document must be what GET /v1/openapi.json serves, a well-formed
+OpenAPI 3.1 document whose schemas are valid Draft 2020-12, and every
+response the server gives here must be declared by it: the status for that
+path and method, the media type, required headers, and a body that
+validates against the declared schema.  A response the document does not
+declare fails the test.
+"""
+import base64
+import json
+import os
+import re
+import threading
+import time
+from datetime import datetime
+
+import pytest
+import requests
+from jsonschema import Draft202012Validator, FormatChecker, RefResolver
+from jsonschema.exceptions import ValidationError
+
+DOC_PATH = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "openapi.json")
+with open(DOC_PATH, "rb") as _f:
+    DOC_BYTES = _f.read()
+DOC = json.loads(DOC_BYTES)
+
+METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+
+FORMATS = FormatChecker()
+
+
+@FORMATS.checks("date-time", raises=ValueError)
+def _date_time(value):
+    if not isinstance(value, str):
+        return True
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})", value):
+        raise ValueError(f"not an RFC 3339 date-time: {value!r}")
+    datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return True
+
+
+def validator(schema):
+    return Draft202012Validator(schema, resolver=RefResolver("", DOC), format_checker=FORMATS)
+
+
+def validate(instance, schema, what=""):
+    errors = sorted(validator(schema).iter_errors(instance), key=lambda e: list(e.path))
+    assert not errors, f"{what}: {errors[0].message} at {list(errors[0].path)}\n" \
+                       f"instance: {json.dumps(instance)[:2000]}"
+
+
+def deref(obj):
+    """Follow a local $ref (components/responses and the like)."""
+    while isinstance(obj, dict) and "$ref" in obj and len(obj) == 1:
+        node = DOC
+        for part in obj["$ref"].removeprefix("#/").split("/"):
+            node = node[part.replace("~1", "/").replace("~0", "~")]
+        obj = node
+    return obj
+
+
+def template_regex(template):
+    parts = re.split(r"(\{[^}]+\})", template)
+    out = ""
+    for p in parts:
+        if p == "{path}":
+            out += r".+"
+        elif p.startswith("{"):
+            out += r"[^/]+"
+        else:
+            out += re.escape(p)
+    return re.compile("^" + out + "$")
+
+
+TEMPLATES = sorted(((t, template_regex(t)) for t in DOC["paths"]),
+                   key=lambda tr: (tr[0].count("{"), -len(tr[0])))
+
+
+def declared_responses(method, path):
+    """The responses the document declares for this method on this path."""
+    method = method.lower()
+    for template, rx in TEMPLATES:
+        if rx.match(path):
+            item = DOC["paths"][template]
+            if method in item:
+                return f"{method.upper()} {template}", item[method]["responses"]
+            other = item["x-other-methods"]
+            assert method.upper() not in other["allowed"]
+            return f"{method.upper()} {template} (other method)", other["responses"]
+    return f"{method.upper()} {path} (unmatched)", DOC["x-unmatched-path"]["responses"]
+
+
+def media_type(declared, content_type):
+    ct = (content_type or "").split(";")[0].strip().lower()
+    if ct in declared:
+        return ct
+    for key in declared:
+        major, _, minor = key.partition("/")
+        if minor == "*" and (major == "*" or ct.startswith(major + "/")):
+            return key
+    return None
+
+
+def parse_sse(text):
+    """Server-Sent Events -> ([(event, data)], number of comment lines)."""
+    events, comments = [], 0
+    for block in text.split("\n\n"):
+        if not block.strip():
+            continue
+        event, data = "message", []
+        for line in block.split("\n"):
+            if line.startswith(":"):
+                comments += 1
+            elif line.startswith("event:"):
+                event = line[6:].strip()
+            elif line.startswith("data:"):
+                data.append(line[5:].removeprefix(" "))
+        if data:
+            events.append((event, json.loads("\n".join(data))))
+    return events, comments
+
+
+def check(r, method=None, path=None):
+    """Assert the document declares response r; return its parsed body
+    (JSON value, list of SSE events, text or bytes)."""
+    method = method or r.request.method
+    path = path or r.request.path_url.split("?")[0]
+    where, responses = declared_responses(method, path)
+    status = str(r.status_code)
+    assert status in responses, \
+        f"{where} answered {status}, which the document does not declare: {r.text[:500]}"
+    resp = deref(responses[status])
+    for name, h in resp.get("headers", {}).items():
+        if deref(h).get("required"):
+            assert name in r.headers, f"{where} {status}: required header {name} missing"
+    content = resp.get("content")
+    if not content:
+        assert r.content == b"", f"{where} {status} declares no body but got {r.content[:200]!r}"
+        return None
+    key = media_type(content, r.headers.get("Content-Type"))
+    assert key, f"{where} {status}: Content-Type {r.headers.get('Content-Type')!r} " \
+                f"not declared (declared: {list(content)})"
+    mt = content[key]
+    if key == "application/json":
+        body = r.json()
+        validate(body, mt["schema"], f"{where} {status}")
+        if r.status_code >= 400:
+            assert set(body) == {"error"}
+        return body
+    if key == "text/event-stream":
+        events, _ = parse_sse(r.text)
+        for name, data in events:
+            assert name in mt["x-events"], f"{where}: undeclared event {name!r}"
+            validate(data, mt["x-events"][name], f"{where} event {name}")
+        return events
+    if key.startswith("text/"):
+        validate(r.text, mt["schema"], f"{where} {status}")
+        return r.text
+    return r.content
+
+
+def error_code(r):
+    body = check(r)
+    return body["error"]["code"]
+
+
+def request_schema(method, template):
+    op = DOC["paths"][template][method]
+    return op["requestBody"]["content"]["application/json"]["schema"]
+
+
+def fake_response(status, body, method="GET", path="/healthz"):
+    r = requests.Response()
+    r.status_code = status
+    r._content = json.dumps(body).encode()
+    r.headers["Content-Type"] = "application/json"
+    return r, method, path
+
+
+# ---- the document itself -------------------------------------------------
+
+
+def test_served_document_is_docs_openapi_json(api):
+    r = api.get("/v1/openapi.json")
+    assert r.status_code == 200
+    assert r.headers["Content-Type"] == "application/json"
+    assert r.content == DOC_BYTES
+    assert check(r) == DOC
+
+
+def _walk(node, path=()):
+    yield path, node
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _walk(v, path + (k,))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _walk(v, path + (i,))
+
+
+def test_document_structure():
+    assert DOC["openapi"] == "3.1.0"
+    assert DOC["info"]["title"] and DOC["info"]["version"]
+    expected = {"/healthz", "/metrics", "/v1/openapi.json", "/v1/sessions", "/v1/sessions/{id}",
+                "/v1/sessions/{id}/execute", "/v1/sessions/{id}/files",
+                "/v1/sessions/{id}/files/{path}", "/v1/execute"}
+    assert set(DOC["paths"]) == expected
+    op_ids = []
+    for template, item in DOC["paths"].items():
+        ops = [m for m in METHODS if m in item]
+        assert ops, template
+        assert sorted(m.upper() for m in ops) == sorted(item["x-other-methods"]["allowed"])
+        assert "405" in item["x-other-methods"]["responses"]
+        declared = {p["name"] for p in item.get("parameters", []) if p["in"] == "path"}
+        assert declared == set(re.findall(r"\{([^}]+)\}", template)), template
+        for m in ops:
+            op = item[m]
+            op_ids.append(op["operationId"])
+            assert op["responses"], f"{m} {template} has no responses"
+            for status, resp in op["responses"].items():
+                assert re.fullmatch(r"[1-5]\d\d", status), status
+                assert deref(resp)["description"]
+                if status not in ("204",):
+                    assert deref(resp).get("content"), f"{m} {template} {status}"
+            if template != "/healthz":
+                assert "401" in op["responses"], f"{m} {template} lacks 401"
+    assert len(op_ids) == len(set(op_ids))
+    for name in ("Session", "Result", "MimeBundle", "Error", "FileEntry", "FileList",
+                 "CreateSessionRequest", "ExecuteRequest", "OneShotRequest"):
+        assert name in DOC["components"]["schemas"], name
+    for name in ("CreateSessionRequest", "ExecuteRequest", "OneShotRequest", "OneShotFile",
+                 "LimitsRequest"):
+        assert DOC["components"]["schemas"][name]["additionalProperties"] is False
+
+
+def test_every_ref_resolves_and_every_schema_is_draft_2020_12():
+    schemas = list(DOC["components"]["schemas"].values())
+    for path, node in _walk(DOC):
+        if isinstance(node, dict) and "$ref" in node:
+            deref({"$ref": node["$ref"]})  # raises KeyError if dangling
+        if path and path[-1] == "schema" and isinstance(node, dict):
+            schemas.append(node)
+        if path and path[-1] == "x-events":
+            schemas.extend(node.values())
+    assert len(schemas) > 30
+    for s in schemas:
+        Draft202012Validator.check_schema(s)
+        validator(s)  # and its $refs resolve against the document
+    # The schemas reject what they should: the envelope, nullability.
+    validate({"error": {"code": "internal", "message": "x"}}, {"$ref": "#/components/schemas/Error"})
+    with pytest.raises(AssertionError):
+        validate({"error": {"code": "nope", "message": "x"}}, {"$ref": "#/components/schemas/Error"})
+
+
+def test_an_undeclared_response_fails():
+    r, m, p = fake_response(418, {"error": {"code": "internal", "message": "teapot"}})
+    with pytest.raises(AssertionError, match="does not declare"):
+        check(r, m, p)
+    # a declared status with a body that does not match its schema
+    r, m, p = fake_response(200, {"status": "ok"})
+    with pytest.raises(AssertionError):
+        check(r, m, p)
+    # an error code the status does not declare
+    r, m, p = fake_response(404, {"error": {"code": "session_busy", "message": "x"}},
+                            "GET", "/v1/sessions/ses_x")
+    with pytest.raises(AssertionError):
+        check(r, m, p)
+
+
+# ---- every endpoint, for real --------------------------------------------
+
+
+def test_healthz_and_metrics(api):
+    r = api.get("/healthz")
+    assert r.status_code == 200
+    assert check(r)["status"] == "ok"
+    r = api.get("/metrics")
+    assert r.status_code == 200
+    assert r.headers["Content-Type"].startswith("text/plain")
+    text = check(r)
+    for name in ("petri_sessions_live", "petri_executions_total{status=\"ok\"}",
+                 "petri_requests_rejected_total{reason=\"bad_request\"}",
+                 "petri_execution_duration_seconds_bucket{le=\"+Inf\"}"):
+        assert name in text
+
+
+def test_session_lifecycle(api):
+    body = {"language": "python", "limits": {"memory_mb": 256, "timeout_s": 10},
+            "idle_timeout_s": 300, "env": {"GREETING": "hi"}}
+    validate(body, request_schema("post", "/v1/sessions"))
+    r = api.post("/v1/sessions", body)
+    assert r.status_code == 201, r.text
+    s = check(r)
+    assert r.headers["Location"] == f"/v1/sessions/{s['id']}"
+    assert s["limits"]["memory_mb"] == 256 and s["limits"]["timeout_s"] == 10
+    assert s["idle_timeout_s"] == 300 and s["status"] == "idle"
+    sid = s["id"]
+
+    r = api.get(f"/v1/sessions/{sid}")
+    assert r.status_code == 200 and check(r)["id"] == sid
+    r = api.get("/v1/sessions")
+    assert r.status_code == 200
+    assert sid in [x["id"] for x in check(r)["sessions"]]
+
+    r = api.post(f"/v1/sessions/{sid}/execute", {"code": "import os\nx = 20\nprint(os.environ['GREETING'])\nx + 1"})
+    assert r.status_code == 200
+    res = check(r)
+    assert res["status"] == "ok" and res["stdout"] == "hi\n"
+    assert res["results"] == [{"text/plain": "21"}]
+    r = api.post(f"/v1/sessions/{sid}/execute", {"code": "echo $((6*7)) > n.txt; cat n.txt", "language": "bash"})
+    res = check(r)
+    assert res["stdout"] == "42\n" and res["exit_code"] == 0
+    r = api.post(f"/v1/sessions/{sid}/execute", {"code": "x * 2"})
+    assert check(r)["results"] == [{"text/plain": "40"}]
+
+    r = api.delete(f"/v1/sessions/{sid}")
+    assert r.status_code == 204
+    check(r)
+    for r in (api.get(f"/v1/sessions/{sid}"), api.delete(f"/v1/sessions/{sid}"),
+              api.post(f"/v1/sessions/{sid}/execute", {"code": "1"})):
+        assert r.status_code == 404 and error_code(r) == "session_not_found"
+
+
+def test_execute_results(api):
+    sid = api.session(limits={"output_kb": 1})
+    ex = lambda code, **kw: api.post(f"/v1/sessions/{sid}/execute", {"code": code, **kw})
+
+    r = ex("1/0")
+    res = check(r)
+    assert res["status"] == "error" and res["exit_code"] == 1
+    assert res["error"]["name"] == "ZeroDivisionError"
+    assert "<cell" in res["error"]["traceback"]
+
+    res = check(ex("import sys\nsys.stdout.buffer.write(b'\\xff\\xfeok\\n'); sys.stdout.flush()\nNone"))
+    assert res["stdout_base64"] == base64.b64encode(b"\xff\xfeok\n").decode()
+    assert res["stdout"].endswith("ok\n") and "\ufffd" in res["stdout"]
+    assert "stderr_base64" not in res
+
+    res = check(ex("print('y' * 5000)"))
+    assert res["stdout_truncated"] is True and len(res["stdout"]) == 1024
+
+    res = check(ex("import pandas as pd\nimport matplotlib.pyplot as plt\n"
+                   "plt.plot([1, 2])\nopen('out.txt', 'w').write('x')\n"
+                   "pd.DataFrame({'a': [1]})"))
+    assert res["status"] == "ok"
+    kinds = [sorted(b) for b in res["results"]]
+    assert ["text/html", "text/plain"] in kinds and ["image/png", "text/plain"] in kinds
+    assert {"path": "out.txt", "size": 1} in res["files"]
+
+    res = check(ex("echo nope; exit 3", language="bash"))
+    assert res["status"] == "error" and res["exit_code"] == 3
+    assert res["error"]["name"] == "NonZeroExit"
+
+    res = check(ex("int main(void) { return missing; }", language="c"))
+    assert res["status"] == "error" and res["error"]["name"] == "CompileError"
+
+
+def test_timeout_interrupts_and_keeps_the_session(api):
+    sid = api.session()
+    r = api.post(f"/v1/sessions/{sid}/execute",
+                 {"code": "import time\nn = 0\nwhile True:\n    n += 1\n    time.sleep(0.01)",
+                  "timeout_s": 0.5})
+    res = check(r)
+    assert res["status"] == "timeout"
+    assert res["error"]["name"] == "KeyboardInterrupt"
+    assert "interrupted and the session kept" in res["reason"]
+    res = check(api.post(f"/v1/sessions/{sid}/execute", {"code": "n > 0"}))
+    assert res["results"] == [{"text/plain": "True"}]
+
+
+def test_timeout_that_ignores_the_interrupt_ends_the_session(api):
+    sid = api.session()
+    r = api.post(f"/v1/sessions/{sid}/execute",
+                 {"code": "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                          "while True: time.sleep(1)", "timeout_s": 0.3})
+    res = check(r)
+    assert res["status"] == "timeout" and res["exit_code"] is None
+    assert "session was ended" in res["reason"]
+    for r in (api.get(f"/v1/sessions/{sid}"), api.post(f"/v1/sessions/{sid}/execute", {"code": "1"}),
+              api.get(f"/v1/sessions/{sid}/files"), api.delete(f"/v1/sessions/{sid}")):
+        assert r.status_code == 410
+        assert check(r)["error"] == {"code": "session_gone", "message": res["reason"]}
+
+
+def test_oom_and_killed(api):
+    sid = api.session(limits={"memory_mb": 128})
+    res = check(api.post(f"/v1/sessions/{sid}/execute",
+                         {"code": "python3 -c 'bytearray(400 << 20)'; echo $?", "language": "bash"}))
+    assert res["status"] == "oom" and res["stdout"] == "137\n"
+    assert res["reason"] == "a process was killed by the memory limit"
+    res = check(api.post(f"/v1/sessions/{sid}/execute",
+                         {"code": "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"}))
+    assert res["status"] == "killed" and res["signal"] == 9 and res["exit_code"] is None
+    r = api.get(f"/v1/sessions/{sid}")
+    assert r.status_code == 410 and "signal 9" in check(r)["error"]["message"]
+
+
+def test_stream(api):
+    sid = api.session()
+    r = api.post(f"/v1/sessions/{sid}/execute",
+                 {"code": "import sys, time\nprint('a', flush=True)\ntime.sleep(0.1)\n"
+                          "print('b', file=sys.stderr)\ndisplay(7)\n1/0"},
+                 headers={"Accept": "text/event-stream"})
+    assert r.status_code == 200
+    assert r.headers["Content-Type"] == "text/event-stream"
+    events = check(r)
+    names = [e for e, _ in events]
+    assert names[-1] == "done" and names.count("done") == 1
+    assert {"stdout", "stderr", "result", "error"} <= set(names)
+    assert "".join(d["text"] for e, d in events if e == "stdout") == "a\n"
+    assert ("result", {"text/plain": "7"}) in events
+    done = events[-1][1]
+    assert done["status"] == "error" and done["stdout"] == "a\n" and done["stderr"] == "b\n"
+    assert names.index("error") < names.index("done")
+
+    # refusals before the stream starts are plain JSON statuses
+    r = api.post(f"/v1/sessions/{sid}/execute", {"code": 1}, headers={"Accept": "text/event-stream"})
+    assert r.status_code == 400 and error_code(r) == "invalid_request"
+
+
+def test_stream_disconnect_cancels_the_execution(api):
+    sid = api.session()
+    r = api.post(f"/v1/sessions/{sid}/execute",
+                 {"code": "import time\nwhile True:\n    print('.', flush=True)\n    time.sleep(0.1)"},
+                 headers={"Accept": "text/event-stream"}, stream=True)
+    assert r.status_code == 200
+    next(r.iter_content(1))
+    r.close()
+    deadline = time.time() + 8
+    while True:
+        g = api.get(f"/v1/sessions/{sid}")
+        body = check(g)
+        if g.status_code == 410 or body["status"] != "busy" or time.time() > deadline:
+            break
+        time.sleep(0.2)
+    assert g.status_code == 410 or body["status"] == "idle"
+
+
+def test_files(api):
+    sid = api.session()
+    base = f"/v1/sessions/{sid}/files"
+    r = api.put(f"{base}/in/data.csv", data=b"a,b\n1,2\n")
+    assert r.status_code == 201
+    assert check(r) == {"path": "in/data.csv", "size": 8}
+    r = api.put(f"{base}/empty.bin")
+    assert r.status_code == 201 and check(r)["size"] == 0
+
+    r = api.get(f"{base}/in/data.csv")
+    assert r.status_code == 200 and r.content == b"a,b\n1,2\n"
+    assert r.headers["Content-Type"].startswith("text/csv")
+    check(r)
+
+    r = api.get(base)
+    listing = check(r)
+    assert listing["path"] == "" and listing["truncated"] is False
+    assert [(f["path"], f["type"]) for f in listing["files"]] == [("empty.bin", "file"), ("in", "directory")]
+    r = api.get(base, params={"path": "in"})
+    assert [f["path"] for f in check(r)["files"]] == ["in/data.csv"]
+
+    res = check(api.post(f"/v1/sessions/{sid}/execute",
+                         {"code": "mkfifo pipe; ln -s /etc/passwd link", "language": "bash"}))
+    assert res["status"] == "ok"
+
+    cases = [
+        (api.get(f"{base}/nope.txt"), 404, "file_not_found"),
+        (api.get(base, params={"path": "nope"}), 404, "file_not_found"),
+        (api.get(f"{base}/in"), 400, "is_a_directory"),
+        (api.get(base, params={"path": "empty.bin"}), 400, "not_a_directory"),
+        (api.get(f"{base}/pipe"), 400, "not_a_regular_file"),
+        (api.get(f"{base}/link"), 404, "file_not_found"),      # /etc/passwd inside /work
+        (api.put(f"{base}/link", data=b"x"), 400, "invalid_path"),
+        (api.put(f"{base}/empty.bin/x", data=b"x"), 400, "not_a_directory"),
+        (api.get(f"{base}/%2Fetc%2Fpasswd"), 400, "invalid_path"),
+        (api.get(base, params={"path": "/etc"}), 400, "invalid_path"),
+        (api.get(base, params={"path": "../.."}), 400, "invalid_path"),
+        (api.get(f"{base}/a%01b"), 400, "invalid_path"),
+        (api.get(f"{base}/a//b"), 400, "invalid_path"),
+        (api.delete(f"{base}/in"), 409, "directory_not_empty"),
+        (api.delete(f"{base}/nope"), 404, "file_not_found"),
+        (api.request("POST", f"{base}/in/data.csv"), 405, "method_not_allowed"),
+        (api.request("PATCH", base), 405, "method_not_allowed"),
+    ]
+    for r, status, code in cases:
+        assert (r.status_code, error_code(r)) == (status, code), r.request.url
+
+    for path in ("in/data.csv", "in", "link", "pipe"):
+        r = api.delete(f"{base}/{path}")
+        assert r.status_code == 204, path
+        check(r)
+    assert [f["path"] for f in check(api.get(base))["files"]] == ["empty.bin"]
+    r = api.get("/v1/sessions/ses_00000000000000000000000000000000/files")
+    assert r.status_code == 404 and error_code(r) == "session_not_found"
+
+
+def test_one_shot_execute(api):
+    body = {"code": "import pandas as pd\ndf = pd.read_csv('in/d.csv')\n"
+                    "df.to_csv('out.csv', index=False)\nprint(int(df.a.sum()))",
+            "files": [{"path": "in/d.csv", "content_base64": base64.b64encode(b"a\n1\n2\n").decode()}],
+            "limits": {"memory_mb": 512}, "timeout_s": 20}
+    validate(body, request_schema("post", "/v1/execute"))
+    r = api.post("/v1/execute", body)
+    assert r.status_code == 200
+    res = check(r)
+    assert res["status"] == "ok" and res["stdout"] == "3\n"
+    assert res["files"] == [{"path": "out.csv", "size": 6}]
+
+    res = check(api.post("/v1/execute", {"code": "echo hi", "language": "bash"}))
+    assert res["stdout"] == "hi\n"
+    res = check(api.post("/v1/execute", {"code": "import time; time.sleep(5)", "timeout_s": 0.3}))
+    assert res["status"] == "timeout" and res["reason"].endswith("the sandbox was killed")
+
+    bad = [
+        ({"code": "1", "files": [{"path": "/etc/x", "content_base64": ""}]}, "invalid_path"),
+        ({"code": "1", "files": [{"path": "x", "content_base64": "!!"}]}, "invalid_request"),
+        ({"code": "1", "files": [{"path": "x", "content_base64": "", "mode": 1}]}, "invalid_request"),
+        ({"code": "1", "files": {}}, "invalid_request"),
+        ({"code": "1", "idle_timeout_s": 5}, "invalid_request"),
+        ({"code": "1", "timeout_s": 10_000}, "invalid_request"),
+        ({}, "invalid_request"),
+    ]
+    for body, code in bad:
+        r = api.post("/v1/execute", body)
+        assert r.status_code == 400 and error_code(r) == code, body
+    r = api.get("/v1/execute")
+    assert r.status_code == 405 and error_code(r) == "method_not_allowed"
+    assert r.headers["Allow"] == "POST"
+
+
+def test_bad_requests(api):
+    sid = api.session()
+    create = request_schema("post", "/v1/sessions")
+    execute = request_schema("post", "/v1/sessions/{id}/execute")
+    cases = [
+        ("/v1/sessions", b"[1]", "invalid_json", None),
+        ("/v1/sessions", b'{"a":', "invalid_json", None),
+        ("/v1/sessions", b'{"language":"python","language":"c"}', "invalid_json", None),
+        ("/v1/sessions", {"bogus": 1}, "invalid_request", create),
+        ("/v1/sessions", {"language": "ruby"}, "invalid_request", create),
+        ("/v1/sessions", {"limits": {"gpu": 1}}, "invalid_request", create),
+        ("/v1/sessions", {"limits": []}, "invalid_request", create),
+        ("/v1/sessions", {"limits": {"memory_mb": 16}}, "invalid_request", create),
+        ("/v1/sessions", {"limits": {"memory_mb": 1 << 20}}, "invalid_request", None),  # above max
+        ("/v1/sessions", {"limits": {"timeout_s": 10_000}}, "invalid_request", None),
+        ("/v1/sessions", {"idle_timeout_s": 0}, "invalid_request", create),
+        ("/v1/sessions", {"env": {"PATH": "/x"}}, "invalid_request", create),
+        ("/v1/sessions", {"env": {"1A": "x"}}, "invalid_request", create),
+        ("/v1/sessions", {"env": {"A": 1}}, "invalid_request", create),
+        (f"/v1/sessions/{sid}/execute", {}, "invalid_request", execute),
+        (f"/v1/sessions/{sid}/execute", {"code": 1}, "invalid_request", execute),
+        (f"/v1/sessions/{sid}/execute", {"code": "1", "language": "js"}, "invalid_request", execute),
+        (f"/v1/sessions/{sid}/execute", {"code": "1", "timeout_s": 0}, "invalid_request", execute),
+        (f"/v1/sessions/{sid}/execute", {"code": "1", "timeout_s": 31}, "invalid_request", None),
+        (f"/v1/sessions/{sid}/execute", {"code": "1", "limits": {}}, "invalid_request", execute),
+    ]
+    for path, body, code, schema in cases:
+        if isinstance(body, bytes):
+            r = api.request("POST", path, data=body, headers={"Content-Type": "application/json"})
+        else:
+            r = api.post(path, body)
+            if schema is not None:  # the document refuses it too
+                with pytest.raises(AssertionError):
+                    validate(body, schema)
+        assert r.status_code == 400 and error_code(r) == code, (path, body, r.text)
+    assert check(api.get("/v1/sessions/" + sid))["status"] == "idle"
+
+
+def test_not_found_and_method_not_allowed(api):
+    sid = api.session()
+    cases = [
+        (api.get("/nope"), 404, "not_found"),
+        (api.get("/v1/sessionsX"), 404, "not_found"),
+        (api.get(f"/v1/sessions/{sid}/bogus"), 404, "not_found"),
+        (api.get("/v1/sessions/ses_00000000000000000000000000000000"), 404, "session_not_found"),
+        (api.get("/v1/sessions/" + "x" * 40), 404, "session_not_found"),
+        (api.request("PUT", "/v1/sessions"), 405, "method_not_allowed"),
+        (api.request("PATCH", f"/v1/sessions/{sid}"), 405, "method_not_allowed"),
+        (api.get(f"/v1/sessions/{sid}/execute"), 405, "method_not_allowed"),
+        (api.post("/healthz"), 405, "method_not_allowed"),
+        (api.post("/metrics"), 405, "method_not_allowed"),
+        (api.delete("/v1/openapi.json"), 405, "method_not_allowed"),
+    ]
+    for r, status, code in cases:
+        assert (r.status_code, error_code(r)) == (status, code), r.request.url
+
+
+def test_busy_session_is_409(api):
+    sid = api.session()
+    out = {}
+    t = threading.Thread(target=lambda: out.update(r=api.post(
+        f"/v1/sessions/{sid}/execute", {"code": "import time; time.sleep(1.5)"})))
+    t.start()
+    deadline = time.time() + 5
+    while check(api.get(f"/v1/sessions/{sid}"))["status"] != "busy" and time.time() < deadline:
+        time.sleep(0.05)
+    r = api.post(f"/v1/sessions/{sid}/execute", {"code": "1"})
+    assert r.status_code == 409 and error_code(r) == "session_busy"
+    r = api.post(f"/v1/sessions/{sid}/execute", {"code": "1"}, headers={"Accept": "text/event-stream"})
+    assert r.status_code == 409 and error_code(r) == "session_busy"
+    t.join()
+    assert check(out["r"])["status"] == "ok"
+
+
+def test_expired_session_is_410_with_the_reason(api):
+    sid = api.session(idle_timeout_s=1)
+    time.sleep(2.2)
+    r = api.get(f"/v1/sessions/{sid}")
+    assert r.status_code == 410
+    assert check(r)["error"] == {"code": "session_gone",
+                                 "message": "the session was idle too long and was ended"}
+    r = api.put(f"/v1/sessions/{sid}/files/x", data=b"x")
+    assert r.status_code == 410 and error_code(r) == "session_gone"
+
+
+def test_keys_401(make_server, api):
+    srv = make_server("[server]\napi_keys = k1\n")
+    Api = type(api)
+    anon, wrong, good = Api(srv.url), Api(srv.url, "k2"), Api(srv.url, "k1")
+    for a in (anon, wrong):
+        for r in (a.get("/v1/sessions"), a.post("/v1/sessions", {}), a.get("/metrics"),
+                  a.get("/v1/openapi.json"), a.post("/v1/execute", {"code": "1"}),
+                  a.get("/nope"), a.request("PUT", "/v1/sessions")):
+            assert r.status_code == 401 and error_code(r) == "unauthorized", r.request.url
+    r = anon.get("/healthz")
+    assert r.status_code == 200 and check(r)["status"] == "ok"
+    r = good.get("/v1/sessions")
+    assert r.status_code == 200 and check(r) == {"sessions": []}
+    r = good.get("/v1/openapi.json")
+    assert r.status_code == 200 and r.content == DOC_BYTES
+
+
+def test_limits_413_and_capacity_429(make_server, api):
+    srv = make_server("[server]\nmax_sessions = 1\nmax_executions = 1\nmax_body_mb = 1\n"
+                      "max_file_mb = 1\n")
+    api = type(api)(srv.url)
+    sid = api.session()
+    big = b"\0" * (1 << 20) + b"x"
+    # without Content-Length (chunked): read, dropped, refused
+    r = api.put(f"/v1/sessions/{sid}/files/big", data=iter([big[:1 << 19], big[1 << 19:]]))
+    assert r.status_code == 413 and error_code(r) == "too_large"
+    r = api.request("POST", f"/v1/sessions/{sid}/execute", data=iter([big]))
+    assert r.status_code == 413 and error_code(r) == "too_large"
+    # a file larger than max_file_mb cannot be downloaded
+    res = check(api.post(f"/v1/sessions/{sid}/execute",
+                         {"code": "open('big', 'wb').write(b'0' * (2 << 20))"}))
+    assert res["status"] == "ok"
+    r = api.get(f"/v1/sessions/{sid}/files/big")
+    assert r.status_code == 413 and error_code(r) == "too_large"
+
+    r = api.post("/v1/sessions", {})
+    assert r.status_code == 429 and error_code(r) == "over_capacity"
+    r = api.post("/v1/execute", {"code": "1"})
+    assert r.status_code == 429 and error_code(r) == "over_capacity"
+
+    r = api.delete(f"/v1/sessions/{sid}")
+    assert r.status_code == 204
+    res = check(api.post("/v1/execute", {"code": "print(1)"}))
+    assert res["stdout"] == "1\n"
+    text = check(api.get("/metrics"))
+    assert 'petri_requests_rejected_total{reason="capacity"} 2' in text
+    assert 'petri_requests_rejected_total{reason="too_large"} 3' in text
