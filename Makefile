@@ -89,7 +89,17 @@ PYTEST_JOBS ?= 2
 blackbox: $(BUILD)/petri
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/driver tests/cli tests/api
 
-test: unit blackbox
+# MCP: raw-protocol tests, and the official MCP TypeScript SDK as a client
+# (installed with npm ci from tests/mcp/package-lock.json when missing).
+tests/mcp/node_modules: tests/mcp/package.json tests/mcp/package-lock.json
+	cd tests/mcp && npm ci --no-audit --no-fund
+	@touch $@
+
+mcp-test: $(BUILD)/petri tests/mcp/node_modules
+	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/mcp
+	cd tests/mcp && PETRI_BIN=$(abspath $(BUILD)/petri) node --test sdk.test.mjs
+
+test: unit blackbox mcp-test
 
 test-san:
 	$(MAKE) SAN=1 test
@@ -99,6 +109,6 @@ clean:
 
 include tests/fuzz/fuzz.mk
 
-.PHONY: all unit blackbox test test-san clean fuzz fuzz-smoke
+.PHONY: all unit blackbox mcp-test test test-san clean fuzz fuzz-smoke
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -12,11 +12,13 @@
 #include "util/buf.h"
 
 struct api_server;
+struct mcp_registry;
 
 struct api_req {
 	struct api_server *srv;
 	const struct petri_config *cfg;
 	struct smgr *sm;
+	struct mcp_registry *mcp;	/* MCP connections (mcp.c) */
 	struct MHD_Connection *conn;
 	const char *method;
 	const char *url;
@@ -54,6 +56,7 @@ enum MHD_Result handle_session(struct api_req *rq, const char *id, const char *r
 enum MHD_Result handle_oneshot(struct api_req *rq);
 enum MHD_Result handle_files(struct api_req *rq, struct session *s, const char *path,
 			     bool is_list);
+enum MHD_Result handle_mcp(struct api_req *rq);
 enum MHD_Result stream_execute(struct api_req *rq, struct session *s,
 			       const struct box_exec *ex);
 

@@ -18,6 +18,7 @@
 
 #include "api/http.h"
 #include "api/openapi.h"
+#include "mcp/registry.h"
 #include "util/log.h"
 #include "util/metrics.h"
 
@@ -30,6 +31,7 @@ struct api_server {
 	char unix_path[108];
 	atomic_bool quiescing;
 	atomic_uint active;
+	struct mcp_registry *mcp;	/* MCP over HTTP: /mcp */
 };
 
 /* ---- answering -------------------------------------------------------- */
@@ -247,6 +249,8 @@ static enum MHD_Result route(struct api_req *rq)
 			return http_not_allowed(rq, "GET");
 		return http_text(rq, 200, "application/json", openapi_json(), openapi_json_len());
 	}
+	if (!strcmp(url, "/mcp"))
+		return handle_mcp(rq);
 	if (!strcmp(url, "/v1/sessions"))
 		return handle_sessions(rq);
 	if (!strcmp(url, "/v1/execute")) {
@@ -291,6 +295,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		rq->srv = srv;
 		rq->cfg = srv->cfg;
 		rq->sm = srv->sm;
+		rq->mcp = srv->mcp;
 		rq->conn = conn;
 		rq->method = method;
 		rq->url = url;
@@ -491,9 +496,14 @@ int api_start(const struct petri_config *cfg, struct smgr *sm,
 		return -ENOMEM;
 	srv->cfg = cfg;
 	srv->sm = sm;
+	if (mcp_registry_new(sm, cfg, &srv->mcp) < 0) {
+		free(srv);
+		return -ENOMEM;
+	}
 	fd = !strncmp(cfg->listen, "unix:", 5) ? listen_unix(srv, cfg->listen + 5, err, errlen) :
 						 listen_tcp(srv, cfg->listen, err, errlen);
 	if (fd < 0) {
+		mcp_registry_free(srv->mcp);
 		free(srv);
 		return fd;
 	}
@@ -511,6 +521,7 @@ int api_start(const struct petri_config *cfg, struct smgr *sm,
 	if (!srv->daemon) {
 		snprintf(err, errlen, "cannot start the HTTP server");
 		close(fd);
+		mcp_registry_free(srv->mcp);
 		free(srv);
 		return -EIO;
 	}
@@ -545,5 +556,6 @@ void api_stop(struct api_server *srv)
 	close(srv->listen_fd);
 	if (srv->unix_path[0])
 		unlink(srv->unix_path);
+	mcp_registry_free(srv->mcp);
 	free(srv);
 }

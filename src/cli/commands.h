@@ -4,10 +4,13 @@
 #ifndef PETRI_COMMANDS_H
 #define PETRI_COMMANDS_H
 
+#include "config/config.h"
+
 int cmd_run(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_policy(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_mcp(int argc, char **argv);
 
 /* Shared by commands: start the jail host or die with a clear message
  * (cgroup settings from PETRI_NO_CGROUPS and PETRI_CGROUP_PARENT, or from
@@ -16,5 +19,16 @@ struct jail_host;
 struct jail_host_config;
 struct jail_host *cli_jail_host(void);
 struct jail_host *cli_jail_host_with(const struct jail_host_config *cfg);
+
+/* A jail host and a session manager in this process (petri mcp, ask),
+ * from the configuration file at config_path (NULL: defaults), or die. */
+struct smgr;
+struct cli_local {
+	struct petri_config cfg;
+	struct jail_host *host;
+	struct smgr *sm;
+};
+void cli_local_start(struct cli_local *l, const char *config_path);
+void cli_local_stop(struct cli_local *l);
 
 #endif

@@ -22,6 +22,7 @@ static const struct command commands[] = {
 	{ "check", cmd_check, "report what this host supports and what petri will do" },
 	{ "serve", cmd_serve, "serve the HTTP API: stateful sessions, files, streaming" },
 	{ "policy", cmd_policy, "print the system calls the sandbox allows" },
+	{ "mcp", cmd_mcp, "serve the Model Context Protocol on stdio (for MCP clients)" },
 	{ NULL, NULL, NULL },
 };
 

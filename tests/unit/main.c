@@ -11,6 +11,7 @@ int main(void)
 		buf_suite,
 		cgroup_suite,
 		codec_suite,
+		mcp_suite,
 		mounts_suite,
 		policy_suite,
 	};

@@ -8,6 +8,7 @@
 Suite *buf_suite(void);
 Suite *cgroup_suite(void);
 Suite *codec_suite(void);
+Suite *mcp_suite(void);
 Suite *mounts_suite(void);
 Suite *policy_suite(void);
 

@@ -1,0 +1,42 @@
+/* A session manager in this process, for the commands that run sandboxes
+ * themselves rather than through a server (petri mcp, petri ask). */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "cli/commands.h"
+#include "jail/jail.h"
+#include "session/session.h"
+#include "util/log.h"
+
+void cli_local_start(struct cli_local *l, const char *config_path)
+{
+	struct jail_host_config hc = { 0 };
+	struct rlimit rl;
+	char err[512];
+
+	memset(l, 0, sizeof(*l));
+	if (config_load(&l->cfg, config_path, err, sizeof(err)) < 0)
+		die(2, "%s", err);
+	/* Sessions hold fds (pipes, sockets, pidfds, the workspace). */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	signal(SIGPIPE, SIG_IGN);
+	hc.uid_base = l->cfg.uid_base;
+	hc.cgroup_parent = l->cfg.cgroup_parent;
+	hc.no_cgroups = !l->cfg.cgroups;
+	l->host = cli_jail_host_with(&hc);
+	if (smgr_new(&l->cfg, l->host, &l->sm, err, sizeof(err)) < 0)
+		die(125, "%s", err);
+}
+
+void cli_local_stop(struct cli_local *l)
+{
+	smgr_free(l->sm);
+	jail_host_free(l->host);
+	config_release(&l->cfg);
+	memset(l, 0, sizeof(*l));
+}

@@ -1,0 +1,212 @@
+#include "mcp/render.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "util/utf8.h"
+
+int render_clip(struct buf *out, const char *s, size_t len, size_t max)
+{
+	size_t head, tail;
+
+	if (len <= max)
+		return utf8_sanitize(out, s, len);
+	head = utf8_cut(s, max / 2);
+	tail = len - max / 2;
+	/* Start the tail on a character, not inside one. */
+	while (tail < len && ((unsigned char)s[tail] & 0xC0) == 0x80)
+		tail++;
+	if (utf8_sanitize(out, s, head) < 0 ||
+	    buf_appendf(out, "\n[... %zu bytes left out here, of %zu in all ...]\n",
+			tail - head, len) < 0 ||
+	    utf8_sanitize(out, s + tail, len - tail) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+json_t *render_text_item(const char *s, size_t len)
+{
+	struct buf clean = BUF_INIT;
+	json_t *item = NULL;
+
+	if (utf8_sanitize(&clean, s, len) == 0)
+		item = json_pack("{s:s, s:s%}", "type", "text", "text",
+				 clean.data ? clean.data : "", clean.len);
+	buf_release(&clean);
+	return item;
+}
+
+/* A section: "--- name ---\n" then the text, ending in a newline. */
+static int section(struct buf *b, const char *name, const char *s, size_t len, size_t max)
+{
+	if (buf_appendf(b, "--- %s ---\n", name) < 0 || render_clip(b, s, len, max) < 0)
+		return -ENOMEM;
+	if (len && s[len - 1] != '\n' && buf_append_str(b, "\n") < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+static int stream(struct buf *b, const char *name, const struct result_stream *st)
+{
+	if (st->data.len == 0)
+		return 0;
+	if (section(b, name, st->data.data, st->data.len, RENDER_STREAM_MAX) < 0)
+		return -ENOMEM;
+	if (st->truncated &&
+	    buf_appendf(b, "[%s: the program wrote %llu bytes; petri kept the first %zu]\n", name,
+			(unsigned long long)st->total, st->data.len) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+static bool is_image_type(const char *mime)
+{
+	return !strcmp(mime, "image/png") || !strcmp(mime, "image/jpeg");
+}
+
+/* Text results into b, images into content. */
+static int results(struct buf *b, json_t *content, const json_t *list)
+{
+	struct buf text = BUF_INIT;
+	size_t i, images = 0, image_bytes = 0, dropped = 0;
+	json_t *bundle;
+	int r = -ENOMEM;
+
+	json_array_foreach(list, i, bundle) {
+		const char *plain = json_string_value(json_object_get(bundle, "text/plain"));
+		const char *mime, *image = NULL;
+		json_t *v;
+
+		json_object_foreach((json_t *)bundle, mime, v) {
+			if (is_image_type(mime) && json_is_string(v) && !image) {
+				image = mime;
+				if (images >= RENDER_IMAGES_MAX ||
+				    image_bytes + json_string_length(v) > RENDER_IMAGE_BYTES_MAX) {
+					dropped++;
+					continue;
+				}
+				if (json_array_append_new(content, json_pack(
+						"{s:s, s:O, s:s}", "type", "image", "data", v,
+						"mimeType", mime)))
+					goto out;
+				images++;
+				image_bytes += json_string_length(v);
+			}
+		}
+		if (image) {
+			if (buf_appendf(&text, "[image %zu (%s)%s%s]\n", images + dropped, image,
+					plain ? ": " : "", plain ? plain : "") < 0)
+				goto out;
+		} else if (plain) {
+			if (buf_append_str(&text, plain) < 0 || buf_append_str(&text, "\n") < 0)
+				goto out;
+		}
+	}
+	if (text.len && section(b, "result", text.data, text.len, RENDER_RESULTS_MAX) < 0)
+		goto out;
+	if (dropped && buf_appendf(b, "[%zu image(s) not returned: at most %d images and "
+				   "%u MiB per execution]\n", dropped, RENDER_IMAGES_MAX,
+				   RENDER_IMAGE_BYTES_MAX >> 20) < 0)
+		goto out;
+	r = 0;
+out:
+	buf_release(&text);
+	return r;
+}
+
+static int error_section(struct buf *b, const json_t *e)
+{
+	const char *name = json_string_value(json_object_get(e, "name"));
+	const char *msg = json_string_value(json_object_get(e, "message"));
+	const char *tb = json_string_value(json_object_get(e, "traceback"));
+	struct buf text = BUF_INIT;
+	int r = -ENOMEM;
+
+	/* A Python traceback ends with "Name: message" already. */
+	if (tb && *tb && name && strcmp(name, "CompileError") != 0) {
+		if (buf_append_str(&text, tb) < 0)
+			goto out;
+	} else {
+		if (buf_appendf(&text, "%s: %s\n", name ? name : "Error", msg ? msg : "") < 0)
+			goto out;
+		if (tb && *tb && buf_append_str(&text, tb) < 0)
+			goto out;
+	}
+	r = section(b, "error", text.data, text.len, RENDER_TRACEBACK_MAX);
+out:
+	buf_release(&text);
+	return r;
+}
+
+static int files_section(struct buf *b, const json_t *files)
+{
+	size_t i, n = json_array_size(files);
+	json_t *f;
+
+	if (n == 0)
+		return 0;
+	if (buf_append_str(b, "--- files written ---\n") < 0)
+		return -ENOMEM;
+	json_array_foreach(files, i, f) {
+		if (i == 50)
+			return buf_appendf(b, "[... and %zu more]\n", n - i);
+		if (buf_appendf(b, "/work/%s (%lld bytes)\n",
+				json_string_value(json_object_get(f, "path")),
+				(long long)json_integer_value(json_object_get(f, "size"))) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static const char *stopped_why(enum result_status s)
+{
+	switch (s) {
+	case RESULT_TIMEOUT:
+		return "the execution was stopped: time limit";
+	case RESULT_OOM:
+		return "the execution was stopped: out of memory";
+	case RESULT_KILLED:
+		return "the execution was killed";
+	default:
+		return NULL;
+	}
+}
+
+json_t *render_execution(const struct result *r, bool *is_error)
+{
+	json_t *content = json_array(), *text = NULL;
+	struct buf b = BUF_INIT;
+	const char *why = stopped_why(r->status);
+
+	*is_error = r->status != RESULT_OK;
+	if (!content)
+		return NULL;
+	/* The text item goes first: reserve its place. */
+	if (json_array_append_new(content, json_null()))
+		goto fail;
+	if (stream(&b, "stdout", &r->out) < 0 || stream(&b, "stderr", &r->err) < 0 ||
+	    results(&b, content, r->results) < 0)
+		goto fail;
+	if (r->error && error_section(&b, r->error) < 0)
+		goto fail;
+	if (r->status == RESULT_ERROR && !r->error && r->has_exit_code &&
+	    buf_appendf(&b, "--- error ---\nexit status %d\n", r->exit_code) < 0)
+		goto fail;
+	if (files_section(&b, r->files) < 0)
+		goto fail;
+	if (why && buf_appendf(&b, "--- %s ---\n%s\n", result_status_name(r->status),
+			       r->reason[0] ? r->reason : why) < 0)
+		goto fail;
+	if (b.len == 0 && buf_append_str(&b, "(no output: the code ran without error and "
+					 "printed nothing)\n") < 0)
+		goto fail;
+	text = render_text_item(b.data, b.len);
+	if (!text || json_array_set_new(content, 0, text))
+		goto fail;
+	buf_release(&b);
+	return content;
+fail:
+	buf_release(&b);
+	json_decref(content);
+	return NULL;
+}

@@ -1,0 +1,922 @@
+#include "mcp/tools.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mcp/render.h"
+#include "runtime/box.h"
+#include "runtime/files.h"
+#include "util/base64.h"
+#include "util/log.h"
+#include "util/utf8.h"
+
+#define READ_TEXT_MAX	(100u << 10)	/* text shown by read_file */
+#define READ_BLOB_MAX	(6u << 20)	/* images and binary files, raw bytes */
+#define LIST_SHOWN_MAX	500		/* entries shown by list_files */
+
+struct tools {
+	struct smgr *sm;
+	const struct petri_config *cfg;
+	pthread_mutex_t call;		/* one tool call at a time */
+	pthread_mutex_t lock;		/* sid and closed */
+	char sid[SESSION_ID_LEN + 1];	/* "" before first use */
+	bool closed;
+};
+
+/* The Python version of the runtime, learned from the first session any
+ * client starts (the same runtime serves every session). */
+static pthread_mutex_t version_lock = PTHREAD_MUTEX_INITIALIZER;
+static char python_version[32];
+
+/* ---- the tool table ---------------------------------------------------- */
+
+enum arg_type { ARG_STRING, ARG_NUMBER };
+
+struct arg {
+	const char *name;
+	enum arg_type type;
+	bool required;
+	const char *const *choices;	/* allowed strings, NULL-terminated */
+	const char *description;
+};
+
+struct tool {
+	const char *name;
+	const char *title;
+	struct arg args[4];
+	bool read_only, destructive;
+	json_t *(*run)(struct tools *t, struct session *s, json_t *args, int cancel_fd,
+		       json_t **execution);
+};
+
+static const char *const languages[] = { "python", "bash", "c", NULL };
+static const char *const encodings[] = { "utf-8", "base64", NULL };
+
+static json_t *run_execute(struct tools *, struct session *, json_t *, int, json_t **);
+static json_t *run_write_file(struct tools *, struct session *, json_t *, int, json_t **);
+static json_t *run_read_file(struct tools *, struct session *, json_t *, int, json_t **);
+static json_t *run_list_files(struct tools *, struct session *, json_t *, int, json_t **);
+
+static const struct tool tool_table[] = {
+	{ "execute", "Run code in the sandbox", {
+		{ "code", ARG_STRING, true, NULL, "The code to run." },
+		{ "language", ARG_STRING, false, languages,
+		  "python (the default), bash, or c (compiled with gcc, then run)." },
+		{ "timeout_s", ARG_NUMBER, false, NULL,
+		  "Wall-clock limit for this call, in seconds." },
+	}, false, false, run_execute },
+	{ "write_file", "Write a file into /work", {
+		{ "path", ARG_STRING, true, NULL,
+		  "Where to write, relative to /work (or starting with /work/)." },
+		{ "content", ARG_STRING, true, NULL, "The file's content." },
+		{ "encoding", ARG_STRING, false, encodings,
+		  "How content is encoded: utf-8 text (the default) or base64 for binary data." },
+	}, false, false, run_write_file },
+	{ "read_file", "Read a file from /work", {
+		{ "path", ARG_STRING, true, NULL,
+		  "The file, relative to /work (or starting with /work/)." },
+	}, true, false, run_read_file },
+	{ "list_files", "List files in /work", {
+		{ "path", ARG_STRING, false, NULL,
+		  "The directory, relative to /work (default: /work itself)." },
+	}, true, false, run_list_files },
+	{ "reset", "Start a fresh sandbox", { { NULL } }, false, true, NULL },
+};
+
+#define NTOOLS (sizeof(tool_table) / sizeof(tool_table[0]))
+
+static const struct tool *find_tool(const char *name)
+{
+	for (size_t i = 0; i < NTOOLS; i++)
+		if (!strcmp(tool_table[i].name, name))
+			return &tool_table[i];
+	return NULL;
+}
+
+bool tools_known(const char *name)
+{
+	return find_tool(name) != NULL;
+}
+
+/* ---- results ----------------------------------------------------------- */
+
+static json_t *result_of(json_t *content, bool is_error)
+{
+	if (!content)
+		return NULL;
+	return json_pack("{s:o, s:b}", "content", content, "isError", is_error);
+}
+
+static json_t *vtext_result(bool is_error, const char *fmt, va_list ap)
+{
+	char *s = NULL;
+	json_t *item;
+
+	if (vasprintf(&s, fmt, ap) < 0)
+		return NULL;
+	item = render_text_item(s, strlen(s));
+	free(s);
+	return item ? result_of(json_pack("[o]", item), is_error) : NULL;
+}
+
+static json_t *text_result(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static json_t *text_result(const char *fmt, ...)
+{
+	va_list ap;
+	json_t *r;
+
+	va_start(ap, fmt);
+	r = vtext_result(false, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+static json_t *error_result(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static json_t *error_result(const char *fmt, ...)
+{
+	va_list ap;
+	json_t *r;
+
+	va_start(ap, fmt);
+	r = vtext_result(true, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+/* ---- arguments --------------------------------------------------------- */
+
+static double timeout_max(const struct tools *t)
+{
+	return t->cfg->max.timeout_s > t->cfg->defaults.timeout_s ? t->cfg->max.timeout_s :
+								      t->cfg->defaults.timeout_s;
+}
+
+/* Check args against the tool's table: NULL when fine, else an error
+ * result naming what is wrong. */
+static json_t *check_args(const struct tools *t, const struct tool *tl, json_t *args)
+{
+	const char *k;
+	json_t *v;
+
+	if (!json_is_object(args))
+		return error_result("invalid arguments for %s: expected a JSON object", tl->name);
+	json_object_foreach(args, k, v) {
+		const struct arg *a = NULL;
+
+		for (size_t i = 0; i < 4 && tl->args[i].name && !a; i++)
+			if (!strcmp(tl->args[i].name, k))
+				a = &tl->args[i];
+		if (!a)
+			return error_result("invalid arguments for %s: unknown argument '%.100s'",
+					    tl->name, k);
+		if (json_is_null(v) && !a->required)
+			continue;
+		if (a->type == ARG_STRING) {
+			if (!json_is_string(v))
+				return error_result("invalid arguments for %s: '%s' must be a string",
+						    tl->name, a->name);
+			for (size_t i = 0; a->choices && a->choices[i]; i++)
+				if (!strcmp(a->choices[i], json_string_value(v)))
+					goto next;
+			if (a->choices)
+				return error_result("invalid arguments for %s: '%s' must be one of "
+						    "%s%s%s", tl->name, a->name, a->choices[0],
+						    a->choices[1] ? ", " : "",
+						    a->choices[1] ? a->choices[1] : "");
+		} else {
+			double x = json_number_value(v);
+
+			if (!json_is_number(v) || !isfinite(x) || x < 0.1 || x > timeout_max(t))
+				return error_result("invalid arguments for %s: '%s' must be a number "
+						    "from 0.1 to %g", tl->name, a->name,
+						    timeout_max(t));
+		}
+next:
+		;
+	}
+	for (size_t i = 0; i < 4 && tl->args[i].name; i++)
+		if (tl->args[i].required && !json_object_get(args, tl->args[i].name))
+			return error_result("invalid arguments for %s: '%s' is required",
+					    tl->name, tl->args[i].name);
+	return NULL;
+}
+
+/* A path as models write it: "data.csv", "/work/data.csv", "./x".  Into
+ * out, relative to /work; NULL (and why) when it is not acceptable. */
+static const char *work_path(const char *in, bool allow_empty, char *why, size_t whylen)
+{
+	const char *p = in;
+
+	if (!strcmp(p, "/work") || !strcmp(p, "/work/") || !strcmp(p, ".") || !strcmp(p, "./"))
+		p = "";
+	else if (!strncmp(p, "/work/", 6))
+		p += 6;
+	else if (!strncmp(p, "./", 2))
+		p += 2;
+	else if (p[0] == '/') {
+		snprintf(why, whylen, "only files under /work can be reached: give a path "
+			 "relative to /work or starting with /work/");
+		return NULL;
+	}
+	if (files_check_path(p, allow_empty, why, whylen) < 0)
+		return NULL;
+	return p;
+}
+
+static const char *file_error(int err)
+{
+	switch (err) {
+	case -ENOENT:
+		return "no such file or directory";
+	case -EISDIR:
+		return "it is a directory";
+	case -ENOTDIR:
+		return "a component of the path is not a directory";
+	case -ELOOP:
+		return "it is a symbolic link, which is not followed";
+	case -EXDEV:
+		return "it leads outside /work";
+	case -EINVAL:
+	case -ENXIO:
+		return "it is not a regular file";
+	case -ENOSPC:
+	case -EDQUOT:
+	case -EFBIG:
+		return "the sandbox's disk (/work) is full";
+	default:
+		return strerror(-err);
+	}
+}
+
+/* ---- the session ------------------------------------------------------- */
+
+static void learn_version(struct session *s)
+{
+	json_t *j;
+
+	pthread_mutex_lock(&version_lock);
+	if (!python_version[0] && (j = session_json(s))) {
+		const char *v = json_string_value(json_object_get(j, "python_version"));
+
+		if (v && *v)
+			snprintf(python_version, sizeof(python_version), "%s", v);
+		json_decref(j);
+	}
+	pthread_mutex_unlock(&version_lock);
+}
+
+static json_t *start_error(int r, const char *err)
+{
+	switch (r) {
+	case SM_ECAPACITY:
+		return error_result("petri is at its limit of sandboxes; try again later");
+	case SM_ESTOPPING:
+		return error_result("petri is shutting down");
+	case -ESHUTDOWN:
+		return error_result("this MCP connection has been closed");
+	default:
+		return error_result("the sandbox could not be started: %s",
+				    err && *err ? err : strerror(-r));
+	}
+}
+
+/* Start a session for t (call lock held).  0 or <0 with err. */
+static int start(struct tools *t, struct session **out, char *err, size_t errlen)
+{
+	struct session_params p = {
+		.language = "python",
+		.limits = t->cfg->defaults,
+		.idle_timeout_s = t->cfg->idle_timeout_s,
+		.max_lifetime_s = t->cfg->max_lifetime_s,
+	};
+	bool closed;
+	int r;
+
+	*out = NULL;
+	r = smgr_create(t->sm, &p, out, err, errlen);
+	if (r < 0)
+		return r;
+	pthread_mutex_lock(&t->lock);
+	closed = t->closed;
+	if (!closed)
+		snprintf(t->sid, sizeof(t->sid), "%s", session_id(*out));
+	pthread_mutex_unlock(&t->lock);
+	if (closed) {
+		smgr_delete(t->sm, session_id(*out));
+		session_put(*out);
+		*out = NULL;
+		return -ESHUTDOWN;
+	}
+	learn_version(*out);
+	log_debug("mcp: sandbox session %s started", session_id(*out));
+	return 0;
+}
+
+/* The session to use (call lock held): 0, or 1 when the one before had
+ * ended and a new one was started (note says what happened), or <0 with
+ * err. */
+static int acquire(struct tools *t, struct session **s, char *note, size_t notelen,
+		   char *err, size_t errlen)
+{
+	char sid[SESSION_ID_LEN + 1], reason[256] = "";
+	bool closed;
+	int r;
+
+	pthread_mutex_lock(&t->lock);
+	closed = t->closed;
+	memcpy(sid, t->sid, sizeof(sid));
+	pthread_mutex_unlock(&t->lock);
+	if (closed)
+		return -ESHUTDOWN;
+	if (!sid[0])
+		return start(t, s, err, errlen);
+	r = smgr_lookup(t->sm, sid, s, reason, sizeof(reason));
+	if (r == 0)
+		return 0;
+	if (r != SM_EGONE || !reason[0])
+		snprintf(reason, sizeof(reason), "it no longer exists");
+	if ((r = start(t, s, err, errlen)) < 0)
+		return r;
+	snprintf(note, notelen, "The sandbox session had ended: %s.  A new, empty sandbox was "
+		 "started: variables, imports and files from before are gone.  Nothing was "
+		 "run: call the tool again, re-creating what your code needs.", reason);
+	return 1;
+}
+
+/* Is the session still alive after an execution?  If not, forget it and
+ * say why in note (the next call then starts a new one quietly). */
+static bool survived(struct tools *t, const char *sid, char *note, size_t notelen)
+{
+	struct session *s;
+	char reason[256] = "";
+
+	if (smgr_lookup(t->sm, sid, &s, reason, sizeof(reason)) == 0) {
+		session_put(s);
+		return true;
+	}
+	pthread_mutex_lock(&t->lock);
+	if (!strcmp(t->sid, sid))
+		t->sid[0] = '\0';
+	pthread_mutex_unlock(&t->lock);
+	snprintf(note, notelen, "The sandbox ended with this execution (%s): the next call "
+		 "starts a new, empty one; variables and files are gone.",
+		 reason[0] ? reason : "it was stopped");
+	return false;
+}
+
+/* ---- execute ----------------------------------------------------------- */
+
+static const char *str_arg(json_t *args, const char *key, const char *dflt)
+{
+	const char *v = json_string_value(json_object_get(args, key));
+
+	return v ? v : dflt;
+}
+
+static json_t *run_execute(struct tools *t, struct session *s, json_t *args, int cancel_fd,
+			   json_t **execution)
+{
+	json_t *code = json_object_get(args, "code"), *tmo = json_object_get(args, "timeout_s");
+	struct box_exec ex = {
+		.language = str_arg(args, "language", "python"),
+		.code = json_string_value(code),
+		.timeout_s = json_is_number(tmo) ? json_number_value(tmo) :
+						   t->cfg->defaults.timeout_s,
+		.output_cap = (size_t)t->cfg->defaults.output_kb << 10,
+		.cancel_fd = cancel_fd,
+	};
+	char reason[256] = "", note[512] = "";
+	struct result res;
+	json_t *content, *out;
+	bool is_error;
+	int r;
+
+	if (json_string_length(code) > BOX_CODE_MAX ||
+	    memchr(ex.code, '\0', json_string_length(code)))
+		return error_result("invalid arguments for execute: 'code' must be at most %u "
+				    "bytes and contain no NUL", BOX_CODE_MAX);
+	if (result_init(&res) < 0)
+		return NULL;
+	r = session_exec(t->sm, s, &ex, NULL, &res, reason, sizeof(reason));
+	if (r < 0) {
+		result_release(&res);
+		if (r == SM_ECAPACITY)
+			return error_result("petri is running as many executions as it allows; "
+					    "try again in a moment");
+		if (r == SM_EBUSY)
+			return error_result("another execution is running in this sandbox");
+		if (r == SM_EGONE) {
+			survived(t, session_id(s), note, sizeof(note));
+			return error_result("%s", note);
+		}
+		return error_result("the execution could not run: %s", strerror(-r));
+	}
+	content = render_execution(&res, &is_error);
+	if (content && res.status != RESULT_OK && !survived(t, session_id(s), note, sizeof(note)))
+		json_array_insert_new(content, 1, render_text_item(note, strlen(note)));
+	if (execution)
+		*execution = result_to_json(&res);
+	out = result_of(content, is_error);
+	result_release(&res);
+	return out;
+}
+
+/* ---- files ------------------------------------------------------------- */
+
+static struct files_user user_of(struct tools *t)
+{
+	struct files_user u;
+
+	session_file_owner(t->sm, &u.uid, &u.gid);
+	return u;
+}
+
+static json_t *run_write_file(struct tools *t, struct session *s, json_t *args, int cancel_fd,
+			      json_t **execution)
+{
+	json_t *content = json_object_get(args, "content");
+	const char *encoding = str_arg(args, "encoding", "utf-8"), *path;
+	struct files_user u = user_of(t);
+	unsigned char *decoded = NULL;
+	const void *data = json_string_value(content);
+	size_t len = json_string_length(content);
+	char why[160];
+	json_t *out;
+	int r;
+
+	(void)cancel_fd;
+	(void)execution;
+	path = work_path(str_arg(args, "path", ""), false, why, sizeof(why));
+	if (!path)
+		return error_result("invalid path '%.300s': %s", str_arg(args, "path", ""), why);
+	if (!strcmp(encoding, "base64")) {
+		decoded = base64_decode(data, len, &len);
+		if (!decoded)
+			return error_result("'content' is not valid base64 (standard alphabet, "
+					    "with padding)");
+		data = decoded;
+	}
+	if (len > t->cfg->max_file_bytes) {
+		free(decoded);
+		return error_result("the file is larger than the %llu MiB limit",
+				    (unsigned long long)(t->cfg->max_file_bytes >> 20));
+	}
+	r = files_write(&u, session_work_fd(s), path, data, len);
+	free(decoded);
+	session_touch(s);
+	if (r < 0)
+		return error_result("cannot write '/work/%.300s': %s", path, file_error(r));
+	out = text_result("wrote %zu bytes to /work/%s", len, path);
+	return out;
+}
+
+/* Read up to max bytes of fd into b.  0 or -errno. */
+static int read_fd(int fd, struct buf *b, size_t max)
+{
+	char chunk[65536];
+
+	while (b->len < max) {
+		size_t want = max - b->len < sizeof(chunk) ? max - b->len : sizeof(chunk);
+		ssize_t n = read(fd, chunk, want);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		if (buf_append(b, chunk, (size_t)n) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static bool is_image(const char *mime)
+{
+	return !strcmp(mime, "image/png") || !strcmp(mime, "image/jpeg") ||
+	       !strcmp(mime, "image/gif") || !strcmp(mime, "image/webp");
+}
+
+static json_t *run_read_file(struct tools *t, struct session *s, json_t *args, int cancel_fd,
+			     json_t **execution)
+{
+	struct files_user u = user_of(t);
+	const char *path, *mime;
+	struct buf b = BUF_INIT;
+	json_t *out = NULL;
+	uint64_t size;
+	const char *data;
+	size_t shown;
+	char why[160], *enc;
+	int fd, r;
+
+	(void)cancel_fd;
+	(void)execution;
+	path = work_path(str_arg(args, "path", ""), false, why, sizeof(why));
+	if (!path)
+		return error_result("invalid path '%.300s': %s", str_arg(args, "path", ""), why);
+	if ((r = files_open(&u, session_work_fd(s), path, &fd, &size)) < 0)
+		return error_result("cannot read '/work/%.300s': %s", path, file_error(r));
+	session_touch(s);
+	mime = files_content_type(path);
+	r = read_fd(fd, &b, READ_BLOB_MAX + 1);
+	close(fd);
+	if (r < 0) {
+		out = error_result("cannot read '/work/%.300s': %s", path, strerror(-r));
+		goto out;
+	}
+	data = b.data ? b.data : "";
+	shown = utf8_cut(data, b.len < READ_TEXT_MAX ? b.len : READ_TEXT_MAX);
+	if (!is_image(mime) && !memchr(data, '\0', b.len) && utf8_valid(data, shown)) {
+		json_t *items = json_array();
+		char note[256];
+
+		if (!items || json_array_append_new(items, render_text_item(data, shown))) {
+			json_decref(items);
+			goto out;
+		}
+		snprintf(note, sizeof(note), "[showing the first %zu of %llu bytes of /work/%.100s: "
+			 "read the rest with execute]", shown, (unsigned long long)size, path);
+		if (shown < size)
+			json_array_append_new(items, render_text_item(note, strlen(note)));
+		out = result_of(items, false);
+		goto out;
+	}
+	if (b.len > READ_BLOB_MAX) {
+		out = error_result("'/work/%.300s' is %llu bytes: larger than the %u MiB that "
+				   "read_file returns for binary files; process it with execute "
+				   "instead", path, (unsigned long long)size, READ_BLOB_MAX >> 20);
+		goto out;
+	}
+	enc = base64_encode(data, b.len, NULL);
+	if (!enc)
+		goto out;
+	if (is_image(mime)) {
+		out = result_of(json_pack("[{s:s, s:s, s:s}]", "type", "image", "data", enc,
+					  "mimeType", mime), false);
+	} else {
+		char uri[FILES_PATH_MAX + 16], desc[512];
+		json_t *item;
+
+		snprintf(uri, sizeof(uri), "file:///work/%s", path);
+		snprintf(desc, sizeof(desc), "/work/%.300s is a binary file (%zu bytes, %s): its "
+			 "content follows as a base64 resource", path, b.len, mime);
+		item = render_text_item(desc, strlen(desc));
+		out = item ? result_of(json_pack("[o, {s:s, s:{s:s, s:s, s:s}}]", item, "type",
+						 "resource", "resource", "uri", uri, "mimeType",
+						 mime, "blob", enc), false) : NULL;
+	}
+	free(enc);
+out:
+	buf_release(&b);
+	return out;
+}
+
+static json_t *run_list_files(struct tools *t, struct session *s, json_t *args, int cancel_fd,
+			      json_t **execution)
+{
+	struct files_user u = user_of(t);
+	struct buf b = BUF_INIT;
+	json_t *list = NULL, *e, *out = NULL;
+	const char *dir;
+	bool truncated;
+	char why[160];
+	size_t i;
+	int r;
+
+	(void)cancel_fd;
+	(void)execution;
+	dir = work_path(str_arg(args, "path", ""), true, why, sizeof(why));
+	if (!dir)
+		return error_result("invalid path '%.300s': %s", str_arg(args, "path", ""), why);
+	if ((r = files_list(&u, session_work_fd(s), dir, &list, &truncated)) < 0)
+		return error_result("cannot list '/work/%.300s': %s", dir, file_error(r));
+	session_touch(s);
+	if (buf_appendf(&b, "/work%s%s: %zu entr%s\n", dir[0] ? "/" : "", dir,
+			json_array_size(list), json_array_size(list) == 1 ? "y" : "ies") < 0)
+		goto out;
+	json_array_foreach(list, i, e) {
+		const char *p = json_string_value(json_object_get(e, "path"));
+		const char *type = json_string_value(json_object_get(e, "type"));
+
+		if (i == LIST_SHOWN_MAX) {
+			if (buf_appendf(&b, "[... %zu more not shown]\n", json_array_size(list) - i) < 0)
+				goto out;
+			break;
+		}
+		if (!strcmp(type, "directory"))
+			r = buf_appendf(&b, "%s/\n", p);
+		else if (!strcmp(type, "file"))
+			r = buf_appendf(&b, "%s  (%lld bytes)\n", p,
+					(long long)json_integer_value(json_object_get(e, "size")));
+		else
+			r = buf_appendf(&b, "%s  (%s)\n", p, type);
+		if (r < 0)
+			goto out;
+	}
+	if (truncated && buf_appendf(&b, "[the directory has more than %d entries]\n",
+				     FILES_LIST_MAX) < 0)
+		goto out;
+	out = text_result("%s", b.data);
+out:
+	buf_release(&b);
+	json_decref(list);
+	return out;
+}
+
+/* ---- public ------------------------------------------------------------ */
+
+int tools_new(struct smgr *sm, const struct petri_config *cfg, struct tools **out)
+{
+	struct tools *t = calloc(1, sizeof(*t));
+
+	*out = NULL;
+	if (!t)
+		return -ENOMEM;
+	t->sm = sm;
+	t->cfg = cfg;
+	pthread_mutex_init(&t->call, NULL);
+	pthread_mutex_init(&t->lock, NULL);
+	*out = t;
+	return 0;
+}
+
+void tools_close(struct tools *t)
+{
+	char sid[SESSION_ID_LEN + 1];
+
+	pthread_mutex_lock(&t->lock);
+	t->closed = true;
+	memcpy(sid, t->sid, sizeof(sid));
+	t->sid[0] = '\0';
+	pthread_mutex_unlock(&t->lock);
+	if (sid[0] && smgr_delete(t->sm, sid) == 0)
+		log_info("mcp: sandbox session %s ended with its client", sid);
+}
+
+void tools_free(struct tools *t)
+{
+	if (!t)
+		return;
+	tools_close(t);
+	pthread_mutex_destroy(&t->call);
+	pthread_mutex_destroy(&t->lock);
+	free(t);
+}
+
+static json_t *reset(struct tools *t)
+{
+	char sid[SESSION_ID_LEN + 1], err[512] = "";
+	struct session *s;
+	int r;
+
+	pthread_mutex_lock(&t->lock);
+	memcpy(sid, t->sid, sizeof(sid));
+	t->sid[0] = '\0';
+	pthread_mutex_unlock(&t->lock);
+	if (sid[0])
+		smgr_delete(t->sm, sid);
+	if ((r = start(t, &s, err, sizeof(err))) < 0)
+		return start_error(r, err);
+	session_put(s);
+	return text_result("The sandbox was reset: a new, empty one is ready (no variables, "
+			   "no imports, /work is empty).");
+}
+
+json_t *tools_call(struct tools *t, const char *name, json_t *args, int cancel_fd,
+		   json_t **execution)
+{
+	const struct tool *tl = find_tool(name);
+	char note[512] = "", err[512] = "";
+	json_t *empty = NULL, *out;
+	struct session *s;
+	int r;
+
+	if (execution)
+		*execution = NULL;
+	if (!tl)
+		return NULL;
+	if (!args)
+		args = empty = json_object();
+	if ((out = check_args(t, tl, args)))
+		goto done;
+	pthread_mutex_lock(&t->call);
+	if (!tl->run) {
+		out = reset(t);
+	} else if ((r = acquire(t, &s, note, sizeof(note), err, sizeof(err))) < 0) {
+		out = start_error(r, err);
+	} else if (r == 1) {
+		session_put(s);
+		out = error_result("%s", note);
+	} else {
+		out = tl->run(t, s, args, cancel_fd, execution);
+		session_put(s);
+	}
+	pthread_mutex_unlock(&t->call);
+done:
+	json_decref(empty);
+	return out;
+}
+
+/* ---- definitions ------------------------------------------------------- */
+
+static char *describe(const struct tools *t, const struct tool *tl, const char *py)
+{
+	const struct petri_limits *d = &t->cfg->defaults;
+	char *s = NULL;
+	int r = -1;
+
+	if (!strcmp(tl->name, "execute"))
+		r = asprintf(&s,
+			"Run code in a sandbox and return what it printed, the value of the last "
+			"expression, charts and errors.  The sandbox persists between calls: Python "
+			"%s runs in one long-lived interpreter, like a Jupyter kernel, so variables, "
+			"imports and functions defined in one call are there in the next, and the "
+			"value of a final expression is returned as in a notebook cell.  Installed: "
+			"numpy, pandas, matplotlib, scipy and openpyxl (with the standard library); "
+			"there is no network access, so nothing can be downloaded or pip-installed.  "
+			"Every open matplotlib figure comes back as a PNG image (use plt.show() or "
+			"just leave figures open).  language \"bash\" runs a bash script and \"c\" "
+			"compiles the code with gcc and runs it; all languages share the working "
+			"directory /work, where files persist between calls.  Limits: %g s per call "
+			"by default (timeout_s: up to %g s), %u MB of memory, %u MB of disk in /work, "
+			"%g CPU core(s).  What you see of stdout and stderr is cut to about %d KB "
+			"each (head and tail): print summaries, not whole data sets.  A failure "
+			"comes back as an error with the exception's name, message and traceback; "
+			"fix the code and call again.",
+			py, d->timeout_s, timeout_max(t), d->memory_mb, d->disk_mb, d->cpu,
+			RENDER_STREAM_MAX / 1000);
+	else if (!strcmp(tl->name, "write_file"))
+		r = asprintf(&s,
+			"Write a file into the sandbox's working directory /work (where code run by "
+			"execute finds it), creating missing parent directories and replacing an "
+			"existing file.  content is UTF-8 text, or base64 with encoding \"base64\" "
+			"for binary data.  At most %llu MiB.",
+			(unsigned long long)(t->cfg->max_file_bytes >> 20));
+	else if (!strcmp(tl->name, "read_file"))
+		r = asprintf(&s,
+			"Read a file from the sandbox's /work: a text file comes back as text (the "
+			"first %u KB), an image (PNG, JPEG, GIF, WebP) as an image, any other file "
+			"as a base64 embedded resource (up to %u MiB).",
+			READ_TEXT_MAX >> 10, READ_BLOB_MAX >> 20);
+	else if (!strcmp(tl->name, "list_files"))
+		r = asprintf(&s,
+			"List a directory of the sandbox's /work (by default /work itself): the "
+			"name, size and type of each entry; directories end in '/'.");
+	else
+		r = asprintf(&s,
+			"Throw the sandbox away and start a fresh one: every variable, import and "
+			"file in /work is lost.  Use it when the state is broken beyond repair.");
+	return r < 0 ? NULL : s;
+}
+
+static json_t *schema(const struct tools *t, const struct tool *tl)
+{
+	json_t *props = json_object(), *req = json_array(), *sch;
+
+	for (size_t i = 0; i < 4 && tl->args[i].name; i++) {
+		const struct arg *a = &tl->args[i];
+		json_t *p = json_pack("{s:s, s:s}", "type", a->type == ARG_STRING ? "string" :
+				      "number", "description", a->description);
+
+		if (p && a->choices) {
+			json_t *e = json_array();
+
+			for (size_t k = 0; a->choices[k]; k++)
+				json_array_append_new(e, json_string(a->choices[k]));
+			json_object_set_new(p, "enum", e);
+		}
+		if (p && a->type == ARG_NUMBER) {
+			json_object_set_new(p, "minimum", json_real(0.1));
+			json_object_set_new(p, "maximum", json_real(timeout_max(t)));
+			json_object_set_new(p, "default", json_real(t->cfg->defaults.timeout_s));
+		}
+		json_object_set_new(props, a->name, p);
+		if (a->required)
+			json_array_append_new(req, json_string(a->name));
+	}
+	sch = json_pack("{s:s, s:o, s:b}", "type", "object", "properties", props,
+			"additionalProperties", false);
+	if (sch && json_array_size(req))
+		json_object_set(sch, "required", req);
+	json_decref(req);
+	return sch;
+}
+
+static json_t *definitions(struct tools *t, const char *const *only)
+{
+	char py[32], err[512];
+	json_t *list = json_array();
+	bool have;
+
+	pthread_mutex_lock(&version_lock);
+	have = python_version[0] != '\0';
+	pthread_mutex_unlock(&version_lock);
+	if (!have) {
+		struct session *s;
+		char note[512];
+
+		/* Learn the version from this client's sandbox, started now
+		 * rather than at its first call. */
+		pthread_mutex_lock(&t->call);
+		if (acquire(t, &s, note, sizeof(note), err, sizeof(err)) >= 0)
+			session_put(s);
+		pthread_mutex_unlock(&t->call);
+	}
+	pthread_mutex_lock(&version_lock);
+	snprintf(py, sizeof(py), "%s", python_version[0] ? python_version : "3");
+	pthread_mutex_unlock(&version_lock);
+
+	for (size_t i = 0; list && i < NTOOLS; i++) {
+		const struct tool *tl = &tool_table[i];
+		bool wanted = !only;
+		char *desc;
+		json_t *def;
+
+		for (size_t k = 0; only && only[k] && !wanted; k++)
+			wanted = !strcmp(only[k], tl->name);
+		if (!wanted)
+			continue;
+		desc = describe(t, tl, py);
+		def = desc ? json_pack("{s:s, s:s, s:s, s:o, s:{s:s, s:b, s:b, s:b, s:b}}",
+				       "name", tl->name, "title", tl->title, "description", desc,
+				       "inputSchema", schema(t, tl),
+				       "annotations", "title", tl->title,
+				       "readOnlyHint", tl->read_only,
+				       "destructiveHint", tl->destructive,
+				       "idempotentHint", tl->read_only,
+				       "openWorldHint", false) : NULL;
+		free(desc);
+		if (!def || json_array_append_new(list, def)) {
+			json_decref(list);
+			return NULL;
+		}
+	}
+	return list;
+}
+
+json_t *tools_list(struct tools *t)
+{
+	return definitions(t, NULL);
+}
+
+json_t *tools_list_only(struct tools *t, const char *const *names)
+{
+	return definitions(t, names);
+}
+
+/* ---- for petri ask ----------------------------------------------------- */
+
+int tools_upload(struct tools *t, const char *path, const void *data, size_t len,
+		 char *err, size_t errlen)
+{
+	struct files_user u = user_of(t);
+	struct session *s;
+	char note[512];
+	int r;
+
+	if (files_check_path(path, false, err, errlen) < 0)
+		return -EINVAL;
+	pthread_mutex_lock(&t->call);
+	r = acquire(t, &s, note, sizeof(note), err, errlen);
+	if (r >= 0) {
+		r = files_write(&u, session_work_fd(s), path, data, len);
+		if (r < 0)
+			snprintf(err, errlen, "cannot write '/work/%s': %s", path, file_error(r));
+		session_put(s);
+	}
+	pthread_mutex_unlock(&t->call);
+	return r < 0 ? r : 0;
+}
+
+int tools_download(struct tools *t, const char *path, struct buf *out, size_t max)
+{
+	struct files_user u = user_of(t);
+	char sid[SESSION_ID_LEN + 1], reason[256];
+	struct session *s;
+	uint64_t size;
+	int fd, r;
+
+	pthread_mutex_lock(&t->lock);
+	memcpy(sid, t->sid, sizeof(sid));
+	pthread_mutex_unlock(&t->lock);
+	if (!sid[0] || smgr_lookup(t->sm, sid, &s, reason, sizeof(reason)) < 0)
+		return -ENOENT;
+	r = files_open(&u, session_work_fd(s), path, &fd, &size);
+	session_put(s);
+	if (r < 0)
+		return r;
+	if (size > max) {
+		close(fd);
+		return -EFBIG;
+	}
+	r = read_fd(fd, out, max);
+	close(fd);
+	return r;
+}

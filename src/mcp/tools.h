@@ -1,0 +1,60 @@
+/* tools — the sandbox tools a model calls: execute, write_file, read_file,
+ * list_files and reset, over one sandbox session of the session manager.
+ *
+ * A `struct tools` is one client's sandbox: the session is created on
+ * first use and deleted by tools_free().  When the session ended between
+ * calls (idle expiry, lifetime, out of memory), the next call starts a
+ * new one and answers with an error result that says so, without running
+ * anything: the model must learn that its variables and files are gone.
+ *
+ * Results are MCP CallToolResult objects ({"content": [...], "isError"}):
+ * bad arguments are error results a model can read and correct, not
+ * protocol errors (MCP 2025-11-25, "Tool Execution Errors").
+ *
+ * Threads: calls on one `struct tools` are serialized (one at a time, in
+ * the order they take its lock); different ones are independent. */
+#ifndef PETRI_MCP_TOOLS_H
+#define PETRI_MCP_TOOLS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config/config.h"
+#include "session/session.h"
+#include "util/buf.h"
+
+struct tools;
+
+/* cfg gives the limits of new sessions and the file size cap; both must
+ * outlive the tools.  0 or -ENOMEM. */
+int tools_new(struct smgr *sm, const struct petri_config *cfg, struct tools **out);
+/* Delete the session (killing a running execution) and free.  NULL ok. */
+void tools_free(struct tools *t);
+/* Delete the session now; later calls answer that the client is gone.
+ * Safe while another thread is inside tools_call(). */
+void tools_close(struct tools *t);
+
+/* The tool definitions for tools/list: name, title, description (with the
+ * sandbox's Python version and limits), inputSchema, annotations.  May
+ * start the session to learn the Python version.  New reference. */
+json_t *tools_list(struct tools *t);
+/* The same, only the tools named (NULL-terminated): for `petri ask`. */
+json_t *tools_list_only(struct tools *t, const char *const *names);
+bool tools_known(const char *name);
+
+/* Call a tool.  args: the arguments object (NULL: none).  cancel_fd:
+ * readable = stop a running execution now (-1: none).  *execution, when
+ * not NULL, receives the result object of an execute call (result_to_json)
+ * or NULL.  Returns a CallToolResult (new reference), NULL for an unknown
+ * tool name or out of memory. */
+json_t *tools_call(struct tools *t, const char *name, json_t *args, int cancel_fd,
+		   json_t **execution);
+
+/* Put a file into /work (for `petri ask --file`).  0 or -errno with err. */
+int tools_upload(struct tools *t, const char *path, const void *data, size_t len,
+		 char *err, size_t errlen);
+/* Read a file of /work into out, at most max bytes (-EFBIG beyond). */
+int tools_download(struct tools *t, const char *path, struct buf *out, size_t max);
+
+#endif
