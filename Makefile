@@ -99,7 +99,7 @@ mcp-test: $(BUILD)/petri tests/mcp/node_modules
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/mcp
 	cd tests/mcp && PETRI_BIN=$(abspath $(BUILD)/petri) node --test sdk.test.mjs
 
-test: unit blackbox mcp-test
+test: unit blackbox mcp-test fuzz-smoke
 
 test-san:
 	$(MAKE) SAN=1 test

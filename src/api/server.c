@@ -21,6 +21,7 @@
 #include "mcp/registry.h"
 #include "util/log.h"
 #include "util/metrics.h"
+#include "util/utf8.h"
 
 struct api_server {
 	const struct petri_config *cfg;
@@ -96,6 +97,7 @@ enum MHD_Result http_error(struct api_req *rq, unsigned status, const char *code
 			   const char *fmt, ...)
 {
 	struct MHD_Response *resp;
+	struct buf clean = BUF_INIT;
 	char msg[512];
 	char *text;
 	json_t *body;
@@ -108,7 +110,16 @@ enum MHD_Result http_error(struct api_req *rq, unsigned status, const char *code
 		metrics_inc(M_REJECT_BAD_REQUEST);
 	else if (status == 413)
 		metrics_inc(M_REJECT_TOO_LARGE);
-	body = json_pack("{s:{s:s, s:s}}", "error", "code", code, "message", msg);
+	/* The message may quote what the client sent: make it valid UTF-8,
+	 * or jansson refuses it and the client gets a 500 for its own bad
+	 * bytes. */
+	if (utf8_sanitize(&clean, msg, strlen(msg)) < 0) {
+		buf_release(&clean);
+		return http_json(rq, status, NULL);
+	}
+	body = json_pack("{s:{s:s, s:s%}}", "error", "code", code, "message", clean.data,
+			 clean.len);
+	buf_release(&clean);
 	text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	json_decref(body);
 	if (!text)

@@ -3,8 +3,8 @@
 #
 #   make fuzz          every harness for FUZZ_TIME seconds (default 300), one
 #                      after the other; new inputs go to tests/fuzz/out/<name>/
-#   make fuzz-smoke    every harness over its seed corpus plus FUZZ_SMOKE_RUNS
-#                      mutations (short, for CI and `make test`)
+#   make fuzz-smoke    every harness over its seed corpus, then mutating for
+#                      FUZZ_SMOKE_TIME seconds (default 8; for CI and `make test`)
 #   make fuzz-build    only build build/fuzz/fuzz_<name>
 #   make fuzz-<name>   one harness for FUZZ_TIME seconds, e.g. `make fuzz-frame`
 #
@@ -24,7 +24,7 @@ FUZZ_BUILD  := build/fuzz
 FUZZ_OUT    := tests/fuzz/out
 FUZZ_NAMES  := frame result path url body config
 FUZZ_TIME   ?= 300
-FUZZ_SMOKE_RUNS ?= 20000
+FUZZ_SMOKE_TIME ?= 8
 
 FUZZ_SAN    := -fsanitize=address,undefined -fno-sanitize-recover=all \
                -fno-omit-frame-pointer
@@ -89,7 +89,7 @@ fuzz-smoke: $(FUZZ_NAMES:%=fuzz-smoke-%)
 
 $(FUZZ_NAMES:%=fuzz-smoke-%): fuzz-smoke-%: $(FUZZ_BUILD)/fuzz_%
 	@rm -rf $(FUZZ_OUT)/smoke-$*
-	$(call fuzz_run,$*,smoke-$*,-runs=$(FUZZ_SMOKE_RUNS) -max_total_time=30)
+	$(call fuzz_run,$*,smoke-$*,-max_total_time=$(FUZZ_SMOKE_TIME))
 
 .SECONDARY: $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%.o)
 .PHONY: fuzz-build $(FUZZ_NAMES:%=fuzz-%) $(FUZZ_NAMES:%=fuzz-smoke-%)
