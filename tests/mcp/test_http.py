@@ -4,7 +4,7 @@ import json
 
 import requests
 
-from conftest import JSON_HEADERS, http_init, http_post, text_of
+from mcphelp import JSON_HEADERS, http_init, http_post, text_of
 
 
 def test_initialize_assigns_a_session_id_and_negotiates(http_server):
