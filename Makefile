@@ -99,7 +99,11 @@ mcp-test: $(BUILD)/petri tests/mcp/node_modules
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/mcp
 	cd tests/mcp && PETRI_BIN=$(abspath $(BUILD)/petri) node --test sdk.test.mjs
 
-test: unit blackbox mcp-test fuzz-smoke
+# petri ask against a scripted OpenAI-compatible server.
+ask-test: $(BUILD)/petri
+	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/ask
+
+test: unit blackbox mcp-test ask-test fuzz-smoke
 
 test-san:
 	$(MAKE) SAN=1 test
@@ -109,6 +113,6 @@ clean:
 
 include tests/fuzz/fuzz.mk
 
-.PHONY: all unit blackbox mcp-test test test-san clean fuzz fuzz-smoke
+.PHONY: all unit blackbox mcp-test ask-test test test-san clean fuzz fuzz-smoke
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

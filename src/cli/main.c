@@ -23,6 +23,7 @@ static const struct command commands[] = {
 	{ "serve", cmd_serve, "serve the HTTP API: stateful sessions, files, streaming" },
 	{ "policy", cmd_policy, "print the system calls the sandbox allows" },
 	{ "mcp", cmd_mcp, "serve the Model Context Protocol on stdio (for MCP clients)" },
+	{ "ask", cmd_ask, "let a model answer a question by running code, step by step" },
 	{ NULL, NULL, NULL },
 };
 

@@ -8,6 +8,7 @@
 int main(void)
 {
 	Suite *(*const suites[])(void) = {
+		agent_suite,
 		buf_suite,
 		cgroup_suite,
 		codec_suite,
