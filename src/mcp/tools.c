@@ -86,7 +86,7 @@ static const struct tool tool_table[] = {
 		{ "path", ARG_STRING, false, NULL,
 		  "The directory, relative to /work (default: /work itself)." },
 	}, true, false, run_list_files },
-	{ "reset", "Start a fresh sandbox", { { NULL } }, false, true, NULL },
+	{ "reset", "Start a fresh sandbox", { { .name = NULL } }, false, true, NULL },
 };
 
 #define NTOOLS (sizeof(tool_table) / sizeof(tool_table[0]))
@@ -113,6 +113,8 @@ static json_t *result_of(json_t *content, bool is_error)
 	return json_pack("{s:o, s:b}", "content", content, "isError", is_error);
 }
 
+static json_t *vtext_result(bool is_error, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
 static json_t *vtext_result(bool is_error, const char *fmt, va_list ap)
 {
 	char *s = NULL;
@@ -299,6 +301,11 @@ static int start(struct tools *t, struct session **out, char *err, size_t errlen
 	int r;
 
 	*out = NULL;
+	if (!t->sm) {
+		/* A core without sandboxes (unit tests, fuzzing). */
+		snprintf(err, errlen, "this server has no sandboxes");
+		return -ENODEV;
+	}
 	r = smgr_create(t->sm, &p, out, err, errlen);
 	if (r < 0)
 		return r;

@@ -27,7 +27,8 @@
 struct tools;
 
 /* cfg gives the limits of new sessions and the file size cap; both must
- * outlive the tools.  0 or -ENOMEM. */
+ * outlive the tools.  sm NULL: no sandboxes, every call that needs one is
+ * an error result (for tests).  0 or -ENOMEM. */
 int tools_new(struct smgr *sm, const struct petri_config *cfg, struct tools **out);
 /* Delete the session (killing a running execution) and free.  NULL ok. */
 void tools_free(struct tools *t);

@@ -22,7 +22,7 @@
 FUZZ_CC     ?= clang
 FUZZ_BUILD  := build/fuzz
 FUZZ_OUT    := tests/fuzz/out
-FUZZ_NAMES  := frame result path url body config
+FUZZ_NAMES  := frame result path url body config mcp chat
 FUZZ_TIME   ?= 300
 FUZZ_SMOKE_TIME ?= 8
 
@@ -47,6 +47,8 @@ FUZZ_FLAGS_path   := -dict=tests/fuzz/path.dict -max_len=8192
 FUZZ_FLAGS_url    := -dict=tests/fuzz/path.dict -max_len=8192
 FUZZ_FLAGS_body   := -dict=tests/fuzz/json.dict -max_len=8192
 FUZZ_FLAGS_config := -dict=tests/fuzz/config.dict -max_len=4096
+FUZZ_FLAGS_mcp    := -dict=tests/fuzz/json.dict -max_len=8192
+FUZZ_FLAGS_chat   := -dict=tests/fuzz/json.dict -max_len=8192
 
 fuzz-build: $(FUZZ_BINS)
 

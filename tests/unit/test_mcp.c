@@ -141,6 +141,41 @@ START_TEST(test_lifecycle)
 }
 END_TEST
 
+/* Without sandboxes: the tool list still answers, bad arguments are still
+ * explained, and a call that would need a sandbox is an error result. */
+START_TEST(test_tools_without_sandboxes)
+{
+	struct mcp_conn *c = conn();
+	json_t *r, *tools, *res;
+
+	initialize(c, "2025-06-18", "2025-06-18");
+	r = send_text(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}");
+	tools = json_object_get(json_object_get(r, "result"), "tools");
+	ck_assert_uint_eq(json_array_size(tools), 5);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(tools, 0), "name")),
+			 "execute");
+	ck_assert(json_is_false(json_object_get(json_object_get(json_array_get(tools, 0),
+								"inputSchema"),
+						"additionalProperties")));
+	json_decref(r);
+	r = send_text(c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":"
+		      "{\"name\":\"execute\",\"arguments\":{\"code\":1}}}");
+	res = json_object_get(r, "result");
+	ck_assert(json_is_true(json_object_get(res, "isError")));
+	ck_assert(strstr(json_string_value(json_object_get(json_array_get(
+		json_object_get(res, "content"), 0), "text")), "'code' must be a string"));
+	json_decref(r);
+	r = send_text(c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":"
+		      "{\"name\":\"execute\",\"arguments\":{\"code\":\"1\"}}}");
+	res = json_object_get(r, "result");
+	ck_assert(json_is_true(json_object_get(res, "isError")));
+	ck_assert(strstr(json_string_value(json_object_get(json_array_get(
+		json_object_get(res, "content"), 0), "text")), "no sandboxes"));
+	json_decref(r);
+	mcp_conn_put(c);
+}
+END_TEST
+
 START_TEST(test_version_negotiation)
 {
 	static const char *const same[] = { "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05" };
@@ -286,6 +321,7 @@ Suite *mcp_suite(void)
 	tcase_add_test(tc, test_parse_errors);
 	tcase_add_test(tc, test_invalid_requests);
 	tcase_add_test(tc, test_lifecycle);
+	tcase_add_test(tc, test_tools_without_sandboxes);
 	tcase_add_test(tc, test_version_negotiation);
 	tcase_add_test(tc, test_batches);
 	tcase_add_test(tc, test_message_kinds);
