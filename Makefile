@@ -89,6 +89,11 @@ PYTEST_JOBS ?= 2
 blackbox: $(BUILD)/petri
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/driver tests/cli tests/api
 
+# The adversarial tier: hostile programs on the cold path, cold sessions and
+# warm sessions; the syscall sweep; the posture of a running sandbox.
+hostile: $(BUILD)/petri
+	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/hostile
+
 # MCP: raw-protocol tests, and the official MCP TypeScript SDK as a client
 # (installed with npm ci from tests/mcp/package-lock.json when missing).
 tests/mcp/node_modules: tests/mcp/package.json tests/mcp/package-lock.json

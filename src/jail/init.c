@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -350,6 +351,49 @@ static int become_pid1(const struct init_args *a)
 	serve_as_init(a, main_pid, sfd);
 }
 
+/* pid 1 of a cold sandbox is a copy of the supervisor that never execs:
+ * its command line and environment (the daemon's, with a config path or
+ * the code of `petri run -c`) would show in /proc/1/cmdline.  Blank both
+ * areas of our copy (fields 48-51 of /proc/self/stat). */
+static void blank_command_line(void)
+{
+	char buf[1024];
+	unsigned long long v[4] = { 0 };
+	ssize_t n;
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	char *p;
+	int field = 2;
+
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');	/* the command name may hold anything */
+	if (!p)
+		return;
+	for (p++; *p && field < 51; ) {
+		while (*p == ' ')
+			p++;
+		field++;
+		if (field >= 48) {
+			unsigned long long x = 0;
+
+			while (*p >= '0' && *p <= '9')
+				x = x * 10 + (unsigned long long)(*p++ - '0');
+			v[field - 48] = x;
+		}
+		while (*p && *p != ' ')
+			p++;
+	}
+	if (field != 51 || v[0] >= v[1] || v[2] >= v[3])
+		return;
+	memset((void *)(uintptr_t)v[0], 0, (size_t)(v[1] - v[0]));
+	memset((void *)(uintptr_t)v[2], 0, (size_t)(v[3] - v[2]));
+}
+
 void init_main(const struct init_args *a)
 {
 	int keep[] = { a->sync_fd, a->status_fd, a->stdout_fd, a->stderr_fd, a->ctl_fd };
@@ -359,6 +403,7 @@ void init_main(const struct init_args *a)
 	close_all_but(keep, sizeof(keep) / sizeof(keep[0]));
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		_exit(125);
+	blank_command_line();
 	/* The parent writes our uid/gid maps and moves us into the cgroup,
 	 * then says go.  EOF means it died first. */
 	if (read(a->sync_fd, &go, 1) != 1)

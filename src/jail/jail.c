@@ -605,7 +605,7 @@ static int wait_readable(int fd, int timeout_ms)
 
 /* The fork request: one message with the five descriptors. */
 static int send_fork_request(struct jail *tmpl, const struct jail_config *cfg,
-			     const char *runtime_json, const int fds[5])
+			     const int fds[5])
 {
 	struct init_args a;	/* only to compute the rlimits, as for a cold one */
 	char cbuf[CMSG_SPACE(5 * sizeof(int))];
@@ -613,7 +613,7 @@ static int send_fork_request(struct jail *tmpl, const struct jail_config *cfg,
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
 			      .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
 	struct cmsghdr *c;
-	json_t *req, *lims, *runtime = NULL;
+	json_t *req, *lims;
 	char *text;
 	ssize_t n;
 
@@ -630,16 +630,11 @@ static int send_fork_request(struct jail *tmpl, const struct jail_config *cfg,
 						      (json_int_t)a.rlimits[i].lim.rlim_cur,
 						      (json_int_t)a.rlimits[i].lim.rlim_max));
 	}
-	if (runtime_json && !(runtime = json_loads(runtime_json, 0, NULL))) {
-		json_decref(lims);
-		return -EINVAL;
-	}
-	req = json_pack("{s:s, s:I, s:I, s:I, s:o, s:s, s:o}", "type", "fork",
+	req = json_pack("{s:s, s:I, s:I, s:I, s:o, s:s}", "type", "fork",
 			"work_bytes", (json_int_t)cfg->limits.work_bytes,
 			"tmp_bytes", (json_int_t)cfg->limits.tmp_bytes,
 			"inodes", (json_int_t)(cfg->limits.inodes ? cfg->limits.inodes : 65536),
-			"rlimits", lims, "hostname", cfg->hostname ? cfg->hostname : "petri",
-			"runtime", runtime ? runtime : json_object());
+			"rlimits", lims, "hostname", cfg->hostname ? cfg->hostname : "petri");
 	text = req ? json_dumps(req, JSON_COMPACT) : NULL;
 	json_decref(req);
 	if (!text)
@@ -712,8 +707,8 @@ static pid_t receive_pid(int fd)
 	return -1;
 }
 
-int jail_fork(struct jail *tmpl, const struct jail_config *cfg, const char *runtime_json,
-	      struct jail **out, char *err, size_t errlen)
+int jail_fork(struct jail *tmpl, const struct jail_config *cfg, struct jail **out,
+	      char *err, size_t errlen)
 {
 	int syncp[2] = { -1, -1 }, statusp[2] = { -1, -1 }, outp[2] = { -1, -1 };
 	int errp[2] = { -1, -1 }, ctl[2] = { -1, -1 };
@@ -757,7 +752,7 @@ int jail_fork(struct jail *tmpl, const struct jail_config *cfg, const char *runt
 	{
 		int fds[5] = { outp[1], errp[1], ctl[1], statusp[1], syncp[0] };
 
-		if ((r = send_fork_request(tmpl, cfg, runtime_json, fds)) < 0) {
+		if ((r = send_fork_request(tmpl, cfg, fds)) < 0) {
 			snprintf(err, errlen, "cannot ask the template: %s", strerror(-r));
 			goto fail;
 		}

@@ -197,14 +197,14 @@ void jail_free(struct jail *j);
 /* The warm path: a new sandbox forked from a template (a jail spawned with
  * JAIL_F_TEMPLATE whose main process runs the template side, see
  * src/jail/template.h).  Only cfg->limits and cfg->hostname are used; the
- * program is the template's.  runtime_json is a JSON object passed through
- * to the template ("runtime" in the request).  Like jail_spawn(), blocks
+ * program is the template's.  Nothing of the request is session data: the
+ * template's memory is inherited by every later sandbox.  Like jail_spawn(), blocks
  * until the sandbox is set up.  Requires cgroups (-EINVAL otherwise).
  * Sandboxes made this way share their template's user namespace and live in
  * pid namespaces under its pid 1: jail_free() of the template stops the
  * template but keeps pid 1 until the last of them is freed. */
-int jail_fork(struct jail *tmpl, const struct jail_config *cfg, const char *runtime_json,
-	      struct jail **out, char *err, size_t errlen);
+int jail_fork(struct jail *tmpl, const struct jail_config *cfg, struct jail **out,
+	      char *err, size_t errlen);
 /* Is the template's main process still running? */
 bool jail_template_alive(struct jail *tmpl);
 

@@ -24,6 +24,8 @@
 #define NAME_MAX_LEN 256
 #define MESSAGE_MAX_LEN (64u << 10)
 #define TRACEBACK_MAX_LEN (256u << 10)
+#define RESULTS_MAX 1000		/* rich results kept per execution */
+#define RESULT_OVERHEAD 64		/* bytes each result and MIME type count for */
 
 const char *const box_languages[] = { "python", "bash", "c", NULL };
 
@@ -238,6 +240,53 @@ void box_stop(struct box *b, const char *reason)
 	jail_stop(b->jail);
 }
 
+/* Write a whole frame to the driver, waiting at most timeout_s. */
+static int send_frame(struct box *b, const json_t *frame, double timeout_s)
+{
+	int fd = jail_ctl_fd(b->jail);
+	double deadline = now_s() + timeout_s;
+	struct buf out = BUF_INIT;
+	size_t off = 0;
+	int r = frame_encode(frame, &out);
+
+	while (r == 0 && off < out.len) {
+		struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+		ssize_t n = write(fd, out.data + off, out.len - off);
+
+		if (n > 0) {
+			off += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			r = -errno;
+			break;
+		}
+		if (now_s() > deadline) {
+			r = -ETIMEDOUT;
+			break;
+		}
+		poll(&pfd, 1, TICK_MS);
+	}
+	buf_release(&out);
+	return r;
+}
+
+int box_send_env(struct box *b, const char *const *env)
+{
+	json_t *list = json_array(), *frame;
+	int r;
+
+	for (size_t i = 0; list && env[i]; i++)
+		if (json_array_append_new(list, json_string(env[i])))
+			break;
+	frame = list ? json_pack("{s:s, s:o}", "type", "env", "env", list) : NULL;
+	if (!frame)
+		return -ENOMEM;
+	r = send_frame(b, frame, READY_TIMEOUT_S);
+	json_decref(frame);
+	return r;
+}
+
 bool box_alive(const struct box *b) { return !b->dead; }
 const char *box_dead_reason(const struct box *b) { return b->dead_reason; }
 struct jail *box_jail(struct box *b) { return b->jail; }
@@ -271,38 +320,15 @@ struct run {
 
 static int send_exec(struct run *run, double deadline)
 {
-	int fd = jail_ctl_fd(run->b->jail);
-	struct buf out = BUF_INIT;
-	json_t *req;
-	size_t off = 0;
+	json_t *req = json_pack("{s:s, s:I, s:s, s:s}", "type", "exec", "id",
+				(json_int_t)run->id, "language", run->ex->language,
+				"code", run->ex->code);
 	int r;
 
-	req = json_pack("{s:s, s:I, s:s, s:s}", "type", "exec", "id",
-			(json_int_t)run->id, "language", run->ex->language,
-			"code", run->ex->code);
 	if (!req)
 		return -EINVAL;	/* code that is not UTF-8 */
-	r = frame_encode(req, &out);
+	r = send_frame(run->b, req, deadline - now_s());
 	json_decref(req);
-	while (r == 0 && off < out.len) {
-		struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-		ssize_t n = write(fd, out.data + off, out.len - off);
-
-		if (n > 0) {
-			off += (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno != EAGAIN && errno != EINTR) {
-			r = -errno;
-			break;
-		}
-		if (now_s() > deadline) {
-			r = -ETIMEDOUT;
-			break;
-		}
-		poll(&pfd, 1, TICK_MS);
-	}
-	buf_release(&out);
 	return r;
 }
 
@@ -352,6 +378,9 @@ static void take_result(struct run *run, json_t *frame)
 	clean = json_object();
 	if (!clean)
 		return;
+	/* Every result costs its overhead too, or a million empty ones would
+	 * cost nothing against the cap (and grow the daemon without bound). */
+	bytes = RESULT_OVERHEAD;
 	json_object_foreach(data, k, v) {
 		size_t len;
 
@@ -360,21 +389,22 @@ static void take_result(struct run *run, json_t *frame)
 		len = json_string_length(v);
 		if (mime_is_binary(k) && !base64_valid(json_string_value(v), len))
 			continue;
-		bytes += len;
+		bytes += len + strlen(k) + RESULT_OVERHEAD;
 		json_object_set(clean, k, v);
 	}
 	if (json_object_size(clean) == 0) {
 		json_decref(clean);
 		return;
 	}
-	if (run->res->results_bytes + bytes > run->results_cap) {
+	if (run->res->results_bytes + bytes > run->results_cap ||
+	    json_array_size(run->res->results) >= RESULTS_MAX) {
 		json_decref(clean);
 		if (!run->results_dropped) {
 			char note[128];
 
 			snprintf(note, sizeof(note),
-				 "[further results dropped: over the %zu MiB limit]",
-				 run->results_cap >> 20);
+				 "[further results dropped: over the limit of %zu MiB or %d results]",
+				 run->results_cap >> 20, RESULTS_MAX);
 			clean = json_pack("{s:s}", "text/plain", note);
 			if (clean && json_array_append_new(run->res->results, clean) == 0 &&
 			    run->ev && run->ev->rich)

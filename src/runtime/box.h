@@ -79,6 +79,10 @@ int box_adopt(struct jail *j, struct box **out, char *err, size_t errlen);
 int box_jail_config(const struct box_config *cfg, struct jail_config *jc, const char **env,
 		    size_t envcap, struct jail_file files[2], bool with_extension);
 
+/* Set variables in the driver's environment ("NAME=value", NULL-terminated),
+ * for every execution after this.  0 or -errno. */
+int box_send_env(struct box *b, const char *const *env);
+
 /* The host just wrote files into /work (an upload): the next execution's
  * "files" must not list them (unless the code changes them). */
 void box_note_host_write(struct box *b);

@@ -244,7 +244,7 @@ def zygote_main():
                 _petri.fork(*args)
             except BaseException:
                 os._exit(125)
-            return session_main(request.get('runtime') or {})
+            return session_main()
         for fd in fds:
             os.close(fd)
         sock.send(b'{"ok":true}')
@@ -261,15 +261,13 @@ def fork_arguments(request, fds):
             int(request['inodes']), limits, str(request['hostname']))
 
 
-def session_main(runtime):
-    """In a sandbox just forked from the template: become its driver."""
+def session_main():
+    """In a sandbox just forked from the template: become its driver.  Its
+    environment comes in an "env" frame from the supervisor, never through
+    the template (whose memory every later sandbox inherits)."""
     global DRIVER_PID
     DRIVER_PID = os.getpid()
     _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
-    for item in runtime.get('env', ()):
-        name, sep, value = item.partition('=')
-        if sep and name:
-            os.environ[name] = value
     # The template's generators were seeded once, at import; random reseeds
     # itself after a fork, numpy's global generator does not.
     numpy = sys.modules.get('numpy')
@@ -415,6 +413,9 @@ def check_exec_frame(frame):
     kind = frame.get('type')
     if not isinstance(kind, str):
         reject('frame has no string "type"')
+    if kind == 'env':
+        check_env_frame(frame)
+        return
     if kind != 'exec':
         reject('unknown frame type %r' % kind)
     exec_id = frame.get('id')
@@ -424,6 +425,24 @@ def check_exec_frame(frame):
         reject('exec frame: "language" must be one of %s' % ', '.join(LANGUAGES))
     if not isinstance(frame.get('code'), str):
         reject('exec frame: "code" must be a string')
+
+
+def check_env_frame(frame):
+    env = frame.get('env')
+    if not isinstance(env, list) or not all(isinstance(item, str) for item in env):
+        reject('env frame: "env" must be a list of strings')
+    for item in env:
+        name, sep, _ = item.partition('=')
+        if not sep or not name or '\0' in item:
+            reject('env frame: %r is not NAME=value' % item[:100])
+
+
+def apply_env(frame):
+    """Variables for this session, sent by the supervisor before any exec
+    (a sandbox forked from a template starts with the template's)."""
+    for item in frame['env']:
+        name, _, value = item.partition('=')
+        os.environ[name] = value
 
 
 # ---------------------------------------------------------------- helpers
@@ -1027,6 +1046,9 @@ def serve():
         request = read_request()
         if request is None:
             return 0
+        if request['type'] == 'env':
+            apply_env(request)
+            continue
         handle_exec(request)
 '''
 

@@ -100,35 +100,25 @@ int zygote_start(struct jail_host *host, struct zygote **out, char *err, size_t 
 	return 0;
 }
 
-static char *runtime_request(const struct box_config *cfg)
-{
-	json_t *env = json_array(), *req;
-	char *text;
-
-	for (size_t i = 0; env && cfg->env && cfg->env[i]; i++)
-		json_array_append_new(env, json_string(cfg->env[i]));
-	req = json_pack("{s:o}", "env", env ? env : json_array());
-	text = req ? json_dumps(req, JSON_COMPACT) : NULL;
-	json_decref(req);
-	return text;
-}
-
 int zygote_fork(struct zygote *z, const struct box_config *cfg, struct box **out,
 		char *err, size_t errlen)
 {
 	struct jail_config jc = { .limits = cfg->limits };
-	char *runtime = runtime_request(cfg);
 	struct jail *j;
 	int r;
 
 	*out = NULL;
-	if (!runtime)
-		return -ENOMEM;
-	r = jail_fork(z->tmpl, &jc, runtime, &j, err, errlen);
-	free(runtime);
-	if (r < 0)
+	if ((r = jail_fork(z->tmpl, &jc, &j, err, errlen)) < 0 ||
+	    (r = box_adopt(j, out, err, errlen)) < 0)
 		return r;
-	return box_adopt(j, out, err, errlen);
+	/* The session's variables go straight to its driver, never through
+	 * the template, whose memory every later sandbox inherits. */
+	if (cfg->env && cfg->env[0] && (r = box_send_env(*out, cfg->env)) < 0) {
+		snprintf(err, errlen, "cannot pass the environment: %s", strerror(-r));
+		box_free(*out);
+		*out = NULL;
+	}
+	return r;
 }
 
 bool zygote_alive(struct zygote *z)

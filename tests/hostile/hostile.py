@@ -1,0 +1,587 @@
+"""Helpers of the adversarial tier (tests/hostile): running code on the three
+paths, and looking at the host from the outside.
+
+Paths
+-----
+run         `petri run --json` (the cold path, one sandbox per run)
+serve-cold  a `petri serve` session with `[sessions] warm = false`
+serve-warm  a `petri serve` session forked from the template (the default)
+
+Host-side views
+---------------
+HostSnapshot   hashes of host files a sandbox must never change (and the
+               kernel knobs it must never turn), the LISTEN sockets of the
+               host's network namespace owned by a sandbox uid.
+sandbox_procs  every host process running as a sandbox uid (>= 2000000000),
+               with its pid namespace, cgroups and ancestors.
+orphans        sandbox processes with no live petri process above them.
+
+Everything here waits with bounded polls (never a sleep-and-hope), so a
+noisy machine makes a test slower, never flaky.
+"""
+import base64
+import contextlib
+import fcntl
+import hashlib
+import itertools
+import json
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import requests
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+CORPUS = HERE / 'corpus'
+PETRI = os.environ.get('PETRI_BIN') or str(ROOT / 'build' / 'petri')
+PYTHON = '/usr/bin/python3'
+SANDBOX_UID_MIN = 2_000_000_000          # DEFAULT_UID_BASE in src/jail/jail.c
+CGROUP_FS = '/sys/fs/cgroup'
+# Shared with tests/cli and tests/api: every petri start holds it shared
+# (a starting petri sweeps the stale cgroups of dead petri processes).
+LOCK_PATH = '/tmp/petri-cli-tests.lock'
+# Put in the environment of every petri process the tier starts: a sandbox
+# must never see it (the daemon's and pid 1's environment are host secrets).
+CANARY_NAME = 'PETRI_HOSTILE_CANARY'
+CANARY_VALUE = 'c4n4ry-' + 'e3b9a1f07d'
+PATHS = ('run', 'serve-cold', 'serve-warm')
+SETTLE_S = 30                            # bounded wait for teardown, per check
+
+# Up to 3dd9757 the warm path lost every byte a session wrote to fd 1
+# (test_findings.py::test_session_stdout_reaches_the_client).  Programs
+# report on stderr so that the corpus stays meaningful if it comes back;
+# set this to True to skip the stdout checks of warm sessions meanwhile.
+WARM_STDOUT_LOST = False
+
+DEFAULT_LIMITS = {'timeout': 5, 'memory': 256, 'pids': 64, 'disk': 64, 'cpu': 1.0,
+                  'output_kb': 256}
+
+SERVER_CONFIG = """\
+[server]
+max_sessions = 40
+max_executions = 16
+log_level = info
+
+[sessions]
+idle_timeout_s = 900
+max_lifetime_s = 3600
+pool_size = 1
+{warm}
+[limits]
+memory_mb = 256
+cpu = 1.0
+pids = 64
+disk_mb = 64
+timeout_s = 5
+output_kb = 256
+
+[max_limits]
+memory_mb = 2048
+cpu = 2.0
+pids = 1024
+disk_mb = 1024
+timeout_s = 120
+output_kb = 8192
+"""
+
+
+def petri_env():
+    env = dict(os.environ)
+    env.pop('PETRI_NO_CGROUPS', None)
+    env[CANARY_NAME] = CANARY_VALUE
+    return env
+
+
+@contextlib.contextmanager
+def petri_lock():
+    with open(LOCK_PATH, 'a') as f:
+        fcntl.flock(f, fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def wait_until(pred, timeout=SETTLE_S, step=0.05):
+    """Poll pred() until it returns a truthy value or timeout; return the
+    last value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v or time.monotonic() > deadline:
+            return v
+        time.sleep(step)
+        step = min(step * 1.5, 0.5)
+
+
+# ---------------------------------------------------------------- /proc views
+
+def _read(path, mode='r'):
+    try:
+        with open(path, mode) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def proc_status(pid):
+    text = _read(f'/proc/{pid}/status')
+    if text is None:
+        return None
+    out = {}
+    for line in text.splitlines():
+        k, _, v = line.partition(':')
+        out[k] = v.strip()
+    return out
+
+
+def proc_stat_fields(pid):
+    st = _read(f'/proc/{pid}/stat')
+    if not st:
+        return None
+    return [st[:st.rindex(')') + 1]] + st[st.rindex(')') + 2:].split()
+
+
+def ns_inode(pid, ns):
+    try:
+        link = os.readlink(f'/proc/{pid}/ns/{ns}')
+    except OSError:
+        return None
+    m = re.search(r'\[(\d+)\]', link)
+    return int(m.group(1)) if m else None
+
+
+def all_pids():
+    return [int(d) for d in os.listdir('/proc') if d.isdigit()]
+
+
+def sandbox_procs():
+    """{pid: status dict} of host processes whose real uid is a sandbox uid
+    (zombies included: a zombie still holds a pid of the sandbox)."""
+    out = {}
+    for pid in all_pids():
+        st = proc_status(pid)
+        if not st or 'Uid' not in st:
+            continue
+        if int(st['Uid'].split()[0]) >= SANDBOX_UID_MIN:
+            out[pid] = st
+    return out
+
+
+def proc_cgroups(pid):
+    """Host cgroup directories of pid (v1 hierarchies and the v2 one)."""
+    text = _read(f'/proc/{pid}/cgroup') or ''
+    dirs = []
+    for line in text.splitlines():
+        parts = line.split(':', 2)
+        if len(parts) != 3:
+            continue
+        _, ctrls, path = parts
+        if ctrls == '':
+            base = os.path.join(CGROUP_FS, 'unified')
+        else:
+            name = ctrls.replace('name=', '')
+            base = os.path.join(CGROUP_FS, name)
+            if not os.path.isdir(base):
+                base = os.path.join(CGROUP_FS, ctrls.split(',')[0].replace('name=', ''))
+        dirs.append(os.path.normpath(base + path))
+    return dirs
+
+
+def petri_cgroups_of(pid):
+    """The cgroup directories of pid that petri made (a .../petri/... path)."""
+    return [d for d in proc_cgroups(pid) if '/petri/' in d]
+
+
+def ancestors(pid):
+    chain = []
+    seen = set()
+    while pid > 1 and pid not in seen:
+        seen.add(pid)
+        f = proc_stat_fields(pid)
+        if not f:
+            break
+        pid = int(f[2])
+        chain.append(pid)
+    return chain
+
+
+def comm(pid):
+    return (_read(f'/proc/{pid}/comm') or '').strip()
+
+
+# Host pids of the petri processes this worker started.  The machine is
+# shared (other suites run petri too, some kill it on purpose), so the leak
+# checks look only at sandboxes of our own petri processes: their cgroups
+# are named p<pid>-... after the petri process that made them.
+STARTED = set()
+
+
+def orphans():
+    """Sandbox processes in a cgroup of a petri process this worker started
+    that no longer runs: what a sandbox left behind."""
+    dead = {p for p in STARTED if not os.path.exists(f'/proc/{p}')}
+    if not dead:
+        return []
+    bad = []
+    for pid, st in sandbox_procs().items():
+        for d in proc_cgroups(pid):
+            m = re.search(r'/petri/p(\d+)-', d)
+            if m and int(m.group(1)) in dead:
+                bad.append((pid, comm(pid), st.get('State'), d))
+                break
+    return bad
+
+
+def procs_in_pidns(inode):
+    return [p for p in all_pids() if ns_inode(p, 'pid') == inode]
+
+
+def cgroup_tasks(d):
+    text = _read(os.path.join(d, 'cgroup.procs'))
+    if text is None:
+        return None                      # gone
+    return [int(x) for x in text.split()]
+
+
+# ---------------------------------------------------------------- host state
+
+def sha256(path):
+    h = hashlib.sha256()
+    try:
+        with open(path, 'rb') as f:
+            for chunk in iter(lambda: f.read(1 << 20), b''):
+                h.update(chunk)
+    except OSError as e:
+        return f'error {e.errno}'
+    return h.hexdigest()
+
+
+def listen_sockets():
+    """LISTEN sockets of the host's network namespace: {(proto, local): uid}."""
+    out = {}
+    for proto in ('tcp', 'tcp6'):
+        text = _read(f'/proc/net/{proto}') or ''
+        for line in text.splitlines()[1:]:
+            f = line.split()
+            if len(f) > 7 and f[3] == '0A':
+                out[(proto, f[1])] = int(f[7])
+    return out
+
+
+def sandbox_listeners():
+    return {k: uid for k, uid in listen_sockets().items() if uid >= SANDBOX_UID_MIN}
+
+
+class HostSnapshot:
+    """What the host looks like, for a before/after comparison."""
+
+    def __init__(self, markers):
+        self.files = {}
+        for p in [*markers, '/etc/passwd', '/etc/shadow', '/etc/hostname', '/etc/hosts',
+                  os.path.realpath('/usr/bin/python3'), os.path.realpath('/bin/bash')]:
+            self.files[p] = sha256(p)
+        self.knobs = {}
+        for p in ('/proc/sys/kernel/core_pattern', '/proc/sys/kernel/hostname',
+                  '/proc/sys/kernel/modprobe', '/proc/sys/vm/overcommit_memory',
+                  '/proc/sys/kernel/unprivileged_bpf_disabled'):
+            self.knobs[p] = _read(p)
+        self.uts = os.uname().nodename
+
+    def changes(self, other):
+        out = []
+        for p, h in self.files.items():
+            if other.files.get(p) != h:
+                out.append(f'host file {p} changed: {h} -> {other.files.get(p)}')
+        for p, v in self.knobs.items():
+            if other.knobs.get(p) != v:
+                out.append(f'host knob {p} changed: {v!r} -> {other.knobs.get(p)!r}')
+        if other.uts != self.uts:
+            out.append(f'host hostname changed: {self.uts} -> {other.uts}')
+        return out
+
+
+# ---------------------------------------------------------------- the corpus
+
+HEADER_RE = re.compile(r'^\s*(?:#|//|/\*|\*)\s*([a-z][a-z-]*):\s*(.*?)\s*(?:\*/)?\s*$')
+LANG_OF = {'.py': 'python', '.sh': 'bash', '.c': 'c'}
+
+
+class Program:
+    """A corpus file and what its header says.
+
+    Header keys (comment lines at the top, `# key: value` or `// key: value`):
+      attack   what it tries (required)
+      expect   the contained outcome, in words (required)
+      status   the statuses that count as contained (default: ok)
+      limits   overrides of DEFAULT_LIMITS, e.g. `timeout=3 pids=32`
+      marker   a string that must appear in stdout+stderr: proof the program
+               got as far as checking (default CONTAINED; `-` for none)
+      paths    the paths it runs on (default: all three)
+      exact    a Python bytes literal the program writes to stderr (and to
+               stdout): returned without loss
+      truncated  stdout|stderr: that stream must come back truncated
+      xfail    `PATH... -- REASON`: a known escape or bug on those paths
+               (strict: the day it is fixed the test says so)
+    Any `ESCAPE` in the output means the program did what it must not."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        self.name = self.path.name
+        self.lang = LANG_OF[self.path.suffix]
+        self.source = self.path.read_text()
+        self.meta = {}
+        for line in self.source.splitlines()[:40]:
+            m = HEADER_RE.match(line)
+            if m and m.group(1) in ('attack', 'expect', 'status', 'limits', 'marker',
+                                    'paths', 'exact', 'truncated', 'xfail'):
+                self.meta.setdefault(m.group(1), m.group(2))
+        assert 'attack' in self.meta and 'expect' in self.meta, f'{self.name}: header'
+        self.statuses = set(self.meta.get('status', 'ok').replace(',', ' ').split())
+        self.limits = dict(DEFAULT_LIMITS)
+        for item in self.meta.get('limits', '').split():
+            k, _, v = item.partition('=')
+            assert k in DEFAULT_LIMITS, f'{self.name}: unknown limit {k}'
+            self.limits[k] = float(v) if k == 'cpu' else int(v)
+        self.marker = self.meta.get('marker', 'CONTAINED')
+        self.paths = tuple(self.meta.get('paths', ' '.join(PATHS)).split())
+        self.exact = None
+        if 'exact' in self.meta:
+            import ast
+            self.exact = ast.literal_eval(self.meta['exact'])
+        self.truncated = self.meta.get('truncated')
+        # `xfail: PATH... -- REASON`: a known escape or bug on those paths
+        self.xfail = {}
+        if 'xfail' in self.meta:
+            where, _, reason = self.meta['xfail'].partition(' -- ')
+            for p in where.split():
+                assert p in PATHS, f'{self.name}: xfail path {p}'
+                self.xfail[p] = reason
+
+
+def corpus_programs():
+    return sorted((Program(p) for p in CORPUS.iterdir() if p.suffix in LANG_OF),
+                  key=lambda p: p.name)
+
+
+# ---------------------------------------------------------------- results
+
+def out_bytes(result, stream):
+    if result.get(stream + '_base64') is not None:
+        return base64.b64decode(result[stream + '_base64'], validate=True)
+    return result[stream].encode('utf-8')
+
+
+def describe(result):
+    r = dict(result or {})
+    for k in ('stdout', 'stderr', 'stdout_base64', 'stderr_base64'):
+        if isinstance(r.get(k), str) and len(r[k]) > 1500:
+            r[k] = r[k][:1000] + f'...<{len(r[k])} chars>...' + r[k][-300:]
+    if isinstance(r.get('results'), list) and len(r['results']) > 5:
+        r['results'] = r['results'][:5] + [f'... {len(result["results"])} in all']
+    return json.dumps(r, indent=1)[:6000]
+
+
+def strict_json(text):
+    def reject(name):
+        raise ValueError(f'non-standard JSON constant {name}')
+    return json.loads(text, parse_constant=reject)
+
+
+# ---------------------------------------------------------------- petri run
+
+def petri_run(program_path, lang, limits, timeout=None, extra=()):
+    """`petri run --json` on a file: (result dict, host pid, completed)."""
+    args = [PETRI, 'run', '--json', '-l', lang, '-t', str(limits['timeout']),
+            '-m', str(limits['memory']), '--pids', str(limits['pids']),
+            '--disk', str(limits['disk']), '--cpus', str(limits['cpu']), *extra,
+            str(program_path)]
+    with petri_lock():
+        p = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=petri_env())
+        STARTED.add(p.pid)
+        try:
+            out, err = p.communicate(timeout=timeout or limits['timeout'] + 60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+            raise AssertionError(f'petri run did not finish: {err[-2000:]!r}')
+    lines = out.decode('utf-8').splitlines()
+    assert len(lines) == 1, f'petri run printed {len(lines)} lines; stderr {err[-2000:]!r}'
+    return strict_json(lines[0]), p.pid, p
+
+
+def run_leftovers(petri_pid):
+    """Processes and cgroups of a finished `petri run` that still exist."""
+    tag = f'/petri/p{petri_pid}-'
+    procs = [pid for pid in sandbox_procs() if any(tag in d for d in proc_cgroups(pid))]
+    dirs = []
+    for ctrl in os.listdir(CGROUP_FS):
+        for dirpath, dirnames, _ in os.walk(os.path.join(CGROUP_FS, ctrl)):
+            if os.path.basename(dirpath) == 'petri':
+                dirs += [os.path.join(dirpath, d) for d in dirnames
+                         if d.startswith(f'p{petri_pid}-')]
+                dirnames[:] = []
+    return procs + dirs
+
+
+# ---------------------------------------------------------------- petri serve
+
+class Api:
+    def __init__(self, url):
+        self.url = url
+        self.s = requests.Session()
+
+    def request(self, method, path, **kw):
+        kw.setdefault('timeout', 180)
+        return self.s.request(method, self.url + path, **kw)
+
+    def get(self, path, **kw):
+        return self.request('GET', path, **kw)
+
+    def post(self, path, body=None, **kw):
+        if body is not None:
+            kw['json'] = body
+        return self.request('POST', path, **kw)
+
+    def put(self, path, data=b'', **kw):
+        return self.request('PUT', path, data=data, **kw)
+
+    def delete(self, path, **kw):
+        return self.request('DELETE', path, **kw)
+
+    def session(self, limits=None, env=None):
+        body = {}
+        if limits:
+            body['limits'] = limits
+        if env:
+            body['env'] = env
+        r = self.post('/v1/sessions', body)
+        assert r.status_code == 201, r.text
+        return r.json()['id']
+
+    def execute(self, sid, code, language='python', timeout_s=None):
+        body = {'code': code, 'language': language}
+        if timeout_s is not None:
+            body['timeout_s'] = timeout_s
+        r = self.post(f'/v1/sessions/{sid}/execute', body)
+        assert r.status_code == 200, f'{r.status_code} {r.text[:2000]}'
+        assert r.headers.get('Content-Type', '').startswith('application/json')
+        return strict_json(r.text)
+
+
+def api_limits(limits):
+    return {'memory_mb': limits['memory'], 'cpu': limits['cpu'], 'pids': limits['pids'],
+            'disk_mb': limits['disk'], 'timeout_s': limits['timeout'],
+            'output_kb': limits['output_kb']}
+
+
+class Server:
+    """A `petri serve` on a free loopback port, with a neighbour session
+    that must keep answering whatever the others do."""
+
+    _n = itertools.count()
+
+    def __init__(self, tmpdir, warm, extra_config=''):
+        self.warm = warm
+        cfg = SERVER_CONFIG.format(warm='' if warm else 'warm = false\n') + extra_config
+        self.config_path = Path(tmpdir) / f'petri-hostile-{next(self._n)}.ini'
+        self.config_path.write_text(cfg)
+        self._err = []
+        with petri_lock():
+            self.proc = subprocess.Popen(
+                [PETRI, 'serve', '--listen', '127.0.0.1:0', '--config', str(self.config_path)],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors='replace',
+                env=petri_env())
+            STARTED.add(self.proc.pid)
+            self._drain = threading.Thread(target=self._read_stderr, daemon=True)
+            self._drain.start()
+            line = self.proc.stdout.readline()
+        m = re.search(r'listening on (http://\S+)', line)
+        if not m:
+            self.proc.kill()
+            self.proc.wait()
+            raise RuntimeError(f'petri serve did not start: {line!r} {self.stderr_text()}')
+        self.url = m.group(1)
+        self.port = int(self.url.rsplit(':', 1)[1])
+        self.api = Api(self.url)
+        if warm:
+            # The template starts in the background: wait for it, so that
+            # every session of this server is a warm one.
+            ok = wait_until(lambda: 'warm template ready' in self.stderr_text(),
+                            timeout=120)
+            assert ok, f'the warm template did not start: {self.stderr_text()[-2000:]}'
+        self.neighbour = self.api.session()
+        assert self.neighbour_ok() is None
+
+    def _read_stderr(self):
+        for line in self.proc.stderr:
+            self._err.append(line)
+
+    def stderr_text(self):
+        return ''.join(self._err)
+
+    def neighbour_ok(self):
+        """None if the daemon and the neighbour session are fine, else why."""
+        if self.proc.poll() is not None:
+            return f'the daemon exited with {self.proc.returncode}: {self.stderr_text()[-3000:]}'
+        try:
+            h = self.api.get('/healthz', timeout=30)
+            if h.status_code != 200:
+                return f'/healthz answered {h.status_code}'
+            r = self.api.post(f'/v1/sessions/{self.neighbour}/execute',
+                              {'code': '1+1'}, timeout=60)
+        except requests.RequestException as e:
+            return f'the daemon did not answer: {e}'
+        if r.status_code != 200 or r.json().get('results') != [{'text/plain': '2'}]:
+            return f'the neighbour session failed: {r.status_code} {r.text[:500]}'
+        return None
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait()
+        self._drain.join(10)
+        return code
+
+
+class SessionWatch:
+    """Host-side handle of one session: its pid namespace and cgroups, found
+    through a first Python execution that reports /proc/self/ns/pid."""
+
+    PROBE = "import os, sys\n(os.readlink('/proc/self/ns/pid'), 'pandas' in sys.modules)"
+
+    def __init__(self, api, sid, warm=None):
+        self.api = api
+        self.sid = sid
+        r = api.execute(sid, self.PROBE)
+        assert r['status'] == 'ok', describe(r)
+        text = r['results'][0]['text/plain']
+        self.warm = text.endswith('True)')
+        if warm is not None:
+            assert self.warm == warm, f'expected a {"warm" if warm else "cold"} session: {text}'
+        m = re.search(r'\[(\d+)\]', text)
+        self.pidns = int(m.group(1))
+        self.pids = procs_in_pidns(self.pidns)
+        assert self.pids, 'no host process in the session pid namespace'
+        self.cgroups = sorted({d for p in self.pids for d in petri_cgroups_of(p)})
+        assert self.cgroups, f'the session has no petri cgroup: {proc_cgroups(self.pids[0])}'
+
+    def host_procs(self):
+        return procs_in_pidns(self.pidns)
+
+    def leftovers(self):
+        """What remains of the session on the host after its deletion."""
+        left = [f'process {p} ({comm(p)})' for p in self.host_procs()]
+        left += [f'cgroup {d} (tasks {cgroup_tasks(d)})' for d in self.cgroups
+                 if os.path.isdir(d)]
+        return left

@@ -1,0 +1,92 @@
+"""Every program of tests/hostile/corpus against the three paths.
+
+A program makes ONE attack and says what it saw on stderr (stdout is lost
+on the warm path, see hostile.WARM_STDOUT_LOST): `CONTAINED ...` when the
+attack failed as it must, `ESCAPE ...` when it got something it must never
+get.  The header of each file says which statuses count as contained (see
+hostile.Program).  Then, from the host: the sandbox's processes and cgroups
+are gone after the run (petri run) or the session's deletion (serve), host
+files and kernel knobs are unchanged, no sandbox uid listens on the host,
+and (serve) the daemon still answers a neighbour session.
+"""
+import pytest
+
+import hostile as H
+
+PROGRAMS = H.corpus_programs()
+
+
+def _params():
+    out = []
+    for prog in PROGRAMS:
+        for path in prog.paths:
+            marks = ()
+            if path in prog.xfail:
+                marks = pytest.mark.xfail(strict=True, reason=prog.xfail[path])
+            out.append(pytest.param(prog, path, id=f'{path}:{prog.name}', marks=marks))
+    return out
+
+
+def check_result(prog, result, path):
+    """What the result must say; a list of problems."""
+    problems = []
+    stdout = H.out_bytes(result, 'stdout')
+    stderr = H.out_bytes(result, 'stderr')
+    text = (stdout + b'\n' + stderr).decode('utf-8', 'replace')
+    if result.get('error'):
+        text += '\n' + (result['error'].get('message') or '')
+    if result['status'] not in prog.statuses:
+        problems.append(f'status {result["status"]!r}, expected one of {sorted(prog.statuses)}')
+    if 'ESCAPE' in text:
+        lines = [ln for ln in text.splitlines() if 'ESCAPE' in ln]
+        problems.append('the program reports an escape: ' + ' | '.join(lines)[:3000])
+    if prog.marker != '-' and prog.marker not in text:
+        problems.append(f'{prog.marker!r} is not in the output: the program did not get '
+                        f'as far as its checks')
+    stdout_lost = path == 'serve-warm' and H.WARM_STDOUT_LOST
+    if prog.exact is not None:
+        if stderr != prog.exact:
+            problems.append(f'stderr is not what was written: {stderr[:300]!r} != {prog.exact[:300]!r}')
+        if not stdout_lost and stdout != prog.exact:
+            problems.append(f'stdout is not what was written: {stdout[:300]!r} != {prog.exact[:300]!r}')
+    if prog.truncated and not (prog.truncated == 'stdout' and stdout_lost):
+        if not result[prog.truncated + '_truncated']:
+            problems.append(f'{prog.truncated} is not marked truncated')
+    cap = (1 << 20) if path == 'run' else prog.limits['output_kb'] << 10
+    for name, data in (('stdout', stdout), ('stderr', stderr)):
+        if len(data) > cap + 4096:
+            problems.append(f'{name} holds {len(data)} bytes, over the {cap} cap')
+    return problems
+
+
+@pytest.mark.parametrize('prog,path', _params())
+def test_corpus(prog, path, servers, host_guard):
+    problems = []
+    if path == 'run':
+        result, ppid, _ = H.petri_run(prog.path, prog.lang, prog.limits)
+        problems += check_result(prog, result, path)
+        if not H.wait_until(lambda: not H.run_leftovers(ppid)):
+            problems.append(f'left behind by petri run: {H.run_leftovers(ppid)}')
+    else:
+        srv = servers(path)
+        sid = srv.api.session(limits=H.api_limits(prog.limits))
+        watch = H.SessionWatch(srv.api, sid, warm=(path == 'serve-warm'))
+        result = srv.api.execute(sid, prog.source, language=prog.lang)
+        problems += check_result(prog, result, path)
+        why = srv.neighbour_ok()
+        if why:
+            problems.append(f'after the program: {why}')
+        r = srv.api.delete(f'/v1/sessions/{sid}')
+        if r.status_code not in (200, 204, 404, 410):
+            problems.append(f'DELETE answered {r.status_code}: {r.text[:300]}')
+        if not H.wait_until(lambda: not watch.leftovers()):
+            problems.append(f'left behind by the session: {watch.leftovers()}')
+    assert not problems, '\n'.join(problems) + '\n' + H.describe(result)
+
+
+def test_corpus_size():
+    """The corpus holds at least 80 programs, each with a unique name and
+    one attack."""
+    assert len(PROGRAMS) >= 80, len(PROGRAMS)
+    names = [p.path.stem for p in PROGRAMS]
+    assert len(set(names)) == len(names)
