@@ -832,11 +832,14 @@ static json_t *definitions(struct tools *t, const char *const *only)
 		char note[512];
 
 		/* Learn the version from this client's sandbox, started now
-		 * rather than at its first call. */
-		pthread_mutex_lock(&t->call);
-		if (acquire(t, &s, note, sizeof(note), err, sizeof(err)) >= 0)
-			session_put(s);
-		pthread_mutex_unlock(&t->call);
+		 * rather than at its first call.  If a call is running, it is
+		 * starting the sandbox itself: do not wait behind it (stdio
+		 * answers tools/list while code runs). */
+		if (pthread_mutex_trylock(&t->call) == 0) {
+			if (acquire(t, &s, note, sizeof(note), err, sizeof(err)) >= 0)
+				session_put(s);
+			pthread_mutex_unlock(&t->call);
+		}
 	}
 	pthread_mutex_lock(&version_lock);
 	snprintf(py, sizeof(py), "%s", python_version[0] ? python_version : "3");
