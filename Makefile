@@ -108,7 +108,7 @@ mcp-test: $(BUILD)/petri tests/mcp/node_modules
 ask-test: $(BUILD)/petri
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/ask
 
-test: unit blackbox mcp-test ask-test fuzz-smoke
+test: unit blackbox hostile mcp-test ask-test fuzz-smoke
 
 test-san:
 	$(MAKE) SAN=1 test
@@ -118,6 +118,6 @@ clean:
 
 include tests/fuzz/fuzz.mk
 
-.PHONY: all unit blackbox mcp-test ask-test test test-san clean fuzz fuzz-smoke
+.PHONY: all unit blackbox hostile mcp-test ask-test test test-san clean fuzz fuzz-smoke
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

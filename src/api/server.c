@@ -493,15 +493,11 @@ int api_start(const struct petri_config *cfg, struct smgr *sm,
 	      struct api_server **out, char *err, size_t errlen)
 {
 	struct api_server *srv;
-	int fd;
+	int fd, r;
 
 	*out = NULL;
-	if (cfg->napi_keys == 0 && !config_listen_is_local(cfg->listen)) {
-		snprintf(err, errlen, "refusing to listen on '%s' without API keys: anyone who "
-			 "can reach it could run code; set api_keys in [server], or listen on a "
-			 "loopback address or a unix socket", cfg->listen);
-		return -EPERM;
-	}
+	if ((r = config_check_listen(cfg, err, errlen)) < 0)
+		return r;
 	srv = calloc(1, sizeof(*srv));
 	if (!srv)
 		return -ENOMEM;

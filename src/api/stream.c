@@ -8,6 +8,7 @@
  * eventfd, which box_exec() watches, and the execution is interrupted (the
  * session and its variables survive). */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,7 @@ struct stream {
 	bool closed;			/* the client is gone */
 	int refs;
 	int cancel_fd;
+	int client_fd;			/* the connection's socket, to notice a hang-up */
 	/* the execution */
 	struct smgr *sm;
 	struct session *s;
@@ -145,20 +147,40 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* Has the client hung up?  Without output to write, MHD would notice only
+ * at the next keepalive; we look at the socket every second instead. */
+static bool client_gone(int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLRDHUP };
+
+	return fd >= 0 && poll(&pfd, 1, 0) > 0 &&
+	       (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
 {
 	struct stream *st = cls;
-	struct timespec deadline;
+	struct timespec now;
+	time_t keepalive_at;
 	ssize_t n;
 
 	(void)pos;
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_sec += KEEPALIVE_S;
+	clock_gettime(CLOCK_REALTIME, &now);
+	keepalive_at = now.tv_sec + KEEPALIVE_S;
 	pthread_mutex_lock(&st->lock);
 	while (st->out.len == 0 && !st->finished) {
-		if (pthread_cond_timedwait(&st->cond, &st->lock, &deadline) == ETIMEDOUT) {
-			/* A comment line keeps proxies patient and tells us
-			 * soon when the client has gone. */
+		struct timespec tick;
+
+		clock_gettime(CLOCK_REALTIME, &tick);
+		tick.tv_sec += 1;
+		if (pthread_cond_timedwait(&st->cond, &st->lock, &tick) != ETIMEDOUT)
+			continue;
+		if (client_gone(st->client_fd)) {
+			pthread_mutex_unlock(&st->lock);
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		}
+		if (tick.tv_sec >= keepalive_at) {
+			/* A comment line keeps proxies patient. */
 			pthread_mutex_unlock(&st->lock);
 			memcpy(out, ": keepalive\n\n", 13);
 			return 13;
@@ -224,6 +246,12 @@ enum MHD_Result stream_execute(struct api_req *rq, struct session *s,
 	st->ex.code = st->code;
 	st->ex.language = st->language;
 	st->ex.cancel_fd = st->cancel_fd;
+	{
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		st->client_fd = ci ? ci->connect_fd : -1;
+	}
 	st->s = session_ref(s);	/* the stream outlives this request */
 	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, BLOCK_SIZE, reader, st, on_free);
 	if (!resp) {

@@ -109,6 +109,9 @@ int cmd_serve(int argc, char **argv)
 			die(2, "--listen: address too long");
 		snprintf(cfg.listen, sizeof(cfg.listen), "%s", listen_at);
 	}
+	/* Before anything is started: a refused address is a quick error. */
+	if (config_check_listen(&cfg, err, sizeof(err)) < 0)
+		die(2, "%s", err);
 	log_set_prefix("petri serve");
 	log_set_level(verbose ? LOG_DEBUG : cfg.log_level);
 

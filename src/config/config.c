@@ -374,3 +374,13 @@ bool config_listen_is_local(const char *listen)
 		return IN6_IS_ADDR_LOOPBACK(&a6);
 	return false;
 }
+
+int config_check_listen(const struct petri_config *cfg, char *err, size_t errlen)
+{
+	if (cfg->napi_keys || config_listen_is_local(cfg->listen))
+		return 0;
+	snprintf(err, errlen, "refusing to listen on '%s' without API keys: anyone who "
+		 "can reach it could run code; set api_keys in [server], or listen on a "
+		 "loopback address or a unix socket", cfg->listen);
+	return -EPERM;
+}

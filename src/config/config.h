@@ -74,5 +74,8 @@ int config_check_limits(const struct petri_config *cfg, const struct petri_limit
 
 /* Is listen a loopback TCP address or a unix socket? */
 bool config_listen_is_local(const char *listen);
+/* Refuse to listen beyond this machine without API keys: -EPERM with the
+ * reason, else 0. */
+int config_check_listen(const struct petri_config *cfg, char *err, size_t errlen);
 
 #endif

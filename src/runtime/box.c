@@ -733,9 +733,17 @@ int box_exec(struct box *b, const struct box_exec *ex,
 	res->status = res->error || (res->has_exit_code && res->exit_code != 0) ?
 		      RESULT_ERROR : RESULT_OK;
 	if (jail_usage(b->jail, &u1) == 0 && u1.oom_kills > u0.oom_kills) {
+		/* Reaching the memory limit ends the sandbox, whichever process
+		 * the kernel chose: on cgroup v2 (memory.oom.group) it kills them
+		 * all anyway, and on v1 its choice depends on how much memory a
+		 * process shares with a template, which the code cannot see.
+		 * One rule everywhere. */
 		res->status = RESULT_OOM;
 		snprintf(res->reason, sizeof(res->reason),
-			 "a process was killed by the memory limit");
+			 "the memory limit was reached (a process was killed); the "
+			 "sandbox was ended");
+		mark_dead(b, res->reason);
+		jail_stop(b->jail);
 	}
 
 finish:

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -141,51 +142,65 @@ static int make_parents(int work_fd, const char *dir)
 	return 0;
 }
 
-static int write_as(int work_fd, const char *path, const void *data, size_t len)
+static int write_all(int fd, const char *p, size_t len)
 {
-	char dir[FILES_PATH_MAX + 1];
-	const char *base;
-	const char *p = data;
-	struct stat st;
-	int fd, r;
-
-	if ((r = split(path, dir, sizeof(dir), &base)) < 0)
-		return r;
-	if (dir[0] && (r = make_parents(work_fd, dir)) < 0)
-		return r;
-	/* O_NOFOLLOW: never write through a symlink the sandbox planted.
-	 * O_NONBLOCK: a FIFO without a reader fails instead of hanging us. */
-	fd = open_in(work_fd, path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
-		     0644);
-	if (fd < 0)
-		return fd;
-	if (fstat(fd, &st) < 0) {
-		r = -EIO;
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		r = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
-		goto out;
-	}
-	if (ftruncate(fd, 0) < 0) {
-		r = -errno;
-		goto out;
-	}
 	while (len) {
 		ssize_t n = write(fd, p, len);
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0) {
-			r = n < 0 ? -errno : -EIO;
-			goto out;
-		}
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
 		p += n;
 		len -= (size_t)n;
 	}
-	r = 0;
+	return 0;
+}
+
+/* Write into a new file beside the target, then rename it over the target:
+ * a refused upload (workspace full) leaves the old file as it was, and a
+ * symlink or FIFO the sandbox put there is replaced, never written
+ * through. */
+static int write_as(int work_fd, const char *path, const void *data, size_t len)
+{
+	char dir[FILES_PATH_MAX + 1], tmp[64];
+	unsigned char rnd[8];
+	const char *base;
+	struct stat st;
+	int parent, fd, r;
+
+	if ((r = split(path, dir, sizeof(dir), &base)) < 0)
+		return r;
+	if (dir[0] && (r = make_parents(work_fd, dir)) < 0)
+		return r;
+	parent = open_dir(work_fd, dir);
+	if (parent < 0)
+		return parent;
+	if (fstatat(parent, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+		r = -EISDIR;
+		goto out;
+	}
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
+		r = -EIO;
+		goto out;
+	}
+	snprintf(tmp, sizeof(tmp), ".petri-upload-%02x%02x%02x%02x%02x%02x%02x%02x",
+		 rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+	/* One component under a directory fd: nothing to resolve or follow. */
+	fd = openat(parent, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		r = -errno;
+		goto out;
+	}
+	r = write_all(fd, data, len);
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && renameat(parent, tmp, parent, base) < 0)
+		r = -errno;
+	if (r < 0)
+		unlinkat(parent, tmp, 0);
 out:
-	close(fd);
+	close(parent);
 	return r;
 }
 

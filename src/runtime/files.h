@@ -39,10 +39,10 @@ struct files_user {
 	gid_t gid;
 };
 
-/* Write data to path (created or truncated, mode 0644), making missing
- * parent directories (0755).  -EISDIR if path is a
- * directory, -EFTYPE-like -EINVAL if it is not a regular file, -ENOSPC
- * when the workspace is full, -ELOOP if the last component is a symlink. */
+/* Write data to path (mode 0644), making missing parent directories
+ * (0755).  The new content replaces whatever was at path (file, symlink,
+ * FIFO) in one rename, so a failed write leaves the old one untouched.
+ * -EISDIR if path is a directory, -ENOSPC when the workspace is full. */
 int files_write(const struct files_user *u, int work_fd, const char *path,
 		const void *data, size_t len);
 

@@ -35,22 +35,29 @@ static void template_limits(struct jail_limits *l)
 	l->nofile = 0;		/* inherit ours */
 }
 
-static int wait_template_ready(struct zygote *z, char *err, size_t errlen)
+static int wait_template_ready(struct zygote *z, int cancel_fd, char *err, size_t errlen)
 {
-	struct pollfd pfd = { .fd = jail_ctl_fd(z->tmpl), .events = POLLIN };
+	struct pollfd pfd[2] = {
+		{ .fd = jail_ctl_fd(z->tmpl), .events = POLLIN },
+		{ .fd = cancel_fd, .events = POLLIN },
+	};
 	char buf[512];
 	json_t *msg;
 	ssize_t n;
 	int r;
 
 	do
-		r = poll(&pfd, 1, TEMPLATE_READY_TIMEOUT_MS);
+		r = poll(pfd, cancel_fd >= 0 ? 2 : 1, TEMPLATE_READY_TIMEOUT_MS);
 	while (r < 0 && errno == EINTR);
 	if (r <= 0) {
 		snprintf(err, errlen, "the template did not get ready");
 		return -ETIMEDOUT;
 	}
-	n = recv(pfd.fd, buf, sizeof(buf) - 1, 0);
+	if (cancel_fd >= 0 && pfd[1].revents) {
+		snprintf(err, errlen, "cancelled");
+		return -ECANCELED;
+	}
+	n = recv(pfd[0].fd, buf, sizeof(buf) - 1, 0);
 	if (n <= 0) {
 		snprintf(err, errlen, "the template exited while starting");
 		return -EPIPE;
@@ -68,7 +75,8 @@ static int wait_template_ready(struct zygote *z, char *err, size_t errlen)
 	return 0;
 }
 
-int zygote_start(struct jail_host *host, struct zygote **out, char *err, size_t errlen)
+int zygote_start(struct jail_host *host, int cancel_fd, struct zygote **out, char *err,
+		 size_t errlen)
 {
 	const char *env[MAX_ENV + 32];
 	struct box_config bc = { 0 };
@@ -92,7 +100,7 @@ int zygote_start(struct jail_host *host, struct zygote **out, char *err, size_t 
 	box_jail_config(&bc, &jc, env, sizeof(env) / sizeof(env[0]), files, true);
 	jc.flags = JAIL_F_TEMPLATE;
 	if ((r = jail_spawn(host, &jc, &z->tmpl, err, errlen)) < 0 ||
-	    (r = wait_template_ready(z, err, errlen)) < 0) {
+	    (r = wait_template_ready(z, cancel_fd, err, errlen)) < 0) {
 		zygote_free(z);
 		return r;
 	}

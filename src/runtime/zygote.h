@@ -22,8 +22,10 @@
 struct zygote;
 
 /* Start a template and wait until it has imported the data stack (about a
- * second).  Call from a thread that outlives the template (PDEATHSIG). */
-int zygote_start(struct jail_host *host, struct zygote **out, char *err, size_t errlen);
+ * second), or until cancel_fd (-1: none) is readable.  Call from a thread
+ * that outlives the template (PDEATHSIG). */
+int zygote_start(struct jail_host *host, int cancel_fd, struct zygote **out, char *err,
+		 size_t errlen);
 
 /* A new sandbox with the driver ready in it, limits and environment from
  * cfg (cfg->ro_binds are the template's, not per sandbox). */

@@ -3,8 +3,11 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "runtime/zygote.h"
 #include "util/log.h"
@@ -22,6 +25,7 @@ struct pool {
 	struct box **ready;
 	size_t nready;
 	bool stopping;
+	int stop_fd;			/* readable once stopping: cuts a start short */
 	bool warned;			/* the "no warm path" warning was given */
 	pthread_t thread;
 };
@@ -68,7 +72,7 @@ static void ensure_template(struct pool *p)
 		retire_template(p);
 	}
 	pthread_mutex_unlock(&p->lock);
-	r = zygote_start(p->host, &z, err, sizeof(err));
+	r = zygote_start(p->host, p->stop_fd, &z, err, sizeof(err));
 	pthread_mutex_lock(&p->lock);
 	if (r < 0) {
 		if (!p->warned)
@@ -157,7 +161,10 @@ int pool_new(struct jail_host *host, const struct pool_config *cfg, struct pool 
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->wake, NULL);
 	pthread_cond_init(&p->idle, NULL);
-	if (!p->ready || pthread_create(&p->thread, NULL, run, p) != 0) {
+	p->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (!p->ready || p->stop_fd < 0 || pthread_create(&p->thread, NULL, run, p) != 0) {
+		if (p->stop_fd >= 0)
+			close(p->stop_fd);
 		free(p->ready);
 		free(p);
 		return -ENOMEM;
@@ -174,7 +181,10 @@ void pool_free(struct pool *p)
 	p->stopping = true;
 	pthread_cond_broadcast(&p->wake);
 	pthread_mutex_unlock(&p->lock);
+	if (write(p->stop_fd, &(uint64_t){ 1 }, sizeof(uint64_t)) < 0)
+		log_warn("cannot interrupt the template's start");
 	pthread_join(p->thread, NULL);
+	close(p->stop_fd);
 	for (size_t i = 0; i < p->nready; i++)
 		box_free(p->ready[i]);
 	metrics_gauge_add(M_POOL_READY, -(long)p->nready);

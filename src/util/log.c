@@ -12,10 +12,34 @@ void log_set_level(enum log_level level) { max_level = level; }
 enum log_level log_get_level(void) { return max_level; }
 void log_set_prefix(const char *p) { prefix = p; }
 
+/* Messages quote what clients and sandboxes sent (URLs, names): a newline
+ * or an escape sequence in them must not forge a log line or reach the
+ * operator's terminal.  Control bytes become \xNN. */
+static const char *escape_controls(const char *in, char *out, size_t outlen)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+
+	for (; *in && o + 5 < outlen; in++) {
+		unsigned char c = (unsigned char)*in;
+
+		if (c < 0x20 || c == 0x7f) {
+			out[o++] = '\\';
+			out[o++] = 'x';
+			out[o++] = hex[c >> 4];
+			out[o++] = hex[c & 15];
+		} else {
+			out[o++] = (char)c;
+		}
+	}
+	out[o] = '\0';
+	return out;
+}
+
 static void vlog(enum log_level level, int err, const char *fmt, va_list ap)
 {
 	static const char *const names[] = { "error", "warning", "info", "debug" };
-	char line[2048];
+	char line[2048], safe[8192];
 	int n;
 
 	if (level > max_level)
@@ -30,7 +54,7 @@ static void vlog(enum log_level level, int err, const char *fmt, va_list ap)
 		size_t len = strlen(line);
 		snprintf(line + len, sizeof(line) - len, ": %s", strerror(err));
 	}
-	fprintf(stderr, "%s\n", line);
+	fprintf(stderr, "%s\n", escape_controls(line, safe, sizeof(safe)));
 }
 
 void log_msg(enum log_level level, const char *fmt, ...)

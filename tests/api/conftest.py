@@ -12,8 +12,6 @@ pipe).  A daemon sweeps stale cgroups of dead petri processes when it starts,
 so Server takes the CLI suite's lock (tests/cli/conftest.py) shared while it
 starts, as every CLI run does.
 """
-import contextlib
-import fcntl
 import itertools
 import json
 import os
@@ -26,72 +24,11 @@ import time
 import pytest
 import requests
 
+from apihelp import LOCK_PATH, cgroup_dirs, petri_lock, process_tree, still_alive  # noqa: F401
+
 PETRI = os.environ.get("PETRI_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "build", "petri"))
 SANDBOX_UID_MIN = 2000000000
-# Shared with tests/cli/conftest.py: petri starts hold it shared; a test that
-# must see what a dead petri left behind holds it exclusively.
-LOCK_PATH = "/tmp/petri-cli-tests.lock"
 _config_names = itertools.count()
-
-
-@contextlib.contextmanager
-def petri_lock(exclusive=False):
-    with open(LOCK_PATH, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
-def process_tree(root):
-    """Host pids of root's descendants, each with its start time (to tell
-    a pid that was reused): {pid: starttime}."""
-    children = {}
-    starts = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                st = f.read()
-        except OSError:
-            continue
-        fields = st[st.rindex(")") + 2:].split()
-        children.setdefault(int(fields[1]), []).append(int(d))
-        starts[int(d)] = int(fields[19])
-    out, todo = {}, [root]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            if c not in out:
-                out[c] = starts[c]
-                todo.append(c)
-    return out
-
-
-def still_alive(tree):
-    """Those of {pid: starttime} that still run (same pid, same start)."""
-    alive = []
-    for pid, start in tree.items():
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                st = f.read()
-        except OSError:
-            continue
-        fields = st[st.rindex(")") + 2:].split()
-        if int(fields[19]) == start and fields[0] != "Z":
-            alive.append(pid)
-    return alive
-
-
-def cgroup_dirs(pid, root="/sys/fs/cgroup"):
-    """Cgroup directories p<pid>-... under any .../petri/ of the hierarchy."""
-    found = []
-    for dirpath, dirnames, _ in os.walk(root):
-        if os.path.basename(dirpath) == "petri":
-            found += [os.path.join(dirpath, d) for d in dirnames if d.startswith(f"p{pid}-")]
-            dirnames[:] = []
-    return found
 
 
 def sandbox_pids():

@@ -1,0 +1,345 @@
+"""Executions in a session: rich results, errors, several languages, and
+the limits (timeout with interrupt, SIGINT ignored, OOM); the one-shot
+POST /v1/execute."""
+import base64
+import io
+import time
+
+import pytest
+
+from apihelp import error_of, png_size
+
+RESULT_KEYS = {"status", "exit_code", "signal", "stdout", "stderr", "stdout_truncated",
+               "stderr_truncated", "results", "error", "files", "duration_ms", "cpu_ms",
+               "memory_peak_bytes", "reason"}
+
+
+def check_result(res):
+    assert RESULT_KEYS <= set(res), set(res) ^ RESULT_KEYS
+    assert res["status"] in ("ok", "error", "timeout", "oom", "killed")
+    for k in ("duration_ms", "cpu_ms", "memory_peak_bytes"):
+        assert isinstance(res[k], int) and res[k] >= 0, (k, res[k])
+    return res
+
+
+@pytest.fixture
+def sid(api):
+    s = api.session()
+    yield s
+    api.delete(f"/v1/sessions/{s}")
+
+
+def test_result_object_shape(api, sid):
+    res = check_result(api.execute(sid, "print('hi')\nimport sys\nprint('err', file=sys.stderr)\n6*7"))
+    assert res["status"] == "ok"
+    assert res["exit_code"] == 0
+    assert res["stdout"] == "hi\n" and res["stderr"] == "err\n"
+    assert res["results"] == [{"text/plain": "42"}]
+    assert res["error"] is None and res["reason"] is None and res["signal"] is None
+
+
+def test_matplotlib_chart_is_png(api, sid):
+    res = check_result(api.execute(
+        sid, "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.title('t')\nNone"))
+    assert res["status"] == "ok", res
+    pngs = [b["image/png"] for b in res["results"] if "image/png" in b]
+    assert len(pngs) == 1, res["results"]
+    data = base64.b64decode(pngs[0], validate=True)
+    w, h = png_size(data)
+    assert 200 <= w <= 4000 and 200 <= h <= 4000, (w, h)
+    # And it decodes as an image, not just a header.
+    from PIL import Image
+    img = Image.open(io.BytesIO(data))
+    img.load()
+    assert img.size == (w, h)
+    assert len(set(img.convert("L").getdata())) > 2, "the chart is blank"
+    # Figures are closed after being sent: the next execution sends none.
+    res = api.execute(sid, "1")
+    assert all("image/png" not in b for b in res["results"])
+
+
+def test_dataframe_has_html(api, sid):
+    res = check_result(api.execute(
+        sid, "import pandas as pd\ndf = pd.DataFrame({'city': ['Oslo', 'Lima'], 'temp': [3.5, 19.25]})\ndf"))
+    assert res["status"] == "ok", res
+    assert len(res["results"]) == 1
+    bundle = res["results"][0]
+    assert "text/html" in bundle and "text/plain" in bundle
+    html = bundle["text/html"]
+    assert "<table" in html and "dataframe" in html
+    for cell in ("city", "temp", "Oslo", "Lima", "19.25"):
+        assert cell in html
+    assert "Oslo" in bundle["text/plain"]
+
+
+def test_exception_is_structured(api, sid):
+    code = "a = 1\nb = 0\nc = a / b\nprint('never')"
+    res = check_result(api.execute(sid, code))
+    assert res["status"] == "error"
+    assert res["exit_code"] == 1
+    assert res["stdout"] == ""
+    err = res["error"]
+    assert err["name"] == "ZeroDivisionError"
+    assert err["message"] == "division by zero"
+    tb = err["traceback"]
+    assert 'line 3, in <module>' in tb, tb
+    assert "c = a / b" in tb
+    assert "driver.py" not in tb and "/opt/petri" not in tb, tb
+    assert tb.rstrip().endswith("ZeroDivisionError: division by zero")
+    # The session survives an exception, with what ran before it.
+    res = api.execute(sid, "a, b")
+    assert res["results"] == [{"text/plain": "(1, 0)"}]
+
+
+def test_exception_in_function_from_earlier_cell(api, sid):
+    api.execute(sid, "def parse(s):\n    # a comment\n    return int(s)\n")
+    res = api.execute(sid, "x = 5\nparse('five')")
+    err = res["error"]
+    assert err["name"] == "ValueError"
+    assert "invalid literal for int()" in err["message"]
+    tb = err["traceback"]
+    # Both the calling line and the line inside the function are shown.
+    assert "line 2, in <module>" in tb and "parse('five')" in tb, tb
+    assert "line 3, in parse" in tb and "return int(s)" in tb, tb
+
+
+def test_syntax_error(api, sid):
+    res = api.execute(sid, "x = 1\nif x\n  pass")
+    assert res["status"] == "error"
+    assert res["error"]["name"] == "SyntaxError"
+    assert "if x" in res["error"]["traceback"]
+
+
+def test_bash_and_c_read_what_python_wrote(api, sid):
+    res = api.execute(sid, "open('data.txt', 'w').write('3\\n4\\n5\\n')")
+    assert res["status"] == "ok", res
+    assert any(f["path"] == "data.txt" and f["size"] == 6 for f in res["files"]), res["files"]
+
+    res = api.execute(sid, "total=0; while read n; do total=$((total+n)); done < data.txt; "
+                           "echo bash-sum=$total", language="bash")
+    assert res["status"] == "ok" and res["stdout"] == "bash-sum=12\n", res
+
+    c = r'''
+#include <stdio.h>
+int main(void) {
+    FILE *f = fopen("data.txt", "r");
+    int n, total = 0;
+    if (!f) { perror("fopen"); return 2; }
+    while (fscanf(f, "%d", &n) == 1) total += n * n;
+    fclose(f);
+    printf("c-sumsq=%d\n", total);
+    FILE *o = fopen("from_c.txt", "w");
+    fprintf(o, "%d\n", total);
+    fclose(o);
+    return 0;
+}
+'''
+    res = api.execute(sid, c, language="c")
+    assert res["status"] == "ok", res
+    assert res["stdout"] == "c-sumsq=50\n"
+
+    res = api.execute(sid, "cat from_c.txt > from_bash.txt; echo bash-wrote >> from_bash.txt",
+                      language="bash")
+    assert res["status"] == "ok", res
+    res = api.execute(sid, "open('from_bash.txt').read().split()")
+    assert res["results"] == [{"text/plain": "['50', 'bash-wrote']"}], res
+
+
+def test_bash_nonzero_exit_and_c_compile_error(api, sid):
+    res = api.execute(sid, "echo out; echo oops >&2; exit 3", language="bash")
+    assert res["status"] == "error"
+    assert res["exit_code"] == 3
+    assert res["stdout"] == "out\n" and res["stderr"] == "oops\n"
+    assert res["error"]["name"] == "NonZeroExit"
+    res = api.execute(sid, "int main(void) { return undefined_thing; }", language="c")
+    assert res["status"] == "error"
+    assert res["error"]["name"] == "CompileError"
+    assert "undefined_thing" in res["error"]["traceback"]
+
+
+def test_timeout_interrupts_and_keeps_state(api):
+    sid = api.session(limits={"timeout_s": 1})
+    api.execute(sid, "before = 'kept'")
+    t0 = time.monotonic()
+    res = check_result(api.execute(sid, "import time\nstep = 1\ntime.sleep(30)\nstep = 2"))
+    took = time.monotonic() - t0
+    assert res["status"] == "timeout", res
+    assert "interrupt" in res["reason"], res["reason"]
+    assert "kept" in res["reason"], res["reason"]
+    assert took < 6, took
+    res = api.execute(sid, "before, step")
+    assert res["status"] == "ok"
+    assert res["results"] == [{"text/plain": "('kept', 1)"}], res
+    # A per-execution timeout_s below the session's works the same way.
+    res = api.execute(sid, "import time\ntime.sleep(5)", timeout_s=0.3)
+    assert res["status"] == "timeout" and res["duration_ms"] < 3000
+    api.delete(f"/v1/sessions/{sid}")
+
+
+def test_sigint_ignored_is_killed_after_grace_then_410(api):
+    sid = api.session(limits={"timeout_s": 1})
+    t0 = time.monotonic()
+    res = check_result(api.execute(
+        sid, "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+             "while True:\n    time.sleep(0.05)"))
+    took = time.monotonic() - t0
+    assert res["status"] == "timeout", res
+    assert "did not stop" in res["reason"] and "ended" in res["reason"], res["reason"]
+    assert 1.5 < took < 10, took          # the timeout, then the grace
+    r = api.post(f"/v1/sessions/{sid}/execute", {"code": "1"})
+    assert r.status_code == 410, r.text
+    e = error_of(r.content)
+    assert e["code"] == "session_gone"
+    assert "did not stop when interrupted" in e["message"]
+    r = api.get(f"/v1/sessions/{sid}")
+    assert r.status_code == 410 and "interrupt" in error_of(r.content)["message"]
+
+
+def flavours(bug=None):
+    """Run on the default server (warm sandboxes) and on a cold one; bug:
+    the warm variant is a known failure."""
+    warm = pytest.param("warm", marks=pytest.mark.xfail(reason=bug, strict=True)) if bug else "warm"
+    return pytest.mark.parametrize("flavour", [warm, "cold"])
+
+
+@pytest.fixture
+def fapi(request, flavour):
+    """Api of the default (warm) server or of the cold one."""
+    srv = request.getfixturevalue("server" if flavour == "warm" else "cold_server")
+    return srv.api()
+
+
+def expect_gone(api, sid, words):
+    for method, path, body in (("POST", f"/v1/sessions/{sid}/execute", {"code": "1"}),
+                               ("GET", f"/v1/sessions/{sid}", None),
+                               ("GET", f"/v1/sessions/{sid}/files", None)):
+        r = api.request(method, path, json=body)
+        assert r.status_code == 410, (path, r.text)
+        e = error_of(r.content)
+        assert e["code"] == "session_gone"
+        assert words in e["message"], e
+
+
+@flavours()
+def test_oom_kills_session_then_410(fapi, flavour):
+    sid = fapi.session(limits={"memory_mb": 64, "timeout_s": 4})
+    t0 = time.monotonic()
+    res = check_result(fapi.execute(sid, "blocks = []\nwhile True:\n    blocks.append(bytearray(8 << 20))"))
+    assert res["status"] == "oom", res
+    assert "memory" in res["reason"]
+    assert time.monotonic() - t0 < 3.5
+    expect_gone(fapi, sid, "memory limit")
+
+
+@flavours()
+def test_runtime_exit_is_noticed(fapi, flavour):
+    sid = fapi.session(limits={"timeout_s": 4})
+    t0 = time.monotonic()
+    res = check_result(fapi.execute(sid, "import os\nos._exit(3)"))
+    assert res["status"] == "error" and res["exit_code"] == 3, res
+    assert "exited with status 3" in res["reason"], res
+    assert time.monotonic() - t0 < 3.5
+    expect_gone(fapi, sid, "exited with status 3")
+
+
+@flavours()
+def test_runtime_killed_by_signal_is_noticed(fapi, flavour):
+    sid = fapi.session(limits={"timeout_s": 4})
+    res = check_result(fapi.execute(sid, "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"))
+    assert res["status"] == "killed" and res["signal"] == 9, res
+    expect_gone(fapi, sid, "signal 9")
+
+
+@flavours()
+def test_oom_of_a_child_process_ends_session(fapi, flavour):
+    # Reaching the memory limit ends the sandbox whichever process the kernel
+    # killed (the same rule on cgroup v1 and v2, warm and cold).
+    sid = fapi.session(limits={"memory_mb": 64, "timeout_s": 4})
+    fapi.execute(sid, "kept = 'yes'")
+    res = fapi.execute(sid, "python3 -c 'b = bytearray(200 << 20); print(len(b))'", language="bash")
+    assert res["status"] == "oom", res
+    assert "200" not in res["stdout"]
+    assert "memory limit" in res["reason"], res
+    expect_gone(fapi, sid, "memory limit")
+
+
+@flavours()
+def test_oneshot_memory_limit(fapi, flavour):
+    r = fapi.post("/v1/execute", {"code": "b = bytearray(300 << 20)\nb[::4096] = b'x' * len(b[::4096])",
+                                  "limits": {"memory_mb": 64, "timeout_s": 4}})
+    assert r.status_code == 200, r.text
+    assert r.json()["status"] == "oom", r.json()
+
+
+def test_oneshot_with_files_and_limits(api):
+    before = api.get("/healthz").json()["sessions"]
+    csv = b"x,y\n1,10\n2,20\n3,60\n"
+    r = api.post("/v1/execute", {
+        "code": "import pandas as pd\ndf = pd.read_csv('in/data.csv')\n"
+                "open('out.txt', 'w').write(str(df.y.mean()))\nprint(df.y.mean())\n"
+                "df.x.sum()",
+        "files": [{"path": "in/data.csv", "content_base64": base64.b64encode(csv).decode()},
+                  {"path": "empty.bin", "content_base64": ""}],
+        "limits": {"memory_mb": 256, "timeout_s": 20},
+    })
+    assert r.status_code == 200, r.text
+    res = check_result(r.json())
+    assert res["status"] == "ok", res
+    assert res["stdout"] == "30.0\n"
+    assert res["results"] == [{"text/plain": "6"}]
+    assert any(f["path"] == "out.txt" and f["size"] == 4 for f in res["files"]), res["files"]
+    # One-shots leave no session behind.
+    assert api.get("/healthz").json()["sessions"] == before
+
+
+def test_oneshot_languages_and_timeout(api):
+    r = api.post("/v1/execute", {"code": "echo $((6*7))", "language": "bash"})
+    assert r.status_code == 200 and r.json()["stdout"] == "42\n", r.text
+    t0 = time.monotonic()
+    r = api.post("/v1/execute", {"code": "import time\ntime.sleep(30)", "limits": {"timeout_s": 0.5}})
+    assert r.status_code == 200, r.text
+    res = r.json()
+    assert res["status"] == "timeout", res
+    assert res["reason"]
+    assert time.monotonic() - t0 < 8
+
+
+def test_oneshot_bad_files(api):
+    for files, code in (([{"path": "../x", "content_base64": ""}], "invalid_path"),
+                        ([{"path": "/etc/x", "content_base64": ""}], "invalid_path"),
+                        ([{"path": "a", "content_base64": "!!!"}], "invalid_request"),
+                        ([{"path": "a"}], "invalid_request"),
+                        ([{"path": "a", "content_base64": "", "mode": 7}], "invalid_request"),
+                        ("nope", "invalid_request")):
+        r = api.post("/v1/execute", {"code": "1", "files": files})
+        assert r.status_code == 400, (files, r.text)
+        assert error_of(r.content)["code"] == code, (files, r.text)
+
+
+def test_output_is_capped_and_flagged(api):
+    sid = api.session(limits={"output_kb": 2})
+    res = api.execute(sid, "print('x' * 10000)\nimport sys\nsys.stderr.write('e' * 5000)\n'done'")
+    assert res["status"] == "ok", res
+    assert res["stdout_truncated"] is True and res["stderr_truncated"] is True
+    assert 0 < len(res["stdout"]) <= 2048 and 0 < len(res["stderr"]) <= 2048
+    assert res["results"] == [{"text/plain": "'done'"}]
+    res = api.execute(sid, "print('short')")
+    assert res["stdout"] == "short\n" and res["stdout_truncated"] is False
+    api.delete(f"/v1/sessions/{sid}")
+
+
+def test_non_utf8_output_comes_with_exact_bytes(api, sid):
+    res = api.execute(sid, "printf 'ok\\377\\376end'", language="bash")
+    assert res["status"] == "ok", res
+    assert base64.b64decode(res["stdout_base64"]) == b"ok\xff\xfeend"
+    assert res["stdout"].startswith("ok") and res["stdout"].endswith("end")
+
+
+def test_c_session(api):
+    sid = api.session(language="c")
+    res = api.execute(sid, '#include <stdio.h>\nint main(void) { puts("from C"); return 0; }')
+    assert res["status"] == "ok" and res["stdout"] == "from C\n", res
+    res = api.execute(sid, "int main(void) { int *p = 0; return *p; }")
+    assert res["status"] == "error" and res["error"]["name"] == "Signal", res
+    assert api.execute(sid, "print('python too')", language="python")["stdout"] == "python too\n"
+    api.delete(f"/v1/sessions/{sid}")

@@ -1,0 +1,126 @@
+"""Sessions: create, inspect, list, delete; state that persists from one
+execution to the next; sessions that do not see each other."""
+import re
+
+
+from apihelp import error_of
+
+ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
+
+
+def test_healthz(api):
+    r = api.get("/healthz")
+    assert r.status_code == 200
+    assert r.headers["Content-Type"].startswith("application/json")
+    j = r.json()
+    assert j["status"] == "ok"
+    assert isinstance(j["sessions"], int) and j["sessions"] >= 0
+
+
+def test_create_get_list_delete(api):
+    r = api.post("/v1/sessions", {})
+    assert r.status_code == 201, r.text
+    s = r.json()
+    sid = s["id"]
+    assert re.fullmatch(r"[A-Za-z0-9_]+", sid)
+    assert r.headers["Location"] == f"/v1/sessions/{sid}"
+    assert s["language"] == "python"
+    assert s["status"] == "idle"
+    for k in ("created_at", "last_used_at", "expires_at"):
+        assert ISO.match(s[k]), (k, s[k])
+    assert set(s["limits"]) >= {"memory_mb", "cpu", "pids", "disk_mb", "timeout_s", "output_kb"}
+    assert s["python_version"].startswith("3.")
+
+    r = api.get(f"/v1/sessions/{sid}")
+    assert r.status_code == 200 and r.json()["id"] == sid
+
+    r = api.get("/v1/sessions")
+    assert r.status_code == 200
+    assert sid in [x["id"] for x in r.json()["sessions"]]
+    assert api.get("/healthz").json()["sessions"] >= 1
+
+    r = api.delete(f"/v1/sessions/{sid}")
+    assert r.status_code == 204, r.text
+    for method in ("GET", "DELETE"):
+        r = api.request(method, f"/v1/sessions/{sid}")
+        assert r.status_code == 404, (method, r.text)
+        assert error_of(r.content)["code"] == "session_not_found"
+    r = api.post(f"/v1/sessions/{sid}/execute", {"code": "1"})
+    assert r.status_code == 404
+    assert sid not in [x["id"] for x in api.get("/v1/sessions").json()["sessions"]]
+
+
+def test_create_with_limits_and_env(api):
+    sid = api.session(limits={"memory_mb": 128, "timeout_s": 5, "pids": 32},
+                      env={"GREETING": "hello"})
+    s = api.get(f"/v1/sessions/{sid}").json()
+    assert s["limits"]["memory_mb"] == 128
+    assert s["limits"]["timeout_s"] == 5
+    assert s["limits"]["pids"] == 32
+    res = api.execute(sid, "import os\nos.environ['GREETING']")
+    assert res["results"][0]["text/plain"] == "'hello'"
+    res = api.execute(sid, "echo $GREETING", language="bash")
+    assert res["stdout"] == "hello\n"
+    api.delete(f"/v1/sessions/{sid}")
+
+
+def test_state_persists_variables(api):
+    sid = api.session()
+    api.execute(sid, "x = 41\nitems = [1, 2]")
+    api.execute(sid, "x += 1\nitems.append(3)")
+    res = api.execute(sid, "x, items")
+    assert res["status"] == "ok", res
+    assert res["results"] == [{"text/plain": "(42, [1, 2, 3])"}]
+    api.delete(f"/v1/sessions/{sid}")
+
+
+def test_state_persists_imports(api):
+    sid = api.session()
+    res = api.execute(sid, "import math as m\nimport collections")
+    assert res["status"] == "ok" and res["results"] == []
+    res = api.execute(sid, "m.sqrt(16), collections.Counter('aab')['a']")
+    assert res["results"] == [{"text/plain": "(4.0, 2)"}], res
+    api.delete(f"/v1/sessions/{sid}")
+
+
+def test_state_persists_functions_and_classes(api):
+    sid = api.session()
+    api.execute(sid, "base = 10\ndef add(a):\n    return a + base\n"
+                     "class Box:\n    def __init__(self, v):\n        self.v = v\n")
+    api.execute(sid, "base = 100")
+    res = api.execute(sid, "add(1), Box(7).v")
+    assert res["results"] == [{"text/plain": "(101, 7)"}], res
+    api.delete(f"/v1/sessions/{sid}")
+
+
+def test_sessions_do_not_share_state_or_files(api):
+    a, b = api.session(), api.session()
+    api.execute(a, "secret = 'only-in-a'\nopen('a.txt', 'w').write('a')")
+    res = api.execute(b, "'secret' in globals()")
+    assert res["results"] == [{"text/plain": "False"}]
+    res = api.execute(b, "import os\nos.path.exists('a.txt'), sorted(os.listdir('/work'))")
+    assert res["results"] == [{"text/plain": "(False, [])"}], res
+    r = api.get(f"/v1/sessions/{b}/files/a.txt")
+    assert r.status_code == 404
+    for sid in (a, b):
+        api.delete(f"/v1/sessions/{sid}")
+
+
+def test_bash_session_default_language(api):
+    sid = api.session(language="bash")
+    assert api.get(f"/v1/sessions/{sid}").json()["language"] == "bash"
+    res = api.execute(sid, "echo from-bash; echo 42 > n.txt")
+    assert res["status"] == "ok" and res["stdout"] == "from-bash\n", res
+    res = api.execute(sid, "print(open('n.txt').read().strip())", language="python")
+    assert res["stdout"] == "42\n"
+    api.delete(f"/v1/sessions/{sid}")
+
+
+def test_execute_touches_last_used(api):
+    sid = api.session()
+    before = api.get(f"/v1/sessions/{sid}").json()
+    api.execute(sid, "import time; time.sleep(0.05)")
+    after = api.get(f"/v1/sessions/{sid}").json()
+    assert after["last_used_at"] > before["last_used_at"]
+    assert after["expires_at"] >= before["expires_at"]
+    api.delete(f"/v1/sessions/{sid}")
