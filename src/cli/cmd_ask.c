@@ -314,9 +314,6 @@ int cmd_ask(int argc, char **argv)
 		die(EXIT_USAGE, "--api-base: expected an http:// or https:// URL, got '%s'", api_base);
 	if (save_dir && mkdir(save_dir, 0755) < 0 && errno != EEXIST)
 		die(EXIT_USAGE, "--save-dir: cannot create '%s': %s", save_dir, strerror(errno));
-	if (!save_dir && !(save_dir = mkdtemp(tmpdir)))
-		die(EXIT_PETRI, "cannot create a directory for charts: %s", strerror(errno));
-
 	/* The files, read before any sandbox exists: a bad path is a usage
 	 * error with nothing to clean up. */
 	for (size_t i = 0; i < nfiles; i++) {
@@ -338,6 +335,8 @@ int cmd_ask(int argc, char **argv)
 			die(EXIT_USAGE, "--file: cannot read '%s': %s", files[i], strerror(-r));
 	}
 
+	if (!save_dir && !(save_dir = mkdtemp(tmpdir)))
+		die(EXIT_PETRI, "cannot create a directory for charts: %s", strerror(errno));
 	log_set_prefix("petri ask");
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
 		die(EXIT_PETRI, "cannot initialize libcurl");
