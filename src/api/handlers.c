@@ -285,12 +285,14 @@ static enum MHD_Result create_session(struct api_req *rq)
 		goto out;
 	}
 	{
+		json_t *j = session_json(s);
 		char location[64];
 		char *text;
 		struct MHD_Response *resp;
 
 		snprintf(location, sizeof(location), "/v1/sessions/%s", session_id(s));
-		text = json_dumps(session_json(s), JSON_COMPACT);
+		text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+		json_decref(j);
 		resp = text ? MHD_create_response_from_buffer(strlen(text), text,
 							      MHD_RESPMEM_MUST_FREE) : NULL;
 		if (!resp) {
