@@ -111,6 +111,12 @@ blackbox: $(BUILD)/petri
 hostile: $(BUILD)/petri
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/hostile
 
+# Load and faults: 100 sessions with hostile neighbours, kill -9 of the
+# daemon, the warm template killed under load, SIGTERM under load.  Run
+# serially (it measures latency); numbers in tests/faults/out/.
+faults: $(BUILD)/petri
+	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -s tests/faults
+
 # MCP: raw-protocol tests, and the official MCP TypeScript SDK as a client
 # (installed with npm ci from tests/mcp/package-lock.json when missing).
 tests/mcp/node_modules: tests/mcp/package.json tests/mcp/package-lock.json
@@ -125,7 +131,7 @@ mcp-test: $(BUILD)/petri tests/mcp/node_modules
 ask-test: $(BUILD)/petri
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/ask
 
-test: unit unit-valgrind blackbox hostile mcp-test ask-test fuzz-smoke
+test: unit unit-valgrind blackbox hostile faults mcp-test ask-test fuzz-smoke
 
 test-san:
 	$(MAKE) SAN=1 test
@@ -135,6 +141,6 @@ clean:
 
 include tests/fuzz/fuzz.mk
 
-.PHONY: all unit unit-valgrind blackbox hostile mcp-test ask-test test test-san clean fuzz fuzz-smoke
+.PHONY: all unit unit-valgrind blackbox hostile faults mcp-test ask-test test test-san clean fuzz fuzz-smoke
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

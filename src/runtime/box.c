@@ -703,11 +703,26 @@ int box_exec(struct box *b, const struct box_exec *ex,
 		}
 	}
 	if (why != STOP_NONE) {
+		bool died = run.main_exited;	/* during the interrupt's grace */
+		struct jail_usage u;
+
 		jail_kill(b->jail);
 		drain(&run, true);
+		if (died && jail_usage(b->jail, &u) == 0 && u.oom_kills > u0.oom_kills) {
+			/* The interrupted code ran into the memory limit: that is
+			 * what killed it, whatever the clock said before. */
+			classify_death(&run, u0.oom_kills);
+			goto finish;
+		}
 		res->status = RESULT_TIMEOUT;
+		if (died && run.exit.exited && WIFEXITED(run.exit.wstatus)) {
+			res->has_exit_code = true;
+			res->exit_code = WEXITSTATUS(run.exit.wstatus);
+		}
 		describe_stop(&run, why, why == STOP_CPU ? ex->cpu_s : ex->timeout_s,
 			      ex->one_shot ? "the sandbox was killed" :
+			      died ? "the runtime ended while it was interrupted; the session "
+				     "was ended" :
 			      "the code did not stop when interrupted; the session was ended");
 		mark_dead(b, res->reason);
 		goto finish;

@@ -1,0 +1,333 @@
+"""Helpers of the load and fault tests of `petri serve` (tests/faults; the
+fixture lives in conftest.py): Daemon, Api, the /proc and cgroup views and
+the leak checks.
+
+Load and fault tests of `petri serve`: a hundred sessions with hostile
+neighbours, kill -9 of the daemon, the warm template killed under load,
+SIGTERM under load.
+
+The machine is shared and noisy (other developers run petri daemons and
+test suites on it): nothing here asserts tight timings.  Numbers are printed
+(pytest -s) and written to tests/faults/out/*.txt; the assertions are about
+correctness, zero errors and what is left behind.
+
+Every leak check is scoped to the daemons this module started: their
+sandboxes' cgroups are named p<daemon-pid>-<starttime>-<n>, so a sandbox
+process (host uid >= 2000000000) is ours when its /proc/<pid>/cgroup names
+one of them.  Other daemons' sandboxes run under the same uids.
+
+Daemons are stopped by pid only (never by name); the `daemons` fixture
+(conftest.py) kills whatever is still running at the end of a test, even on
+failure, and removes what a killed daemon may have left (its sandboxes'
+processes, found by cgroup name, and its empty cgroup directories).
+"""
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "api"))
+
+from apihelp import (SSE, cgroup_dirs, metric, petri_lock, process_tree,  # noqa: E402,F401
+                     still_alive, wait_for)
+
+import requests  # noqa: E402
+
+PETRI = os.environ.get("PETRI_BIN") or str(ROOT / "build" / "petri")
+SANDBOX_UID_MIN = 2_000_000_000
+OUT = HERE / "out"
+
+
+# ---------------------------------------------------------------- /proc views
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def proc_status(pid):
+    text = _read(f"/proc/{pid}/status")
+    if text is None:
+        return None
+    out = {}
+    for line in text.splitlines():
+        k, _, v = line.partition(":")
+        out[k] = v.strip()
+    return out
+
+
+def cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().split(b"\0")
+    except OSError:
+        return []
+
+
+def starttime(pid):
+    st = _read(f"/proc/{pid}/stat")
+    if not st:
+        return None
+    return int(st[st.rindex(")") + 2:].split()[19])
+
+
+def pid_alive(pid, start=None):
+    """pid runs (not a zombie), and is the same process when start is given."""
+    st = _read(f"/proc/{pid}/stat")
+    if not st:
+        return False
+    fields = st[st.rindex(")") + 2:].split()
+    return fields[0] != "Z" and (start is None or int(fields[19]) == start)
+
+
+def mountinfo():
+    """The mount points of our mount namespace, as a sorted list of their
+    descriptions (mount ids left out)."""
+    with open("/proc/self/mountinfo") as f:
+        return sorted(line.split(" ", 4)[4] for line in f)
+
+
+# ---------------------------------------------------------------- daemons
+
+class Daemon:
+    """One `petri serve` on a free loopback port.
+
+    .pid, .url, .tag ("p<pid>-<starttime>-": the prefix of its sandboxes'
+    cgroups), .api() (a requests-based client), .log_lines (monotonic time,
+    line) of what it wrote on stderr, .descendants() ({pid: starttime})."""
+
+    def __init__(self, tmp_path, config, name, lock=True, wait_warm=True):
+        self.config_path = Path(tmp_path) / f"{name}.ini"
+        self.config_path.write_text(config)
+        self.log_lines = []
+        self._lines_lock = threading.Lock()
+        self.warm_expected = not re.search(r"^\s*warm\s*=\s*(false|no|off|0)\s*$", config,
+                                           re.M | re.I)
+        args = [PETRI, "serve", "--listen", "127.0.0.1:0", "--config", str(self.config_path)]
+        if lock:
+            with petri_lock():
+                self._start(args)
+        else:
+            self._start(args)
+        line = self.proc.stdout.readline()
+        m = re.search(r"listening on (http://\S+)", line)
+        if not m:
+            self.kill()
+            raise RuntimeError(f"petri serve did not start: {line!r} {self.stderr_text()[-3000:]}")
+        self.url = m.group(1)
+        threading.Thread(target=self._drain_stdout, daemon=True).start()
+        if wait_warm and self.warm_expected:
+            assert self.wait_log("warm template ready", 60), \
+                f"no warm template within 60 s: {self.stderr_text()[-3000:]}"
+
+    def _start(self, args):
+        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, errors="replace")
+        self.t_start = time.monotonic()
+        self.starttime = starttime(self.proc.pid)
+        self.tag = f"p{self.proc.pid}-{self.starttime}-"
+        self._drain = threading.Thread(target=self._read_stderr, daemon=True)
+        self._drain.start()
+
+    def _read_stderr(self):
+        for line in self.proc.stderr:
+            with self._lines_lock:
+                self.log_lines.append((time.monotonic(), line))
+
+    def _drain_stdout(self):
+        for _ in self.proc.stdout:
+            pass
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def running(self):
+        return self.proc.poll() is None
+
+    def api(self):
+        return Api(self.url)
+
+    def stderr_text(self):
+        with self._lines_lock:
+            return "".join(line for _, line in self.log_lines)
+
+    def log_matches(self, pattern):
+        """[(time, line)] of the log lines containing pattern."""
+        with self._lines_lock:
+            return [(t, line) for t, line in self.log_lines if pattern in line]
+
+    def wait_log(self, pattern, timeout, count=1):
+        """Wait until `pattern` was logged `count` times; returns the
+        (time, line) of the count-th, or None."""
+        hits = wait_for(lambda: len(self.log_matches(pattern)) >= count or not self.running(),
+                        timeout, 0.05)
+        got = self.log_matches(pattern)
+        return got[count - 1] if hits and len(got) >= count else None
+
+    def descendants(self):
+        return process_tree(self.proc.pid)
+
+    def metrics(self):
+        return requests.get(self.url + "/metrics", timeout=30).text
+
+    def kill(self):
+        """SIGKILL by pid (never by name), and reap."""
+        if self.proc.poll() is None:
+            try:
+                os.kill(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.wait()
+        self._drain.join(10)
+
+    def terminate(self, timeout):
+        """SIGTERM; (exit code or None if it did not exit in time, seconds)."""
+        t0 = time.monotonic()
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            code = None
+        took = time.monotonic() - t0
+        if code is not None:
+            self._drain.join(10)
+        return code, took
+
+
+class Api:
+    def __init__(self, url):
+        self.url = url
+        self.s = requests.Session()
+
+    def request(self, method, path, **kw):
+        kw.setdefault("timeout", 120)
+        return self.s.request(method, self.url + path, **kw)
+
+    def get(self, path, **kw):
+        return self.request("GET", path, **kw)
+
+    def post(self, path, body=None, **kw):
+        if body is not None:
+            kw["json"] = body
+        return self.request("POST", path, **kw)
+
+    def delete(self, path, **kw):
+        return self.request("DELETE", path, **kw)
+
+    def session(self, **body):
+        r = self.post("/v1/sessions", body)
+        assert r.status_code == 201, f"{r.status_code} {r.text[:500]}"
+        return r.json()["id"]
+
+    def execute(self, sid, code, **kw):
+        r = self.post(f"/v1/sessions/{sid}/execute", {"code": code, **kw})
+        assert r.status_code == 200, f"{r.status_code} {r.text[:500]}"
+        return r.json()
+
+    def status(self, sid):
+        r = self.get(f"/v1/sessions/{sid}")
+        return r.json().get("status") if r.status_code == 200 else r.status_code
+
+
+# ---------------------------------------------------------------- leftovers
+
+def sandbox_procs_tagged(tag):
+    """{pid: (comm, state)} of host processes running as a sandbox uid that
+    are in a cgroup named tag* (zombies included)."""
+    out = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        st = proc_status(d)
+        if not st or "Uid" not in st or int(st["Uid"].split()[0]) < SANDBOX_UID_MIN:
+            continue
+        cg = _read(f"/proc/{d}/cgroup") or ""
+        if f"/petri/{tag}" in cg:
+            out[int(d)] = (st.get("Name"), st.get("State"))
+    return out
+
+
+def sandbox_tree(tree):
+    """Those of {pid: starttime} running as a sandbox uid."""
+    out = {}
+    for pid, start in tree.items():
+        st = proc_status(pid)
+        if st and "Uid" in st and int(st["Uid"].split()[0]) >= SANDBOX_UID_MIN:
+            out[pid] = start
+    return out
+
+
+def cgroup_procs(dirs):
+    """{dir: [pids]} of the given cgroup directories that still hold a
+    process (a directory that is gone holds none)."""
+    out = {}
+    for d in dirs:
+        text = _read(os.path.join(d, "cgroup.procs"))
+        if text and text.split():
+            out[d] = [int(x) for x in text.split()]
+    return out
+
+
+def leftovers(daemon, tree):
+    """What remains of a daemon that is gone: its processes (from a
+    snapshot of its tree), sandbox processes in its cgroups, and processes
+    still in its cgroups (by cgroup.procs).  Empty when nothing is left."""
+    out = {}
+    alive = still_alive(tree)
+    if alive:
+        out["tree"] = {p: (proc_status(p) or {}).get("Name") for p in alive}
+    tagged = sandbox_procs_tagged(daemon.tag)
+    if tagged:
+        out["by_uid_and_cgroup"] = tagged
+    procs = cgroup_procs(cgroup_dirs(daemon.pid))
+    if procs:
+        out["cgroup.procs"] = procs
+    return out
+
+
+def find_template(daemon_pid):
+    """[(template pid, its pid 1)] in daemon_pid's process tree: a process
+    running `driver.py --zygote` whose parent (PPid in /proc/<pid>/status)
+    is a direct child of the daemon that is pid 1 of its pid namespace,
+    and which is itself in that namespace only (NSpid of two levels: the
+    sessions' pid 1 also run the forked driver and have the same parent,
+    but are one pid namespace deeper)."""
+    tree = process_tree(daemon_pid)
+    found = []
+    for pid in tree:
+        cmd = cmdline(pid)
+        if not any(a.endswith(b"driver.py") for a in cmd) or b"--zygote" not in cmd:
+            continue
+        st = proc_status(pid)
+        if not st:
+            continue
+        ppid = int(st["PPid"])
+        pst = proc_status(ppid)
+        if ppid not in tree or not pst or int(pst["PPid"]) != daemon_pid:
+            continue
+        if pst.get("NSpid", "").split()[-1:] != ["1"]:
+            continue
+        if len(st.get("NSpid", "").split()) != 2:
+            continue
+        found.append((pid, ppid))
+    return found
+
+
+def pct(values, p):
+    v = sorted(values)
+    return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
+
+
+def write_out(name, text):
+    OUT.mkdir(exist_ok=True)
+    (OUT / name).write_text(text)
