@@ -517,7 +517,8 @@ class Server:
                             timeout=120)
             assert ok, f'the warm template did not start: {self.stderr_text()[-2000:]}'
         self.neighbour = self.api.session()
-        assert self.neighbour_ok() is None
+        why = self.neighbour_ok()
+        assert why is None, why
 
     def _read_stderr(self):
         for line in self.proc.stderr:
