@@ -90,10 +90,15 @@ unit: $(BUILD)/unit-tests
 VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full \
             --errors-for-leak-kinds=definite --trace-children=yes
 VALGRIND_SUITES := buf cgroup codec mcp mounts
+ifeq ($(SAN),1)
+unit-valgrind:
+	@echo "unit-valgrind: skipped in the sanitizer build (valgrind cannot run ASan code)"
+else
 unit-valgrind: $(BUILD)/unit-tests
 	@for s in $(VALGRIND_SUITES); do \
 		CK_RUN_SUITE=$$s $(VALGRIND) $(BUILD)/unit-tests || exit 1; \
 	done
+endif
 
 # Black-box tests run the real binary (PETRI_BIN) with pytest from Debian.
 PYTEST := $(PYTHON) -m pytest -q -ra -p no:cacheprovider
