@@ -277,6 +277,91 @@ static struct jail *jail_alloc(struct jail_host *host)
 	return j;
 }
 
+/* The five channels between the supervisor and a sandbox.  [0] is the
+ * read end of a pipe, [1] the write end; the sandbox keeps sync[0],
+ * status[1], out[1], err[1] and ctl[1]. */
+struct channels {
+	int sync[2], status[2], out[2], err[2], ctl[2];
+};
+
+static void channels_init(struct channels *c)
+{
+	int *fd = &c->sync[0];
+
+	for (size_t i = 0; i < sizeof(*c) / sizeof(int); i++)
+		fd[i] = -1;
+}
+
+static int channels_open(struct channels *c, int ctl_type, char *err, size_t errlen)
+{
+	if (pipe2(c->sync, O_CLOEXEC) < 0 || pipe2(c->status, O_CLOEXEC) < 0 ||
+	    pipe2(c->out, O_CLOEXEC) < 0 || pipe2(c->err, O_CLOEXEC) < 0 ||
+	    socketpair(AF_UNIX, ctl_type | SOCK_CLOEXEC, 0, c->ctl) < 0) {
+		snprintf(err, errlen, "cannot create pipes: %s", strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+/* The sandbox has its ends now: close ours of them, and give the jail the
+ * supervisor's. */
+static void channels_hand_over(struct channels *c, struct jail *j)
+{
+	close_fd(&c->sync[0]);
+	close_fd(&c->status[1]);
+	close_fd(&c->out[1]);
+	close_fd(&c->err[1]);
+	close_fd(&c->ctl[1]);
+	j->sync_fd = c->sync[1];
+	j->status_fd = c->status[0];
+	j->stdout_fd = c->out[0];
+	j->stderr_fd = c->err[0];
+	j->ctl_fd = c->ctl[0];
+	c->sync[1] = c->status[0] = c->out[0] = c->err[0] = c->ctl[0] = -1;
+}
+
+static void channels_close(struct channels *c)
+{
+	int *fd = &c->sync[0];
+
+	for (size_t i = 0; i < sizeof(*c) / sizeof(int); i++)
+		close_fd(&fd[i]);
+}
+
+/* pid 1 is waiting for "go": put it in its cgroup, start it, wait until it
+ * is set up, and open its workspace.  Common to both ways of making one. */
+static int start_sandbox(struct jail *j, char *err, size_t errlen)
+{
+	char path[64];
+	int r;
+
+	if (j->cg && (r = cg_add_pid(j->cg, j->pid)) < 0) {
+		snprintf(err, errlen, "cannot move the sandbox into its cgroup: %s",
+			 strerror(-r));
+		return r;
+	}
+	if (write(j->sync_fd, "g", 1) != 1) {
+		snprintf(err, errlen, "cannot start the sandbox: %s", strerror(errno));
+		return -errno;
+	}
+	if ((r = wait_ready(j, err, errlen)) < 0)
+		return r;
+	snprintf(path, sizeof(path), "/proc/%d/root" JAIL_WORKDIR, (int)j->pid);
+	j->work_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (j->work_fd < 0) {
+		snprintf(err, errlen, "cannot open the sandbox's workspace: %s",
+			 strerror(errno));
+		return -errno;
+	}
+	{
+		int fds[] = { j->status_fd, j->stdout_fd, j->stderr_fd, j->ctl_fd };
+
+		for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+			fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK);
+	}
+	return 0;
+}
+
 int jail_spawn(struct jail_host *host, const struct jail_config *cfg,
 	       struct jail **out, char *err, size_t errlen)
 {
@@ -284,14 +369,13 @@ int jail_spawn(struct jail_host *host, const struct jail_config *cfg,
 	struct init_args a;
 	struct mount_plan plan;
 	struct jail *j;
-	int syncp[2] = { -1, -1 }, statusp[2] = { -1, -1 }, outp[2] = { -1, -1 };
-	int errp[2] = { -1, -1 }, ctl[2] = { -1, -1 };
+	struct channels ch;
 	int pidfd = -1, r;
-	char path[64];
 	pid_t pid;
 
 	*out = NULL;
 	err[0] = '\0';
+	channels_init(&ch);
 	if (!cfg->argv || !cfg->argv[0] || cfg->argv[0][0] != '/' || !cfg->envp) {
 		snprintf(err, errlen, "invalid sandbox program");
 		return -EINVAL;
@@ -320,14 +404,9 @@ int jail_spawn(struct jail_host *host, const struct jail_config *cfg,
 	}
 	/* A template's control socket keeps message boundaries: each fork
 	 * request travels with its descriptors. */
-	if (pipe2(syncp, O_CLOEXEC) < 0 || pipe2(statusp, O_CLOEXEC) < 0 ||
-	    pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
-	    socketpair(AF_UNIX, (cfg->flags & JAIL_F_TEMPLATE ? SOCK_SEQPACKET : SOCK_STREAM) |
-		       SOCK_CLOEXEC, 0, ctl) < 0) {
-		r = -errno;
-		snprintf(err, errlen, "cannot create pipes: %s", strerror(errno));
+	if ((r = channels_open(&ch, cfg->flags & JAIL_F_TEMPLATE ? SOCK_SEQPACKET :
+			       SOCK_STREAM, err, errlen)) < 0)
 		goto fail;
-	}
 
 	memset(&a, 0, sizeof(a));
 	a.mode = cfg->flags & JAIL_F_TEMPLATE ? INIT_TEMPLATE : INIT_COLD;
@@ -340,11 +419,11 @@ int jail_spawn(struct jail_host *host, const struct jail_config *cfg,
 	a.setup_uid = in->host_root_uid != (uid_t)-1 ? 0 : JAIL_UID;
 	a.setup_gid = in->host_root_uid != (uid_t)-1 ? 0 : JAIL_GID;
 	plan_rlimits(&a, &cfg->limits, in);
-	a.sync_fd = syncp[0];
-	a.status_fd = statusp[1];
-	a.stdout_fd = outp[1];
-	a.stderr_fd = errp[1];
-	a.ctl_fd = ctl[1];
+	a.sync_fd = ch.sync[0];
+	a.status_fd = ch.status[1];
+	a.stdout_fd = ch.out[1];
+	a.stderr_fd = ch.err[1];
+	a.ctl_fd = ch.ctl[1];
 
 	/* A raw clone: fork semantics (the child runs on a copy of this stack)
 	 * straight into the new namespaces; CLONE_PIDFD gives a pidfd that
@@ -362,49 +441,14 @@ int jail_spawn(struct jail_host *host, const struct jail_config *cfg,
 
 	j->pid = pid;
 	j->pidfd = pidfd;
-	close_fd(&syncp[0]);
-	close_fd(&statusp[1]);
-	close_fd(&outp[1]);
-	close_fd(&errp[1]);
-	close_fd(&ctl[1]);
-	j->sync_fd = syncp[1];
-	j->status_fd = statusp[0];
-	j->stdout_fd = outp[0];
-	j->stderr_fd = errp[0];
-	j->ctl_fd = ctl[0];
-	syncp[1] = statusp[0] = outp[0] = errp[0] = ctl[0] = -1;
-
+	channels_hand_over(&ch, j);
 	if ((r = write_id_maps(pid, in)) < 0) {
 		snprintf(err, errlen, "cannot write the user namespace's id maps: %s",
 			 strerror(-r));
 		goto fail;
 	}
-	if (j->cg && (r = cg_add_pid(j->cg, pid)) < 0) {
-		snprintf(err, errlen, "cannot move the sandbox into its cgroup: %s",
-			 strerror(-r));
+	if ((r = start_sandbox(j, err, errlen)) < 0)
 		goto fail;
-	}
-	if (write(j->sync_fd, "g", 1) != 1) {
-		r = -errno;
-		snprintf(err, errlen, "cannot start the sandbox: %s", strerror(errno));
-		goto fail;
-	}
-	if ((r = wait_ready(j, err, errlen)) < 0)
-		goto fail;
-	snprintf(path, sizeof(path), "/proc/%d/root" JAIL_WORKDIR, (int)pid);
-	j->work_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (j->work_fd < 0) {
-		r = -errno;
-		snprintf(err, errlen, "cannot open the sandbox's workspace: %s",
-			 strerror(errno));
-		goto fail;
-	}
-	{
-		int fds[] = { j->status_fd, j->stdout_fd, j->stderr_fd, j->ctl_fd };
-
-		for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
-			fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK);
-	}
 	mount_plan_release(&plan);
 	if (cfg->flags & JAIL_F_TEMPLATE) {
 		j->is_template = true;
@@ -414,16 +458,7 @@ int jail_spawn(struct jail_host *host, const struct jail_config *cfg,
 	return 0;
 
 fail:
-	close_fd(&syncp[0]);
-	close_fd(&syncp[1]);
-	close_fd(&statusp[0]);
-	close_fd(&statusp[1]);
-	close_fd(&outp[0]);
-	close_fd(&outp[1]);
-	close_fd(&errp[0]);
-	close_fd(&errp[1]);
-	close_fd(&ctl[0]);
-	close_fd(&ctl[1]);
+	channels_close(&ch);
 	mount_plan_release(&plan);
 	jail_free(j);
 	return r;
@@ -710,16 +745,15 @@ static pid_t receive_pid(int fd)
 int jail_fork(struct jail *tmpl, const struct jail_config *cfg, struct jail **out,
 	      char *err, size_t errlen)
 {
-	int syncp[2] = { -1, -1 }, statusp[2] = { -1, -1 }, outp[2] = { -1, -1 };
-	int errp[2] = { -1, -1 }, ctl[2] = { -1, -1 };
+	struct channels ch;
 	struct jail *j = NULL;
-	char path[64];
 	int one = 1, zero = 0, r;
 	bool locked = false;
 	pid_t pid;
 
 	*out = NULL;
 	err[0] = '\0';
+	channels_init(&ch);
 	if (!tmpl->is_template || tmpl->retired || !tmpl->host->cgm) {
 		snprintf(err, errlen, "not a usable template");
 		return -EINVAL;
@@ -739,40 +773,29 @@ int jail_fork(struct jail *tmpl, const struct jail_config *cfg, struct jail **ou
 			goto fail;
 		}
 	}
-	if (pipe2(syncp, O_CLOEXEC) < 0 || pipe2(statusp, O_CLOEXEC) < 0 ||
-	    pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
-	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0 ||
-	    setsockopt(ctl[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0) {
+	if ((r = channels_open(&ch, SOCK_STREAM, err, errlen)) < 0)
+		goto fail;
+	if (setsockopt(ch.ctl[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0) {
 		r = -errno;
-		snprintf(err, errlen, "cannot create pipes: %s", strerror(errno));
+		snprintf(err, errlen, "cannot ask for credentials: %s", strerror(errno));
 		goto fail;
 	}
 	pthread_mutex_lock(&tmpl->fork_lock);
 	locked = true;
 	{
-		int fds[5] = { outp[1], errp[1], ctl[1], statusp[1], syncp[0] };
+		int fds[5] = { ch.out[1], ch.err[1], ch.ctl[1], ch.status[1], ch.sync[0] };
 
 		if ((r = send_fork_request(tmpl, cfg, fds)) < 0) {
 			snprintf(err, errlen, "cannot ask the template: %s", strerror(-r));
 			goto fail;
 		}
 	}
-	close_fd(&syncp[0]);
-	close_fd(&statusp[1]);
-	close_fd(&outp[1]);
-	close_fd(&errp[1]);
-	close_fd(&ctl[1]);
+	channels_hand_over(&ch, j);
 	if ((r = read_fork_reply(tmpl, err, errlen)) < 0)
 		goto fail;
 	pthread_mutex_unlock(&tmpl->fork_lock);
 	locked = false;
 
-	j->sync_fd = syncp[1];
-	j->status_fd = statusp[0];
-	j->stdout_fd = outp[0];
-	j->stderr_fd = errp[0];
-	j->ctl_fd = ctl[0];
-	syncp[1] = statusp[0] = outp[0] = errp[0] = ctl[0] = -1;
 	pid = receive_pid(j->ctl_fd);
 	if (pid <= 0) {
 		r = -EPROTO;
@@ -791,47 +814,14 @@ int jail_fork(struct jail *tmpl, const struct jail_config *cfg, struct jail **ou
 	j->tmpl = tmpl;
 	tmpl->forks_alive++;
 	pthread_mutex_unlock(&templates_lock);
-	if ((r = cg_add_pid(j->cg, pid)) < 0) {
-		snprintf(err, errlen, "cannot move the sandbox into its cgroup: %s",
-			 strerror(-r));
+	if ((r = start_sandbox(j, err, errlen)) < 0)
 		goto fail;
-	}
-	if (write(j->sync_fd, "g", 1) != 1) {
-		r = -errno;
-		snprintf(err, errlen, "cannot start the sandbox: %s", strerror(errno));
-		goto fail;
-	}
-	if ((r = wait_ready(j, err, errlen)) < 0)
-		goto fail;
-	snprintf(path, sizeof(path), "/proc/%d/root" JAIL_WORKDIR, (int)pid);
-	j->work_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (j->work_fd < 0) {
-		r = -errno;
-		snprintf(err, errlen, "cannot open the sandbox's workspace: %s",
-			 strerror(errno));
-		goto fail;
-	}
-	{
-		int fds[] = { j->status_fd, j->stdout_fd, j->stderr_fd, j->ctl_fd };
-
-		for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
-			fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK);
-	}
 	*out = j;
 	return 0;
 fail:
 	if (locked)
 		pthread_mutex_unlock(&tmpl->fork_lock);
-	close_fd(&syncp[0]);
-	close_fd(&syncp[1]);
-	close_fd(&statusp[0]);
-	close_fd(&statusp[1]);
-	close_fd(&outp[0]);
-	close_fd(&outp[1]);
-	close_fd(&errp[0]);
-	close_fd(&errp[1]);
-	close_fd(&ctl[0]);
-	close_fd(&ctl[1]);
+	channels_close(&ch);
 	jail_free(j);
 	return r;
 }
