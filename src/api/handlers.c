@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api/http.h"
 #include "runtime/box.h"
@@ -367,6 +368,42 @@ out:
 	return answered;
 }
 
+/* GET /v1/sessions/{id}/executions: the record, also after the session
+ * ended (then its tombstone or the record says it existed). */
+static enum MHD_Result executions(struct api_req *rq, const char *id)
+{
+	const char *limit_arg = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND,
+							      "limit");
+	enum MHD_Result answered = MHD_NO;
+	struct session *s;
+	json_t *list;
+	long limit = 100;
+	char *end;
+
+	if (strcmp(rq->method, "GET"))
+		return http_not_allowed(rq, "GET");
+	if (limit_arg) {
+		limit = strtol(limit_arg, &end, 10);
+		if (*end || end == limit_arg || limit < 1 || limit > 1000)
+			return http_error(rq, 400, "invalid_request",
+					  "'limit' must be an integer from 1 to 1000");
+	}
+	list = smgr_executions(rq->sm, id, (int)limit);
+	if (!list)
+		return http_error(rq, 500, "internal", "out of memory");
+	if (json_array_size(list) == 0) {
+		/* Nothing recorded: a live session without executions yet, or
+		 * no such session (404), or one that ended with none (410). */
+		s = http_session(rq, id, &answered);
+		if (!s) {
+			json_decref(list);
+			return answered;
+		}
+		session_put(s);
+	}
+	return http_json(rq, 200, json_pack("{s:s, s:o}", "session", id, "executions", list));
+}
+
 enum MHD_Result handle_session(struct api_req *rq, const char *id, const char *rest)
 {
 	enum MHD_Result answered = MHD_NO;
@@ -386,6 +423,8 @@ enum MHD_Result handle_session(struct api_req *rq, const char *id, const char *r
 		}
 		return http_empty(rq, 204);
 	}
+	if (!strcmp(rest, "/executions"))
+		return executions(rq, id);
 	s = http_session(rq, id, &answered);
 	if (!s)
 		return answered;
@@ -514,6 +553,7 @@ enum MHD_Result handle_oneshot(struct api_req *rq)
 	struct result res;
 	bool slot = false;
 	char err[512] = "";
+	double started_at;
 	int r;
 
 	if (!body)
@@ -547,13 +587,19 @@ enum MHD_Result handle_oneshot(struct api_req *rq)
 		answered = http_error(rq, 500, "internal", "out of memory");
 		goto out;
 	}
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		started_at = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	}
 	r = box_exec(box, &ex, NULL, &res);
 	if (r < 0) {
 		answered = http_error(rq, r == -EINVAL ? 400 : 500, r == -EINVAL ?
 				      "invalid_request" : "internal", "the execution failed: %s",
 				      strerror(-r));
 	} else {
-		session_count_result(&res);
+		smgr_finished(rq->sm, NULL, &ex, &lim, started_at, &res);
 		answered = http_json(rq, 200, result_to_json(&res));
 	}
 	result_release(&res);

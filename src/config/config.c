@@ -167,6 +167,12 @@ static bool set_server(struct parse *p, const char *name, const char *v)
 	}
 	if (!strcmp(name, "api_keys"))
 		return push_list(&c->api_keys, &c->napi_keys, v) == 0;
+	if (!strcmp(name, "record")) {
+		if (strlen(v) >= sizeof(c->record) || (v[0] && v[0] != '/'))
+			return false;
+		snprintf(c->record, sizeof(c->record), "%s", v);
+		return true;
+	}
 	if (!strcmp(name, "api_keys_file"))
 		return load_keys_file(c, v) == 0;
 	if (!strcmp(name, "max_sessions"))

@@ -2,7 +2,7 @@
  *
  *   [server]   listen, api_keys, api_keys_file, max_sessions,
  *              max_executions, max_body_mb, max_file_mb, shutdown_grace_s,
- *              log_level
+ *              log_level, record
  *   [sessions] idle_timeout_s, max_lifetime_s, pool_size, warm
  *   [limits]   memory_mb, cpu, pids, disk_mb, timeout_s, output_kb
  *              (defaults for new sessions)
@@ -41,6 +41,7 @@ struct petri_config {
 	uint64_t max_file_bytes;
 	double shutdown_grace_s;
 	enum log_level log_level;
+	char record[512];	/* execution record file; "": in memory */
 
 	double idle_timeout_s;
 	double max_lifetime_s;

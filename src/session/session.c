@@ -10,10 +10,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "record/record.h"
 #include "session/pool.h"
 #include "session/spawner.h"
 #include "util/log.h"
 #include "util/metrics.h"
+#include "util/timefmt.h"
 
 #define TOMBSTONES 4096
 #define TOMBSTONE_TTL_S 3600.0
@@ -47,6 +49,7 @@ struct smgr {
 	struct jail_host *host;
 	struct spawner *spawner;
 	struct pool *pool;		/* NULL: cold path only */
+	struct record *record;		/* every execution (record.h) */
 	const char **pool_env;		/* the operator's env, for pooled sandboxes */
 	pthread_mutex_t lock;
 	struct session **v;
@@ -83,16 +86,9 @@ static double now_real(void)
 
 static json_t *time_json(double t)
 {
-	time_t secs = (time_t)t;
-	int ms = (int)((t - (double)secs) * 1000);
-	struct tm tm;
-	char s[64];
+	char s[TIMEFMT_LEN];
 
-	gmtime_r(&secs, &tm);
-	snprintf(s, sizeof(s), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-		 ms < 0 ? 0 : ms > 999 ? 999 : ms);
-	return json_string(s);
+	return json_string(timefmt_rfc3339(t, s));
 }
 
 /* ---- limits -> sandbox config ----------------------------------------- */
@@ -356,6 +352,8 @@ int smgr_new(const struct petri_config *cfg, struct jail_host *host,
 		r = -ENOMEM;
 		goto fail;
 	}
+	if ((r = record_open(cfg->record, &m->record, err, errlen)) < 0)
+		goto fail;
 	r = spawner_new(host, ncpu > 0 ? (unsigned)(ncpu * 2) : 2, &m->spawner);
 	if (r < 0) {
 		snprintf(err, errlen, "cannot start the spawner threads");
@@ -383,6 +381,7 @@ int smgr_new(const struct petri_config *cfg, struct jail_host *host,
 	*out = m;
 	return 0;
 fail:
+	record_close(m->record);
 	free(m->tomb);
 	free(m);
 	return r;
@@ -421,6 +420,7 @@ void smgr_free(struct smgr *m)
 	free(m->doomed);
 	pthread_cond_destroy(&m->dispose_cond);
 	pthread_mutex_destroy(&m->dispose_lock);
+	record_close(m->record);
 	free(m->v);
 	free(m->oneshot_boxes);
 	free(m->tomb);
@@ -713,16 +713,37 @@ void smgr_exec_slot_give(struct smgr *m)
 	metrics_gauge_add(M_EXECUTIONS_RUNNING, -1);
 }
 
-void session_count_result(const struct result *res)
+static json_t *limits_json(const struct petri_limits *l)
+{
+	return json_pack("{s:i, s:f, s:i, s:i, s:f, s:i}", "memory_mb", (int)l->memory_mb,
+			 "cpu", l->cpu, "pids", (int)l->pids, "disk_mb", (int)l->disk_mb,
+			 "timeout_s", l->timeout_s, "output_kb", (int)l->output_kb);
+}
+
+void smgr_finished(struct smgr *m, struct session *s, const struct box_exec *ex,
+		   const struct petri_limits *lim, double started_at,
+		   const struct result *res)
 {
 	static const enum metric_counter by_status[] = {
 		[RESULT_OK] = M_EXEC_OK, [RESULT_ERROR] = M_EXEC_ERROR,
 		[RESULT_TIMEOUT] = M_EXEC_TIMEOUT, [RESULT_OOM] = M_EXEC_OOM,
 		[RESULT_KILLED] = M_EXEC_KILLED,
 	};
+	struct record_entry e = {
+		.session = s ? s->id : NULL, .language = ex->language, .code = ex->code,
+		.started_at = started_at, .limits = limits_json(lim), .result = res,
+	};
 
 	metrics_inc(by_status[res->status]);
 	metrics_observe(M_EXEC_DURATION, (double)res->duration_ms / 1000.0);
+	if (record_add(m->record, &e) < 0)
+		log_warn("cannot add an execution to the record");
+	json_decref(e.limits);
+}
+
+json_t *smgr_executions(struct smgr *m, const char *id, int limit)
+{
+	return record_list(m->record, id, limit);
 }
 
 int session_claim(struct smgr *m, struct session *s, char *reason, size_t reasonlen)
@@ -771,6 +792,7 @@ int session_exec(struct smgr *m, struct session *s, const struct box_exec *ex,
 int session_run(struct smgr *m, struct session *s, const struct box_exec *ex,
 		const struct box_events *ev, struct result *res)
 {
+	double started_at = now_real();
 	bool died;
 	int r = box_exec(s->box, ex, ev, res);
 
@@ -785,7 +807,7 @@ int session_run(struct smgr *m, struct session *s, const struct box_exec *ex,
 	pthread_mutex_unlock(&s->lock);
 	smgr_exec_slot_give(m);
 	if (r == 0)
-		session_count_result(res);
+		smgr_finished(m, s, ex, &s->limits, started_at, res);
 
 	if (died) {
 		/* Dead, never silently replaced: out of the table, and its

@@ -86,8 +86,15 @@ int session_exec(struct smgr *m, struct session *s, const struct box_exec *ex,
 		 const struct box_events *ev, struct result *res,
 		 char *reason, size_t reasonlen);
 
-/* Count a finished execution in the metrics (by status, duration). */
-void session_count_result(const struct result *res);
+/* Count a finished execution in the metrics (by status, duration) and add
+ * it to the execution record; session NULL for a one-shot run. */
+void smgr_finished(struct smgr *m, struct session *s, const struct box_exec *ex,
+		   const struct petri_limits *lim, double started_at,
+		   const struct result *res);
+
+/* What the execution record holds for a session (see record.h): an array,
+ * oldest first, at most limit entries; NULL when out of memory. */
+json_t *smgr_executions(struct smgr *m, const char *id, int limit);
 
 /* File access: the workspace fd and the host ids files must belong to.
  * Calls are serialized with executions only by the kernel: reads and

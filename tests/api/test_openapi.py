@@ -203,7 +203,8 @@ def test_document_structure():
     assert DOC["openapi"] == "3.1.0"
     assert DOC["info"]["title"] and DOC["info"]["version"]
     expected = {"/healthz", "/metrics", "/v1/openapi.json", "/v1/sessions", "/v1/sessions/{id}",
-                "/v1/sessions/{id}/execute", "/v1/sessions/{id}/files",
+                "/v1/sessions/{id}/execute", "/v1/sessions/{id}/executions",
+                "/v1/sessions/{id}/files",
                 "/v1/sessions/{id}/files/{path}", "/v1/execute"}
     assert set(DOC["paths"]) == expected
     op_ids = []
