@@ -218,9 +218,9 @@ static bool later(const struct timespec *a, const struct timespec *b)
  * time between the coarse clock and the precise clock at that moment
  * (multigrain timestamps), so a precise start would miss files written in
  * the first milliseconds, and a coarse start could count a file written just
- * before.  Start at a coarse tick later than every write we know of (an
- * upload, the previous execution): wait for it when it has not come yet
- * (at most one tick, and only right after such a write). */
+ * before.  Start at a coarse tick later than the host's last write into
+ * /work (an upload): wait for it when it has not come yet (at most one tick,
+ * and only right after an upload). */
 static void execution_start(struct box *b, struct timespec *start)
 {
 	for (;;) {
@@ -769,7 +769,10 @@ finish:
 	}
 	/* The workspace fd keeps /work readable even after the sandbox died:
 	 * what a killed program wrote is still reported. */
+	/* A file this execution writes just before its end, in the same clock
+	 * tick as the next one's start, would be listed by both: rare and
+	 * harmless, and cheaper than making every next execution wait for a
+	 * tick.  Only uploads (box_note_host_write) make it wait. */
 	ws_changed_files(jail_work_fd(b->jail), &wall_start, res->files);
-	box_note_host_write(b);	/* what this execution wrote is known now */
 	return 0;
 }

@@ -190,6 +190,7 @@ def make_user_namespace():
 PRELOAD = ('numpy', 'pandas', 'matplotlib', 'matplotlib.pyplot', 'scipy', 'scipy.stats',
            'openpyxl', 'PIL.Image')
 TEMPLATE_MSG_MAX = 65536
+FORKED = False                 # this driver was forked from a template
 
 
 def zygote_main():
@@ -214,6 +215,7 @@ def zygote_main():
             __import__(name)
         except Exception as exc:        # a missing package is not fatal
             os.write(2, ('petri template: cannot preload %s: %s\n' % (name, exc)).encode())
+    draw_a_figure()
     # Objects made so far stay put: the collector will not walk (and so
     # copy) the pages they live on in every session.
     gc.collect()
@@ -250,6 +252,37 @@ def zygote_main():
         sock.send(b'{"ok":true}')
 
 
+def draw_a_figure():
+    """Pay matplotlib's first-figure costs (fonts, the Agg renderer) once,
+    here, rather than in every session's first chart."""
+    plt = sys.modules.get('matplotlib.pyplot')
+    if plt is None:
+        return
+    import io
+    try:
+        figure = plt.figure()
+        plt.plot([0, 1], [0, 1])
+        figure.savefig(io.BytesIO(), format='png')
+    except Exception as exc:
+        os.write(2, ('petri template: cannot draw a figure: %s\n' % exc).encode())
+    finally:
+        plt.close('all')
+
+
+def warm_up():
+    """In a sandbox forked from the template: run one empty cell the way an
+    execution runs, frames discarded, so that the first real execution does
+    not pay for the pages this first run touches (copy-on-write) while a
+    client waits."""
+    global write_all
+    real = write_all
+    write_all = lambda data: None       # noqa: E731 -- frames of the warm-up go nowhere
+    try:
+        handle_exec({'type': 'exec', 'id': 0, 'language': 'python', 'code': 'None'})  # noqa: F821
+    finally:
+        write_all = real
+
+
 def fork_arguments(request, fds):
     """Check a fork request from the supervisor; the arguments of _petri.fork."""
     if request.get('type') != 'fork' or len(fds) != 5:
@@ -274,6 +307,8 @@ def session_main():
     if numpy is not None:
         numpy.random.seed()
     sys.argv = ['']
+    global FORKED
+    FORKED = True
     return main()
 
 
@@ -288,6 +323,8 @@ def main():
         fatal('fd 3 is not the control socket: %s' % exc, PROTOCOL_ERROR)
     make_user_namespace()
     sys.argv = ['']
+    if FORKED:
+        warm_up()
     send_ready()
     if 'serve' not in globals():        # a template compiled it already
         padding = '\n' * (SESSION_LINE - 1)     # keep this file's line numbers
