@@ -1,10 +1,12 @@
 #include "jail/template.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "jail/init.h"
@@ -37,8 +39,10 @@ static int send_credentials(int fd)
 }
 
 int template_fork(const struct template_request *rq, const struct policy *pol,
-		  int landlock_abi)
+		  int landlock_abi, bool direct)
 {
+	const int flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
+			  CLONE_NEWUTS;
 	struct init_args a;
 	struct mount_plan plan;
 	char err[240];
@@ -60,25 +64,40 @@ int template_fork(const struct template_request *rq, const struct policy *pol,
 		a.rlimits[i].lim = rq->rlimits[i].lim;
 		a.nrlimits++;
 	}
-	/* A is a proper fork of the template: allocating here is fine. */
 	if ((r = mount_plan_forked(&plan, &rq->limits, JAIL_UID, JAIL_GID)) < 0) {
 		safe_fail(err, sizeof(err), "cannot plan the mounts", NULL, -r);
 		goto fail;
 	}
 	a.plan = &plan;
-	if (unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
-		    CLONE_NEWUTS) < 0) {
-		safe_fail(err, sizeof(err), "cannot create namespaces", NULL, errno);
-		goto fail;
+	if (direct) {
+		/* pid 1 straight from the template: a raw clone, fork semantics,
+		 * into the new namespaces.  Safe because the template is single
+		 * threaded (the caller checks): no lock can be held by a thread
+		 * that the copy lacks. */
+		pid = (pid_t)syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, 0);
+		if (pid < 0) {
+			r = -errno;
+			mount_plan_release(&plan);
+			return r;
+		}
+		if (pid > 0) {
+			mount_plan_release(&plan);
+			return pid;
+		}
+	} else {
+		if (unshare(flags) < 0) {
+			safe_fail(err, sizeof(err), "cannot create namespaces", NULL, errno);
+			goto fail;
+		}
+		pid = fork();	/* B: pid 1 of the new pid namespace */
+		if (pid < 0) {
+			safe_fail(err, sizeof(err), "cannot fork pid 1", NULL, errno);
+			goto fail;
+		}
+		if (pid > 0)
+			_exit(0);	/* A's work is done; B is reparented to the
+					 * template's pid 1, which reaps it */
 	}
-	pid = fork();	/* B: pid 1 of the new pid namespace */
-	if (pid < 0) {
-		safe_fail(err, sizeof(err), "cannot fork pid 1", NULL, errno);
-		goto fail;
-	}
-	if (pid > 0)
-		_exit(0);	/* A's work is done; B is reparented to the
-				 * template's pid 1, which reaps it */
 	if ((r = send_credentials(rq->ctl_fd)) < 0) {
 		safe_fail(err, sizeof(err), "cannot send credentials", NULL, -r);
 		goto fail;

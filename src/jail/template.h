@@ -1,11 +1,14 @@
 /* template — the template's side of the warm path: making a sandbox by
  * forking a process that already has the runtime loaded.
  *
- * Runs inside a template sandbox (a jail spawned with JAIL_TEMPLATE),
- * in a fresh child (A) of the template, made by the runtime's own fork()
- * so that the runtime's at-fork bookkeeping ran:
+ * Runs inside a template sandbox (a jail spawned with JAIL_TEMPLATE).
+ * Directly, when the template is single-threaded: a raw clone of the
+ * template into new mount, pid, net, ipc and uts namespaces is B.  Else in
+ * a fresh child (A) of the template, made by the runtime's own fork() so
+ * that every thread's locks are in order:
  *
  *   A: unshare(mount, pid, net, ipc, uts); fork B; exit
+ *
  *   B: pid 1 of the new pid namespace.  Tells the supervisor its pid
  *      (SCM_CREDENTIALS on the control socket: the kernel translates it
  *      into the supervisor's pid namespace), waits for "go" (the supervisor
@@ -18,6 +21,7 @@
 #ifndef PETRI_TEMPLATE_H
 #define PETRI_TEMPLATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/resource.h>
 
@@ -37,9 +41,11 @@ struct template_request {
 	const char *hostname;
 };
 
-/* In A.  Returns 0 in the new sandbox's main process C; A and B never
- * return.  A failure before B exists is reported on the status fd. */
+/* direct: in the template itself (single-threaded only): returns B's pid
+ * in the template, or -errno.  Not direct: in A.  Either way returns 0 in
+ * the new sandbox's main process C; A and B never return.  A failure in A
+ * or B is reported on the status fd. */
 int template_fork(const struct template_request *rq, const struct policy *pol,
-		  int landlock_abi);
+		  int landlock_abi, bool direct);
 
 #endif

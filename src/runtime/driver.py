@@ -220,10 +220,14 @@ def zygote_main():
     # copy) the pages they live on in every session.
     gc.collect()
     gc.freeze()
+    leftover = open_descriptors()
+    if leftover:
+        fatal('the template holds descriptors %s after its imports; sandboxes '
+              'forked from it would inherit them' % leftover, 1)
     sock = socket.socket(fileno=CONTROL_FD)
     version = '%d.%d.%d' % sys.version_info[:3]
     sock.send(json.dumps({'type': 'ready', 'python': version}).encode())
-    _signal.signal(_signal.SIGCHLD, _signal.SIG_IGN)     # helpers reap themselves
+    _signal.signal(_signal.SIGCHLD, _signal.SIG_IGN)     # children reap themselves
     while True:
         try:
             msg, fds, _, _ = socket.recv_fds(sock, TEMPLATE_MSG_MAX, 8)
@@ -239,14 +243,29 @@ def zygote_main():
                 os.close(fd)
             sock.send(json.dumps({'ok': False, 'error': str(exc)}).encode())
             continue
-        pid = os.fork()
-        if pid == 0:
-            sock.detach()               # fd 3 is about to become the session's
+        if single_threaded():
+            # pid 1 straight from here: one copy of this process fewer.
             try:
-                _petri.fork(*args)
-            except BaseException:
-                os._exit(125)
-            return session_main()
+                pid = _petri.fork(*args, True)
+            except OSError as exc:
+                for fd in fds:
+                    os.close(fd)
+                sock.send(json.dumps({'ok': False, 'error': str(exc)}).encode())
+                continue
+            if pid == 0:
+                sock.detach()           # fd 3 is the session's now
+                return session_main()
+        else:
+            # Threads (a threaded BLAS): fork through the runtime first, so
+            # that their locks are in order in the copy.
+            pid = os.fork()
+            if pid == 0:
+                sock.detach()           # fd 3 is about to become the session's
+                try:
+                    _petri.fork(*args, False)
+                except BaseException:
+                    os._exit(125)
+                return session_main()
         for fd in fds:
             os.close(fd)
         sock.send(b'{"ok":true}')
@@ -267,6 +286,29 @@ def draw_a_figure():
         os.write(2, ('petri template: cannot draw a figure: %s\n' % exc).encode())
     finally:
         plt.close('all')
+    # Loaded fonts keep their files open: a sandbox must not inherit a
+    # descriptor (its number would be closed under a stale object there).
+    font_manager = sys.modules.get('matplotlib.font_manager')
+    if font_manager is not None and hasattr(font_manager, '_get_font'):
+        font_manager._get_font.cache_clear()
+
+
+def open_descriptors():
+    """Descriptors beyond 0-3 in this process (a template must hold none).
+    The listing's own descriptor is closed by the time it returns: keep only
+    those still open."""
+    try:
+        listed = [int(fd) for fd in os.listdir('/proc/self/fd') if int(fd) > 3]
+    except OSError:
+        return []
+    still = []
+    for fd in listed:
+        try:
+            os.fstat(fd)
+            still.append(fd)
+        except OSError:
+            pass
+    return still
 
 
 def warm_up():
@@ -281,6 +323,13 @@ def warm_up():
         handle_exec({'type': 'exec', 'id': 0, 'language': 'python', 'code': 'None'})  # noqa: F821
     finally:
         write_all = real
+
+
+def single_threaded():
+    try:
+        return len(os.listdir('/proc/self/task')) == 1
+    except OSError:
+        return False
 
 
 def fork_arguments(request, fds):

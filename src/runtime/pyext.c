@@ -21,24 +21,27 @@
 static struct policy policy;
 static int landlock_version;
 
-/* fork(fds, work_bytes, tmp_bytes, inodes, rlimits, hostname)
+/* fork(fds, work_bytes, tmp_bytes, inodes, rlimits, hostname, direct)
  *   fds: (stdout, stderr, ctl, status, sync)
  *   rlimits: sequence of (resource, soft, hard)
- * Call it in a fresh child of the template (os.fork()).  Returns None in
- * the new sandbox's main process; never returns anywhere else. */
+ * direct (a single-threaded template): call it in the template; returns
+ * the new sandbox's pid 1 there, and 0 in the sandbox's main process.
+ * Not direct: call it in a fresh child of the template (os.fork());
+ * returns 0 in the sandbox's main process, never anywhere else. */
 static PyObject *py_fork(PyObject *self, PyObject *args)
 {
 	struct template_request rq;
 	unsigned long long work, tmp, inodes;
 	PyObject *limits;
 	const char *hostname;
+	int direct, r;
 	Py_ssize_t n;
 
 	(void)self;
 	memset(&rq, 0, sizeof(rq));
-	if (!PyArg_ParseTuple(args, "(iiiii)KKKOs", &rq.stdout_fd, &rq.stderr_fd, &rq.ctl_fd,
+	if (!PyArg_ParseTuple(args, "(iiiii)KKKOsp", &rq.stdout_fd, &rq.stderr_fd, &rq.ctl_fd,
 			      &rq.status_fd, &rq.sync_fd, &work, &tmp, &inodes, &limits,
-			      &hostname))
+			      &hostname, &direct))
 		return NULL;
 	rq.limits.work_bytes = work;
 	rq.limits.tmp_bytes = tmp;
@@ -64,13 +67,22 @@ static PyObject *py_fork(PyObject *self, PyObject *args)
 		rq.rlimits[i].lim.rlim_max = hard;
 		rq.nrlimits++;
 	}
-	if (template_fork(&rq, &policy, landlock_version) != 0)
-		_exit(125);
+	if (direct)
+		PyOS_BeforeFork();	/* the interpreter's locks, taken for the copy */
+	r = template_fork(&rq, &policy, landlock_version, direct);
+	if (r > 0 || r < 0) {		/* still the template (direct only) */
+		PyOS_AfterFork_Parent();
+		if (r < 0) {
+			errno = -r;
+			return PyErr_SetFromErrno(PyExc_OSError);
+		}
+		return PyLong_FromLong(r);
+	}
 	/* The sandbox's main process, made by fork() from pid 1: let the
 	 * interpreter know (thread state, at-fork hooks such as random's
 	 * reseeding). */
 	PyOS_AfterFork_Child();
-	Py_RETURN_NONE;
+	return PyLong_FromLong(0);
 }
 
 static PyMethodDef methods[] = {
