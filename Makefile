@@ -89,7 +89,7 @@ unit: $(BUILD)/unit-tests
 # it runs natively only.
 VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full \
             --errors-for-leak-kinds=definite --trace-children=yes
-VALGRIND_SUITES := buf cgroup codec mcp mounts
+VALGRIND_SUITES := buf cgroup codec config mcp mounts
 ifeq ($(SAN),1)
 unit-valgrind:
 	@echo "unit-valgrind: skipped in the sanitizer build (valgrind cannot run ASan code)"
@@ -140,6 +140,12 @@ test: unit unit-valgrind blackbox hostile faults mcp-test ask-test fuzz-smoke
 
 test-san:
 	$(MAKE) SAN=1 test
+
+# Benchmarks against peers (bench/README.md); BENCH_QUICK=1 for a short run.
+bench: $(BUILD)/petri
+	bench/deps
+	$(PYTHON) bench/bench.py --petri $(abspath $(BUILD)/petri)
+.PHONY: bench
 
 clean:
 	rm -rf build build-san

@@ -231,7 +231,7 @@ static bool set_sandbox(struct parse *p, const char *name, const char *v)
 	if (!strcmp(name, "env")) {
 		const char *eq = strchr(v, '=');
 
-		if (!eq || eq == v || c->nenv >= 64 ||
+		if (!eq || eq == v || c->nenv >= 64 || (v[0] >= '0' && v[0] <= '9') ||
 		    strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
 		    (size_t)(eq - v))
 			return false;

@@ -12,6 +12,7 @@ int main(void)
 		buf_suite,
 		cgroup_suite,
 		codec_suite,
+		config_suite,
 		mcp_suite,
 		mounts_suite,
 		policy_suite,

@@ -9,6 +9,7 @@ Suite *agent_suite(void);
 Suite *buf_suite(void);
 Suite *cgroup_suite(void);
 Suite *codec_suite(void);
+Suite *config_suite(void);
 Suite *mcp_suite(void);
 Suite *mounts_suite(void);
 Suite *policy_suite(void);

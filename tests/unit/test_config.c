@@ -1,0 +1,152 @@
+/* The operator's configuration file and the limits a client may ask for. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config/config.h"
+#include "unit.h"
+
+static char path[64];
+
+static void write_config(const char *text)
+{
+	int fd;
+
+	snprintf(path, sizeof(path), "/tmp/petri-config-XXXXXX");
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+START_TEST(test_defaults)
+{
+	struct petri_config c;
+	char err[256];
+
+	ck_assert_int_eq(config_load(&c, NULL, err, sizeof(err)), 0);
+	ck_assert_str_eq(c.listen, "127.0.0.1:8080");
+	ck_assert_uint_eq(c.napi_keys, 0);
+	ck_assert(c.warm && c.cgroups);
+	ck_assert_uint_le(c.defaults.memory_mb, c.max.memory_mb);
+	ck_assert_str_eq(c.record, "");
+	config_release(&c);
+}
+END_TEST
+
+START_TEST(test_file)
+{
+	struct petri_config c;
+	char err[256];
+
+	write_config("; a comment\n[server]\nlisten = unix:/run/p.sock\n"
+		     "api_keys = one, two ,three\nmax_sessions = 7\n"
+		     "record = /var/lib/petri/r.sqlite\n"
+		     "[sessions]\nidle_timeout_s = 30\npool_size = 0\nwarm = no\n"
+		     "[limits]\nmemory_mb = 256\ncpu = 0.5\n"
+		     "[max_limits]\nmemory_mb = 512\n"
+		     "[sandbox]\nro_bind = /srv\nenv = A=b=c\nenv = B=\ncgroups = false\n");
+	ck_assert_msg(config_load(&c, path, err, sizeof(err)) == 0, "%s", err);
+	unlink(path);
+	ck_assert_str_eq(c.listen, "unix:/run/p.sock");
+	ck_assert_uint_eq(c.napi_keys, 3);
+	ck_assert_str_eq(c.api_keys[1], "two");
+	ck_assert_str_eq(c.api_keys[2], "three");
+	ck_assert_uint_eq(c.max_sessions, 7);
+	ck_assert_str_eq(c.record, "/var/lib/petri/r.sqlite");
+	ck_assert(c.idle_timeout_s == 30 && c.pool_size == 0 && !c.warm && !c.cgroups);
+	ck_assert(c.defaults.memory_mb == 256 && c.defaults.cpu == 0.5 && c.max.memory_mb == 512);
+	ck_assert_str_eq(c.ro_binds[0], "/srv");
+	ck_assert_ptr_null(c.ro_binds[1]);
+	ck_assert_str_eq(c.env[0], "A=b=c");
+	ck_assert_str_eq(c.env[1], "B=");
+	config_release(&c);
+}
+END_TEST
+
+START_TEST(test_refused)
+{
+	static const char *const bad[] = {
+		"[server]\nmax_sesions = 3\n",		/* a typo is an error */
+		"[server]\nmax_sessions = -1\n",
+		"[server]\nmax_sessions = 3x\n",
+		"[limits]\nmemory_mb = 8\n",		/* below the floor */
+		"[limits]\ncpu = nan\n",
+		"[limits]\nmemory_mb = 9000\n",	/* a default above its maximum */
+		"[sandbox]\nuid_base = 0\n",		/* never root */
+		"[sandbox]\ncgroup_parent = ../x\n",
+		"[sandbox]\nenv = 1A=b\n",
+		"[sandbox]\nenv = noequals\n",
+		"[sandbox]\nro_bind = relative\n",
+		"[server]\nrecord = relative.sqlite\n",
+		"[nosection]\nx = 1\n",
+		"[server\nbroken\n",
+	};
+	struct petri_config c;
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		write_config(bad[i]);
+		ck_assert_msg(config_load(&c, path, err, sizeof(err)) < 0, "accepted: %s", bad[i]);
+		ck_assert_msg(err[0], "no message for: %s", bad[i]);
+		unlink(path);
+	}
+	ck_assert_int_lt(config_load(&c, "/nonexistent/petri.ini", err, sizeof(err)), 0);
+}
+END_TEST
+
+START_TEST(test_client_limits)
+{
+	struct petri_config c;
+	struct petri_limits want;
+	char err[256];
+
+	config_defaults(&c);
+	want = c.defaults;
+	ck_assert_int_eq(config_check_limits(&c, &want, err, sizeof(err)), 0);
+	want.memory_mb = c.max.memory_mb + 1;
+	ck_assert_int_lt(config_check_limits(&c, &want, err, sizeof(err)), 0);
+	ck_assert_ptr_nonnull(strstr(err, "memory_mb"));
+	want = c.defaults;
+	want.timeout_s = c.max.timeout_s * 2;
+	ck_assert_int_lt(config_check_limits(&c, &want, err, sizeof(err)), 0);
+	ck_assert_ptr_nonnull(strstr(err, "timeout_s"));
+}
+END_TEST
+
+START_TEST(test_listen)
+{
+	struct petri_config c;
+	char err[256];
+
+	ck_assert(config_listen_is_local("127.0.0.1:80"));
+	ck_assert(config_listen_is_local("127.1.2.3:80"));
+	ck_assert(config_listen_is_local("[::1]:80"));
+	ck_assert(config_listen_is_local("localhost:80"));
+	ck_assert(config_listen_is_local("unix:/run/petri.sock"));
+	ck_assert(!config_listen_is_local("0.0.0.0:80"));
+	ck_assert(!config_listen_is_local("[::]:80"));
+	ck_assert(!config_listen_is_local("10.0.0.1:80"));
+	ck_assert(!config_listen_is_local("example.com:80"));
+	config_defaults(&c);
+	snprintf(c.listen, sizeof(c.listen), "0.0.0.0:8080");
+	ck_assert_int_eq(config_check_listen(&c, err, sizeof(err)), -EPERM);
+	ck_assert_ptr_nonnull(strstr(err, "API keys"));
+}
+END_TEST
+
+Suite *config_suite(void)
+{
+	Suite *s = suite_create("config");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, test_defaults);
+	tcase_add_test(tc, test_file);
+	tcase_add_test(tc, test_refused);
+	tcase_add_test(tc, test_client_limits);
+	tcase_add_test(tc, test_listen);
+	suite_add_tcase(s, tc);
+	return s;
+}
