@@ -340,7 +340,8 @@ int cmd_ask(int argc, char **argv)
 	log_set_prefix("petri ask");
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
 		die(EXIT_PETRI, "cannot initialize libcurl");
-	cli_local_start(&l, config_path);
+	cli_local_config(&l, config_path);
+	cli_local_start(&l);
 	log_set_level(verbose ? LOG_DEBUG : LOG_WARN);
 	file_list = json_array();
 	if (!file_list || tools_new(l.sm, &l.cfg, &tools) < 0) {

@@ -82,7 +82,8 @@ int cmd_mcp(int argc, char **argv)
 	if (sig_fd < 0)
 		die(125, "signalfd: %s", strerror(errno));
 
-	cli_local_start(&l, config_path);
+	cli_local_config(&l, config_path);
+	cli_local_start(&l);
 	log_set_level(verbose ? LOG_DEBUG : l.cfg.log_level);
 	if (mcp_conn_new(l.sm, &l.cfg, "stdio", &conn) < 0)
 		die(125, "out of memory");

@@ -47,18 +47,6 @@ static void wait_idle(struct api_server *srv, double seconds)
 		usleep(20000);
 }
 
-/* Sessions hold fds (pipes, sockets, pidfds, the workspace): take all the
- * descriptors the hard limit allows. */
-static void raise_nofile(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-}
-
 int cmd_serve(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -69,10 +57,7 @@ int cmd_serve(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *config_path = NULL, *listen_at = NULL;
-	struct petri_config cfg;
-	struct jail_host_config hc = { 0 };
-	struct jail_host *host;
-	struct smgr *sm;
+	struct cli_local l;
 	struct api_server *srv;
 	bool verbose = false;
 	sigset_t stop;
@@ -102,18 +87,17 @@ int cmd_serve(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (config_load(&cfg, config_path, err, sizeof(err)) < 0)
-		die(2, "%s", err);
+	cli_local_config(&l, config_path);
 	if (listen_at) {
-		if (strlen(listen_at) >= sizeof(cfg.listen))
+		if (strlen(listen_at) >= sizeof(l.cfg.listen))
 			die(2, "--listen: address too long");
-		snprintf(cfg.listen, sizeof(cfg.listen), "%s", listen_at);
+		snprintf(l.cfg.listen, sizeof(l.cfg.listen), "%s", listen_at);
 	}
 	/* Before anything is started: a refused address is a quick error. */
-	if (config_check_listen(&cfg, err, sizeof(err)) < 0)
+	if (config_check_listen(&l.cfg, err, sizeof(err)) < 0)
 		die(2, "%s", err);
 	log_set_prefix("petri serve");
-	log_set_level(verbose ? LOG_DEBUG : cfg.log_level);
+	log_set_level(verbose ? LOG_DEBUG : l.cfg.log_level);
 
 	/* Signals are taken by sigwait() below, in this thread only: block
 	 * them before any thread exists so that every thread inherits it. */
@@ -122,26 +106,17 @@ int cmd_serve(int argc, char **argv)
 	sigaddset(&stop, SIGINT);
 	sigaddset(&stop, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &stop, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	raise_nofile();
-
-	hc.uid_base = cfg.uid_base;
-	hc.cgroup_parent = cfg.cgroup_parent;
-	hc.no_cgroups = !cfg.cgroups;
-	host = cli_jail_host_with(&hc);
-	if (smgr_new(&cfg, host, &sm, err, sizeof(err)) < 0)
-		die(125, "%s", err);
-	if (api_start(&cfg, sm, &srv, err, sizeof(err)) < 0) {
-		smgr_free(sm);
-		jail_host_free(host);
+	cli_local_start(&l);
+	if (api_start(&l.cfg, l.sm, &srv, err, sizeof(err)) < 0) {
+		cli_local_stop(&l);
 		die(2, "%s", err);
 	}
 	printf("petri: listening on %s%s\n",
 	       strncmp(api_address(srv), "unix:", 5) ? "http://" : "", api_address(srv));
 	fflush(stdout);
 	log_info("serving on %s (%s, max %u sessions)", api_address(srv),
-		 cfg.napi_keys ? "API keys required" : "no API keys: local only",
-		 cfg.max_sessions);
+		 l.cfg.napi_keys ? "API keys required" : "no API keys: local only",
+		 l.cfg.max_sessions);
 
 	for (;;) {
 		if (sigwait(&stop, &sig) != 0)
@@ -150,15 +125,13 @@ int cmd_serve(int argc, char **argv)
 			break;
 		log_info("SIGHUP ignored: restart petri to change its configuration");
 	}
-	log_info("%s: stopping (grace %g s)", strsignal(sig), cfg.shutdown_grace_s);
+	log_info("%s: stopping (grace %g s)", strsignal(sig), l.cfg.shutdown_grace_s);
 	api_quiesce(srv);
-	wait_idle(srv, cfg.shutdown_grace_s);
-	smgr_shutdown(sm);
+	wait_idle(srv, l.cfg.shutdown_grace_s);
+	smgr_shutdown(l.sm);
 	wait_idle(srv, 5.0);
 	api_stop(srv);
-	smgr_free(sm);
-	jail_host_free(host);
-	config_release(&cfg);
+	cli_local_stop(&l);
 	log_info("stopped");
 	return 0;
 }

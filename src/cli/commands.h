@@ -21,15 +21,18 @@ struct jail_host_config;
 struct jail_host *cli_jail_host(void);
 struct jail_host *cli_jail_host_with(const struct jail_host_config *cfg);
 
-/* A jail host and a session manager in this process (petri mcp, ask),
- * from the configuration file at config_path (NULL: defaults), or die. */
+/* A jail host and a session manager in this process (petri serve, mcp,
+ * ask).  cli_local_config() loads the configuration file (NULL: defaults)
+ * or dies; the caller may adjust l->cfg and block signals, then
+ * cli_local_start() starts the host and the sessions' threads, or dies. */
 struct smgr;
 struct cli_local {
 	struct petri_config cfg;
 	struct jail_host *host;
 	struct smgr *sm;
 };
-void cli_local_start(struct cli_local *l, const char *config_path);
+void cli_local_config(struct cli_local *l, const char *config_path);
+void cli_local_start(struct cli_local *l);
 void cli_local_stop(struct cli_local *l);
 
 #endif

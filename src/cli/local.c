@@ -1,5 +1,5 @@
-/* A session manager in this process, for the commands that run sandboxes
- * themselves rather than through a server (petri mcp, petri ask). */
+/* A jail host and a session manager in this process, from the
+ * configuration file: what petri serve, mcp and ask all start with. */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,15 +10,21 @@
 #include "session/session.h"
 #include "util/log.h"
 
-void cli_local_start(struct cli_local *l, const char *config_path)
+void cli_local_config(struct cli_local *l, const char *config_path)
 {
-	struct jail_host_config hc = { 0 };
-	struct rlimit rl;
 	char err[512];
 
 	memset(l, 0, sizeof(*l));
 	if (config_load(&l->cfg, config_path, err, sizeof(err)) < 0)
 		die(2, "%s", err);
+}
+
+void cli_local_start(struct cli_local *l)
+{
+	struct jail_host_config hc = { 0 };
+	struct rlimit rl;
+	char err[512];
+
 	/* Sessions hold fds (pipes, sockets, pidfds, the workspace). */
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
