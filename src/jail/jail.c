@@ -31,6 +31,7 @@
 
 #define DEFAULT_UID_BASE 2000000000u
 #define SPAWN_TIMEOUT_MS 10000
+#define KILL_WAIT_MS 2000		/* for a pid namespace to go */
 
 struct jail_host {
 	struct jail_host_info info;
@@ -520,12 +521,20 @@ void jail_stop(struct jail *j)
 
 int jail_kill(struct jail *j)
 {
+	struct pollfd pfd = { .fd = j->pidfd, .events = POLLIN };
 	int r = 0;
 
-	/* pid 1 dying takes every process of its pid namespace with it; the
-	 * cgroup kill catches anything that could have left the namespace. */
+	/* pid 1 dying takes every process of its pid namespace with it: wait
+	 * for that first (its pidfd turns readable once the namespace is
+	 * gone), so that the cgroup pass below normally finds nothing to do.
+	 * That pass is for anything that could have left the namespace; on
+	 * cgroup v1 it freezes the cgroup, and a daemon killed while a cgroup
+	 * is frozen would leave its processes frozen until the next start's
+	 * sweep: rare is better. */
+	jail_stop(j);
 	if (!j->reaped && j->pidfd >= 0)
-		syscall(SYS_pidfd_send_signal, j->pidfd, SIGKILL, NULL, 0);
+		while (poll(&pfd, 1, KILL_WAIT_MS) < 0 && errno == EINTR)
+			;
 	if (j->cg)
 		r = cg_kill(j->cg);
 	return r;
