@@ -89,7 +89,7 @@ unit: $(BUILD)/unit-tests
 # it runs natively only.
 VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full \
             --errors-for-leak-kinds=definite --trace-children=yes
-VALGRIND_SUITES := buf cgroup codec config mcp mounts
+VALGRIND_SUITES := buf cgroup codec config mcp mounts util
 ifeq ($(SAN),1)
 unit-valgrind:
 	@echo "unit-valgrind: skipped in the sanitizer build (valgrind cannot run ASan code)"

@@ -4,12 +4,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "api/http.h"
 #include "runtime/box.h"
 #include "runtime/files.h"
 #include "util/base64.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/metrics.h"
 
@@ -587,12 +587,7 @@ enum MHD_Result handle_oneshot(struct api_req *rq)
 		answered = http_error(rq, 500, "internal", "out of memory");
 		goto out;
 	}
-	{
-		struct timespec ts;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		started_at = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-	}
+	started_at = clock_wall_s();
 	r = box_exec(box, &ex, NULL, &res);
 	if (r < 0) {
 		answered = http_error(rq, r == -EINVAL ? 400 : 500, r == -EINVAL ?

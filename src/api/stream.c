@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "api/http.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/utf8.h"
 
@@ -169,10 +170,8 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
 	keepalive_at = now.tv_sec + KEEPALIVE_S;
 	pthread_mutex_lock(&st->lock);
 	while (st->out.len == 0 && !st->finished) {
-		struct timespec tick;
+		struct timespec tick = clock_deadline(1);
 
-		clock_gettime(CLOCK_REALTIME, &tick);
-		tick.tv_sec += 1;
 		if (pthread_cond_timedwait(&st->cond, &st->lock, &tick) != ETIMEDOUT)
 			continue;
 		if (client_gone(st->client_fd)) {

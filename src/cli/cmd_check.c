@@ -3,21 +3,18 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli/commands.h"
 #include "jail/jail.h"
 #include "runtime/box.h"
 #include "runtime/defaults.h"
 #include "runtime/zygote.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 static double now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+	return clock_mono_s() * 1e3;
 }
 
 static const char *yes(bool b) { return b ? "yes" : "no"; }

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "api/api.h"
@@ -19,6 +18,7 @@
 #include "config/config.h"
 #include "jail/jail.h"
 #include "session/session.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 static void usage(FILE *f)
@@ -31,19 +31,11 @@ static void usage(FILE *f)
 		"  -v, --verbose   log every request\n");
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void wait_idle(struct api_server *srv, double seconds)
 {
-	double end = now_s() + seconds;
+	double end = clock_mono_s() + seconds;
 
-	while (api_active(srv) > 0 && now_s() < end)
+	while (api_active(srv) > 0 && clock_mono_s() < end)
 		usleep(20000);
 }
 

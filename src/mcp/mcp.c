@@ -10,10 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "mcp/tools.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #ifndef PETRI_VERSION
@@ -47,14 +47,6 @@ struct mcp_conn {
 	atomic_int refs;
 };
 
-static double mono_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 bool mcp_version_supported(const char *v)
 {
 	for (size_t i = 0; v && versions[i]; i++)
@@ -80,7 +72,7 @@ int mcp_conn_new(struct smgr *sm, const struct petri_config *cfg, const char *tr
 		return -ENOMEM;
 	}
 	c->transport = transport;
-	c->last_used = mono_now();
+	c->last_used = clock_mono_s();
 	pthread_mutex_init(&c->lock, NULL);
 	atomic_init(&c->refs, 1);
 	*out = c;
@@ -404,7 +396,7 @@ static json_t *handle_one(struct mcp_conn *c, json_t *m, bool in_batch)
 				 MCP_INVALID_REQUEST, "'params' must be an object");
 	}
 	pthread_mutex_lock(&c->lock);
-	c->last_used = mono_now();
+	c->last_used = clock_mono_s();
 	pthread_mutex_unlock(&c->lock);
 	if (!id) {
 		notification(c, json_string_value(method), params);

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <time.h>
 
+#include "util/clock.h"
 #include "util/log.h"
 
 struct entry {
@@ -22,14 +22,6 @@ struct mcp_registry {
 	struct entry *v;
 	size_t n, max;
 };
-
-static double mono_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 int mcp_registry_new(struct smgr *sm, const struct petri_config *cfg,
 		     struct mcp_registry **out)
@@ -71,7 +63,7 @@ void mcp_registry_free(struct mcp_registry *r)
  * by the caller, outside the lock, from `gone`. */
 static size_t sweep(struct mcp_registry *r, struct mcp_conn **gone, size_t max)
 {
-	double limit = r->cfg->idle_timeout_s + MCP_HTTP_FORGET_S, now = mono_now();
+	double limit = r->cfg->idle_timeout_s + MCP_HTTP_FORGET_S, now = clock_mono_s();
 	size_t n = 0;
 
 	for (size_t i = 0; i < r->n && n < max;) {

@@ -15,6 +15,7 @@
 #include "runtime/workspace.h"
 #include "util/base64.h"
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/utf8.h"
 
 #define READY_TIMEOUT_S 30.0
@@ -67,14 +68,6 @@ bool box_language_known(const char *language)
 	return false;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void mark_dead(struct box *b, const char *why)
 {
 	if (!b->dead)
@@ -85,13 +78,13 @@ static void mark_dead(struct box *b, const char *why)
 static int wait_ready(struct box *b, char *err, size_t errlen)
 {
 	struct pollfd pfd = { .fd = jail_ctl_fd(b->jail), .events = POLLIN };
-	double deadline = now_s() + READY_TIMEOUT_S;
+	double deadline = clock_mono_s() + READY_TIMEOUT_S;
 	char chunk[4096];
 
 	for (;;) {
 		json_t *f = NULL;
 		int r = frame_reader_next(&b->fr, &f);
-		double left = deadline - now_s();
+		double left = deadline - clock_mono_s();
 		ssize_t n;
 
 		if (r < 0) {
@@ -244,7 +237,7 @@ void box_stop(struct box *b, const char *reason)
 static int send_frame(struct box *b, const json_t *frame, double timeout_s)
 {
 	int fd = jail_ctl_fd(b->jail);
-	double deadline = now_s() + timeout_s;
+	double deadline = clock_mono_s() + timeout_s;
 	struct buf out = BUF_INIT;
 	size_t off = 0;
 	int r = frame_encode(frame, &out);
@@ -261,7 +254,7 @@ static int send_frame(struct box *b, const json_t *frame, double timeout_s)
 			r = -errno;
 			break;
 		}
-		if (now_s() > deadline) {
+		if (clock_mono_s() > deadline) {
 			r = -ETIMEDOUT;
 			break;
 		}
@@ -327,7 +320,7 @@ static int send_exec(struct run *run, double deadline)
 
 	if (!req)
 		return -EINVAL;	/* code that is not UTF-8 */
-	r = send_frame(run->b, req, deadline - now_s());
+	r = send_frame(run->b, req, deadline - clock_mono_s());
 	json_decref(req);
 	return r;
 }
@@ -528,7 +521,7 @@ static bool read_stream(struct run *run, enum box_stream s)
  * there now. */
 static void drain(struct run *run, bool to_eof)
 {
-	double deadline = now_s() + DRAIN_TIMEOUT_S;
+	double deadline = clock_mono_s() + DRAIN_TIMEOUT_S;
 	bool out_open = true, err_open = true;
 
 	do {
@@ -544,7 +537,7 @@ static void drain(struct run *run, bool to_eof)
 		if (!to_eof || (!out_open && !err_open))
 			break;
 		poll(pfd, 2, 20);
-	} while (now_s() < deadline);
+	} while (clock_mono_s() < deadline);
 }
 
 static uint64_t cpu_ns_now(struct box *b)
@@ -576,7 +569,7 @@ static enum stop pump(struct run *run, double deadline, uint64_t cpu_start,
 			{ .fd = jail_pidfd(j), .events = POLLIN },
 			{ .fd = cancel_fd, .events = POLLIN },
 		};
-		double left = deadline - now_s();
+		double left = deadline - clock_mono_s();
 		int timeout = left <= 0 ? 0 : left * 1000 < TICK_MS ? (int)(left * 1000) + 1 : TICK_MS;
 		int r;
 
@@ -676,7 +669,7 @@ int box_exec(struct box *b, const struct box_exec *ex,
 	jail_reset_peak(b->jail);
 	jail_usage(b->jail, &u0);
 	execution_start(b, &wall_start);
-	t0 = now_s();
+	t0 = clock_mono_s();
 	deadline = t0 + ex->timeout_s;
 
 	if ((r = send_exec(&run, deadline)) < 0) {
@@ -693,7 +686,7 @@ int box_exec(struct box *b, const struct box_exec *ex,
 	if (why != STOP_NONE && !ex->one_shot) {
 		/* Interrupt first, so that a session keeps its state. */
 		jail_signal(b->jail, SIGINT);
-		pump(&run, now_s() + grace, u0.cpu_ns, false);
+		pump(&run, clock_mono_s() + grace, u0.cpu_ns, false);
 		if (run.done && !run.violated) {
 			res->status = RESULT_TIMEOUT;
 			describe_stop(&run, why, why == STOP_CPU ? ex->cpu_s : ex->timeout_s,
@@ -762,7 +755,7 @@ int box_exec(struct box *b, const struct box_exec *ex,
 	}
 
 finish:
-	res->duration_ms = (uint64_t)((now_s() - t0) * 1000.0);
+	res->duration_ms = (uint64_t)((clock_mono_s() - t0) * 1000.0);
 	if (jail_usage(b->jail, &u1) == 0) {
 		res->cpu_ms = (u1.cpu_ns - u0.cpu_ns) / 1000000;
 		res->memory_peak_bytes = u1.memory_peak;

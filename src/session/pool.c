@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "runtime/zygote.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/metrics.h"
 
@@ -32,16 +33,9 @@ struct pool {
 
 static void wait_for(struct pool *p, double seconds)
 {
-	struct timespec ts;
+	struct timespec until = clock_deadline(seconds);
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += (time_t)seconds;
-	ts.tv_nsec += (long)((seconds - (double)(time_t)seconds) * 1e9);
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	pthread_cond_timedwait(&p->wake, &p->lock, &ts);
+	pthread_cond_timedwait(&p->wake, &p->lock, &until);
 }
 
 /* With the lock held: take z away from everyone, then stop it. */

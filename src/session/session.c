@@ -13,6 +13,7 @@
 #include "record/record.h"
 #include "session/pool.h"
 #include "session/spawner.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/metrics.h"
 #include "util/timefmt.h"
@@ -75,14 +76,6 @@ struct smgr {
 	uid_t file_uid;
 	gid_t file_gid;
 };
-
-static double now_real(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static json_t *time_json(double t)
 {
@@ -207,13 +200,13 @@ static void tombstone_add(struct smgr *m, const char *id, const char *reason, bo
 
 	snprintf(t->id, sizeof(t->id), "%s", id);
 	snprintf(t->reason, sizeof(t->reason), "%s", reason);
-	t->ended = now_real();
+	t->ended = clock_wall_s();
 	t->deleted = deleted;
 }
 
 static const struct tombstone *tombstone_find(struct smgr *m, const char *id)
 {
-	double now = now_real();
+	double now = clock_wall_s();
 
 	for (size_t i = 0; i < TOMBSTONES; i++) {
 		const struct tombstone *t = &m->tomb[i];
@@ -258,7 +251,7 @@ static void *reaper(void *arg)
 		struct timespec ts;
 		struct session *ended[64];
 		size_t nended = 0;
-		double now = now_real();
+		double now = clock_wall_s();
 
 		for (size_t i = 0; i < m->n && nended < 64;) {
 			struct session *s = m->v[i];
@@ -288,12 +281,7 @@ static void *reaper(void *arg)
 			session_put(ended[i]);
 		}
 		pthread_mutex_lock(&m->lock);
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += REAPER_TICK_MS * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		ts = clock_deadline(REAPER_TICK_MS / 1000.0);
 		if (!m->stopping)
 			pthread_cond_timedwait(&m->stop_cond, &m->lock, &ts);
 	}
@@ -441,14 +429,6 @@ static int new_id(char *id)
 	return 0;
 }
 
-static double mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Reserve room for one more sandbox under the cap. */
 static int reserve(struct smgr *m, bool oneshot)
 {
@@ -483,7 +463,7 @@ static int spawn(struct smgr *m, const struct petri_limits *lim,
 	struct box_config bc;
 	const char **merged = merge_env(m, env);
 	bool is_default = same_limits(lim, &m->cfg->defaults) && (!env || !env[0]);
-	double t0 = mono_s();
+	double t0 = clock_mono_s();
 	int r = -EAGAIN;
 
 	if (!merged)
@@ -503,7 +483,7 @@ static int spawn(struct smgr *m, const struct petri_limits *lim,
 		log_err("cannot start a sandbox: %s", err);
 		return -EIO;
 	}
-	metrics_observe(M_SPAWN_LATENCY, mono_s() - t0);
+	metrics_observe(M_SPAWN_LATENCY, clock_mono_s() - t0);
 	return 0;
 }
 
@@ -533,7 +513,7 @@ int smgr_create(struct smgr *m, const struct session_params *p,
 		session_free(s);
 		goto unreserve;
 	}
-	s->created = s->last_used = now_real();
+	s->created = s->last_used = clock_wall_s();
 
 	pthread_mutex_lock(&m->lock);
 	m->starting--;
@@ -663,7 +643,7 @@ void session_file_owner(const struct smgr *m, uid_t *uid, gid_t *gid)
 void session_touch(struct session *s)
 {
 	pthread_mutex_lock(&s->lock);
-	s->last_used = now_real();
+	s->last_used = clock_wall_s();
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -767,7 +747,7 @@ int session_claim(struct smgr *m, struct session *s, char *reason, size_t reason
 		return r;
 	}
 	s->busy = true;
-	s->last_used = now_real();
+	s->last_used = clock_wall_s();
 	pthread_mutex_unlock(&s->lock);
 	return 0;
 }
@@ -792,13 +772,13 @@ int session_exec(struct smgr *m, struct session *s, const struct box_exec *ex,
 int session_run(struct smgr *m, struct session *s, const struct box_exec *ex,
 		const struct box_events *ev, struct result *res)
 {
-	double started_at = now_real();
+	double started_at = clock_wall_s();
 	bool died;
 	int r = box_exec(s->box, ex, ev, res);
 
 	pthread_mutex_lock(&s->lock);
 	s->busy = false;
-	s->last_used = now_real();
+	s->last_used = clock_wall_s();
 	died = !s->dead && !box_alive(s->box);
 	if (died) {
 		s->dead = true;

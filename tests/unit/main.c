@@ -16,6 +16,7 @@ int main(void)
 		mcp_suite,
 		mounts_suite,
 		policy_suite,
+		util_suite,
 	};
 	SRunner *sr = srunner_create(NULL);
 	const char *tap = getenv("PETRI_UNIT_TAP");

@@ -13,5 +13,6 @@ Suite *config_suite(void);
 Suite *mcp_suite(void);
 Suite *mounts_suite(void);
 Suite *policy_suite(void);
+Suite *util_suite(void);
 
 #endif
