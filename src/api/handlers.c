@@ -12,6 +12,7 @@
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/metrics.h"
+#include "util/num.h"
 
 #define MAX_ENV_VARS 64
 #define MAX_ENV_BYTES (64u << 10)
@@ -377,17 +378,13 @@ static enum MHD_Result executions(struct api_req *rq, const char *id)
 	enum MHD_Result answered = MHD_NO;
 	struct session *s;
 	json_t *list;
-	long limit = 100;
-	char *end;
+	uint32_t limit = 100;
 
 	if (strcmp(rq->method, "GET"))
 		return http_not_allowed(rq, "GET");
-	if (limit_arg) {
-		limit = strtol(limit_arg, &end, 10);
-		if (*end || end == limit_arg || limit < 1 || limit > 1000)
-			return http_error(rq, 400, "invalid_request",
-					  "'limit' must be an integer from 1 to 1000");
-	}
+	if (limit_arg && !num_u32(limit_arg, 1, 1000, &limit))
+		return http_error(rq, 400, "invalid_request",
+				  "'limit' must be an integer from 1 to 1000");
 	list = smgr_executions(rq->sm, id, (int)limit);
 	if (!list)
 		return http_error(rq, 500, "internal", "out of memory");

@@ -26,6 +26,7 @@
 #include "session/session.h"
 #include "util/buf.h"
 #include "util/log.h"
+#include "util/num.h"
 #include "util/utf8.h"
 
 #define MAX_FILES 64
@@ -184,19 +185,6 @@ static void describe_file(struct buf *intro, const char *name, const struct buf 
 
 /* ---- the command ------------------------------------------------------- */
 
-static bool parse_uint(const char *s, unsigned min, unsigned max, unsigned *out)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || s[0] == '-' || v < min || v > max)
-		return false;
-	*out = (unsigned)v;
-	return true;
-}
-
 static const char *env(const char *name)
 {
 	const char *v = getenv(name);
@@ -256,7 +244,7 @@ int cmd_ask(int argc, char **argv)
 			files[nfiles++] = optarg;
 			break;
 		case OPT_MAX_ROUNDS:
-			if (!parse_uint(optarg, 1, 1000, &max_rounds))
+			if (!num_u32(optarg, 1, 1000, &max_rounds))
 				die(EXIT_USAGE, "--max-rounds: expected 1 to 1000, got '%s'", optarg);
 			break;
 		case OPT_JSON:
@@ -266,11 +254,11 @@ int cmd_ask(int argc, char **argv)
 			save_dir = optarg;
 			break;
 		case OPT_TIMEOUT:
-			if (!parse_uint(optarg, 1, 86400, &timeout))
+			if (!num_u32(optarg, 1, 86400, &timeout))
 				die(EXIT_USAGE, "--timeout: expected seconds, got '%s'", optarg);
 			break;
 		case OPT_RETRIES:
-			if (!parse_uint(optarg, 0, 100, &retries))
+			if (!num_u32(optarg, 0, 100, &retries))
 				die(EXIT_USAGE, "--max-retries: expected 0 to 100, got '%s'", optarg);
 			break;
 		case OPT_CONFIG:

@@ -23,6 +23,7 @@
 #include "runtime/result.h"
 #include "util/buf.h"
 #include "util/log.h"
+#include "util/num.h"
 
 #define CODE_FILE_MAX BOX_CODE_MAX
 
@@ -72,19 +73,6 @@ static const char *lang_from_path(const char *path)
 	if (!strcmp(dot, ".c"))
 		return "c";
 	return NULL;
-}
-
-static bool parse_number(const char *s, double min, double max, double *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(v) || v < min || v > max)
-		return false;
-	*out = v;
-	return true;
 }
 
 /* ---- stopping early ------------------------------------------------------ */
@@ -213,31 +201,31 @@ int cmd_run(int argc, char **argv)
 			lang = optarg;
 			break;
 		case 't':
-			if (!parse_number(optarg, 0.001, 86400, &ex.timeout_s))
+			if (!num_double(optarg, 0.001, 86400, &ex.timeout_s))
 				die(2, "--timeout: expected seconds between 0.001 and 86400, got '%s'", optarg);
 			break;
 		case 'm':
-			if (!parse_number(optarg, 16, 1 << 20, &v))
+			if (!num_double(optarg, 16, 1 << 20, &v))
 				die(2, "--memory: expected MB between 16 and 1048576, got '%s'", optarg);
 			cfg.limits.memory_bytes = (uint64_t)v << 20;
 			break;
 		case OPT_CPU_TIME:
-			if (!parse_number(optarg, 0.001, 86400, &ex.cpu_s))
+			if (!num_double(optarg, 0.001, 86400, &ex.cpu_s))
 				die(2, "--cpu-time: expected seconds, got '%s'", optarg);
 			cfg.limits.cpu_seconds = (uint32_t)ceil(ex.cpu_s) + 1;
 			break;
 		case OPT_CPUS:
-			if (!parse_number(optarg, 0.01, 1024, &v))
+			if (!num_double(optarg, 0.01, 1024, &v))
 				die(2, "--cpus: expected a number of cores, got '%s'", optarg);
 			cfg.limits.cpu_millicores = (uint32_t)(v * 1000);
 			break;
 		case OPT_PIDS:
-			if (!parse_number(optarg, 4, 1 << 20, &v))
+			if (!num_double(optarg, 4, 1 << 20, &v))
 				die(2, "--pids: expected at least 4, got '%s'", optarg);
 			cfg.limits.pids = (uint32_t)v;
 			break;
 		case OPT_DISK:
-			if (!parse_number(optarg, 1, 1 << 20, &v))
+			if (!num_double(optarg, 1, 1 << 20, &v))
 				die(2, "--disk: expected MB, got '%s'", optarg);
 			cfg.limits.work_bytes = (uint64_t)v << 20;
 			break;

@@ -3,13 +3,13 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ini.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "runtime/defaults.h"
+#include "util/num.h"
 
 void config_defaults(struct petri_config *c)
 {
@@ -44,32 +44,6 @@ struct parse {
 	const char *path;
 	bool failed;
 };
-
-static bool parse_u32(const char *v, uint32_t min, uint32_t max, uint32_t *out)
-{
-	char *end;
-	unsigned long long x;
-
-	errno = 0;
-	x = strtoull(v, &end, 10);
-	if (errno || end == v || *end || v[0] == '-' || x < min || x > max)
-		return false;
-	*out = (uint32_t)x;
-	return true;
-}
-
-static bool parse_double(const char *v, double min, double max, double *out)
-{
-	char *end;
-	double x;
-
-	errno = 0;
-	x = strtod(v, &end);
-	if (errno || end == v || *end || !isfinite(x) || x < min || x > max)
-		return false;
-	*out = x;
-	return true;
-}
 
 static bool parse_bool(const char *v, bool *out)
 {
@@ -140,17 +114,17 @@ static int load_keys_file(struct petri_config *c, const char *path)
 static bool set_limit(struct petri_limits *l, const char *name, const char *v)
 {
 	if (!strcmp(name, "memory_mb"))
-		return parse_u32(v, 32, 1u << 20, &l->memory_mb);
+		return num_u32(v, 32, 1u << 20, &l->memory_mb);
 	if (!strcmp(name, "cpu"))
-		return parse_double(v, 0.01, 1024, &l->cpu);
+		return num_double(v, 0.01, 1024, &l->cpu);
 	if (!strcmp(name, "pids"))
-		return parse_u32(v, 8, 1u << 20, &l->pids);
+		return num_u32(v, 8, 1u << 20, &l->pids);
 	if (!strcmp(name, "disk_mb"))
-		return parse_u32(v, 1, 1u << 20, &l->disk_mb);
+		return num_u32(v, 1, 1u << 20, &l->disk_mb);
 	if (!strcmp(name, "timeout_s"))
-		return parse_double(v, 0.1, 86400, &l->timeout_s);
+		return num_double(v, 0.1, 86400, &l->timeout_s);
 	if (!strcmp(name, "output_kb"))
-		return parse_u32(v, 1, 1u << 20, &l->output_kb);
+		return num_u32(v, 1, 1u << 20, &l->output_kb);
 	return false;
 }
 
@@ -176,23 +150,23 @@ static bool set_server(struct parse *p, const char *name, const char *v)
 	if (!strcmp(name, "api_keys_file"))
 		return load_keys_file(c, v) == 0;
 	if (!strcmp(name, "max_sessions"))
-		return parse_u32(v, 1, 100000, &c->max_sessions);
+		return num_u32(v, 1, 100000, &c->max_sessions);
 	if (!strcmp(name, "max_executions"))
-		return parse_u32(v, 1, 100000, &c->max_executions);
+		return num_u32(v, 1, 100000, &c->max_executions);
 	if (!strcmp(name, "max_body_mb")) {
-		if (!parse_u32(v, 1, 4096, &mb))
+		if (!num_u32(v, 1, 4096, &mb))
 			return false;
 		c->max_body_bytes = (uint64_t)mb << 20;
 		return true;
 	}
 	if (!strcmp(name, "max_file_mb")) {
-		if (!parse_u32(v, 1, 4096, &mb))
+		if (!num_u32(v, 1, 4096, &mb))
 			return false;
 		c->max_file_bytes = (uint64_t)mb << 20;
 		return true;
 	}
 	if (!strcmp(name, "shutdown_grace_s"))
-		return parse_double(v, 0, 3600, &c->shutdown_grace_s);
+		return num_double(v, 0, 3600, &c->shutdown_grace_s);
 	if (!strcmp(name, "log_level")) {
 		static const char *const levels[] = { "error", "warning", "info", "debug" };
 
@@ -213,7 +187,7 @@ static bool set_sandbox(struct parse *p, const char *name, const char *v)
 
 	if (!strcmp(name, "uid_base")) {
 		/* Room above it for the sandbox user; never root. */
-		if (!parse_u32(v, 100000, 4000000000u, &base))
+		if (!num_u32(v, 100000, 4000000000u, &base))
 			return false;
 		c->uid_base = base;
 		return true;
@@ -250,11 +224,11 @@ static int handler(void *user, const char *section, const char *name,
 		ok = set_server(p, name, value);
 	else if (!strcmp(section, "sessions")) {
 		if (!strcmp(name, "idle_timeout_s"))
-			ok = parse_double(value, 1, 30 * 86400, &p->cfg->idle_timeout_s);
+			ok = num_double(value, 1, 30 * 86400, &p->cfg->idle_timeout_s);
 		else if (!strcmp(name, "max_lifetime_s"))
-			ok = parse_double(value, 1, 365 * 86400, &p->cfg->max_lifetime_s);
+			ok = num_double(value, 1, 365 * 86400, &p->cfg->max_lifetime_s);
 		else if (!strcmp(name, "pool_size"))
-			ok = parse_u32(value, 0, 1000, &p->cfg->pool_size);
+			ok = num_u32(value, 0, 1000, &p->cfg->pool_size);
 		else if (!strcmp(name, "warm"))
 			ok = parse_bool(value, &p->cfg->warm);
 		else

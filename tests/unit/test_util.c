@@ -1,8 +1,11 @@
-/* Small helpers of src/util that the other suites do not cover. */
+/* Small helpers of src/util that the other suites do not cover: clocks
+ * and strict numbers. */
+#include <stdint.h>
 #include <time.h>
 
 #include "unit.h"
 #include "util/clock.h"
+#include "util/num.h"
 
 START_TEST(test_clock_deadline)
 {
@@ -36,6 +39,43 @@ START_TEST(test_clock_readings)
 }
 END_TEST
 
+START_TEST(test_num_u32)
+{
+	const char *bad[] = { "", " ", "-1", "-0", "1.5", "1e3", "12abc", "0x10", "abc",
+			      "4294967296", "18446744073709551616", "99999999999999999999" };
+	uint32_t v = 7;
+
+	ck_assert(num_u32("42", 0, 100, &v) && v == 42);
+	ck_assert(num_u32("0", 0, 100, &v) && v == 0);
+	ck_assert(num_u32("4294967295", 0, UINT32_MAX, &v) && v == UINT32_MAX);
+	ck_assert(num_u32("010", 0, 100, &v) && v == 10);	/* decimal, not octal */
+	ck_assert(!num_u32("0", 1, 1000, &v));
+	ck_assert(!num_u32("1001", 1, 1000, &v));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		v = 7;
+		ck_assert_msg(!num_u32(bad[i], 0, UINT32_MAX, &v), "accepted '%s'", bad[i]);
+		ck_assert_uint_eq(v, 7);	/* untouched on failure */
+	}
+}
+END_TEST
+
+START_TEST(test_num_double)
+{
+	const char *bad[] = { "", "x", "1.5s", "nan", "inf", "-inf", "1e999", "0.0005" };
+	double v = 7;
+
+	ck_assert(num_double("2.5", 0.001, 10, &v) && v == 2.5);
+	ck_assert(num_double("1e1", 0.001, 10, &v) && v == 10);
+	ck_assert(num_double("0.001", 0.001, 10, &v) && v == 0.001);
+	ck_assert(!num_double("10.5", 0.001, 10, &v));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		v = 7;
+		ck_assert_msg(!num_double(bad[i], 0.001, 10, &v), "accepted '%s'", bad[i]);
+		ck_assert(v == 7);
+	}
+}
+END_TEST
+
 Suite *util_suite(void)
 {
 	Suite *s = suite_create("util");
@@ -43,6 +83,8 @@ Suite *util_suite(void)
 
 	tcase_add_test(tc, test_clock_deadline);
 	tcase_add_test(tc, test_clock_readings);
+	tcase_add_test(tc, test_num_u32);
+	tcase_add_test(tc, test_num_double);
 	suite_add_tcase(s, tc);
 	return s;
 }

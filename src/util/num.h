@@ -1,0 +1,14 @@
+/* Numbers from text, strictly: config values, command-line flags, query
+ * arguments.  The whole string must be the number, in [min, max]. */
+#ifndef PETRI_NUM_H
+#define PETRI_NUM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* A decimal integer; a sign is refused. */
+bool num_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out);
+/* A finite number as strtod() reads it. */
+bool num_double(const char *s, double min, double max, double *out);
+
+#endif
