@@ -388,6 +388,7 @@ static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
 	return (size_t)(w - s);
 }
 
+__attribute__((format(printf, 2, 0)))
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char msg[512];

@@ -36,6 +36,7 @@ static const char *escape_controls(const char *in, char *out, size_t outlen)
 	return out;
 }
 
+__attribute__((format(printf, 3, 0)))
 static void vlog(enum log_level level, int err, const char *fmt, va_list ap)
 {
 	static const char *const names[] = { "error", "warning", "info", "debug" };

@@ -1,10 +1,11 @@
 /* Small helpers of src/util that the other suites do not cover: clocks
- * and strict numbers. */
+ * strict numbers, and the cost scan of JSON texts. */
 #include <stdint.h>
 #include <time.h>
 
 #include "unit.h"
 #include "util/clock.h"
+#include "util/jsoncost.h"
 #include "util/num.h"
 
 START_TEST(test_clock_deadline)
@@ -76,6 +77,28 @@ START_TEST(test_num_double)
 }
 END_TEST
 
+START_TEST(test_jsoncost)
+{
+	const struct jsoncost_limits lim = { .max_nodes = 10, .max_depth = 3 };
+	struct jsoncost c;
+
+	ck_assert(jsoncost_within("", 0, &lim, &c) && c.nodes == 0);
+	ck_assert(jsoncost_within("42", 2, &lim, &c) && c.nodes == 1 && c.depth == 0);
+	ck_assert(jsoncost_within("{\"a\":[1,2]}", 11, &lim, &c));
+	ck_assert_uint_eq(c.depth, 2);
+	ck_assert_uint_le(c.nodes, 10);
+	ck_assert_uint_ge(c.nodes, 4);		/* the object, "a", the array, 1, 2 */
+	/* Structure inside strings costs nothing; escaped quotes stay inside. */
+	ck_assert(jsoncost_within("\"[[[[{,,,,:::}]]]]\\\"[[[[\"", 25, &lim, &c));
+	ck_assert_uint_eq(c.depth, 0);
+	ck_assert(!jsoncost_within("[[[[1]]]]", 9, &lim, &c));
+	ck_assert_uint_eq(c.depth, 4);
+	ck_assert(!jsoncost_within("[{},{},{},{},{},{}]", 19, &lim, &c));
+	/* A text that ends inside a string or a container is jansson's to refuse. */
+	ck_assert(jsoncost_within("[\"abc", 5, &lim, NULL));
+}
+END_TEST
+
 Suite *util_suite(void)
 {
 	Suite *s = suite_create("util");
@@ -85,6 +108,7 @@ Suite *util_suite(void)
 	tcase_add_test(tc, test_clock_readings);
 	tcase_add_test(tc, test_num_u32);
 	tcase_add_test(tc, test_num_double);
+	tcase_add_test(tc, test_jsoncost);
 	suite_add_tcase(s, tc);
 	return s;
 }
