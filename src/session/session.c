@@ -256,20 +256,28 @@ static void *reaper(void *arg)
 		for (size_t i = 0; i < m->n && nended < 64;) {
 			struct session *s = m->v[i];
 			bool lifetime = now >= s->created + s->max_lifetime_s;
-			bool busy;
+			const char *why = lifetime ?
+				"the session reached its maximum lifetime and was ended" :
+				"the session was idle too long and was ended";
+			bool expired;
 
+			/* Decided under the session's lock, and made final there:
+			 * a claim that comes after sees a dead session (410 with
+			 * this reason), never an execution killed as "expired".
+			 * A running execution is bounded by its own timeout; the
+			 * session expires when it is over. */
 			pthread_mutex_lock(&s->lock);
-			busy = s->busy;
+			expired = !s->busy && !s->dead && now >= expires_at(s);
+			if (expired) {
+				s->dead = true;
+				snprintf(s->dead_reason, sizeof(s->dead_reason), "%s", why);
+			}
 			pthread_mutex_unlock(&s->lock);
-			/* A running execution is bounded by its own timeout;
-			 * the session expires when it is over. */
-			if (busy || now < expires_at(s)) {
+			if (!expired) {
 				i++;
 				continue;
 			}
-			tombstone_add(m, s->id, lifetime ?
-				      "the session reached its maximum lifetime and was ended" :
-				      "the session was idle too long and was ended", false);
+			tombstone_add(m, s->id, why, false);
 			metrics_inc(lifetime ? M_SESSIONS_EXPIRED_LIFETIME : M_SESSIONS_EXPIRED_IDLE);
 			log_info("session %s expired (%s)", s->id, lifetime ? "lifetime" : "idle");
 			table_remove(m, i);
