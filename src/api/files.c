@@ -3,6 +3,7 @@
  * src/runtime/files.c (openat2, RESOLVE_IN_ROOT). */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -38,6 +39,9 @@ static enum MHD_Result file_error(struct api_req *rq, int err, const char *path)
 	case -EDQUOT:
 	case -EFBIG:
 		return http_error(rq, 413, "too_large", "the session's workspace is full");
+	case -ECHILD:
+	case -EPIPE:
+		return http_error(rq, 500, "internal", "the upload's writer failed");
 	case -ENOTEMPTY:
 		return http_error(rq, 409, "directory_not_empty", "'%.300s' is a directory that "
 				  "is not empty", path);
@@ -88,22 +92,135 @@ static enum MHD_Result download(struct api_req *rq, struct session *s, const cha
 	return (enum MHD_Result)r;
 }
 
-static enum MHD_Result upload(struct api_req *rq, struct session *s, const char *path)
-{
-	struct files_user u = user_of(rq);
-	int r;
+/* ---- streamed uploads ---------------------------------------------------
+ *
+ * The body of PUT /v1/sessions/{id}/files/{path} is never held whole: on
+ * the request's first call (server.c) files_upload_start() begins a session
+ * upload, and each chunk libmicrohttpd delivers goes straight to the
+ * session's writer (session_upload_write(), which blocks while the sandbox
+ * is behind).  What the daemon holds per upload is a constant: MHD's read
+ * buffer and one socket buffer.  When the upload cannot start (no such
+ * session, a bad path) the body is read and dropped, and the route answers
+ * as for any other request; when it fails half-way, the rest is dropped and
+ * the answer says why.  The old file is replaced only by a complete body. */
 
-	if (rq->body.len > rq->cfg->max_file_bytes)
+struct api_upload {
+	struct session_upload *up;	/* NULL: the body is dropped */
+	struct petri_limits limits;	/* the session's, for the messages */
+	int err;			/* why the upload failed; 0 */
+	uint64_t size;
+	bool too_large;
+};
+
+/* "/v1/sessions/<id>/files/<path>": the id and the path, else NULL. */
+static const char *upload_target(const char *url, char id[SESSION_ID_LEN + 1])
+{
+	const char *p = url + 13, *slash;
+
+	if (strncmp(url, "/v1/sessions/", 13) || !(slash = strchr(p, '/')) ||
+	    slash == p || (size_t)(slash - p) > SESSION_ID_LEN || strncmp(slash, "/files/", 7) ||
+	    !slash[7])
+		return NULL;
+	memcpy(id, p, (size_t)(slash - p));
+	id[slash - p] = '\0';
+	return slash + 7;
+}
+
+bool files_upload_wanted(const struct api_req *rq)
+{
+	char id[SESSION_ID_LEN + 1];
+
+	return !strcmp(rq->method, "PUT") && upload_target(rq->url, id);
+}
+
+static void upload_stop(struct api_upload *up)
+{
+	if (up->up)
+		session_upload_finish(up->up, false);
+	up->up = NULL;
+}
+
+enum MHD_Result files_upload_start(struct api_req *rq)
+{
+	const char *cl = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "Content-Length");
+	char id[SESSION_ID_LEN + 1], why[160];
+	const char *path = upload_target(rq->url, id);
+	struct api_upload *up;
+	struct session *s;
+
+	if (cl && strtoull(cl, NULL, 10) > rq->cfg->max_file_bytes)
 		return http_error(rq, 413, "too_large", "the file is larger than the %llu MiB "
 				  "upload limit", (unsigned long long)(rq->cfg->max_file_bytes >> 20));
-	r = files_write(&u, session_work_fd(s), path, rq->body.data ? rq->body.data : "",
-			rq->body.len);
-	session_note_write(s);
-	if (r < 0)
+	up = calloc(1, sizeof(*up));
+	if (!up)
+		return MHD_NO;
+	rq->upload = up;
+	if (!path || files_check_path(path, false, why, sizeof(why)) < 0 ||
+	    smgr_lookup(rq->sm, id, &s, why, sizeof(why)) < 0)
+		return MHD_YES;
+	up->limits = *session_limits(s);
+	up->err = session_upload_begin(rq->sm, s, path, &up->up);
+	session_put(s);
+	return MHD_YES;
+}
+
+enum MHD_Result files_upload_chunk(struct api_req *rq, const char *data, size_t *size)
+{
+	struct api_upload *up = rq->upload;
+
+	up->size += *size;
+	if (up->size > rq->cfg->max_file_bytes) {
+		up->too_large = true;
+		upload_stop(up);
+	}
+	if (up->up && (up->err = session_upload_write(up->up, data, *size)) < 0)
+		upload_stop(up);
+	*size = 0;
+	return MHD_YES;
+}
+
+void files_upload_end(struct api_req *rq)
+{
+	if (!rq->upload)
+		return;
+	upload_stop(rq->upload);
+	free(rq->upload);
+	rq->upload = NULL;
+}
+
+static enum MHD_Result upload(struct api_req *rq, const char *path)
+{
+	struct api_upload *up = rq->upload;
+	int r;
+
+	if (!up)
+		return http_error(rq, 500, "internal", "the upload was not started");
+	if (up->too_large)
+		return http_error(rq, 413, "too_large", "the file is larger than the %llu MiB "
+				  "upload limit", (unsigned long long)(rq->cfg->max_file_bytes >> 20));
+	r = up->err;
+	if (!r && !up->up)	/* the session appeared between start and route */
+		r = -EAGAIN;
+	if (!r) {
+		r = session_upload_finish(up->up, true);
+		up->up = NULL;
+	}
+	switch (r) {
+	case 0:
+		return http_json(rq, 201, json_pack("{s:s, s:I}", "path", path, "size",
+						    (json_int_t)up->size));
+	case -ENOMEM:
+	case SM_EGONE:
+		return http_error(rq, 413, "out_of_memory", "the file does not fit in the "
+				  "session's memory limit (%u MiB, which /work counts against): %s",
+				  up->limits.memory_mb, r == SM_EGONE ? "the session ran out of "
+				  "memory and was ended" : "the upload was refused");
+	case -EAGAIN:
+		return http_error(rq, 409, "too_many_processes", "the session is at its process "
+				  "limit (%u): an upload needs one process of it", up->limits.pids);
+	default:
 		return file_error(rq, r, path);
-	session_touch(s);
-	return http_json(rq, 201, json_pack("{s:s, s:I}", "path", path, "size",
-					    (json_int_t)rq->body.len));
+	}
 }
 
 enum MHD_Result handle_files(struct api_req *rq, struct session *s, const char *path,
@@ -136,7 +253,7 @@ enum MHD_Result handle_files(struct api_req *rq, struct session *s, const char *
 	if (!strcmp(m, "GET"))
 		return download(rq, s, path);
 	if (!strcmp(m, "PUT"))
-		return upload(rq, s, path);
+		return upload(rq, path);
 	if (!strcmp(m, "DELETE")) {
 		int r = files_delete(&u, session_work_fd(s), path);
 

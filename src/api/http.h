@@ -23,6 +23,7 @@ struct api_req {
 	const char *method;
 	const char *url;
 	struct buf body;
+	struct api_upload *upload;	/* PUT .../files/{path}: streamed (files.c) */
 	bool too_large;
 	bool counted;		/* in the server's active count */
 };
@@ -59,6 +60,16 @@ enum MHD_Result handle_files(struct api_req *rq, struct session *s, const char *
 enum MHD_Result handle_mcp(struct api_req *rq);
 enum MHD_Result stream_execute(struct api_req *rq, struct session *s,
 			       const struct box_exec *ex);
+
+/* Streamed uploads (files.c), hooked into server.c: is this request one
+ * (PUT /v1/sessions/{id}/files/{path})?  start: on its first call, after
+ * authentication (may answer 413 at once); chunk: each piece of the body;
+ * end: when the request is done, whatever happened. */
+struct api_upload;
+bool files_upload_wanted(const struct api_req *rq);
+enum MHD_Result files_upload_start(struct api_req *rq);
+enum MHD_Result files_upload_chunk(struct api_req *rq, const char *data, size_t *size);
+void files_upload_end(struct api_req *rq);
 
 /* A session lookup answered the API's way: 404 or 410 on failure. */
 struct session *http_session(struct api_req *rq, const char *id, enum MHD_Result *answered);

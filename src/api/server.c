@@ -299,6 +299,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	(void)version;
 	if (!rq) {
 		const char *cl;
+		bool upload;
 
 		rq = calloc(1, sizeof(*rq));
 		if (!rq)
@@ -315,9 +316,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		rq->counted = true;
 		if (atomic_load(&srv->quiescing))
 			return http_error(rq, 503, "shutting_down", "the server is shutting down");
-		/* Refuse what is too large before reading it. */
+		/* Refuse what is too large before reading it (an upload has a
+		 * limit of its own). */
+		upload = files_upload_wanted(rq);
 		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
-		if (cl && strtoull(cl, NULL, 10) > srv->cfg->max_body_bytes)
+		if (!upload && cl && strtoull(cl, NULL, 10) > srv->cfg->max_body_bytes)
 			return http_error(rq, 413, "too_large",
 					  "the body is larger than the %llu MiB limit",
 					  (unsigned long long)(srv->cfg->max_body_bytes >> 20));
@@ -326,8 +329,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			return http_error(rq, 401, "unauthorized",
 					  "a valid API key is required: Authorization: Bearer <key>");
 		}
-		return MHD_YES;
+		return upload ? files_upload_start(rq) : MHD_YES;
 	}
+	if (*upload_size && rq->upload)
+		return files_upload_chunk(rq, upload_data, upload_size);
 	if (*upload_size) {
 		if (!rq->too_large && rq->body.len + *upload_size > srv->cfg->max_body_bytes) {
 			rq->too_large = true;
@@ -358,6 +363,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **ctx,
 		return;
 	if (rq->counted)
 		atomic_fetch_sub(&srv->active, 1);
+	files_upload_end(rq);
 	buf_release(&rq->body);
 	free(rq);
 	*ctx = NULL;

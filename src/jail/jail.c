@@ -475,6 +475,31 @@ int jail_ctl_fd(const struct jail *j) { return j->ctl_fd; }
 int jail_status_fd(const struct jail *j) { return j->status_fd; }
 int jail_work_fd(const struct jail *j) { return j->work_fd; }
 
+int jail_fork_charged(struct jail *j, int (*fn)(void *arg), void *arg, pid_t *pid)
+{
+	struct cg_join cj;
+	pid_t child;
+	int r;
+
+	*pid = -1;
+	if (j->cg && (r = cg_join_open(j->cg, &cj)) < 0)
+		return r;
+	/* A raw clone, as for pid 1: no atfork handlers run in a copy of
+	 * threads that may hold their locks. */
+	child = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, 0);
+	if (child == 0) {
+		r = j->cg ? cg_join_self(&cj) : 0;
+		if (r == 0)
+			r = fn(arg);
+		_exit(r < 0 && r > -256 ? -r : r ? EIO : 0);
+	}
+	r = child < 0 ? -errno : 0;
+	if (j->cg)
+		cg_join_close(&cj);
+	*pid = child;
+	return r;
+}
+
 int jail_read_status(struct jail *j, struct jail_exit *ex)
 {
 	struct init_record rec;

@@ -158,6 +158,21 @@ int jail_status_fd(const struct jail *j);	/* see jail_read_status() */
  * paths under it with openat2(RESOLVE_IN_ROOT) only. */
 int jail_work_fd(const struct jail *j);
 
+/* Run fn(arg) in a new short-lived process charged to the sandbox: it joins
+ * the sandbox's cgroups (every hierarchy) before fn runs, so what fn makes
+ * (tmpfs pages of a file it writes into /work, say) counts against the
+ * sandbox's memory limit and not the caller's, and it counts against the
+ * sandbox's pids limit.  It stays in the host's namespaces with the
+ * caller's credentials: fn narrows them itself (setfsuid...).  fn runs in
+ * the child of a possibly multi-threaded caller: async-signal-safe calls
+ * only (system calls on data prepared before the call, no malloc, no
+ * stdio).  fn's 0 or -errno becomes the exit code as the positive errno.
+ * On success *pid is the child, which the caller must reap with waitpid();
+ * it exits with EAGAIN before fn runs when the sandbox is at its pids
+ * limit.  Without cgroups (rlimits only) fn runs uncharged.  Killing the
+ * sandbox (jail_kill, a cgroup OOM kill) kills the child too. */
+int jail_fork_charged(struct jail *j, int (*fn)(void *arg), void *arg, pid_t *pid);
+
 /* The main process has exited: how.  */
 struct jail_exit {
 	bool exited;		/* main process gone (status valid) */

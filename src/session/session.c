@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "record/record.h"
+#include "runtime/files.h"
 #include "session/pool.h"
 #include "session/spawner.h"
 #include "util/clock.h"
@@ -658,6 +659,99 @@ void session_touch(struct session *s)
 void session_note_write(struct session *s)
 {
 	box_note_host_write(s->box);
+}
+
+struct session_upload {
+	struct session *s;
+	struct files_sink *sink;
+	uint64_t oom_kills;		/* the sandbox's, when the upload began */
+};
+
+/* End a live session now for reason, which later calls are told (as the
+ * reaper ends an expired one). */
+static void end_session(struct smgr *m, struct session *s, const char *reason)
+{
+	bool removed = false;
+	ssize_t i;
+
+	pthread_mutex_lock(&s->lock);
+	if (!s->dead) {
+		s->dead = true;
+		snprintf(s->dead_reason, sizeof(s->dead_reason), "%s", reason);
+	}
+	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_lock(&m->lock);
+	i = table_find(m, s->id);
+	if (i >= 0 && m->v[i] == s) {
+		table_remove(m, (size_t)i);
+		tombstone_add(m, s->id, reason, false);
+		removed = true;
+	}
+	pthread_mutex_unlock(&m->lock);
+	box_stop(s->box, reason);
+	if (removed) {
+		metrics_inc(M_SESSIONS_DIED);
+		log_info("session %s died: %s", s->id, reason);
+		session_put(s);
+	}
+}
+
+static uint64_t oom_kills(struct session *s)
+{
+	struct jail_usage u;
+
+	return jail_usage(box_jail(s->box), &u) == 0 ? u.oom_kills : 0;
+}
+
+int session_upload_begin(struct smgr *m, struct session *s, const char *path,
+			 struct session_upload **out)
+{
+	struct session_upload *up = calloc(1, sizeof(*up));
+	struct files_user u;
+	int r;
+
+	*out = NULL;
+	if (!up)
+		return -ENOMEM;
+	session_file_owner(m, &u.uid, &u.gid);
+	up->oom_kills = oom_kills(s);
+	if ((r = files_sink_begin(&u, box_jail(s->box), path, &up->sink)) < 0) {
+		free(up);
+		return r;
+	}
+	up->s = session_ref(s);
+	*out = up;
+	return 0;
+}
+
+int session_upload_write(struct session_upload *up, const void *data, size_t len)
+{
+	return files_sink_write(up->sink, data, len);
+}
+
+int session_upload_finish(struct session_upload *up, bool commit)
+{
+	struct session *s = up->s;
+	int r = files_sink_finish(up->sink, commit);
+
+	if (commit)
+		session_note_write(s);
+	if (r == 0)
+		session_touch(s);
+	/* The kernel killed processes of the session for the memory the upload
+	 * took: what is left of it is not what its code expects. */
+	if (r == -ENOMEM && oom_kills(s) > up->oom_kills) {
+		char reason[160];
+
+		snprintf(reason, sizeof(reason), "out of memory: an upload went over the session's "
+			 "memory limit (%u MiB) and the kernel killed its processes",
+			 s->limits.memory_mb);
+		end_session(s->m, s, reason);
+		r = SM_EGONE;
+	}
+	session_put(s);
+	free(up);
+	return r;
 }
 
 json_t *session_json(struct session *s)
