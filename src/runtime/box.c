@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,11 @@
 #define READY_TIMEOUT_S 30.0
 #define TICK_MS 100
 #define DRAIN_TIMEOUT_S 1.0
+/* The control channel closed while the driver lives: how long its exit may
+ * take to show (code that ends the runtime closes fd 3 first) before that
+ * counts as a protocol violation. */
+#define CTL_EOF_GRACE_S 1.0
+#define CHUNK 65536		/* one read of a pipe or the control socket */
 #define MAX_ENV 160	/* operator (64) + session (64) + room */
 #define NAME_MAX_LEN 256
 #define MESSAGE_MAX_LEN (64u << 10)
@@ -36,7 +42,13 @@ struct box {
 	long long next_id;
 	bool dead;
 	char dead_reason[256];
-	char stop_reason[128];		/* why box_stop() was called, if it was */
+	/* Why box_stop() was called, if it was: set once, from any thread,
+	 * read by the executing one; under stop_lock. */
+	pthread_mutex_t stop_lock;
+	char stop_reason[128];
+	/* Streams that reached end of file are not polled again: a sandbox
+	 * that closes its fd 1, 2 or 3 must not make the daemon spin. */
+	bool out_eof, err_eof, ctl_eof;
 	struct timespec quiet_after;	/* last write we know of: by the host, or
 					 * by an execution before its "done" */
 	char python[32];
@@ -151,6 +163,7 @@ int box_adopt(struct jail *j, struct box **out, char *err, size_t errlen)
 		return -ENOMEM;
 	}
 	frame_reader_init(&b->fr);
+	pthread_mutex_init(&b->stop_lock, NULL);
 	b->jail = j;
 	if ((r = wait_ready(b, err, errlen)) < 0) {
 		box_free(b);
@@ -228,9 +241,20 @@ static void execution_start(struct box *b, struct timespec *start)
 
 void box_stop(struct box *b, const char *reason)
 {
+	pthread_mutex_lock(&b->stop_lock);
 	if (!b->stop_reason[0])
 		snprintf(b->stop_reason, sizeof(b->stop_reason), "%s", reason);
+	pthread_mutex_unlock(&b->stop_lock);
 	jail_stop(b->jail);
+}
+
+/* Why box_stop() was called, into out; false if it was not. */
+static bool stop_reason(struct box *b, char *out, size_t len)
+{
+	pthread_mutex_lock(&b->stop_lock);
+	snprintf(out, len, "%s", b->stop_reason);
+	pthread_mutex_unlock(&b->stop_lock);
+	return out[0] != '\0';
 }
 
 /* Write a whole frame to the driver, waiting at most timeout_s. */
@@ -291,6 +315,7 @@ void box_free(struct box *b)
 		return;
 	jail_free(b->jail);
 	frame_reader_release(&b->fr);
+	pthread_mutex_destroy(&b->stop_lock);
 	free(b);
 }
 
@@ -307,15 +332,33 @@ struct run {
 	bool main_exited;		/* the driver is gone */
 	struct jail_exit exit;
 	bool violated;
-	char violation[160];
+	char violation[200];
 	bool results_dropped;
+	double ctl_eof_at;		/* when the control channel closed, or 0 */
 };
+
+/* What an execution may send: its results (the driver, told the caps in
+ * the exec frame, keeps their frames within results_cap bytes and
+ * RESULTS_MAX of them), the note that it dropped some, one error, "done".
+ * Beyond that, frames are a flood: a protocol violation. */
+static void expect_frames(struct run *run)
+{
+	struct frame_expect ex = {
+		.id = run->id,
+		.bytes = run->results_cap + FRAME_NOTE_MAX + 4 + FRAME_ERROR_MAX +
+			 4 + FRAME_DONE_MAX,
+		.frames = RESULTS_MAX + 3,
+	};
+
+	frame_reader_expect(&run->b->fr, &ex);
+}
 
 static int send_exec(struct run *run, double deadline)
 {
-	json_t *req = json_pack("{s:s, s:I, s:s, s:s}", "type", "exec", "id",
+	json_t *req = json_pack("{s:s, s:I, s:s, s:s, s:I, s:i}", "type", "exec", "id",
 				(json_int_t)run->id, "language", run->ex->language,
-				"code", run->ex->code);
+				"code", run->ex->code, "results_cap",
+				(json_int_t)run->results_cap, "results_max", RESULTS_MAX);
 	int r;
 
 	if (!req)
@@ -479,9 +522,11 @@ static void take_frame(struct run *run, json_t *f)
 
 static void read_ctl(struct run *run)
 {
-	char chunk[65536];
+	char chunk[CHUNK];
 	ssize_t n;
 
+	if (run->b->ctl_eof)
+		return;
 	while ((n = read(jail_ctl_fd(run->b->jail), chunk, sizeof(chunk))) > 0) {
 		json_t *f;
 		int r;
@@ -497,6 +542,10 @@ static void read_ctl(struct run *run)
 			return;
 		}
 	}
+	if (n == 0) {
+		run->b->ctl_eof = true;
+		run->ctl_eof_at = clock_mono_s();
+	}
 }
 
 /* Read what is in a pipe now.  Returns false at EOF. */
@@ -504,15 +553,20 @@ static bool read_stream(struct run *run, enum box_stream s)
 {
 	int fd = s == BOX_STDOUT ? jail_stdout_fd(run->b->jail) : jail_stderr_fd(run->b->jail);
 	struct result_stream *rs = s == BOX_STDOUT ? &run->res->out : &run->res->err;
-	char chunk[65536];
+	bool *eof = s == BOX_STDOUT ? &run->b->out_eof : &run->b->err_eof;
+	char chunk[CHUNK];
 	ssize_t n;
 
+	if (*eof)
+		return false;
 	while ((n = read(fd, chunk, sizeof(chunk))) > 0) {
 		size_t kept = result_stream_add(rs, chunk, (size_t)n, run->output_cap);
 
 		if (kept && run->ev && run->ev->output)
 			run->ev->output(run->ev->ctx, s, chunk, kept);
 	}
+	if (n == 0)
+		*eof = true;
 	return n != 0;
 }
 
@@ -526,8 +580,8 @@ static void drain(struct run *run, bool to_eof)
 
 	do {
 		struct pollfd pfd[2] = {
-			{ .fd = jail_stdout_fd(run->b->jail), .events = POLLIN },
-			{ .fd = jail_stderr_fd(run->b->jail), .events = POLLIN },
+			{ .fd = run->b->out_eof ? -1 : jail_stdout_fd(run->b->jail), .events = POLLIN },
+			{ .fd = run->b->err_eof ? -1 : jail_stderr_fd(run->b->jail), .events = POLLIN },
 		};
 
 		if (out_open)
@@ -561,10 +615,12 @@ static enum stop pump(struct run *run, double deadline, uint64_t cpu_start,
 	int cancel_fd = watch_cancel ? ex->cancel_fd : -1;
 
 	while (!run->done && !run->main_exited && !run->violated) {
+		/* A negative fd is not polled: nothing more comes from a stream
+		 * at its end of file, and its POLLHUP would never stop. */
 		struct pollfd pfd[6] = {
-			{ .fd = jail_stdout_fd(j), .events = POLLIN },
-			{ .fd = jail_stderr_fd(j), .events = POLLIN },
-			{ .fd = jail_ctl_fd(j), .events = POLLIN },
+			{ .fd = run->b->out_eof ? -1 : jail_stdout_fd(j), .events = POLLIN },
+			{ .fd = run->b->err_eof ? -1 : jail_stderr_fd(j), .events = POLLIN },
+			{ .fd = run->b->ctl_eof ? -1 : jail_ctl_fd(j), .events = POLLIN },
 			{ .fd = jail_status_fd(j), .events = POLLIN },
 			{ .fd = jail_pidfd(j), .events = POLLIN },
 			{ .fd = cancel_fd, .events = POLLIN },
@@ -575,6 +631,16 @@ static enum stop pump(struct run *run, double deadline, uint64_t cpu_start,
 
 		if (left <= 0)
 			return STOP_TIMEOUT;
+		if (run->b->ctl_eof) {
+			/* Closed by the code while the driver lives: nothing can
+			 * end this execution as it should; end it now. */
+			if (run->ctl_eof_at == 0)
+				run->ctl_eof_at = clock_mono_s();
+			if (clock_mono_s() - run->ctl_eof_at > CTL_EOF_GRACE_S) {
+				violate(run, "the control channel (fd 3) was closed");
+				break;
+			}
+		}
 		r = poll(pfd, cancel_fd >= 0 ? 6 : 5, timeout);
 		if (r < 0 && errno != EINTR)
 			break;
@@ -618,10 +684,11 @@ static void classify_death(struct run *run, uint64_t oom_before)
 	struct jail_usage u;
 	struct result *res = run->res;
 	int st = run->exit.wstatus;
+	char stopped[sizeof(run->b->stop_reason)];
 
-	if (run->b->stop_reason[0]) {
+	if (stop_reason(run->b, stopped, sizeof(stopped))) {
 		res->status = RESULT_KILLED;
-		snprintf(res->reason, sizeof(res->reason), "%s", run->b->stop_reason);
+		snprintf(res->reason, sizeof(res->reason), "%s", stopped);
 	} else if (jail_usage(run->b->jail, &u) == 0 && u.oom_kills > oom_before) {
 		res->status = RESULT_OOM;
 		snprintf(res->reason, sizeof(res->reason),
@@ -665,6 +732,7 @@ int box_exec(struct box *b, const struct box_exec *ex,
 	run.output_cap = ex->output_cap ? ex->output_cap : BOX_OUTPUT_CAP_DEFAULT;
 	run.results_cap = ex->results_cap ? ex->results_cap : BOX_RESULTS_CAP_DEFAULT;
 	grace = ex->grace_s > 0 ? ex->grace_s : BOX_GRACE_DEFAULT;
+	expect_frames(&run);
 
 	jail_reset_peak(b->jail);
 	jail_usage(b->jail, &u0);
