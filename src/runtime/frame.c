@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/random.h>
+
+#include "runtime/jstring.h"
 #include "util/jsoncost.h"
 
 /* A buffer grown for one big frame is given back once the frame is taken:
@@ -13,10 +16,22 @@
 #define FRAME_KEEP (256u << 10)
 /* What one read may add after the end of the frame being read. */
 #define FRAME_READ_SLACK (64u << 10)
+/* Strings longer than this are decoded by jstring.c, not jansson. */
+#define FRAME_LIFT_MIN 512
+/* Keys are MIME types and a few names: nothing longer is a real one. */
+#define FRAME_KEY_MAX 256
 
 void frame_reader_init(struct frame_reader *fr)
 {
+	unsigned char raw[16] = { 0 };
+
 	memset(fr, 0, sizeof(*fr));
+	/* Unknown to the sandbox, so no string it sends can pass for one
+	 * that was lifted out of its frame (lifted_load). */
+	if (getrandom(raw, sizeof(raw), 0) != sizeof(raw))
+		memset(raw, 0x5a, sizeof(raw));
+	for (size_t i = 0; i < sizeof(raw); i++)
+		snprintf(fr->nonce + 2 * i, 3, "%02x", raw[i]);
 	fr->expect = (struct frame_expect){ .id = 0, .bytes = 4 + FRAME_READY_MAX, .frames = 1 };
 }
 
@@ -171,13 +186,143 @@ static size_t allowed(struct frame_reader *fr, const struct head *h)
 	return max;
 }
 
+/* ---- the body: long strings lifted out, the rest to jansson ---------- */
+
+struct lifted {
+	size_t off, len;	/* the token, quotes included */
+	json_t *value;
+};
+
+static void lifted_free(struct lifted *l, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		json_decref(l[i].value);
+}
+
+/* The lifted string that marker s stands for, taken out of l; or NULL. */
+static json_t *take_lifted(const char *s, const char *nonce, struct lifted *l, size_t n)
+{
+	size_t nlen = strlen(nonce);
+	unsigned long i;
+	json_t *v;
+
+	if (!s || strncmp(s, nonce, nlen))
+		return NULL;
+	i = strtoul(s + nlen, NULL, 10);
+	if (i >= n || !l[i].value)
+		return NULL;
+	v = l[i].value;
+	l[i].value = NULL;
+	return v;
+}
+
+/* Put the lifted strings back where their markers are in j (depth 2 at
+ * most, as jsoncost allowed).  Returns how many were put back. */
+static size_t put_back(json_t *j, const char *nonce, struct lifted *l, size_t n)
+{
+	size_t done = 0, i;
+	const char *k;
+	json_t *v, *s;
+
+	if (json_is_object(j)) {
+		json_object_foreach(j, k, v) {
+			if ((s = take_lifted(json_string_value(v), nonce, l, n))) {
+				json_object_set_new(j, k, s);
+				done++;
+			} else {
+				done += put_back(v, nonce, l, n);
+			}
+		}
+	} else if (json_is_array(j)) {
+		json_array_foreach(j, i, v) {
+			if ((s = take_lifted(json_string_value(v), nonce, l, n))) {
+				json_array_set_new(j, i, s);
+				done++;
+			} else {
+				done += put_back(v, nonce, l, n);
+			}
+		}
+	}
+	return done;
+}
+
+static bool json_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+/* Parse body[0, len) as jansson would, at the cost of a copy for its long
+ * strings: each is decoded here and a marker (the reader's nonce and its
+ * index) stands in its place for jansson.  NULL when it is not valid JSON
+ * (or a key is long, which no real frame has); *why says which. */
+static json_t *lifted_load(struct frame_reader *fr, const char *body, size_t len,
+			   const char **why)
+{
+	struct lifted l[FRAME_NODES_MAX];
+	struct buf rest = BUF_INIT;
+	size_t n = 0, from = 0;
+	json_t *obj = NULL;
+
+	*why = "frame is not valid JSON";
+	for (size_t i = 0; i < len;) {
+		size_t tl, j;
+		long dl;
+		char *dec;
+
+		if (body[i] != '"') {
+			i++;
+			continue;
+		}
+		if (!(tl = jstring_token_len(body + i, len - i)))
+			goto out;	/* unterminated: jansson's error */
+		for (j = i + tl; j < len && json_space(body[j]); j++)
+			;
+		if (j < len && body[j] == ':' && tl > FRAME_KEY_MAX) {
+			*why = "frame has a key longer than any real one";
+			goto out;
+		}
+		if (tl < FRAME_LIFT_MIN || (j < len && body[j] == ':')) {
+			i += tl;
+			continue;
+		}
+		if (n == FRAME_NODES_MAX || !(dec = malloc(tl)))
+			goto out;
+		dl = jstring_decode(body + i, tl, dec);
+		l[n].value = dl < 0 ? NULL : json_stringn_nocheck(dec, (size_t)dl);
+		free(dec);
+		if (!l[n].value)
+			goto out;
+		l[n].off = i;
+		l[n].len = tl;
+		if (buf_append(&rest, body + from, i - from) < 0 ||
+		    buf_appendf(&rest, "\"%s%zu\"", fr->nonce, n) < 0) {
+			n++;
+			goto out;
+		}
+		n++;
+		i += tl;
+		from = i;
+	}
+	if (buf_append(&rest, body + from, len - from) < 0)
+		goto out;
+	obj = json_loadb(rest.data ? rest.data : "", rest.len, JSON_REJECT_DUPLICATES, NULL);
+	if (obj && put_back(obj, fr->nonce, l, n) != n) {
+		json_decref(obj);	/* a marker where no string value was */
+		obj = NULL;
+	}
+out:
+	lifted_free(l, n);
+	buf_release(&rest);
+	return obj;
+}
+
 int frame_reader_next(struct frame_reader *fr, json_t **out)
 {
 	static const struct jsoncost_limits cost = { FRAME_NODES_MAX, FRAME_DEPTH_MAX };
 	const unsigned char *p = (const unsigned char *)fr->in.data;
 	const char *body = fr->in.data + 4;
 	struct head h;
-	json_error_t jerr;
+	const char *why;
 	json_t *obj;
 	size_t max, have;
 	uint32_t len;
@@ -220,9 +365,9 @@ int frame_reader_next(struct frame_reader *fr, json_t **out)
 	if (!jsoncost_within(body, len, &cost, NULL))
 		return violation(fr, "frame nests deeper or holds more values than a %s frame",
 				 h.type);
-	/* jansson rejects invalid UTF-8 and NUL bytes in strings unless told
-	 * otherwise: exactly what a frame must not contain. */
-	obj = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+	/* jansson (and jstring.c the same) rejects invalid UTF-8 and NUL bytes
+	 * in strings: exactly what a frame must not contain. */
+	obj = lifted_load(fr, body, len, &why);
 	buf_consume(&fr->in, 4 + (size_t)len);
 	fr->expect.bytes -= 4 + (size_t)len;
 	fr->expect.frames--;
@@ -235,7 +380,7 @@ int frame_reader_next(struct frame_reader *fr, json_t **out)
 		}
 	}
 	if (!obj)
-		return violation(fr, "frame is not valid JSON");
+		return violation(fr, "%s", why);
 	if (!json_is_object(obj) || !json_is_string(json_object_get(obj, "type"))) {
 		json_decref(obj);
 		return violation(fr, "frame is not an object with a string \"type\"");

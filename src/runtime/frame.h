@@ -12,7 +12,10 @@
  *    a budget of bytes and of frames, set by the caller per execution);
  *  - its JSON is scanned (util/jsoncost.h) for nesting and value count
  *    before jansson parses it: real frames are a handful of keys whose
- *    values are strings, so the tree costs about the frame's length.
+ *    values are strings, so the tree costs about the frame's length;
+ *  - its long strings are decoded by runtime/jstring.h at memory speed and
+ *    only the small rest by jansson, so parsing a frame costs about a copy
+ *    of it.
  *
  * Any violation is final (the reader stays failed, its buffer freed). */
 #ifndef PETRI_FRAME_H
@@ -48,6 +51,7 @@ struct frame_expect {
 struct frame_reader {
 	struct buf in;
 	struct frame_expect expect;
+	char nonce[33];		/* marks the strings lifted out of a frame */
 	char error[160];	/* set once a violation was seen */
 };
 

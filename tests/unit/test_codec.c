@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "runtime/frame.h"
+#include "runtime/jstring.h"
 #include "runtime/result.h"
 #include "unit.h"
 #include "util/base64.h"
@@ -319,6 +320,40 @@ START_TEST(test_result_caps)
 }
 END_TEST
 
+START_TEST(test_jstring)
+{
+	char out[64];
+	struct { const char *tok; const char *want; } ok[] = {
+		{ "\"\"", "" },
+		{ "\"plain\"", "plain" },
+		{ "\"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\"", "a\"b\\c/d\b\f\n\r\t" },
+		{ "\"\\u00e9\\u20AC\"", "\xc3\xa9\xe2\x82\xac" },
+		{ "\"\\ud83d\\ude00\"", "\xf0\x9f\x98\x80" },
+		{ "\"\xc3\xa9\x7f\"", "\xc3\xa9\x7f" },
+	};
+	const char *bad[] = {
+		"\"\\u0000\"", "\"\\ud83d\"", "\"\\ude00\"", "\"\\ud83d\\u0041\"", "\"\\x\"",
+		"\"\\u12\"", "\"\x01\"", "\"\xc3\"", "\"\xed\xa0\x80\"", "\"\xc0\xaf\"",
+	};
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		size_t n = strlen(ok[i].tok);
+		long r;
+
+		ck_assert_uint_eq(jstring_token_len(ok[i].tok, n), n);
+		r = jstring_decode(ok[i].tok, n, out);
+		ck_assert_msg(r == (long)strlen(ok[i].want) && !memcmp(out, ok[i].want, (size_t)r),
+			      "decoded %s wrong", ok[i].tok);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(jstring_decode(bad[i], strlen(bad[i]), out) < 0, "accepted %s", bad[i]);
+	/* The token ends at the first quote not escaped by an odd run. */
+	ck_assert_uint_eq(jstring_token_len("\"a\\\\\"b\"", 7), 5);
+	ck_assert_uint_eq(jstring_token_len("\"a\\\"b\"", 6), 6);
+	ck_assert_uint_eq(jstring_token_len("\"abc", 4), 0);
+}
+END_TEST
+
 Suite *codec_suite(void)
 {
 	Suite *s = suite_create("codec");
@@ -335,6 +370,7 @@ Suite *codec_suite(void)
 	tcase_add_test(tc, test_frames_buffer_size);
 	tcase_add_test(tc, test_result_json);
 	tcase_add_test(tc, test_result_caps);
+	tcase_add_test(tc, test_jstring);
 	suite_add_tcase(s, tc);
 	return s;
 }
