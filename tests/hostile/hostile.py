@@ -40,7 +40,7 @@ ROOT = HERE.parents[1]
 CORPUS = HERE / 'corpus'
 PETRI = os.environ.get('PETRI_BIN') or str(ROOT / 'build' / 'petri')
 PYTHON = '/usr/bin/python3'
-SANDBOX_UID_MIN = 2_000_000_000          # DEFAULT_UID_BASE in src/jail/jail.c
+SANDBOX_UID_MIN = 2_000_000_000          # JAIL_UID_BASE_DEFAULT in src/jail/jail.h
 CGROUP_FS = '/sys/fs/cgroup'
 # Shared with tests/cli and tests/api: every petri start holds it shared
 # (a starting petri sweeps the stale cgroups of dead petri processes).
@@ -487,7 +487,7 @@ class Server:
 
     _n = itertools.count()
 
-    def __init__(self, tmpdir, warm, extra_config=''):
+    def __init__(self, tmpdir, warm, extra_config='', preexec_fn=None):
         self.warm = warm
         cfg = SERVER_CONFIG.format(warm='' if warm else 'warm = false\n') + extra_config
         self.config_path = Path(tmpdir) / f'petri-hostile-{next(self._n)}.ini'
@@ -497,7 +497,7 @@ class Server:
             self.proc = subprocess.Popen(
                 [PETRI, 'serve', '--listen', '127.0.0.1:0', '--config', str(self.config_path)],
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors='replace',
-                env=petri_env())
+                env=petri_env(), preexec_fn=preexec_fn)
             STARTED.add(self.proc.pid)
             self._drain = threading.Thread(target=self._read_stderr, daemon=True)
             self._drain.start()
