@@ -52,17 +52,17 @@ static enum MHD_Result file_error(struct api_req *rq, int err, const char *path)
 	}
 }
 
-static struct files_user user_of(struct api_req *rq)
+static struct files_user user_of(struct session *s)
 {
 	struct files_user u;
 
-	session_file_owner(rq->sm, &u.uid, &u.gid);
+	session_file_owner(s, &u.uid, &u.gid);
 	return u;
 }
 
 static enum MHD_Result download(struct api_req *rq, struct session *s, const char *path)
 {
-	struct files_user u = user_of(rq);
+	struct files_user u = user_of(s);
 	struct MHD_Response *resp;
 	uint64_t size;
 	int fd, r;
@@ -227,7 +227,7 @@ enum MHD_Result handle_files(struct api_req *rq, struct session *s, const char *
 			     bool is_list)
 {
 	const char *m = rq->method;
-	struct files_user u = user_of(rq);
+	struct files_user u = user_of(s);
 	char why[160];
 
 	if (is_list) {

@@ -354,7 +354,7 @@ def fork_arguments(request, fds):
     if any(len(item) != 3 for item in limits):
         raise ValueError('bad rlimits')
     return (tuple(fds), int(request['work_bytes']), int(request['tmp_bytes']),
-            int(request['inodes']), limits, str(request['hostname']))
+            int(request['inodes']), limits, str(request['hostname']), int(request['uid']))
 
 
 def session_main():

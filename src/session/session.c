@@ -74,8 +74,6 @@ struct smgr {
 	struct box **doomed;
 	size_t ndoomed, capdoomed;
 	bool disposer_stop;
-	uid_t file_uid;
-	gid_t file_gid;
 };
 
 static json_t *time_json(double t)
@@ -329,7 +327,6 @@ int smgr_new(const struct petri_config *cfg, struct jail_host *host,
 	     struct smgr **out, char *err, size_t errlen)
 {
 	struct smgr *m = calloc(1, sizeof(*m));
-	const struct jail_host_info *in = jail_host_info(host);
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int r;
 
@@ -338,8 +335,6 @@ int smgr_new(const struct petri_config *cfg, struct jail_host *host,
 		return -ENOMEM;
 	m->cfg = cfg;
 	m->host = host;
-	m->file_uid = in->host_uid;
-	m->file_gid = in->host_gid;
 	m->tomb = calloc(TOMBSTONES, sizeof(*m->tomb));
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_cond_init(&m->stop_cond, NULL);
@@ -643,10 +638,9 @@ const char *session_language(const struct session *s) { return s->language; }
 const struct petri_limits *session_limits(const struct session *s) { return &s->limits; }
 int session_work_fd(struct session *s) { return jail_work_fd(box_jail(s->box)); }
 
-void session_file_owner(const struct smgr *m, uid_t *uid, gid_t *gid)
+void session_file_owner(struct session *s, uid_t *uid, gid_t *gid)
 {
-	*uid = m->file_uid;
-	*gid = m->file_gid;
+	jail_owner(box_jail(s->box), uid, gid);	/* each sandbox has its own */
 }
 
 void session_touch(struct session *s)
@@ -713,7 +707,7 @@ int session_upload_begin(struct smgr *m, struct session *s, const char *path,
 	*out = NULL;
 	if (!up)
 		return -ENOMEM;
-	session_file_owner(m, &u.uid, &u.gid);
+	session_file_owner(s, &u.uid, &u.gid);
 	up->oom_kills = oom_kills(s);
 	if ((r = files_sink_begin(&u, box_jail(s->box), path, &up->sink)) < 0) {
 		free(up);

@@ -100,7 +100,7 @@ json_t *smgr_executions(struct smgr *m, const char *id, int limit);
  * Calls are serialized with executions only by the kernel: reads and
  * writes of /work while code runs see whatever the code does. */
 int session_work_fd(struct session *s);
-void session_file_owner(const struct smgr *m, uid_t *uid, gid_t *gid);
+void session_file_owner(struct session *s, uid_t *uid, gid_t *gid);
 /* Mark the session used now (file transfers count as use). */
 void session_touch(struct session *s);
 /* Files were just written into the session's /work by the API. */
