@@ -98,10 +98,12 @@ unit: $(BUILD)/unit-tests
 
 # The unit tests under valgrind (memcheck; definite leaks are errors).  The
 # policy suite loads seccomp filters, a system call valgrind does not know:
-# it runs natively only.
+# it runs natively only.  tests/unit/valgrind.supp: a forked child that
+# _exit()s holding its parent's heap is no leak.
 VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full \
+            --suppressions=tests/unit/valgrind.supp \
             --errors-for-leak-kinds=definite --trace-children=yes
-VALGRIND_SUITES := buf cgroup codec config mcp mounts util
+VALGRIND_SUITES := buf cgroup codec config lease mcp mounts util
 ifneq ($(SAN),)
 unit-valgrind:
 	@echo "unit-valgrind: skipped in the sanitizer build (valgrind cannot run sanitized code)"
