@@ -80,12 +80,8 @@ static enum MHD_Result download(struct api_req *rq, struct session *s, const cha
 	MHD_add_response_header(resp, "Content-Type", files_content_type(path));
 	/* Code wrote it: never let a browser run it in our origin. */
 	MHD_add_response_header(resp, "Content-Security-Policy", "sandbox");
-	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-	MHD_add_response_header(resp, "Cache-Control", "no-store");
-	r = MHD_queue_response(rq->conn, 200, resp);
-	MHD_destroy_response(resp);
 	session_touch(s);
-	return (enum MHD_Result)r;
+	return http_queue(rq, 200, resp);
 }
 
 static enum MHD_Result upload(struct api_req *rq, struct session *s, const char *path)

@@ -487,7 +487,7 @@ class Server:
 
     _n = itertools.count()
 
-    def __init__(self, tmpdir, warm, extra_config=''):
+    def __init__(self, tmpdir, warm, extra_config='', preexec_fn=None):
         self.warm = warm
         cfg = SERVER_CONFIG.format(warm='' if warm else 'warm = false\n') + extra_config
         self.config_path = Path(tmpdir) / f'petri-hostile-{next(self._n)}.ini'
@@ -497,7 +497,7 @@ class Server:
             self.proc = subprocess.Popen(
                 [PETRI, 'serve', '--listen', '127.0.0.1:0', '--config', str(self.config_path)],
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors='replace',
-                env=petri_env())
+                env=petri_env(), preexec_fn=preexec_fn)
             STARTED.add(self.proc.pid)
             self._drain = threading.Thread(target=self._read_stderr, daemon=True)
             self._drain.start()
