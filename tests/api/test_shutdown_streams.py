@@ -61,3 +61,24 @@ def test_sigterm_with_streams_and_executions_in_flight(make_server):
     streams[2].close()
     print(f"\nshutdown with 3 streams and 3 executions in flight: {took:.1f} s, "
           f"answers {answers}")
+
+
+def test_sigterm_right_after_stream_clients_hang_up(make_server):
+    """Nothing is in flight but the executions of clients that just left:
+    the daemon must still wait for them before freeing their sessions."""
+    srv = make_server("[server]\nshutdown_grace_s = 0\n")
+    api = srv.api()
+    gone = []
+    for sid in [api.session() for _ in range(6)]:
+        st = SSE(srv.url, f"/v1/sessions/{sid}/execute",
+                 {"code": "import sys\nwhile True: sys.stdout.write('x' * 4096)"}, timeout=120)
+        assert st.status == 200
+        gone.append(st)
+    time.sleep(1)
+    for st in gone:
+        st.close()
+    code, err = srv.stop(timeout=60)
+    assert code == 0, err[-3000:]
+    assert "outlived" not in err, err[-3000:]
+    assert not srv.leaked, f"processes of petri serve outlived it: {srv.leaked}"
+    assert not srv.leaked_cgroups, f"cgroups left behind: {srv.leaked_cgroups}"
