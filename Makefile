@@ -2,8 +2,10 @@
 #
 #   make              release build with hardening flags -> build/petri
 #   make SAN=1        ASan + UBSan build                 -> build-san/petri
+#   make SAN=thread   ThreadSanitizer build              -> build-tsan/petri
 #   make test         unit tests + black-box tests against build/petri
-#   make test-san     the same suite against the sanitizer build
+#   make test-san     the suite under ASan+UBSan, the API and fault tiers
+#                     under ThreadSanitizer
 #   make unit         C unit tests only
 #
 # Dependencies come from Debian packages: scripts/deps installs them.
@@ -14,9 +16,19 @@ PKGS    := libseccomp jansson libmicrohttpd libcurl sqlite3 inih
 
 ifeq ($(SAN),1)
 BUILD    ?= build-san
-OPTFLAGS := -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all
+OPTFLAGS := -O1 $(SANFLAGS) -fno-omit-frame-pointer
 # Tests that measure the daemon's memory skip under ASan (its quarantine).
 export PETRI_SANITIZED := 1
+else ifeq ($(SAN),thread)
+# ThreadSanitizer: the daemon's threads (HTTP workers, streams, reaper,
+# disposer, spawners, pool).  Any report fails the run.
+BUILD    ?= build-tsan
+SANFLAGS := -fsanitize=thread
+OPTFLAGS := -O1 $(SANFLAGS) -fno-omit-frame-pointer
+export PETRI_SANITIZED := 1
+export TSAN_OPTIONS := halt_on_error=1 exitcode=66 second_deadlock_stack=1 \
+                       suppressions=$(abspath tests/tsan.supp)
 else
 BUILD    ?= build
 OPTFLAGS := -O2 -D_FORTIFY_SOURCE=2
@@ -32,8 +44,8 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 
 CFLAGS  += -std=gnu11 -g $(OPTFLAGS) $(WARNINGS) $(HARDEN) -Isrc $(PKG_CFLAGS) -MMD -MP
 LDFLAGS += -pie -Wl,-z,relro,-z,now -Wl,-z,noexecstack -Wl,--as-needed
-ifeq ($(SAN),1)
-LDFLAGS += -fsanitize=address,undefined
+ifneq ($(SAN),)
+LDFLAGS += $(SANFLAGS)
 endif
 LDLIBS  += $(PKG_LIBS) -lpthread -lm
 
@@ -90,9 +102,9 @@ unit: $(BUILD)/unit-tests
 VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full \
             --errors-for-leak-kinds=definite --trace-children=yes
 VALGRIND_SUITES := buf cgroup codec config mcp mounts util
-ifeq ($(SAN),1)
+ifneq ($(SAN),)
 unit-valgrind:
-	@echo "unit-valgrind: skipped in the sanitizer build (valgrind cannot run ASan code)"
+	@echo "unit-valgrind: skipped in the sanitizer build (valgrind cannot run sanitized code)"
 else
 unit-valgrind: $(BUILD)/unit-tests
 	@for s in $(VALGRIND_SUITES); do \
@@ -138,8 +150,14 @@ ask-test: $(BUILD)/petri
 
 test: unit unit-valgrind blackbox hostile faults mcp-test ask-test fuzz-smoke
 
+# The whole suite under ASan+UBSan; then the tiers where the daemon's
+# threads meet (the API and the faults) under ThreadSanitizer.
 test-san:
 	$(MAKE) SAN=1 test
+	$(MAKE) SAN=thread unit api-test faults
+
+api-test: $(BUILD)/petri
+	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/api
 
 # Benchmarks against peers (bench/README.md); BENCH_QUICK=1 for a short run.
 bench: $(BUILD)/petri
@@ -148,10 +166,10 @@ bench: $(BUILD)/petri
 .PHONY: bench
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-tsan
 
 include tests/fuzz/fuzz.mk
 
-.PHONY: all unit unit-valgrind blackbox hostile faults mcp-test ask-test test test-san clean fuzz fuzz-smoke
+.PHONY: all unit unit-valgrind blackbox api-test hostile faults mcp-test ask-test test test-san clean fuzz fuzz-smoke
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -14,7 +14,10 @@ the test says so) instead of the machine or a neighbour's run.
 Both kernel interfaces: cgroup v1 (a directory under
 /sys/fs/cgroup/memory) and v2 (under the v2 mount, when its root offers the
 memory controller).  The sandboxes of the daemon live in cgroups of their
-own (petri's cgroup parent), outside this one.
+own below this one: petri's default cgroup parent is made under the cgroup
+the daemon runs in, so the limit must leave room for the sessions the test
+starts (and their memory counts here too: a sandbox escaping its own limit
+fails the test as well).
 """
 import os
 import secrets
@@ -107,25 +110,26 @@ class MemoryCgroup:
         return int(text) if text and text.strip().isdigit() else 0
 
     def close(self):
-        """Kill what is still inside (only processes the test started are)
-        and remove the cgroup."""
+        """Kill what is still inside (only processes the test started are:
+        the daemon and its sandboxes) and remove the cgroup with the cgroups
+        petri made below it."""
         deadline = time.monotonic() + 10
-        while True:
-            pids = self.procs()
-            for p in pids:
+        while os.path.isdir(self.path):
+            dirs = [d for d, _, _ in os.walk(self.path)]
+            for d in reversed(dirs):          # the deepest first
+                for p in (_read(os.path.join(d, 'cgroup.procs')) or '').split():
+                    try:
+                        os.kill(int(p), signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
                 try:
-                    os.kill(p, signal.SIGKILL)
-                except ProcessLookupError:
+                    os.rmdir(d)
+                except FileNotFoundError:
                     pass
-            try:
-                os.rmdir(self.path)
-                return
-            except FileNotFoundError:
-                return
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise
+            time.sleep(0.05)
 
     def __enter__(self):
         return self

@@ -2,12 +2,20 @@
  * checked here for a clear 400, then resolved inside the sandbox's /work by
  * src/runtime/files.c (openat2, RESOLVE_IN_ROOT). */
 #include <errno.h>
+#include <pthread.h>
+#include <poll.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "api/http.h"
+#include "util/log.h"
 #include "runtime/files.h"
+
+/* Connections an upload may keep suspended at once, waiting for writers. */
+#define WAITER_MAX 1024
 
 static enum MHD_Result file_error(struct api_req *rq, int err, const char *path)
 {
@@ -38,6 +46,9 @@ static enum MHD_Result file_error(struct api_req *rq, int err, const char *path)
 	case -EDQUOT:
 	case -EFBIG:
 		return http_error(rq, 413, "too_large", "the session's workspace is full");
+	case -ECHILD:
+	case -EPIPE:
+		return http_error(rq, 500, "internal", "the upload's writer failed");
 	case -ENOTEMPTY:
 		return http_error(rq, 409, "directory_not_empty", "'%.300s' is a directory that "
 				  "is not empty", path);
@@ -48,17 +59,17 @@ static enum MHD_Result file_error(struct api_req *rq, int err, const char *path)
 	}
 }
 
-static struct files_user user_of(struct api_req *rq)
+static struct files_user user_of(struct session *s)
 {
 	struct files_user u;
 
-	session_file_owner(rq->sm, &u.uid, &u.gid);
+	session_file_owner(s, &u.uid, &u.gid);
 	return u;
 }
 
 static enum MHD_Result download(struct api_req *rq, struct session *s, const char *path)
 {
-	struct files_user u = user_of(rq);
+	struct files_user u = user_of(s);
 	struct MHD_Response *resp;
 	uint64_t size;
 	int fd, r;
@@ -84,29 +95,295 @@ static enum MHD_Result download(struct api_req *rq, struct session *s, const cha
 	return http_queue(rq, 200, resp);
 }
 
-static enum MHD_Result upload(struct api_req *rq, struct session *s, const char *path)
-{
-	struct files_user u = user_of(rq);
-	int r;
+/* ---- streamed uploads ---------------------------------------------------
+ *
+ * The body of PUT /v1/sessions/{id}/files/{path} is never held whole: on
+ * the request's first call (server.c) files_upload_start() begins a session
+ * upload, and each chunk libmicrohttpd delivers goes straight to the
+ * session's writer (session_upload_write(), which blocks while the sandbox
+ * is behind).  What the daemon holds per upload is a constant: MHD's read
+ * buffer and one socket buffer.  When the upload cannot start (no such
+ * session, a bad path) the body is read and dropped, and the route answers
+ * as for any other request; when it fails half-way, the rest is dropped and
+ * the answer says why.  The old file is replaced only by a complete body. */
 
-	if (rq->body.len > rq->cfg->max_file_bytes)
+struct api_upload {
+	struct session_upload *up;	/* NULL: the body is dropped */
+	struct petri_limits limits;	/* the session's, for the messages */
+	int err;			/* why the upload failed; 0 */
+	uint64_t size;
+	bool too_large;
+};
+
+/* "/v1/sessions/<id>/files/<path>": the id and the path, else NULL. */
+static const char *upload_target(const char *url, char id[SESSION_ID_LEN + 1])
+{
+	const char *p = url + 13, *slash;
+
+	if (strncmp(url, "/v1/sessions/", 13) || !(slash = strchr(p, '/')) ||
+	    slash == p || (size_t)(slash - p) > SESSION_ID_LEN || strncmp(slash, "/files/", 7) ||
+	    !slash[7])
+		return NULL;
+	memcpy(id, p, (size_t)(slash - p));
+	id[slash - p] = '\0';
+	return slash + 7;
+}
+
+bool files_upload_wanted(const struct api_req *rq)
+{
+	char id[SESSION_ID_LEN + 1];
+
+	return !strcmp(rq->method, "PUT") && upload_target(rq->url, id);
+}
+
+static void upload_stop(struct api_upload *up)
+{
+	if (up->up)
+		session_upload_finish(up->up, false);
+	up->up = NULL;
+}
+
+enum MHD_Result files_upload_start(struct api_req *rq)
+{
+	const char *cl = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "Content-Length");
+	char id[SESSION_ID_LEN + 1], why[160];
+	const char *path = upload_target(rq->url, id);
+	struct api_upload *up;
+	struct session *s;
+
+	if (cl && strtoull(cl, NULL, 10) > rq->cfg->max_file_bytes)
 		return http_error(rq, 413, "too_large", "the file is larger than the %llu MiB "
 				  "upload limit", (unsigned long long)(rq->cfg->max_file_bytes >> 20));
-	r = files_write(&u, session_work_fd(s), path, rq->body.data ? rq->body.data : "",
-			rq->body.len);
-	session_note_write(s);
-	if (r < 0)
+	up = calloc(1, sizeof(*up));
+	if (!up)
+		return MHD_NO;
+	rq->upload = up;
+	if (!path || files_check_path(path, false, why, sizeof(why)) < 0 ||
+	    smgr_lookup(rq->sm, id, &s, why, sizeof(why)) < 0)
+		return MHD_YES;
+	up->limits = *session_limits(s);
+	up->err = session_upload_begin(rq->sm, s, path, &up->up);
+	session_put(s);
+	return MHD_YES;
+}
+
+/* ---- waiting for a writer, without holding an event thread ----------- *
+ *
+ * When a session's writer is behind (the sandbox is slow: its CPU quota,
+ * its memory reclaim), the upload's connection is suspended with what was
+ * not taken left to libmicrohttpd, and this thread resumes it once the
+ * writer's socket is writable again: an event thread never waits on a
+ * sandbox.  A writer that dies makes its socket readable-hung-up, which
+ * resumes the connection too (the next offer reports why). */
+
+struct waiting {
+	struct MHD_Connection *conn;
+	int fd;
+};
+
+struct files_waiter {
+	pthread_mutex_t lock;
+	struct waiting *v;
+	size_t n, cap;
+	int wake[2];		/* a byte: the list changed, or stop */
+	bool stop;
+	pthread_t thread;
+};
+
+static void *waiter_main(void *arg)
+{
+	struct files_waiter *w = arg;
+
+	for (;;) {
+		struct pollfd pfd[WAITER_MAX + 1];
+		size_t n;
+		char drain[64];
+
+		pthread_mutex_lock(&w->lock);
+		if (w->stop) {
+			pthread_mutex_unlock(&w->lock);
+			return NULL;
+		}
+		n = w->n < WAITER_MAX ? w->n : WAITER_MAX;
+		for (size_t i = 0; i < n; i++)
+			pfd[i] = (struct pollfd){ .fd = w->v[i].fd, .events = POLLOUT };
+		pthread_mutex_unlock(&w->lock);
+		pfd[n] = (struct pollfd){ .fd = w->wake[0], .events = POLLIN };
+		if (poll(pfd, n + 1, 1000) < 0 && errno != EINTR)
+			continue;
+		if (pfd[n].revents)
+			while (read(w->wake[0], drain, sizeof(drain)) > 0)
+				;
+		pthread_mutex_lock(&w->lock);
+		/* The first n are still those polled: entries are added at the
+		 * end and removed here alone (or all at once by stop). */
+		if (n > w->n)
+			n = w->n;
+		for (size_t i = n; i-- > 0;)
+			if (pfd[i].revents) {
+				MHD_resume_connection(w->v[i].conn);
+				w->v[i] = w->v[--w->n];
+			}
+		pthread_mutex_unlock(&w->lock);
+	}
+}
+
+int files_waiter_new(struct files_waiter **out)
+{
+	struct files_waiter *w = calloc(1, sizeof(*w));
+
+	*out = NULL;
+	if (!w)
+		return -ENOMEM;
+	pthread_mutex_init(&w->lock, NULL);
+	if (pipe2(w->wake, O_CLOEXEC | O_NONBLOCK) < 0) {
+		free(w);
+		return -errno;
+	}
+	if (pthread_create(&w->thread, NULL, waiter_main, w) != 0) {
+		close(w->wake[0]);
+		close(w->wake[1]);
+		free(w);
+		return -EAGAIN;
+	}
+	*out = w;
+	return 0;
+}
+
+/* Resume every waiting connection and end the thread: before MHD stops. */
+void files_waiter_stop(struct files_waiter *w)
+{
+	pthread_mutex_lock(&w->lock);
+	w->stop = true;
+	for (size_t i = 0; i < w->n; i++)
+		MHD_resume_connection(w->v[i].conn);
+	w->n = 0;
+	pthread_mutex_unlock(&w->lock);
+	if (write(w->wake[1], "x", 1) < 0 && errno != EAGAIN)
+		log_warn("cannot wake the upload waiter");
+	pthread_join(w->thread, NULL);
+}
+
+void files_waiter_free(struct files_waiter *w)
+{
+	if (!w)
+		return;
+	close(w->wake[0]);
+	close(w->wake[1]);
+	free(w->v);
+	pthread_mutex_destroy(&w->lock);
+	free(w);
+}
+
+/* Suspend rq's connection until fd is writable.  false: it cannot wait
+ * (stopping, no memory, too many waiting): the caller fails the upload. */
+static bool wait_for_writer(struct api_req *rq, int fd)
+{
+	struct files_waiter *w = rq->waiter;
+	bool ok = false;
+
+	pthread_mutex_lock(&w->lock);
+	if (!w->stop && w->n < WAITER_MAX) {
+		if (w->n == w->cap) {
+			size_t cap = w->cap ? w->cap * 2 : 16;
+			struct waiting *v = realloc(w->v, cap * sizeof(*v));
+
+			if (v) {
+				w->v = v;
+				w->cap = cap;
+			}
+		}
+		if (w->n < w->cap) {
+			/* Suspended before the waiter can see it, under its lock:
+			 * it cannot resume a connection that is not suspended. */
+			MHD_suspend_connection(rq->conn);
+			w->v[w->n++] = (struct waiting){ rq->conn, fd };
+			ok = true;
+		}
+	}
+	pthread_mutex_unlock(&w->lock);
+	if (ok && write(w->wake[1], "x", 1) < 0 && errno != EAGAIN)
+		log_warn("cannot wake the upload waiter");
+	return ok;
+}
+
+enum MHD_Result files_upload_chunk(struct api_req *rq, const char *data, size_t *size)
+{
+	struct api_upload *up = rq->upload;
+	size_t taken = *size;
+
+	if (!up->too_large && up->size + *size > rq->cfg->max_file_bytes) {
+		up->too_large = true;
+		upload_stop(up);
+	}
+	if (up->up && (up->err = session_upload_offer(up->up, data, *size, &taken)) < 0) {
+		upload_stop(up);
+		taken = *size;
+	}
+	up->size += taken;
+	*size -= taken;
+	/* What was not taken stays with MHD, offered again on resume. */
+	if (*size && !wait_for_writer(rq, session_upload_fd(up->up))) {
+		up->err = -EBUSY;
+		upload_stop(up);
+		up->size += *size;
+		*size = 0;
+	}
+	return MHD_YES;
+}
+
+void files_upload_end(struct api_req *rq)
+{
+	if (!rq->upload)
+		return;
+	upload_stop(rq->upload);
+	free(rq->upload);
+	rq->upload = NULL;
+}
+
+static enum MHD_Result upload(struct api_req *rq, const char *path)
+{
+	struct api_upload *up = rq->upload;
+	int r;
+
+	if (!up)
+		return http_error(rq, 500, "internal", "the upload was not started");
+	if (up->too_large)
+		return http_error(rq, 413, "too_large", "the file is larger than the %llu MiB "
+				  "upload limit", (unsigned long long)(rq->cfg->max_file_bytes >> 20));
+	r = up->err;
+	if (!r && !up->up)	/* the session appeared between start and route */
+		r = -EAGAIN;
+	if (!r) {
+		r = session_upload_finish(up->up, true);
+		up->up = NULL;
+	}
+	switch (r) {
+	case 0:
+		return http_json(rq, 201, json_pack("{s:s, s:I}", "path", path, "size",
+						    (json_int_t)up->size));
+	case -ENOMEM:
+	case SM_EGONE:
+		return http_error(rq, 413, "out_of_memory", "the file does not fit in the "
+				  "session's memory limit (%u MiB, which /work counts against): %s",
+				  up->limits.memory_mb, r == SM_EGONE ? "the session ran out of "
+				  "memory and was ended" : "the upload was refused");
+	case -EBUSY:
+		return http_error(rq, 503, "busy", "too many uploads are waiting for their "
+				  "sandboxes; retry later");
+	case -EAGAIN:
+		return http_error(rq, 409, "too_many_processes", "the session is at its process "
+				  "limit (%u): an upload needs one process of it", up->limits.pids);
+	default:
 		return file_error(rq, r, path);
-	session_touch(s);
-	return http_json(rq, 201, json_pack("{s:s, s:I}", "path", path, "size",
-					    (json_int_t)rq->body.len));
+	}
 }
 
 enum MHD_Result handle_files(struct api_req *rq, struct session *s, const char *path,
 			     bool is_list)
 {
 	const char *m = rq->method;
-	struct files_user u = user_of(rq);
+	struct files_user u = user_of(s);
 	char why[160];
 
 	if (is_list) {
@@ -132,7 +409,7 @@ enum MHD_Result handle_files(struct api_req *rq, struct session *s, const char *
 	if (!strcmp(m, "GET"))
 		return download(rq, s, path);
 	if (!strcmp(m, "PUT"))
-		return upload(rq, s, path);
+		return upload(rq, path);
 	if (!strcmp(m, "DELETE")) {
 		int r = files_delete(&u, session_work_fd(s), path);
 

@@ -518,7 +518,7 @@ static bool write_uploads(struct api_req *rq, const struct upload *v, size_t n,
 {
 	struct files_user u;
 
-	session_file_owner(rq->sm, &u.uid, &u.gid);
+	jail_owner(box_jail(box), &u.uid, &u.gid);
 	for (size_t i = 0; i < n; i++) {
 		int r = files_write(&u, jail_work_fd(box_jail(box)), v[i].path, v[i].data,
 				    v[i].len);

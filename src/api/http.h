@@ -14,6 +14,7 @@
 struct api_server;
 struct mcp_registry;
 struct stream_hub;
+struct files_waiter;
 
 /* One request, from its headers to on_completed (server.c owns it).  A
  * handler that can block runs on a worker (worker.c) while MHD keeps the
@@ -25,13 +26,15 @@ struct api_req {
 	struct smgr *sm;
 	struct mcp_registry *mcp;	/* MCP connections (mcp.c) */
 	struct stream_hub *streams;	/* SSE streams (stream.c) */
+	struct files_waiter *waiter;	/* uploads waiting for a writer (files.c) */
 	struct MHD_Connection *conn;
 	const char *method;
 	const char *url;
 	struct buf body;
 	uint64_t body_max;	/* the cap of this body: JSON or upload */
 	size_t reserved;	/* bytes of the server's body budget held */
-	bool upload;		/* a raw file body, not JSON */
+	bool raw_upload;	/* a raw file body, not JSON: streamed */
+	struct api_upload *upload;	/* its state (files.c) */
 	bool too_large;
 	bool too_busy;		/* the server's body budget was spent */
 	bool answered;		/* a response is queued or kept */
@@ -99,6 +102,21 @@ enum MHD_Result stream_execute(struct api_req *rq, struct session *s,
 int stream_hub_new(struct stream_hub **out);
 void stream_hub_stop(struct stream_hub *h);
 void stream_hub_free(struct stream_hub *h);
+
+/* Streamed uploads (files.c), hooked into server.c: is this request one
+ * (PUT /v1/sessions/{id}/files/{path})?  start: on its first call, after
+ * authentication (may answer 413 at once); chunk: each piece of the body;
+ * end: when the request is done, whatever happened. */
+struct api_upload;
+bool files_upload_wanted(const struct api_req *rq);
+enum MHD_Result files_upload_start(struct api_req *rq);
+enum MHD_Result files_upload_chunk(struct api_req *rq, const char *data, size_t *size);
+void files_upload_end(struct api_req *rq);
+/* The thread that resumes uploads whose writer caught up; stop resumes
+ * them all (before MHD stops). */
+int files_waiter_new(struct files_waiter **out);
+void files_waiter_stop(struct files_waiter *w);
+void files_waiter_free(struct files_waiter *w);
 
 /* A session lookup answered the API's way: 404 or 410 on failure. */
 struct session *http_session(struct api_req *rq, const char *id, enum MHD_Result *answered);

@@ -9,7 +9,8 @@
  * the OpenAPI document themselves, and hand every other request to the
  * workers with its connection suspended.  A streamed execution runs on its
  * worker after the response was queued; its content reader never waits
- * (stream.c).  Shutdown (api_stop) joins the workers and ends the streams
+ * (stream.c); an upload whose sandbox is slow waits suspended, resumed by
+ * files.c's waiter thread.  Shutdown (api_stop) joins the workers and ends the streams
  * before MHD closes the connections, so no thread of the API holds a
  * session once it returns.
  *
@@ -56,6 +57,7 @@ struct api_server {
 	struct mcp_registry *mcp;	/* MCP over HTTP: /mcp */
 	struct api_workers *workers;
 	struct stream_hub *streams;
+	struct files_waiter *waiter;
 	char listen_host[256];		/* the Host it answers to by default; "*": any */
 };
 
@@ -347,7 +349,7 @@ static bool runs_inline(const char *url)
 
 static enum MHD_Result too_large(struct api_req *rq)
 {
-	if (rq->upload)
+	if (rq->raw_upload)
 		return http_error(rq, 413, "too_large", "the file is larger than the %llu MiB "
 				  "upload limit", (unsigned long long)(rq->body_max >> 20));
 	return http_error(rq, 413, "too_large", "the JSON body is larger than the %llu KiB "
@@ -385,12 +387,6 @@ static void take_json_chunk(struct api_req *rq, const char *data, size_t n)
 	keep_chunk(rq, data, n);
 }
 
-/* An upload's body, as it streams in (files.c writes it at the end). */
-static void take_upload_chunk(struct api_req *rq, const char *data, size_t n)
-{
-	keep_chunk(rq, data, n);
-}
-
 /* The first call, with the headers: refuse what they condemn before a
  * byte of the body is read. */
 static enum MHD_Result on_headers(struct api_server *srv, struct api_req *rq)
@@ -402,9 +398,9 @@ static enum MHD_Result on_headers(struct api_server *srv, struct api_req *rq)
 
 	if (atomic_load(&srv->quiescing))
 		return http_error(rq, 503, "shutting_down", "the server is shutting down");
-	rq->upload = is_upload(rq->method, rq->url);
-	rq->body_max = rq->upload ? cfg->max_file_bytes : cfg->max_json_bytes;
-	if (rq->body_max > cfg->max_body_bytes)
+	rq->raw_upload = is_upload(rq->method, rq->url);
+	rq->body_max = rq->raw_upload ? cfg->max_file_bytes : cfg->max_json_bytes;
+	if (!rq->raw_upload && rq->body_max > cfg->max_body_bytes)
 		rq->body_max = cfg->max_body_bytes;
 	if (!guard_request(rq, srv->listen_host, &answered))
 		return answered;
@@ -415,7 +411,9 @@ static enum MHD_Result on_headers(struct api_server *srv, struct api_req *rq)
 		return http_error(rq, 401, "unauthorized",
 				  "a valid API key is required: Authorization: Bearer <key>");
 	}
-	return MHD_YES;
+	/* An upload streams into its session's writer (files.c), never held
+	 * here: it starts now that the request may be made. */
+	return rq->raw_upload ? files_upload_start(rq) : MHD_YES;
 }
 
 /* The body is in: check what it would cost, then answer here or on a
@@ -429,7 +427,7 @@ static enum MHD_Result on_body_done(struct api_server *srv, struct api_req *rq)
 				  "retry later");
 	if (atomic_load(&srv->quiescing))
 		return http_error(rq, 503, "shutting_down", "the server is shutting down");
-	if (!rq->upload && !jsoncost_within(rq->body.data, rq->body.len, &body_cost, NULL)) {
+	if (!rq->raw_upload && !jsoncost_within(rq->body.data, rq->body.len, &body_cost, NULL)) {
 		static const char msg[] = "the JSON body is nested too deep or has too many values";
 
 		if (!strcmp(rq->url, "/mcp"))
@@ -462,6 +460,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		rq->sm = srv->sm;
 		rq->mcp = srv->mcp;
 		rq->streams = srv->streams;
+		rq->waiter = srv->waiter;
 		rq->conn = conn;
 		rq->method = method;
 		rq->url = url;
@@ -478,11 +477,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		rq->resp = NULL;
 		return r;
 	}
+	if (*upload_size && rq->raw_upload)
+		return files_upload_chunk(rq, upload_data, upload_size);
 	if (*upload_size) {
-		if (rq->upload)
-			take_upload_chunk(rq, upload_data, *upload_size);
-		else
-			take_json_chunk(rq, upload_data, *upload_size);
+		take_json_chunk(rq, upload_data, *upload_size);
 		*upload_size = 0;
 		return MHD_YES;
 	}
@@ -506,6 +504,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **ctx,
 	if (rq->resp)
 		MHD_destroy_response(rq->resp);
 	atomic_fetch_sub(&srv->buffered, rq->reserved);
+	files_upload_end(rq);
 	buf_release(&rq->body);
 	free(rq);
 	*ctx = NULL;
@@ -720,7 +719,7 @@ int api_start(const struct petri_config *cfg, struct smgr *sm,
 	}
 	srv->listen_fd = fd;
 	set_listen_host(srv, cfg->listen);
-	if ((r = stream_hub_new(&srv->streams)) < 0 ||
+	if ((r = stream_hub_new(&srv->streams)) < 0 || (r = files_waiter_new(&srv->waiter)) < 0 ||
 	    (r = workers_start(cfg->http_workers ? cfg->http_workers : cfg->max_executions + 16,
 			       route, &srv->workers)) < 0) {
 		snprintf(err, errlen, "cannot start the HTTP server's threads: %s", strerror(-r));
@@ -747,6 +746,10 @@ int api_start(const struct petri_config *cfg, struct smgr *sm,
 	return 0;
 fail:
 	workers_free(srv->workers);
+	if (srv->waiter) {
+		files_waiter_stop(srv->waiter);
+		files_waiter_free(srv->waiter);
+	}
 	if (srv->streams)
 		stream_hub_free(srv->streams);
 	close(fd);
@@ -783,9 +786,11 @@ void api_stop(struct api_server *srv)
 	 * dropping the last references to sessions. */
 	workers_stop(srv->workers);
 	stream_hub_stop(srv->streams);
+	files_waiter_stop(srv->waiter);
 	MHD_stop_daemon(srv->daemon);
 	workers_free(srv->workers);
 	stream_hub_free(srv->streams);
+	files_waiter_free(srv->waiter);
 	close(srv->listen_fd);
 	if (srv->unix_path[0])
 		unlink(srv->unix_path);

@@ -29,6 +29,7 @@ int cmd_check(int argc, char **argv)
 	struct zygote *z = NULL;
 	char err[512] = "", zerr[512] = "";
 	double t0, spawn_ms, zygote_ms = 0, fork_ms = 0;
+	long uids_free;
 	int r, zr;
 
 	if (argc > 1 && !json_out) {
@@ -37,6 +38,7 @@ int cmd_check(int argc, char **argv)
 	}
 	host = cli_jail_host();
 	in = jail_host_info(host);
+	uids_free = jail_host_uids_free(host);	/* before our own sandboxes */
 	default_jail_limits(&cfg.limits);
 	t0 = now_ms();
 	r = box_start(host, &cfg, &box, err, sizeof(err));
@@ -53,12 +55,14 @@ int cmd_check(int argc, char **argv)
 
 	if (json_out) {
 		json_t *j = json_pack(
-			"{s:b, s:b, s:{s:I, s:I, s:I}, s:{s:i, s:b, s:b, s:b, s:b, s:s, s:s},"
+			"{s:b, s:b, s:{s:I, s:I, s:I, s:I, s:I}, s:{s:i, s:b, s:b, s:b, s:b, s:s, s:s},"
 			" s:{s:b, s:i}, s:i, s:{s:b, s:s, s:s, s:f, s:s},"
 			" s:{s:b, s:s, s:f, s:f}}",
 			"user_namespaces", in->userns, "privileged", in->privileged,
 			"uid_map", "sandbox_uid", (json_int_t)JAIL_UID,
 			"host_uid", (json_int_t)in->host_uid,
+			"uid_count", (json_int_t)in->uid_count,
+			"uids_free", (json_int_t)uids_free,
 			"host_root_uid", (json_int_t)(in->host_root_uid == (uid_t)-1 ?
 						     -1 : (json_int_t)in->host_root_uid),
 			"cgroup", "version", (int)in->cgroup, "memory", in->cg_memory,
@@ -81,11 +85,14 @@ int cmd_check(int argc, char **argv)
 
 	printf("user namespaces: %s", yes(in->userns));
 	if (in->privileged)
-		printf(" (running as root: sandbox uid %u maps to host uid %u, the "
-		       "namespace's root to %u)\n", JAIL_UID, (unsigned)in->host_uid,
-		       (unsigned)in->host_root_uid);
+		printf(" (running as root: sandbox uid %u maps to a host uid of its own,\n"
+		       "                 leased from %u-%u, %ld of %u free; the namespace's\n"
+		       "                 root to %u)\n", JAIL_UID, (unsigned)in->host_uid,
+		       (unsigned)(in->host_uid + in->uid_count - 1), uids_free,
+		       (unsigned)in->uid_count, (unsigned)in->host_root_uid);
 	else
-		printf(" (unprivileged: sandbox uid %u maps to your uid %u)\n",
+		printf(" (unprivileged: sandbox uid %u maps to your uid %u, in every\n"
+		       "                 sandbox: they share its per-user kernel quotas)\n",
 		       JAIL_UID, (unsigned)in->host_uid);
 	if (in->cgroup == JAIL_CG_NONE)
 		printf("cgroups:         none (%s)\n"

@@ -20,8 +20,9 @@ int cmd_policy(int argc, char **argv)
 		return 0;
 	}
 	printf("# %zu system calls allowed (x86_64); all others fail with ENOSYS,\n"
-	       "# dangerous ones with EPERM; clone, socket, ioctl and personality\n"
-	       "# are checked by argument (see docs/security.md)\n", n);
+	       "# dangerous ones with EPERM; clone, socket, socketpair, ioctl,\n"
+	       "# personality, fcntl and fadvise64 are checked by argument\n"
+	       "# (see docs/security.md)\n", n);
 	for (size_t i = 0; i < n; i++)
 		printf("%s\n", names[i]);
 	return 0;

@@ -32,6 +32,7 @@ void cli_local_start(struct cli_local *l)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	hc.uid_base = l->cfg.uid_base;
+	hc.uid_count = l->cfg.uid_count;
 	hc.cgroup_parent = l->cfg.cgroup_parent;
 	hc.no_cgroups = !l->cfg.cgroups;
 	l->host = cli_jail_host_with(&hc);

@@ -59,6 +59,11 @@ struct jail_host *cli_jail_host_with(const struct jail_host_config *cfg)
 		log_warn("no cgroups (%s): memory, process and CPU limits fall back "
 			 "to rlimits, which are per process and weaker",
 			 in->cg_problem);
+	if (!in->privileged)
+		log_warn("not running as root: every sandbox runs as your uid %u, so they "
+			 "all share its per-user kernel quotas (fds in flight, epoll "
+			 "watches, pipe buffers); one can exhaust them for all",
+			 (unsigned)in->host_uid);
 	if (jail_host_sweep(host) < 0)
 		log_warn("could not sweep stale sandbox cgroups");
 	return host;

@@ -28,6 +28,7 @@ void config_defaults(struct petri_config *c)
 	c->max_lifetime_s = 3600;
 	c->pool_size = 2;
 	c->warm = true;
+	c->uid_count = JAIL_UID_COUNT_DEFAULT;
 	c->defaults = (struct petri_limits){
 		.memory_mb = DEFAULT_MEMORY_MB, .cpu = DEFAULT_CPU_MILLICORES / 1000.0,
 		.pids = DEFAULT_PIDS, .disk_mb = DEFAULT_DISK_MB,
@@ -245,6 +246,10 @@ static bool set_sandbox(struct parse *p, const char *name, const char *v)
 		c->uid_base = base;
 		return true;
 	}
+	if (!strcmp(name, "uid_count"))
+		/* Host uids of sandboxes, from uid_base + 1000: one per live
+		 * sandbox.  The top of the range stays below 2^32 - 1. */
+		return num_u32(v, 1, JAIL_UID_COUNT_MAX, &c->uid_count);
 	if (!strcmp(name, "cgroup_parent")) {
 		if (v[0] != '/' || strlen(v) >= sizeof(c->cgroup_parent) || strstr(v, ".."))
 			return false;
@@ -315,6 +320,21 @@ static int check_defaults_within_max(struct petri_config *c, char *err, size_t e
 	return 0;
 }
 
+/* Every live sandbox has a host uid of its own: the sessions, the pool
+ * and the warm templates (one retiring while the next starts) must fit. */
+static int check_uid_range(struct petri_config *c, char *err, size_t errlen)
+{
+	uint64_t need = (uint64_t)c->max_sessions + c->pool_size + 2;
+
+	if (c->uid_count < need) {
+		snprintf(err, errlen, "uid_count = %u in [sandbox] is too small: max_sessions + "
+			 "pool_size + 2 = %llu sandboxes can live at once, and each needs a "
+			 "host uid of its own", c->uid_count, (unsigned long long)need);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int config_load(struct petri_config *c, const char *path, char *err, size_t errlen)
 {
 	struct parse p = { .cfg = c, .err = err, .errlen = errlen, .path = path };
@@ -335,7 +355,8 @@ int config_load(struct petri_config *c, const char *path, char *err, size_t errl
 		config_release(c);
 		return -EINVAL;
 	}
-	if ((r = check_defaults_within_max(c, err, errlen)) < 0)
+	if ((r = check_defaults_within_max(c, err, errlen)) < 0 ||
+	    (r = check_uid_range(c, err, errlen)) < 0)
 		config_release(c);
 	return r;
 }

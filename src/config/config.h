@@ -10,7 +10,7 @@
  *   [limits]   memory_mb, cpu, pids, disk_mb, timeout_s, output_kb
  *              (defaults for new sessions)
  *   [max_limits] the same keys: the most a client may ask for
- *   [sandbox]  uid_base, cgroup_parent, cgroups, ro_bind (repeatable), env
+ *   [sandbox]  uid_base, uid_count, cgroup_parent, cgroups, ro_bind (repeatable), env
  *              (repeatable, NAME=value)
  *
  * docs/configuration.md documents every key.  Unknown keys and bad values
@@ -68,6 +68,7 @@ struct petri_config {
 	struct petri_limits max;
 
 	uid_t uid_base;
+	uint32_t uid_count;	/* host uids leased to sandboxes, see jail.h */
 	char cgroup_parent[256];
 	bool cgroups;
 	char **ro_binds;	/* NULL-terminated */

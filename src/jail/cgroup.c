@@ -31,7 +31,8 @@
  * rmdir need not recurse.
  *
  * Thread safety: a manager is read-only after cg_manager_new() apart from
- * the atomic sequence counter of names; each cg belongs to one thread.
+ * the atomic sequence counter of names; each cg belongs to one thread,
+ * except that cg_stats() may be called from others while it lives.
  */
 #include "jail/cgroup.h"
 
@@ -54,6 +55,8 @@
 
 enum ctrl { C_MEMORY, C_PIDS, C_CPU, C_CPUACCT, C_FREEZER, C_COUNT };
 
+_Static_assert(CG_JOIN_MAX == C_COUNT, "a cg_join holds one fd per hierarchy");
+
 static const char *const ctrl_names[C_COUNT] = {
 	"memory", "pids", "cpu", "cpuacct", "freezer",
 };
@@ -75,6 +78,7 @@ struct cg_manager {
 	enum jail_cg_version version;
 	unsigned ctrls;			/* BIT(enum ctrl) usable */
 	bool swap;
+	bool tcp;			/* v1: memory.kmem.tcp.limit_in_bytes */
 	size_t nhier;
 	char *parent[C_COUNT];		/* per hierarchy: where sandboxes go */
 	int hier_of[C_COUNT];		/* controller -> hierarchy, -1: none */
@@ -85,7 +89,7 @@ struct cg_manager {
 struct cg {
 	enum jail_cg_version version;
 	unsigned ctrls;
-	bool swap;
+	bool swap, tcp;
 	size_t ndir;
 	char *dir[C_COUNT];		/* per hierarchy, as in the manager */
 	int hier_of[C_COUNT];
@@ -686,9 +690,11 @@ static int v1_setup(struct cg_manager *m, const char *root, const char *rel,
 	}
 	/* v1 lists the memsw files in every memory cgroup, the root too, when
 	 * swap accounting is on. */
-	m->swap = (m->ctrls & BIT(C_MEMORY)) &&
-		  !file_path(mount, sizeof(mount), root, "memory") &&
-		  file_exists(mount, "memory.memsw.limit_in_bytes");
+	if (!(m->ctrls & BIT(C_MEMORY)) || file_path(mount, sizeof(mount), root, "memory"))
+		return 0;
+	m->swap = file_exists(mount, "memory.memsw.limit_in_bytes");
+	/* So does the TCP buffer limit, where the kernel has kmem accounting. */
+	m->tcp = file_exists(mount, "memory.kmem.tcp.limit_in_bytes");
 	return 0;
 }
 
@@ -861,6 +867,7 @@ static struct cg *cg_alloc(const struct cg_manager *m, const char *name)
 	cg->version = m->version;
 	cg->ctrls = m->ctrls;
 	cg->swap = m->swap;
+	cg->tcp = m->tcp;
 	cg->peak_fd = -1;
 	memcpy(cg->hier_of, m->hier_of, sizeof(cg->hier_of));
 	for (size_t h = 0; h < m->nhier; h++) {
@@ -937,6 +944,15 @@ static int limits_v1(const struct cg *cg, const struct cg_limits *lim)
 		if (!rc && cg->swap)
 			rc = write_u64(mem, "memory.memsw.limit_in_bytes",
 				       lim->memory_bytes);
+		/* v1 leaves socket buffers uncharged until this limit is set
+		 * (before the first socket: it does not apply to older ones),
+		 * and then counts them apart from memory.usage_in_bytes: a
+		 * loopback flood would otherwise eat the host-wide TCP budget
+		 * that every socket of the host, the API's too, draws from.
+		 * Kernels without the file (no kmem accounting) are skipped. */
+		if (!rc && cg->tcp)
+			rc = write_u64(mem, "memory.kmem.tcp.limit_in_bytes",
+				       lim->memory_bytes / CG_TCP_SHARE);
 	}
 	if (!rc && pids && lim->pids)
 		rc = write_u64(pids, "pids.max", lim->pids);
@@ -951,6 +967,8 @@ static int limits_v1(const struct cg *cg, const struct cg_limits *lim)
 	}
 	return rc;
 }
+
+static int peak_open(struct cg *cg);
 
 static void remove_dirs(const struct cg *cg)
 {
@@ -987,6 +1005,11 @@ int cg_create(struct cg_manager *m, const struct cg_limits *lim,
 	if (rc)
 		goto out;
 	rc = cg->version == JAIL_CG_V2 ? limits_v2(cg, lim) : limits_v1(cg, lim);
+	/* memory.peak is opened now rather than on first use, so that
+	 * statistics read from two threads (an execution's and an upload's)
+	 * never race to open it; a kernel without it is left to fail later. */
+	if (!rc && cg->version == JAIL_CG_V2 && (cg->ctrls & BIT(C_MEMORY)))
+		peak_open(cg);
 	if (rc)
 		remove_dirs(cg);
 out:
@@ -1130,6 +1153,85 @@ int cg_reset_peak(struct cg *cg)
 		return -EOPNOTSUPP;
 	n = pwrite(cg->peak_fd, "reset\n", 6, 0);
 	return n < 0 ? -errno : 0;
+}
+
+/* ---- joining from a child ---------------------------------------------- */
+
+int cg_join_open(struct cg *cg, struct cg_join *cj)
+{
+	const char *pids;
+	char path[PATH_MAX];
+	int rc = 0;
+
+	for (size_t i = 0; i < CG_JOIN_MAX; i++)
+		cj->procs[i] = -1;
+	cj->pids_max = cj->pids_current = -1;
+	if (!cg || cg->ndir > CG_JOIN_MAX)
+		return -EINVAL;
+	for (size_t h = 0; h < cg->ndir && !rc; h++) {
+		rc = file_path(path, sizeof(path), cg->dir[h], "cgroup.procs");
+		if (!rc && (cj->procs[h] = open(path, O_WRONLY | O_CLOEXEC)) < 0)
+			rc = -errno;
+	}
+	pids = (cg->ctrls & BIT(C_PIDS)) ? ctrl_dir(cg, C_PIDS) : NULL;
+	if (!rc && pids) {
+		rc = file_path(path, sizeof(path), pids, "pids.max");
+		if (!rc && (cj->pids_max = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			rc = -errno;
+		if (!rc)
+			rc = file_path(path, sizeof(path), pids, "pids.current");
+		if (!rc && (cj->pids_current = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			rc = -errno;
+	}
+	if (rc)
+		cg_join_close(cj);
+	return rc;
+}
+
+/* A decimal number at the start of fd's content; "max" (no limit) and
+ * anything unreadable give UINT64_MAX.  Async-signal-safe. */
+static uint64_t pread_u64(int fd)
+{
+	char buf[32];
+	const char *end;
+	uint64_t v;
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+	if (n <= 0)
+		return UINT64_MAX;
+	buf[n] = '\0';
+	return parse_u64(buf, &end, &v) ? UINT64_MAX : v;
+}
+
+/* Runs in the child: no malloc, no stdio, no locks. */
+int cg_join_self(const struct cg_join *cj)
+{
+	uint64_t max, current;
+
+	for (size_t h = 0; h < CG_JOIN_MAX; h++)
+		/* "0": the writing process itself, in both versions. */
+		if (cj->procs[h] >= 0 && write(cj->procs[h], "0", 1) != 1)
+			return -errno;
+	if (cj->pids_max < 0 || cj->pids_current < 0)
+		return 0;
+	max = pread_u64(cj->pids_max);
+	current = pread_u64(cj->pids_current);
+	/* current counts us: one more than the limit is one too many. */
+	return max != UINT64_MAX && current != UINT64_MAX && current > max ? -EAGAIN : 0;
+}
+
+void cg_join_close(struct cg_join *cj)
+{
+	for (size_t i = 0; i < CG_JOIN_MAX; i++)
+		if (cj->procs[i] >= 0) {
+			close(cj->procs[i]);
+			cj->procs[i] = -1;
+		}
+	if (cj->pids_max >= 0)
+		close(cj->pids_max);
+	if (cj->pids_current >= 0)
+		close(cj->pids_current);
+	cj->pids_max = cj->pids_current = -1;
 }
 
 int cg_count_procs(struct cg *cg)

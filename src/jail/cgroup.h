@@ -37,10 +37,16 @@ struct cg_manager;
 struct cg;
 
 struct cg_limits {
-	uint64_t memory_bytes;		/* 0: none; swap is capped to the same total */
+	/* 0: none; swap is capped to the same total.  v1 also caps the TCP
+	 * buffers of the cgroup's sockets (memory.kmem.tcp.limit_in_bytes, a
+	 * counter of its own there) at CG_TCP_SHARE of it; v2 counts them in
+	 * memory.current under the one limit. */
+	uint64_t memory_bytes;
 	uint32_t pids;			/* 0: none */
 	uint32_t cpu_millicores;	/* 0: none; 1000 = one full core */
 };
+
+#define CG_TCP_SHARE 4		/* v1: TCP buffers <= memory_bytes / 4 */
 
 struct cg_stats {
 	uint64_t cpu_ns;
@@ -82,6 +88,23 @@ int cg_stats(struct cg *cg, struct cg_stats *st);
 /* -EOPNOTSUPP where the kernel cannot reset the peak (v2 before 6.12): the
  * peak then stays "since creation". */
 int cg_reset_peak(struct cg *cg);
+/* Joining a cgroup from a fresh child of a multi-threaded process (see
+ * jail_fork_charged()): the parent opens everything with cg_join_open()
+ * before it forks, the child calls only cg_join_self() (system calls on
+ * those fds: async-signal-safe), the parent closes its copies with
+ * cg_join_close().  Moving a process in bypasses pids.max (the kernel
+ * checks it only at fork), so cg_join_self() checks it once the process is
+ * in: a cgroup at its limit refuses the newcomer with -EAGAIN.  Unused fds
+ * are -1. */
+#define CG_JOIN_MAX 5
+struct cg_join {
+	int procs[CG_JOIN_MAX];		/* cgroup.procs of each hierarchy */
+	int pids_max, pids_current;	/* the pids controller's, if any */
+};
+int cg_join_open(struct cg *cg, struct cg_join *cj);
+int cg_join_self(const struct cg_join *cj);
+void cg_join_close(struct cg_join *cj);
+
 /* Number of processes in the cgroup, or -errno. */
 int cg_count_procs(struct cg *cg);
 /* SIGKILL every process in the cgroup until it is empty (v2: cgroup.kill;

@@ -105,9 +105,9 @@ static int set_ids(uid_t uid, gid_t gid)
 	return 0;
 }
 
-/* Become JAIL_UID with no capability in any set.  The bounding set must go
+/* Become uid/gid with no capability in any set.  The bounding set must go
  * first: dropping from it needs CAP_SETPCAP, which the uid change takes. */
-static int drop_privileges(void)
+static int drop_privileges(uid_t uid, gid_t gid)
 {
 	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct data[2];
@@ -118,7 +118,7 @@ static int drop_privileges(void)
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 &&
 	    errno != EINVAL)
 		return -errno;
-	if (set_ids(JAIL_UID, JAIL_GID) < 0)
+	if (set_ids(uid, gid) < 0)
 		return -errno;
 	memset(data, 0, sizeof(data));
 	if (syscall(SYS_capset, &hdr, data) < 0)
@@ -189,7 +189,7 @@ static int start_main(const struct init_args *a)
 	if (a->mode == INIT_TEMPLATE)
 		goto run;	/* keeps its capabilities: it makes sandboxes */
 
-	if ((r = drop_privileges()) < 0) {
+	if ((r = drop_privileges(a->run_uid, a->run_gid)) < 0) {
 		safe_fail(err, sizeof(err), "cannot drop privileges", NULL, -r);
 		init_send_record(status_fd, INIT_ERROR, 0, err);
 		_exit(125);
@@ -284,6 +284,43 @@ __attribute__((noreturn)) static void serve_as_init(const struct init_args *a,
 	_exit(0);
 }
 
+/* pid 1 of a forked sandbox, its mounts made with the template's
+ * capabilities: leave the template's user namespace (shared by every
+ * sandbox of the template) for one of our own.  Become our leased ids in
+ * the template's namespace, which maps the whole range; then a namespace
+ * made by that uid may map one id, its maker's, without privilege in the
+ * parent (user_namespaces(7)), setgroups denied first.  Code inside is
+ * run_uid, owns /work, and counts against its own host uid's quotas. */
+static int enter_own_userns(const struct init_args *a, char *err, size_t errlen)
+{
+	char map[48], num[24];
+	int r;
+
+	if (set_ids(a->lease_uid, a->lease_gid) < 0)
+		return safe_fail(err, errlen, "cannot become the sandbox's uid", NULL, errno);
+	/* The id change made us undumpable: /proc/self would belong to the
+	 * template's root, and its maps would not be ours to write. */
+	if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0 || unshare(CLONE_NEWUSER) < 0)
+		return safe_fail(err, errlen, "cannot create a user namespace", NULL, errno);
+	if ((r = safe_write_file("/proc/self/setgroups", "deny", 4, 0, 0)) < 0)
+		return safe_fail(err, errlen, "cannot deny setgroups", NULL, -r);
+	for (int which = 0; which < 2; which++) {
+		map[0] = '\0';
+		safe_strlcat(map, safe_utoa(which ? a->run_gid : a->run_uid, num), sizeof(map));
+		safe_strlcat(map, " ", sizeof(map));
+		safe_strlcat(map, safe_utoa(which ? a->lease_gid : a->lease_uid, num),
+			     sizeof(map));
+		safe_strlcat(map, " 1\n", sizeof(map));
+		if ((r = safe_write_file(which ? "/proc/self/gid_map" : "/proc/self/uid_map",
+					 map, strlen(map), 0, 0)) < 0)
+			return safe_fail(err, errlen, "cannot write the id maps", NULL, -r);
+	}
+	/* As undumpable as before, for the main process forked next. */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		return safe_fail(err, errlen, "cannot set dumpable", NULL, errno);
+	return 0;
+}
+
 /* After "go": the part pid 1 does in every mode.  Returns only in the
  * main process of a forked sandbox. */
 static int become_pid1(const struct init_args *a)
@@ -307,6 +344,10 @@ static int become_pid1(const struct init_args *a)
 		safe_fail(err, sizeof(err), "cannot bring up", "lo", -r);
 		fail(a, err);
 	}
+	/* Last: the mounts, hostname and loopback above need the template's
+	 * capabilities, which this gives up. */
+	if (a->mode == INIT_FORKED && enter_own_userns(a, err, sizeof(err)) < 0)
+		fail(a, err);
 
 	/* SIGCHLD must not be ignored, or the kernel reaps our children
 	 * itself and never tells us (a template ignores it, and we are its
@@ -341,7 +382,7 @@ static int become_pid1(const struct init_args *a)
 	close(a->stdout_fd);
 	close(a->stderr_fd);
 	close(a->ctl_fd);
-	if (drop_privileges() < 0 ||
+	if (drop_privileges(a->run_uid, a->run_gid) < 0 ||
 	    (a->mode != INIT_FORKED && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) ||
 	    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 ||
 	    policy_load(a->policy) < 0) {

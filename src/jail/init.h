@@ -51,6 +51,14 @@ struct init_args {
 	int landlock_abi;
 	uid_t setup_uid;	/* 0 when the userns root is mapped, else JAIL_UID */
 	gid_t setup_gid;
+	uid_t run_uid;		/* what pid 1 and the main process become: JAIL_UID,
+				 * or a template's own uid in its namespace */
+	gid_t run_gid;
+	/* INIT_FORKED: the sandbox's leased ids in the template's user
+	 * namespace.  pid 1 becomes them once its mounts are made, then
+	 * makes a user namespace of its own that maps run_uid to them. */
+	uid_t lease_uid;
+	gid_t lease_gid;
 	struct {
 		int resource;
 		struct rlimit lim;

@@ -23,13 +23,13 @@
 #include "jail/cgroup.h"
 #include "jail/init.h"
 #include "jail/landlock.h"
+#include "jail/lease.h"
 #include "jail/mounts.h"
 #include "jail/policy.h"
 #include "jail/safe.h"
 #include "jail/template.h"
 #include "util/log.h"
 
-#define DEFAULT_UID_BASE 2000000000u
 #define SPAWN_TIMEOUT_MS 10000
 #define KILL_WAIT_MS 2000		/* for a pid namespace to go */
 
@@ -37,6 +37,7 @@ struct jail_host {
 	struct jail_host_info info;
 	struct policy policy;
 	struct cg_manager *cgm;		/* NULL: rlimits only */
+	struct lease_pool *uids;	/* NULL: no range, one uid (not root) */
 };
 
 struct jail {
@@ -46,6 +47,9 @@ struct jail {
 	int sync_fd;			/* kept open: its EOF tells pid 1 we died */
 	int status_fd, stdout_fd, stderr_fd, ctl_fd, work_fd;
 	struct cg *cg;
+	struct lease lease;		/* the host uid of its processes */
+	uid_t uid;			/* that uid (leased or not), and gid */
+	gid_t gid;
 	bool reaped;
 	bool exit_seen;
 	struct jail_exit exit;
@@ -85,7 +89,8 @@ int jail_host_init(const struct jail_host_config *cfg, struct jail_host **out,
 {
 	struct jail_host *h;
 	struct jail_host_info *in;
-	uid_t base = cfg && cfg->uid_base ? cfg->uid_base : DEFAULT_UID_BASE;
+	uid_t base = cfg && cfg->uid_base ? cfg->uid_base : JAIL_UID_BASE_DEFAULT;
+	uint32_t count = cfg && cfg->uid_count ? cfg->uid_count : JAIL_UID_COUNT_DEFAULT;
 	int r;
 
 	*out = NULL;
@@ -106,10 +111,22 @@ int jail_host_init(const struct jail_host_config *cfg, struct jail_host **out,
 		in->host_root_uid = base;
 		in->host_uid = base + JAIL_UID;
 		in->host_gid = base + JAIL_GID;
+		in->uid_count = count;
+		/* uid_map takes 32-bit ids and (uid_t)-1 means none. */
+		if ((uint64_t)in->host_uid + count >= UINT32_MAX) {
+			r = -EINVAL;
+			snprintf(err, errlen, "the uid range %u+%u goes past 2^32 - 2",
+				 (unsigned)in->host_uid, count);
+			goto fail;
+		}
+		if ((r = lease_pool_open(JAIL_LEASE_DIR, in->host_uid, count, &h->uids,
+					 err, errlen)) < 0)
+			goto fail;
 	} else {
 		in->host_root_uid = (uid_t)-1;
 		in->host_uid = getuid();
 		in->host_gid = getgid();
+		in->uid_count = 1;
 	}
 	in->userns = probe_userns();
 	if (!in->userns) {
@@ -153,6 +170,7 @@ void jail_host_free(struct jail_host *h)
 		return;
 	policy_release(&h->policy);
 	cg_manager_free(h->cgm);
+	lease_pool_free(h->uids);
 	free(h);
 }
 
@@ -164,6 +182,41 @@ const struct jail_host_info *jail_host_info(const struct jail_host *h)
 int jail_host_sweep(struct jail_host *h)
 {
 	return h->cgm ? cg_sweep(h->cgm) : 0;
+}
+
+long jail_host_uids_free(struct jail_host *h)
+{
+	return h->uids ? lease_count_free(h->uids) : 1;
+}
+
+/* A host uid (and gid) for a new sandbox: leased from the range, or ours
+ * when there is no range. */
+static int take_uid(struct jail_host *h, struct jail *j, char *err, size_t errlen)
+{
+	int r;
+
+	if (!h->uids) {
+		j->uid = h->info.host_uid;
+		j->gid = h->info.host_gid;
+		return 0;
+	}
+	if ((r = lease_take(h->uids, &j->lease)) < 0) {
+		snprintf(err, errlen, r == -EAGAIN ?
+			 "every host uid of the range %u+%u is in use (see uid_count)" :
+			 "cannot lease a host uid from %u+%u: %s",
+			 (unsigned)h->info.host_uid, h->info.uid_count, strerror(-r));
+		return r;
+	}
+	j->uid = j->lease.uid;
+	j->gid = (gid_t)j->lease.uid;
+	return 0;
+}
+
+/* The id that j's host uid is in a template's user namespace, which maps
+ * the whole range from JAIL_UID on. */
+static uid_t uid_in_template(const struct jail *j)
+{
+	return JAIL_UID + (j->uid - j->host->info.host_uid);
 }
 
 const char *const *jail_seccomp_allowed(size_t *count)
@@ -181,8 +234,12 @@ static void close_fd(int *fd)
 	}
 }
 
-static int write_id_maps(pid_t pid, const struct jail_host_info *in)
+/* A cold sandbox maps JAIL_UID to its own host uid; a template maps the
+ * whole range from JAIL_UID on, for the sandboxes it forks. */
+static int write_id_maps(pid_t pid, const struct jail *j, bool whole_range)
 {
+	const struct jail_host_info *in = &j->host->info;
+	uint32_t count = whole_range ? in->uid_count : 1;
 	char path[64], map[128];
 	int r;
 
@@ -191,11 +248,12 @@ static int write_id_maps(pid_t pid, const struct jail_host_info *in)
 		return r;
 	for (int which = 0; which < 2; which++) {
 		unsigned inside = which ? JAIL_GID : JAIL_UID;
-		unsigned host = which ? in->host_gid : in->host_uid;
+		unsigned host = whole_range ? (which ? in->host_gid : in->host_uid) :
+				(which ? j->gid : j->uid);
 
 		if (in->host_root_uid != (uid_t)-1)
-			snprintf(map, sizeof(map), "0 %u 1\n%u %u 1\n",
-				 (unsigned)in->host_root_uid, inside, host);
+			snprintf(map, sizeof(map), "0 %u 1\n%u %u %u\n",
+				 (unsigned)in->host_root_uid, inside, host, count);
 		else
 			snprintf(map, sizeof(map), "%u %u 1\n", inside, host);
 		snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid,
@@ -274,6 +332,7 @@ static struct jail *jail_alloc(struct jail_host *host)
 	j->pid = -1;
 	j->pidfd = j->sync_fd = j->status_fd = j->stdout_fd = -1;
 	j->stderr_fd = j->ctl_fd = j->work_fd = -1;
+	j->lease.fd = -1;
 	pthread_mutex_init(&j->fork_lock, NULL);
 	return j;
 }
@@ -367,10 +426,13 @@ int jail_spawn(struct jail_host *host, const struct jail_config *cfg,
 	       struct jail **out, char *err, size_t errlen)
 {
 	const struct jail_host_info *in = &host->info;
+	const bool is_template = cfg->flags & JAIL_F_TEMPLATE;
 	struct init_args a;
-	struct mount_plan plan;
+	struct mount_plan plan = { 0 };
 	struct jail *j;
 	struct channels ch;
+	uid_t run_uid;
+	gid_t run_gid;
 	int pidfd = -1, r;
 	pid_t pid;
 
@@ -381,14 +443,18 @@ int jail_spawn(struct jail_host *host, const struct jail_config *cfg,
 		snprintf(err, errlen, "invalid sandbox program");
 		return -EINVAL;
 	}
-	if ((r = mount_plan_build(&plan, cfg, JAIL_UID, JAIL_GID)) < 0) {
+	j = jail_alloc(host);
+	if (!j)
+		return -ENOMEM;
+	if ((r = take_uid(host, j, err, errlen)) < 0)
+		goto fail;
+	/* A template's user namespace maps the whole range: its own uid is
+	 * one of them (its pid 1 runs as it; its main process stays root). */
+	run_uid = is_template ? uid_in_template(j) : JAIL_UID;
+	run_gid = is_template ? (gid_t)uid_in_template(j) : JAIL_GID;
+	if ((r = mount_plan_build(&plan, cfg, run_uid, run_gid)) < 0) {
 		snprintf(err, errlen, "cannot plan the sandbox's mounts: %s",
 			 strerror(-r));
-		return r;
-	}
-	j = jail_alloc(host);
-	if (!j) {
-		r = -ENOMEM;
 		goto fail;
 	}
 	if (host->cgm) {
@@ -419,6 +485,8 @@ int jail_spawn(struct jail_host *host, const struct jail_config *cfg,
 	a.landlock_abi = in->landlock_abi;
 	a.setup_uid = in->host_root_uid != (uid_t)-1 ? 0 : JAIL_UID;
 	a.setup_gid = in->host_root_uid != (uid_t)-1 ? 0 : JAIL_GID;
+	a.run_uid = run_uid;
+	a.run_gid = run_gid;
 	plan_rlimits(&a, &cfg->limits, in);
 	a.sync_fd = ch.sync[0];
 	a.status_fd = ch.status[1];
@@ -443,7 +511,7 @@ int jail_spawn(struct jail_host *host, const struct jail_config *cfg,
 	j->pid = pid;
 	j->pidfd = pidfd;
 	channels_hand_over(&ch, j);
-	if ((r = write_id_maps(pid, in)) < 0) {
+	if ((r = write_id_maps(pid, j, is_template && host->uids)) < 0) {
 		snprintf(err, errlen, "cannot write the user namespace's id maps: %s",
 			 strerror(-r));
 		goto fail;
@@ -451,7 +519,7 @@ int jail_spawn(struct jail_host *host, const struct jail_config *cfg,
 	if ((r = start_sandbox(j, err, errlen)) < 0)
 		goto fail;
 	mount_plan_release(&plan);
-	if (cfg->flags & JAIL_F_TEMPLATE) {
+	if (is_template) {
 		j->is_template = true;
 		fcntl(j->ctl_fd, F_SETFL, fcntl(j->ctl_fd, F_GETFL) & ~O_NONBLOCK);
 	}
@@ -474,6 +542,37 @@ int jail_stderr_fd(const struct jail *j) { return j->stderr_fd; }
 int jail_ctl_fd(const struct jail *j) { return j->ctl_fd; }
 int jail_status_fd(const struct jail *j) { return j->status_fd; }
 int jail_work_fd(const struct jail *j) { return j->work_fd; }
+
+int jail_fork_charged(struct jail *j, int (*fn)(void *arg), void *arg, pid_t *pid)
+{
+	struct cg_join cj;
+	pid_t child;
+	int r;
+
+	*pid = -1;
+	if (j->cg && (r = cg_join_open(j->cg, &cj)) < 0)
+		return r;
+	/* A raw clone, as for pid 1: no atfork handlers run in a copy of
+	 * threads that may hold their locks. */
+	child = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, 0);
+	if (child == 0) {
+		r = j->cg ? cg_join_self(&cj) : 0;
+		if (r == 0)
+			r = fn(arg);
+		_exit(r < 0 && r > -256 ? -r : r ? EIO : 0);
+	}
+	r = child < 0 ? -errno : 0;
+	if (j->cg)
+		cg_join_close(&cj);
+	*pid = child;
+	return r;
+}
+
+void jail_owner(const struct jail *j, uid_t *uid, gid_t *gid)
+{
+	*uid = j->uid;
+	*gid = j->gid;
+}
 
 int jail_read_status(struct jail *j, struct jail_exit *ex)
 {
@@ -599,6 +698,9 @@ static void jail_destroy(struct jail *j)
 	if (j->cg && cg_destroy(j->cg) < 0)
 		log_warn("a sandbox cgroup could not be removed");
 	j->cg = NULL;
+	/* Its processes are gone: the uid can serve another sandbox. */
+	if (j->host->uids)
+		lease_drop(j->host->uids, &j->lease);
 	close_fd(&j->pidfd);
 	close_fd(&j->sync_fd);
 	close_fd(&j->status_fd);
@@ -647,9 +749,10 @@ static int wait_readable(int fd, int timeout_ms)
 	return r < 0 ? -errno : r == 0 ? -ETIMEDOUT : 0;
 }
 
-/* The fork request: one message with the five descriptors. */
+/* The fork request: one message with the five descriptors.  uid is the
+ * new sandbox's, as the template's user namespace sees it. */
 static int send_fork_request(struct jail *tmpl, const struct jail_config *cfg,
-			     const int fds[5])
+			     uid_t uid, const int fds[5])
 {
 	struct init_args a;	/* only to compute the rlimits, as for a cold one */
 	char cbuf[CMSG_SPACE(5 * sizeof(int))];
@@ -665,16 +768,16 @@ static int send_fork_request(struct jail *tmpl, const struct jail_config *cfg,
 	plan_rlimits(&a, &cfg->limits, &tmpl->host->info);
 	lims = json_array();
 	for (int i = 0; lims && i < a.nrlimits; i++) {
-		/* RLIMIT_NPROC counts per uid and user namespace, which all
-		 * sandboxes of a template share: the pids cgroup limits each
-		 * one instead (the warm path requires it). */
+		/* The pids cgroup limits each forked sandbox (the warm path
+		 * requires it), as it always has. */
 		if (a.rlimits[i].resource == RLIMIT_NPROC)
 			continue;
 		json_array_append_new(lims, json_pack("[i, I, I]", a.rlimits[i].resource,
 						      (json_int_t)a.rlimits[i].lim.rlim_cur,
 						      (json_int_t)a.rlimits[i].lim.rlim_max));
 	}
-	req = json_pack("{s:s, s:I, s:I, s:I, s:o, s:s}", "type", "fork",
+	req = json_pack("{s:s, s:I, s:I, s:I, s:I, s:o, s:s}", "type", "fork",
+			"uid", (json_int_t)uid,
 			"work_bytes", (json_int_t)cfg->limits.work_bytes,
 			"tmp_bytes", (json_int_t)cfg->limits.tmp_bytes,
 			"inodes", (json_int_t)(cfg->limits.inodes ? cfg->limits.inodes : 65536),
@@ -770,6 +873,8 @@ int jail_fork(struct jail *tmpl, const struct jail_config *cfg, struct jail **ou
 	j = jail_alloc(tmpl->host);
 	if (!j)
 		return -ENOMEM;
+	if ((r = take_uid(tmpl->host, j, err, errlen)) < 0)
+		goto fail;
 	{
 		struct cg_limits lim = {
 			.memory_bytes = cfg->limits.memory_bytes,
@@ -794,7 +899,7 @@ int jail_fork(struct jail *tmpl, const struct jail_config *cfg, struct jail **ou
 	{
 		int fds[5] = { ch.out[1], ch.err[1], ch.ctl[1], ch.status[1], ch.sync[0] };
 
-		if ((r = send_fork_request(tmpl, cfg, fds)) < 0) {
+		if ((r = send_fork_request(tmpl, cfg, uid_in_template(j), fds)) < 0) {
 			snprintf(err, errlen, "cannot ask the template: %s", strerror(-r));
 			goto fail;
 		}

@@ -9,6 +9,7 @@
  *   supervisor (caller)                 sandbox
  *   -------------------                 -------
  *   jail_spawn():
+ *     lease a host uid (see below),
  *     create the cgroup, set limits
  *     clone(NEWUSER|NEWNS|NEWPID|       pid 1 ("init", a fork of the caller)
  *           NEWNET|NEWIPC|NEWUTS) ---->   waits for "go" on the sync pipe
@@ -33,7 +34,8 @@
  *                           <---------    reports its wait status, kills
  *                                         everything left and exits
  *   jail_free(): SIGKILL pid 1 (the kernel kills the whole pid namespace),
- *   kill what is left in the cgroup, reap, rmdir the cgroup.
+ *   kill what is left in the cgroup, reap, rmdir the cgroup, give the
+ *   uid back.
  *
  * The child side runs between clone() and execve() in a copy of a possibly
  * multi-threaded caller: it uses no malloc and no stdio, only system calls
@@ -55,6 +57,17 @@
 #define JAIL_UID 1000
 #define JAIL_GID 1000
 #define JAIL_USER "sandbox"
+
+/* Host ids.  As root, every live sandbox (a template too) runs as a host
+ * uid, and the gid of the same number, of its own: leased (src/jail/lease.h)
+ * from [uid_base + JAIL_UID, uid_base + JAIL_UID + uid_count), so that no
+ * two sandboxes share the kernel's per-user quotas, whichever daemon of the
+ * host made them.  The namespace's root, used only while a sandbox is set
+ * up (and by a template's main process), maps to uid_base.  Without root
+ * there is one host uid, ours, for every sandbox. */
+#define JAIL_UID_BASE_DEFAULT 2000000000u
+#define JAIL_UID_COUNT_DEFAULT 65536u
+#define JAIL_UID_COUNT_MAX 1000000u
 /* Where the workspace is mounted inside; the main process starts there. */
 #define JAIL_WORKDIR "/work"
 
@@ -110,15 +123,18 @@ struct jail_host_info {
 	int landlock_abi;		/* 0: not available */
 	bool seccomp;
 	unsigned seccomp_allowed;	/* syscalls on the allow-list */
-	uid_t host_uid;			/* host uid that JAIL_UID maps to */
+	uid_t host_uid;			/* first host uid of the sandboxes' range */
 	gid_t host_gid;
+	uint32_t uid_count;		/* its size: 1 without root (no leases) */
 	uid_t host_root_uid;		/* host uid of the userns root; -1: unmapped */
 };
 
 struct jail_host_config {
-	/* Host uid and gid that the sandbox user maps to when petri runs as
-	 * root; the namespace's root maps to uid_base itself.  0: default. */
+	/* When petri runs as root: the host uid and gid of the namespace's
+	 * root; sandboxes lease theirs from uid_count ids starting at
+	 * uid_base + JAIL_UID (see above).  0: the defaults. */
 	uid_t uid_base;
+	uint32_t uid_count;
 	/* Where to create cgroups; NULL or "": detect. */
 	const char *cgroup_parent;
 	/* Do not use cgroups even if available (rlimits only). */
@@ -140,6 +156,9 @@ const struct jail_host_info *jail_host_info(const struct jail_host *host);
 /* Remove cgroups left by petri processes that no longer run.  Returns the
  * number removed or a negative errno. */
 int jail_host_sweep(struct jail_host *host);
+/* How many host uids of the range are free (held by no live sandbox of
+ * any daemon), or -errno. */
+long jail_host_uids_free(struct jail_host *host);
 
 /* Spawn a sandbox running cfg->argv.  Blocks until the sandbox is set up
  * (a few milliseconds) or failed.  On success *out owns the sandbox. */
@@ -157,6 +176,24 @@ int jail_status_fd(const struct jail *j);	/* see jail_read_status() */
 /* A directory fd of /work inside the sandbox, for file transfers. Resolve
  * paths under it with openat2(RESOLVE_IN_ROOT) only. */
 int jail_work_fd(const struct jail *j);
+/* The host uid and gid that the sandbox's user (JAIL_UID) is: the owner of
+ * its files as the host sees them. */
+void jail_owner(const struct jail *j, uid_t *uid, gid_t *gid);
+
+/* Run fn(arg) in a new short-lived process charged to the sandbox: it joins
+ * the sandbox's cgroups (every hierarchy) before fn runs, so what fn makes
+ * (tmpfs pages of a file it writes into /work, say) counts against the
+ * sandbox's memory limit and not the caller's, and it counts against the
+ * sandbox's pids limit.  It stays in the host's namespaces with the
+ * caller's credentials: fn narrows them itself (setfsuid...).  fn runs in
+ * the child of a possibly multi-threaded caller: async-signal-safe calls
+ * only (system calls on data prepared before the call, no malloc, no
+ * stdio).  fn's 0 or -errno becomes the exit code as the positive errno.
+ * On success *pid is the child, which the caller must reap with waitpid();
+ * it exits with EAGAIN before fn runs when the sandbox is at its pids
+ * limit.  Without cgroups (rlimits only) fn runs uncharged.  Killing the
+ * sandbox (jail_kill, a cgroup OOM kill) kills the child too. */
+int jail_fork_charged(struct jail *j, int (*fn)(void *arg), void *arg, pid_t *pid);
 
 /* The main process has exited: how.  */
 struct jail_exit {
@@ -200,9 +237,12 @@ void jail_free(struct jail *j);
  * program is the template's.  Nothing of the request is session data: the
  * template's memory is inherited by every later sandbox.  Like jail_spawn(), blocks
  * until the sandbox is set up.  Requires cgroups (-EINVAL otherwise).
- * Sandboxes made this way share their template's user namespace and live in
- * pid namespaces under its pid 1: jail_free() of the template stops the
- * template but keeps pid 1 until the last of them is freed. */
+ * Sandboxes made this way live in user namespaces of their own, children of
+ * the template's (which maps the whole uid range: each one's pid 1 becomes
+ * its leased uid there, then maps JAIL_UID to it in a namespace of its own),
+ * and in pid namespaces under the template's pid 1: jail_free() of the
+ * template stops the template but keeps pid 1 until the last of them is
+ * freed. */
 int jail_fork(struct jail *tmpl, const struct jail_config *cfg, struct jail **out,
 	      char *err, size_t errlen);
 /* Is the template's main process still running? */

@@ -228,17 +228,38 @@ static int plan_dev(struct mount_plan *p, uint64_t shm_bytes, uid_t uid, gid_t g
 static int plan_proc(struct mount_plan *p)
 {
 	/* Read-only: writes to /proc/sys and the sysrq trigger are refused
-	 * even if some other layer failed.  Masked: files that describe the
-	 * host's kernel rather than the sandbox. */
+	 * even if some other layer failed. */
 	static const char *const ro[] = {
 		"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus",
 		"/proc/fs", NULL
 	};
+	/* Masked: files that describe the host rather than the sandbox.  Its
+	 * kernel: addresses, symbols, modules, configuration, boot command
+	 * line, hardware maps and the allocators' internals (exploit aids).
+	 * Its activity, host-wide and live: interrupts, softirqs, disk I/O,
+	 * the allocators' free lists, pressure, scheduler statistics and file
+	 * locks, which time a neighbour's work (keystrokes, queries, imports)
+	 * as a side channel.  Its identity: disks, swap, and boot_id, which
+	 * names the machine alike in every sandbox so that sessions can be
+	 * linked.  Kept, because the runtimes read them and a pid, mount or
+	 * network namespace already gives them the sandbox's own view, or they
+	 * hold only the machine's size: self, thread-self, mounts, net, sysvipc,
+	 * cpuinfo (numpy, os.cpu_count's fallbacks), meminfo and vmstat
+	 * (psutil, joblib: totals only), stat (ps and top for boot time,
+	 * glibc's processor count with no /sys), loadavg, uptime, version (what
+	 * uname says anyway), filesystems, crypto. */
 	static const char *const masked[] = {
 		"/proc/kcore", "/proc/keys", "/proc/key-users", "/proc/timer_list",
 		"/proc/sched_debug", "/proc/kallsyms", "/proc/kmsg",
 		"/proc/latency_stats", "/proc/acpi", "/proc/scsi", "/proc/asound",
-		"/proc/driver", NULL
+		"/proc/driver", "/proc/modules", "/proc/config.gz", "/proc/cmdline",
+		"/proc/iomem", "/proc/ioports", "/proc/vmallocinfo", "/proc/slabinfo",
+		"/proc/kpagecount", "/proc/kpageflags", "/proc/kpagecgroup",
+		"/proc/interrupts", "/proc/softirqs", "/proc/diskstats",
+		"/proc/pagetypeinfo", "/proc/zoneinfo", "/proc/buddyinfo",
+		"/proc/pressure", "/proc/schedstat", "/proc/locks",
+		"/proc/partitions", "/proc/swaps", "/proc/sys/kernel/random/boot_id",
+		NULL
 	};
 	int r;
 

@@ -1,8 +1,10 @@
 #include "jail/policy.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/seccomp.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <stddef.h>
@@ -32,9 +34,9 @@ static const char *const allowed[] = {
 	"rename", "renameat", "renameat2", "link", "linkat", "symlink",
 	"symlinkat", "chmod", "fchmod", "fchmodat", "truncate", "ftruncate",
 	"fallocate", "fsync", "fdatasync", "umask", "chdir", "fchdir", "getcwd",
-	"utimensat", "dup", "dup2", "dup3", "fcntl", "flock", "pipe", "pipe2",
-	"mknodat", "sendfile", "copy_file_range", "fadvise64", "getxattr",
-	"lgetxattr", "memfd_create",
+	"utimensat", "dup", "dup2", "dup3", "flock", "pipe", "pipe2",
+	"mknodat", "sendfile", "copy_file_range", "getxattr", "lgetxattr",
+	"memfd_create",
 	/* memory */
 	"mmap", "munmap", "mprotect", "mremap", "madvise", "brk", "msync",
 	"get_mempolicy",
@@ -59,7 +61,7 @@ static const char *const allowed[] = {
 	"poll", "ppoll", "select", "pselect6", "epoll_create1", "epoll_ctl",
 	"epoll_wait", "epoll_pwait",
 	/* sockets (the network namespace has only loopback) */
-	"socketpair", "bind", "listen", "accept", "accept4", "connect",
+	"bind", "listen", "accept", "accept4", "connect",
 	"getsockname", "getpeername", "sendto", "recvfrom", "sendmsg", "recvmsg",
 	"shutdown", "setsockopt", "getsockopt",
 	/* information */
@@ -68,7 +70,11 @@ static const char *const allowed[] = {
 };
 
 /* Named so that they fail with EPERM ("Operation not permitted") rather
- * than ENOSYS, which would suggest an old kernel. */
+ * than ENOSYS, which would suggest an old kernel.  inotify and fanotify are
+ * here for the same reason as fcntl(F_NOTIFY) below: a watch is on an
+ * inode, and the read-only binds of /usr share their inodes with the host
+ * and with every other sandbox, so a watch would report their file accesses
+ * (a neighbour's `import sqlite3`, the host's own reads). */
 static const char *const denied[] = {
 	"unshare", "setns", "mount", "umount2", "pivot_root", "chroot",
 	"move_mount", "open_tree", "fsopen", "fsconfig", "fsmount", "fspick",
@@ -79,7 +85,8 @@ static const char *const denied[] = {
 	"init_module", "finit_module", "delete_module", "reboot", "swapon",
 	"swapoff", "acct", "quotactl", "quotactl_fd", "syslog", "vhangup",
 	"iopl", "ioperm", "uselib", "open_by_handle_at", "name_to_handle_at",
-	"fanotify_init", "settimeofday", "clock_settime", "adjtimex",
+	"fanotify_init", "fanotify_mark", "inotify_init", "inotify_init1",
+	"inotify_add_watch", "inotify_rm_watch", "settimeofday", "clock_settime", "adjtimex",
 	"clock_adjtime", "sethostname", "setdomainname", "lookup_dcookie",
 	"landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self",
 	"seccomp", "setuid", "setgid", "setreuid", "setregid", "setresuid",
@@ -95,14 +102,43 @@ static const char *const denied[] = {
 };
 
 /* Allowed with argument checks, done in our own BPF prologue (see
- * prologue_build()) where the exact comparison is plain to read: clone
- * without namespace flags, socket for AF_UNIX/AF_INET/AF_INET6 only, ioctl
- * except TIOCSTI/TIOCLINUX, personality only to query or set PER_LINUX.
- * clone3 answers ENOSYS: its flags live in memory a filter cannot read, and
- * glibc then falls back to clone, whose flags it can. */
+ * prologue[] below) where the exact comparison is plain to read:
+ *
+ * - clone without namespace flags.  clone3 answers ENOSYS: its flags live
+ *   in memory a filter cannot read, and glibc then falls back to clone.
+ * - socket for AF_UNIX, AF_INET and AF_INET6 only, and for the IP families
+ *   only the stream, datagram and raw types (the type compared after
+ *   masking off SOCK_NONBLOCK | SOCK_CLOEXEC, as the kernel does): the
+ *   kernel turns (AF_INET, SOCK_PACKET) into an AF_PACKET socket after any
+ *   family check, and SOCK_SEQPACKET/SOCK_DCCP reach SCTP and DCCP.  Stream
+ *   only as TCP, datagram only as UDP or ping: any other protocol makes the
+ *   kernel load a module on the host (sctp, l2tp_ip, ...) to serve it.
+ * - socketpair for AF_UNIX only: only unix sockets come in pairs, but the
+ *   kernel creates the socket of any family (loading its module) before it
+ *   finds that out.
+ * - ioctl except TIOCSTI/TIOCLINUX.
+ * - personality only to query or set PER_LINUX.
+ * - fcntl except F_NOTIFY (dnotify): see the inotify note above.
+ * - fadvise64 with advice that only reads ahead or describes the access
+ *   pattern.  POSIX_FADV_DONTNEED drops clean pages of the file from the
+ *   page cache, and the only files where it does anything are the
+ *   read-only binds shared with the host and every other sandbox (tmpfs
+ *   ignores fadvise): an eviction tool for cache-timing attacks on them.
+ *   It answers 0 without running rather than EPERM: the advice is a hint
+ *   the kernel itself may ignore, so no caller can depend on its effect,
+ *   EPERM is not among the errors posix_fadvise(3) documents, and tools
+ *   that use it (dd iflag=nocache, databases, backup tools) would report a
+ *   failure for nothing.  Advice numbers the kernel does not know answer
+ *   EINVAL, as the kernel would, so that advice added later is refused until
+ *   it is reviewed. */
 static const char *const conditional[] = {
-	"clone", "socket", "ioctl", "personality", NULL
+	"clone", "socket", "socketpair", "ioctl", "personality", "fcntl",
+	"fadvise64", NULL
 };
+
+/* The kernel's own mask for the type argument of socket() (net.h, not
+ * exported to user space): the bits above it are SOCK_NONBLOCK/SOCK_CLOEXEC. */
+#define SOCK_TYPE_MASK 0xf
 
 #define CLONE_NS_FLAGS (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | \
 			CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET)
@@ -214,12 +250,54 @@ static const struct sock_filter prologue[] = {
 	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCLINUX, 0, 1),
 	RET_ERRNO(EPERM),
 
-	FOR_SYSCALL(__NR_socket, 5),
-	LOAD(ARG_LO(0)),
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 3, 0),
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET, 2, 0),
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET6, 1, 0),
+	/* Jump offsets below count instructions from the one after the
+	 * jump; "next" is the first instruction after the block. */
+	FOR_SYSCALL(__NR_socket, 27),
+	LOAD(ARG_LO(0)),				/*  0 */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 25, 0),	/* -> next */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET, 2, 0),	/* -> 5 */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET6, 1, 0),	/* -> 5 */
 	RET_ERRNO(EAFNOSUPPORT),
+	LOAD(ARG_LO(1)),				/*  5: the type */
+	BPF_STMT(BPF_ALU | BPF_AND | BPF_K, SOCK_TYPE_MASK),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_STREAM, 3, 0),	/* -> 11 */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_DGRAM, 6, 0),	/* -> 15 */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_RAW, 17, 0),	/* -> next */
+	RET_ERRNO(ESOCKTNOSUPPORT),
+	LOAD(ARG_LO(2)),				/* 11: stream */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 14, 0),		/* -> next */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IPPROTO_TCP, 13, 0),	/* -> next */
+	RET_ERRNO(EPROTONOSUPPORT),
+	LOAD(ARG_LO(2)),				/* 15: datagram */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 10, 0),		/* -> next */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IPPROTO_UDP, 9, 0),	/* -> next */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IPPROTO_ICMP, 2, 0),	/* -> 21 */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IPPROTO_ICMPV6, 4, 0),	/* -> 24 */
+	RET_ERRNO(EPROTONOSUPPORT),
+	LOAD(ARG_LO(0)),				/* 21: ping, IPv4 only */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET, 4, 0),	/* -> next */
+	RET_ERRNO(EPROTONOSUPPORT),
+	LOAD(ARG_LO(0)),				/* 24: ping, IPv6 only */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET6, 1, 0),	/* -> next */
+	RET_ERRNO(EPROTONOSUPPORT),
+
+	FOR_SYSCALL(__NR_socketpair, 3),
+	LOAD(ARG_LO(0)),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 1, 0),
+	RET_ERRNO(EAFNOSUPPORT),
+
+	FOR_SYSCALL(__NR_fcntl, 3),
+	LOAD(ARG_LO(1)),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, F_NOTIFY, 0, 1),
+	RET_ERRNO(EPERM),
+
+	/* advice is the fourth argument on x86_64; DONTNEED is 4 here */
+	FOR_SYSCALL(__NR_fadvise64, 5),
+	LOAD(ARG_LO(3)),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, POSIX_FADV_DONTNEED, 0, 1),
+	RET_ERRNO(0),		/* success without effect, see conditional[] */
+	BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, POSIX_FADV_NOREUSE, 0, 1),
+	RET_ERRNO(EINVAL),
 
 	FOR_SYSCALL(__NR_personality, 4),
 	LOAD(ARG_LO(0)),

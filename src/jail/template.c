@@ -59,12 +59,16 @@ int template_fork(const struct template_request *rq, const struct policy *pol,
 	a.stdout_fd = rq->stdout_fd;
 	a.stderr_fd = rq->stderr_fd;
 	a.ctl_fd = rq->ctl_fd;
+	a.run_uid = JAIL_UID;
+	a.run_gid = JAIL_GID;
+	a.lease_uid = rq->uid;
+	a.lease_gid = (gid_t)rq->uid;
 	for (int i = 0; i < rq->nrlimits && i < INIT_NRLIMITS; i++) {
 		a.rlimits[i].resource = rq->rlimits[i].resource;
 		a.rlimits[i].lim = rq->rlimits[i].lim;
 		a.nrlimits++;
 	}
-	if ((r = mount_plan_forked(&plan, &rq->limits, JAIL_UID, JAIL_GID)) < 0) {
+	if ((r = mount_plan_forked(&plan, &rq->limits, rq->uid, (gid_t)rq->uid)) < 0) {
 		safe_fail(err, sizeof(err), "cannot plan the mounts", NULL, -r);
 		goto fail;
 	}

@@ -13,7 +13,9 @@
  *      (SCM_CREDENTIALS on the control socket: the kernel translates it
  *      into the supervisor's pid namespace), waits for "go" (the supervisor
  *      has moved it into its cgroup), replaces /proc, /tmp, /work and
- *      /dev/shm, forks the main process C and becomes its reaper.
+ *      /dev/shm, becomes the sandbox's leased uid and moves into a user
+ *      namespace of its own that maps JAIL_UID to it, forks the main
+ *      process C and becomes its reaper.
  *   C: drops every privilege, no_new_privs, Landlock, seccomp, and returns
  *      from template_fork() into the runtime, which serves the session.
  *
@@ -39,6 +41,10 @@ struct template_request {
 	} rlimits[TEMPLATE_NRLIMITS];
 	int nrlimits;
 	const char *hostname;
+	/* The sandbox's leased uid (and gid), as the template's user namespace
+	 * sees it: it owns the new tmpfs mounts, and pid 1 becomes it before
+	 * making the sandbox's own user namespace (see init.h). */
+	uid_t uid;
 };
 
 /* direct: in the template itself (single-threaded only): returns B's pid

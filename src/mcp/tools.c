@@ -436,11 +436,11 @@ static json_t *run_execute(struct tools *t, struct session *s, json_t *args, int
 
 /* ---- files ------------------------------------------------------------- */
 
-static struct files_user user_of(struct tools *t)
+static struct files_user user_of(struct session *s)
 {
 	struct files_user u;
 
-	session_file_owner(t->sm, &u.uid, &u.gid);
+	session_file_owner(s, &u.uid, &u.gid);
 	return u;
 }
 
@@ -449,7 +449,7 @@ static json_t *run_write_file(struct tools *t, struct session *s, json_t *args, 
 {
 	json_t *content = json_object_get(args, "content");
 	const char *encoding = str_arg(args, "encoding", "utf-8"), *path;
-	struct files_user u = user_of(t);
+	struct files_user u = user_of(s);
 	unsigned char *decoded = NULL;
 	const void *data = json_string_value(content);
 	size_t len = json_string_length(content);
@@ -515,7 +515,7 @@ static bool is_image(const char *mime)
 static json_t *run_read_file(struct tools *t, struct session *s, json_t *args, int cancel_fd,
 			     json_t **execution)
 {
-	struct files_user u = user_of(t);
+	struct files_user u = user_of(s);
 	const char *path, *mime;
 	struct buf b = BUF_INIT;
 	json_t *out = NULL;
@@ -590,7 +590,7 @@ out:
 static json_t *run_list_files(struct tools *t, struct session *s, json_t *args, int cancel_fd,
 			      json_t **execution)
 {
-	struct files_user u = user_of(t);
+	struct files_user u = user_of(s);
 	struct buf b = BUF_INIT;
 	json_t *list = NULL, *e, *out = NULL;
 	const char *dir;
@@ -888,7 +888,7 @@ json_t *tools_list_only(struct tools *t, const char *const *names)
 int tools_upload(struct tools *t, const char *path, const void *data, size_t len,
 		 char *err, size_t errlen)
 {
-	struct files_user u = user_of(t);
+	struct files_user u;
 	struct session *s;
 	char note[512];
 	int r;
@@ -898,6 +898,7 @@ int tools_upload(struct tools *t, const char *path, const void *data, size_t len
 	pthread_mutex_lock(&t->call);
 	r = acquire(t, &s, note, sizeof(note), err, errlen);
 	if (r >= 0) {
+		u = user_of(s);
 		r = files_write(&u, session_work_fd(s), path, data, len);
 		session_note_write(s);
 		if (r < 0)
@@ -910,7 +911,7 @@ int tools_upload(struct tools *t, const char *path, const void *data, size_t len
 
 int tools_download(struct tools *t, const char *path, struct buf *out, size_t max)
 {
-	struct files_user u = user_of(t);
+	struct files_user u;
 	char sid[SESSION_ID_LEN + 1], reason[256];
 	struct session *s;
 	uint64_t size;
@@ -921,6 +922,7 @@ int tools_download(struct tools *t, const char *path, struct buf *out, size_t ma
 	pthread_mutex_unlock(&t->lock);
 	if (!sid[0] || smgr_lookup(t->sm, sid, &s, reason, sizeof(reason)) < 0)
 		return -ENOENT;
+	u = user_of(s);
 	r = files_open(&u, session_work_fd(s), path, &fd, &size);
 	session_put(s);
 	if (r < 0)

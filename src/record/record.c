@@ -85,6 +85,29 @@ void record_close(struct record *rec)
 	free(rec);
 }
 
+/* About the bytes json_dumps() would write for j (strings and keys, not
+ * escapes and punctuation): what tells, without writing it, whether it
+ * fits the record.  Cheap: the tree of a result is small, its strings are
+ * what is large. */
+static size_t text_size(const json_t *j)
+{
+	const char *k;
+	size_t i, n = 0;
+	json_t *v;
+
+	if (json_is_string(j))
+		return json_string_length(j);
+	if (json_is_array(j))
+		json_array_foreach(j, i, v)
+			n += text_size(v) + 1;
+	else if (json_is_object(j))
+		json_object_foreach((json_t *)j, k, v)
+			n += strlen(k) + text_size(v) + 4;
+	else
+		n = 24;
+	return n;
+}
+
 /* The result as the record keeps it: images replaced by their size, and
  * cut to RECORD_ENTRY_MAX by dropping what is largest. */
 static char *stored_result(const struct result *res)
@@ -113,8 +136,10 @@ static char *stored_result(const struct result *res)
 			json_object_set_new(bundle, k, json_string(note));
 		}
 	}
-	text = json_dumps(j, JSON_COMPACT);
-	if (text && strlen(text) > RECORD_ENTRY_MAX) {
+	/* Writing 32 MiB of results only to find them too large would cost the
+	 * daemon as much again as parsing them did. */
+	text = text_size(j) <= RECORD_ENTRY_MAX ? json_dumps(j, JSON_COMPACT) : NULL;
+	if (!text || strlen(text) > RECORD_ENTRY_MAX) {
 		/* Too large: keep the status, the error, the reason and the head
 		 * of each stream. */
 		static const char *const big[] = { "stdout", "stderr", "stdout_base64",

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,23 @@
 #define READY_TIMEOUT_S 30.0
 #define TICK_MS 100
 #define DRAIN_TIMEOUT_S 1.0
+/* The control channel closed while the driver lives: how long its exit may
+ * take to show (code that ends the runtime closes fd 3 first) before that
+ * counts as a protocol violation. */
+#define CTL_EOF_GRACE_S 1.0
+#define CHUNK 65536		/* one read of a pipe or the control socket */
+/* The daemon's CPU for one execution's frames (reading, parsing, keeping
+ * them): a burst, then a rate.  Past it the control channel is not read
+ * until the rate catches up, so the sandbox waits on a full socket instead
+ * of the daemon parsing for it: a flood costs the daemon at most the rate,
+ * and honest results (a few charts: milliseconds) never meet it. */
+#define FRAME_CPU_BURST_S 0.25
+#define FRAME_CPU_RATE 0.1	/* CPU seconds per second of the execution */
+/* What a frame costs the daemon after it is parsed, per byte: its results
+ * are written again as JSON for the client (jansson's dump: about 20 ns a
+ * byte here, twice the parse) once the execution is over, so it is counted
+ * when the frame comes, as if spent then. */
+#define FRAME_CPU_LATER_S_PER_BYTE 20e-9
 #define MAX_ENV 160	/* operator (64) + session (64) + room */
 #define NAME_MAX_LEN 256
 #define MESSAGE_MAX_LEN (64u << 10)
@@ -36,7 +54,13 @@ struct box {
 	long long next_id;
 	bool dead;
 	char dead_reason[256];
-	char stop_reason[128];		/* why box_stop() was called, if it was */
+	/* Why box_stop() was called, if it was: set once, from any thread,
+	 * read by the executing one; under stop_lock. */
+	pthread_mutex_t stop_lock;
+	char stop_reason[128];
+	/* Streams that reached end of file are not polled again: a sandbox
+	 * that closes its fd 1, 2 or 3 must not make the daemon spin. */
+	bool out_eof, err_eof, ctl_eof;
 	struct timespec quiet_after;	/* last write we know of: by the host, or
 					 * by an execution before its "done" */
 	char python[32];
@@ -151,6 +175,7 @@ int box_adopt(struct jail *j, struct box **out, char *err, size_t errlen)
 		return -ENOMEM;
 	}
 	frame_reader_init(&b->fr);
+	pthread_mutex_init(&b->stop_lock, NULL);
 	b->jail = j;
 	if ((r = wait_ready(b, err, errlen)) < 0) {
 		box_free(b);
@@ -228,9 +253,20 @@ static void execution_start(struct box *b, struct timespec *start)
 
 void box_stop(struct box *b, const char *reason)
 {
+	pthread_mutex_lock(&b->stop_lock);
 	if (!b->stop_reason[0])
 		snprintf(b->stop_reason, sizeof(b->stop_reason), "%s", reason);
+	pthread_mutex_unlock(&b->stop_lock);
 	jail_stop(b->jail);
+}
+
+/* Why box_stop() was called, into out; false if it was not. */
+static bool stop_reason(struct box *b, char *out, size_t len)
+{
+	pthread_mutex_lock(&b->stop_lock);
+	snprintf(out, len, "%s", b->stop_reason);
+	pthread_mutex_unlock(&b->stop_lock);
+	return out[0] != '\0';
 }
 
 /* Write a whole frame to the driver, waiting at most timeout_s. */
@@ -291,6 +327,7 @@ void box_free(struct box *b)
 		return;
 	jail_free(b->jail);
 	frame_reader_release(&b->fr);
+	pthread_mutex_destroy(&b->stop_lock);
 	free(b);
 }
 
@@ -307,15 +344,45 @@ struct run {
 	bool main_exited;		/* the driver is gone */
 	struct jail_exit exit;
 	bool violated;
-	char violation[160];
+	char violation[200];
 	bool results_dropped;
+	double ctl_eof_at;		/* when the control channel closed, or 0 */
+	double started;			/* CLOCK_MONOTONIC */
+	double frame_cpu_s;		/* the daemon's CPU on its frames so far */
 };
+
+/* Seconds until the frames of this execution may cost the daemon more CPU
+ * (0: now). */
+static double frame_cpu_wait(const struct run *run, double now)
+{
+	double allowed = FRAME_CPU_BURST_S + FRAME_CPU_RATE * (now - run->started);
+
+	return run->frame_cpu_s <= allowed ? 0 :
+	       (run->frame_cpu_s - allowed) / FRAME_CPU_RATE;
+}
+
+/* What an execution may send: its results (the driver, told the caps in
+ * the exec frame, keeps their frames within results_cap bytes and
+ * RESULTS_MAX of them), the note that it dropped some, one error, "done".
+ * Beyond that, frames are a flood: a protocol violation. */
+static void expect_frames(struct run *run)
+{
+	struct frame_expect ex = {
+		.id = run->id,
+		.bytes = run->results_cap + FRAME_NOTE_MAX + 4 + FRAME_ERROR_MAX +
+			 4 + FRAME_DONE_MAX,
+		.frames = RESULTS_MAX + 3,
+	};
+
+	frame_reader_expect(&run->b->fr, &ex);
+}
 
 static int send_exec(struct run *run, double deadline)
 {
-	json_t *req = json_pack("{s:s, s:I, s:s, s:s}", "type", "exec", "id",
+	json_t *req = json_pack("{s:s, s:I, s:s, s:s, s:I, s:i}", "type", "exec", "id",
 				(json_int_t)run->id, "language", run->ex->language,
-				"code", run->ex->code);
+				"code", run->ex->code, "results_cap",
+				(json_int_t)run->results_cap, "results_max", RESULTS_MAX);
 	int r;
 
 	if (!req)
@@ -477,26 +544,38 @@ static void take_frame(struct run *run, json_t *f)
 	}
 }
 
+/* Read and take the frames that are there now, as far as the execution's
+ * frame CPU allows (frame_cpu_wait). */
 static void read_ctl(struct run *run)
 {
-	char chunk[65536];
+	char chunk[CHUNK];
+	double cpu0 = clock_thread_cpu_s();
 	ssize_t n;
 
-	while ((n = read(jail_ctl_fd(run->b->jail), chunk, sizeof(chunk))) > 0) {
+	while (!run->b->ctl_eof && frame_cpu_wait(run, clock_mono_s()) == 0) {
 		json_t *f;
-		int r;
+		int r = 0;
 
-		if (frame_reader_feed(&run->b->fr, chunk, (size_t)n) < 0)
-			return;
+		n = read(jail_ctl_fd(run->b->jail), chunk, sizeof(chunk));
+		if (n == 0) {
+			run->b->ctl_eof = true;
+			run->ctl_eof_at = clock_mono_s();
+		}
+		if (n <= 0 || frame_reader_feed(&run->b->fr, chunk, (size_t)n) < 0)
+			break;
 		while ((r = frame_reader_next(&run->b->fr, &f)) > 0) {
 			take_frame(run, f);
 			json_decref(f);
 		}
+		run->frame_cpu_s += clock_thread_cpu_s() - cpu0 +
+				    (double)n * FRAME_CPU_LATER_S_PER_BYTE;
+		cpu0 = clock_thread_cpu_s();
 		if (r < 0) {
 			violate(run, run->b->fr.error);
 			return;
 		}
 	}
+	run->frame_cpu_s += clock_thread_cpu_s() - cpu0;
 }
 
 /* Read what is in a pipe now.  Returns false at EOF. */
@@ -504,15 +583,20 @@ static bool read_stream(struct run *run, enum box_stream s)
 {
 	int fd = s == BOX_STDOUT ? jail_stdout_fd(run->b->jail) : jail_stderr_fd(run->b->jail);
 	struct result_stream *rs = s == BOX_STDOUT ? &run->res->out : &run->res->err;
-	char chunk[65536];
+	bool *eof = s == BOX_STDOUT ? &run->b->out_eof : &run->b->err_eof;
+	char chunk[CHUNK];
 	ssize_t n;
 
+	if (*eof)
+		return false;
 	while ((n = read(fd, chunk, sizeof(chunk))) > 0) {
 		size_t kept = result_stream_add(rs, chunk, (size_t)n, run->output_cap);
 
 		if (kept && run->ev && run->ev->output)
 			run->ev->output(run->ev->ctx, s, chunk, kept);
 	}
+	if (n == 0)
+		*eof = true;
 	return n != 0;
 }
 
@@ -526,8 +610,8 @@ static void drain(struct run *run, bool to_eof)
 
 	do {
 		struct pollfd pfd[2] = {
-			{ .fd = jail_stdout_fd(run->b->jail), .events = POLLIN },
-			{ .fd = jail_stderr_fd(run->b->jail), .events = POLLIN },
+			{ .fd = run->b->out_eof ? -1 : jail_stdout_fd(run->b->jail), .events = POLLIN },
+			{ .fd = run->b->err_eof ? -1 : jail_stderr_fd(run->b->jail), .events = POLLIN },
 		};
 
 		if (out_open)
@@ -561,20 +645,39 @@ static enum stop pump(struct run *run, double deadline, uint64_t cpu_start,
 	int cancel_fd = watch_cancel ? ex->cancel_fd : -1;
 
 	while (!run->done && !run->main_exited && !run->violated) {
+		/* A negative fd is not polled: nothing more comes from a stream
+		 * at its end of file, and its POLLHUP would never stop. */
 		struct pollfd pfd[6] = {
-			{ .fd = jail_stdout_fd(j), .events = POLLIN },
-			{ .fd = jail_stderr_fd(j), .events = POLLIN },
-			{ .fd = jail_ctl_fd(j), .events = POLLIN },
+			{ .fd = run->b->out_eof ? -1 : jail_stdout_fd(j), .events = POLLIN },
+			{ .fd = run->b->err_eof ? -1 : jail_stderr_fd(j), .events = POLLIN },
+			{ .fd = run->b->ctl_eof ? -1 : jail_ctl_fd(j), .events = POLLIN },
 			{ .fd = jail_status_fd(j), .events = POLLIN },
 			{ .fd = jail_pidfd(j), .events = POLLIN },
 			{ .fd = cancel_fd, .events = POLLIN },
 		};
-		double left = deadline - clock_mono_s();
+		double now = clock_mono_s(), left = deadline - now;
+		double throttled = frame_cpu_wait(run, now);
 		int timeout = left <= 0 ? 0 : left * 1000 < TICK_MS ? (int)(left * 1000) + 1 : TICK_MS;
 		int r;
 
 		if (left <= 0)
 			return STOP_TIMEOUT;
+		if (throttled > 0) {
+			/* Over its frame CPU: the channel waits, the rest not. */
+			pfd[2].fd = -1;
+			if (throttled * 1000 < timeout)
+				timeout = (int)(throttled * 1000) + 1;
+		}
+		if (run->b->ctl_eof) {
+			/* Closed by the code while the driver lives: nothing can
+			 * end this execution as it should; end it now. */
+			if (run->ctl_eof_at == 0)
+				run->ctl_eof_at = clock_mono_s();
+			if (clock_mono_s() - run->ctl_eof_at > CTL_EOF_GRACE_S) {
+				violate(run, "the control channel (fd 3) was closed");
+				break;
+			}
+		}
 		r = poll(pfd, cancel_fd >= 0 ? 6 : 5, timeout);
 		if (r < 0 && errno != EINTR)
 			break;
@@ -582,7 +685,8 @@ static enum stop pump(struct run *run, double deadline, uint64_t cpu_start,
 			read_stream(run, BOX_STDOUT);
 		if (pfd[1].revents)
 			read_stream(run, BOX_STDERR);
-		if (pfd[2].revents)
+		if (pfd[2].revents || (pfd[2].fd < 0 && throttled > 0 && !run->b->ctl_eof &&
+					frame_cpu_wait(run, clock_mono_s()) == 0))
 			read_ctl(run);
 		if (pfd[3].revents || pfd[4].revents) {
 			int st = jail_read_status(j, &run->exit);
@@ -618,10 +722,11 @@ static void classify_death(struct run *run, uint64_t oom_before)
 	struct jail_usage u;
 	struct result *res = run->res;
 	int st = run->exit.wstatus;
+	char stopped[sizeof(run->b->stop_reason)];
 
-	if (run->b->stop_reason[0]) {
+	if (stop_reason(run->b, stopped, sizeof(stopped))) {
 		res->status = RESULT_KILLED;
-		snprintf(res->reason, sizeof(res->reason), "%s", run->b->stop_reason);
+		snprintf(res->reason, sizeof(res->reason), "%s", stopped);
 	} else if (jail_usage(run->b->jail, &u) == 0 && u.oom_kills > oom_before) {
 		res->status = RESULT_OOM;
 		snprintf(res->reason, sizeof(res->reason),
@@ -665,11 +770,13 @@ int box_exec(struct box *b, const struct box_exec *ex,
 	run.output_cap = ex->output_cap ? ex->output_cap : BOX_OUTPUT_CAP_DEFAULT;
 	run.results_cap = ex->results_cap ? ex->results_cap : BOX_RESULTS_CAP_DEFAULT;
 	grace = ex->grace_s > 0 ? ex->grace_s : BOX_GRACE_DEFAULT;
+	expect_frames(&run);
 
 	jail_reset_peak(b->jail);
 	jail_usage(b->jail, &u0);
 	execution_start(b, &wall_start);
 	t0 = clock_mono_s();
+	run.started = t0;
 	deadline = t0 + ex->timeout_s;
 
 	if ((r = send_exec(&run, deadline)) < 0) {

@@ -61,6 +61,11 @@ Where docs/protocol.md leaves room
   traceback are cut to 256 B, 64 KiB and 256 KiB of UTF-8, keeping head and
   tail.  A representation that is dropped (too big, failing ``_repr_*_``,
   invalid base64 or JSON) is noted on stderr as ``[petri] ...``.
+* Results stay within the caps the exec frame gives (``results_cap`` bytes
+  as the supervisor counts them and as frames on the wire, ``results_max``
+  results): past them the driver sends one note, "[further results dropped:
+  ...]", and drops the rest, so that honest code never meets the
+  supervisor's frame budget (which ends the session).
 * ``display()`` from a user thread belongs to the exec in flight; between
   execs it is dropped.  A process forked by user code never writes frames and
   exits when it reaches the end of the cell.
@@ -80,6 +85,9 @@ PLAIN_MAX = 64 << 10           # text/plain is cut here, with a note
 NAME_MAX = 256                 # error name, in UTF-8 bytes (as the supervisor keeps)
 MESSAGE_MAX = 64 << 10         # error message, likewise
 TRACEBACK_MAX = 256 << 10      # error traceback, likewise
+RESULTS_CAP = 32 << 20         # results of one exec, unless the exec frame says
+RESULTS_MAX = 1000             # likewise, their number
+RESULT_OVERHEAD = 64           # what each result and MIME type counts for (box.c)
 COMPILER_TAIL_LINES = 40       # lines of compiler output kept for CompileError
 PROTOCOL_ERROR = 2             # exit status after a malformed frame
 CO_COROUTINE = 0x0080          # inspect.CO_COROUTINE: the cell uses top-level await
@@ -110,6 +118,12 @@ class State:
     defer = 0                  # > 0 while the main thread writes a frame
     pending = False            # a SIGINT arrived while it could not be raised
     error_sent = False         # this exec already has its error frame
+    results_cap = RESULTS_CAP  # caps of the exec in flight (its exec frame)
+    results_max = RESULTS_MAX
+    results_kept = 0           # what its results count for, as the supervisor counts
+    results_wire = 0           # bytes of its result frames, headers included
+    results_sent = 0
+    results_dropped = False    # the note that results were dropped went out
     shown_figures = []         # figures displayed during this exec
     future_flags = 0           # __future__ features enabled by earlier cells
     loop = None                # asyncio event loop for top-level await
@@ -340,7 +354,7 @@ def fork_arguments(request, fds):
     if any(len(item) != 3 for item in limits):
         raise ValueError('bad rlimits')
     return (tuple(fds), int(request['work_bytes']), int(request['tmp_bytes']),
-            int(request['inodes']), limits, str(request['hostname']))
+            int(request['inodes']), limits, str(request['hostname']), int(request['uid']))
 
 
 def session_main():
@@ -420,8 +434,9 @@ def encode_frame(frame):
     return len(body).to_bytes(4, 'big') + body
 
 
-def send(frame, exec_id=None):
-    """Write one frame.  With exec_id, only while that exec is in flight.
+def send(frame, exec_id=None, kept=None):
+    """Write one frame.  With exec_id, only while that exec is in flight;
+    with kept (a result: what it counts for), only within the exec's caps.
 
     Safe from any thread.  In the main thread a SIGINT that arrives while the
     frame is written is raised after it is out, if user code is running."""
@@ -433,7 +448,9 @@ def send(frame, exec_id=None):
         S.defer += 1
     try:
         with SEND_LOCK:
-            if exec_id is None or exec_id == S.exec_id:
+            if kept is not None and exec_id == S.exec_id:
+                payload = admit_result(payload, kept)
+            if payload and (exec_id is None or exec_id == S.exec_id):
                 write_all(payload)
     finally:
         if main:
@@ -461,7 +478,29 @@ def publish(data):
         largest = max((m for m in data if m != 'text/plain'), key=lambda m: len(data[m]))
         note('%s representation dropped: the result frame would exceed 16 MiB' % largest)
         del data[largest]
-    send(frame, exec_id)
+    kept = RESULT_OVERHEAD + sum(len(value.encode('utf-8')) + len(mime) + RESULT_OVERHEAD
+                                 for mime, value in data.items())
+    send(frame, exec_id, kept)
+
+
+def admit_result(payload, kept):
+    """The frame to write for a result (under SEND_LOCK): payload while the
+    exec's results stay within its caps, else once the note that the rest
+    is dropped, then nothing.  The supervisor drops results past the caps
+    too, but it counts every frame against the exec's budget and ends a
+    session that sends more: this keeps honest code within it."""
+    if (S.results_sent < S.results_max and S.results_kept + kept <= S.results_cap
+            and S.results_wire + len(payload) <= S.results_cap):
+        S.results_sent += 1
+        S.results_kept += kept
+        S.results_wire += len(payload)
+        return payload
+    if S.results_dropped:
+        return None
+    S.results_dropped = True
+    text = '[further results dropped: over the limit of %d MiB or %d results]' % (
+        S.results_cap >> 20, S.results_max)
+    return encode_frame({'type': 'result', 'id': S.exec_id, 'data': {'text/plain': text}})
 
 
 def reject(reason):
@@ -511,6 +550,10 @@ def check_exec_frame(frame):
         reject('exec frame: "language" must be one of %s' % ', '.join(LANGUAGES))
     if not isinstance(frame.get('code'), str):
         reject('exec frame: "code" must be a string')
+    for cap in ('results_cap', 'results_max'):
+        value = frame.get(cap, 0)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            reject('exec frame: "%s" must be a non-negative integer' % cap)
 
 
 def check_env_frame(frame):
@@ -1092,6 +1135,10 @@ def handle_exec(request):
     S.exec_id = request['id']
     S.error_sent = S.pending = False
     S.shown_figures = []
+    S.results_cap = request.get('results_cap') or RESULTS_CAP
+    S.results_max = request.get('results_max') or RESULTS_MAX
+    S.results_kept = S.results_wire = S.results_sent = 0
+    S.results_dropped = False
     _signal.signal(_signal.SIGINT, on_sigint)   # user code may have replaced it
     try:
         exit_code = RUNNERS[request['language']](request['id'], request['code'])

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <stdio.h>
@@ -9,7 +10,10 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -157,51 +161,77 @@ static int write_all(int fd, const char *p, size_t len)
 	return 0;
 }
 
-/* Write into a new file beside the target, then rename it over the target:
- * a refused upload (workspace full) leaves the old file as it was, and a
- * symlink or FIFO the sandbox put there is replaced, never written
- * through. */
-static int write_as(int work_fd, const char *path, const void *data, size_t len)
+/* ".petri-upload-" and 16 hex digits: a name the sandbox cannot guess and
+ * plant a symlink at.  Not async-signal-safe: made before any fork. */
+#define TMP_LEN 64
+static int tmp_name(char tmp[TMP_LEN])
 {
-	char dir[FILES_PATH_MAX + 1], tmp[64];
 	unsigned char rnd[8];
-	const char *base;
-	struct stat st;
-	int parent, fd, r;
 
-	if ((r = split(path, dir, sizeof(dir), &base)) < 0)
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+		return -EIO;
+	snprintf(tmp, TMP_LEN, ".petri-upload-%02x%02x%02x%02x%02x%02x%02x%02x",
+		 rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+	return 0;
+}
+
+/* A file is written into a new file tmp beside the target, then renamed
+ * over the target: a refused upload (workspace full) leaves the old file as
+ * it was, and a symlink or FIFO the sandbox put there is replaced, never
+ * written through.  open_beside() makes the parents and opens tmp (*parent:
+ * its directory, *base: the target's name in it); finish_beside() closes
+ * fd and renames tmp over base when r is 0, else removes it, and closes
+ * parent.  Both only make system calls: the upload writer (a forked child)
+ * uses them too. */
+static int open_beside(int work_fd, const char *path, const char *tmp, int *parent,
+		       int *fd, const char **base)
+{
+	char dir[FILES_PATH_MAX + 1];
+	struct stat st;
+	int r;
+
+	*parent = *fd = -1;
+	if ((r = split(path, dir, sizeof(dir), base)) < 0)
 		return r;
 	if (dir[0] && (r = make_parents(work_fd, dir)) < 0)
 		return r;
-	parent = open_dir(work_fd, dir);
-	if (parent < 0)
-		return parent;
-	if (fstatat(parent, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
-		r = -EISDIR;
-		goto out;
-	}
-	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
-		r = -EIO;
-		goto out;
-	}
-	snprintf(tmp, sizeof(tmp), ".petri-upload-%02x%02x%02x%02x%02x%02x%02x%02x",
-		 rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+	*parent = open_dir(work_fd, dir);
+	if (*parent < 0)
+		return *parent;
+	if (fstatat(*parent, *base, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+		return -EISDIR;
 	/* One component under a directory fd: nothing to resolve or follow. */
-	fd = openat(parent, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		r = -errno;
-		goto out;
+	*fd = openat(*parent, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	return *fd < 0 ? -errno : 0;
+}
+
+static int finish_beside(int parent, int fd, const char *tmp, const char *base, int r)
+{
+	if (fd >= 0) {
+		if (close(fd) < 0 && r == 0)
+			r = -errno;
+		if (r == 0 && renameat(parent, tmp, parent, base) < 0)
+			r = -errno;
+		if (r < 0)
+			unlinkat(parent, tmp, 0);
 	}
-	r = write_all(fd, data, len);
-	if (close(fd) < 0 && r == 0)
-		r = -errno;
-	if (r == 0 && renameat(parent, tmp, parent, base) < 0)
-		r = -errno;
-	if (r < 0)
-		unlinkat(parent, tmp, 0);
-out:
-	close(parent);
+	if (parent >= 0)
+		close(parent);
 	return r;
+}
+
+static int write_as(int work_fd, const char *path, const void *data, size_t len)
+{
+	char tmp[TMP_LEN];
+	const char *base;
+	int parent, fd, r;
+
+	if ((r = tmp_name(tmp)) < 0)
+		return r;
+	r = open_beside(work_fd, path, tmp, &parent, &fd, &base);
+	if (r == 0)
+		r = write_all(fd, data, len);
+	return finish_beside(parent, fd, tmp, base, r);
 }
 
 int files_write(const struct files_user *u, int work_fd, const char *path,
@@ -211,6 +241,341 @@ int files_write(const struct files_user *u, int work_fd, const char *path,
 	int r = write_as(work_fd, path, data, len);
 
 	restore(&old);
+	return r;
+}
+
+/* ---- the upload writer ---------------------------------------------------
+ *
+ * The daemon and the writer share a socketpair.  The writer says "ready"
+ * with one byte once the temporary file is open (or exits with the errno);
+ * then the daemon sends frames, a 4-byte length (host order) and that many
+ * bytes, at most SINK_FRAME bytes each; a frame of length 0 commits.  EOF
+ * without it is an abort: the temporary file is removed.  The socket's
+ * buffer is all the daemon holds of an upload: send() blocks while the
+ * writer is behind, so a client can go no faster than the sandbox's /work
+ * takes the bytes. */
+
+#define SINK_FRAME (16u << 10)
+
+struct files_sink {
+	struct files_user u;
+	int work_fd;
+	int sock;		/* the daemon's end */
+	int peer;		/* the writer's end (closed in the daemon once forked) */
+	pid_t pid;		/* the writer; -1 once reaped */
+	int err;		/* the first failure: the sink takes nothing more */
+	/* The frame being sent by files_sink_offer(): what is left of its
+	 * header and of its payload (the caller offers that payload again). */
+	unsigned char hdr[4];
+	size_t hdr_left, body_left;
+	char tmp[TMP_LEN];
+	char path[FILES_PATH_MAX + 1];
+};
+
+static int read_full(int fd, void *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = read(fd, (char *)buf + got, len - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return got ? -EPROTO : 0;
+		got += (size_t)n;
+	}
+	return 1;
+}
+
+/* Close every fd above 2 but a and b: the writer holds nothing of other
+ * sessions or connections while it lives (another upload's socket kept open
+ * here would hide that upload's end from its writer). */
+static void close_others(int a, int b)
+{
+	int lo = a < b ? a : b, hi = a < b ? b : a;
+
+	if (syscall(SYS_close_range, (unsigned)hi + 1, ~0u, 0u) < 0) {
+		/* Before Linux 5.9: one by one, as far as descriptors go here. */
+		for (int fd = 3; fd < 65536; fd++)
+			if (fd != lo && fd != hi)
+				close(fd);
+		return;
+	}
+	if (hi > lo + 1)
+		syscall(SYS_close_range, (unsigned)lo + 1, (unsigned)hi - 1, 0u);
+	if (lo > 3)
+		syscall(SYS_close_range, 3u, (unsigned)lo - 1, 0u);
+}
+
+/* The writer: a forked child inside the sandbox's cgroups (see
+ * jail_fork_charged()).  System calls only. */
+static int sink_main(void *arg)
+{
+	struct files_sink *k = arg;
+	char buf[SINK_FRAME];
+	const char *base = NULL;
+	int parent, fd, r;
+
+	close(k->sock);		/* our copy of the daemon's end: EOF must reach us */
+	close_others(k->work_fd, k->peer);
+	syscall(SYS_setfsgid, k->u.gid);
+	syscall(SYS_setfsuid, k->u.uid);
+	r = open_beside(k->work_fd, k->path, k->tmp, &parent, &fd, &base);
+	if (r == 0 && write_all(k->peer, "r", 1) < 0)
+		r = -EPIPE;
+	while (r == 0) {
+		uint32_t len;
+
+		if ((r = read_full(k->peer, &len, sizeof(len))) <= 0) {
+			r = r ? r : -ECANCELED;	/* EOF before the commit */
+			break;
+		}
+		r = 0;
+		if (len == 0)
+			break;
+		if (len > SINK_FRAME) {
+			r = -EPROTO;
+			break;
+		}
+		if ((r = read_full(k->peer, buf, len)) <= 0) {
+			r = r ? r : -ECANCELED;
+			break;
+		}
+		r = write_all(fd, buf, len);
+	}
+	return finish_beside(parent, fd, k->tmp, base, r);
+}
+
+/* A killed writer leaves its temporary file, and the pages it holds stay
+ * charged to the sandbox: remove it from here (a name in /work, as the
+ * sandbox's user, the way files_delete() does). */
+static void sink_remove_tmp(struct files_sink *k)
+{
+	struct files_user old = become(&k->u);
+	char dir[FILES_PATH_MAX + 1];
+	const char *base;
+	int parent;
+
+	if (split(k->path, dir, sizeof(dir), &base) == 0 &&
+	    (parent = open_dir(k->work_fd, dir)) >= 0) {
+		unlinkat(parent, k->tmp, 0);
+		close(parent);
+	}
+	restore(&old);
+}
+
+/* Wait for the writer: its errno, or -ENOMEM when it was killed (by the
+ * sandbox's memory limit, or with the sandbox). */
+static int sink_reap(struct files_sink *k)
+{
+	int st;
+
+	if (k->pid < 0)
+		return k->err;
+	while (waitpid(k->pid, &st, 0) < 0)
+		if (errno != EINTR) {
+			st = -1;
+			break;
+		}
+	k->pid = -1;
+	if (st == -1)
+		return -ECHILD;
+	if (WIFSIGNALED(st)) {
+		sink_remove_tmp(k);
+		return -ENOMEM;
+	}
+	return WIFEXITED(st) ? -WEXITSTATUS(st) : -EIO;
+}
+
+/* Hang up on the writer: without a commit frame, EOF is an abort.
+ * shutdown() and not only close(): a copy of the fd in a process forked
+ * meanwhile must not keep the writer waiting. */
+static void sink_hangup(struct files_sink *k)
+{
+	if (k->sock < 0)
+		return;
+	shutdown(k->sock, SHUT_RDWR);
+	close(k->sock);
+	k->sock = -1;
+}
+
+static void sink_free(struct files_sink *k)
+{
+	sink_hangup(k);
+	if (k->peer >= 0)
+		close(k->peer);
+	if (k->pid > 0)
+		sink_reap(k);
+	free(k);
+}
+
+int files_sink_begin(const struct files_user *u, struct jail *j, const char *path,
+		     struct files_sink **out)
+{
+	struct files_sink *k;
+	int sv[2], r;
+	char ready;
+
+	*out = NULL;
+	if (strlen(path) > FILES_PATH_MAX)
+		return -ENAMETOOLONG;
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	k->u = *u;
+	k->work_fd = jail_work_fd(j);
+	k->pid = -1;
+	k->sock = k->peer = -1;
+	memcpy(k->path, path, strlen(path) + 1);
+	if ((r = tmp_name(k->tmp)) < 0)
+		goto fail;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	k->sock = sv[0];
+	k->peer = sv[1];
+	if ((r = jail_fork_charged(j, sink_main, k, &k->pid)) < 0)
+		goto fail;
+	close(k->peer);
+	k->peer = -1;
+	/* "ready", or EOF and the reason in the exit code. */
+	while ((r = (int)read(k->sock, &ready, 1)) < 0 && errno == EINTR)
+		;
+	if (r != 1) {
+		r = sink_reap(k);
+		r = r ? r : -EIO;
+		goto fail;
+	}
+	*out = k;
+	return 0;
+fail:
+	sink_free(k);
+	return r;
+}
+
+/* All of iov[0..n) or -errno. */
+static int send_all(int fd, struct iovec *iov, int n)
+{
+	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = (size_t)n };
+
+	while (msg.msg_iovlen) {
+		ssize_t sent = sendmsg(fd, &msg, MSG_NOSIGNAL);
+
+		if (sent < 0 && errno == EINTR)
+			continue;
+		if (sent < 0)
+			return -errno;
+		while (msg.msg_iovlen && (size_t)sent >= msg.msg_iov->iov_len) {
+			sent -= (ssize_t)msg.msg_iov->iov_len;
+			msg.msg_iov++;
+			msg.msg_iovlen--;
+		}
+		if (msg.msg_iovlen) {
+			msg.msg_iov->iov_base = (char *)msg.msg_iov->iov_base + sent;
+			msg.msg_iov->iov_len -= (size_t)sent;
+		}
+	}
+	return 0;
+}
+
+/* A failed send means the writer stopped: its reason is the error. */
+static int sink_failed(struct files_sink *k, int r)
+{
+	int why;
+
+	sink_hangup(k);
+	why = sink_reap(k);
+	k->err = why ? why : r;
+	return k->err;
+}
+
+int files_sink_offer(struct files_sink *k, const void *data, size_t len, size_t *taken)
+{
+	const char *p = data;
+
+	*taken = 0;
+	if (k->err)
+		return k->err;
+	while (len || k->hdr_left) {
+		struct iovec iov[2];
+		struct msghdr msg = { .msg_iov = iov };
+		size_t body, h;
+		ssize_t sent;
+
+		if (!k->hdr_left && !k->body_left) {
+			uint32_t n = len > SINK_FRAME ? SINK_FRAME : (uint32_t)len;
+
+			memcpy(k->hdr, &n, sizeof(n));
+			k->hdr_left = sizeof(n);
+			k->body_left = n;
+		}
+		body = k->body_left < len ? k->body_left : len;
+		if (k->hdr_left)
+			iov[msg.msg_iovlen++] = (struct iovec){
+				k->hdr + sizeof(k->hdr) - k->hdr_left, k->hdr_left };
+		if (body)
+			iov[msg.msg_iovlen++] = (struct iovec){ (void *)p, body };
+		sent = sendmsg(k->sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (sent < 0 && errno == EINTR)
+			continue;
+		if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;	/* the writer is behind: offer the rest later */
+		if (sent < 0)
+			return sink_failed(k, -errno);
+		h = (size_t)sent < k->hdr_left ? (size_t)sent : k->hdr_left;
+		k->hdr_left -= h;
+		sent -= (ssize_t)h;
+		p += sent;
+		len -= (size_t)sent;
+		k->body_left -= (size_t)sent;
+		*taken += (size_t)sent;
+	}
+	return 0;
+}
+
+int files_sink_fd(const struct files_sink *k)
+{
+	return k->sock;
+}
+
+int files_sink_write(struct files_sink *k, const void *data, size_t len)
+{
+	const char *p = data;
+
+	while (len) {
+		struct pollfd pfd = { .fd = k->sock, .events = POLLOUT };
+		size_t taken;
+		int r = files_sink_offer(k, p, len, &taken);
+
+		if (r < 0)
+			return r;
+		p += taken;
+		len -= taken;
+		if (len && poll(&pfd, 1, -1) < 0 && errno != EINTR)
+			return sink_failed(k, -errno);
+	}
+	return 0;
+}
+
+int files_sink_finish(struct files_sink *k, bool commit)
+{
+	uint32_t zero = 0;
+	struct iovec iov = { &zero, sizeof(zero) };
+	int r = k->err;
+
+	if (!r && commit && (r = send_all(k->sock, &iov, 1)) < 0)
+		r = sink_failed(k, r);
+	if (!r || !commit) {
+		sink_hangup(k);
+		r = sink_reap(k);
+		if (!commit && r == -ECANCELED)
+			r = 0;
+	}
+	sink_free(k);
 	return r;
 }
 

@@ -15,6 +15,13 @@
  * to it, and the tmpfs (owned by the sandbox's user namespace) accepts
  * them.  The ids are restored before returning.
  *
+ * Uploads from a client (files_sink_*) are written by a short-lived writer
+ * process inside the sandbox's cgroups (jail_fork_charged()): the tmpfs
+ * pages of /work are then charged to the sandbox's memory limit and not to
+ * the daemon, and the body streams through a socket, never whole in the
+ * daemon's memory.  files_write() writes from the calling thread (charged
+ * to the caller's cgroup): for files of bounded size only.
+ *
  * Errors are negative errnos. */
 #ifndef PETRI_FILES_H
 #define PETRI_FILES_H
@@ -24,6 +31,8 @@
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+
+#include "jail/jail.h"
 
 #define FILES_PATH_MAX 4096
 #define FILES_NAME_MAX 255
@@ -45,6 +54,27 @@ struct files_user {
  * -EISDIR if path is a directory, -ENOSPC when the workspace is full. */
 int files_write(const struct files_user *u, int work_fd, const char *path,
 		const void *data, size_t len);
+
+/* A streamed upload to path, written as files_write() writes (parents made,
+ * a temporary file renamed over the target on commit) by a writer charged
+ * to the sandbox j.  begin: the writer is ready and the temporary file
+ * open; -EISDIR, -ENOTDIR, -ELOOP... as files_write(), -EAGAIN when the
+ * sandbox is at its pids limit.  write: hand it bytes; blocks while the
+ * writer is behind; after a failure every call returns that failure.
+ * finish: commit (replace the file) or abort (remove the temporary file,
+ * the old file untouched), wait for the writer and free the sink.  Errors of
+ * write and finish: -ENOSPC (/work is full), -ENOMEM (over the sandbox's
+ * memory limit, or the sandbox was killed meanwhile). */
+struct files_sink;
+int files_sink_begin(const struct files_user *u, struct jail *j, const char *path,
+		     struct files_sink **out);
+int files_sink_write(struct files_sink *k, const void *data, size_t len);
+/* Without waiting: send what the writer's socket takes now of data[0, len),
+ * *taken bytes of it (maybe 0), and 0; or the writer's -errno.  Offer the
+ * rest again from where it stopped, when files_sink_fd() is writable. */
+int files_sink_offer(struct files_sink *k, const void *data, size_t len, size_t *taken);
+int files_sink_fd(const struct files_sink *k);
+int files_sink_finish(struct files_sink *k, bool commit);
 
 /* Open a regular file for reading: *fd and its size.  -EISDIR, -ENOENT,
  * -EINVAL (not a regular file). */

@@ -21,9 +21,10 @@
 static struct policy policy;
 static int landlock_version;
 
-/* fork(fds, work_bytes, tmp_bytes, inodes, rlimits, hostname, direct)
+/* fork(fds, work_bytes, tmp_bytes, inodes, rlimits, hostname, uid, direct)
  *   fds: (stdout, stderr, ctl, status, sync)
  *   rlimits: sequence of (resource, soft, hard)
+ *   uid: the sandbox's leased uid (and gid) in the template's namespace
  * direct (a single-threaded template): call it in the template; returns
  * the new sandbox's pid 1 there, and 0 in the sandbox's main process.
  * Not direct: call it in a fresh child of the template (os.fork());
@@ -32,6 +33,7 @@ static PyObject *py_fork(PyObject *self, PyObject *args)
 {
 	struct template_request rq;
 	unsigned long long work, tmp, inodes;
+	unsigned int uid;
 	PyObject *limits;
 	const char *hostname;
 	int direct, r;
@@ -39,10 +41,11 @@ static PyObject *py_fork(PyObject *self, PyObject *args)
 
 	(void)self;
 	memset(&rq, 0, sizeof(rq));
-	if (!PyArg_ParseTuple(args, "(iiiii)KKKOsp", &rq.stdout_fd, &rq.stderr_fd, &rq.ctl_fd,
+	if (!PyArg_ParseTuple(args, "(iiiii)KKKOsIp", &rq.stdout_fd, &rq.stderr_fd, &rq.ctl_fd,
 			      &rq.status_fd, &rq.sync_fd, &work, &tmp, &inodes, &limits,
-			      &hostname, &direct))
+			      &hostname, &uid, &direct))
 		return NULL;
+	rq.uid = uid;
 	rq.limits.work_bytes = work;
 	rq.limits.tmp_bytes = tmp;
 	rq.limits.inodes = inodes;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "record/record.h"
+#include "runtime/files.h"
 #include "session/pool.h"
 #include "session/spawner.h"
 #include "util/clock.h"
@@ -73,8 +74,6 @@ struct smgr {
 	struct box **doomed;
 	size_t ndoomed, capdoomed;
 	bool disposer_stop;
-	uid_t file_uid;
-	gid_t file_gid;
 };
 
 static json_t *time_json(double t)
@@ -256,20 +255,28 @@ static void *reaper(void *arg)
 		for (size_t i = 0; i < m->n && nended < 64;) {
 			struct session *s = m->v[i];
 			bool lifetime = now >= s->created + s->max_lifetime_s;
-			bool busy;
+			const char *why = lifetime ?
+				"the session reached its maximum lifetime and was ended" :
+				"the session was idle too long and was ended";
+			bool expired;
 
+			/* Decided under the session's lock, and made final there:
+			 * a claim that comes after sees a dead session (410 with
+			 * this reason), never an execution killed as "expired".
+			 * A running execution is bounded by its own timeout; the
+			 * session expires when it is over. */
 			pthread_mutex_lock(&s->lock);
-			busy = s->busy;
+			expired = !s->busy && !s->dead && now >= expires_at(s);
+			if (expired) {
+				s->dead = true;
+				snprintf(s->dead_reason, sizeof(s->dead_reason), "%s", why);
+			}
 			pthread_mutex_unlock(&s->lock);
-			/* A running execution is bounded by its own timeout;
-			 * the session expires when it is over. */
-			if (busy || now < expires_at(s)) {
+			if (!expired) {
 				i++;
 				continue;
 			}
-			tombstone_add(m, s->id, lifetime ?
-				      "the session reached its maximum lifetime and was ended" :
-				      "the session was idle too long and was ended", false);
+			tombstone_add(m, s->id, why, false);
 			metrics_inc(lifetime ? M_SESSIONS_EXPIRED_LIFETIME : M_SESSIONS_EXPIRED_IDLE);
 			log_info("session %s expired (%s)", s->id, lifetime ? "lifetime" : "idle");
 			table_remove(m, i);
@@ -320,7 +327,6 @@ int smgr_new(const struct petri_config *cfg, struct jail_host *host,
 	     struct smgr **out, char *err, size_t errlen)
 {
 	struct smgr *m = calloc(1, sizeof(*m));
-	const struct jail_host_info *in = jail_host_info(host);
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int r;
 
@@ -329,8 +335,6 @@ int smgr_new(const struct petri_config *cfg, struct jail_host *host,
 		return -ENOMEM;
 	m->cfg = cfg;
 	m->host = host;
-	m->file_uid = in->host_uid;
-	m->file_gid = in->host_gid;
 	m->tomb = calloc(TOMBSTONES, sizeof(*m->tomb));
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_cond_init(&m->stop_cond, NULL);
@@ -634,10 +638,9 @@ const char *session_language(const struct session *s) { return s->language; }
 const struct petri_limits *session_limits(const struct session *s) { return &s->limits; }
 int session_work_fd(struct session *s) { return jail_work_fd(box_jail(s->box)); }
 
-void session_file_owner(const struct smgr *m, uid_t *uid, gid_t *gid)
+void session_file_owner(struct session *s, uid_t *uid, gid_t *gid)
 {
-	*uid = m->file_uid;
-	*gid = m->file_gid;
+	jail_owner(box_jail(s->box), uid, gid);	/* each sandbox has its own */
 }
 
 void session_touch(struct session *s)
@@ -650,6 +653,110 @@ void session_touch(struct session *s)
 void session_note_write(struct session *s)
 {
 	box_note_host_write(s->box);
+}
+
+struct session_upload {
+	struct session *s;
+	struct files_sink *sink;
+	uint64_t oom_kills;		/* the sandbox's, when the upload began */
+};
+
+/* End a live session now for reason, which later calls are told (as the
+ * reaper ends an expired one). */
+static void end_session(struct smgr *m, struct session *s, const char *reason)
+{
+	bool removed = false;
+	ssize_t i;
+
+	pthread_mutex_lock(&s->lock);
+	if (!s->dead) {
+		s->dead = true;
+		snprintf(s->dead_reason, sizeof(s->dead_reason), "%s", reason);
+	}
+	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_lock(&m->lock);
+	i = table_find(m, s->id);
+	if (i >= 0 && m->v[i] == s) {
+		table_remove(m, (size_t)i);
+		tombstone_add(m, s->id, reason, false);
+		removed = true;
+	}
+	pthread_mutex_unlock(&m->lock);
+	box_stop(s->box, reason);
+	if (removed) {
+		metrics_inc(M_SESSIONS_DIED);
+		log_info("session %s died: %s", s->id, reason);
+		session_put(s);
+	}
+}
+
+static uint64_t oom_kills(struct session *s)
+{
+	struct jail_usage u;
+
+	return jail_usage(box_jail(s->box), &u) == 0 ? u.oom_kills : 0;
+}
+
+int session_upload_begin(struct smgr *m, struct session *s, const char *path,
+			 struct session_upload **out)
+{
+	struct session_upload *up = calloc(1, sizeof(*up));
+	struct files_user u;
+	int r;
+
+	*out = NULL;
+	if (!up)
+		return -ENOMEM;
+	session_file_owner(s, &u.uid, &u.gid);
+	up->oom_kills = oom_kills(s);
+	if ((r = files_sink_begin(&u, box_jail(s->box), path, &up->sink)) < 0) {
+		free(up);
+		return r;
+	}
+	up->s = session_ref(s);
+	*out = up;
+	return 0;
+}
+
+int session_upload_write(struct session_upload *up, const void *data, size_t len)
+{
+	return files_sink_write(up->sink, data, len);
+}
+
+int session_upload_offer(struct session_upload *up, const void *data, size_t len,
+			 size_t *taken)
+{
+	return files_sink_offer(up->sink, data, len, taken);
+}
+
+int session_upload_fd(const struct session_upload *up)
+{
+	return files_sink_fd(up->sink);
+}
+
+int session_upload_finish(struct session_upload *up, bool commit)
+{
+	struct session *s = up->s;
+	int r = files_sink_finish(up->sink, commit);
+
+	if (commit)
+		session_note_write(s);
+	if (r == 0)
+		session_touch(s);
+	/* The kernel killed processes of the session for the memory the upload
+	 * took: what is left of it is not what its code expects. */
+	if (r == -ENOMEM && oom_kills(s) > up->oom_kills) {
+		char reason[160];
+
+		snprintf(reason, sizeof(reason), "out of memory: an upload went over the session's "
+			 "memory limit (%u MiB) and the kernel killed its processes",
+			 s->limits.memory_mb);
+		end_session(s->m, s, reason);
+		r = SM_EGONE;
+	}
+	session_put(s);
+	free(up);
+	return r;
 }
 
 json_t *session_json(struct session *s)

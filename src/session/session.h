@@ -100,11 +100,30 @@ json_t *smgr_executions(struct smgr *m, const char *id, int limit);
  * Calls are serialized with executions only by the kernel: reads and
  * writes of /work while code runs see whatever the code does. */
 int session_work_fd(struct session *s);
-void session_file_owner(const struct smgr *m, uid_t *uid, gid_t *gid);
+void session_file_owner(struct session *s, uid_t *uid, gid_t *gid);
 /* Mark the session used now (file transfers count as use). */
 void session_touch(struct session *s);
 /* Files were just written into the session's /work by the API. */
 void session_note_write(struct session *s);
+
+/* An upload into the session's /work, streamed (see files_sink_* in
+ * src/runtime/files.h): written by a process charged to the session's
+ * cgroups, so the file counts against the session's memory and pids limits,
+ * never the daemon's.  path is checked with files_check_path() already.
+ * begin: as files_sink_begin(); the upload holds a reference to s.  write:
+ * the next bytes.  finish: commit or abort, then frees up; 0 or -errno
+ * (-ENOSPC: /work is full; -ENOMEM: over the session's memory limit, or the
+ * session was killed meanwhile). */
+struct session_upload;
+int session_upload_begin(struct smgr *m, struct session *s, const char *path,
+			 struct session_upload **out);
+int session_upload_write(struct session_upload *up, const void *data, size_t len);
+/* The same without waiting (files_sink_offer), and the descriptor to wait
+ * on, writable when more is taken. */
+int session_upload_offer(struct session_upload *up, const void *data, size_t len,
+			 size_t *taken);
+int session_upload_fd(const struct session_upload *up);
+int session_upload_finish(struct session_upload *up, bool commit);
 
 /* A one-shot sandbox: created, used once and destroyed by the caller with
  * smgr_oneshot_end().  Counts against the session cap while it lives. */

@@ -21,6 +21,14 @@ double clock_wall_s(void)
 	return seconds_of(&ts);
 }
 
+double clock_thread_cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return seconds_of(&ts);
+}
+
 struct timespec clock_deadline(double seconds)
 {
 	struct timespec ts;

@@ -43,7 +43,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PETRI = os.environ.get('PETRI_BIN') or str(ROOT / 'build' / 'petri')
-SANDBOX_UID_MIN = 2_000_000_000          # DEFAULT_UID_BASE in src/jail/jail.c
+SANDBOX_UID_MIN = 2_000_000_000          # JAIL_UID_BASE_DEFAULT in src/jail/jail.h
 CGROUP_FS = Path('/sys/fs/cgroup')
 CLK_TCK = os.sysconf('SC_CLK_TCK')
 STATUSES = {'ok', 'error', 'timeout', 'oom', 'killed'}

@@ -30,6 +30,7 @@ def test_check_says_the_sandbox_works(petri_raw):
     text = r.stdout.decode()
     assert re.search(r'^sandbox:\s+works', text, re.M), text
     assert re.search(r'^cgroups:\s+v[12] under', text, re.M), text   # the suite needs them
+    assert re.search(r'leased from \d+-\d+, \d+ of 65536 free', text), text
 
 
 def test_check_json(petri_raw):
@@ -41,3 +42,7 @@ def test_check_json(petri_raw):
     count = int(petri_raw(['policy', '--count']).stdout)
     assert info['seccomp']['allowed_syscalls'] == count
     assert info['uid_map']['host_uid'] >= 2_000_000_000
+    # The range sandboxes lease their host uids from, and how much of it
+    # no daemon of this host holds.
+    assert info['uid_map']['uid_count'] == 65536
+    assert 0 <= info['uid_map']['uids_free'] <= info['uid_map']['uid_count']

@@ -22,7 +22,7 @@
 FUZZ_CC     ?= clang
 FUZZ_BUILD  := build/fuzz
 FUZZ_OUT    := tests/fuzz/out
-FUZZ_NAMES  := frame result path url body config mcp chat
+FUZZ_NAMES  := frame jstring result path url body config mcp chat
 FUZZ_TIME   ?= 300
 FUZZ_SMOKE_TIME ?= 8
 
@@ -42,6 +42,7 @@ FUZZ_BINS    := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
 # libFuzzer flags for every run, and per harness (dictionaries, sizes).
 FUZZ_FLAGS        := -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
 FUZZ_FLAGS_frame  := -dict=tests/fuzz/json.dict -max_len=8192
+FUZZ_FLAGS_jstring := -dict=tests/fuzz/json.dict -max_len=8192
 FUZZ_FLAGS_result := -max_len=4096
 FUZZ_FLAGS_path   := -dict=tests/fuzz/path.dict -max_len=8192
 FUZZ_FLAGS_url    := -dict=tests/fuzz/path.dict -max_len=8192

@@ -1,7 +1,8 @@
 /* The operator's config file: config_load (inih and petri's checks) on the
  * input written to a memfd.  A config that loads must keep the promises of
  * config.h: defaults within the maxima, absolute ro_binds, a cgroup_parent
- * without "..", NAME=value env entries, a uid_base that is not root's.
+ * without "..", NAME=value env entries, a uid_base that is not root's and
+ * a uid range with room for every sandbox that can live at once.
  *
  * api_keys_file may name any file, and a device (/dev/zero), a FIFO or
  * /proc/kmsg would block the fuzzer, not find a bug: inputs that name
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "config/config.h"
+#include "jail/jail.h"
 
 #define KEYS "/tmp/petri-fuzz-keys"
 
@@ -72,6 +74,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	assert(memchr(c.listen, '\0', sizeof(c.listen)));
 	assert(!c.cgroup_parent[0] || (c.cgroup_parent[0] == '/' && !strstr(c.cgroup_parent, "..")));
 	assert(c.uid_base == 0 || c.uid_base >= 100000);
+	assert(c.uid_count >= 1 && c.uid_count <= JAIL_UID_COUNT_MAX &&
+	       c.uid_count >= (uint64_t)c.max_sessions + c.pool_size + 2);
 	for (size_t i = 0; i < c.nro_binds; i++)
 		assert(c.ro_binds[i][0] == '/');
 	for (size_t i = 0; i < c.nenv; i++)

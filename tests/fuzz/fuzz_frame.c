@@ -16,11 +16,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static int read_all(const uint8_t *data, size_t size, size_t step, struct run *run,
 		    struct buf *log)
 {
+	/* Execution 7 in flight, with the budget box.c gives it. */
+	struct frame_expect ex = {
+		.id = 7, .bytes = 4096 + FRAME_NOTE_MAX + 4 + FRAME_ERROR_MAX + 4 + FRAME_DONE_MAX,
+		.frames = RESULTS_MAX + 3,
+	};
 	struct frame_reader fr;
 	json_t *f;
 	int r = 0;
 
 	frame_reader_init(&fr);
+	frame_reader_expect(&fr, &ex);
 	for (size_t off = 0; off < size && r >= 0; off += step) {
 		r = frame_reader_feed(&fr, data + off, size - off < step ? size - off : step);
 		assert(r == 0);
@@ -36,6 +42,7 @@ static int read_all(const uint8_t *data, size_t size, size_t step, struct run *r
 		}
 	}
 	assert(r < 0 || !fr.error[0]);
+	assert(fr.expect.bytes <= ex.bytes && fr.expect.frames <= ex.frames);
 	frame_reader_release(&fr);
 	return r;
 }

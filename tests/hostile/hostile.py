@@ -40,7 +40,7 @@ ROOT = HERE.parents[1]
 CORPUS = HERE / 'corpus'
 PETRI = os.environ.get('PETRI_BIN') or str(ROOT / 'build' / 'petri')
 PYTHON = '/usr/bin/python3'
-SANDBOX_UID_MIN = 2_000_000_000          # DEFAULT_UID_BASE in src/jail/jail.c
+SANDBOX_UID_MIN = 2_000_000_000          # JAIL_UID_BASE_DEFAULT in src/jail/jail.h
 CGROUP_FS = '/sys/fs/cgroup'
 # Shared with tests/cli and tests/api: every petri start holds it shared
 # (a starting petri sweeps the stale cgroups of dead petri processes).

@@ -497,7 +497,87 @@ START_TEST(test_procs_parsing)
 }
 END_TEST
 
+/* Fork a child that joins cg as the upload writer does; its cg_join_self()
+ * result (0 or an errno), as the exit code. */
+static int join_in_child(struct cg *cg)
+{
+	struct cg_join cj;
+	int status;
+	pid_t pid;
+
+	ck_assert_int_eq(cg_join_open(cg, &cj), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(-cg_join_self(&cj));
+	cg_join_close(&cj);
+	for (size_t i = 0; i < CG_JOIN_MAX; i++)
+		ck_assert_int_eq(cj.procs[i], -1);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+START_TEST(test_v2_fake_join)
+{
+	struct cg_limits lim = { 64 * MiB, 8, 0 };
+	struct cg_manager *m;
+	char root[PATH_MAX];
+	struct cg *cg;
+
+	fake_v2(root, sizeof(root), "v2join", "memory pids");
+	m = manager(root, "/petri");
+	ck_assert_int_eq(cg_create(m, &lim, &cg), 0);
+	put(cg_path(cg), "cgroup.procs", "");
+	/* Without pids.current the join cannot check the limit: refused. */
+	ck_assert_int_ne(cg_join_open(cg, &(struct cg_join){ 0 }), 0);
+	put(cg_path(cg), "pids.current", "3\n");
+	ck_assert_int_eq(join_in_child(cg), 0);
+	ck_file(cg_path(cg), "cgroup.procs", "0");	/* "0": the writer itself */
+	/* The kernel counts the newcomer: 9 of 8 is one too many. */
+	put(cg_path(cg), "pids.current", "9\n");
+	ck_assert_int_eq(join_in_child(cg), EAGAIN);
+	put(cg_path(cg), "pids.current", "8\n");
+	ck_assert_int_eq(join_in_child(cg), 0);
+	put(cg_path(cg), "pids.max", "max\n");
+	put(cg_path(cg), "pids.current", "100000\n");
+	ck_assert_int_eq(join_in_child(cg), 0);
+	fake_destroy(cg, root, false);
+	cg_manager_free(m);
+}
+END_TEST
+
 /* ---- fake v1 ------------------------------------------------------------ */
+
+START_TEST(test_v1_fake_join)
+{
+	struct cg_limits lim = { 64 * MiB, 4, 0 };
+	struct cg_manager *m;
+	char root[PATH_MAX], dir[PATH_MAX], name[128];
+	struct cg *cg;
+
+	fake_v1(root, sizeof(root), "v1join", false, true);
+	m = manager(root, "/p");
+	ck_assert_int_eq(cg_create(m, &lim, &cg), 0);
+	pathf(name, sizeof(name), "%s", base_name(cg_path(cg)));
+	for (size_t i = 0; i < 5; i++) {
+		pathf(dir, sizeof(dir), "%s/%s/p/%s", root, ctrls[i], name);
+		put(dir, "cgroup.procs", "");
+	}
+	pathf(dir, sizeof(dir), "%s/pids/p/%s", root, name);
+	put(dir, "pids.current", "5\n");
+	ck_assert_int_eq(join_in_child(cg), EAGAIN);
+	put(dir, "pids.current", "2\n");
+	ck_assert_int_eq(join_in_child(cg), 0);
+	/* Every hierarchy, memory first among them, got the writer. */
+	for (size_t i = 0; i < 5; i++) {
+		pathf(dir, sizeof(dir), "%s/%s/p/%s", root, ctrls[i], name);
+		ck_file(dir, "cgroup.procs", "0");
+	}
+	fake_destroy(cg, root, true);
+	cg_manager_free(m);
+}
+END_TEST
 
 START_TEST(test_v1_fake_create)
 {
@@ -507,6 +587,8 @@ START_TEST(test_v1_fake_create)
 	struct cg *cg;
 
 	fake_v1(root, sizeof(root), "v1", true, true);
+	pathf(dir, sizeof(dir), "%s/memory", root);
+	put(dir, "memory.kmem.tcp.limit_in_bytes", "9223372036854771712\n");
 	m = manager(root, "/petri-x/y");
 	ck_assert_int_eq(cg_version(m), JAIL_CG_V1);
 	ck_assert(cg_has_memory(m) && cg_has_pids(m) && cg_has_cpu(m));
@@ -523,6 +605,8 @@ START_TEST(test_v1_fake_create)
 			      "no cgroup in '%s'", ctrls[i]);
 	ck_file(dir, "memory.limit_in_bytes", "104857600");
 	ck_file(dir, "memory.memsw.limit_in_bytes", "104857600");
+	/* Socket buffers charged too: a quarter of the memory limit. */
+	ck_file(dir, "memory.kmem.tcp.limit_in_bytes", "26214400");
 	pathf(dir, sizeof(dir), "%s/pids/petri-x/y/%s", root, name);
 	ck_file(dir, "pids.max", "50");
 	pathf(dir, sizeof(dir), "%s/cpu/petri-x/y/%s", root, name);
@@ -572,6 +656,8 @@ START_TEST(test_v1_fake_comounted_no_swap)
 	pathf(name, sizeof(name), "%s", base_name(cg_path(cg)));
 	ck_file(cg_path(cg), "memory.limit_in_bytes", "16777216");
 	ck_file(cg_path(cg), "memory.memsw.limit_in_bytes", "<missing>");
+	/* A kernel without kmem accounting: nothing invented. */
+	ck_file(cg_path(cg), "memory.kmem.tcp.limit_in_bytes", "<missing>");
 	pathf(dir, sizeof(dir), "%s/cpu,cpuacct/p/%s", root, name);
 	ck_file(dir, "cpu.cfs_quota_us", "1000");	/* 1 millicore: the minimum */
 	put(dir, "cpuacct.usage", "5\n");
@@ -1174,6 +1260,67 @@ START_TEST(test_real_v1_oom)
 }
 END_TEST
 
+/* A real join: the writer lands in every hierarchy, its pages count there,
+ * and a cgroup at its pids limit refuses it. */
+START_TEST(test_real_v1_join)
+{
+	struct cg_limits lim = { 64 * MiB, 1, 0 };
+	struct cg_manager *m;
+	struct cg_stats st;
+	struct cg_join cj;
+	char name[128];
+	struct kid k;
+	struct cg *cg;
+	int status;
+	pid_t pid;
+
+	if (real_skip(REAL_ROOT "/memory", "real v1 join"))
+		return;
+	m = manager(REAL_ROOT, real_prefix);
+	ck_assert_int_eq(cg_create(m, &lim, &cg), 0);
+	pathf(name, sizeof(name), "%s", base_name(cg_path(cg)));
+	ck_assert_int_eq(cg_join_open(cg, &cj), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char buf[4096];
+		ssize_t n;
+		int fd;
+
+		if (cg_join_self(&cj) < 0)
+			_exit(2);
+		/* In memory, pids and cpu alike; and 16 MiB touched here are
+		 * the cgroup's. */
+		fd = open("/proc/self/cgroup", O_RDONLY);
+		n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+		if (n <= 0)
+			_exit(3);
+		buf[n] = '\0';
+		for (const char *h = buf; h; h = strchr(h, '\n') ? strchr(h, '\n') + 1 : NULL)
+			if ((!strncmp(strchr(h, ':') ? strchr(h, ':') : h, ":memory:", 8) ||
+			     !strncmp(strchr(h, ':') ? strchr(h, ':') : h, ":pids:", 6)) &&
+			    !strstr(h, name))
+				_exit(4);
+		touch_mib(16);
+		_exit(strstr(buf, name) ? 0 : 5);
+	}
+	cg_join_close(&cj);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x", status);
+	ck_assert_int_eq(cg_stats(cg, &st), 0);
+	ck_assert_uint_ge(st.memory_peak, 16 * MiB);
+	/* One of one taken: a writer would be the second. */
+	kid_start(&k, KID_BURN);
+	ck_assert_int_eq(cg_add_pid(cg, k.pid), 0);
+	ck_assert_int_eq(join_in_child(cg), EAGAIN);
+	cg_kill(cg);
+	kid_reap(&k);
+	ck_assert_int_eq(cg_destroy(cg), 0);
+	cg_manager_free(m);
+	ck_assert_int_eq(real_cleanup(real_prefix), 0);
+}
+END_TEST
+
 /* Our cgroup in the v1 hierarchy that lists ctrl, from /proc/self/cgroup. */
 static void own_v1_cgroup(const char *ctrl, char *out, size_t len)
 {
@@ -1318,6 +1465,8 @@ Suite *cgroup_suite(void)
 	tcase_add_test(fake, test_v2_fake_stats_and_peak_reset);
 	tcase_add_test(fake, test_v2_fake_kill_hostile_procs);
 	tcase_add_test(fake, test_procs_parsing);
+	tcase_add_test(fake, test_v2_fake_join);
+	tcase_add_test(fake, test_v1_fake_join);
 	tcase_add_test(fake, test_v1_fake_create);
 	tcase_add_test(fake, test_v1_fake_comounted_no_swap);
 	tcase_add_test(fake, test_v1_fake_stats);
@@ -1337,6 +1486,7 @@ Suite *cgroup_suite(void)
 	tcase_add_test(real, test_real_v1_destroy_running);
 	tcase_add_test(real, test_real_v1_fork_bomb);
 	tcase_add_test(real, test_real_v1_oom);
+	tcase_add_test(real, test_real_v1_join);
 	tcase_add_test(real, test_real_v1_default_parent);
 	tcase_add_test(real, test_real_v2_unified);
 	suite_add_tcase(s, real);

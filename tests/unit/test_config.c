@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "config/config.h"
+#include "jail/jail.h"
 #include "unit.h"
 
 static char path[64];
@@ -30,6 +31,7 @@ START_TEST(test_defaults)
 	ck_assert_str_eq(c.listen, "127.0.0.1:8080");
 	ck_assert_uint_eq(c.napi_keys, 0);
 	ck_assert(c.warm && c.cgroups);
+	ck_assert_uint_eq(c.uid_count, JAIL_UID_COUNT_DEFAULT);
 	ck_assert_uint_le(c.defaults.memory_mb, c.max.memory_mb);
 	ck_assert_str_eq(c.record, "");
 	config_release(&c);
@@ -47,7 +49,8 @@ START_TEST(test_file)
 		     "[sessions]\nidle_timeout_s = 30\npool_size = 0\nwarm = no\n"
 		     "[limits]\nmemory_mb = 256\ncpu = 0.5\n"
 		     "[max_limits]\nmemory_mb = 512\n"
-		     "[sandbox]\nro_bind = /srv\nenv = A=b=c\nenv = B=\ncgroups = false\n");
+		     "[sandbox]\nro_bind = /srv\nenv = A=b=c\nenv = B=\ncgroups = false\n"
+		     "uid_base = 300000\nuid_count = 9\n");
 	ck_assert_msg(config_load(&c, path, err, sizeof(err)) == 0, "%s", err);
 	unlink(path);
 	ck_assert_str_eq(c.listen, "unix:/run/p.sock");
@@ -57,6 +60,7 @@ START_TEST(test_file)
 	ck_assert_uint_eq(c.max_sessions, 7);
 	ck_assert_str_eq(c.record, "/var/lib/petri/r.sqlite");
 	ck_assert(c.idle_timeout_s == 30 && c.pool_size == 0 && !c.warm && !c.cgroups);
+	ck_assert(c.uid_base == 300000 && c.uid_count == 9);	/* 7 + 0 + 2 fit */
 	ck_assert(c.defaults.memory_mb == 256 && c.defaults.cpu == 0.5 && c.max.memory_mb == 512);
 	ck_assert_str_eq(c.ro_binds[0], "/srv");
 	ck_assert_ptr_null(c.ro_binds[1]);
@@ -76,6 +80,11 @@ START_TEST(test_refused)
 		"[limits]\ncpu = nan\n",
 		"[limits]\nmemory_mb = 9000\n",	/* a default above its maximum */
 		"[sandbox]\nuid_base = 0\n",		/* never root */
+		"[sandbox]\nuid_count = 0\n",
+		"[sandbox]\nuid_count = 1000001\n",
+		/* 100 sessions + a pool of 2 + 2 templates need 104 uids */
+		"[sandbox]\nuid_count = 103\n",
+		"[server]\nmax_sessions = 500\n[sandbox]\nuid_count = 501\n",
 		"[sandbox]\ncgroup_parent = ../x\n",
 		"[sandbox]\nenv = 1A=b\n",
 		"[sandbox]\nenv = noequals\n",

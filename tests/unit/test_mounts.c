@@ -88,6 +88,70 @@ START_TEST(test_plan_layout)
 }
 END_TEST
 
+/* Host-wide /proc files: the host's kernel, its activity and its identity. */
+static const char *const host_proc[] = {
+	"/proc/kcore", "/proc/kallsyms", "/proc/cmdline", "/proc/config.gz",
+	"/proc/diskstats", "/proc/interrupts", "/proc/softirqs",
+	"/proc/sys/kernel/random/boot_id", "/proc/modules", "/proc/partitions",
+	"/proc/swaps", "/proc/vmallocinfo", "/proc/slabinfo", "/proc/pagetypeinfo",
+	"/proc/zoneinfo", "/proc/buddyinfo", "/proc/sched_debug",
+	"/proc/timer_list", "/proc/pressure", "/proc/locks", "/proc/iomem",
+	NULL
+};
+
+/* What the runtimes read: never masked. */
+static const char *const runtime_proc[] = {
+	"/proc/self", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat",
+	"/proc/uptime", "/proc/loadavg", "/proc/mounts", NULL
+};
+
+static void check_proc_masks(const struct mount_plan *p, const char *which)
+{
+	const struct mount_entry *proc = find(p, MOUNT_PROC, "/proc");
+	const struct mount_entry *ro = find(p, MOUNT_BIND, "/proc/sys");
+
+	ck_assert_ptr_nonnull(proc);
+	for (size_t i = 0; host_proc[i]; i++) {
+		const struct mount_entry *e = find(p, MOUNT_MASK, host_proc[i]);
+
+		ck_assert_msg(e, "%s: %s not masked", which, host_proc[i]);
+		/* optional (a kernel may not have it), after /proc and after
+		 * the read-only /proc/sys it may lie in */
+		ck_assert(e->flags & MOUNT_F_OPTIONAL);
+		ck_assert(proc < e && ro && ro < e);
+	}
+	for (size_t i = 0; runtime_proc[i]; i++)
+		ck_assert_msg(!find(p, MOUNT_MASK, runtime_proc[i]), "%s: %s masked",
+			      which, runtime_proc[i]);
+}
+
+START_TEST(test_plan_proc_masks_both_paths)
+{
+	struct jail_config cfg;
+	struct jail_file f;
+	struct mount_plan cold, warm;
+	size_t ncold = 0, nwarm = 0;
+
+	default_config(&cfg, &f);
+	ck_assert_int_eq(mount_plan_build(&cold, &cfg, 1000, 1000), 0);
+	ck_assert_int_eq(mount_plan_forked(&warm, &cfg.limits, 1000, 1000), 0);
+	check_proc_masks(&cold, "cold");
+	check_proc_masks(&warm, "warm");
+	/* the same masks on both paths */
+	for (size_t i = 0; i < cold.n; i++)
+		if (cold.v[i].op == MOUNT_MASK) {
+			ncold++;
+			ck_assert_msg(find(&warm, MOUNT_MASK, cold.v[i].dst),
+				      "warm path misses %s", cold.v[i].dst);
+		}
+	for (size_t i = 0; i < warm.n; i++)
+		nwarm += warm.v[i].op == MOUNT_MASK;
+	ck_assert_uint_eq(ncold, nwarm);
+	mount_plan_release(&cold);
+	mount_plan_release(&warm);
+}
+END_TEST
+
 START_TEST(test_plan_user_binds)
 {
 	static const char *const bad[][2] = {
@@ -154,6 +218,7 @@ Suite *mounts_suite(void)
 	TCase *tc = tcase_create("plan");
 
 	tcase_add_test(tc, test_plan_layout);
+	tcase_add_test(tc, test_plan_proc_masks_both_paths);
 	tcase_add_test(tc, test_plan_user_binds);
 	tcase_add_test(tc, test_plan_files_only_under_opt);
 	tcase_add_test(tc, test_plan_describe);

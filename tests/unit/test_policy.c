@@ -1,5 +1,7 @@
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/sched.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -77,6 +79,55 @@ static void refused_calls(void)
 	EXPECT(socket(AF_VSOCK, SOCK_STREAM, 0), EAFNOSUPPORT);
 	EXPECT(socket(AF_ALG, SOCK_SEQPACKET, 0), EAFNOSUPPORT);
 	EXPECT(syscall(SYS_socket, (1ul << 32) | AF_NETLINK, SOCK_RAW, 0), EAFNOSUPPORT);
+	/* IP types other than stream, datagram and raw, the type compared
+	 * without its flag bits: SOCK_PACKET on AF_INET is AF_PACKET */
+	EXPECT(socket(AF_INET, SOCK_PACKET, 0), ESOCKTNOSUPPORT);
+	EXPECT(socket(AF_INET, SOCK_PACKET | SOCK_CLOEXEC, 0), ESOCKTNOSUPPORT);
+	EXPECT(socket(AF_INET, SOCK_PACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0x300),
+	       ESOCKTNOSUPPORT);
+	EXPECT(socket(AF_INET6, SOCK_PACKET, 0), ESOCKTNOSUPPORT);
+	EXPECT(socket(AF_INET, SOCK_SEQPACKET, IPPROTO_SCTP), ESOCKTNOSUPPORT);
+	EXPECT(socket(AF_INET6, SOCK_DCCP, IPPROTO_DCCP), ESOCKTNOSUPPORT);
+	EXPECT(socket(AF_INET, SOCK_RDM, 0), ESOCKTNOSUPPORT);
+	/* protocols the kernel would load a module for */
+	EXPECT(socket(AF_INET, SOCK_STREAM, IPPROTO_SCTP), EPROTONOSUPPORT);
+	EXPECT(socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_MPTCP), EPROTONOSUPPORT);
+	EXPECT(socket(AF_INET, SOCK_DGRAM, 115 /* IPPROTO_L2TP */), EPROTONOSUPPORT);
+	EXPECT(socket(AF_INET, SOCK_DGRAM, IPPROTO_UDPLITE), EPROTONOSUPPORT);
+	EXPECT(socket(AF_INET6, SOCK_DGRAM, IPPROTO_ICMP), EPROTONOSUPPORT);
+	EXPECT(socket(AF_INET, SOCK_DGRAM, IPPROTO_ICMPV6), EPROTONOSUPPORT);
+	EXPECT(syscall(SYS_socket, AF_INET, SOCK_STREAM, (1ul << 32) | IPPROTO_SCTP),
+	       EPROTONOSUPPORT);
+	/* pairs: unix only */
+	{
+		static const int families[] = {
+			AF_INET, AF_INET6, AF_NETLINK, AF_PACKET, AF_TIPC, AF_VSOCK,
+			AF_ALG, AF_BLUETOOTH,
+		};
+		int sv[2];
+
+		for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
+			EXPECT(socketpair(families[i], SOCK_DGRAM, 0, sv), EAFNOSUPPORT);
+		EXPECT(syscall(SYS_socketpair, (1ul << 32) | AF_TIPC, SOCK_DGRAM, 0, sv),
+		       EAFNOSUPPORT);
+	}
+	/* dnotify, inotify and fanotify: watches on shared inodes */
+	EXPECT(fcntl(0, F_NOTIFY, DN_ACCESS | DN_MULTISHOT), EPERM);
+	EXPECT(syscall(SYS_fcntl, 0, (1ul << 32) | F_NOTIFY, DN_ACCESS), EPERM);
+	EXPECT(syscall(SYS_inotify_init1, 0), EPERM);
+	EXPECT(syscall(SYS_inotify_init), EPERM);
+	EXPECT(syscall(SYS_inotify_add_watch, 0, "/", 0xfff), EPERM);
+	EXPECT(syscall(SYS_fanotify_init, 0, 0), EPERM);
+	EXPECT(syscall(SYS_fanotify_mark, 0, 0, 0, 0, "/"), EPERM);
+	/* fadvise: advice the kernel does not know */
+	if (posix_fadvise(0, 0, 0, 6) != EINVAL)
+		_exit(8);
+	EXPECT(syscall(SYS_fadvise64, 0, 0, 0, -1), EINVAL);
+	/* DONTNEED succeeds without running: on a descriptor that is not
+	 * open the kernel would say EBADF */
+	if (syscall(SYS_fadvise64, 999, 0, 0, POSIX_FADV_DONTNEED) != 0 ||
+	    syscall(SYS_fadvise64, 999, 0, 0, (1ul << 32) | POSIX_FADV_DONTNEED) != 0)
+		_exit(9);
 	/* terminal injection, also with the high half of the command set */
 	EXPECT(ioctl(0, TIOCSTI, "x"), EPERM);
 	EXPECT(syscall(SYS_ioctl, 0, (1ul << 32) | TIOCSTI, "x"), EPERM);
@@ -93,9 +144,41 @@ static void allowed_calls(void)
 	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
 	pid_t pid;
 
+	int sv[2];
+
 	if (fd < 0 || socket(AF_INET, SOCK_DGRAM, 0) < 0 ||
-	    socket(AF_INET6, SOCK_DGRAM, 0) < 0)
+	    socket(AF_INET6, SOCK_DGRAM, 0) < 0 ||
+	    socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0) < 0 ||
+	    socket(AF_INET6, SOCK_STREAM, IPPROTO_TCP) < 0 ||
+	    socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_UDP) < 0 ||
+	    socket(AF_INET6, SOCK_DGRAM, IPPROTO_UDP) < 0)
 		_exit(2);
+	/* ping and raw sockets reach the kernel (which may refuse them for
+	 * its own reasons: ping_group_range, CAP_NET_RAW) */
+	errno = 0;
+	if ((socket(AF_INET, SOCK_DGRAM, IPPROTO_ICMP) < 0 && errno == EPROTONOSUPPORT) ||
+	    (socket(AF_INET6, SOCK_DGRAM, IPPROTO_ICMPV6) < 0 && errno == EPROTONOSUPPORT) ||
+	    (socket(AF_INET, SOCK_RAW, IPPROTO_UDP) < 0 && errno == ESOCKTNOSUPPORT))
+		_exit(6);
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 ||
+	    socketpair(AF_UNIX, SOCK_DGRAM, 0, sv) < 0 ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) < 0)
+		_exit(7);
+	/* fcntl but F_NOTIFY; fadvise with harmless advice runs */
+	if (fcntl(fd, F_GETFL) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+		_exit(8);
+	{
+		static const int advice[] = {
+			POSIX_FADV_NORMAL, POSIX_FADV_RANDOM, POSIX_FADV_SEQUENTIAL,
+			POSIX_FADV_WILLNEED, POSIX_FADV_NOREUSE,
+		};
+		int file = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+
+		for (size_t i = 0; i < sizeof(advice) / sizeof(advice[0]); i++)
+			if (file < 0 || posix_fadvise(file, 0, 0, advice[i]) != 0 ||
+			    posix_fadvise(999, 0, 0, advice[i]) != EBADF)
+				_exit(9);
+	}
 	if (personality(0xffffffff) == -1)
 		_exit(3);
 	pid = fork();	/* glibc: clone without namespace flags */

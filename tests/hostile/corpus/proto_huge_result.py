@@ -1,6 +1,6 @@
 # attack: one rich result just under the 16 MiB frame limit, three times
-# expect: bounded by the results cap (32 MiB): the rest is dropped with a note; status ok
-# status: ok
+# expect: two fill the results cap (32 MiB); the third is more than the execution may still send (its frame budget): protocol violation, killed (honest code gets a note instead: tests/hostile/test_budget_frames.py)
+# status: killed
 # limits: timeout=30 memory=512
 import json, os, sys
 def exec_id():

@@ -40,6 +40,16 @@ static long args_for(long nr, long a[6])
 	case SYS_socket:	/* an allowed family, an invalid type */
 		a[0] = 1; a[1] = -1; a[2] = 0;
 		break;
+	case SYS_socketpair:	/* the only allowed family, an invalid type */
+		a[0] = 1; a[1] = -1; a[2] = 0;
+		break;
+	case SYS_fcntl:		/* an allowed command (not F_NOTIFY) on a bad fd */
+		a[0] = -1; a[1] = 1 /* F_GETFD */;
+		break;
+	case SYS_fadvise64:	/* harmless advice (not DONTNEED, which is answered
+				 * without running) on a bad fd */
+		a[0] = -1; a[1] = 0; a[2] = 0; a[3] = 0 /* POSIX_FADV_NORMAL */;
+		break;
 	case SYS_ioctl:		/* an allowed request on a bad fd */
 		a[0] = -1; a[1] = 0x541B /* FIONREAD */; a[2] = 0;
 		break;

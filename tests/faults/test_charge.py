@@ -1,0 +1,364 @@
+"""Everything a session holds is charged to that session's cgroup.
+
+  * An upload (PUT /v1/sessions/{id}/files/{path}) is written by a process
+    inside the session's cgroups: 512 MiB streamed into a memory_mb=64
+    session is refused with a clear error, the session's cgroup (not the
+    daemon's) carried the pages while it lasted, the daemon's RSS and its
+    cgroup stayed small, host Shmem did not grow by the upload, the file it
+    was to replace is untouched and nothing half-written is left.
+  * The upload's writer counts against the session's pids limit.
+  * Loopback TCP buffers queued by code in a session are the session's:
+    v1 memory.kmem.tcp.usage_in_bytes, v2 memory.stat "sock" inside
+    memory.current, and the session's limit binds them.
+
+The daemon runs in a memory cgroup of the test's own (tests/memcg.py).  On
+cgroup v1 its sandboxes' cgroups are children of that cgroup (petri's
+default parent is its own cgroup + /petri), so "the daemon's own" memory is
+the cgroup's local statistics (memory.stat rss + cache), not its
+hierarchical usage.
+"""
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+import memcg  # noqa: E402
+from faulthelp import (Daemon, _read, cgroup_dirs, cgroup_procs,  # noqa: E402
+                       starttime, wait_for)
+
+MiB = 1 << 20
+
+pytestmark = pytest.mark.skipif(memcg.available() is not None,
+                                reason=memcg.available() or "")
+
+CONFIG = """
+[server]
+max_file_mb = 1024
+max_body_mb = 1024
+[sessions]
+pool_size = 0
+warm = false
+[limits]
+memory_mb = 64
+disk_mb = 1024
+pids = 64
+"""
+
+
+class CgDaemon(Daemon):
+    """A Daemon started inside a MemoryCgroup (preexec_fn=cg.enter)."""
+
+    def __init__(self, tmp_path, config, name, cg):
+        self.cg = cg
+        super().__init__(tmp_path, config, name, wait_warm=False)
+
+    def _start(self, args):
+        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, errors="replace",
+                                     preexec_fn=self.cg.enter)
+        self.t_start = time.monotonic()
+        self.starttime = starttime(self.proc.pid)
+        self.tag = f"p{self.proc.pid}-{self.starttime}-"
+        self._drain = threading.Thread(target=self._read_stderr, daemon=True)
+        self._drain.start()
+
+
+def _int(path):
+    text = _read(path)
+    return int(text) if text and text.strip().isdigit() else 0
+
+
+def _keyed(path, key):
+    for line in (_read(path) or "").splitlines():
+        k, _, v = line.partition(" ")
+        if k == key:
+            return int(v)
+    return 0
+
+
+def host_shmem():
+    for line in (_read("/proc/meminfo") or "").splitlines():
+        if line.startswith("Shmem:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def vm_rss(pid):
+    for line in (_read(f"/proc/{pid}/status") or "").splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def daemon_own_bytes(cg):
+    """What the daemon's cgroup holds for the daemon itself."""
+    if cg.version == 1:
+        stat = os.path.join(cg.path, "memory.stat")
+        return _keyed(stat, "rss") + _keyed(stat, "cache")
+    return _int(os.path.join(cg.path, "memory.current"))
+
+
+@pytest.fixture
+def daemon(tmp_path):
+    started = []
+
+    def start(config=CONFIG, cg_limit=768 * MiB):
+        cg = memcg.MemoryCgroup("charge", cg_limit)
+        d = CgDaemon(tmp_path, config, f"charge-{len(started)}", cg)
+        started.append(d)
+        return d
+
+    yield start
+    for d in started:
+        code, _ = d.terminate(30)
+        if code is None:
+            d.kill()
+        for _ in range(100):
+            left = cgroup_procs(cgroup_dirs(d.pid))
+            if not left:
+                break
+            time.sleep(0.1)
+        for path in cgroup_dirs(d.pid):
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass
+        try:
+            os.rmdir(os.path.join(d.cg.path, "petri"))   # v1: petri's parent inside ours
+        except OSError:
+            pass
+        d.cg.close()
+
+
+class SessionCg:
+    """The memory cgroup of the one sandbox a session has (no pool, no
+    warm template: a new session is a new cgroup)."""
+
+    def __init__(self, d, before):
+        new = [p for p in cgroup_dirs(d.pid) if p not in before and
+               (d.cg.version == 2 or "/memory/" in p)]
+        assert len(new) == 1, f"expected one new sandbox cgroup, got {new}"
+        self.path = new[0]
+        self.v1 = d.cg.version == 1
+
+    def f(self, v1, v2):
+        return os.path.join(self.path, v1 if self.v1 else v2)
+
+    def usage(self):
+        return _int(self.f("memory.usage_in_bytes", "memory.current"))
+
+
+def new_session(d, api, **limits):
+    before = set(cgroup_dirs(d.pid))
+    sid = api.session(limits=limits) if limits else api.session()
+    return sid, SessionCg(d, before)
+
+
+def chunks(total, size=MiB):
+    block = b"z" * size
+    for _ in range(total // size):
+        yield block
+
+
+class Sampler:
+    """Polls f() in a thread; .max is the largest value seen."""
+
+    def __init__(self, f):
+        self.f, self.max, self._stop = f, f(), threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.max = max(self.max, self.f())
+            time.sleep(0.01)
+
+    def stop(self):
+        self._stop.set()
+        self._t.join()
+        self.max = max(self.max, self.f())
+        return self.max
+
+
+def test_upload_is_charged_to_the_session(daemon):
+    d = daemon()
+    api = d.api()
+    sid, scg = new_session(d, api)
+    old = b"the old content\n" * 1000
+    r = api.request("PUT", f"/v1/sessions/{sid}/files/data/f.bin", data=old)
+    assert r.status_code == 201, r.text
+
+    shmem0, rss0, own0 = host_shmem(), vm_rss(d.pid), daemon_own_bytes(d.cg)
+    samplers = [Sampler(host_shmem), Sampler(lambda: daemon_own_bytes(d.cg)),
+                Sampler(scg.usage)]
+    r = api.request("PUT", f"/v1/sessions/{sid}/files/data/f.bin", data=chunks(512 * MiB),
+                    timeout=600)
+    shmem_max, own_max, session_max = (s.stop() for s in samplers)
+    hwm = memcg.peak_rss(d.pid)
+    print(f"\nupload 512 MiB into memory_mb=64: {r.status_code} {r.text[:200]}; "
+          f"session cgroup max {session_max / MiB:.1f} MiB; daemon own cgroup +{(own_max - own0) / MiB:.1f} MiB, "
+          f"VmHWM {hwm / MiB:.1f} MiB (RSS before {rss0 / MiB:.1f}); host Shmem "
+          f"+{(shmem_max - shmem0) / MiB:.1f} MiB")
+
+    assert d.running(), f"the daemon died: {d.stderr_text()[-2000:]}"
+    # Refused, or the session ended; either way saying so.
+    err = r.json()["error"]
+    if r.status_code == 410:
+        ended = True
+        assert err["message"].startswith("out of memory: an upload went over the session's "
+                                          "memory limit (64 MiB)"), err
+    else:
+        assert r.status_code == 413 and err["code"] == "out_of_memory", r.text
+        assert "memory limit (64 MiB" in err["message"], err
+        ended = "was ended" in err["message"]
+        assert ended or "was refused" in err["message"], err
+    # The session's cgroup carried the upload up to its limit...
+    assert session_max >= 32 * MiB
+    # ...and neither the daemon nor the host's shared memory did.
+    assert own_max - own0 < 48 * MiB
+    assert hwm - rss0 < 48 * MiB
+    assert shmem_max - shmem0 < 256 * MiB
+
+    if ended:
+        r = api.get(f"/v1/sessions/{sid}")
+        assert r.status_code == 410 and "out of memory: an upload" in r.text, r.text
+        sid, scg = new_session(d, api)
+    else:
+        # The old file was never replaced by a part of the new one, and no
+        # temporary file holds the session's memory.
+        r = api.get(f"/v1/sessions/{sid}/files/data/f.bin")
+        assert r.status_code == 200 and r.content == old
+        r = api.get(f"/v1/sessions/{sid}/files", params={"path": "data"})
+        assert [f["path"] for f in r.json()["files"]] == ["data/f.bin"], r.text
+        assert scg.usage() < 32 * MiB
+    # A normal upload still works, streamed too.
+    r = api.request("PUT", f"/v1/sessions/{sid}/files/data/f.bin", data=chunks(8 * MiB))
+    assert r.status_code == 201 and r.json()["size"] == 8 * MiB, r.text
+    out = api.execute(sid, "import os; print(os.path.getsize('/work/data/f.bin'), "
+                      "open('/work/data/f.bin','rb').read() == b'z' * (8 << 20))")
+    assert out["stdout"].split() == [str(8 * MiB), "True"], json.dumps(out)
+
+
+def test_upload_counts_against_the_pids_limit(daemon):
+    d = daemon()
+    api = d.api()
+    sid, _ = new_session(d, api, pids=16)
+    out = api.execute(sid, """
+import subprocess
+kids = []
+while True:
+    try:
+        kids.append(subprocess.Popen(['sleep', '600']))
+    except OSError:
+        break
+print(len(kids))
+""")
+    assert out["status"] == "ok" and int(out["stdout"]) > 0, out
+    r = api.request("PUT", f"/v1/sessions/{sid}/files/x.txt", data=b"hello")
+    assert r.status_code == 409, r.text
+    err = r.json()["error"]
+    assert err["code"] == "too_many_processes" and "(16)" in err["message"], err
+    assert api.get(f"/v1/sessions/{sid}/files/x.txt").status_code == 404
+
+    out = api.execute(sid, "[k.kill() for k in kids]; [k.wait() for k in kids]; print('ok')")
+    assert out["stdout"].strip() == "ok", out
+    r = api.request("PUT", f"/v1/sessions/{sid}/files/x.txt", data=b"hello")
+    assert r.status_code == 201, r.text
+    assert api.get(f"/v1/sessions/{sid}/files/x.txt").content == b"hello"
+
+
+def test_upload_refused_or_cut_short_keeps_the_old_file(daemon):
+    d = daemon()
+    api = d.api()
+    sid, _ = new_session(d, api, memory_mb=256, disk_mb=16)
+    r = api.request("PUT", f"/v1/sessions/{sid}/files/f.txt", data=b"old\n")
+    assert r.status_code == 201, r.text
+    r = api.request("PUT", f"/v1/sessions/{sid}/files/f.txt", data=chunks(64 * MiB))
+    assert r.status_code == 413, r.text
+    assert "workspace is full" in r.json()["error"]["message"]
+    assert api.get(f"/v1/sessions/{sid}/files/f.txt").content == b"old\n"
+    names = [f["path"] for f in api.get(f"/v1/sessions/{sid}/files").json()["files"]]
+    assert names == ["f.txt"], names
+    # Over the limit before a byte is read: refused at once.
+    host, port = d.url.split("//")[1].rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=60) as c:
+        c.sendall(f"PUT /v1/sessions/{sid}/files/g.txt HTTP/1.1\r\nHost: {host}\r\n"
+                  f"Content-Length: {2048 * MiB}\r\n\r\n".encode())
+        head = c.recv(65536).decode(errors="replace")
+    assert head.startswith("HTTP/1.1 413") and "upload limit" in head, head
+
+    # A client that goes away half-way: the old file stays, and nothing of
+    # the new one (the writer saw no commit and removed its file).
+    with socket.create_connection((host, int(port)), timeout=60) as c:
+        c.sendall(f"PUT /v1/sessions/{sid}/files/f.txt HTTP/1.1\r\nHost: {host}\r\n"
+                  f"Content-Length: {8 * MiB}\r\n\r\n".encode() + b"n" * MiB)
+        time.sleep(0.5)   # not a timing assertion: let the writer start
+    listing = lambda: [f["path"] for f in  # noqa: E731
+                       api.get(f"/v1/sessions/{sid}/files").json()["files"]]
+    assert wait_for(lambda: listing() == ["f.txt"], 30, 0.1), listing()
+    assert api.get(f"/v1/sessions/{sid}/files/f.txt").content == b"old\n"
+
+
+FILL_TCP = """
+import socket
+srv = socket.socket()
+srv.bind(('127.0.0.1', 0))
+srv.listen(16)
+conns = []
+queued = 0
+block = b'x' * 65536
+for i in range(10):
+    c = socket.create_connection(srv.getsockname())
+    a, _ = srv.accept()
+    c.setblocking(False)
+    conns.append((c, a))
+    while True:
+        try:
+            queued += c.send(block)
+        except (BlockingIOError, InterruptedError):
+            break
+print(queued)
+"""
+
+
+def test_loopback_tcp_buffers_are_charged_to_the_session(daemon):
+    d = daemon()
+    api = d.api()
+    sid, scg = new_session(d, api)
+    out = api.execute(sid, FILL_TCP)
+    assert out["status"] == "ok", out
+    queued = int(out["stdout"])
+    if scg.v1:
+        limit = _int(os.path.join(scg.path, "memory.kmem.tcp.limit_in_bytes"))
+        usage = _int(os.path.join(scg.path, "memory.kmem.tcp.usage_in_bytes"))
+        peak = _int(os.path.join(scg.path, "memory.kmem.tcp.max_usage_in_bytes"))
+        print(f"\n10 loopback connections: {queued / MiB:.1f} MiB queued; "
+              f"kmem.tcp usage {usage / MiB:.1f} MiB, max {peak / MiB:.1f} MiB, "
+              f"limit {limit / MiB:.1f} MiB")
+        assert limit == 64 * MiB // 4
+        # The kernel forces a charge past the limit now and then (a
+        # packet it must not drop): close to the limit, never far.
+        assert peak <= limit + limit // 8
+    else:
+        usage = _keyed(os.path.join(scg.path, "memory.stat"), "sock")
+        current = scg.usage()
+        print(f"\n10 loopback connections: {queued / MiB:.1f} MiB queued; "
+              f"memory.stat sock {usage / MiB:.1f} MiB of memory.current "
+              f"{current / MiB:.1f} MiB")
+        assert current >= usage
+    # What is queued is the session's (a byte queued costs at least half a
+    # byte of charged buffer), and the session's limit binds it.
+    assert queued > MiB
+    assert usage >= queued // 2, (usage, queued)
+    assert queued <= 64 * MiB
+    out = api.execute(sid, "[(c.close(), a.close()) for c, a in conns]; print('closed')")
+    assert out["stdout"].strip() == "closed"
