@@ -1,9 +1,11 @@
 /* api — petri's HTTP/JSON API on libmicrohttpd (docs/api.md).
  *
- * One thread per connection: a request that waits on a sandbox (an
- * execution, a stream) blocks only its own connection, never another
- * session's.  The API knows nothing of namespaces: it speaks to the session
- * manager (src/session) and to the files module (src/runtime/files.h). */
+ * A few epoll event threads serve every connection; a request that waits
+ * on a sandbox (an execution, a stream) runs on a bounded pool of workers
+ * with its connection suspended, so it blocks neither another connection
+ * nor /healthz (server.c says more).  The API knows nothing of namespaces:
+ * it speaks to the session manager (src/session) and to the files module
+ * (src/runtime/files.h). */
 #ifndef PETRI_API_H
 #define PETRI_API_H
 
@@ -23,7 +25,8 @@ void api_quiesce(struct api_server *srv);
 /* Requests being handled now. */
 unsigned api_active(const struct api_server *srv);
 /* Close everything and free.  The session manager must already have
- * killed its sandboxes, so no request waits forever. */
+ * killed its sandboxes, so no request waits forever.  On return no thread
+ * of the API runs and none holds a session: the manager may be freed. */
 void api_stop(struct api_server *srv);
 
 /* The bound address, e.g. "127.0.0.1:8080" (the real port if 0 was

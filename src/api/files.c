@@ -2,13 +2,20 @@
  * checked here for a clear 400, then resolved inside the sandbox's /work by
  * src/runtime/files.c (openat2, RESOLVE_IN_ROOT). */
 #include <errno.h>
+#include <pthread.h>
+#include <poll.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "api/http.h"
+#include "util/log.h"
 #include "runtime/files.h"
+
+/* Connections an upload may keep suspended at once, waiting for writers. */
+#define WAITER_MAX 1024
 
 static enum MHD_Result file_error(struct api_req *rq, int err, const char *path)
 {
@@ -84,12 +91,8 @@ static enum MHD_Result download(struct api_req *rq, struct session *s, const cha
 	MHD_add_response_header(resp, "Content-Type", files_content_type(path));
 	/* Code wrote it: never let a browser run it in our origin. */
 	MHD_add_response_header(resp, "Content-Security-Policy", "sandbox");
-	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-	MHD_add_response_header(resp, "Cache-Control", "no-store");
-	r = MHD_queue_response(rq->conn, 200, resp);
-	MHD_destroy_response(resp);
 	session_touch(s);
-	return (enum MHD_Result)r;
+	return http_queue(rq, 200, resp);
 }
 
 /* ---- streamed uploads ---------------------------------------------------
@@ -164,18 +167,168 @@ enum MHD_Result files_upload_start(struct api_req *rq)
 	return MHD_YES;
 }
 
+/* ---- waiting for a writer, without holding an event thread ----------- *
+ *
+ * When a session's writer is behind (the sandbox is slow: its CPU quota,
+ * its memory reclaim), the upload's connection is suspended with what was
+ * not taken left to libmicrohttpd, and this thread resumes it once the
+ * writer's socket is writable again: an event thread never waits on a
+ * sandbox.  A writer that dies makes its socket readable-hung-up, which
+ * resumes the connection too (the next offer reports why). */
+
+struct waiting {
+	struct MHD_Connection *conn;
+	int fd;
+};
+
+struct files_waiter {
+	pthread_mutex_t lock;
+	struct waiting *v;
+	size_t n, cap;
+	int wake[2];		/* a byte: the list changed, or stop */
+	bool stop;
+	pthread_t thread;
+};
+
+static void *waiter_main(void *arg)
+{
+	struct files_waiter *w = arg;
+
+	for (;;) {
+		struct pollfd pfd[WAITER_MAX + 1];
+		size_t n;
+		char drain[64];
+
+		pthread_mutex_lock(&w->lock);
+		if (w->stop) {
+			pthread_mutex_unlock(&w->lock);
+			return NULL;
+		}
+		n = w->n < WAITER_MAX ? w->n : WAITER_MAX;
+		for (size_t i = 0; i < n; i++)
+			pfd[i] = (struct pollfd){ .fd = w->v[i].fd, .events = POLLOUT };
+		pthread_mutex_unlock(&w->lock);
+		pfd[n] = (struct pollfd){ .fd = w->wake[0], .events = POLLIN };
+		if (poll(pfd, n + 1, 1000) < 0 && errno != EINTR)
+			continue;
+		if (pfd[n].revents)
+			while (read(w->wake[0], drain, sizeof(drain)) > 0)
+				;
+		pthread_mutex_lock(&w->lock);
+		/* The first n are still those polled: entries are added at the
+		 * end and removed here alone (or all at once by stop). */
+		if (n > w->n)
+			n = w->n;
+		for (size_t i = n; i-- > 0;)
+			if (pfd[i].revents) {
+				MHD_resume_connection(w->v[i].conn);
+				w->v[i] = w->v[--w->n];
+			}
+		pthread_mutex_unlock(&w->lock);
+	}
+}
+
+int files_waiter_new(struct files_waiter **out)
+{
+	struct files_waiter *w = calloc(1, sizeof(*w));
+
+	*out = NULL;
+	if (!w)
+		return -ENOMEM;
+	pthread_mutex_init(&w->lock, NULL);
+	if (pipe2(w->wake, O_CLOEXEC | O_NONBLOCK) < 0) {
+		free(w);
+		return -errno;
+	}
+	if (pthread_create(&w->thread, NULL, waiter_main, w) != 0) {
+		close(w->wake[0]);
+		close(w->wake[1]);
+		free(w);
+		return -EAGAIN;
+	}
+	*out = w;
+	return 0;
+}
+
+/* Resume every waiting connection and end the thread: before MHD stops. */
+void files_waiter_stop(struct files_waiter *w)
+{
+	pthread_mutex_lock(&w->lock);
+	w->stop = true;
+	for (size_t i = 0; i < w->n; i++)
+		MHD_resume_connection(w->v[i].conn);
+	w->n = 0;
+	pthread_mutex_unlock(&w->lock);
+	if (write(w->wake[1], "x", 1) < 0 && errno != EAGAIN)
+		log_warn("cannot wake the upload waiter");
+	pthread_join(w->thread, NULL);
+}
+
+void files_waiter_free(struct files_waiter *w)
+{
+	if (!w)
+		return;
+	close(w->wake[0]);
+	close(w->wake[1]);
+	free(w->v);
+	pthread_mutex_destroy(&w->lock);
+	free(w);
+}
+
+/* Suspend rq's connection until fd is writable.  false: it cannot wait
+ * (stopping, no memory, too many waiting): the caller fails the upload. */
+static bool wait_for_writer(struct api_req *rq, int fd)
+{
+	struct files_waiter *w = rq->waiter;
+	bool ok = false;
+
+	pthread_mutex_lock(&w->lock);
+	if (!w->stop && w->n < WAITER_MAX) {
+		if (w->n == w->cap) {
+			size_t cap = w->cap ? w->cap * 2 : 16;
+			struct waiting *v = realloc(w->v, cap * sizeof(*v));
+
+			if (v) {
+				w->v = v;
+				w->cap = cap;
+			}
+		}
+		if (w->n < w->cap) {
+			/* Suspended before the waiter can see it, under its lock:
+			 * it cannot resume a connection that is not suspended. */
+			MHD_suspend_connection(rq->conn);
+			w->v[w->n++] = (struct waiting){ rq->conn, fd };
+			ok = true;
+		}
+	}
+	pthread_mutex_unlock(&w->lock);
+	if (ok && write(w->wake[1], "x", 1) < 0 && errno != EAGAIN)
+		log_warn("cannot wake the upload waiter");
+	return ok;
+}
+
 enum MHD_Result files_upload_chunk(struct api_req *rq, const char *data, size_t *size)
 {
 	struct api_upload *up = rq->upload;
+	size_t taken = *size;
 
-	up->size += *size;
-	if (up->size > rq->cfg->max_file_bytes) {
+	if (!up->too_large && up->size + *size > rq->cfg->max_file_bytes) {
 		up->too_large = true;
 		upload_stop(up);
 	}
-	if (up->up && (up->err = session_upload_write(up->up, data, *size)) < 0)
+	if (up->up && (up->err = session_upload_offer(up->up, data, *size, &taken)) < 0) {
 		upload_stop(up);
-	*size = 0;
+		taken = *size;
+	}
+	up->size += taken;
+	*size -= taken;
+	/* What was not taken stays with MHD, offered again on resume. */
+	if (*size && !wait_for_writer(rq, session_upload_fd(up->up))) {
+		up->err = -EBUSY;
+		upload_stop(up);
+		up->size += *size;
+		*size = 0;
+	}
 	return MHD_YES;
 }
 
@@ -215,6 +368,9 @@ static enum MHD_Result upload(struct api_req *rq, const char *path)
 				  "session's memory limit (%u MiB, which /work counts against): %s",
 				  up->limits.memory_mb, r == SM_EGONE ? "the session ran out of "
 				  "memory and was ended" : "the upload was refused");
+	case -EBUSY:
+		return http_error(rq, 503, "busy", "too many uploads are waiting for their "
+				  "sandboxes; retry later");
 	case -EAGAIN:
 		return http_error(rq, 409, "too_many_processes", "the session is at its process "
 				  "limit (%u): an upload needs one process of it", up->limits.pids);

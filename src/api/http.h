@@ -13,19 +13,43 @@
 
 struct api_server;
 struct mcp_registry;
+struct stream_hub;
+struct files_waiter;
 
+/* One request, from its headers to on_completed (server.c owns it).  A
+ * handler that can block runs on a worker (worker.c) while MHD keeps the
+ * connection suspended: then the response it queues is kept in resp and
+ * queued by the event thread when the connection resumes. */
 struct api_req {
 	struct api_server *srv;
 	const struct petri_config *cfg;
 	struct smgr *sm;
 	struct mcp_registry *mcp;	/* MCP connections (mcp.c) */
+	struct stream_hub *streams;	/* SSE streams (stream.c) */
+	struct files_waiter *waiter;	/* uploads waiting for a writer (files.c) */
 	struct MHD_Connection *conn;
 	const char *method;
 	const char *url;
 	struct buf body;
-	struct api_upload *upload;	/* PUT .../files/{path}: streamed (files.c) */
+	uint64_t body_max;	/* the cap of this body: JSON or upload */
+	size_t reserved;	/* bytes of the server's body budget held */
+	bool raw_upload;	/* a raw file body, not JSON: streamed */
+	struct api_upload *upload;	/* its state (files.c) */
 	bool too_large;
+	bool too_busy;		/* the server's body budget was spent */
+	bool answered;		/* a response is queued or kept */
 	bool counted;		/* in the server's active count */
+	/* on a worker */
+	bool deferred;		/* keep the response in resp, do not queue it */
+	bool ran;		/* the worker is done with the handler */
+	enum MHD_Result result;	/* what the handler returned */
+	unsigned status;
+	struct MHD_Response *resp;
+	/* Run on the worker once the connection resumed (the request may be
+	 * gone by then): a streamed execution. */
+	void (*after)(void *arg);
+	void *after_arg;
+	struct api_req *next;	/* in the workers' queue */
 };
 
 /* All return the MHD result of queueing the response. */
@@ -48,6 +72,15 @@ json_t *http_body_object(struct api_req *rq, enum MHD_Result *answered);
 bool http_only_keys(struct api_req *rq, json_t *obj, const char *const *allowed,
 		    enum MHD_Result *answered);
 
+/* Refuse at header time what the request's headers already condemn:
+ * conflicting framing (400), a foreign Host or Origin (403), a body that is
+ * not JSON on a JSON route (415).  true: the request may go on; false: it
+ * was answered (*answered). */
+bool guard_request(struct api_req *rq, const char *listen_host, enum MHD_Result *answered);
+
+/* An error for /mcp in JSON-RPC form (mcp.c). */
+enum MHD_Result mcp_http_refuse(struct api_req *rq, unsigned status, const char *msg);
+
 /* Does the client want Server-Sent Events? */
 bool http_wants_sse(struct api_req *rq);
 
@@ -58,8 +91,17 @@ enum MHD_Result handle_oneshot(struct api_req *rq);
 enum MHD_Result handle_files(struct api_req *rq, struct session *s, const char *path,
 			     bool is_list);
 enum MHD_Result handle_mcp(struct api_req *rq);
+/* Answer with a stream; the execution runs on this worker afterwards
+ * (rq->after). */
 enum MHD_Result stream_execute(struct api_req *rq, struct session *s,
 			       const struct box_exec *ex);
+
+/* The server's SSE streams: a tick resumes each suspended one for its
+ * keepalive and to notice a client that hung up; stop ends them all so
+ * that MHD can close their connections. */
+int stream_hub_new(struct stream_hub **out);
+void stream_hub_stop(struct stream_hub *h);
+void stream_hub_free(struct stream_hub *h);
 
 /* Streamed uploads (files.c), hooked into server.c: is this request one
  * (PUT /v1/sessions/{id}/files/{path})?  start: on its first call, after
@@ -70,6 +112,11 @@ bool files_upload_wanted(const struct api_req *rq);
 enum MHD_Result files_upload_start(struct api_req *rq);
 enum MHD_Result files_upload_chunk(struct api_req *rq, const char *data, size_t *size);
 void files_upload_end(struct api_req *rq);
+/* The thread that resumes uploads whose writer caught up; stop resumes
+ * them all (before MHD stops). */
+int files_waiter_new(struct files_waiter **out);
+void files_waiter_stop(struct files_waiter *w);
+void files_waiter_free(struct files_waiter *w);
 
 /* A session lookup answered the API's way: 404 or 410 on failure. */
 struct session *http_session(struct api_req *rq, const char *id, enum MHD_Result *answered);

@@ -68,25 +68,9 @@ static enum MHD_Result rpc_error(struct api_req *rq, unsigned status, int code, 
 	return send_rpc(rq, status, mcp_error(NULL, code, "%s", msg), false, NULL);
 }
 
-/* DNS rebinding: a browser page may reach a loopback server under a name
- * of its own.  Without API keys, only pages of a loopback origin may. */
-static bool origin_ok(struct api_req *rq)
+enum MHD_Result mcp_http_refuse(struct api_req *rq, unsigned status, const char *msg)
 {
-	static const char *const local[] = { "localhost", "127.0.0.1", "[::1]", NULL };
-	const char *o = header(rq, "Origin"), *h;
-	size_t n;
-
-	if (!o || rq->cfg->napi_keys > 0)
-		return true;
-	h = strstr(o, "://");
-	if (!h)
-		return false;
-	h += 3;
-	n = *h == '[' ? strcspn(h, "]") + 1 : strcspn(h, ":/");
-	for (size_t i = 0; local[i]; i++)
-		if (strlen(local[i]) == n && !strncasecmp(h, local[i], n))
-			return true;
-	return false;
+	return rpc_error(rq, status, MCP_INVALID_REQUEST, msg);
 }
 
 static bool accepts(const char *accept, const char *type)
@@ -180,9 +164,8 @@ enum MHD_Result handle_mcp(struct api_req *rq)
 {
 	const char *sid;
 
-	if (!origin_ok(rq))
-		return rpc_error(rq, 403, MCP_INVALID_REQUEST, "Forbidden: this Origin may not use "
-				 "the MCP endpoint (configure API keys to allow other origins)");
+	/* Origin, Host and Content-Type were checked with the headers
+	 * (guard.c). */
 	if (!strcmp(rq->method, "POST"))
 		return post(rq);
 	if (!strcmp(rq->method, "DELETE")) {

@@ -1,6 +1,24 @@
 /* The HTTP server: listening, routing, authentication, request bodies and
  * the common ways to answer.  Endpoint logic lives in handlers.c, files.c
- * and stream.c. */
+ * and stream.c; header checks in guard.c; blocking handlers run in
+ * worker.c.
+ *
+ * Threads: libmicrohttpd runs http_threads event threads (epoll), each
+ * serving many connections, so an idle or slow socket costs a few KiB and
+ * no thread.  They read headers and bodies, answer /healthz, /metrics and
+ * the OpenAPI document themselves, and hand every other request to the
+ * workers with its connection suspended.  A streamed execution runs on its
+ * worker after the response was queued; its content reader never waits
+ * (stream.c); an upload whose sandbox is slow waits suspended, resumed by
+ * files.c's waiter thread.  Shutdown (api_stop) joins the workers and ends the streams
+ * before MHD closes the connections, so no thread of the API holds a
+ * session once it returns.
+ *
+ * Budgets: a JSON body at most max_json_kb, scanned by util/jsoncost
+ * before jansson builds it; an upload at most max_file_mb; all bodies held
+ * at once at most max_buffered_mb; connections max_connections (the fd
+ * limit is raised to fit), max_connections_per_ip from one address, each
+ * idle at most http_timeout_s. */
 #include "api/api.h"
 
 #include <arpa/inet.h>
@@ -11,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -18,7 +37,9 @@
 
 #include "api/http.h"
 #include "api/openapi.h"
+#include "api/worker.h"
 #include "mcp/registry.h"
+#include "util/jsoncost.h"
 #include "util/log.h"
 #include "util/metrics.h"
 #include "util/utf8.h"
@@ -32,8 +53,17 @@ struct api_server {
 	char unix_path[108];
 	atomic_bool quiescing;
 	atomic_uint active;
+	atomic_size_t buffered;		/* request body bytes held now */
 	struct mcp_registry *mcp;	/* MCP over HTTP: /mcp */
+	struct api_workers *workers;
+	struct stream_hub *streams;
+	struct files_waiter *waiter;
+	char listen_host[256];		/* the Host it answers to by default; "*": any */
 };
+
+/* What jansson may build from one request body: bodies are flat objects
+ * (one-shot files at most 100, env at most 64 entries). */
+static const struct jsoncost_limits body_cost = { .max_nodes = 20000, .max_depth = 32 };
 
 /* ---- answering -------------------------------------------------------- */
 
@@ -45,12 +75,22 @@ static enum MHD_Result queue(struct api_req *rq, unsigned status, struct MHD_Res
 		return MHD_NO;
 	MHD_add_response_header(resp, "Cache-Control", "no-store");
 	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-	r = MHD_queue_response(rq->conn, status, resp);
-	MHD_destroy_response(resp);
 	if (status >= 400)
 		log_info("%s %s -> %u", rq->method, rq->url, status);
 	else
 		log_debug("%s %s -> %u", rq->method, rq->url, status);
+	if (rq->answered) {	/* one response per request */
+		MHD_destroy_response(resp);
+		return MHD_NO;
+	}
+	rq->answered = true;
+	if (rq->deferred) {	/* on a worker: the event thread queues it */
+		rq->status = status;
+		rq->resp = resp;
+		return MHD_YES;
+	}
+	r = MHD_queue_response(rq->conn, status, resp);
+	MHD_destroy_response(resp);
 	return r;
 }
 
@@ -289,18 +329,129 @@ static enum MHD_Result route(struct api_req *rq)
 
 /* ---- libmicrohttpd callbacks ------------------------------------------ */
 
+/* PUT /v1/sessions/{id}/files/{path}: a raw upload, not JSON. */
+static bool is_upload(const char *method, const char *url)
+{
+	const char *p;
+
+	if (strcmp(method, "PUT") || strncmp(url, "/v1/sessions/", 13))
+		return false;
+	p = strchr(url + 13, '/');
+	return p && !strncmp(p, "/files/", 7);
+}
+
+/* Answered on the event thread: nothing here waits. */
+static bool runs_inline(const char *url)
+{
+	return !strcmp(url, "/healthz") || !strcmp(url, "/metrics") ||
+	       !strcmp(url, "/v1/openapi.json");
+}
+
+static enum MHD_Result too_large(struct api_req *rq)
+{
+	if (rq->raw_upload)
+		return http_error(rq, 413, "too_large", "the file is larger than the %llu MiB "
+				  "upload limit", (unsigned long long)(rq->body_max >> 20));
+	return http_error(rq, 413, "too_large", "the JSON body is larger than the %llu KiB "
+			  "limit (max_json_kb)", (unsigned long long)(rq->body_max >> 10));
+}
+
+/* Keep a chunk of the body, within the request's cap and the server's
+ * budget for all bodies; past either, drop what was kept and answer at
+ * the end. */
+static void keep_chunk(struct api_req *rq, const char *data, size_t n)
+{
+	struct api_server *srv = rq->srv;
+
+	if (rq->too_large || rq->too_busy)
+		return;
+	if (rq->body.len + n > rq->body_max) {
+		rq->too_large = true;
+	} else if (atomic_fetch_add(&srv->buffered, n) + n > srv->cfg->max_buffered_bytes) {
+		atomic_fetch_sub(&srv->buffered, n);
+		rq->too_busy = true;
+	} else {
+		rq->reserved += n;
+		if (buf_append(&rq->body, data, n) == 0)
+			return;
+		rq->too_busy = true;
+	}
+	atomic_fetch_sub(&srv->buffered, rq->reserved);
+	rq->reserved = 0;
+	buf_release(&rq->body);
+}
+
+/* A JSON body, as it streams in. */
+static void take_json_chunk(struct api_req *rq, const char *data, size_t n)
+{
+	keep_chunk(rq, data, n);
+}
+
+/* The first call, with the headers: refuse what they condemn before a
+ * byte of the body is read. */
+static enum MHD_Result on_headers(struct api_server *srv, struct api_req *rq)
+{
+	const char *cl = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND,
+						     "Content-Length");
+	const struct petri_config *cfg = srv->cfg;
+	enum MHD_Result answered;
+
+	if (atomic_load(&srv->quiescing))
+		return http_error(rq, 503, "shutting_down", "the server is shutting down");
+	rq->raw_upload = is_upload(rq->method, rq->url);
+	rq->body_max = rq->raw_upload ? cfg->max_file_bytes : cfg->max_json_bytes;
+	if (!rq->raw_upload && rq->body_max > cfg->max_body_bytes)
+		rq->body_max = cfg->max_body_bytes;
+	if (!guard_request(rq, srv->listen_host, &answered))
+		return answered;
+	if (cl && strtoull(cl, NULL, 10) > rq->body_max)
+		return too_large(rq);
+	if (strcmp(rq->url, "/healthz") && !authorized(rq)) {
+		metrics_inc(M_REJECT_AUTH);
+		return http_error(rq, 401, "unauthorized",
+				  "a valid API key is required: Authorization: Bearer <key>");
+	}
+	/* An upload streams into its session's writer (files.c), never held
+	 * here: it starts now that the request may be made. */
+	return rq->raw_upload ? files_upload_start(rq) : MHD_YES;
+}
+
+/* The body is in: check what it would cost, then answer here or on a
+ * worker. */
+static enum MHD_Result on_body_done(struct api_server *srv, struct api_req *rq)
+{
+	if (rq->too_large)
+		return too_large(rq);
+	if (rq->too_busy)
+		return http_error(rq, 503, "busy", "the server holds too many request bodies; "
+				  "retry later");
+	if (atomic_load(&srv->quiescing))
+		return http_error(rq, 503, "shutting_down", "the server is shutting down");
+	if (!rq->raw_upload && !jsoncost_within(rq->body.data, rq->body.len, &body_cost, NULL)) {
+		static const char msg[] = "the JSON body is nested too deep or has too many values";
+
+		if (!strcmp(rq->url, "/mcp"))
+			return mcp_http_refuse(rq, 413, msg);
+		return http_error(rq, 413, "too_complex", "%s (at most %u levels and %zu values)",
+				  msg, body_cost.max_depth, body_cost.max_nodes);
+	}
+	if (runs_inline(rq->url))
+		return route(rq);
+	if (!workers_submit(srv->workers, rq))
+		return http_error(rq, 503, "shutting_down", "the server is shutting down");
+	return MHD_YES;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
 				  const char *method, const char *version,
 				  const char *upload_data, size_t *upload_size, void **ctx)
 {
 	struct api_server *srv = cls;
 	struct api_req *rq = *ctx;
+	enum MHD_Result r;
 
 	(void)version;
 	if (!rq) {
-		const char *cl;
-		bool upload;
-
 		rq = calloc(1, sizeof(*rq));
 		if (!rq)
 			return MHD_NO;
@@ -308,47 +459,34 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		rq->cfg = srv->cfg;
 		rq->sm = srv->sm;
 		rq->mcp = srv->mcp;
+		rq->streams = srv->streams;
+		rq->waiter = srv->waiter;
 		rq->conn = conn;
 		rq->method = method;
 		rq->url = url;
 		*ctx = rq;
 		atomic_fetch_add(&srv->active, 1);
 		rq->counted = true;
-		if (atomic_load(&srv->quiescing))
-			return http_error(rq, 503, "shutting_down", "the server is shutting down");
-		/* Refuse what is too large before reading it (an upload has a
-		 * limit of its own). */
-		upload = files_upload_wanted(rq);
-		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
-		if (!upload && cl && strtoull(cl, NULL, 10) > srv->cfg->max_body_bytes)
-			return http_error(rq, 413, "too_large",
-					  "the body is larger than the %llu MiB limit",
-					  (unsigned long long)(srv->cfg->max_body_bytes >> 20));
-		if (strcmp(url, "/healthz") && !authorized(rq)) {
-			metrics_inc(M_REJECT_AUTH);
-			return http_error(rq, 401, "unauthorized",
-					  "a valid API key is required: Authorization: Bearer <key>");
-		}
-		return upload ? files_upload_start(rq) : MHD_YES;
+		return on_headers(srv, rq);
 	}
-	if (*upload_size && rq->upload)
+	if (rq->ran) {		/* resumed: queue what the worker kept */
+		if (!rq->resp)
+			return MHD_NO;	/* the handler could not answer: close */
+		r = MHD_queue_response(conn, rq->status, rq->resp);
+		MHD_destroy_response(rq->resp);
+		rq->resp = NULL;
+		return r;
+	}
+	if (*upload_size && rq->raw_upload)
 		return files_upload_chunk(rq, upload_data, upload_size);
 	if (*upload_size) {
-		if (!rq->too_large && rq->body.len + *upload_size > srv->cfg->max_body_bytes) {
-			rq->too_large = true;
-			buf_release(&rq->body);
-		}
-		if (!rq->too_large && buf_append(&rq->body, upload_data, *upload_size) < 0)
-			return MHD_NO;
+		take_json_chunk(rq, upload_data, *upload_size);
 		*upload_size = 0;
 		return MHD_YES;
 	}
-	if (rq->too_large)
-		return http_error(rq, 413, "too_large", "the body is larger than the %llu MiB limit",
-				  (unsigned long long)(srv->cfg->max_body_bytes >> 20));
-	if (atomic_load(&srv->quiescing))
-		return http_error(rq, 503, "shutting_down", "the server is shutting down");
-	return route(rq);
+	if (rq->answered)
+		return MHD_YES;
+	return on_body_done(srv, rq);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **ctx,
@@ -363,6 +501,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **ctx,
 		return;
 	if (rq->counted)
 		atomic_fetch_sub(&srv->active, 1);
+	if (rq->resp)
+		MHD_destroy_response(rq->resp);
+	atomic_fetch_sub(&srv->buffered, rq->reserved);
 	files_upload_end(rq);
 	buf_release(&rq->body);
 	free(rq);
@@ -407,6 +548,61 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 
 /* ---- listening -------------------------------------------------------- */
 
+/* Connections arrive in bursts (a load balancer, a thousand agents); the
+ * kernel caps it at net.core.somaxconn. */
+#define LISTEN_BACKLOG 4096
+
+/* The name the server answers to without allowed_hosts: the host it
+ * listens on, or any for a wildcard address or a unix socket (which a
+ * browser cannot rebind a name to). */
+static void set_listen_host(struct api_server *srv, const char *listen_at)
+{
+	const char *colon = strrchr(listen_at, ':');
+	size_t n = colon ? (size_t)(colon - listen_at) : 0;
+
+	if (!strncmp(listen_at, "unix:", 5) || !colon || n >= sizeof(srv->listen_host)) {
+		snprintf(srv->listen_host, sizeof(srv->listen_host), "*");
+		return;
+	}
+	if (listen_at[0] == '[' && n > 2) {
+		memcpy(srv->listen_host, listen_at + 1, n - 2);
+		srv->listen_host[n - 2] = '\0';
+	} else {
+		memcpy(srv->listen_host, listen_at, n);
+		srv->listen_host[n] = '\0';
+	}
+	if (!strcmp(srv->listen_host, "0.0.0.0") || !strcmp(srv->listen_host, "::") ||
+	    !srv->listen_host[0])
+		snprintf(srv->listen_host, sizeof(srv->listen_host), "*");
+}
+
+/* Raise the fd limit for max_connections sockets besides what sessions
+ * hold; past the hard limit, serve fewer connections. */
+static unsigned fit_connections(const struct petri_config *cfg)
+{
+	rlim_t others = (rlim_t)cfg->max_sessions * 16 + 256, want = cfg->max_connections + others;
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return cfg->max_connections;
+	if (rl.rlim_cur < want) {
+		rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur >= want)
+		return cfg->max_connections;
+	if (rl.rlim_cur < others + 64) {
+		log_warn("http: the fd limit %llu is too low; serving 64 connections",
+			 (unsigned long long)rl.rlim_cur);
+		return 64;
+	}
+	log_warn("http: the fd limit %llu fits %llu connections, not max_connections = %u",
+		 (unsigned long long)rl.rlim_cur, (unsigned long long)(rl.rlim_cur - others),
+		 cfg->max_connections);
+	return (unsigned)(rl.rlim_cur - others);
+}
+
 static int listen_unix(struct api_server *srv, const char *path, char *err, size_t errlen)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -429,7 +625,7 @@ static int listen_unix(struct api_server *srv, const char *path, char *err, size
 	memcpy(sa.sun_path, path, strlen(path) + 1);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    chmod(path, 0660) < 0 || listen(fd, 128) < 0) {
+	    chmod(path, 0660) < 0 || listen(fd, LISTEN_BACKLOG) < 0) {
 		int e = errno;
 
 		snprintf(err, errlen, "listen on unix:%s: %s", path, strerror(e));
@@ -471,7 +667,7 @@ static int listen_tcp(struct api_server *srv, const char *listen_at, char *err, 
 	}
 	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 128) < 0 ||
+	    bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, LISTEN_BACKLOG) < 0 ||
 	    getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
 		int e = errno;
 
@@ -522,25 +718,44 @@ int api_start(const struct petri_config *cfg, struct smgr *sm,
 		return fd;
 	}
 	srv->listen_fd = fd;
+	set_listen_host(srv, cfg->listen);
+	if ((r = stream_hub_new(&srv->streams)) < 0 || (r = files_waiter_new(&srv->waiter)) < 0 ||
+	    (r = workers_start(cfg->http_workers ? cfg->http_workers : cfg->max_executions + 16,
+			       route, &srv->workers)) < 0) {
+		snprintf(err, errlen, "cannot start the HTTP server's threads: %s", strerror(-r));
+		goto fail;
+	}
 	srv->daemon = MHD_start_daemon(
-		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ITC |
+		MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC |
 		MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, srv,
 		MHD_OPTION_LISTEN_SOCKET, fd,
+		MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->http_threads,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
 		MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
 		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned)(cfg->max_sessions * 2 + 64),
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300,
+		MHD_OPTION_CONNECTION_LIMIT, fit_connections(cfg),
+		MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_connections_per_ip,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(cfg->http_timeout_s + 0.5),
 		MHD_OPTION_END);
 	if (!srv->daemon) {
 		snprintf(err, errlen, "cannot start the HTTP server");
-		close(fd);
-		mcp_registry_free(srv->mcp);
-		free(srv);
-		return -EIO;
+		r = -EIO;
+		goto fail;
 	}
 	*out = srv;
 	return 0;
+fail:
+	workers_free(srv->workers);
+	if (srv->waiter) {
+		files_waiter_stop(srv->waiter);
+		files_waiter_free(srv->waiter);
+	}
+	if (srv->streams)
+		stream_hub_free(srv->streams);
+	close(fd);
+	mcp_registry_free(srv->mcp);
+	free(srv);
+	return r;
 }
 
 void api_quiesce(struct api_server *srv)
@@ -566,7 +781,16 @@ void api_stop(struct api_server *srv)
 	/* Quiesced, MHD leaves the listening socket to us: close it once. */
 	if (!atomic_load(&srv->quiescing))
 		api_quiesce(srv);
+	/* Every handler returns (the sandboxes are dead), then every stream
+	 * ends: no connection stays suspended, and MHD can close them all,
+	 * dropping the last references to sessions. */
+	workers_stop(srv->workers);
+	stream_hub_stop(srv->streams);
+	files_waiter_stop(srv->waiter);
 	MHD_stop_daemon(srv->daemon);
+	workers_free(srv->workers);
+	stream_hub_free(srv->streams);
+	files_waiter_free(srv->waiter);
 	close(srv->listen_fd);
 	if (srv->unix_path[0])
 		unlink(srv->unix_path);

@@ -2,13 +2,19 @@
  * are printed, each result and the error when they occur, then "done" with
  * the whole result object.
  *
- * A worker thread runs the execution and appends events to a buffer; the
- * connection's thread (MHD's content reader) takes them out.  When the
- * client goes away MHD frees the response: that writes the stream's
- * eventfd, which box_exec() watches, and the execution is interrupted (the
- * session and its variables survive). */
+ * The request's worker (worker.c) queues the response, then runs the
+ * execution, appending events to a buffer; MHD's content reader, on an
+ * event thread, takes them out.  The reader never waits: with nothing to
+ * send it suspends the connection, and new events, the end, or the hub's
+ * tick (each second: keepalives, and a look at the socket for a client that
+ * hung up) resume it.  When the client goes away MHD frees the response:
+ * that writes the stream's eventfd, which box_exec() watches, and the
+ * execution is interrupted (the session and its variables survive).
+ *
+ * Locks: the hub's, then a stream's; emit() takes only the stream's. */
 #include <errno.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,15 +31,28 @@
 #define KEEPALIVE_S 10
 #define BLOCK_SIZE 16384
 
+struct stream_hub {
+	pthread_mutex_t lock;
+	pthread_cond_t tick;
+	struct stream *head;		/* every stream not yet freed */
+	atomic_bool stopping;		/* readers end instead of suspending */
+	bool ticker_running;
+	pthread_t ticker;
+};
+
 struct stream {
 	pthread_mutex_t lock;
-	pthread_cond_t cond;
 	struct buf out;			/* SSE text not yet sent */
 	bool finished;			/* the worker queued its last event */
 	bool closed;			/* the client is gone */
+	bool suspended;			/* the reader suspended conn */
 	int refs;
 	int cancel_fd;
 	int client_fd;			/* the connection's socket, to notice a hang-up */
+	struct MHD_Connection *conn;	/* NULL once the response is freed */
+	double keepalive_at;		/* monotonic */
+	struct stream_hub *hub;
+	struct stream *prev, *next;	/* in the hub */
 	/* the execution */
 	struct smgr *sm;
 	struct session *s;
@@ -53,14 +72,30 @@ static void stream_put(struct stream *st)
 	pthread_mutex_unlock(&st->lock);
 	if (!last)
 		return;
+	pthread_mutex_lock(&st->hub->lock);
+	if (st->prev)
+		st->prev->next = st->next;
+	else
+		st->hub->head = st->next;
+	if (st->next)
+		st->next->prev = st->prev;
+	pthread_mutex_unlock(&st->hub->lock);
 	session_put(st->s);
 	close(st->cancel_fd);
 	buf_release(&st->out);
 	free(st->code);
 	free(st->language);
-	pthread_cond_destroy(&st->cond);
 	pthread_mutex_destroy(&st->lock);
 	free(st);
+}
+
+/* Resume a reader that waits for something to send (st->lock held). */
+static void wake(struct stream *st)
+{
+	if (st->suspended && st->conn) {
+		st->suspended = false;
+		MHD_resume_connection(st->conn);
+	}
 }
 
 /* Queue one event; data is a JSON value (stolen). */
@@ -74,7 +109,7 @@ static void emit(struct stream *st, const char *event, json_t *data)
 	pthread_mutex_lock(&st->lock);
 	if (!st->closed) {
 		buf_appendf(&st->out, "event: %s\ndata: %s\n\n", event, text);
-		pthread_cond_broadcast(&st->cond);
+		wake(st);
 	}
 	pthread_mutex_unlock(&st->lock);
 	free(text);
@@ -113,7 +148,8 @@ static void on_error(void *ctx, const json_t *error)
 	emit(ctx, "error", json_deep_copy(error));
 }
 
-static void *worker(void *arg)
+/* Runs on the request's worker once the response is queued. */
+static void run_stream(void *arg)
 {
 	struct stream *st = arg;
 	struct box_events ev = { .ctx = st, .output = on_output, .rich = on_rich,
@@ -142,10 +178,9 @@ static void *worker(void *arg)
 	}
 	pthread_mutex_lock(&st->lock);
 	st->finished = true;
-	pthread_cond_broadcast(&st->cond);
+	wake(st);
 	pthread_mutex_unlock(&st->lock);
 	stream_put(st);
-	return NULL;
 }
 
 /* Has the client hung up?  Without output to write, MHD would notice only
@@ -160,38 +195,30 @@ static bool client_gone(int fd)
 
 static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
 {
+	static const char keepalive[] = ": keepalive\n\n";	/* keeps proxies patient */
 	struct stream *st = cls;
-	struct timespec now;
-	time_t keepalive_at;
-	ssize_t n;
+	ssize_t n = 0;
 
 	(void)pos;
-	clock_gettime(CLOCK_REALTIME, &now);
-	keepalive_at = now.tv_sec + KEEPALIVE_S;
 	pthread_mutex_lock(&st->lock);
-	while (st->out.len == 0 && !st->finished) {
-		struct timespec tick = clock_deadline(1);
-
-		if (pthread_cond_timedwait(&st->cond, &st->lock, &tick) != ETIMEDOUT)
-			continue;
-		if (client_gone(st->client_fd)) {
-			pthread_mutex_unlock(&st->lock);
-			return MHD_CONTENT_READER_END_WITH_ERROR;
-		}
-		if (tick.tv_sec >= keepalive_at) {
-			/* A comment line keeps proxies patient. */
-			pthread_mutex_unlock(&st->lock);
-			memcpy(out, ": keepalive\n\n", 13);
-			return 13;
-		}
+	if (st->out.len) {
+		n = (ssize_t)(st->out.len < max ? st->out.len : max);
+		memcpy(out, st->out.data, (size_t)n);
+		buf_consume(&st->out, (size_t)n);
+		st->keepalive_at = clock_mono_s() + KEEPALIVE_S;
+	} else if (st->finished) {
+		n = MHD_CONTENT_READER_END_OF_STREAM;
+	} else if (client_gone(st->client_fd) || atomic_load(&st->hub->stopping)) {
+		n = MHD_CONTENT_READER_END_WITH_ERROR;
+	} else if (clock_mono_s() >= st->keepalive_at && max >= sizeof(keepalive) - 1) {
+		n = (ssize_t)sizeof(keepalive) - 1;
+		memcpy(out, keepalive, (size_t)n);
+		st->keepalive_at = clock_mono_s() + KEEPALIVE_S;
+	} else {
+		/* Nothing yet: give the event thread back until wake(). */
+		st->suspended = true;
+		MHD_suspend_connection(st->conn);
 	}
-	if (st->out.len == 0) {
-		pthread_mutex_unlock(&st->lock);
-		return MHD_CONTENT_READER_END_OF_STREAM;
-	}
-	n = (ssize_t)(st->out.len < max ? st->out.len : max);
-	memcpy(out, st->out.data, (size_t)n);
-	buf_consume(&st->out, (size_t)n);
 	pthread_mutex_unlock(&st->lock);
 	return n;
 }
@@ -203,6 +230,8 @@ static void on_free(void *cls)
 
 	pthread_mutex_lock(&st->lock);
 	st->closed = true;
+	st->conn = NULL;
+	st->suspended = false;
 	if (!st->finished && write(st->cancel_fd, &one, sizeof(one)) < 0)
 		log_warn("cannot cancel a streamed execution");
 	pthread_mutex_unlock(&st->lock);
@@ -212,33 +241,35 @@ static void on_free(void *cls)
 enum MHD_Result stream_execute(struct api_req *rq, struct session *s,
 			       const struct box_exec *ex)
 {
+	struct stream_hub *hub = rq->streams;
 	struct MHD_Response *resp;
 	struct stream *st;
-	pthread_t thread;
 	char reason[256] = "";
-	enum MHD_Result answered;
 	int r;
 
 	/* Claim first, so that busy, gone and over capacity are real HTTP
 	 * statuses and not events in a 200 stream. */
 	if ((r = session_claim(rq->sm, s, reason, sizeof(reason))) < 0)
 		return http_session_error(rq, r, reason);
+	if (!rq->deferred)	/* the execution needs this worker */
+		goto fail;
 	st = calloc(1, sizeof(*st));
 	if (!st)
 		goto fail;
 	pthread_mutex_init(&st->lock, NULL);
-	pthread_cond_init(&st->cond, NULL);
 	st->refs = 2;	/* the worker and the response */
 	st->sm = rq->sm;
+	st->hub = hub;
 	st->ex = *ex;
 	st->code = strdup(ex->code);
 	st->language = strdup(ex->language);
 	st->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (!st->code || !st->language || st->cancel_fd < 0) {
-		if (st->cancel_fd < 0)
-			st->cancel_fd = -1;
+		if (st->cancel_fd >= 0)
+			close(st->cancel_fd);
 		free(st->code);
 		free(st->language);
+		pthread_mutex_destroy(&st->lock);
 		free(st);
 		goto fail;
 	}
@@ -251,7 +282,15 @@ enum MHD_Result stream_execute(struct api_req *rq, struct session *s,
 
 		st->client_fd = ci ? ci->connect_fd : -1;
 	}
+	st->conn = rq->conn;
+	st->keepalive_at = clock_mono_s() + KEEPALIVE_S;
 	st->s = session_ref(s);	/* the stream outlives this request */
+	pthread_mutex_lock(&hub->lock);
+	st->next = hub->head;
+	if (hub->head)
+		hub->head->prev = st;
+	hub->head = st;
+	pthread_mutex_unlock(&hub->lock);
 	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, BLOCK_SIZE, reader, st, on_free);
 	if (!resp) {
 		st->refs = 1;
@@ -259,19 +298,81 @@ enum MHD_Result stream_execute(struct api_req *rq, struct session *s,
 		goto fail;
 	}
 	MHD_add_response_header(resp, "Content-Type", "text/event-stream");
-	MHD_add_response_header(resp, "Cache-Control", "no-store");
 	MHD_add_response_header(resp, "X-Accel-Buffering", "no");
-	if (pthread_create(&thread, NULL, worker, st) != 0) {
-		MHD_destroy_response(resp);	/* on_free drops one reference */
-		stream_put(st);
-		session_release(rq->sm, s);
-		return http_error(rq, 500, "internal", "cannot start the execution");
-	}
-	pthread_detach(thread);
-	answered = MHD_queue_response(rq->conn, 200, resp);
-	MHD_destroy_response(resp);
-	return answered;
+	rq->after = run_stream;
+	rq->after_arg = st;
+	return http_queue(rq, 200, resp);
 fail:
 	session_release(rq->sm, s);
 	return http_error(rq, 500, "internal", "out of memory");
+}
+
+/* ---- the hub ---------------------------------------------------------- */
+
+static void wake_all(struct stream_hub *h)
+{
+	pthread_mutex_lock(&h->lock);
+	for (struct stream *st = h->head; st; st = st->next) {
+		pthread_mutex_lock(&st->lock);
+		wake(st);
+		pthread_mutex_unlock(&st->lock);
+	}
+	pthread_mutex_unlock(&h->lock);
+}
+
+static void *ticker(void *arg)
+{
+	struct stream_hub *h = arg;
+
+	while (!atomic_load(&h->stopping)) {
+		struct timespec at = clock_deadline(1);
+
+		pthread_mutex_lock(&h->lock);
+		if (!atomic_load(&h->stopping))
+			pthread_cond_timedwait(&h->tick, &h->lock, &at);
+		pthread_mutex_unlock(&h->lock);
+		wake_all(h);
+	}
+	return NULL;
+}
+
+int stream_hub_new(struct stream_hub **out)
+{
+	struct stream_hub *h = calloc(1, sizeof(*h));
+
+	*out = NULL;
+	if (!h)
+		return -ENOMEM;
+	pthread_mutex_init(&h->lock, NULL);
+	pthread_cond_init(&h->tick, NULL);
+	if (pthread_create(&h->ticker, NULL, ticker, h) != 0) {
+		stream_hub_free(h);
+		return -EAGAIN;
+	}
+	h->ticker_running = true;
+	*out = h;
+	return 0;
+}
+
+void stream_hub_stop(struct stream_hub *h)
+{
+	pthread_mutex_lock(&h->lock);
+	atomic_store(&h->stopping, true);
+	pthread_cond_broadcast(&h->tick);
+	pthread_mutex_unlock(&h->lock);
+	if (h->ticker_running)
+		pthread_join(h->ticker, NULL);
+	h->ticker_running = false;
+	wake_all(h);	/* each reader ends at its next call */
+}
+
+void stream_hub_free(struct stream_hub *h)
+{
+	if (h->ticker_running)
+		stream_hub_stop(h);
+	if (h->head)
+		log_warn("http: a stream outlived the server");
+	pthread_cond_destroy(&h->tick);
+	pthread_mutex_destroy(&h->lock);
+	free(h);
 }

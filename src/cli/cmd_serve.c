@@ -2,7 +2,9 @@
  *
  * Shutdown: stop accepting, give requests in flight the grace period,
  * then kill every sandbox (executions still running end as killed), wait
- * for their responses to go out, free everything and exit 0. */
+ * for their responses to go out, free everything and exit 0.  api_stop()
+ * returns only when the API's worker threads and streams have let go of
+ * their sessions, so the session manager is freed after the last user. */
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>

@@ -11,6 +11,8 @@
 #include "runtime/defaults.h"
 #include "util/num.h"
 
+static void config_http_defaults(struct petri_config *c);
+
 void config_defaults(struct petri_config *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -20,6 +22,7 @@ void config_defaults(struct petri_config *c)
 	c->max_body_bytes = 64ull << 20;
 	c->max_file_bytes = 64ull << 20;
 	c->shutdown_grace_s = 10;
+	config_http_defaults(c);
 	c->log_level = LOG_INFO;
 	c->idle_timeout_s = 600;
 	c->max_lifetime_s = 3600;
@@ -129,10 +132,60 @@ static bool set_limit(struct petri_limits *l, const char *name, const char *v)
 	return false;
 }
 
+/* ---- [server]: the HTTP server's budgets ------------------------------ */
+
+static void config_http_defaults(struct petri_config *c)
+{
+	/* The largest legitimate JSON body: 1 MiB of code, every byte
+	 * escaped as \u00XX, plus env and limits. */
+	c->max_json_bytes = 8ull << 20;
+	c->max_buffered_bytes = 256ull << 20;
+	c->http_threads = 2;
+	c->http_workers = 0;	/* max_executions + 16 */
+	c->http_timeout_s = 30;
+	c->max_connections = 4096;
+	c->max_connections_per_ip = 256;
+}
+
+/* true: name was one of these keys (*ok says whether its value was good). */
+static bool set_http(struct petri_config *c, const char *name, const char *v, bool *ok)
+{
+	uint32_t n;
+
+	if (!strcmp(name, "max_json_kb")) {
+		*ok = num_u32(v, 64, 1u << 20, &n);
+		c->max_json_bytes = (uint64_t)n << 10;
+	} else if (!strcmp(name, "max_buffered_mb")) {
+		*ok = num_u32(v, 1, 1u << 20, &n);
+		c->max_buffered_bytes = (uint64_t)n << 20;
+	} else if (!strcmp(name, "http_threads")) {
+		*ok = num_u32(v, 1, 64, &c->http_threads);
+	} else if (!strcmp(name, "http_workers")) {
+		*ok = num_u32(v, 1, 4096, &c->http_workers);
+	} else if (!strcmp(name, "http_timeout_s")) {
+		*ok = num_double(v, 1, 3600, &c->http_timeout_s);
+	} else if (!strcmp(name, "max_connections")) {
+		*ok = num_u32(v, 16, 1u << 20, &c->max_connections);
+	} else if (!strcmp(name, "max_connections_per_ip")) {
+		*ok = num_u32(v, 0, 1u << 20, &c->max_connections_per_ip);
+	} else if (!strcmp(name, "allowed_hosts")) {
+		*ok = push_list(&c->allowed_hosts, &c->nallowed_hosts, v) == 0;
+	} else if (!strcmp(name, "allowed_origins")) {
+		*ok = push_list(&c->allowed_origins, &c->nallowed_origins, v) == 0;
+	} else {
+		return false;
+	}
+	return true;
+}
+
 static bool set_server(struct parse *p, const char *name, const char *v)
 {
 	struct petri_config *c = p->cfg;
 	uint32_t mb;
+	bool ok;
+
+	if (set_http(c, name, v, &ok))
+		return ok;
 
 	if (!strcmp(name, "listen")) {
 		if (strlen(v) >= sizeof(c->listen))
@@ -322,6 +375,8 @@ void config_release(struct petri_config *c)
 	free_list(&c->api_keys, &c->napi_keys);
 	free_list(&c->ro_binds, &c->nro_binds);
 	free_list(&c->env, &c->nenv);
+	free_list(&c->allowed_hosts, &c->nallowed_hosts);
+	free_list(&c->allowed_origins, &c->nallowed_origins);
 }
 
 int config_check_limits(const struct petri_config *c, const struct petri_limits *w,

@@ -3,6 +3,9 @@
  *   [server]   listen, api_keys, api_keys_file, max_sessions,
  *              max_executions, max_body_mb, max_file_mb, shutdown_grace_s,
  *              log_level, record
+ *              HTTP: max_json_kb, max_buffered_mb, http_threads, http_workers,
+ *              http_timeout_s, max_connections, max_connections_per_ip,
+ *              allowed_hosts, allowed_origins
  *   [sessions] idle_timeout_s, max_lifetime_s, pool_size, warm
  *   [limits]   memory_mb, cpu, pids, disk_mb, timeout_s, output_kb
  *              (defaults for new sessions)
@@ -42,6 +45,19 @@ struct petri_config {
 	double shutdown_grace_s;
 	enum log_level log_level;
 	char record[512];	/* execution record file; "": in memory */
+
+	/* The HTTP server's budgets (src/api, docs/configuration.md). */
+	uint64_t max_json_bytes;	/* a JSON request body */
+	uint64_t max_buffered_bytes;	/* all request bodies held at once */
+	uint32_t http_threads;		/* libmicrohttpd's event threads */
+	uint32_t http_workers;		/* threads that run blocking handlers */
+	double http_timeout_s;		/* a connection idle while reading or writing */
+	uint32_t max_connections;
+	uint32_t max_connections_per_ip;
+	char **allowed_hosts;		/* NULL-terminated; NULL: the defaults */
+	size_t nallowed_hosts;
+	char **allowed_origins;		/* NULL-terminated, besides the server's own */
+	size_t nallowed_origins;
 
 	double idle_timeout_s;
 	double max_lifetime_s;

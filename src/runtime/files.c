@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <stdio.h>
@@ -263,6 +264,10 @@ struct files_sink {
 	int peer;		/* the writer's end (closed in the daemon once forked) */
 	pid_t pid;		/* the writer; -1 once reaped */
 	int err;		/* the first failure: the sink takes nothing more */
+	/* The frame being sent by files_sink_offer(): what is left of its
+	 * header and of its payload (the caller offers that payload again). */
+	unsigned char hdr[4];
+	size_t hdr_left, body_left;
 	char tmp[TMP_LEN];
 	char path[FILES_PATH_MAX + 1];
 };
@@ -488,21 +493,70 @@ static int sink_failed(struct files_sink *k, int r)
 	return k->err;
 }
 
+int files_sink_offer(struct files_sink *k, const void *data, size_t len, size_t *taken)
+{
+	const char *p = data;
+
+	*taken = 0;
+	if (k->err)
+		return k->err;
+	while (len || k->hdr_left) {
+		struct iovec iov[2];
+		struct msghdr msg = { .msg_iov = iov };
+		size_t body, h;
+		ssize_t sent;
+
+		if (!k->hdr_left && !k->body_left) {
+			uint32_t n = len > SINK_FRAME ? SINK_FRAME : (uint32_t)len;
+
+			memcpy(k->hdr, &n, sizeof(n));
+			k->hdr_left = sizeof(n);
+			k->body_left = n;
+		}
+		body = k->body_left < len ? k->body_left : len;
+		if (k->hdr_left)
+			iov[msg.msg_iovlen++] = (struct iovec){
+				k->hdr + sizeof(k->hdr) - k->hdr_left, k->hdr_left };
+		if (body)
+			iov[msg.msg_iovlen++] = (struct iovec){ (void *)p, body };
+		sent = sendmsg(k->sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (sent < 0 && errno == EINTR)
+			continue;
+		if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;	/* the writer is behind: offer the rest later */
+		if (sent < 0)
+			return sink_failed(k, -errno);
+		h = (size_t)sent < k->hdr_left ? (size_t)sent : k->hdr_left;
+		k->hdr_left -= h;
+		sent -= (ssize_t)h;
+		p += sent;
+		len -= (size_t)sent;
+		k->body_left -= (size_t)sent;
+		*taken += (size_t)sent;
+	}
+	return 0;
+}
+
+int files_sink_fd(const struct files_sink *k)
+{
+	return k->sock;
+}
+
 int files_sink_write(struct files_sink *k, const void *data, size_t len)
 {
 	const char *p = data;
 
-	if (k->err)
-		return k->err;
 	while (len) {
-		uint32_t n = len > SINK_FRAME ? SINK_FRAME : (uint32_t)len;
-		struct iovec iov[2] = { { &n, sizeof(n) }, { (void *)p, n } };
-		int r = send_all(k->sock, iov, 2);
+		struct pollfd pfd = { .fd = k->sock, .events = POLLOUT };
+		size_t taken;
+		int r = files_sink_offer(k, p, len, &taken);
 
 		if (r < 0)
-			return sink_failed(k, r);
-		p += n;
-		len -= n;
+			return r;
+		p += taken;
+		len -= taken;
+		if (len && poll(&pfd, 1, -1) < 0 && errno != EINTR)
+			return sink_failed(k, -errno);
 	}
 	return 0;
 }

@@ -69,6 +69,11 @@ struct files_sink;
 int files_sink_begin(const struct files_user *u, struct jail *j, const char *path,
 		     struct files_sink **out);
 int files_sink_write(struct files_sink *k, const void *data, size_t len);
+/* Without waiting: send what the writer's socket takes now of data[0, len),
+ * *taken bytes of it (maybe 0), and 0; or the writer's -errno.  Offer the
+ * rest again from where it stopped, when files_sink_fd() is writable. */
+int files_sink_offer(struct files_sink *k, const void *data, size_t len, size_t *taken);
+int files_sink_fd(const struct files_sink *k);
 int files_sink_finish(struct files_sink *k, bool commit);
 
 /* Open a regular file for reading: *fd and its size.  -EISDIR, -ENOENT,

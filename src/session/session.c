@@ -723,6 +723,17 @@ int session_upload_write(struct session_upload *up, const void *data, size_t len
 	return files_sink_write(up->sink, data, len);
 }
 
+int session_upload_offer(struct session_upload *up, const void *data, size_t len,
+			 size_t *taken)
+{
+	return files_sink_offer(up->sink, data, len, taken);
+}
+
+int session_upload_fd(const struct session_upload *up)
+{
+	return files_sink_fd(up->sink);
+}
+
 int session_upload_finish(struct session_upload *up, bool commit)
 {
 	struct session *s = up->s;

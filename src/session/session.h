@@ -118,6 +118,11 @@ struct session_upload;
 int session_upload_begin(struct smgr *m, struct session *s, const char *path,
 			 struct session_upload **out);
 int session_upload_write(struct session_upload *up, const void *data, size_t len);
+/* The same without waiting (files_sink_offer), and the descriptor to wait
+ * on, writable when more is taken. */
+int session_upload_offer(struct session_upload *up, const void *data, size_t len,
+			 size_t *taken);
+int session_upload_fd(const struct session_upload *up);
 int session_upload_finish(struct session_upload *up, bool commit);
 
 /* A one-shot sandbox: created, used once and destroyed by the caller with

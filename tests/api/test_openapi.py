@@ -642,7 +642,8 @@ def test_limits_413_and_capacity_429(make_server, api):
     # without Content-Length (chunked): read, dropped, refused
     r = api.put(f"/v1/sessions/{sid}/files/big", data=iter([big[:1 << 19], big[1 << 19:]]))
     assert r.status_code == 413 and error_code(r) == "too_large"
-    r = api.request("POST", f"/v1/sessions/{sid}/execute", data=iter([big]))
+    r = api.request("POST", f"/v1/sessions/{sid}/execute", data=iter([big]),
+                    headers={"Content-Type": "application/json"})
     assert r.status_code == 413 and error_code(r) == "too_large"
     # a file larger than max_file_mb cannot be downloaded
     res = check(api.post(f"/v1/sessions/{sid}/execute",

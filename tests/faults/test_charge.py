@@ -19,6 +19,7 @@ hierarchical usage.
 """
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -362,3 +363,40 @@ def test_loopback_tcp_buffers_are_charged_to_the_session(daemon):
     assert queued <= 64 * MiB
     out = api.execute(sid, "[(c.close(), a.close()) for c, a in conns]; print('closed')")
     assert out["stdout"].strip() == "closed"
+
+
+def test_a_stalled_writer_never_holds_the_event_thread(daemon):
+    """An upload waits for its writer (a process in the session's cgroups,
+    as slow as the session makes it) suspended, not on an event thread:
+    with one event thread and the writer stopped mid-upload, /healthz still
+    answers at once, and the upload completes once the writer goes on."""
+    d = daemon(CONFIG.replace("[server]\n", "[server]\nhttp_threads = 1\n"))
+    api = d.api()
+    sid, cg = new_session(d, api, memory_mb=256)
+    up = {}
+
+    def upload():
+        r = api.request("PUT", f"/v1/sessions/{sid}/files/big.bin",
+                        data=chunks(128 * MiB), timeout=120)
+        up["status"] = r.status_code
+
+    ut = threading.Thread(target=upload, daemon=True)
+    ut.start()
+    # The writer: the one process of the session's cgroup that is root's.
+    writer = wait_for(lambda: next((p for p in cgroup_procs([cg.path]).get(cg.path, [])
+                                    if os.stat(f"/proc/{p}").st_uid == 0), None), 10)
+    assert writer, "no upload writer in the session's cgroup"
+    os.kill(writer, signal.SIGSTOP)
+    try:
+        time.sleep(1)               # its socket fills; the upload must wait
+        worst = 0.0
+        for _ in range(5):
+            t0 = time.monotonic()
+            assert api.get("/healthz", timeout=5).status_code == 200
+            worst = max(worst, time.monotonic() - t0)
+        assert "status" not in up, "the upload ended while its writer was stopped"
+    finally:
+        os.kill(writer, signal.SIGCONT)
+    ut.join(120)
+    print(f"\nwriter stopped mid-upload: /healthz worst {worst * 1000:.0f} ms; upload {up}")
+    assert up.get("status") == 201, up

@@ -132,26 +132,35 @@ def test_each_mcp_session_has_its_own_sandbox(http_server):
     assert "'b'" in text_of(run(b, "who"))
 
 
-def test_origin_is_checked_without_api_keys(http_server):
+def test_origin_is_checked(http_server):
+    """Only the server's own origin, or one configured: a page on another
+    loopback port is another origin (docs/security.md)."""
     ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
-    for origin in ("http://evil.example", "null", "http://127.0.0.1.evil.example:80"):
+    port = http_server.mcp.split(":")[2].split("/")[0]
+    for origin in ("http://evil.example", "null", "http://127.0.0.1.evil.example:80",
+                   "http://localhost:6274", f"http://localhost:{port}"):
         r = http_post(http_server.mcp, None, ping, headers={"Origin": origin})
         assert r.status_code == 403, origin
-    for origin in ("http://localhost:6274", "http://127.0.0.1", "https://[::1]:8443"):
+        assert r.json()["error"]["code"] == -32600
+    # Sent to 127.0.0.1: that is its origin.
+    for origin in (f"http://127.0.0.1:{port}", f"https://127.0.0.1:{port}"):
         sid, r = http_init(http_server.mcp, headers={"Origin": origin})
         assert r.status_code == 200, origin
 
 
 def test_api_keys_apply_to_mcp(make_http):
-    srv = make_http("[server]\napi_keys = sekrit-key-1234\n")
+    srv = make_http("[server]\napi_keys = sekrit-key-1234\n"
+                    "allowed_origins = https://app.example\n")
     sid, r = http_init(srv.mcp)
     assert r.status_code == 401
     auth = {"Authorization": "Bearer sekrit-key-1234"}
     sid, r = http_init(srv.mcp, headers=auth)
     assert r.status_code == 200 and sid
-    # With keys, the key is the protection: other origins may use it.
+    # A key does not open the API to every page: only configured origins.
     sid, r = http_init(srv.mcp, headers={**auth, "Origin": "https://app.example"})
     assert r.status_code == 200
+    _, r = http_init(srv.mcp, headers={**auth, "Origin": "https://other.example"})
+    assert r.status_code == 403
     r = http_post(srv.mcp, sid, {"jsonrpc": "2.0", "id": 1, "method": "ping"})
     assert r.status_code == 401
 
