@@ -55,7 +55,8 @@ struct box {
 	bool dead;
 	char dead_reason[256];
 	/* Why box_stop() was called, if it was: set once, from any thread,
-	 * read by the executing one; under stop_lock. */
+	 * read by the executing one; under stop_lock, as is quiet_after (an
+	 * upload's thread writes it while an execution may read it). */
 	pthread_mutex_t stop_lock;
 	char stop_reason[128];
 	/* Streams that reached end of file are not polled again: a sandbox
@@ -224,7 +225,9 @@ int box_jail_config(const struct box_config *cfg, struct jail_config *jc, const 
 
 void box_note_host_write(struct box *b)
 {
+	pthread_mutex_lock(&b->stop_lock);
 	clock_gettime(CLOCK_REALTIME, &b->quiet_after);
+	pthread_mutex_unlock(&b->stop_lock);
 }
 
 static bool later(const struct timespec *a, const struct timespec *b)
@@ -244,8 +247,13 @@ static void execution_start(struct box *b, struct timespec *start)
 	for (;;) {
 		struct timespec pause = { 0, 250000 };
 
+		bool quiet;
+
 		clock_gettime(CLOCK_REALTIME_COARSE, start);
-		if (later(start, &b->quiet_after))
+		pthread_mutex_lock(&b->stop_lock);
+		quiet = later(start, &b->quiet_after);
+		pthread_mutex_unlock(&b->stop_lock);
+		if (quiet)
 			return;
 		nanosleep(&pause, NULL);
 	}
