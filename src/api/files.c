@@ -8,14 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api/http.h"
 #include "util/log.h"
 #include "runtime/files.h"
 
-/* Connections an upload may keep suspended at once, waiting for writers. */
-#define WAITER_MAX 1024
 
 static enum MHD_Result file_error(struct api_req *rq, int err, const char *path)
 {
@@ -54,6 +53,10 @@ static enum MHD_Result file_error(struct api_req *rq, int err, const char *path)
 				  "is not empty", path);
 	case -ENAMETOOLONG:
 		return http_error(rq, 400, "invalid_path", "the path is too long");
+	case FILES_ECHANGING:
+		return http_error(rq, 503, "workspace_changing", "the workspace is changing too "
+				  "fast to look up '%.300s' safely (renames or mounts in the sandbox "
+				  "raced every try); retry", path);
 	default:
 		return http_error(rq, 500, "internal", "'%.300s': %s", path, strerror(-err));
 	}
@@ -99,20 +102,28 @@ static enum MHD_Result download(struct api_req *rq, struct session *s, const cha
  *
  * The body of PUT /v1/sessions/{id}/files/{path} is never held whole: on
  * the request's first call (server.c) files_upload_start() begins a session
- * upload, and each chunk libmicrohttpd delivers goes straight to the
- * session's writer (session_upload_write(), which blocks while the sandbox
- * is behind).  What the daemon holds per upload is a constant: MHD's read
- * buffer and one socket buffer.  When the upload cannot start (no such
- * session, a bad path) the body is read and dropped, and the route answers
- * as for any other request; when it fails half-way, the rest is dropped and
- * the answer says why.  The old file is replaced only by a complete body. */
+ * upload, and each chunk libmicrohttpd delivers is offered to the session's
+ * writer (session_upload_offer(), which never waits).  What the daemon
+ * holds per upload is a constant: MHD's read buffer and one socket buffer.
+ * When the upload cannot start (no such session, a bad path) the body is
+ * read and dropped, and the route answers as for any other request; when
+ * it fails half-way, the rest is dropped and the answer says why.  The old
+ * file is replaced only by a complete body.
+ *
+ * These run on an event thread, which never waits on a sandbox: begin does
+ * not wait for the writer, a writer that stopped taking bytes is asked why
+ * by finish (upload(), on a worker), and an abort kills the writer and
+ * leaves reaping it to the waiter thread. */
 
 struct api_upload {
 	struct session_upload *up;	/* NULL: the body is dropped */
 	struct petri_limits limits;	/* the session's, for the messages */
+	char id[SESSION_ID_LEN + 1];	/* the session's, for the cap per session */
 	int err;			/* why the upload failed; 0 */
 	uint64_t size;
 	bool too_large;
+	bool dropping;			/* the writer stopped: finish says why */
+	bool stalled;			/* set by the waiter: no progress in time */
 };
 
 /* "/v1/sessions/<id>/files/<path>": the id and the path, else NULL. */
@@ -136,10 +147,17 @@ bool files_upload_wanted(const struct api_req *rq)
 	return !strcmp(rq->method, "PUT") && upload_target(rq->url, id);
 }
 
-static void upload_stop(struct api_upload *up)
+static void reap_later(struct files_waiter *w, struct session_upload *sup);
+
+/* Abort: the writer is killed, and reaped by the waiter thread. */
+static void upload_stop(struct api_req *rq)
 {
-	if (up->up)
-		session_upload_finish(up->up, false);
+	struct api_upload *up = rq->upload;
+
+	if (!up->up)
+		return;
+	session_upload_cancel(up->up);
+	reap_later(rq->waiter, up->up);
 	up->up = NULL;
 }
 
@@ -161,6 +179,7 @@ enum MHD_Result files_upload_start(struct api_req *rq)
 	if (!path || files_check_path(path, false, why, sizeof(why)) < 0 ||
 	    smgr_lookup(rq->sm, id, &s, why, sizeof(why)) < 0)
 		return MHD_YES;
+	memcpy(up->id, id, sizeof(id));
 	up->limits = *session_limits(s);
 	up->err = session_upload_begin(rq->sm, s, path, &up->up);
 	session_put(s);
@@ -174,29 +193,107 @@ enum MHD_Result files_upload_start(struct api_req *rq)
  * not taken left to libmicrohttpd, and this thread resumes it once the
  * writer's socket is writable again: an event thread never waits on a
  * sandbox.  A writer that dies makes its socket readable-hung-up, which
- * resumes the connection too (the next offer reports why). */
+ * resumes the connection too (the next offer reports why).  A connection
+ * waits at most http_timeout_s for one step of progress (suspended, MHD's
+ * own timeout does not run), then is resumed to fail; and one session has
+ * at most WAITING_PER_SESSION waiting, so a tenant with slow writers
+ * cannot take every slot of WAITER_MAX from the others.
+ *
+ * The thread also reaps the writers of aborted uploads, killed without
+ * waiting by upload_stop(): when one's exit fd is readable (or every
+ * REAP_POLL_MS on a kernel without pidfds), session_upload_reap() frees
+ * it and removes its temporary file. */
+
+#define WAITER_MAX 1024
+#define WAITING_PER_SESSION 4
+#define REAP_POLL_MS 100
 
 struct waiting {
 	struct MHD_Connection *conn;
+	struct api_upload *up;
 	int fd;
+	double deadline;	/* CLOCK_MONOTONIC seconds */
 };
 
 struct files_waiter {
 	pthread_mutex_t lock;
 	struct waiting *v;
 	size_t n, cap;
+	struct session_upload **reap;	/* aborted, their writers killed */
+	size_t nreap, reap_cap;
+	struct pollfd *pfd;		/* the thread's own */
+	size_t pfd_cap;
+	struct session_upload **ready;	/* the thread's own: to reap now */
+	size_t ready_cap;
 	int wake[2];		/* a byte: the list changed, or stop */
 	bool stop;
 	pthread_t thread;
 };
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static bool grow(void **v, size_t *cap, size_t n, size_t size)
+{
+	size_t c;
+	void *p;
+
+	if (n < *cap)
+		return true;
+	c = *cap ? *cap * 2 : 16;
+	if (!(p = realloc(*v, c * size)))
+		return false;
+	*v = p;
+	*cap = c;
+	return true;
+}
+
+static void wake(struct files_waiter *w)
+{
+	if (write(w->wake[1], "x", 1) < 0 && errno != EAGAIN)
+		log_warn("cannot wake the upload waiter");
+}
+
+/* Reap sup now: at shutdown, or when it cannot be queued.  Its writer was
+ * killed, so this waits for a death, not for the sandbox's pace. */
+static void reap_now(struct session_upload *sup)
+{
+	while (!session_upload_reap(sup)) {
+		struct pollfd pfd = { .fd = session_upload_exit_fd(sup), .events = POLLIN };
+
+		poll(&pfd, pfd.fd >= 0 ? 1 : 0, REAP_POLL_MS);
+	}
+}
+
+static void reap_later(struct files_waiter *w, struct session_upload *sup)
+{
+	bool queued = false;
+
+	pthread_mutex_lock(&w->lock);
+	if (!w->stop && grow((void **)&w->reap, &w->reap_cap, w->nreap, sizeof(*w->reap))) {
+		w->reap[w->nreap++] = sup;
+		queued = true;
+	}
+	pthread_mutex_unlock(&w->lock);
+	if (queued)
+		wake(w);
+	else
+		reap_now(sup);
+}
 
 static void *waiter_main(void *arg)
 {
 	struct files_waiter *w = arg;
 
 	for (;;) {
-		struct pollfd pfd[WAITER_MAX + 1];
-		size_t n;
+		size_t n, nr, nready;
+		int timeout = 1000;
+		double now;
 		char drain[64];
 
 		pthread_mutex_lock(&w->lock);
@@ -204,27 +301,65 @@ static void *waiter_main(void *arg)
 			pthread_mutex_unlock(&w->lock);
 			return NULL;
 		}
-		n = w->n < WAITER_MAX ? w->n : WAITER_MAX;
-		for (size_t i = 0; i < n; i++)
-			pfd[i] = (struct pollfd){ .fd = w->v[i].fd, .events = POLLOUT };
-		pthread_mutex_unlock(&w->lock);
-		pfd[n] = (struct pollfd){ .fd = w->wake[0], .events = POLLIN };
-		if (poll(pfd, n + 1, 1000) < 0 && errno != EINTR)
+		n = w->n;
+		nr = w->nreap;
+		if (!grow((void **)&w->pfd, &w->pfd_cap, n + nr + 1, sizeof(*w->pfd)) ||
+		    !grow((void **)&w->ready, &w->ready_cap, nr, sizeof(*w->ready))) {
+			pthread_mutex_unlock(&w->lock);
+			poll(NULL, 0, REAP_POLL_MS);	/* for memory */
 			continue;
-		if (pfd[n].revents)
+		}
+		now = now_s();
+		for (size_t i = 0; i < n; i++) {
+			double left = w->v[i].deadline - now;
+			int ms = left <= 0 ? 0 : left * 1000 < timeout ? (int)(left * 1000) + 1 : timeout;
+
+			w->pfd[i] = (struct pollfd){ .fd = w->v[i].fd, .events = POLLOUT };
+			timeout = ms < timeout ? ms : timeout;
+		}
+		for (size_t i = 0; i < nr; i++) {
+			int fd = session_upload_exit_fd(w->reap[i]);
+
+			w->pfd[n + i] = (struct pollfd){ .fd = fd, .events = POLLIN };
+			if (fd < 0 && timeout > REAP_POLL_MS)
+				timeout = REAP_POLL_MS;
+		}
+		pthread_mutex_unlock(&w->lock);
+		w->pfd[n + nr] = (struct pollfd){ .fd = w->wake[0], .events = POLLIN };
+		if (poll(w->pfd, n + nr + 1, timeout) < 0 && errno != EINTR)
+			continue;
+		if (w->pfd[n + nr].revents)
 			while (read(w->wake[0], drain, sizeof(drain)) > 0)
 				;
+		now = now_s();
 		pthread_mutex_lock(&w->lock);
-		/* The first n are still those polled: entries are added at the
-		 * end and removed here alone (or all at once by stop). */
+		/* The first n (nr) are still those polled: entries are added at
+		 * the end and removed here alone (or all at once by stop). */
 		if (n > w->n)
 			n = w->n;
-		for (size_t i = n; i-- > 0;)
-			if (pfd[i].revents) {
+		if (nr > w->nreap)
+			nr = w->nreap;
+		for (size_t i = n; i-- > 0;) {
+			bool late = now >= w->v[i].deadline;
+
+			if (w->pfd[i].revents || late) {
+				w->v[i].up->stalled = late && !w->pfd[i].revents;
 				MHD_resume_connection(w->v[i].conn);
 				w->v[i] = w->v[--w->n];
 			}
+		}
+		/* Reaped outside the lock: the last reference to a session may
+		 * go with its upload, and ending a session takes a while. */
+		nready = 0;
+		for (size_t i = nr; i-- > 0;)
+			if (w->pfd[n + i].revents || w->pfd[n + i].fd < 0) {
+				w->ready[nready++] = w->reap[i];
+				w->reap[i] = w->reap[--w->nreap];
+			}
 		pthread_mutex_unlock(&w->lock);
+		for (size_t i = 0; i < nready; i++)
+			if (!session_upload_reap(w->ready[i]))
+				reap_later(w, w->ready[i]);	/* not dead yet */
 	}
 }
 
@@ -250,7 +385,8 @@ int files_waiter_new(struct files_waiter **out)
 	return 0;
 }
 
-/* Resume every waiting connection and end the thread: before MHD stops. */
+/* Resume every waiting connection, end the thread and reap what is left:
+ * before MHD stops (whose closing connections then reap their own). */
 void files_waiter_stop(struct files_waiter *w)
 {
 	pthread_mutex_lock(&w->lock);
@@ -259,9 +395,11 @@ void files_waiter_stop(struct files_waiter *w)
 		MHD_resume_connection(w->v[i].conn);
 	w->n = 0;
 	pthread_mutex_unlock(&w->lock);
-	if (write(w->wake[1], "x", 1) < 0 && errno != EAGAIN)
-		log_warn("cannot wake the upload waiter");
+	wake(w);
 	pthread_join(w->thread, NULL);
+	for (size_t i = 0; i < w->nreap; i++)
+		reap_now(w->reap[i]);
+	w->nreap = 0;
 }
 
 void files_waiter_free(struct files_waiter *w)
@@ -271,61 +409,69 @@ void files_waiter_free(struct files_waiter *w)
 	close(w->wake[0]);
 	close(w->wake[1]);
 	free(w->v);
+	free(w->reap);
+	free(w->ready);
+	free(w->pfd);
 	pthread_mutex_destroy(&w->lock);
 	free(w);
 }
 
-/* Suspend rq's connection until fd is writable.  false: it cannot wait
- * (stopping, no memory, too many waiting): the caller fails the upload. */
-static bool wait_for_writer(struct api_req *rq, int fd)
+/* Suspend rq's connection until fd is writable, or http_timeout_s.  0, or
+ * why it cannot wait: -EBUSY (too many waiting, stopping, no memory),
+ * -EUSERS (too many of its session's): the caller fails the upload. */
+static int wait_for_writer(struct api_req *rq, int fd)
 {
 	struct files_waiter *w = rq->waiter;
-	bool ok = false;
+	struct api_upload *up = rq->upload;
+	size_t mine = 0;
+	int r = -EBUSY;
 
 	pthread_mutex_lock(&w->lock);
-	if (!w->stop && w->n < WAITER_MAX) {
-		if (w->n == w->cap) {
-			size_t cap = w->cap ? w->cap * 2 : 16;
-			struct waiting *v = realloc(w->v, cap * sizeof(*v));
-
-			if (v) {
-				w->v = v;
-				w->cap = cap;
-			}
-		}
-		if (w->n < w->cap) {
-			/* Suspended before the waiter can see it, under its lock:
-			 * it cannot resume a connection that is not suspended. */
-			MHD_suspend_connection(rq->conn);
-			w->v[w->n++] = (struct waiting){ rq->conn, fd };
-			ok = true;
-		}
+	for (size_t i = 0; i < w->n; i++)
+		mine += !strcmp(w->v[i].up->id, up->id);
+	if (mine >= WAITING_PER_SESSION) {
+		r = -EUSERS;
+	} else if (!w->stop && w->n < WAITER_MAX &&
+		   grow((void **)&w->v, &w->cap, w->n, sizeof(*w->v))) {
+		/* Suspended before the waiter can see it, under its lock:
+		 * it cannot resume a connection that is not suspended. */
+		MHD_suspend_connection(rq->conn);
+		w->v[w->n++] = (struct waiting){ rq->conn, up, fd,
+						 now_s() + rq->cfg->http_timeout_s };
+		r = 0;
 	}
 	pthread_mutex_unlock(&w->lock);
-	if (ok && write(w->wake[1], "x", 1) < 0 && errno != EAGAIN)
-		log_warn("cannot wake the upload waiter");
-	return ok;
+	if (r == 0)
+		wake(w);
+	return r;
 }
 
 enum MHD_Result files_upload_chunk(struct api_req *rq, const char *data, size_t *size)
 {
 	struct api_upload *up = rq->upload;
 	size_t taken = *size;
+	int r;
 
+	if (up->stalled && up->up) {
+		up->err = -ETIMEDOUT;
+		upload_stop(rq);
+	}
 	if (!up->too_large && up->size + *size > rq->cfg->max_file_bytes) {
 		up->too_large = true;
-		upload_stop(up);
+		upload_stop(rq);
 	}
-	if (up->up && (up->err = session_upload_offer(up->up, data, *size, &taken)) < 0) {
-		upload_stop(up);
+	/* A writer that stopped taking bytes is not waited for here: finish,
+	 * on a worker, reaps it and says why; the rest is dropped. */
+	if (up->up && !up->dropping && session_upload_offer(up->up, data, *size, &taken) < 0) {
+		up->dropping = true;
 		taken = *size;
 	}
 	up->size += taken;
 	*size -= taken;
 	/* What was not taken stays with MHD, offered again on resume. */
-	if (*size && !wait_for_writer(rq, session_upload_fd(up->up))) {
-		up->err = -EBUSY;
-		upload_stop(up);
+	if (*size && (r = wait_for_writer(rq, session_upload_fd(up->up))) < 0) {
+		up->err = r;
+		upload_stop(rq);
 		up->size += *size;
 		*size = 0;
 	}
@@ -336,11 +482,10 @@ void files_upload_end(struct api_req *rq)
 {
 	if (!rq->upload)
 		return;
-	upload_stop(rq->upload);
+	upload_stop(rq);
 	free(rq->upload);
 	rq->upload = NULL;
 }
-
 static enum MHD_Result upload(struct api_req *rq, const char *path)
 {
 	struct api_upload *up = rq->upload;
@@ -371,6 +516,13 @@ static enum MHD_Result upload(struct api_req *rq, const char *path)
 	case -EBUSY:
 		return http_error(rq, 503, "busy", "too many uploads are waiting for their "
 				  "sandboxes; retry later");
+	case -EUSERS:
+		return http_error(rq, 503, "busy", "this session has %d uploads waiting for its "
+				  "sandbox already; retry when one is done", WAITING_PER_SESSION);
+	case -ETIMEDOUT:
+		return http_error(rq, 503, "upload_stalled", "the sandbox took no byte of the "
+				  "upload for %g s (http_timeout_s): it is stopped or starved; the "
+				  "old file is untouched", rq->cfg->http_timeout_s);
 	case -EAGAIN:
 		return http_error(rq, 409, "too_many_processes", "the session is at its process "
 				  "limit (%u): an upload needs one process of it", up->limits.pids);

@@ -693,13 +693,22 @@ int jail_reset_peak(struct jail *j)
 
 static void jail_destroy(struct jail *j)
 {
+	bool emptied = true;
+
 	jail_kill(j);
 	reap(j);
-	if (j->cg && cg_destroy(j->cg) < 0)
-		log_warn("a sandbox cgroup could not be removed");
+	if (j->cg && cg_destroy(j->cg) < 0) {
+		emptied = false;
+		log_warn("a sandbox cgroup could not be removed: its uid %u stays leased",
+			 (unsigned)j->uid);
+	}
 	j->cg = NULL;
-	/* Its processes are gone: the uid can serve another sandbox. */
-	if (j->host->uids)
+	/* Its processes are gone: the uid can serve another sandbox.  When the
+	 * cgroup could not be emptied some may still run as that uid, and a
+	 * new sandbox given it would share their quotas and could signal
+	 * them: the lease (its locked fd) is kept for the daemon's life, and
+	 * its file left to the sweep at the next start. */
+	if (j->host->uids && emptied)
 		lease_drop(j->host->uids, &j->lease);
 	close_fd(&j->pidfd);
 	close_fd(&j->sync_fd);

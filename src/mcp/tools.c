@@ -251,6 +251,9 @@ static const char *file_error(int err)
 	case -EDQUOT:
 	case -EFBIG:
 		return "the sandbox's disk (/work) is full";
+	case FILES_ECHANGING:
+		return "the workspace is changing too fast (renames or mounts in the sandbox "
+		       "raced every lookup of the path); retry";
 	default:
 		return strerror(-err);
 	}

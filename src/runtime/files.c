@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,19 +40,45 @@ static void restore(const struct files_user *old)
 	syscall(SYS_setfsgid, old->gid);
 }
 
-static int open_in(int work_fd, const char *path, int flags, mode_t mode)
+/* openat2() with RESOLVE_IN_ROOT fails with EAGAIN when a rename or a
+ * mount anywhere raced one of its ".." steps: it cannot prove the walk
+ * stayed inside.  The sandbox can make that happen at will (renames in a
+ * loop, and symlinks of many "x/.." hops to walk): a review got 19,988
+ * EAGAIN of 20,000 tries.  Retrying until it succeeds would let it hold a
+ * daemon thread for as long as it likes, so a few tries ride out an honest
+ * race and then the caller is told FILES_ECHANGING.  16: an honest race is
+ * one rename in flight, gone by the next try; the bound costs at most 16
+ * path walks. */
+#define OPEN_TRIES 16
+
+int files_open_in(int work_fd, const char *path, int flags, mode_t mode,
+		  int (*try_open)(int, const char *, const struct open_how *))
 {
 	struct open_how how = {
 		.flags = (uint64_t)flags | O_CLOEXEC,
 		.mode = (flags & O_CREAT) ? mode : 0,
 		.resolve = RESOLVE_FLAGS,
 	};
-	long fd;
+	int tries = 0, fd;
 
-	do
-		fd = syscall(SYS_openat2, work_fd, path, &how, sizeof(how));
-	while (fd < 0 && (errno == EAGAIN || errno == EINTR));
-	return fd < 0 ? -errno : (int)fd;
+	for (;;) {
+		fd = try_open(work_fd, path, &how);
+		if (fd >= 0 || (errno != EAGAIN && errno != EINTR))
+			break;
+		if (errno == EAGAIN && ++tries == OPEN_TRIES)
+			return FILES_ECHANGING;
+	}
+	return fd < 0 ? -errno : fd;
+}
+
+static int sys_openat2(int dirfd, const char *path, const struct open_how *how)
+{
+	return (int)syscall(SYS_openat2, dirfd, path, how, sizeof(*how));
+}
+
+static int open_in(int work_fd, const char *path, int flags, mode_t mode)
+{
+	return files_open_in(work_fd, path, flags, mode, sys_openat2);
 }
 
 int files_check_path(const char *path, bool allow_empty, char *why, size_t whylen)
@@ -246,14 +273,17 @@ int files_write(const struct files_user *u, int work_fd, const char *path,
 
 /* ---- the upload writer ---------------------------------------------------
  *
- * The daemon and the writer share a socketpair.  The writer says "ready"
- * with one byte once the temporary file is open (or exits with the errno);
- * then the daemon sends frames, a 4-byte length (host order) and that many
+ * The daemon and the writer share a socketpair.  The daemon sends frames, a 4-byte length (host order) and that many
  * bytes, at most SINK_FRAME bytes each; a frame of length 0 commits.  EOF
  * without it is an abort: the temporary file is removed.  The socket's
  * buffer is all the daemon holds of an upload: send() blocks while the
  * writer is behind, so a client can go no faster than the sandbox's /work
- * takes the bytes. */
+ * takes the bytes.  Nothing here that an event thread calls waits for the
+ * writer, which runs in the sandbox's cgroups (its CPU quota, its memory
+ * reclaim): begin does not wait for the temporary file to be open (a
+ * failure to open it ends the writer, and the reason comes with finish),
+ * offer never blocks, and cancel kills without waiting.  The writer is
+ * waited for by finish, or after cancel by reap. */
 
 #define SINK_FRAME (16u << 10)
 
@@ -263,6 +293,7 @@ struct files_sink {
 	int sock;		/* the daemon's end */
 	int peer;		/* the writer's end (closed in the daemon once forked) */
 	pid_t pid;		/* the writer; -1 once reaped */
+	int pidfd;		/* readable once it exited; -1: none (before 5.3) */
 	int err;		/* the first failure: the sink takes nothing more */
 	/* The frame being sent by files_sink_offer(): what is left of its
 	 * header and of its payload (the caller offers that payload again). */
@@ -324,8 +355,6 @@ static int sink_main(void *arg)
 	syscall(SYS_setfsgid, k->u.gid);
 	syscall(SYS_setfsuid, k->u.uid);
 	r = open_beside(k->work_fd, k->path, k->tmp, &parent, &fd, &base);
-	if (r == 0 && write_all(k->peer, "r", 1) < 0)
-		r = -EPIPE;
 	while (r == 0) {
 		uint32_t len;
 
@@ -367,6 +396,23 @@ static void sink_remove_tmp(struct files_sink *k)
 	restore(&old);
 }
 
+/* The writer's end, status st (-1: lost): its errno, or -ENOMEM when it
+ * was killed. */
+static int sink_reaped(struct files_sink *k, int st)
+{
+	k->pid = -1;
+	if (k->pidfd >= 0)
+		close(k->pidfd);
+	k->pidfd = -1;
+	if (st == -1)
+		return -ECHILD;
+	if (WIFSIGNALED(st)) {
+		sink_remove_tmp(k);
+		return -ENOMEM;
+	}
+	return WIFEXITED(st) ? -WEXITSTATUS(st) : -EIO;
+}
+
 /* Wait for the writer: its errno, or -ENOMEM when it was killed (by the
  * sandbox's memory limit, or with the sandbox). */
 static int sink_reap(struct files_sink *k)
@@ -380,14 +426,7 @@ static int sink_reap(struct files_sink *k)
 			st = -1;
 			break;
 		}
-	k->pid = -1;
-	if (st == -1)
-		return -ECHILD;
-	if (WIFSIGNALED(st)) {
-		sink_remove_tmp(k);
-		return -ENOMEM;
-	}
-	return WIFEXITED(st) ? -WEXITSTATUS(st) : -EIO;
+	return sink_reaped(k, st);
 }
 
 /* Hang up on the writer: without a commit frame, EOF is an abort.
@@ -417,7 +456,6 @@ int files_sink_begin(const struct files_user *u, struct jail *j, const char *pat
 {
 	struct files_sink *k;
 	int sv[2], r;
-	char ready;
 
 	*out = NULL;
 	if (strlen(path) > FILES_PATH_MAX)
@@ -428,7 +466,7 @@ int files_sink_begin(const struct files_user *u, struct jail *j, const char *pat
 	k->u = *u;
 	k->work_fd = jail_work_fd(j);
 	k->pid = -1;
-	k->sock = k->peer = -1;
+	k->pidfd = k->sock = k->peer = -1;
 	memcpy(k->path, path, strlen(path) + 1);
 	if ((r = tmp_name(k->tmp)) < 0)
 		goto fail;
@@ -442,14 +480,8 @@ int files_sink_begin(const struct files_user *u, struct jail *j, const char *pat
 		goto fail;
 	close(k->peer);
 	k->peer = -1;
-	/* "ready", or EOF and the reason in the exit code. */
-	while ((r = (int)read(k->sock, &ready, 1)) < 0 && errno == EINTR)
-		;
-	if (r != 1) {
-		r = sink_reap(k);
-		r = r ? r : -EIO;
-		goto fail;
-	}
+	/* For files_sink_reap(): without one, it polls. */
+	k->pidfd = (int)syscall(SYS_pidfd_open, k->pid, 0);
 	*out = k;
 	return 0;
 fail:
@@ -482,7 +514,8 @@ static int send_all(int fd, struct iovec *iov, int n)
 	return 0;
 }
 
-/* A failed send means the writer stopped: its reason is the error. */
+/* A failed send means the writer stopped: its reason is the error.  It
+ * waits for the writer (which is ending): not for an event thread. */
 static int sink_failed(struct files_sink *k, int r)
 {
 	int why;
@@ -492,6 +525,9 @@ static int sink_failed(struct files_sink *k, int r)
 	k->err = why ? why : r;
 	return k->err;
 }
+
+/* Its reason is known once the writer is reaped (by finish). */
+#define SINK_EGONE (-EPIPE)
 
 int files_sink_offer(struct files_sink *k, const void *data, size_t len, size_t *taken)
 {
@@ -524,8 +560,10 @@ int files_sink_offer(struct files_sink *k, const void *data, size_t len, size_t 
 			continue;
 		if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return 0;	/* the writer is behind: offer the rest later */
-		if (sent < 0)
-			return sink_failed(k, -errno);
+		if (sent < 0) {
+			sink_hangup(k);
+			return k->err = SINK_EGONE;
+		}
 		h = (size_t)sent < k->hdr_left ? (size_t)sent : k->hdr_left;
 		k->hdr_left -= h;
 		sent -= (ssize_t)h;
@@ -551,6 +589,8 @@ int files_sink_write(struct files_sink *k, const void *data, size_t len)
 		size_t taken;
 		int r = files_sink_offer(k, p, len, &taken);
 
+		if (r == SINK_EGONE && k->pid > 0)
+			return sink_failed(k, r);
 		if (r < 0)
 			return r;
 		p += taken;
@@ -565,18 +605,51 @@ int files_sink_finish(struct files_sink *k, bool commit)
 {
 	uint32_t zero = 0;
 	struct iovec iov = { &zero, sizeof(zero) };
-	int r = k->err;
+	int r = k->err, why;
 
-	if (!r && commit && (r = send_all(k->sock, &iov, 1)) < 0)
-		r = sink_failed(k, r);
-	if (!r || !commit) {
-		sink_hangup(k);
-		r = sink_reap(k);
-		if (!commit && r == -ECANCELED)
-			r = 0;
-	}
+	if (!r && commit)
+		r = send_all(k->sock, &iov, 1);
+	/* The writer's own account comes first: why it stopped taking bytes
+	 * (a failed send, SINK_EGONE) is in its exit code. */
+	sink_hangup(k);
+	why = sink_reap(k);
+	if (commit)
+		r = why ? why : r;
+	else
+		r = why == -ECANCELED ? 0 : why;
 	sink_free(k);
 	return r;
+}
+
+void files_sink_cancel(struct files_sink *k)
+{
+	sink_hangup(k);
+	/* Not yet reaped: pid is still the writer's, never another's.  Killed
+	 * rather than told: a writer the sandbox's cgroups hold back (or a
+	 * stopped one) would otherwise keep its temporary file for as long. */
+	if (k->pid > 0)
+		kill(k->pid, SIGKILL);
+}
+
+int files_sink_exit_fd(const struct files_sink *k)
+{
+	return k->pidfd;
+}
+
+bool files_sink_reap(struct files_sink *k)
+{
+	int st;
+	pid_t p;
+
+	if (k->pid > 0) {
+		while ((p = waitpid(k->pid, &st, WNOHANG)) < 0 && errno == EINTR)
+			;
+		if (p == 0)
+			return false;
+		sink_reaped(k, p < 0 ? -1 : st);
+	}
+	sink_free(k);
+	return true;
 }
 
 static int open_as(int work_fd, const char *path, int *out, uint64_t *size)

@@ -15,6 +15,10 @@
  * to it, and the tmpfs (owned by the sandbox's user namespace) accepts
  * them.  The ids are restored before returning.
  *
+ * A path lookup that the sandbox keeps racing (renames or mounts during
+ * its ".." steps) is tried a bounded number of times, then fails with
+ * FILES_ECHANGING: the daemon's thread is not the sandbox's to hold.
+ *
  * Uploads from a client (files_sink_*) are written by a short-lived writer
  * process inside the sandbox's cgroups (jail_fork_charged()): the tmpfs
  * pages of /work are then charged to the sandbox's memory limit and not to
@@ -26,6 +30,7 @@
 #ifndef PETRI_FILES_H
 #define PETRI_FILES_H
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -43,6 +48,17 @@
  * itself (for listings). */
 int files_check_path(const char *path, bool allow_empty, char *why, size_t whylen);
 
+/* The workspace changed under every try of a lookup: retry later. */
+#define FILES_ECHANGING (-ESTALE)
+
+/* openat2(work_fd, path, RESOLVE_IN_ROOT...) through try_open (which
+ * returns an fd or -1 with errno), retried on EINTR and on EAGAIN at most a
+ * few times: an fd, FILES_ECHANGING or -errno.  Exposed for the unit test;
+ * every operation below uses it with openat2(). */
+struct open_how;
+int files_open_in(int work_fd, const char *path, int flags, mode_t mode,
+		  int (*try_open)(int, const char *, const struct open_how *));
+
 struct files_user {
 	uid_t uid;
 	gid_t gid;
@@ -57,24 +73,34 @@ int files_write(const struct files_user *u, int work_fd, const char *path,
 
 /* A streamed upload to path, written as files_write() writes (parents made,
  * a temporary file renamed over the target on commit) by a writer charged
- * to the sandbox j.  begin: the writer is ready and the temporary file
- * open; -EISDIR, -ENOTDIR, -ELOOP... as files_write(), -EAGAIN when the
- * sandbox is at its pids limit.  write: hand it bytes; blocks while the
- * writer is behind; after a failure every call returns that failure.
- * finish: commit (replace the file) or abort (remove the temporary file,
- * the old file untouched), wait for the writer and free the sink.  Errors of
- * write and finish: -ENOSPC (/work is full), -ENOMEM (over the sandbox's
- * memory limit, or the sandbox was killed meanwhile). */
+ * to the sandbox j.  begin: the writer is started, without waiting for it
+ * (-EAGAIN when the sandbox is at its pids limit); its failures to open the
+ * file (-EISDIR, -ENOTDIR, -ELOOP... as files_write()) come from finish.
+ * write: hand it bytes; blocks while the writer is behind; after a failure
+ * every call returns that failure.  finish: commit (replace the file) or
+ * abort (remove the temporary file, the old file untouched), wait for the
+ * writer and free the sink.  Errors of write and finish: -ENOSPC (/work is
+ * full), -ENOMEM (over the sandbox's memory limit, or the sandbox was
+ * killed meanwhile).  write and finish wait for the writer: not on an
+ * event thread. */
 struct files_sink;
 int files_sink_begin(const struct files_user *u, struct jail *j, const char *path,
 		     struct files_sink **out);
 int files_sink_write(struct files_sink *k, const void *data, size_t len);
 /* Without waiting: send what the writer's socket takes now of data[0, len),
- * *taken bytes of it (maybe 0), and 0; or the writer's -errno.  Offer the
- * rest again from where it stopped, when files_sink_fd() is writable. */
+ * *taken bytes of it (maybe 0), and 0; or -errno once the writer stopped
+ * taking bytes (finish then says why).  Offer the rest again from where it
+ * stopped, when files_sink_fd() is writable. */
 int files_sink_offer(struct files_sink *k, const void *data, size_t len, size_t *taken);
 int files_sink_fd(const struct files_sink *k);
 int files_sink_finish(struct files_sink *k, bool commit);
+/* Abort without waiting: hang up and kill the writer.  Then call
+ * files_sink_reap() until it returns true (it frees the sink and removes
+ * the temporary file); files_sink_exit_fd() is readable once it will, or
+ * -1 (an old kernel): then try again now and then. */
+void files_sink_cancel(struct files_sink *k);
+int files_sink_exit_fd(const struct files_sink *k);
+bool files_sink_reap(struct files_sink *k);
 
 /* Open a regular file for reading: *fd and its size.  -EISDIR, -ENOENT,
  * -EINVAL (not a regular file). */

@@ -759,6 +759,25 @@ int session_upload_finish(struct session_upload *up, bool commit)
 	return r;
 }
 
+void session_upload_cancel(struct session_upload *up)
+{
+	files_sink_cancel(up->sink);
+}
+
+int session_upload_exit_fd(const struct session_upload *up)
+{
+	return files_sink_exit_fd(up->sink);
+}
+
+bool session_upload_reap(struct session_upload *up)
+{
+	if (!files_sink_reap(up->sink))
+		return false;
+	session_put(up->s);
+	free(up);
+	return true;
+}
+
 json_t *session_json(struct session *s)
 {
 	json_t *j;

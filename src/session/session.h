@@ -110,7 +110,8 @@ void session_note_write(struct session *s);
  * src/runtime/files.h): written by a process charged to the session's
  * cgroups, so the file counts against the session's memory and pids limits,
  * never the daemon's.  path is checked with files_check_path() already.
- * begin: as files_sink_begin(); the upload holds a reference to s.  write:
+ * begin: as files_sink_begin() (it does not wait for the writer); the
+ * upload holds a reference to s.  write:
  * the next bytes.  finish: commit or abort, then frees up; 0 or -errno
  * (-ENOSPC: /work is full; -ENOMEM: over the session's memory limit, or the
  * session was killed meanwhile). */
@@ -124,6 +125,12 @@ int session_upload_offer(struct session_upload *up, const void *data, size_t len
 			 size_t *taken);
 int session_upload_fd(const struct session_upload *up);
 int session_upload_finish(struct session_upload *up, bool commit);
+/* Abort without waiting for the sandbox (files_sink_cancel), then reap
+ * until true, which frees up: when session_upload_exit_fd() is readable,
+ * or now and then when it is -1. */
+void session_upload_cancel(struct session_upload *up);
+int session_upload_exit_fd(const struct session_upload *up);
+bool session_upload_reap(struct session_upload *up);
 
 /* A one-shot sandbox: created, used once and destroyed by the caller with
  * smgr_oneshot_end().  Counts against the session cap while it lives. */

@@ -400,3 +400,170 @@ def test_a_stalled_writer_never_holds_the_event_thread(daemon):
     ut.join(120)
     print(f"\nwriter stopped mid-upload: /healthz worst {worst * 1000:.0f} ms; upload {up}")
     assert up.get("status") == 201, up
+
+
+ONE_THREAD = CONFIG.replace("[server]\n", "[server]\nhttp_threads = 1\n")
+
+
+def freezer_dir(d, before):
+    """The freezer of the session made since `before` (v1), or its v2 dir."""
+    new = [p for p in cgroup_dirs(d.pid) if p not in before]
+    if d.cg.version == 2:
+        return new[0], "cgroup.freeze", "1", "0"
+    return next(p for p in new if "/freezer/" in p), "freezer.state", "FROZEN", "THAWED"
+
+
+class Frozen:
+    """The session's cgroup frozen: a writer forked into it stops before it
+    opens its file (before it could say "ready")."""
+
+    def __init__(self, d, api, **limits):
+        before = set(cgroup_dirs(d.pid))
+        self.sid = api.session(limits=limits) if limits else api.session()
+        self.dir, self.file, self.on, self.off = freezer_dir(d, before)
+
+    def __enter__(self):
+        Path(self.dir, self.file).write_text(self.on)
+        return self
+
+    def __exit__(self, *exc):
+        Path(self.dir, self.file).write_text(self.off)
+
+
+def healthz_answers(api):
+    """/healthz answers (with one event thread: that thread is free)."""
+    return api.get("/healthz", timeout=10).status_code == 200
+
+
+def temp_files(api, sid):
+    r = api.get(f"/v1/sessions/{sid}/files", params={"path": ""})
+    assert r.status_code == 200, r.text
+    return [f["path"] for f in r.json()["files"] if ".petri-upload-" in f["path"]]
+
+
+def put_in_thread(d, sid, path, size, out, data=None):
+    def run():
+        try:
+            r = d.api().request("PUT", f"/v1/sessions/{sid}/files/{path}",
+                                data=b"q" * size if data is None else data, timeout=120)
+            out.append((r.status_code, r.text))
+        except Exception as e:  # noqa: BLE001 - reported by the test
+            out.append((None, repr(e)))
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def test_a_writer_stopped_before_ready_never_holds_the_event_thread(daemon):
+    """Beginning an upload does not wait for the writer to open its file:
+    with the session frozen (its writer too, from birth) and one event
+    thread, /healthz answers, and the upload completes once thawed."""
+    d = daemon(ONE_THREAD)
+    api = d.api()
+    fz = Frozen(d, api)
+    out = []
+    with fz:
+        t = put_in_thread(d, fz.sid, "early.bin", 4 * MiB, out)
+        time.sleep(1)              # the upload began; its writer is frozen
+        assert healthz_answers(api)
+        assert not out, f"the upload ended while its writer was frozen: {out}"
+    t.join(120)
+    assert out and out[0][0] == 201, out
+    assert api.get(f"/v1/sessions/{fz.sid}/files/early.bin").content == b"q" * (4 * MiB)
+
+
+def _host_port(url):
+    host, port = url.split("//", 1)[1].rsplit(":", 1)
+    return host, int(port)
+
+
+def test_an_upload_aborted_while_its_writer_is_stopped_frees_the_event_thread(daemon):
+    """A client that hangs up mid-upload while the writer is stopped: the
+    abort kills the writer and reaps it off the event thread, so /healthz
+    answers at once; the temporary file is gone and the old file stays."""
+    d = daemon(ONE_THREAD)
+    api = d.api()
+    sid, cg = new_session(d, api, memory_mb=256)
+    assert api.request("PUT", f"/v1/sessions/{sid}/files/f.bin", data=b"old").status_code == 201
+    host, port = _host_port(d.url)
+    s = socket.create_connection((host, port))
+    s.sendall(f"PUT /v1/sessions/{sid}/files/f.bin HTTP/1.1\r\nHost: {host}:{port}\r\n"
+              f"Content-Length: {64 * MiB}\r\n\r\n".encode())
+    writer = wait_for(lambda: next((p for p in cgroup_procs([cg.path]).get(cg.path, [])
+                                    if os.stat(f"/proc/{p}").st_uid == 0), None), 10)
+    assert writer, "no upload writer in the session's cgroup"
+    os.kill(writer, signal.SIGSTOP)
+    try:
+        s.settimeout(2)
+        block = b"z" * MiB
+        try:
+            for _ in range(64):    # until every buffer on the way is full
+                s.sendall(block)
+        except socket.timeout:
+            pass
+        s.close()                  # the client gives up: an abort
+        time.sleep(0.5)
+        assert healthz_answers(api)
+        assert healthz_answers(api)
+    finally:
+        try:
+            os.kill(writer, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+    assert wait_for(lambda: not temp_files(api, sid), 30), temp_files(api, sid)
+    assert api.get(f"/v1/sessions/{sid}/files/f.bin").content == b"old"
+
+
+def test_one_session_cannot_take_every_waiting_slot(daemon):
+    """Uploads into one session whose writers are stalled: past the cap per
+    session (4) the next ones get a clear 503, while an upload into another
+    session goes through; the waiting ones complete once thawed."""
+    d = daemon(ONE_THREAD)
+    api = d.api()
+    fz = Frozen(d, api, memory_mb=256)
+    other = api.session()
+    waiting, extra = [], []
+    with fz:
+        threads = [put_in_thread(d, fz.sid, f"w{i}.bin", 8 * MiB, waiting) for i in range(4)]
+        time.sleep(2)              # their writers' sockets are full: all four wait
+        for i in range(2):
+            put_in_thread(d, fz.sid, f"x{i}.bin", 8 * MiB, extra).join(60)
+        assert len(extra) == 2, extra
+        for status, text in extra:
+            assert status == 503, text
+            assert json.loads(text)["error"]["code"] == "busy", text
+            assert "this session" in text, text
+        r = api.request("PUT", f"/v1/sessions/{other}/files/b.bin", data=b"y" * MiB, timeout=60)
+        assert r.status_code == 201, r.text
+        assert not waiting, waiting
+    for t in threads:
+        t.join(120)
+    assert sorted(s for s, _ in waiting) == [201] * 4, waiting
+
+
+def test_a_stalled_upload_times_out_with_a_clear_error(daemon):
+    """A suspended upload is not exempt from http_timeout_s: a writer that
+    takes no byte for that long fails the upload (503 upload_stalled); the
+    old file stays and no temporary file is left."""
+    d = daemon(ONE_THREAD.replace("[server]\n", "[server]\nhttp_timeout_s = 3\n"))
+    api = d.api()
+    sid, cg = new_session(d, api, memory_mb=256)
+    assert api.request("PUT", f"/v1/sessions/{sid}/files/s.bin", data=b"old").status_code == 201
+    out = []
+    t = put_in_thread(d, sid, "s.bin", 0, out, data=chunks(256 * MiB))
+    writer = wait_for(lambda: next((p for p in cgroup_procs([cg.path]).get(cg.path, [])
+                                    if os.stat(f"/proc/{p}").st_uid == 0), None), 10)
+    assert writer, "no upload writer in the session's cgroup"
+    os.kill(writer, signal.SIGSTOP)
+    try:
+        t.join(60)
+    finally:
+        try:
+            os.kill(writer, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+    assert out, "the stalled upload never ended"
+    status, text = out[0]
+    assert status == 503 and json.loads(text)["error"]["code"] == "upload_stalled", out
+    assert wait_for(lambda: not temp_files(api, sid), 30), temp_files(api, sid)
+    assert api.get(f"/v1/sessions/{sid}/files/s.bin").content == b"old"

@@ -13,6 +13,7 @@ int main(void)
 		cgroup_suite,
 		codec_suite,
 		config_suite,
+		files_suite,
 		lease_suite,
 		mcp_suite,
 		mounts_suite,

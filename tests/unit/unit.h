@@ -10,6 +10,7 @@ Suite *buf_suite(void);
 Suite *cgroup_suite(void);
 Suite *codec_suite(void);
 Suite *config_suite(void);
+Suite *files_suite(void);
 Suite *lease_suite(void);
 Suite *mcp_suite(void);
 Suite *mounts_suite(void);
