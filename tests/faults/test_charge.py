@@ -365,6 +365,14 @@ def test_loopback_tcp_buffers_are_charged_to_the_session(daemon):
     assert out["stdout"].strip() == "closed"
 
 
+def find_writer(cg):
+    """The upload writer: the one process of the session's cgroup that is root's."""
+    writer = wait_for(lambda: next((p for p in cgroup_procs([cg.path]).get(cg.path, [])
+                                    if os.stat(f"/proc/{p}").st_uid == 0), None), 10)
+    assert writer, "no upload writer in the session's cgroup"
+    return writer
+
+
 def test_a_stalled_writer_never_holds_the_event_thread(daemon):
     """An upload waits for its writer (a process in the session's cgroups,
     as slow as the session makes it) suspended, not on an event thread:
@@ -382,10 +390,7 @@ def test_a_stalled_writer_never_holds_the_event_thread(daemon):
 
     ut = threading.Thread(target=upload, daemon=True)
     ut.start()
-    # The writer: the one process of the session's cgroup that is root's.
-    writer = wait_for(lambda: next((p for p in cgroup_procs([cg.path]).get(cg.path, [])
-                                    if os.stat(f"/proc/{p}").st_uid == 0), None), 10)
-    assert writer, "no upload writer in the session's cgroup"
+    writer = find_writer(cg)
     os.kill(writer, signal.SIGSTOP)
     try:
         time.sleep(1)               # its socket fills; the upload must wait
@@ -489,18 +494,11 @@ def test_an_upload_aborted_while_its_writer_is_stopped_frees_the_event_thread(da
     s = socket.create_connection((host, port))
     s.sendall(f"PUT /v1/sessions/{sid}/files/f.bin HTTP/1.1\r\nHost: {host}:{port}\r\n"
               f"Content-Length: {64 * MiB}\r\n\r\n".encode())
-    writer = wait_for(lambda: next((p for p in cgroup_procs([cg.path]).get(cg.path, [])
-                                    if os.stat(f"/proc/{p}").st_uid == 0), None), 10)
-    assert writer, "no upload writer in the session's cgroup"
+    writer = find_writer(cg)
+    s.sendall(b"z" * 1024)          # taken whole: the connection is not suspended
+    time.sleep(0.5)
     os.kill(writer, signal.SIGSTOP)
     try:
-        s.settimeout(2)
-        block = b"z" * MiB
-        try:
-            for _ in range(64):    # until every buffer on the way is full
-                s.sendall(block)
-        except socket.timeout:
-            pass
         s.close()                  # the client gives up: an abort
         time.sleep(0.5)
         assert healthz_answers(api)
@@ -551,9 +549,7 @@ def test_a_stalled_upload_times_out_with_a_clear_error(daemon):
     assert api.request("PUT", f"/v1/sessions/{sid}/files/s.bin", data=b"old").status_code == 201
     out = []
     t = put_in_thread(d, sid, "s.bin", 0, out, data=chunks(256 * MiB))
-    writer = wait_for(lambda: next((p for p in cgroup_procs([cg.path]).get(cg.path, [])
-                                    if os.stat(f"/proc/{p}").st_uid == 0), None), 10)
-    assert writer, "no upload writer in the session's cgroup"
+    writer = find_writer(cg)
     os.kill(writer, signal.SIGSTOP)
     try:
         t.join(60)
