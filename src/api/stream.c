@@ -11,7 +11,11 @@
  * that writes the stream's eventfd, which box_exec() watches, and the
  * execution is interrupted (the session and its variables survive).
  *
- * Locks: the hub's, then a stream's; emit() takes only the stream's. */
+ * The hub's tick also serves downloads (files.c), which must notice an
+ * ended session while their client reads nothing.
+ *
+ * Locks: the hub's, then a stream's or a download's; emit() takes only the
+ * stream's. */
 #include <errno.h>
 #include <poll.h>
 #include <stdatomic.h>
@@ -35,6 +39,7 @@ struct stream_hub {
 	pthread_mutex_t lock;
 	pthread_cond_t tick;
 	struct stream *head;		/* every stream not yet freed */
+	struct hub_watch *watches;	/* downloads (files.c), ticked too */
 	atomic_bool stopping;		/* readers end instead of suspending */
 	bool ticker_running;
 	pthread_t ticker;
@@ -320,6 +325,37 @@ static void wake_all(struct stream_hub *h)
 	pthread_mutex_unlock(&h->lock);
 }
 
+void stream_hub_watch(struct stream_hub *h, struct hub_watch *w)
+{
+	pthread_mutex_lock(&h->lock);
+	w->prev = NULL;
+	w->next = h->watches;
+	if (h->watches)
+		h->watches->prev = w;
+	h->watches = w;
+	pthread_mutex_unlock(&h->lock);
+}
+
+void stream_hub_unwatch(struct stream_hub *h, struct hub_watch *w)
+{
+	pthread_mutex_lock(&h->lock);
+	if (w->prev)
+		w->prev->next = w->next;
+	else
+		h->watches = w->next;
+	if (w->next)
+		w->next->prev = w->prev;
+	pthread_mutex_unlock(&h->lock);
+}
+
+static void tick_watches(struct stream_hub *h)
+{
+	pthread_mutex_lock(&h->lock);
+	for (struct hub_watch *w = h->watches; w; w = w->next)
+		w->tick(w);
+	pthread_mutex_unlock(&h->lock);
+}
+
 static void *ticker(void *arg)
 {
 	struct stream_hub *h = arg;
@@ -332,6 +368,7 @@ static void *ticker(void *arg)
 			pthread_cond_timedwait(&h->tick, &h->lock, &at);
 		pthread_mutex_unlock(&h->lock);
 		wake_all(h);
+		tick_watches(h);
 	}
 	return NULL;
 }
@@ -370,7 +407,7 @@ void stream_hub_free(struct stream_hub *h)
 {
 	if (h->ticker_running)
 		stream_hub_stop(h);
-	if (h->head)
+	if (h->head || h->watches)
 		log_warn("http: a stream outlived the server");
 	pthread_cond_destroy(&h->tick);
 	pthread_mutex_destroy(&h->lock);
