@@ -9,7 +9,9 @@
  * tick (each second: keepalives, and a look at the socket for a client that
  * hung up) resume it.  When the client goes away MHD frees the response:
  * that writes the stream's eventfd, which box_exec() watches, and the
- * execution is interrupted (the session and its variables survive).
+ * execution is interrupted (the session and its variables survive).  A
+ * client that reads too slowly loses live events past PENDING_MAX, and is
+ * told so; it never makes the daemon hold what the code prints.
  *
  * The hub's tick also serves downloads (files.c), which must notice an
  * ended session while their client reads nothing.
@@ -34,6 +36,14 @@
 
 #define KEEPALIVE_S 10
 #define BLOCK_SIZE 16384
+/* What a stream holds for a client that reads slower than the code prints
+ * (or not at all): past this, live output and result events are dropped,
+ * counted, until the client has read half of it; then a "notice" event says
+ * how many were lost.  Without it a client that never reads would make the
+ * daemon hold every byte the execution prints, up to six times over (JSON
+ * escapes a control byte as \u0001).  "error" and "done" are always kept:
+ * "done" carries the whole result, as the answer without SSE does. */
+#define PENDING_MAX (4u << 20)
 
 struct stream_hub {
 	pthread_mutex_t lock;
@@ -48,6 +58,7 @@ struct stream_hub {
 struct stream {
 	pthread_mutex_t lock;
 	struct buf out;			/* SSE text not yet sent */
+	unsigned long long dropped;	/* live events dropped since the last notice */
 	bool finished;			/* the worker queued its last event */
 	bool closed;			/* the client is gone */
 	bool suspended;			/* the reader suspended conn */
@@ -103,19 +114,45 @@ static void wake(struct stream *st)
 	}
 }
 
-/* Queue one event; data is a JSON value (stolen). */
-static void emit(struct stream *st, const char *event, json_t *data)
+/* May a live event of len bytes be queued (st->lock held)?  While events
+ * are being dropped, not before the client has read half the cap: one
+ * notice per gap, not one per event.  An event bigger than the cap goes
+ * into an empty buffer (a large result must reach a client that reads). */
+static bool room_for(const struct stream *st, size_t len)
+{
+	size_t limit = st->dropped ? PENDING_MAX / 2 : PENDING_MAX;
+
+	return st->out.len == 0 || (st->out.len <= limit && st->out.len + len <= PENDING_MAX);
+}
+
+/* Queue one event; data is a JSON value (stolen).  live: an output or
+ * result event, which a client too far behind loses. */
+static void emit(struct stream *st, const char *event, json_t *data, bool live)
 {
 	char *text = data ? json_dumps(data, JSON_COMPACT) : NULL;
+	size_t len;
 
 	json_decref(data);
 	if (!text)
 		return;
+	len = strlen(event) + strlen(text) + 16;
 	pthread_mutex_lock(&st->lock);
-	if (!st->closed) {
-		buf_appendf(&st->out, "event: %s\ndata: %s\n\n", event, text);
-		wake(st);
+	if (st->closed)
+		goto out;
+	if (live && !room_for(st, len)) {
+		st->dropped++;
+		goto out;
 	}
+	if (st->dropped) {
+		buf_appendf(&st->out, "event: notice\ndata: {\"dropped_events\":%llu,"
+			    "\"reason\":\"the client read too slowly: %llu output or result "
+			    "events were dropped here; the done event has the whole result\"}\n\n",
+			    st->dropped, st->dropped);
+		st->dropped = 0;
+	}
+	buf_appendf(&st->out, "event: %s\ndata: %s\n\n", event, text);
+	wake(st);
+out:
 	pthread_mutex_unlock(&st->lock);
 	free(text);
 }
@@ -137,7 +174,7 @@ static void on_output(void *ctx, enum box_stream s, const char *data, size_t len
 	memcpy(st->carry[k], joined.data + cut, st->ncarry[k]);
 	if (cut && utf8_sanitize(&clean, joined.data, cut) == 0)
 		emit(st, k ? "stderr" : "stdout",
-		     json_pack("{s:s%}", "text", clean.data, clean.len));
+		     json_pack("{s:s%}", "text", clean.data, clean.len), true);
 out:
 	buf_release(&joined);
 	buf_release(&clean);
@@ -145,12 +182,12 @@ out:
 
 static void on_rich(void *ctx, const json_t *bundle)
 {
-	emit(ctx, "result", json_deep_copy(bundle));
+	emit(ctx, "result", json_deep_copy(bundle), true);
 }
 
 static void on_error(void *ctx, const json_t *error)
 {
-	emit(ctx, "error", json_deep_copy(error));
+	emit(ctx, "error", json_deep_copy(error), false);
 }
 
 /* Runs on the request's worker once the response is queued. */
@@ -164,7 +201,7 @@ static void run_stream(void *arg)
 
 	if (result_init(&res) < 0) {
 		emit(st, "done", json_pack("{s:{s:s, s:s}}", "error", "code", "internal",
-					   "message", "out of memory"));
+					   "message", "out of memory"), false);
 	} else {
 		r = session_run(st->sm, st->s, &st->ex, &ev, &res);
 		for (int k = 0; k < 2; k++)	/* an unfinished character at the end */
@@ -173,12 +210,12 @@ static void run_stream(void *arg)
 
 				utf8_sanitize(&clean, st->carry[k], st->ncarry[k]);
 				emit(st, k ? "stderr" : "stdout",
-				     json_pack("{s:s%}", "text", clean.data, clean.len));
+				     json_pack("{s:s%}", "text", clean.data, clean.len), true);
 				buf_release(&clean);
 			}
 		emit(st, "done", r < 0 ? json_pack("{s:{s:s, s:s}}", "error", "code",
 						   "internal", "message", strerror(-r)) :
-					 result_to_json(&res));
+					 result_to_json(&res), false);
 		result_release(&res);
 	}
 	pthread_mutex_lock(&st->lock);

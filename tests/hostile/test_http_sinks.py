@@ -6,10 +6,14 @@ hold must stay bounded.
   memory after the session ended (deleted, expired): the open file pinned it,
   charged to the daemon once the sandbox's cgroup was gone, outside
   max_sessions, for as long as the client kept the connection.
+- An SSE stream used to queue every event for a client that does not read:
+  up to six times what the code prints (JSON escapes control bytes).
 
 Memory is read from the cgroup and /proc; only generous bounds are asserted
 (the machine is shared), numbers are printed.
 """
+import http.client
+import json
 import os
 import socket
 import sys
@@ -126,3 +130,74 @@ def test_a_stalled_download_lets_go_of_an_ended_session(jailed_server, end):
         assert got < FILE, 'the download of an ended session was served whole'
     finally:
         s.close()
+
+
+def sse_request(port, sid, code):
+    """POST an SSE execution on a slow socket; returns the response with its
+    headers read and its body left unread."""
+    conn = http.client.HTTPConnection('127.0.0.1', port, timeout=120)
+    conn.sock = slow_socket(port)
+    conn.request('POST', f'/v1/sessions/{sid}/execute', json.dumps({'code': code}),
+                 {'Accept': 'text/event-stream', 'Content-Type': 'application/json'})
+    resp = conn.getresponse()
+    assert resp.status == 200, resp.status
+    return conn, resp
+
+
+def events(text):
+    for block in text.split('\n\n'):
+        name = data = None
+        for line in block.split('\n'):
+            if line.startswith('event: '):
+                name = line[7:]
+            elif line.startswith('data: '):
+                data = json.loads(line[6:])
+        if name:
+            yield name, data
+
+
+PRINTED = 8 * MIB   # of \x01: 48 MiB of SSE text, escaped
+
+
+def test_a_stream_nobody_reads_holds_at_most_its_cap(jailed_server):
+    srv, _ = jailed_server
+    api = srv.api
+    code = ("import os, sys, time\n"
+            f"for i in range({PRINTED // 131072}):\n"
+            "    sys.stdout.write('\\x01' * 131072); sys.stdout.flush()\n"
+            "open('/work/printed', 'w').close()\n"
+            "while not os.path.exists('/work/go'):\n"
+            "    time.sleep(0.05)\n")
+    sids = [api.session(limits={'output_kb': PRINTED >> 10, 'timeout_s': 120})
+            for _ in range(2)]
+    before = rss(srv.proc.pid)
+    streams = [sse_request(srv.port, sid, code) for sid in sids]
+    try:
+        for sid in sids:
+            assert H.wait_until(
+                lambda: api.get(f'/v1/sessions/{sid}/files/printed').status_code == 200,
+                timeout=120), 'the code did not print'
+        held = rss(srv.proc.pid) - before
+        print(f'2 unread streams of {PRINTED >> 20} MiB of \\x01 each: daemon RSS '
+              f'+{held / MIB:.0f} MiB')
+        # Each holds its output (8 MiB, for the result) and at most 4 MiB of
+        # events; without the cap, 48 MiB of events more.
+        assert held < 64 * MIB, f'unread streams grew the daemon by {held / MIB:.0f} MiB'
+        for sid in sids:
+            assert api.put(f'/v1/sessions/{sid}/files/go', data=b'').status_code == 201
+        for conn, resp in streams:
+            evs = list(events(resp.read().decode()))
+            names = [n for n, _ in evs]
+            notices = [d for n, d in evs if n == 'notice']
+            live = sum(len(d['text']) for n, d in evs if n == 'stdout')
+            assert names[-1] == 'done', names[-5:]
+            done = evs[-1][1]
+            assert done['stdout'] == '\x01' * PRINTED, 'done lost output'
+            assert notices, 'events were dropped without a notice'
+            assert all(set(d) == {'dropped_events', 'reason'} for d in notices), notices
+            assert live < PRINTED
+            print(f'live stdout {live / MIB:.1f} MiB, {len(notices)} notice(s), '
+                  f'{sum(d["dropped_events"] for d in notices)} events dropped')
+    finally:
+        for conn, _ in streams:
+            conn.close()
