@@ -129,9 +129,15 @@ static bool room_for(const struct stream *st, size_t len)
  * result event, which a client too far behind loses. */
 static void emit(struct stream *st, const char *event, json_t *data, bool live)
 {
-	char *text = data ? json_dumps(data, JSON_COMPACT) : NULL;
+	char *text;
 	size_t len;
+	bool closed;
 
+	/* Nobody to send it to: spare the dump (done's can be 100 MiB). */
+	pthread_mutex_lock(&st->lock);
+	closed = st->closed;
+	pthread_mutex_unlock(&st->lock);
+	text = data && !closed ? json_dumps(data, JSON_COMPACT) : NULL;
 	json_decref(data);
 	if (!text)
 		return;

@@ -181,8 +181,11 @@ def test_a_stream_nobody_reads_holds_at_most_its_cap(jailed_server):
         print(f'2 unread streams of {PRINTED >> 20} MiB of \\x01 each: daemon RSS '
               f'+{held / MIB:.0f} MiB')
         # Each holds its output (8 MiB, for the result) and at most 4 MiB of
-        # events; without the cap, 48 MiB of events more.
-        assert held < 64 * MIB, f'unread streams grew the daemon by {held / MIB:.0f} MiB'
+        # events; without the cap, 48 MiB of events more.  (Sanitizers'
+        # shadow memory and quarantine make RSS meaningless; what the
+        # client receives below still shows the cap.)
+        if os.environ.get('PETRI_SANITIZED') != '1':
+            assert held < 64 * MIB, f'unread streams grew the daemon by {held / MIB:.0f} MiB'
         for sid in sids:
             assert api.put(f'/v1/sessions/{sid}/files/go', data=b'').status_code == 201
         for conn, resp in streams:
