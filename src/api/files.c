@@ -70,10 +70,91 @@ static struct files_user user_of(struct session *s)
 	return u;
 }
 
+/* ---- downloads ----------------------------------------------------------
+ *
+ * A download's open file keeps its sandbox's /work (a tmpfs) alive, whole,
+ * for as long as it is open: after the session ends its pages would be
+ * charged to the daemon, outside max_sessions, for as long as a client
+ * reads slowly.  So the file is read here (pread, which never blocks on
+ * tmpfs) and let go as soon as the session ends: by the reader, when the
+ * client reads; by the stream hub's tick, each second, when it does not
+ * (MHD calls no reader for a client that reads nothing).  The response then
+ * ends with an error: the client sees a truncated body, never a wrong one. */
+
+#define DOWNLOAD_BLOCK (32u << 10)
+
+struct download {
+	struct hub_watch watch;		/* first: the tick is given &watch */
+	struct stream_hub *hub;
+	pthread_mutex_t lock;
+	int fd;				/* -1 once let go */
+	struct session *s;		/* a reference while fd is open */
+	uint64_t size;
+};
+
+/* Close the file and drop the session (d->lock held); the session is
+ * returned for the caller to put once unlocked. */
+static struct session *download_let_go(struct download *d)
+{
+	struct session *s = d->s;
+
+	if (d->fd >= 0)
+		close(d->fd);
+	d->fd = -1;
+	d->s = NULL;
+	return s;
+}
+
+static void download_tick(struct hub_watch *w)
+{
+	struct download *d = (struct download *)w;
+	struct session *s = NULL;
+
+	pthread_mutex_lock(&d->lock);
+	if (d->s && session_ended(d->s))
+		s = download_let_go(d);
+	pthread_mutex_unlock(&d->lock);
+	session_put(s);
+}
+
+static ssize_t download_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+	struct download *d = cls;
+	struct session *s = NULL;
+	ssize_t n = MHD_CONTENT_READER_END_WITH_ERROR;
+
+	pthread_mutex_lock(&d->lock);
+	if (d->s && session_ended(d->s))
+		s = download_let_go(d);
+	if (d->fd >= 0 && pos < d->size) {
+		if (max > d->size - pos)
+			max = (size_t)(d->size - pos);
+		n = pread(d->fd, out, max, (off_t)pos);
+		/* Shrunk under us (the code truncated it): what was promised
+		 * cannot be sent.  0 would make MHD call again at once. */
+		if (n <= 0)
+			n = MHD_CONTENT_READER_END_WITH_ERROR;
+	}
+	pthread_mutex_unlock(&d->lock);
+	session_put(s);
+	return n;
+}
+
+static void download_free(void *cls)
+{
+	struct download *d = cls;
+
+	stream_hub_unwatch(d->hub, &d->watch);	/* no tick after this */
+	session_put(download_let_go(d));
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+}
+
 static enum MHD_Result download(struct api_req *rq, struct session *s, const char *path)
 {
 	struct files_user u = user_of(s);
 	struct MHD_Response *resp;
+	struct download *d;
 	uint64_t size;
 	int fd, r;
 
@@ -85,10 +166,23 @@ static enum MHD_Result download(struct api_req *rq, struct session *s, const cha
 				  "download limit", path,
 				  (unsigned long long)(rq->cfg->max_file_bytes >> 20));
 	}
-	/* MHD owns fd from here and closes it. */
-	resp = MHD_create_response_from_fd(size, fd);
-	if (!resp) {
+	d = calloc(1, sizeof(*d));
+	if (!d) {
 		close(fd);
+		return http_error(rq, 500, "internal", "out of memory");
+	}
+	pthread_mutex_init(&d->lock, NULL);
+	d->watch.tick = download_tick;
+	d->hub = rq->streams;
+	d->fd = fd;
+	d->s = session_ref(s);
+	d->size = size;
+	stream_hub_watch(d->hub, &d->watch);
+	/* From here download_free() owns d, the file and the reference. */
+	resp = MHD_create_response_from_callback(size, DOWNLOAD_BLOCK, download_read, d,
+						 download_free);
+	if (!resp) {
+		download_free(d);
 		return http_error(rq, 500, "internal", "cannot send the file");
 	}
 	MHD_add_response_header(resp, "Content-Type", files_content_type(path));

@@ -102,6 +102,16 @@ enum MHD_Result stream_execute(struct api_req *rq, struct session *s,
 int stream_hub_new(struct stream_hub **out);
 void stream_hub_stop(struct stream_hub *h);
 void stream_hub_free(struct stream_hub *h);
+/* Something else that the hub's tick calls, each second, on its thread
+ * and under its lock (tick must not block, nor call the hub): a download
+ * that must let go of an ended session even while its client reads
+ * nothing.  After unwatch returns, tick is not called again. */
+struct hub_watch {
+	void (*tick)(struct hub_watch *w);
+	struct hub_watch *prev, *next;
+};
+void stream_hub_watch(struct stream_hub *h, struct hub_watch *w);
+void stream_hub_unwatch(struct stream_hub *h, struct hub_watch *w);
 
 /* Streamed uploads (files.c), hooked into server.c: is this request one
  * (PUT /v1/sessions/{id}/files/{path})?  start: on its first call, after

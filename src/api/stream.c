@@ -9,9 +9,15 @@
  * tick (each second: keepalives, and a look at the socket for a client that
  * hung up) resume it.  When the client goes away MHD frees the response:
  * that writes the stream's eventfd, which box_exec() watches, and the
- * execution is interrupted (the session and its variables survive).
+ * execution is interrupted (the session and its variables survive).  A
+ * client that reads too slowly loses live events past PENDING_MAX, and is
+ * told so; it never makes the daemon hold what the code prints.
  *
- * Locks: the hub's, then a stream's; emit() takes only the stream's. */
+ * The hub's tick also serves downloads (files.c), which must notice an
+ * ended session while their client reads nothing.
+ *
+ * Locks: the hub's, then a stream's or a download's; emit() takes only the
+ * stream's. */
 #include <errno.h>
 #include <poll.h>
 #include <stdatomic.h>
@@ -30,11 +36,20 @@
 
 #define KEEPALIVE_S 10
 #define BLOCK_SIZE 16384
+/* What a stream holds for a client that reads slower than the code prints
+ * (or not at all): past this, live output and result events are dropped,
+ * counted, until the client has read half of it; then a "notice" event says
+ * how many were lost.  Without it a client that never reads would make the
+ * daemon hold every byte the execution prints, up to six times over (JSON
+ * escapes a control byte as \u0001).  "error" and "done" are always kept:
+ * "done" carries the whole result, as the answer without SSE does. */
+#define PENDING_MAX (4u << 20)
 
 struct stream_hub {
 	pthread_mutex_t lock;
 	pthread_cond_t tick;
 	struct stream *head;		/* every stream not yet freed */
+	struct hub_watch *watches;	/* downloads (files.c), ticked too */
 	atomic_bool stopping;		/* readers end instead of suspending */
 	bool ticker_running;
 	pthread_t ticker;
@@ -43,6 +58,7 @@ struct stream_hub {
 struct stream {
 	pthread_mutex_t lock;
 	struct buf out;			/* SSE text not yet sent */
+	unsigned long long dropped;	/* live events dropped since the last notice */
 	bool finished;			/* the worker queued its last event */
 	bool closed;			/* the client is gone */
 	bool suspended;			/* the reader suspended conn */
@@ -98,19 +114,51 @@ static void wake(struct stream *st)
 	}
 }
 
-/* Queue one event; data is a JSON value (stolen). */
-static void emit(struct stream *st, const char *event, json_t *data)
+/* May a live event of len bytes be queued (st->lock held)?  While events
+ * are being dropped, not before the client has read half the cap: one
+ * notice per gap, not one per event.  An event bigger than the cap goes
+ * into an empty buffer (a large result must reach a client that reads). */
+static bool room_for(const struct stream *st, size_t len)
 {
-	char *text = data ? json_dumps(data, JSON_COMPACT) : NULL;
+	size_t limit = st->dropped ? PENDING_MAX / 2 : PENDING_MAX;
 
+	return st->out.len == 0 || (st->out.len <= limit && st->out.len + len <= PENDING_MAX);
+}
+
+/* Queue one event; data is a JSON value (stolen).  live: an output or
+ * result event, which a client too far behind loses. */
+static void emit(struct stream *st, const char *event, json_t *data, bool live)
+{
+	char *text;
+	size_t len;
+	bool closed;
+
+	/* Nobody to send it to: spare the dump (done's can be 100 MiB). */
+	pthread_mutex_lock(&st->lock);
+	closed = st->closed;
+	pthread_mutex_unlock(&st->lock);
+	text = data && !closed ? json_dumps(data, JSON_COMPACT) : NULL;
 	json_decref(data);
 	if (!text)
 		return;
+	len = strlen(event) + strlen(text) + 16;
 	pthread_mutex_lock(&st->lock);
-	if (!st->closed) {
-		buf_appendf(&st->out, "event: %s\ndata: %s\n\n", event, text);
-		wake(st);
+	if (st->closed)
+		goto out;
+	if (live && !room_for(st, len)) {
+		st->dropped++;
+		goto out;
 	}
+	if (st->dropped) {
+		buf_appendf(&st->out, "event: notice\ndata: {\"dropped_events\":%llu,"
+			    "\"reason\":\"the client read too slowly: %llu output or result "
+			    "events were dropped here; the done event has the whole result\"}\n\n",
+			    st->dropped, st->dropped);
+		st->dropped = 0;
+	}
+	buf_appendf(&st->out, "event: %s\ndata: %s\n\n", event, text);
+	wake(st);
+out:
 	pthread_mutex_unlock(&st->lock);
 	free(text);
 }
@@ -132,7 +180,7 @@ static void on_output(void *ctx, enum box_stream s, const char *data, size_t len
 	memcpy(st->carry[k], joined.data + cut, st->ncarry[k]);
 	if (cut && utf8_sanitize(&clean, joined.data, cut) == 0)
 		emit(st, k ? "stderr" : "stdout",
-		     json_pack("{s:s%}", "text", clean.data, clean.len));
+		     json_pack("{s:s%}", "text", clean.data, clean.len), true);
 out:
 	buf_release(&joined);
 	buf_release(&clean);
@@ -140,12 +188,12 @@ out:
 
 static void on_rich(void *ctx, const json_t *bundle)
 {
-	emit(ctx, "result", json_deep_copy(bundle));
+	emit(ctx, "result", json_deep_copy(bundle), true);
 }
 
 static void on_error(void *ctx, const json_t *error)
 {
-	emit(ctx, "error", json_deep_copy(error));
+	emit(ctx, "error", json_deep_copy(error), false);
 }
 
 /* Runs on the request's worker once the response is queued. */
@@ -159,7 +207,7 @@ static void run_stream(void *arg)
 
 	if (result_init(&res) < 0) {
 		emit(st, "done", json_pack("{s:{s:s, s:s}}", "error", "code", "internal",
-					   "message", "out of memory"));
+					   "message", "out of memory"), false);
 	} else {
 		r = session_run(st->sm, st->s, &st->ex, &ev, &res);
 		for (int k = 0; k < 2; k++)	/* an unfinished character at the end */
@@ -168,12 +216,12 @@ static void run_stream(void *arg)
 
 				utf8_sanitize(&clean, st->carry[k], st->ncarry[k]);
 				emit(st, k ? "stderr" : "stdout",
-				     json_pack("{s:s%}", "text", clean.data, clean.len));
+				     json_pack("{s:s%}", "text", clean.data, clean.len), true);
 				buf_release(&clean);
 			}
 		emit(st, "done", r < 0 ? json_pack("{s:{s:s, s:s}}", "error", "code",
 						   "internal", "message", strerror(-r)) :
-					 result_to_json(&res));
+					 result_to_json(&res), false);
 		result_release(&res);
 	}
 	pthread_mutex_lock(&st->lock);
@@ -320,6 +368,37 @@ static void wake_all(struct stream_hub *h)
 	pthread_mutex_unlock(&h->lock);
 }
 
+void stream_hub_watch(struct stream_hub *h, struct hub_watch *w)
+{
+	pthread_mutex_lock(&h->lock);
+	w->prev = NULL;
+	w->next = h->watches;
+	if (h->watches)
+		h->watches->prev = w;
+	h->watches = w;
+	pthread_mutex_unlock(&h->lock);
+}
+
+void stream_hub_unwatch(struct stream_hub *h, struct hub_watch *w)
+{
+	pthread_mutex_lock(&h->lock);
+	if (w->prev)
+		w->prev->next = w->next;
+	else
+		h->watches = w->next;
+	if (w->next)
+		w->next->prev = w->prev;
+	pthread_mutex_unlock(&h->lock);
+}
+
+static void tick_watches(struct stream_hub *h)
+{
+	pthread_mutex_lock(&h->lock);
+	for (struct hub_watch *w = h->watches; w; w = w->next)
+		w->tick(w);
+	pthread_mutex_unlock(&h->lock);
+}
+
 static void *ticker(void *arg)
 {
 	struct stream_hub *h = arg;
@@ -332,6 +411,7 @@ static void *ticker(void *arg)
 			pthread_cond_timedwait(&h->tick, &h->lock, &at);
 		pthread_mutex_unlock(&h->lock);
 		wake_all(h);
+		tick_watches(h);
 	}
 	return NULL;
 }
@@ -370,7 +450,7 @@ void stream_hub_free(struct stream_hub *h)
 {
 	if (h->ticker_running)
 		stream_hub_stop(h);
-	if (h->head)
+	if (h->head || h->watches)
 		log_warn("http: a stream outlived the server");
 	pthread_cond_destroy(&h->tick);
 	pthread_mutex_destroy(&h->lock);

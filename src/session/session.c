@@ -36,6 +36,7 @@ struct session {
 	bool busy;
 	bool dead;			/* runtime gone: reason in dead_reason */
 	char dead_reason[256];
+	bool deleted;			/* by smgr_delete(): its sandbox is killed */
 	atomic_int refs;
 };
 
@@ -588,6 +589,9 @@ int smgr_delete(struct smgr *m, const char *id)
 		return SM_ENOTFOUND;
 	metrics_inc(M_SESSIONS_DELETED);
 	log_info("session %s deleted", id);
+	pthread_mutex_lock(&s->lock);
+	s->deleted = true;
+	pthread_mutex_unlock(&s->lock);
 	/* Kill now even if an execution holds a reference: it ends as
 	 * killed, and the last reference frees the sandbox. */
 	box_stop(s->box, "the session was deleted");
@@ -648,6 +652,16 @@ void session_touch(struct session *s)
 	pthread_mutex_lock(&s->lock);
 	s->last_used = clock_wall_s();
 	pthread_mutex_unlock(&s->lock);
+}
+
+bool session_ended(struct session *s)
+{
+	bool ended;
+
+	pthread_mutex_lock(&s->lock);
+	ended = s->dead || s->deleted;
+	pthread_mutex_unlock(&s->lock);
+	return ended;
 }
 
 void session_note_write(struct session *s)

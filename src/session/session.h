@@ -103,6 +103,10 @@ int session_work_fd(struct session *s);
 void session_file_owner(struct session *s, uid_t *uid, gid_t *gid);
 /* Mark the session used now (file transfers count as use). */
 void session_touch(struct session *s);
+/* Has the session ended (deleted, expired, died)?  Then whatever a
+ * reference still holds of its sandbox (an open file of its /work) must be
+ * let go: it is no longer counted against max_sessions. */
+bool session_ended(struct session *s);
 /* Files were just written into the session's /work by the API. */
 void session_note_write(struct session *s);
 

@@ -555,6 +555,34 @@ class Server:
         return code
 
 
+@contextlib.contextmanager
+def jailed_server(tmpdir, name, limit, extra_config=''):
+    """A `petri serve` (cold sessions) in a memory cgroup of the test's own
+    (tests/memcg.py), for a test that attacks it; yields (server, cgroup).
+    At the end the neighbour must still answer, nothing may have been
+    OOM-killed and the daemon must exit 0."""
+    import sys
+    sys.path.insert(0, str(HERE.parent))
+    import memcg
+    with memcg.MemoryCgroup(name, limit) as cg:
+        srv = Server(tmpdir, warm=False, extra_config=extra_config, preexec_fn=cg.enter)
+        try:
+            yield srv, cg
+            why = srv.neighbour_ok()
+            assert why is None, why
+            assert cg.oom_kills() == 0, 'the daemon was OOM-killed in its cgroup'
+        finally:
+            code = srv.stop()
+            # The daemon leaves its (empty) cgroup parent behind in ours.
+            for root, dirs, _ in os.walk(cg.path, topdown=False):
+                for d in dirs:
+                    try:
+                        os.rmdir(os.path.join(root, d))
+                    except OSError:
+                        pass
+            assert code == 0, srv.stderr_text()[-3000:]
+
+
 class SessionWatch:
     """Host-side handle of one session: its pid namespace and cgroups, found
     through a first Python execution that reports /proc/self/ns/pid."""

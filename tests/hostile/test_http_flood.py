@@ -28,23 +28,8 @@ CGROUP_LIMIT = 1536 << 20   # the sandboxes of the test count here too
 @pytest.fixture
 def jailed_server(tmp_path):
     """A daemon in a memory cgroup; yields (server, cgroup)."""
-    with memcg.MemoryCgroup('http-flood', CGROUP_LIMIT) as cg:
-        srv = H.Server(tmp_path, warm=False, preexec_fn=cg.enter)
-        try:
-            yield srv, cg
-            why = srv.neighbour_ok()
-            assert why is None, why
-            assert cg.oom_kills() == 0, 'the daemon was OOM-killed in its cgroup'
-        finally:
-            code = srv.stop()
-            # The daemon leaves its (empty) cgroup parent behind in ours.
-            for root, dirs, _ in os.walk(cg.path, topdown=False):
-                for d in dirs:
-                    try:
-                        os.rmdir(os.path.join(root, d))
-                    except OSError:
-                        pass
-            assert code == 0, srv.stderr_text()[-3000:]
+    with H.jailed_server(tmp_path, 'http-flood', CGROUP_LIMIT) as pair:
+        yield pair
 
 
 def nested_objects(size):
