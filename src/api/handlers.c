@@ -370,22 +370,30 @@ out:
 }
 
 /* GET /v1/sessions/{id}/executions: the record, also after the session
- * ended (then its tombstone or the record says it existed). */
+ * ended (then its tombstone or the record says it existed).  At most
+ * RECORD_LIST_MAX bytes of entries whatever `limit` says; `truncated` tells
+ * the client to ask for the older ones with `before`. */
 static enum MHD_Result executions(struct api_req *rq, const char *id)
 {
 	const char *limit_arg = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND,
 							      "limit");
+	const char *before_arg = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND,
+							       "before");
 	enum MHD_Result answered = MHD_NO;
 	struct session *s;
 	json_t *list;
-	uint32_t limit = 100;
+	uint32_t limit = 100, before = 0;
+	bool truncated;
 
 	if (strcmp(rq->method, "GET"))
 		return http_not_allowed(rq, "GET");
 	if (limit_arg && !num_u32(limit_arg, 1, 1000, &limit))
 		return http_error(rq, 400, "invalid_request",
 				  "'limit' must be an integer from 1 to 1000");
-	list = smgr_executions(rq->sm, id, (int)limit);
+	if (before_arg && !num_u32(before_arg, 1, UINT32_MAX, &before))
+		return http_error(rq, 400, "invalid_request",
+				  "'before' must be the seq of an execution (an integer from 1)");
+	list = smgr_executions(rq->sm, id, (int)limit, before, &truncated);
 	if (!list)
 		return http_error(rq, 500, "internal", "out of memory");
 	if (json_array_size(list) == 0) {
@@ -398,7 +406,8 @@ static enum MHD_Result executions(struct api_req *rq, const char *id)
 		}
 		session_put(s);
 	}
-	return http_json(rq, 200, json_pack("{s:s, s:o}", "session", id, "executions", list));
+	return http_json(rq, 200, json_pack("{s:s, s:o, s:b}", "session", id, "executions", list,
+					    "truncated", truncated));
 }
 
 enum MHD_Result handle_session(struct api_req *rq, const char *id, const char *rest)

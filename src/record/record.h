@@ -2,22 +2,52 @@
  * code, language, limits, times and what came out, so that a person can
  * check exactly what ran behind an answer (GET /v1/sessions/{id}/executions).
  *
- * SQLite: in memory by default (the last RECORD_KEEP_MEMORY executions), or
- * a file that outlives the daemon ([server] record = PATH, the last
- * RECORD_KEEP_FILE).  Outputs are stored as the result object without image
- * data (a note says how large it was); code and result are each capped at
- * RECORD_ENTRY_MAX, with a flag saying so.  Thread-safe. */
+ * SQLite: in memory by default, or a file that outlives the daemon
+ * ([server] record = PATH).  Outputs are stored as the result object without
+ * image data (a note says how large it was).
+ *
+ * What a tenant can make the record hold is bounded three ways (docs/security.md):
+ *   - an entry: its code and its result are each at most RECORD_ENTRY_MAX
+ *     bytes as stored, with a flag saying what was cut, whatever the
+ *     execution returned (streams, error message and traceback, escapes);
+ *   - the record: at most `keep` entries and `budget` bytes (RECORD_KEEP_*,
+ *     RECORD_BUDGET_*); over either, the oldest go;
+ *   - a session: at most 1/RECORD_SHARE of both; over it, the session's
+ *     own oldest go first, so that one session cannot evict everyone's
+ *     history.  One-shot runs (no session) share one such quota.
+ * A listing is bounded by RECORD_LIST_MAX bytes and says when it stopped
+ * early.  Thread-safe. */
 #ifndef PETRI_RECORD_H
 #define PETRI_RECORD_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "runtime/result.h"
 
-#define RECORD_KEEP_MEMORY 1000		/* entries kept; the oldest go first */
-#define RECORD_KEEP_FILE 100000
 #define RECORD_ENTRY_MAX (256u << 10)	/* bytes of code, of result, per entry */
+/* What an entry holds besides code and result (its limits are dropped
+ * past RECORD_LIMITS_MAX) and what SQLite spends on its row and index. */
+#define RECORD_LIMITS_MAX 1024u
+#define RECORD_ROW_OVERHEAD 256
+
+#define RECORD_KEEP_MEMORY 1000		/* entries kept in memory */
+/* The in-memory record lives in the daemon: about what two running
+ * executions may hold (docs/security.md), and still 128 entries of the
+ * largest size, thousands of ordinary ones. */
+#define RECORD_BUDGET_MEMORY (64ull << 20)
+#define RECORD_KEEP_FILE 100000
+/* A file costs disk, not memory (SQLite's page cache stays at its default
+ * 2 MiB): the bound is there so that one tenant cannot fill the disk. */
+#define RECORD_BUDGET_FILE (4ull << 30)
+#define RECORD_SHARE 4			/* a session holds at most 1/4 of the record */
+
+/* The entries of one listing, counted as the JSON they are sent as: what
+ * one request makes the daemon build (the tree, its text and the HTTP
+ * server's copy), whatever `limit` says. */
+#define RECORD_LIST_MAX (8u << 20)
 
 struct record;
 
@@ -34,11 +64,23 @@ struct record_entry {
 	const struct result *result;
 };
 
-/* Add one execution.  0 or -errno (the execution itself is not affected). */
+/* Add one execution, evicting what the bounds above say.  0 or -errno (the
+ * execution itself is not affected). */
 int record_add(struct record *rec, const struct record_entry *e);
 
-/* The executions of a session, oldest first, at most limit (new
- * reference), or NULL when out of memory. */
-json_t *record_list(struct record *rec, const char *session, int limit);
+/* The executions of a session with seq < before (0: no bound), the most
+ * recent at most limit of them and at most RECORD_LIST_MAX bytes, oldest
+ * first (new reference), or NULL when out of memory.  *truncated says
+ * whether the byte bound left older ones out: ask for them with before =
+ * the seq of the first one listed. */
+json_t *record_list(struct record *rec, const char *session, int limit, int64_t before,
+		    bool *truncated);
+
+/* What the record holds: all of it (session NULL, all = true), or one
+ * session's share (all = false; NULL: the one-shot runs). */
+struct record_usage {
+	int64_t entries, bytes;
+};
+int record_usage(struct record *rec, bool all, const char *session, struct record_usage *out);
 
 #endif

@@ -861,9 +861,10 @@ void smgr_finished(struct smgr *m, struct session *s, const struct box_exec *ex,
 	json_decref(e.limits);
 }
 
-json_t *smgr_executions(struct smgr *m, const char *id, int limit)
+json_t *smgr_executions(struct smgr *m, const char *id, int limit, int64_t before,
+			bool *truncated)
 {
-	return record_list(m->record, id, limit);
+	return record_list(m->record, id, limit, before, truncated);
 }
 
 int session_claim(struct smgr *m, struct session *s, char *reason, size_t reasonlen)

@@ -92,9 +92,12 @@ void smgr_finished(struct smgr *m, struct session *s, const struct box_exec *ex,
 		   const struct petri_limits *lim, double started_at,
 		   const struct result *res);
 
-/* What the execution record holds for a session (see record.h): an array,
- * oldest first, at most limit entries; NULL when out of memory. */
-json_t *smgr_executions(struct smgr *m, const char *id, int limit);
+/* What the execution record holds for a session (record_list() in
+ * record.h): an array, oldest first, at most limit entries before seq
+ * `before` (0: any) and RECORD_LIST_MAX bytes, *truncated when that bound
+ * left older ones out; NULL when out of memory. */
+json_t *smgr_executions(struct smgr *m, const char *id, int limit, int64_t before,
+			bool *truncated);
 
 /* File access: the workspace fd and the host ids files must belong to.
  * Calls are serialized with executions only by the kernel: reads and

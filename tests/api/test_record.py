@@ -18,7 +18,8 @@ def validate_list(body):
 
 def test_record_lists_code_and_results_in_order(api):
     sid = api.session()
-    assert api.get(f"/v1/sessions/{sid}/executions").json() == {"session": sid, "executions": []}
+    assert api.get(f"/v1/sessions/{sid}/executions").json() == {"session": sid, "executions": [],
+                                                                 "truncated": False}
     code = "import matplotlib.pyplot as plt\nplt.plot([1, 2])\nprint('héllo')\n1/0"
     api.execute(sid, code)
     api.execute(sid, "echo hi", language="bash")
@@ -54,6 +55,9 @@ def test_record_errors(api):
     sid = api.session()
     for bad in ("0", "1001", "x", "-1"):
         r = api.get(f"/v1/sessions/{sid}/executions", params={"limit": bad})
+        assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_request", r.text
+    for bad in ("0", "x", "-1", "4294967296"):
+        r = api.get(f"/v1/sessions/{sid}/executions", params={"before": bad})
         assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_request", r.text
     r = api.get("/v1/sessions/ses_00000000000000000000000000000000/executions")
     assert r.status_code == 404 and r.json()["error"]["code"] == "session_not_found"

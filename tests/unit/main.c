@@ -18,6 +18,7 @@ int main(void)
 		mcp_suite,
 		mounts_suite,
 		policy_suite,
+		record_suite,
 		util_suite,
 	};
 	SRunner *sr = srunner_create(NULL);

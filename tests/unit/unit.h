@@ -15,6 +15,7 @@ Suite *lease_suite(void);
 Suite *mcp_suite(void);
 Suite *mounts_suite(void);
 Suite *policy_suite(void);
+Suite *record_suite(void);
 Suite *util_suite(void);
 
 #endif

@@ -1,0 +1,323 @@
+/* The execution record's bounds (record.h): the record's byte budget, a
+ * session's share of it, an entry's size whatever its result holds, and a
+ * listing's size whatever `limit` says; a file of an older petri opens. */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "record/record.h"
+#include "unit.h"
+
+#define KIB 1024u
+
+static struct record *open_memory(void)
+{
+	struct record *rec;
+	char err[256];
+
+	ck_assert_int_eq(record_open(NULL, &rec, err, sizeof(err)), 0);
+	return rec;
+}
+
+/* n bytes of c, as a string. */
+static char *filled(size_t n, char c)
+{
+	char *s = malloc(n + 1);
+
+	ck_assert_ptr_nonnull(s);
+	memset(s, c, n);
+	s[n] = 0;
+	return s;
+}
+
+/* One execution of session with code_len bytes of code and out_len of
+ * stdout (c each: 0x01 is six bytes as JSON). */
+static void add(struct record *rec, const char *session, size_t code_len, size_t out_len, char c)
+{
+	char *code = filled(code_len, c), *out = filled(out_len, c);
+	struct result res;
+	struct record_entry e = { .session = session, .language = "python", .code = code,
+				  .started_at = 1.0e9, .result = &res };
+
+	ck_assert_int_eq(result_init(&res), 0);
+	result_stream_add(&res.out, out, out_len, out_len);
+	ck_assert_int_eq(record_add(rec, &e), 0);
+	result_release(&res);
+	free(code);
+	free(out);
+}
+
+static struct record_usage usage(struct record *rec, bool all, const char *session)
+{
+	struct record_usage u;
+
+	ck_assert_int_eq(record_usage(rec, all, session, &u), 0);
+	return u;
+}
+
+static json_t *list(struct record *rec, const char *session, int64_t before, bool *truncated)
+{
+	json_t *l = record_list(rec, session, 1000, before, truncated);
+
+	ck_assert_ptr_nonnull(l);
+	return l;
+}
+
+static size_t entries_of(struct record *rec, const char *session)
+{
+	bool truncated;
+	json_t *l = list(rec, session, 0, &truncated);
+	size_t n = json_array_size(l);
+
+	json_decref(l);
+	return n;
+}
+
+START_TEST(test_budget_bounds_the_record)
+{
+	struct record *rec = open_memory();
+	char id[16];
+
+	/* 12 sessions of 12 half-MiB entries: 72 MiB, each session within
+	 * its share. */
+	for (int s = 0; s < 12; s++)
+		for (int i = 0; i < 12; i++) {
+			snprintf(id, sizeof(id), "ses_%d", s);
+			add(rec, id, 250 * KIB, 250 * KIB, 'a');
+		}
+	ck_assert_int_le(usage(rec, true, NULL).bytes, (int64_t)RECORD_BUDGET_MEMORY);
+	ck_assert_int_ge(usage(rec, true, NULL).bytes, (int64_t)RECORD_BUDGET_MEMORY - (2 << 20));
+	/* The oldest went: the first session's, not the last one's. */
+	ck_assert_uint_eq(entries_of(rec, "ses_0"), 0);
+	ck_assert_uint_eq(entries_of(rec, "ses_11"), 12);
+	record_close(rec);
+}
+END_TEST
+
+START_TEST(test_a_session_evicts_its_own_first)
+{
+	struct record *rec = open_memory();
+	struct record_usage hog;
+
+	for (int i = 0; i < 3; i++)
+		add(rec, "quiet", 10, 10, 'q');
+	add(rec, NULL, 10, 10, 'o');
+	/* Bytes: 40 half-MiB entries, 20 MiB. */
+	for (int i = 0; i < 40; i++)
+		add(rec, "hog", 250 * KIB, 250 * KIB, 'h');
+	hog = usage(rec, false, "hog");
+	ck_assert_int_le(hog.bytes, (int64_t)RECORD_BUDGET_MEMORY / RECORD_SHARE);
+	ck_assert_int_ge(hog.bytes, (int64_t)RECORD_BUDGET_MEMORY / RECORD_SHARE - (1 << 20));
+	/* Entries: more tiny ones than the record keeps. */
+	for (int i = 0; i < RECORD_KEEP_MEMORY + 100; i++)
+		add(rec, "hog", 1, 1, 'h');
+	hog = usage(rec, false, "hog");
+	ck_assert_int_eq(hog.entries, RECORD_KEEP_MEMORY / RECORD_SHARE);
+	ck_assert_uint_eq(entries_of(rec, "quiet"), 3);
+	ck_assert_int_eq(usage(rec, false, NULL).entries, 1);	/* the one-shot */
+	record_close(rec);
+}
+END_TEST
+
+static size_t dumped_len(json_t *j)
+{
+	char *text = json_dumps(j, JSON_COMPACT);
+	size_t n;
+
+	ck_assert_ptr_nonnull(text);
+	n = strlen(text);
+	free(text);
+	return n;
+}
+
+static json_t *only_entry(struct record *rec, const char *session)
+{
+	bool truncated;
+	json_t *l = list(rec, session, 0, &truncated), *e;
+
+	ck_assert_uint_eq(json_array_size(l), 1);
+	e = json_incref(json_array_get(l, 0));
+	json_decref(l);
+	return e;
+}
+
+START_TEST(test_an_entry_is_bounded_whatever_it_holds)
+{
+	struct record *rec = open_memory();
+	size_t big = 256 * KIB;
+	char *ctl = filled(big, '\x01'), *code = filled(300 * KIB, '\x01');
+	char *msg = filled(64 * KIB, '\x01');
+	struct result res;
+	struct record_entry e = { .session = "ses", .language = "python", .code = code,
+				  .result = &res };
+	json_t *got, *result, *error;
+
+	/* Every string at its cap, all of it escaped six times over: the
+	 * streams, the error's message and traceback. */
+	ck_assert_int_eq(result_init(&res), 0);
+	res.status = RESULT_ERROR;
+	result_stream_add(&res.out, ctl, big, big);
+	result_stream_add(&res.err, ctl, big, big);
+	ck_assert_int_eq(result_set_error_str(&res, "Boom", msg, ctl), 0);
+	ck_assert_int_eq(record_add(rec, &e), 0);
+	got = only_entry(rec, "ses");
+	result = json_object_get(got, "result");
+	ck_assert_uint_le(dumped_len(result), RECORD_ENTRY_MAX);
+	ck_assert(json_is_true(json_object_get(result, "record_truncated")));
+	ck_assert(json_is_true(json_object_get(got, "code_truncated")));
+	ck_assert_uint_eq(strlen(json_string_value(json_object_get(got, "code"))), RECORD_ENTRY_MAX);
+	error = json_object_get(result, "error");
+	ck_assert_str_eq(json_string_value(json_object_get(error, "name")), "Boom");
+	ck_assert_uint_gt(json_string_length(json_object_get(error, "traceback")), 0);
+	ck_assert_uint_lt(json_string_length(json_object_get(error, "traceback")), big);
+	ck_assert_str_eq(json_string_value(json_object_get(result, "status")), "error");
+	/* The result the client got is not changed by the record. */
+	ck_assert_uint_eq(json_string_length(json_object_get(res.error, "traceback")), big);
+	json_decref(got);
+	result_release(&res);
+	free(ctl);
+	free(code);
+	free(msg);
+	record_close(rec);
+}
+END_TEST
+
+START_TEST(test_a_long_stream_is_cut_on_a_character)
+{
+	struct record *rec = open_memory();
+	size_t n = 1 + 2 * 200000;		/* "x" then é: the cut lands inside one */
+	char *out = malloc(n + 1);
+	struct result res;
+	struct record_entry e = { .session = "ses", .language = "python", .code = "print()",
+				  .result = &res };
+	json_t *got, *result;
+	const char *kept;
+
+	ck_assert_ptr_nonnull(out);
+	out[0] = 'x';
+	for (size_t i = 1; i < n; i += 2)
+		memcpy(out + i, "\xc3\xa9", 2);
+	out[n] = 0;
+	ck_assert_int_eq(result_init(&res), 0);
+	result_stream_add(&res.out, out, n, n);
+	ck_assert_int_eq(record_add(rec, &e), 0);
+	got = only_entry(rec, "ses");
+	result = json_object_get(got, "result");
+	ck_assert_uint_le(dumped_len(result), RECORD_ENTRY_MAX);
+	kept = json_string_value(json_object_get(result, "stdout"));
+	ck_assert_ptr_nonnull(kept);
+	ck_assert_uint_lt(strlen(kept), n);
+	ck_assert_int_eq(strncmp(kept, out, strlen(kept)), 0);
+	json_decref(got);
+	result_release(&res);
+	free(out);
+	record_close(rec);
+}
+END_TEST
+
+START_TEST(test_a_listing_is_bounded_and_pages)
+{
+	struct record *rec = open_memory();
+	int64_t before = 0, last_seq = INT64_MAX;
+	size_t total = 0, pages = 0;
+	bool truncated = true;
+
+	/* 30 entries of 250 KiB of code that is 1.5 MiB as JSON: 45 MiB. */
+	for (int i = 0; i < 30; i++)
+		add(rec, "ses", 250 * KIB, 10, '\x01');
+	while (truncated) {
+		json_t *l = list(rec, "ses", before, &truncated), *e;
+		size_t i;
+
+		ck_assert_uint_gt(json_array_size(l), 0);
+		ck_assert_uint_le(dumped_len(l), RECORD_LIST_MAX);
+		/* Oldest first within a page; each page older than the last. */
+		json_array_foreach(l, i, e) {
+			int64_t seq = json_integer_value(json_object_get(e, "seq"));
+
+			if (i == 0)
+				before = seq;
+			ck_assert_int_lt(seq, last_seq);
+		}
+		last_seq = before;
+		total += json_array_size(l);
+		pages++;
+		json_decref(l);
+	}
+	ck_assert_uint_eq(total, 30);
+	ck_assert_uint_ge(pages, 6);
+	/* The first page is the most recent ones, as limit keeps them. */
+	{
+		json_t *l = list(rec, "ses", 0, &truncated);
+		json_t *newest = json_array_get(l, json_array_size(l) - 1);
+
+		ck_assert(truncated);
+		ck_assert_int_eq(json_integer_value(json_object_get(newest, "seq")), 30);
+		json_decref(l);
+	}
+	record_close(rec);
+}
+END_TEST
+
+START_TEST(test_a_file_of_an_older_petri_opens)
+{
+	char dir[] = "/tmp/petri-record-XXXXXX", path[64], err[256];
+	struct record *rec;
+	sqlite3 *db;
+	bool truncated;
+	json_t *l;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/record.sqlite", dir);
+	/* The schema before rows had a size. */
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db,
+		"CREATE TABLE executions (seq INTEGER PRIMARY KEY AUTOINCREMENT, session TEXT,"
+		" started_at REAL NOT NULL, language TEXT NOT NULL, code TEXT NOT NULL,"
+		" code_truncated INTEGER NOT NULL DEFAULT 0, status TEXT NOT NULL, limits TEXT,"
+		" result TEXT NOT NULL);"
+		"CREATE INDEX executions_session ON executions(session, seq);"
+		"INSERT INTO executions (session, started_at, language, code, status, result)"
+		" VALUES ('old', 1.0, 'bash', 'echo hi', 'ok', '{\"stdout\":\"hi\\n\"}');",
+		NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	ck_assert_int_eq(record_open(path, &rec, err, sizeof(err)), 0);
+	ck_assert_int_eq(usage(rec, true, NULL).entries, 1);
+	ck_assert_int_gt(usage(rec, true, NULL).bytes, 7 + 15);
+	add(rec, "old", 10, 10, 'a');
+	l = list(rec, "old", 0, &truncated);
+	ck_assert_uint_eq(json_array_size(l), 2);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(l, 0), "code")),
+			 "echo hi");
+	json_decref(l);
+	record_close(rec);
+	/* Reopened, it knows what it holds. */
+	ck_assert_int_eq(record_open(path, &rec, err, sizeof(err)), 0);
+	ck_assert_int_eq(usage(rec, true, NULL).entries, 2);
+	record_close(rec);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/record.sqlite-wal", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/record.sqlite-shm", dir);
+	unlink(path);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+Suite *record_suite(void)
+{
+	Suite *s = suite_create("record");
+	TCase *tc = tcase_create("core");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_budget_bounds_the_record);
+	tcase_add_test(tc, test_a_session_evicts_its_own_first);
+	tcase_add_test(tc, test_an_entry_is_bounded_whatever_it_holds);
+	tcase_add_test(tc, test_a_long_stream_is_cut_on_a_character);
+	tcase_add_test(tc, test_a_listing_is_bounded_and_pages);
+	tcase_add_test(tc, test_a_file_of_an_older_petri_opens);
+	suite_add_tcase(s, tc);
+	return s;
+}
