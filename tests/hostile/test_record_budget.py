@@ -13,7 +13,6 @@ than the whole record keeps; then:
   - the daemon's peak RSS stays small (it was ~550 MiB with eight readers).
 Every measured number is printed (pytest -s).
 """
-import os
 import sys
 
 import pytest
@@ -36,23 +35,9 @@ BIG_CODE = 'print("\\x01" * 250000)\n#' + '\x01' * 250000
 
 @pytest.fixture
 def server(tmp_path):
-    with memcg.MemoryCgroup('record', CG_LIMIT) as cg:
-        srv = H.Server(tmp_path, warm=False, preexec_fn=cg.enter)
+    with H.jailed_server(tmp_path, 'record', CG_LIMIT) as (srv, cg):
         srv.cg = cg
-        try:
-            yield srv
-        finally:
-            why = srv.neighbour_ok()
-            code = srv.stop()
-            for dirpath, _, _ in sorted(os.walk(cg.path), key=lambda w: -len(w[0])):
-                if dirpath != cg.path:
-                    try:
-                        os.rmdir(dirpath)
-                    except OSError:
-                        pass
-            assert cg.oom_kills() == 0, 'the daemon reached its memory cgroup limit'
-            assert why is None, why
-            assert code == 0, srv.stderr_text()[-3000:]
+        yield srv
 
 
 def listing(api, sid, **params):
