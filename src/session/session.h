@@ -134,8 +134,9 @@ void smgr_oneshot_end(struct smgr *m, struct box *b);
 int smgr_exec_slot_take(struct smgr *m);
 void smgr_exec_slot_give(struct smgr *m);
 
-/* Fill a box_config from limits (and the operator's env and binds). */
+/* Fill a box_config from limits and the operator's binds; the caller sets
+ * bc->env. */
 void smgr_box_config(const struct smgr *m, const struct petri_limits *lim,
-		     const char *const *env, struct box_config *bc);
+		     struct box_config *bc);
 
 #endif
