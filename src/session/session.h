@@ -7,8 +7,9 @@
  * only its own session.  Sessions are reference-counted: smgr_lookup() and
  * smgr_create() hand out a reference that the caller drops with
  * session_put(); a deleted session's sandbox is killed at once and freed
- * with its last reference.  Sandboxes are spawned by one long-lived thread
- * (PR_SET_PDEATHSIG follows the thread that spawned, see jail.h).
+ * with its last reference.  Cold sandboxes are spawned by long-lived
+ * spawner threads (PR_SET_PDEATHSIG follows the thread that spawned, see
+ * jail.h); docs/architecture.md lists every thread and the lock order.
  *
  * Ended sessions leave a tombstone for an hour so that later calls learn
  * why (expired, died of OOM...) instead of a bare "not found". */
