@@ -68,7 +68,7 @@ static const char *const ctrl_names[C_COUNT] = {
 #define DEFAULT_LEAF "/petri"
 #define CPU_PERIOD_US 100000u
 #define CPU_MIN_QUOTA_US 1000u	/* the kernel refuses less than 1 ms */
-#define KILL_TIMEOUT_MS 2000
+#define KILL_TIMEOUT_MS 2000	/* the default of cg_manager_set_kill_timeout() */
 #define POLL_MS 5
 #define RMDIR_TRIES 50		/* x POLL_MS: a quarter of a second */
 #define NAME_TRIES 16
@@ -84,6 +84,7 @@ struct cg_manager {
 	int hier_of[C_COUNT];		/* controller -> hierarchy, -1: none */
 	char tag[48];			/* "p<pid>-<starttime>" */
 	atomic_uint seq;
+	unsigned kill_timeout_ms;	/* copied into each cg */
 };
 
 struct cg {
@@ -95,6 +96,7 @@ struct cg {
 	int hier_of[C_COUNT];
 	int peak_fd;			/* v2 memory.peak, opened on first use */
 	bool peak_writable;
+	unsigned kill_timeout_ms;	/* cg_kill() gives up after it */
 };
 
 /* ---- small helpers ----------------------------------------------------- */
@@ -767,6 +769,7 @@ int cg_manager_new(const char *fs_root, const char *parent,
 	for (int c = 0; c < C_COUNT; c++)
 		m->hier_of[c] = -1;
 	atomic_init(&m->seq, 0);
+	m->kill_timeout_ms = KILL_TIMEOUT_MS;
 	rc = make_tag(m, err, errlen);
 	if (rc)
 		goto out;
@@ -808,6 +811,11 @@ void cg_manager_free(struct cg_manager *m)
 	for (size_t h = 0; h < m->nhier; h++)
 		free(m->parent[h]);
 	free(m);
+}
+
+void cg_manager_set_kill_timeout(struct cg_manager *m, unsigned ms)
+{
+	m->kill_timeout_ms = ms;
 }
 
 enum jail_cg_version cg_version(const struct cg_manager *m)
@@ -868,6 +876,7 @@ static struct cg *cg_alloc(const struct cg_manager *m, const char *name)
 	cg->ctrls = m->ctrls;
 	cg->swap = m->swap;
 	cg->tcp = m->tcp;
+	cg->kill_timeout_ms = m->kill_timeout_ms;
 	cg->peak_fd = -1;
 	memcpy(cg->hier_of, m->hier_of, sizeof(cg->hier_of));
 	for (size_t h = 0; h < m->nhier; h++) {
@@ -1354,7 +1363,7 @@ int cg_kill(struct cg *cg)
 	n = scan_all(cg, 0);
 	if (n <= 0)
 		return n;
-	deadline = now_ms() + KILL_TIMEOUT_MS;
+	deadline = now_ms() + cg->kill_timeout_ms;
 	if (cg->version == JAIL_CG_V2)
 		return kill_v2(cg, deadline);
 	fdir = ctrl_dir(cg, C_FREEZER);

@@ -65,6 +65,11 @@ struct cg_stats {
 int cg_manager_new(const char *fs_root, const char *parent,
 		   struct cg_manager **out, char *err, size_t errlen);
 void cg_manager_free(struct cg_manager *m);
+/* How long cg_kill() keeps killing before it gives up on a cgroup that
+ * does not empty (a task stuck in the kernel); default 2000 ms.  Applies to
+ * the cgroups made (or swept) after the call.  The unit tests shorten it:
+ * their fake trees never empty. */
+void cg_manager_set_kill_timeout(struct cg_manager *m, unsigned ms);
 
 enum jail_cg_version cg_version(const struct cg_manager *m);
 bool cg_has_memory(const struct cg_manager *m);
@@ -108,7 +113,8 @@ void cg_join_close(struct cg_join *cj);
 /* Number of processes in the cgroup, or -errno. */
 int cg_count_procs(struct cg *cg);
 /* SIGKILL every process in the cgroup until it is empty (v2: cgroup.kill;
- * v1: freeze, kill, thaw, repeat).  -EBUSY if still not empty after ~2 s. */
+ * v1: freeze, kill, thaw, repeat).  -EBUSY if still not empty at the
+ * manager's kill timeout (cg_manager_set_kill_timeout()). */
 int cg_kill(struct cg *cg);
 /* cg_kill(), rmdir every directory, free.  Returns -EBUSY (and still frees)
  * if a directory could not be removed.  NULL is allowed. */

@@ -535,7 +535,6 @@ fail:
 
 /* ---- a running sandbox ------------------------------------------------ */
 
-pid_t jail_pid(const struct jail *j) { return j->pid; }
 int jail_pidfd(const struct jail *j) { return j->pidfd; }
 int jail_stdout_fd(const struct jail *j) { return j->stdout_fd; }
 int jail_stderr_fd(const struct jail *j) { return j->stderr_fd; }

@@ -165,9 +165,8 @@ long jail_host_uids_free(struct jail_host *host);
 int jail_spawn(struct jail_host *host, const struct jail_config *cfg,
 	       struct jail **out, char *err, size_t errlen);
 
-/* Host pid of the sandbox's pid 1, and a pidfd for it (readable when it
- * has exited).  The jail owns the descriptors below; never close them. */
-pid_t jail_pid(const struct jail *j);
+/* A pidfd for the sandbox's pid 1 (readable when it has exited).  The jail
+ * owns the descriptors below; never close them. */
 int jail_pidfd(const struct jail *j);
 int jail_stdout_fd(const struct jail *j);	/* main process's fd 1 */
 int jail_stderr_fd(const struct jail *j);	/* main process's fd 2 */

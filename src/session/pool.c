@@ -231,10 +231,15 @@ int pool_take(struct pool *p, const struct box_config *cfg, bool is_default,
 	return r;
 }
 
+/* The thread holds p->lock from reading the room until it waits, so a poke
+ * that follows a change of the room is never lost.  Without a template
+ * there is nothing to refill from: no poke, or every session's end would
+ * retry a template start the thread only retries every RETRY_S. */
 void pool_poke(struct pool *p)
 {
 	pthread_mutex_lock(&p->lock);
-	pthread_cond_signal(&p->wake);
+	if (p->z)
+		pthread_cond_signal(&p->wake);
 	pthread_mutex_unlock(&p->lock);
 }
 

@@ -34,7 +34,9 @@ void pool_free(struct pool *p);
 int pool_take(struct pool *p, const struct box_config *cfg, bool is_default,
 	      struct box **out, char *err, size_t errlen);
 
-/* Wake the pool's thread (the room changed). */
+/* The room grew (a sandbox left): wake the pool's thread to refill now.
+ * pool_take() wakes it itself.  Never call with the session manager's lock
+ * held: the thread takes it (through room()) under the pool's lock. */
 void pool_poke(struct pool *p);
 
 /* Is a template running? */

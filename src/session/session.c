@@ -87,9 +87,8 @@ static json_t *time_json(double t)
 /* ---- limits -> sandbox config ----------------------------------------- */
 
 void smgr_box_config(const struct smgr *m, const struct petri_limits *lim,
-		     const char *const *env, struct box_config *bc)
+		     struct box_config *bc)
 {
-	(void)env;
 	memset(bc, 0, sizeof(*bc));
 	bc->limits.memory_bytes = (uint64_t)lim->memory_mb << 20;
 	bc->limits.cpu_millicores = (uint32_t)(lim->cpu * 1000.0 + 0.5);
@@ -123,12 +122,16 @@ static const char **merge_env(const struct smgr *m, const char *const *extra)
 
 /* ---- references ------------------------------------------------------- */
 
-/* Kill b now; reap it and remove its cgroup on the disposer thread. */
+/* Kill b now; reap it and remove its cgroup on the disposer thread.  The
+ * sandbox no longer counts against the cap: the pool may refill now rather
+ * than on its next tick. */
 static void dispose(struct smgr *m, struct box *b)
 {
 	if (!b)
 		return;
 	jail_stop(box_jail(b));
+	if (m->pool)
+		pool_poke(m->pool);
 	pthread_mutex_lock(&m->dispose_lock);
 	if (m->ndoomed == m->capdoomed) {
 		size_t cap = m->capdoomed ? m->capdoomed * 2 : 64;
@@ -319,7 +322,7 @@ static int start_pool(struct smgr *m)
 	m->pool_env = merge_env(m, NULL);
 	if (!m->pool_env)
 		return -ENOMEM;
-	smgr_box_config(m, &m->cfg->defaults, NULL, &pc.defaults);
+	smgr_box_config(m, &m->cfg->defaults, &pc.defaults);
 	pc.defaults.env = m->pool_env;
 	return pool_new(m->host, &pc, &m->pool);
 }
@@ -400,6 +403,7 @@ void smgr_free(struct smgr *m)
 	smgr_shutdown(m);
 	pthread_join(m->reaper, NULL);
 	pool_free(m->pool);
+	m->pool = NULL;		/* the sessions put below dispose without it */
 	free(m->pool_env);
 	for (size_t i = 0; i < m->n; i++)
 		session_put(m->v[i]);
@@ -473,7 +477,7 @@ static int spawn(struct smgr *m, const struct petri_limits *lim,
 
 	if (!merged)
 		return -ENOMEM;
-	smgr_box_config(m, lim, NULL, &bc);
+	smgr_box_config(m, lim, &bc);
 	bc.env = merged;
 	if (m->pool) {
 		r = pool_take(m->pool, &bc, is_default, out, err, errlen);

@@ -7,8 +7,9 @@
  * only its own session.  Sessions are reference-counted: smgr_lookup() and
  * smgr_create() hand out a reference that the caller drops with
  * session_put(); a deleted session's sandbox is killed at once and freed
- * with its last reference.  Sandboxes are spawned by one long-lived thread
- * (PR_SET_PDEATHSIG follows the thread that spawned, see jail.h).
+ * with its last reference.  Cold sandboxes are spawned by long-lived
+ * spawner threads (PR_SET_PDEATHSIG follows the thread that spawned, see
+ * jail.h); docs/architecture.md lists every thread and the lock order.
  *
  * Ended sessions leave a tombstone for an hour so that later calls learn
  * why (expired, died of OOM...) instead of a bare "not found". */
@@ -148,8 +149,9 @@ void smgr_oneshot_end(struct smgr *m, struct box *b);
 int smgr_exec_slot_take(struct smgr *m);
 void smgr_exec_slot_give(struct smgr *m);
 
-/* Fill a box_config from limits (and the operator's env and binds). */
+/* Fill a box_config from limits and the operator's binds; the caller sets
+ * bc->env. */
 void smgr_box_config(const struct smgr *m, const struct petri_limits *lim,
-		     const char *const *env, struct box_config *bc);
+		     struct box_config *bc);
 
 #endif

@@ -35,17 +35,6 @@ void metrics_observe(enum metric_histogram h, double s)
 	pthread_mutex_unlock(&hlock);
 }
 
-void metrics_reset(void)
-{
-	for (int i = 0; i < M_COUNTER_COUNT; i++)
-		atomic_store(&counters[i], 0);
-	for (int i = 0; i < M_GAUGE_COUNT; i++)
-		atomic_store(&gauges[i], 0);
-	pthread_mutex_lock(&hlock);
-	memset(histograms, 0, sizeof(histograms));
-	pthread_mutex_unlock(&hlock);
-}
-
 static unsigned long long get(enum metric_counter c) { return atomic_load(&counters[c]); }
 
 static int render_histogram(struct buf *o, const char *name, const char *help,

@@ -37,8 +37,6 @@ void metrics_inc(enum metric_counter c);
 void metrics_gauge_add(enum metric_gauge g, long delta);
 long metrics_gauge_get(enum metric_gauge g);
 void metrics_observe(enum metric_histogram h, double seconds);
-/* Only for tests: everything back to zero. */
-void metrics_reset(void);
 
 /* The Prometheus exposition text.  0 or -ENOMEM. */
 int metrics_render(struct buf *out);

@@ -1,10 +1,11 @@
 """petri run: the happy paths of every language and every way to give code."""
 
-import time
+import os
+import signal
 
 import pytest
 
-from conftest import popen_petri
+from conftest import popen_petri, wait_for_procs
 
 
 def test_python_print(petri_json):
@@ -210,14 +211,19 @@ def test_nonjson_python_exception_exits_1_with_traceback_on_stderr(petri_raw):
 
 
 def test_nonjson_output_is_live(tmp_path):
-    """The first line arrives while the program is still running."""
-    with popen_petri(['run', '-c', 'import time\nprint("first", flush=True)\n'
-                      'time.sleep(3)\nprint("second")']) as p:
-        t0 = time.monotonic()
+    """The first line arrives while the program is still running: it then
+    blocks in a sleep that only this test ends (it kills the sleep from the
+    host once the line is here).  Buffered output would arrive after the
+    program ended, with no sleep left to find."""
+    token = '4711.25'
+    with popen_petri(['run', '-l', 'bash', '-t', '60', '-c',
+                      f'echo first\nsleep {token}\necho second']) as p:
         line = p.stdout.readline()
-        took = time.monotonic() - t0
         assert line == b'first\n'
-        assert took < 2.5, f'first line took {took:.2f}s: output is not streamed'
+        sleepers = [pid for pid, _, cmd in wait_for_procs(token) if cmd == f'sleep {token}']
+        assert sleepers, 'the program is no longer running: output is not streamed'
+        for pid in sleepers:
+            os.kill(pid, signal.SIGKILL)
         rest, err = p.communicate(timeout=30)
     assert rest == b'second\n'
     assert p.returncode == 0, err

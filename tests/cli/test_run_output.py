@@ -3,6 +3,7 @@ not UTF-8), and the JSON document stays one valid document whatever the
 code prints."""
 
 import base64
+import random
 
 import pytest
 
@@ -97,21 +98,28 @@ def test_json_output_is_one_document_for_hostile_text(petri_json, payload):
     assert r['status'] == 'ok'
 
 
+# Every byte value, noise from a fixed seed (the same bytes on every run),
+# a U+FFFD the program writes itself and truncated sequences.
+JUNK_EXPR = ('bytes(range(256)) * 64 + b"\\n}{\\n" + random.Random(7).randbytes(65536)'
+             ' + "\\ufffd".encode() + b"\\xe2\\x82(\\xf0\\x9f\\x98"')
+
+
 def test_json_output_is_one_document_for_hostile_bytes(petri_json):
-    code = '''
-import os, sys
-junk = bytes(range(256)) * 64 + b"\\n}{\\n" + os.urandom(65536)
+    code = f'''
+import random, sys
+junk = {JUNK_EXPR}
 sys.stdout.buffer.write(junk)
 sys.stderr.buffer.write(junk[::-1])
 open("/work/junk.bin", "wb").write(junk)
 '''
+    junk = eval(JUNK_EXPR, {'random': random})
     r = petri_json(code)
     assert r['status'] == 'ok', r.describe()
     data = r.out_bytes('stdout')
-    assert data[:256 * 64] == bytes(range(256)) * 64
-    assert len(data) == 256 * 64 + 4 + 65536
-    assert r.out_bytes('stderr') == data[::-1]
-    assert r['files'] == [{'path': 'junk.bin', 'size': len(data)}]
+    assert data == junk
+    assert r.out_bytes('stderr') == junk[::-1]
+    assert r['stdout'].endswith('\ufffd' + '\ufffd' * 2 + '(' + '\ufffd' * 3)
+    assert r['files'] == [{'path': 'junk.bin', 'size': len(junk)}]
 
 
 def test_hostile_file_names_are_listed_safely(petri_json):
