@@ -64,8 +64,12 @@ def test_fifty_sessions_with_a_hostile_neighbour(make_server):
                  "def spin():\n    while True:\n        pass\n"
                  "for _ in range(4):\n    threading.Thread(target=spin, daemon=True).start()\n"
                  "while True:\n    pass", ("timeout",)),
+                # Its limit is reached within its 3 s timeout, except on a
+                # machine loaded enough that it is not (a sanitizer build
+                # beside other runs): either ends it, and what this test
+                # proves is the neighbours' answers.
                 ("memory bomb", "python",
-                 "b = []\nwhile True:\n    b.append(bytearray(16 << 20))", ("oom",)),
+                 "b = []\nwhile True:\n    b.append(bytearray(16 << 20))", ("oom", "timeout")),
             ]
             sid = hostile_sid
             for name, lang, code, ok in steps:
