@@ -13,6 +13,7 @@ than the whole record keeps; then:
   - the daemon's peak RSS stays small (it was ~550 MiB with eight readers).
 Every measured number is printed (pytest -s).
 """
+import os
 import sys
 
 import pytest
@@ -28,6 +29,8 @@ pytestmark = pytest.mark.skipif(memcg.available() is not None,
 CG_LIMIT = 1536 << 20
 LIST_MAX = 8 << 20             # RECORD_LIST_MAX
 KEEP = 1000                    # RECORD_KEEP_MEMORY
+# ASan's quarantine keeps freed memory: a sanitized daemon's RSS says nothing.
+SANITIZED = os.environ.get('PETRI_SANITIZED') == '1'
 RSS_BOUND = 320 << 20          # measured 245 MiB (the record 64, a listing 3 x 8, glibc arenas); the old code: ~550
 BIG = 40                       # 40 x 0.5 MiB: past a session's 16 MiB share
 BIG_CODE = 'print("\\x01" * 250000)\n#' + '\x01' * 250000
@@ -83,4 +86,4 @@ def test_one_session_cannot_take_the_record(server):
     assert neighbour['executions'], 'the neighbour session lost its record'
     rss = memcg.peak_rss(server.proc.pid)
     print(f'daemon peak RSS {rss >> 20} MiB, cgroup peak {server.cg.peak() >> 20} MiB')
-    assert rss < RSS_BOUND
+    assert SANITIZED or rss < RSS_BOUND, f'daemon peak RSS {rss >> 20} MiB'
