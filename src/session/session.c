@@ -1080,10 +1080,10 @@ static int refuse(json_t *f, const char *fmt, ...)
 	       json_object_set_new(f, "reason", json_string(why)) ? -ENOMEM : 0;
 }
 
-int smgr_oneshot_files(const struct smgr *m, struct box *b, json_t *files,
-		       const char *const *patterns, size_t npatterns)
+int session_box_files(struct box *b, json_t *files, const char *const *patterns,
+		      size_t npatterns, uint64_t per_file, uint64_t total)
 {
-	uint64_t per_file = m->cfg->max_return_file_bytes, left = m->cfg->max_return_files_bytes;
+	uint64_t left = total;
 	int work_fd = jail_work_fd(box_jail(b));
 	struct files_user u;
 	json_t *f;
@@ -1107,8 +1107,9 @@ int smgr_oneshot_files(const struct smgr *m, struct box *b, json_t *files,
 			r = refuse(f, "the file is larger than max_return_file_kb (%llu KiB)",
 				   (unsigned long long)(per_file >> 10));
 		else if (r == -EFBIG)
-			r = refuse(f, "the files returned would be larger than max_return_files_mb "
-				   "(%llu MiB) together", (unsigned long long)(m->cfg->max_return_files_bytes >> 20));
+			r = refuse(f, "the files returned would be larger than "
+				   "max_return_files_mb (%llu MiB) together",
+				   (unsigned long long)(total >> 20));
 		else if (r < 0)
 			r = refuse(f, "cannot read the file: %s", strerror(-r));
 		if (r < 0)
@@ -1126,4 +1127,11 @@ int smgr_oneshot_files(const struct smgr *m, struct box *b, json_t *files,
 		free(b64);
 	}
 	return 0;
+}
+
+int smgr_oneshot_files(const struct smgr *m, struct box *b, json_t *files,
+		       const char *const *patterns, size_t npatterns)
+{
+	return session_box_files(b, files, patterns, npatterns, m->cfg->max_return_file_bytes,
+				 m->cfg->max_return_files_bytes);
 }

@@ -154,6 +154,9 @@ void smgr_oneshot_end(struct smgr *m, struct box *b);
  * "truncated": true and a "reason" instead.  0 or -ENOMEM. */
 int smgr_oneshot_files(const struct smgr *m, struct box *b, json_t *files,
 		       const char *const *patterns, size_t npatterns);
+/* The same with the caps given (petri run --save-dir: the workspace's size). */
+int session_box_files(struct box *b, json_t *files, const char *const *patterns,
+		      size_t npatterns, uint64_t per_file, uint64_t total);
 /* Take an execution slot (SM_ECAPACITY when none) and give it back. */
 int smgr_exec_slot_take(struct smgr *m);
 void smgr_exec_slot_give(struct smgr *m);
