@@ -544,15 +544,58 @@ static bool write_uploads(struct api_req *rq, const struct upload *v, size_t n,
 	return true;
 }
 
+#define MAX_RETURN_PATTERNS 64
+
+/* "return_files": true (every file written), false, or a list of fnmatch
+ * patterns: *all and *patterns (a borrowed array of n) for
+ * smgr_oneshot_files(). */
+static bool parse_return_files(struct api_req *rq, json_t *v, bool *want,
+			       const char ***patterns, size_t *n, enum MHD_Result *answered)
+{
+	size_t i;
+	json_t *p;
+
+	*want = false;
+	*patterns = NULL;
+	*n = 0;
+	if (!v || json_is_false(v) || json_is_null(v))
+		return true;
+	*want = true;
+	if (json_is_true(v))
+		return true;
+	if (!json_is_array(v) || json_array_size(v) > MAX_RETURN_PATTERNS)
+		goto bad;
+	if (!(*patterns = calloc(json_array_size(v) + 1, sizeof(**patterns)))) {
+		*answered = http_error(rq, 500, "internal", "out of memory");
+		return false;
+	}
+	json_array_foreach(v, i, p) {
+		if (!json_is_string(p) || json_string_length(p) > 1024 ||
+		    strlen(json_string_value(p)) != json_string_length(p))
+			goto bad;
+		(*patterns)[(*n)++] = json_string_value(p);
+	}
+	return true;
+bad:
+	free(*patterns);
+	*patterns = NULL;
+	*answered = http_error(rq, 400, "invalid_request", "'return_files' must be true, false "
+			       "or an array of at most %d glob patterns (strings)",
+			       MAX_RETURN_PATTERNS);
+	return false;
+}
+
 enum MHD_Result handle_oneshot(struct api_req *rq)
 {
 	static const char *const keys[] = {
-		"code", "language", "files", "limits", "timeout_s", NULL
+		"code", "language", "files", "limits", "timeout_s", "return_files", NULL
 	};
 	enum MHD_Result answered = MHD_NO;
 	json_t *body = http_body_object(rq, &answered), *files;
 	struct upload *uploads = NULL;
-	size_t nuploads = 0;
+	size_t nuploads = 0, npatterns = 0;
+	const char **patterns = NULL;
+	bool return_files = false;
 	struct petri_limits lim;
 	struct box_exec ex;
 	struct box *box = NULL;
@@ -566,7 +609,9 @@ enum MHD_Result handle_oneshot(struct api_req *rq)
 		return answered;
 	if (!http_only_keys(rq, body, keys, &answered) ||
 	    !parse_limits(rq, body, &lim, &answered) ||
-	    !http_exec_request(rq, body, "python", &lim, &ex, &answered))
+	    !http_exec_request(rq, body, "python", &lim, &ex, &answered) ||
+	    !parse_return_files(rq, json_object_get(body, "return_files"), &return_files,
+				&patterns, &npatterns, &answered))
 		goto out;
 	files = json_object_get(body, "files");
 	if (files && !json_is_null(files) &&
@@ -601,7 +646,13 @@ enum MHD_Result handle_oneshot(struct api_req *rq)
 				      strerror(-r));
 	} else {
 		smgr_finished(rq->sm, NULL, &ex, &lim, started_at, &res);
-		answered = http_json(rq, 200, result_to_json(&res));
+		/* After the record took its copy: file contents are the
+		 * client's, not the record's. */
+		if (return_files && smgr_oneshot_files(rq->sm, box, res.files, patterns,
+						       npatterns) < 0)
+			answered = http_error(rq, 500, "internal", "out of memory");
+		else
+			answered = http_json(rq, 200, result_to_json(&res));
 	}
 	result_release(&res);
 out:
@@ -610,6 +661,7 @@ out:
 	if (slot)
 		smgr_exec_slot_give(rq->sm);
 	free_uploads(uploads, nuploads);
+	free(patterns);
 	json_decref(body);
 	return answered;
 }

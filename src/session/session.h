@@ -145,6 +145,18 @@ bool session_upload_reap(struct session_upload *up);
 int smgr_oneshot_begin(struct smgr *m, const struct petri_limits *lim,
 		       struct box **out, char *err, size_t errlen);
 void smgr_oneshot_end(struct smgr *m, struct box *b);
+/* Before smgr_oneshot_end(): put the content of the files the execution
+ * wrote (files, the result's array of {"path", "size"}) inline, read as the
+ * sandbox's user like a download.  Those whose path matches one of the
+ * patterns (fnmatch(3) without flags, relative to /work; NULL: every file)
+ * gain "content_base64", "truncated": false; one over max_return_file_kb,
+ * past max_return_files_mb with the others, or unreadable gains
+ * "truncated": true and a "reason" instead.  0 or -ENOMEM. */
+int smgr_oneshot_files(const struct smgr *m, struct box *b, json_t *files,
+		       const char *const *patterns, size_t npatterns);
+/* The same with the caps given (petri run --save-dir: the workspace's size). */
+int session_box_files(struct box *b, json_t *files, const char *const *patterns,
+		      size_t npatterns, uint64_t per_file, uint64_t total);
 /* Take an execution slot (SM_ECAPACITY when none) and give it back. */
 int smgr_exec_slot_take(struct smgr *m);
 void smgr_exec_slot_give(struct smgr *m);

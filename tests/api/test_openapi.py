@@ -508,6 +508,11 @@ def test_one_shot_execute(api):
     res = check(r)
     assert res["status"] == "ok" and res["stdout"] == "3\n"
     assert res["files"] == [{"path": "out.csv", "size": 6}]
+    body["return_files"] = ["*.csv"]
+    validate(body, request_schema("post", "/v1/execute"))
+    res = check(api.post("/v1/execute", body))
+    assert res["files"] == [{"path": "out.csv", "size": 6, "truncated": False,
+                             "content_base64": base64.b64encode(b"a\n1\n2\n").decode()}]
 
     res = check(api.post("/v1/execute", {"code": "echo hi", "language": "bash"}))
     assert res["stdout"] == "hi\n"
