@@ -308,14 +308,48 @@ static int send_frame(struct box *b, const json_t *frame, double timeout_s)
 	return r;
 }
 
+/* "NAME=value" strings as the JSON array the driver reads; NULL when out
+ * of memory or a string is not UTF-8. */
+static json_t *env_json(const char *const *env)
+{
+	json_t *list = json_array();
+
+	for (size_t i = 0; list && env && env[i]; i++)
+		if (json_array_append_new(list, json_string(env[i]))) {
+			json_decref(list);
+			return NULL;
+		}
+	return list;
+}
+
+char **box_env_dup(const char *const *env)
+{
+	size_t n = 0;
+	char **out;
+
+	while (env && env[n])
+		n++;
+	out = calloc(n + 1, sizeof(*out));
+	for (size_t i = 0; out && i < n; i++)
+		if (!(out[i] = strdup(env[i]))) {
+			box_env_free(out);
+			return NULL;
+		}
+	return out;
+}
+
+void box_env_free(char **env)
+{
+	for (size_t i = 0; env && env[i]; i++)
+		free(env[i]);
+	free(env);
+}
+
 int box_send_env(struct box *b, const char *const *env)
 {
-	json_t *list = json_array(), *frame;
+	json_t *list = env_json(env), *frame;
 	int r;
 
-	for (size_t i = 0; list && env[i]; i++)
-		if (json_array_append_new(list, json_string(env[i])))
-			break;
 	frame = list ? json_pack("{s:s, s:o}", "type", "env", "env", list) : NULL;
 	if (!frame)
 		return -ENOMEM;
@@ -395,6 +429,11 @@ static int send_exec(struct run *run, double deadline)
 
 	if (!req)
 		return -EINVAL;	/* code that is not UTF-8 */
+	if (run->ex->env && run->ex->env[0] &&
+	    json_object_set_new(req, "env", env_json(run->ex->env)) < 0) {
+		json_decref(req);
+		return -EINVAL;	/* a variable that is not UTF-8 */
+	}
 	r = send_frame(run->b, req, deadline - clock_mono_s());
 	json_decref(req);
 	return r;

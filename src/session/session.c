@@ -661,6 +661,28 @@ void session_touch(struct session *s)
 	pthread_mutex_unlock(&s->lock);
 }
 
+int session_set_lifetime(struct session *s, double idle_timeout_s, double max_lifetime_s,
+			 char *reason, size_t reasonlen)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->deleted) {
+		r = SM_ENOTFOUND;
+	} else if (s->dead) {
+		snprintf(reason, reasonlen, "%s", s->dead_reason);
+		r = SM_EGONE;
+	} else {
+		if (idle_timeout_s > 0)
+			s->idle_timeout_s = idle_timeout_s;
+		if (max_lifetime_s > 0)
+			s->max_lifetime_s = max_lifetime_s;
+		s->last_used = clock_wall_s();
+	}
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
 bool session_ended(struct session *s)
 {
 	bool ended;

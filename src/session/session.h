@@ -107,6 +107,14 @@ int session_work_fd(struct session *s);
 void session_file_owner(struct session *s, uid_t *uid, gid_t *gid);
 /* Mark the session used now (file transfers count as use). */
 void session_touch(struct session *s);
+/* Change a live session's timeouts (a value <= 0 keeps the current one;
+ * the caller checked them against the configuration's maxima) and mark it
+ * used now, under the lock the reaper decides expiry under: a session
+ * expired already stays expired.  max_lifetime_s counts from the session's
+ * creation, so a shorter one may end the session at the reaper's next
+ * look.  0, SM_ENOTFOUND (deleted) or SM_EGONE with the reason. */
+int session_set_lifetime(struct session *s, double idle_timeout_s, double max_lifetime_s,
+			 char *reason, size_t reasonlen);
 /* Has the session ended (deleted, expired, died)?  Then whatever a
  * reference still holds of its sandbox (an open file of its /work) must be
  * let go: it is no longer counted against max_sessions. */
