@@ -8,6 +8,7 @@
 #include "api/http.h"
 #include "runtime/box.h"
 #include "runtime/files.h"
+#include "runtime/languages.h"
 #include "util/base64.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -206,7 +207,9 @@ bool http_exec_request(struct api_req *rq, json_t *obj, const char *default_lang
 		       enum MHD_Result *answered)
 {
 	json_t *code = json_object_get(obj, "code"), *lang = json_object_get(obj, "language");
+	const struct language *l = NULL;
 	double timeout = lim->timeout_s;
+	char why[256];
 	char **env;
 
 	memset(ex, 0, sizeof(*ex));
@@ -221,10 +224,8 @@ bool http_exec_request(struct api_req *rq, json_t *obj, const char *default_lang
 				       "and contain no NUL", BOX_CODE_MAX);
 		return false;
 	}
-	if (lang && !json_is_null(lang) &&
-	    (!json_is_string(lang) || !box_language_known(json_string_value(lang)))) {
-		*answered = http_error(rq, 400, "invalid_request",
-				       "'language' must be \"python\", \"bash\" or \"c\"");
+	if (lang && !json_is_null(lang) && !(l = lang_from_json(lang, why, sizeof(why)))) {
+		*answered = http_error(rq, 400, "invalid_request", "%s", why);
 		return false;
 	}
 	if (!get_number(rq, obj, "", "timeout_s", 0.1, lim->timeout_s, &timeout, answered))
@@ -232,7 +233,7 @@ bool http_exec_request(struct api_req *rq, json_t *obj, const char *default_lang
 	/* Last: nothing fails after it, so a failure leaves no env behind. */
 	if (!(env = parse_env(rq, obj, answered)))
 		return false;
-	ex->language = json_is_string(lang) ? json_string_value(lang) : default_language;
+	ex->language = l ? l->name : default_language;
 	ex->code = json_string_value(code);
 	ex->timeout_s = timeout;
 	ex->output_cap = (size_t)lim->output_kb << 10;
@@ -279,12 +280,13 @@ static enum MHD_Result create_session(struct api_req *rq)
 		goto out;
 	lang = json_object_get(body, "language");
 	if (lang && !json_is_null(lang)) {
-		if (!json_is_string(lang) || !box_language_known(json_string_value(lang))) {
-			answered = http_error(rq, 400, "invalid_request",
-					      "'language' must be \"python\", \"bash\" or \"c\"");
+		const struct language *l = lang_from_json(lang, err, sizeof(err));
+
+		if (!l) {
+			answered = http_error(rq, 400, "invalid_request", "%s", err);
 			goto out;
 		}
-		p.language = json_string_value(lang);
+		p.language = l->name;
 	}
 	p.idle_timeout_s = rq->cfg->idle_timeout_s;
 	p.max_lifetime_s = rq->cfg->max_lifetime_s;

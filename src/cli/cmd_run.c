@@ -25,6 +25,7 @@
 #include "runtime/box.h"
 #include "runtime/defaults.h"
 #include "runtime/files.h"
+#include "runtime/languages.h"
 #include "runtime/result.h"
 #include "session/session.h"
 #include "util/base64.h"
@@ -36,10 +37,13 @@
 
 static void usage(FILE *f)
 {
+	char names[128];
+
+	lang_names(names, sizeof(names));
 	fprintf(f,
 		"usage: petri run [options] (-c CODE | FILE | -)\n"
 		"\n"
-		"  -l, --lang LANG      python (default), bash or c; from FILE's extension\n"
+		"  -l, --lang LANG      %s (default: from FILE's extension, else %s)\n"
 		"  -t, --timeout SEC    wall-clock limit (default %.0f)\n"
 		"  -m, --memory MB      memory limit, swap included (default %d)\n"
 		"      --cpu-time SEC   CPU time limit of the whole sandbox\n"
@@ -52,8 +56,8 @@ static void usage(FILE *f)
 		"      --json           print one JSON result object\n"
 		"  -c CODE              the code to run\n"
 		"  FILE | -             read the code from FILE or standard input\n",
-		DEFAULT_TIMEOUT_S, DEFAULT_MEMORY_MB, DEFAULT_CPU_MILLICORES / 1000.0,
-		DEFAULT_PIDS, DEFAULT_DISK_MB);
+		names, lang_table[0].name, DEFAULT_TIMEOUT_S, DEFAULT_MEMORY_MB,
+		DEFAULT_CPU_MILLICORES / 1000.0, DEFAULT_PIDS, DEFAULT_DISK_MB);
 }
 
 static int read_all(FILE *f, struct buf *out)
@@ -68,21 +72,6 @@ static int read_all(FILE *f, struct buf *out)
 			return -ENOMEM;
 	}
 	return ferror(f) ? -EIO : 0;
-}
-
-static const char *lang_from_path(const char *path)
-{
-	const char *dot = strrchr(path, '.');
-
-	if (!dot)
-		return NULL;
-	if (!strcmp(dot, ".py"))
-		return "python";
-	if (!strcmp(dot, ".sh") || !strcmp(dot, ".bash"))
-		return "bash";
-	if (!strcmp(dot, ".c"))
-		return "c";
-	return NULL;
 }
 
 /* ---- stopping early ------------------------------------------------------ */
@@ -275,7 +264,8 @@ int cmd_run(int argc, char **argv)
 			       .cancel_fd = -1 };
 	struct box_events ev = { .output = on_output, .rich = on_rich, .error = on_error };
 	struct buf code = BUF_INIT;
-	const char *lang = NULL, *inline_code = NULL, *save_dir = NULL;
+	const char *lang_arg = NULL, *inline_code = NULL, *save_dir = NULL;
+	const struct language *lang = NULL;
 	struct userfile files[USERFILES_MAX] = { 0 };
 	size_t nfiles = 0;
 	bool json_out = false;
@@ -290,7 +280,7 @@ int cmd_run(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+l:t:m:c:f:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'l':
-			lang = optarg;
+			lang_arg = optarg;
 			break;
 		case 't':
 			if (!num_double(optarg, 0.001, 86400, &ex.timeout_s))
@@ -361,19 +351,23 @@ int cmd_run(int argc, char **argv)
 			die(2, "'%s' is larger than %u bytes", path, CODE_FILE_MAX);
 		if (r < 0)
 			die(2, "cannot read '%s': %s", path, strerror(-r));
-		if (!lang)
-			lang = lang_from_path(path);
+		if (!lang_arg)
+			lang = lang_by_path(path);
 	} else {
 		usage(stderr);
 		return 2;
 	}
+	if (lang_arg && !(lang = lang_find(lang_arg))) {
+		char msg[256];
+
+		lang_unknown_message(msg, sizeof(msg), lang_arg);
+		die(2, "%s", msg);
+	}
 	if (!lang)
-		lang = "python";
-	if (!box_language_known(lang))
-		die(2, "unknown language '%s' (python, bash or c)", lang);
+		lang = &lang_table[0];
 	if (memchr(code.data ? code.data : "", '\0', code.len))
 		die(2, "the code contains a NUL byte");
-	ex.language = lang;
+	ex.language = lang->name;
 	ex.code = code.data ? code.data : "";
 	if (save_dir && mkdir(save_dir, 0755) < 0 && errno != EEXIST)
 		die(2, "--save-dir: cannot create '%s': %s", save_dir, strerror(errno));

@@ -13,6 +13,7 @@
 
 #include "runtime/embed.h"
 #include "runtime/frame.h"
+#include "runtime/languages.h"
 #include "runtime/workspace.h"
 #include "util/base64.h"
 #include "util/buf.h"
@@ -45,8 +46,6 @@
 #define TRACEBACK_MAX_LEN (256u << 10)
 #define RESULTS_MAX 1000		/* rich results kept per execution */
 #define RESULT_OVERHEAD 64		/* bytes each result and MIME type count for */
-
-const char *const box_languages[] = { "python", "bash", "c", NULL };
 
 struct box {
 	struct jail *jail;
@@ -85,12 +84,12 @@ static const char *const base_env[] = {
 	NULL
 };
 
-bool box_language_known(const char *language)
+/* Front ends turn aliases into names: the driver knows names only. */
+static bool canonical_language(const char *language)
 {
-	for (size_t i = 0; language && box_languages[i]; i++)
-		if (strcmp(language, box_languages[i]) == 0)
-			return true;
-	return false;
+	const struct language *l = lang_find(language);
+
+	return l && !strcmp(l->name, language);
 }
 
 static void mark_dead(struct box *b, const char *why)
@@ -810,7 +809,7 @@ int box_exec(struct box *b, const struct box_exec *ex,
 
 	if (b->dead)
 		return -EPIPE;
-	if (!box_language_known(ex->language) || !ex->code ||
+	if (!canonical_language(ex->language) || !ex->code ||
 	    strlen(ex->code) > BOX_CODE_MAX || !(ex->timeout_s > 0))
 		return -EINVAL;
 	run.id = ++b->next_id;

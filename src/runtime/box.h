@@ -37,7 +37,7 @@ struct box_events {
 };
 
 struct box_exec {
-	const char *language;		/* "python", "bash" or "c" */
+	const char *language;		/* a name of lang_table (no alias) */
 	const char *code;
 	double timeout_s;		/* wall clock; > 0 */
 	double cpu_s;			/* CPU time of the whole sandbox; 0: none */
@@ -55,10 +55,6 @@ struct box_exec {
 #define BOX_RESULTS_CAP_DEFAULT	(32u << 20)
 #define BOX_CODE_MAX		(1u << 20)
 #define BOX_GRACE_DEFAULT	2.0
-
-/* The languages box_exec() knows, NULL-terminated. */
-extern const char *const box_languages[];
-bool box_language_known(const char *language);
 
 /* 0 or -errno with a message in err. */
 int box_start(struct jail_host *host, const struct box_config *cfg,

@@ -69,7 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    http_exec_request(&rq, body, "python", &lim, &ex, &answered)) {
 		/* Never above what the operator allows. */
 		assert(config_check_limits(&cfg, &lim, why, sizeof(why)) == 0);
-		assert(box_language_known(ex.language) && ex.timeout_s <= lim.timeout_s);
+		assert(lang_find(ex.language) && !strcmp(lang_find(ex.language)->name, ex.language) && ex.timeout_s <= lim.timeout_s);
 		assert(strlen(ex.code) == json_string_length(json_object_get(body, "code")));
 		files = json_object_get(body, "files");
 		if (json_is_array(files) && json_array_size(files) <= MAX_ONESHOT_FILES)
