@@ -100,10 +100,10 @@ unit: $(BUILD)/unit-tests
 # policy suite loads seccomp filters, a system call valgrind does not know:
 # it runs natively only.  tests/unit/valgrind.supp: a forked child that
 # _exit()s holding its parent's heap is no leak.
-VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full \
+VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --vgdb=no \
             --suppressions=tests/unit/valgrind.supp \
             --errors-for-leak-kinds=definite --trace-children=yes
-VALGRIND_SUITES := buf cgroup codec config lease mcp mounts record util
+VALGRIND_SUITES := buf cgroup codec config languages lease mcp mounts record util
 ifneq ($(SAN),)
 unit-valgrind:
 	@echo "unit-valgrind: skipped in the sanitizer build (valgrind cannot run sanitized code)"

@@ -8,6 +8,7 @@
 #include "api/http.h"
 #include "runtime/box.h"
 #include "runtime/files.h"
+#include "runtime/languages.h"
 #include "util/base64.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -201,19 +202,15 @@ static char **parse_env(struct api_req *rq, json_t *obj, enum MHD_Result *answer
 	return out;
 }
 
-static void free_env(char **env)
-{
-	for (size_t i = 0; env && env[i]; i++)
-		free(env[i]);
-	free(env);
-}
-
 bool http_exec_request(struct api_req *rq, json_t *obj, const char *default_language,
 		       const struct petri_limits *lim, struct box_exec *ex,
 		       enum MHD_Result *answered)
 {
 	json_t *code = json_object_get(obj, "code"), *lang = json_object_get(obj, "language");
+	const struct language *l = NULL;
 	double timeout = lim->timeout_s;
+	char why[256];
+	char **env;
 
 	memset(ex, 0, sizeof(*ex));
 	ex->cancel_fd = -1;
@@ -227,22 +224,41 @@ bool http_exec_request(struct api_req *rq, json_t *obj, const char *default_lang
 				       "and contain no NUL", BOX_CODE_MAX);
 		return false;
 	}
-	if (lang && !json_is_null(lang) &&
-	    (!json_is_string(lang) || !box_language_known(json_string_value(lang)))) {
-		*answered = http_error(rq, 400, "invalid_request",
-				       "'language' must be \"python\", \"bash\" or \"c\"");
+	if (lang && !json_is_null(lang) && !(l = lang_from_json(lang, why, sizeof(why)))) {
+		*answered = http_error(rq, 400, "invalid_request", "%s", why);
 		return false;
 	}
 	if (!get_number(rq, obj, "", "timeout_s", 0.1, lim->timeout_s, &timeout, answered))
 		return false;
-	ex->language = json_is_string(lang) ? json_string_value(lang) : default_language;
+	/* Last: nothing fails after it, so a failure leaves no env behind. */
+	if (!(env = parse_env(rq, obj, answered)))
+		return false;
+	ex->language = l ? l->name : default_language;
 	ex->code = json_string_value(code);
 	ex->timeout_s = timeout;
 	ex->output_cap = (size_t)lim->output_kb << 10;
+	ex->env = (const char *const *)env;
 	return true;
 }
 
+void http_exec_request_release(struct box_exec *ex)
+{
+	box_env_free((char **)ex->env);
+	ex->env = NULL;
+}
+
 /* ---- /v1/sessions ----------------------------------------------------- */
+
+/* "idle_timeout_s" and "max_lifetime_s", each absent (keeps *idle, *life)
+ * or within the configuration's maxima (the defaults are the maxima). */
+static bool parse_lifetime(struct api_req *rq, json_t *obj, double *idle, double *life,
+			   enum MHD_Result *answered)
+{
+	return get_number(rq, obj, "", "idle_timeout_s", 1, rq->cfg->idle_timeout_s, idle,
+			  answered) &&
+	       get_number(rq, obj, "", "max_lifetime_s", 1, rq->cfg->max_lifetime_s, life,
+			  answered);
+}
 
 static enum MHD_Result create_session(struct api_req *rq)
 {
@@ -264,19 +280,17 @@ static enum MHD_Result create_session(struct api_req *rq)
 		goto out;
 	lang = json_object_get(body, "language");
 	if (lang && !json_is_null(lang)) {
-		if (!json_is_string(lang) || !box_language_known(json_string_value(lang))) {
-			answered = http_error(rq, 400, "invalid_request",
-					      "'language' must be \"python\", \"bash\" or \"c\"");
+		const struct language *l = lang_from_json(lang, err, sizeof(err));
+
+		if (!l) {
+			answered = http_error(rq, 400, "invalid_request", "%s", err);
 			goto out;
 		}
-		p.language = json_string_value(lang);
+		p.language = l->name;
 	}
 	p.idle_timeout_s = rq->cfg->idle_timeout_s;
 	p.max_lifetime_s = rq->cfg->max_lifetime_s;
-	if (!get_number(rq, body, "", "idle_timeout_s", 1, rq->cfg->idle_timeout_s,
-			&p.idle_timeout_s, &answered) ||
-	    !get_number(rq, body, "", "max_lifetime_s", 1, rq->cfg->max_lifetime_s,
-			&p.max_lifetime_s, &answered))
+	if (!parse_lifetime(rq, body, &p.idle_timeout_s, &p.max_lifetime_s, &answered))
 		goto out;
 	if (!(env = parse_env(rq, body, &answered)))
 		goto out;
@@ -308,7 +322,7 @@ static enum MHD_Result create_session(struct api_req *rq)
 	}
 out:
 	session_put(s);
-	free_env(env);
+	box_env_free(env);
 	json_decref(body);
 	return answered;
 }
@@ -327,10 +341,10 @@ enum MHD_Result handle_sessions(struct api_req *rq)
 
 static enum MHD_Result execute(struct api_req *rq, struct session *s)
 {
-	static const char *const keys[] = { "code", "language", "timeout_s", NULL };
+	static const char *const keys[] = { "code", "language", "timeout_s", "env", NULL };
 	enum MHD_Result answered = MHD_NO;
 	json_t *body = http_body_object(rq, &answered);
-	struct box_exec ex;
+	struct box_exec ex = { .env = NULL };
 	struct result res;
 	char reason[256] = "";
 	int r;
@@ -364,6 +378,35 @@ static enum MHD_Result execute(struct api_req *rq, struct session *s)
 	else
 		answered = http_json(rq, 200, result_to_json(&res));
 	result_release(&res);
+out:
+	http_exec_request_release(&ex);
+	json_decref(body);
+	return answered;
+}
+
+/* PATCH /v1/sessions/{id}: new timeouts, answered with the session; and
+ * POST .../keepalive (keepalive: no body), which only marks it used.  Both
+ * count as activity; neither runs anything in the sandbox. */
+static enum MHD_Result set_lifetime(struct api_req *rq, struct session *s, bool keepalive)
+{
+	static const char *const keys[] = { "idle_timeout_s", "max_lifetime_s", NULL };
+	enum MHD_Result answered = MHD_NO;
+	json_t *body = keepalive ? NULL : http_body_object(rq, &answered);
+	double idle = 0, life = 0;	/* 0: keep */
+	char reason[256] = "";
+	int r;
+
+	if (keepalive && rq->body.len)
+		return http_error(rq, 400, "invalid_request", "keepalive takes no body (change "
+				  "the timeouts with PATCH /v1/sessions/{id})");
+	if (!keepalive && (!body || !http_only_keys(rq, body, keys, &answered) ||
+			   !parse_lifetime(rq, body, &idle, &life, &answered)))
+		goto out;
+	r = session_set_lifetime(s, idle, life, reason, sizeof(reason));
+	if (r < 0)
+		answered = http_session_error(rq, r, reason);
+	else
+		answered = keepalive ? http_empty(rq, 204) : http_json(rq, 200, session_json(s));
 out:
 	json_decref(body);
 	return answered;
@@ -434,9 +477,14 @@ enum MHD_Result handle_session(struct api_req *rq, const char *id, const char *r
 	s = http_session(rq, id, &answered);
 	if (!s)
 		return answered;
-	if (!*rest) {
-		answered = strcmp(m, "GET") ? http_not_allowed(rq, "GET, DELETE") :
+	if (!*rest && !strcmp(m, "PATCH")) {
+		answered = set_lifetime(rq, s, false);
+	} else if (!*rest) {
+		answered = strcmp(m, "GET") ? http_not_allowed(rq, "GET, PATCH, DELETE") :
 					      http_json(rq, 200, session_json(s));
+	} else if (!strcmp(rest, "/keepalive")) {
+		answered = strcmp(m, "POST") ? http_not_allowed(rq, "POST") :
+					       set_lifetime(rq, s, true);
 	} else if (!strcmp(rest, "/execute")) {
 		answered = strcmp(m, "POST") ? http_not_allowed(rq, "POST") : execute(rq, s);
 	} else if (!strcmp(rest, "/files") || !strcmp(rest, "/files/")) {
@@ -544,17 +592,60 @@ static bool write_uploads(struct api_req *rq, const struct upload *v, size_t n,
 	return true;
 }
 
+#define MAX_RETURN_PATTERNS 64
+
+/* "return_files": true (every file written), false, or a list of fnmatch
+ * patterns: *all and *patterns (a borrowed array of n) for
+ * smgr_oneshot_files(). */
+static bool parse_return_files(struct api_req *rq, json_t *v, bool *want,
+			       const char ***patterns, size_t *n, enum MHD_Result *answered)
+{
+	size_t i;
+	json_t *p;
+
+	*want = false;
+	*patterns = NULL;
+	*n = 0;
+	if (!v || json_is_false(v) || json_is_null(v))
+		return true;
+	*want = true;
+	if (json_is_true(v))
+		return true;
+	if (!json_is_array(v) || json_array_size(v) > MAX_RETURN_PATTERNS)
+		goto bad;
+	if (!(*patterns = calloc(json_array_size(v) + 1, sizeof(**patterns)))) {
+		*answered = http_error(rq, 500, "internal", "out of memory");
+		return false;
+	}
+	json_array_foreach(v, i, p) {
+		if (!json_is_string(p) || json_string_length(p) > 1024 ||
+		    strlen(json_string_value(p)) != json_string_length(p))
+			goto bad;
+		(*patterns)[(*n)++] = json_string_value(p);
+	}
+	return true;
+bad:
+	free(*patterns);
+	*patterns = NULL;
+	*answered = http_error(rq, 400, "invalid_request", "'return_files' must be true, false "
+			       "or an array of at most %d glob patterns (strings)",
+			       MAX_RETURN_PATTERNS);
+	return false;
+}
+
 enum MHD_Result handle_oneshot(struct api_req *rq)
 {
 	static const char *const keys[] = {
-		"code", "language", "files", "limits", "timeout_s", NULL
+		"code", "language", "files", "limits", "timeout_s", "return_files", "env", NULL
 	};
 	enum MHD_Result answered = MHD_NO;
 	json_t *body = http_body_object(rq, &answered), *files;
 	struct upload *uploads = NULL;
-	size_t nuploads = 0;
+	size_t nuploads = 0, npatterns = 0;
+	const char **patterns = NULL;
+	bool return_files = false;
 	struct petri_limits lim;
-	struct box_exec ex;
+	struct box_exec ex = { .env = NULL };
 	struct box *box = NULL;
 	struct result res;
 	bool slot = false;
@@ -566,7 +657,9 @@ enum MHD_Result handle_oneshot(struct api_req *rq)
 		return answered;
 	if (!http_only_keys(rq, body, keys, &answered) ||
 	    !parse_limits(rq, body, &lim, &answered) ||
-	    !http_exec_request(rq, body, "python", &lim, &ex, &answered))
+	    !http_exec_request(rq, body, "python", &lim, &ex, &answered) ||
+	    !parse_return_files(rq, json_object_get(body, "return_files"), &return_files,
+				&patterns, &npatterns, &answered))
 		goto out;
 	files = json_object_get(body, "files");
 	if (files && !json_is_null(files) &&
@@ -601,7 +694,13 @@ enum MHD_Result handle_oneshot(struct api_req *rq)
 				      strerror(-r));
 	} else {
 		smgr_finished(rq->sm, NULL, &ex, &lim, started_at, &res);
-		answered = http_json(rq, 200, result_to_json(&res));
+		/* After the record took its copy: file contents are the
+		 * client's, not the record's. */
+		if (return_files && smgr_oneshot_files(rq->sm, box, res.files, patterns,
+						       npatterns) < 0)
+			answered = http_error(rq, 500, "internal", "out of memory");
+		else
+			answered = http_json(rq, 200, result_to_json(&res));
 	}
 	result_release(&res);
 out:
@@ -610,6 +709,8 @@ out:
 	if (slot)
 		smgr_exec_slot_give(rq->sm);
 	free_uploads(uploads, nuploads);
+	free(patterns);
+	http_exec_request_release(&ex);
 	json_decref(body);
 	return answered;
 }

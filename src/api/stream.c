@@ -74,6 +74,7 @@ struct stream {
 	struct session *s;
 	struct box_exec ex;
 	char *code, *language;
+	char **env;			/* ex.env's copy */
 	/* a character cut across two chunks waits here for its end */
 	char carry[2][4];
 	size_t ncarry[2];
@@ -101,6 +102,7 @@ static void stream_put(struct stream *st)
 	buf_release(&st->out);
 	free(st->code);
 	free(st->language);
+	box_env_free(st->env);
 	pthread_mutex_destroy(&st->lock);
 	free(st);
 }
@@ -311,18 +313,21 @@ enum MHD_Result stream_execute(struct api_req *rq, struct session *s,
 	st->ex = *ex;
 	st->code = strdup(ex->code);
 	st->language = strdup(ex->language);
+	st->env = box_env_dup(ex->env);
 	st->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (!st->code || !st->language || st->cancel_fd < 0) {
+	if (!st->code || !st->language || !st->env || st->cancel_fd < 0) {
 		if (st->cancel_fd >= 0)
 			close(st->cancel_fd);
 		free(st->code);
 		free(st->language);
+		box_env_free(st->env);
 		pthread_mutex_destroy(&st->lock);
 		free(st);
 		goto fail;
 	}
 	st->ex.code = st->code;
 	st->ex.language = st->language;
+	st->ex.env = (const char *const *)st->env;
 	st->ex.cancel_fd = st->cancel_fd;
 	{
 		const union MHD_ConnectionInfo *ci =

@@ -11,7 +11,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +20,7 @@
 #include "agent/agent.h"
 #include "agent/chat.h"
 #include "cli/commands.h"
+#include "cli/userfiles.h"
 #include "mcp/tools.h"
 #include "runtime/files.h"
 #include "session/session.h"
@@ -29,10 +29,8 @@
 #include "util/num.h"
 #include "util/utf8.h"
 
-#define MAX_FILES 64
 #define PREVIEW_LINES 5
 #define PREVIEW_BYTES 800
-#define FILE_READ_MAX (1u << 30)
 #define DEFAULT_API_BASE "https://api.openai.com/v1"
 
 enum { EXIT_NO_ANSWER = 1, EXIT_USAGE = 2, EXIT_API = 3, EXIT_PETRI = 125 };
@@ -138,29 +136,6 @@ static void on_retry(void *ctx, unsigned attempt, double wait_s, const char *why
 
 /* ---- files ------------------------------------------------------------- */
 
-static int read_file(const char *path, size_t max, struct buf *out)
-{
-	FILE *f = fopen(path, "rb");
-	char chunk[65536];
-	size_t n;
-
-	if (!f)
-		return -errno;
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-		if (out->len + n > max) {
-			fclose(f);
-			return -EFBIG;
-		}
-		if (buf_append(out, chunk, n) < 0) {
-			fclose(f);
-			return -ENOMEM;
-		}
-	}
-	n = (size_t)ferror(f);
-	fclose(f);
-	return n ? -EIO : 0;
-}
-
 /* What the model is told about a file: its size and a preview. */
 static void describe_file(struct buf *intro, const char *name, const struct buf *data)
 {
@@ -212,9 +187,7 @@ int cmd_ask(int argc, char **argv)
 	};
 	const char *model = env("PETRI_MODEL"), *api_base = env("PETRI_API_BASE");
 	const char *api_key = env("PETRI_API_KEY"), *save_dir = NULL, *config_path = NULL;
-	const char *files[MAX_FILES];
-	char names[MAX_FILES][FILES_NAME_MAX + 1];
-	struct buf data[MAX_FILES] = { BUF_INIT };
+	struct userfile files[USERFILES_MAX] = { 0 };
 	size_t nfiles = 0;
 	unsigned max_rounds = 10, retries = 4, timeout = 300;
 	bool json_out = false, verbose = false;
@@ -239,9 +212,9 @@ int cmd_ask(int argc, char **argv)
 			api_base = optarg;
 			break;
 		case 'f':
-			if (nfiles == MAX_FILES)
-				die(EXIT_USAGE, "--file: at most %d files", MAX_FILES);
-			files[nfiles++] = optarg;
+			if (nfiles == USERFILES_MAX)
+				die(EXIT_USAGE, "--file: at most %d files", USERFILES_MAX);
+			files[nfiles++].host_path = optarg;
 			break;
 		case OPT_MAX_ROUNDS:
 			if (!num_u32(optarg, 1, 1000, &max_rounds))
@@ -304,24 +277,7 @@ int cmd_ask(int argc, char **argv)
 		die(EXIT_USAGE, "--save-dir: cannot create '%s': %s", save_dir, strerror(errno));
 	/* The files, read before any sandbox exists: a bad path is a usage
 	 * error with nothing to clean up. */
-	for (size_t i = 0; i < nfiles; i++) {
-		char *copy = strdup(files[i]);
-		int r;
-
-		if (!copy)
-			die(EXIT_PETRI, "out of memory");
-		snprintf(names[i], sizeof(names[i]), "%s", basename(copy));
-		free(copy);
-		for (size_t k = 0; k < i; k++)
-			if (!strcmp(names[k], names[i]))
-				die(EXIT_USAGE, "--file: two files are named '%s'", names[i]);
-		r = read_file(files[i], FILE_READ_MAX, &data[i]);
-		if (r == -EFBIG)
-			die(EXIT_USAGE, "--file: '%s' is larger than %u MiB", files[i],
-			    FILE_READ_MAX >> 20);
-		if (r < 0)
-			die(EXIT_USAGE, "--file: cannot read '%s': %s", files[i], strerror(-r));
-	}
+	userfiles_load(files, nfiles);
 
 	if (!save_dir && !(save_dir = mkdtemp(tmpdir)))
 		die(EXIT_PETRI, "cannot create a directory for charts: %s", strerror(errno));
@@ -339,20 +295,22 @@ int cmd_ask(int argc, char **argv)
 	if (nfiles)
 		buf_appendf(&intro, "Files in /work (the working directory):\n");
 	for (size_t i = 0; i < nfiles; i++) {
-		if (data[i].len > l.cfg.max_file_bytes) {
+		const struct buf *data = &files[i].data;
+
+		if (data->len > l.cfg.max_file_bytes) {
 			snprintf(err, sizeof(err), "--file: '%s' is larger than the %llu MiB limit",
-				 files[i], (unsigned long long)(l.cfg.max_file_bytes >> 20));
+				 files[i].host_path, (unsigned long long)(l.cfg.max_file_bytes >> 20));
 			status = EXIT_USAGE;
 			goto out;
 		}
-		if (tools_upload(tools, names[i], data[i].data ? data[i].data : "", data[i].len,
+		if (tools_upload(tools, files[i].name, data->data ? data->data : "", data->len,
 				 err, sizeof(err)) < 0) {
 			status = EXIT_PETRI;
 			goto out;
 		}
-		describe_file(&intro, names[i], &data[i]);
-		json_array_append_new(file_list, json_pack("{s:s, s:I}", "name", names[i], "size",
-							   (json_int_t)data[i].len));
+		describe_file(&intro, files[i].name, data);
+		json_array_append_new(file_list, json_pack("{s:s, s:I}", "name", files[i].name,
+							   "size", (json_int_t)data->len));
 	}
 
 	cc.api_base = api_base;
@@ -413,8 +371,7 @@ out:
 	curl_global_cleanup();
 	if (save_dir == tmpdir)
 		rmdir(tmpdir);		/* only if no chart went there */
-	for (size_t i = 0; i < nfiles; i++)
-		buf_release(&data[i]);
+	userfiles_release(files, nfiles);
 	buf_release(&question);
 	buf_release(&intro);
 	return status;

@@ -8,6 +8,7 @@
 #include "jail/jail.h"
 #include "runtime/box.h"
 #include "runtime/defaults.h"
+#include "runtime/languages.h"
 #include "runtime/zygote.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -18,6 +19,41 @@ static double now_ms(void)
 }
 
 static const char *yes(bool b) { return b ? "yes" : "no"; }
+
+/* [{"name": "python", "aliases": ["py", ...], "extensions": [".py"]}, ...] */
+static json_t *languages_json(void)
+{
+	json_t *all = json_array();
+
+	for (size_t i = 0; i < lang_count; i++) {
+		const struct language *l = &lang_table[i];
+		json_t *al = json_array(), *ext = json_array();
+
+		for (size_t k = 0; l->aliases[k]; k++)
+			json_array_append_new(al, json_string(l->aliases[k]));
+		for (size_t k = 0; l->extensions[k]; k++)
+			json_array_append_new(ext, json_string(l->extensions[k]));
+		json_array_append_new(all, json_pack("{s:s, s:o, s:o}", "name", l->name,
+						     "aliases", al, "extensions", ext));
+	}
+	return all;
+}
+
+/* "languages:       python (also py, python3), bash (also sh), c" */
+static void print_languages(void)
+{
+	printf("languages:      ");
+	for (size_t i = 0; i < lang_count; i++) {
+		const struct language *l = &lang_table[i];
+
+		printf("%s %s", i ? "," : "", l->name);
+		for (size_t k = 0; l->aliases[k]; k++)
+			printf("%s%s", k ? ", " : " (also ", l->aliases[k]);
+		if (l->aliases[0])
+			printf(")");
+	}
+	printf("\n");
+}
 
 int cmd_check(int argc, char **argv)
 {
@@ -77,6 +113,7 @@ int cmd_check(int argc, char **argv)
 			"warm", "works", zr == 0, "error", zerr, "template_ms", zygote_ms,
 			"fork_ms", fork_ms);
 
+		json_object_set_new(j, "languages", languages_json());
 		json_dumpf(j, stdout, JSON_INDENT(2));
 		putchar('\n');
 		json_decref(j);
@@ -123,6 +160,7 @@ int cmd_check(int argc, char **argv)
 		       box_python_version(box), spawn_ms);
 	else
 		printf("sandbox:         FAILED: %s\n", err);
+	print_languages();
 	if (zr == 0)
 		printf("warm path:       works: a template with the data stack started in %.0f ms;\n"
 		       "                 a session forked from it was ready in %.1f ms (petri\n"

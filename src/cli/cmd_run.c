@@ -4,7 +4,9 @@
  * streams to stdout and stderr as it is produced, rich results are printed
  * as text, an exception's traceback goes to stderr, and the exit status is
  * the program's (124 timeout, 137 out of memory, 128+N signal, 125 petri's
- * own failure).  With --json it prints one result object (docs/api.md). */
+ * own failure).  With --json it prints one result object (docs/api.md).
+ * --file puts the user's files into /work first; --save-dir keeps the
+ * files the code wrote and its images afterwards. */
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
@@ -14,13 +16,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/userfiles.h"
 #include "jail/jail.h"
 #include "runtime/box.h"
 #include "runtime/defaults.h"
+#include "runtime/files.h"
+#include "runtime/languages.h"
 #include "runtime/result.h"
+#include "session/session.h"
+#include "util/base64.h"
 #include "util/buf.h"
 #include "util/log.h"
 #include "util/num.h"
@@ -29,21 +37,27 @@
 
 static void usage(FILE *f)
 {
+	char names[128];
+
+	lang_names(names, sizeof(names));
 	fprintf(f,
 		"usage: petri run [options] (-c CODE | FILE | -)\n"
 		"\n"
-		"  -l, --lang LANG      python (default), bash or c; from FILE's extension\n"
+		"  -l, --lang LANG      %s (default: from FILE's extension, else %s)\n"
 		"  -t, --timeout SEC    wall-clock limit (default %.0f)\n"
 		"  -m, --memory MB      memory limit, swap included (default %d)\n"
 		"      --cpu-time SEC   CPU time limit of the whole sandbox\n"
 		"      --cpus N         CPU quota in cores, e.g. 0.5 (default %.1f)\n"
 		"      --pids N         process limit (default %d)\n"
 		"      --disk MB        size of /work (default %d)\n"
+		"  -f, --file PATH      put PATH into /work under its name (repeatable)\n"
+		"      --save-dir DIR   save the files the code wrote (DIR/files/...) and\n"
+		"                       its images (DIR/result-N.png) in DIR\n"
 		"      --json           print one JSON result object\n"
 		"  -c CODE              the code to run\n"
 		"  FILE | -             read the code from FILE or standard input\n",
-		DEFAULT_TIMEOUT_S, DEFAULT_MEMORY_MB, DEFAULT_CPU_MILLICORES / 1000.0,
-		DEFAULT_PIDS, DEFAULT_DISK_MB);
+		names, lang_table[0].name, DEFAULT_TIMEOUT_S, DEFAULT_MEMORY_MB,
+		DEFAULT_CPU_MILLICORES / 1000.0, DEFAULT_PIDS, DEFAULT_DISK_MB);
 }
 
 static int read_all(FILE *f, struct buf *out)
@@ -58,21 +72,6 @@ static int read_all(FILE *f, struct buf *out)
 			return -ENOMEM;
 	}
 	return ferror(f) ? -EIO : 0;
-}
-
-static const char *lang_from_path(const char *path)
-{
-	const char *dot = strrchr(path, '.');
-
-	if (!dot)
-		return NULL;
-	if (!strcmp(dot, ".py"))
-		return "python";
-	if (!strcmp(dot, ".sh") || !strcmp(dot, ".bash"))
-		return "bash";
-	if (!strcmp(dot, ".c"))
-		return "c";
-	return NULL;
 }
 
 /* ---- stopping early ------------------------------------------------------ */
@@ -165,9 +164,87 @@ static void on_error(void *ctx, const json_t *error)
 		fprintf(stderr, "%s: %s\n", name, msg);
 }
 
+/* ---- the user's files -------------------------------------------------- */
+
+static int put_files(struct box *box, const struct userfile *v, size_t n)
+{
+	struct files_user u;
+	int r;
+
+	jail_owner(box_jail(box), &u.uid, &u.gid);
+	for (size_t i = 0; i < n; i++) {
+		r = files_write(&u, jail_work_fd(box_jail(box)), v[i].name,
+				v[i].data.data ? v[i].data.data : "", v[i].data.len);
+		box_note_host_write(box);
+		if (r < 0) {
+			log_err("--file: cannot put '%s' into /work: %s", v[i].host_path,
+				strerror(-r));
+			return r;
+		}
+	}
+	return 0;
+}
+
+static void save_one(const char *dir, const char *rel, const char *b64, size_t n)
+{
+	unsigned char *data;
+	size_t len;
+	int r = -EINVAL;
+
+	if ((data = base64_decode(b64, n, &len)))
+		r = userfiles_save(dir, rel, data, len);
+	free(data);
+	if (r < 0)
+		log_err("--save-dir: cannot save %s/%s: %s", dir, rel, strerror(-r));
+	else
+		fprintf(stderr, "petri run: saved %s/%s\n", dir, rel);
+}
+
+/* Every file the code wrote into DIR/files/, every image result into DIR:
+ * read before the sandbox goes, as a one-shot returns them. */
+static void save_outputs(struct box *box, struct result *res, const char *dir,
+			 uint64_t work_bytes)
+{
+	unsigned images = 0;
+	json_t *v;
+	size_t i;
+
+	json_array_foreach(res->results, i, v) {
+		const char *k;
+		json_t *data;
+
+		json_object_foreach(v, k, data) {
+			char name[64];
+
+			if (strcmp(k, "image/png") && strcmp(k, "image/jpeg"))
+				continue;
+			snprintf(name, sizeof(name), "result-%u.%s", ++images,
+				 strcmp(k, "image/png") ? "jpg" : "png");
+			save_one(dir, name, json_string_value(data), json_string_length(data));
+		}
+	}
+	if (session_box_files(box, res->files, NULL, 0, work_bytes, work_bytes) < 0)
+		log_err("--save-dir: out of memory");
+	json_array_foreach(res->files, i, v) {
+		json_t *b64 = json_object_get(v, "content_base64");
+		const char *path = json_string_value(json_object_get(v, "path"));
+		char rel[4096];
+
+		if (!json_is_string(b64)) {
+			log_err("--save-dir: cannot save /work/%s: %s", path,
+				json_string_value(json_object_get(v, "reason")));
+			continue;
+		}
+		snprintf(rel, sizeof(rel), "files/%s", path);
+		save_one(dir, rel, json_string_value(b64), json_string_length(b64));
+		json_object_del(v, "content_base64");	/* --json lists, as before */
+		json_object_del(v, "truncated");
+	}
+}
+
 int cmd_run(int argc, char **argv)
 {
-	enum { OPT_JSON = 256, OPT_CPU_TIME, OPT_CPUS, OPT_PIDS, OPT_DISK };
+	enum { OPT_JSON = 256, OPT_CPU_TIME, OPT_CPUS, OPT_PIDS, OPT_DISK, OPT_SAVE_DIR };
 	static const struct option opts[] = {
 		{ "lang", required_argument, NULL, 'l' },
 		{ "timeout", required_argument, NULL, 't' },
@@ -177,6 +254,8 @@ int cmd_run(int argc, char **argv)
 		{ "pids", required_argument, NULL, OPT_PIDS },
 		{ "disk", required_argument, NULL, OPT_DISK },
 		{ "json", no_argument, NULL, OPT_JSON },
+		{ "file", required_argument, NULL, 'f' },
+		{ "save-dir", required_argument, NULL, OPT_SAVE_DIR },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -185,7 +264,10 @@ int cmd_run(int argc, char **argv)
 			       .cancel_fd = -1 };
 	struct box_events ev = { .output = on_output, .rich = on_rich, .error = on_error };
 	struct buf code = BUF_INIT;
-	const char *lang = NULL, *inline_code = NULL;
+	const char *lang_arg = NULL, *inline_code = NULL, *save_dir = NULL;
+	const struct language *lang = NULL;
+	struct userfile files[USERFILES_MAX] = { 0 };
+	size_t nfiles = 0;
 	bool json_out = false;
 	struct jail_host *host;
 	struct box *box = NULL;
@@ -195,10 +277,10 @@ int cmd_run(int argc, char **argv)
 	int c, r, status = 125;
 
 	default_jail_limits(&cfg.limits);
-	while ((c = getopt_long(argc, argv, "+l:t:m:c:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+l:t:m:c:f:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'l':
-			lang = optarg;
+			lang_arg = optarg;
 			break;
 		case 't':
 			if (!num_double(optarg, 0.001, 86400, &ex.timeout_s))
@@ -232,6 +314,14 @@ int cmd_run(int argc, char **argv)
 		case OPT_JSON:
 			json_out = true;
 			break;
+		case 'f':
+			if (nfiles == USERFILES_MAX)
+				die(2, "--file: at most %d files", USERFILES_MAX);
+			files[nfiles++].host_path = optarg;
+			break;
+		case OPT_SAVE_DIR:
+			save_dir = optarg;
+			break;
 		case 'c':
 			inline_code = optarg;
 			break;
@@ -261,20 +351,27 @@ int cmd_run(int argc, char **argv)
 			die(2, "'%s' is larger than %u bytes", path, CODE_FILE_MAX);
 		if (r < 0)
 			die(2, "cannot read '%s': %s", path, strerror(-r));
-		if (!lang)
-			lang = lang_from_path(path);
+		if (!lang_arg)
+			lang = lang_by_path(path);
 	} else {
 		usage(stderr);
 		return 2;
 	}
+	if (lang_arg && !(lang = lang_find(lang_arg))) {
+		char msg[256];
+
+		lang_unknown_message(msg, sizeof(msg), lang_arg);
+		die(2, "%s", msg);
+	}
 	if (!lang)
-		lang = "python";
-	if (!box_language_known(lang))
-		die(2, "unknown language '%s' (python, bash or c)", lang);
+		lang = &lang_table[0];
 	if (memchr(code.data ? code.data : "", '\0', code.len))
 		die(2, "the code contains a NUL byte");
-	ex.language = lang;
+	ex.language = lang->name;
 	ex.code = code.data ? code.data : "";
+	if (save_dir && mkdir(save_dir, 0755) < 0 && errno != EEXIST)
+		die(2, "--save-dir: cannot create '%s': %s", save_dir, strerror(errno));
+	userfiles_load(files, nfiles);
 
 	cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (cancel_fd < 0)
@@ -288,6 +385,8 @@ int cmd_run(int argc, char **argv)
 		log_err("%s", err);
 		goto out;
 	}
+	if (put_files(box, files, nfiles) < 0)
+		goto out;
 	r = box_exec(box, &ex, json_out ? NULL : &ev, &res);
 	if (r == -EINVAL) {
 		log_err("the code is not valid UTF-8 or is too long");
@@ -303,6 +402,8 @@ int cmd_run(int argc, char **argv)
 		status = 128 + stop_signal;
 		goto out;
 	}
+	if (save_dir)
+		save_outputs(box, &res, save_dir, cfg.limits.work_bytes);
 	if (json_out) {
 		json_t *j = result_to_json(&res);
 
@@ -322,6 +423,7 @@ out:
 	box_free(box);
 	result_release(&res);
 	buf_release(&code);
+	userfiles_release(files, nfiles);
 	jail_host_free(host);
 	close(cancel_fd);
 	return status;

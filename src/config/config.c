@@ -21,6 +21,8 @@ void config_defaults(struct petri_config *c)
 	c->max_executions = 16;
 	c->max_body_bytes = 64ull << 20;
 	c->max_file_bytes = 64ull << 20;
+	c->max_return_file_bytes = 4ull << 20;
+	c->max_return_files_bytes = 8ull << 20;
 	c->shutdown_grace_s = 10;
 	config_http_defaults(c);
 	c->log_level = LOG_INFO;
@@ -217,6 +219,18 @@ static bool set_server(struct parse *p, const char *name, const char *v)
 		if (!num_u32(v, 1, 4096, &mb))
 			return false;
 		c->max_file_bytes = (uint64_t)mb << 20;
+		return true;
+	}
+	if (!strcmp(name, "max_return_file_kb")) {
+		if (!num_u32(v, 1, 1u << 20, &mb))
+			return false;
+		c->max_return_file_bytes = (uint64_t)mb << 10;
+		return true;
+	}
+	if (!strcmp(name, "max_return_files_mb")) {
+		if (!num_u32(v, 1, 1024, &mb))
+			return false;
+		c->max_return_files_bytes = (uint64_t)mb << 20;
 		return true;
 	}
 	if (!strcmp(name, "shutdown_grace_s"))

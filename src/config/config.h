@@ -2,7 +2,7 @@
  *
  *   [server]   listen, api_keys, api_keys_file, max_sessions,
  *              max_executions, max_body_mb, max_file_mb, shutdown_grace_s,
- *              log_level, record
+ *              log_level, record, max_return_file_kb, max_return_files_mb
  *              HTTP: max_json_kb, max_buffered_mb, http_threads, http_workers,
  *              http_timeout_s, max_connections, max_connections_per_ip,
  *              allowed_hosts, allowed_origins
@@ -42,6 +42,10 @@ struct petri_config {
 	uint32_t max_executions;
 	uint64_t max_body_bytes;
 	uint64_t max_file_bytes;
+	/* A one-shot's written files returned inline ("return_files"): each,
+	 * and all of one answer together. */
+	uint64_t max_return_file_bytes;
+	uint64_t max_return_files_bytes;
 	double shutdown_grace_s;
 	enum log_level log_level;
 	char record[512];	/* execution record file; "": in memory */

@@ -12,7 +12,9 @@
 #include "mcp/render.h"
 #include "runtime/box.h"
 #include "runtime/files.h"
+#include "runtime/languages.h"
 #include "util/base64.h"
+#include "util/buf.h"
 #include "util/log.h"
 #include "util/utf8.h"
 
@@ -36,7 +38,8 @@ static char python_version[32];
 
 /* ---- the tool table ---------------------------------------------------- */
 
-enum arg_type { ARG_STRING, ARG_NUMBER };
+/* ARG_LANGUAGE: a string, a name or alias of lang_table. */
+enum arg_type { ARG_STRING, ARG_NUMBER, ARG_LANGUAGE };
 
 struct arg {
 	const char *name;
@@ -55,7 +58,6 @@ struct tool {
 		       json_t **execution);
 };
 
-static const char *const languages[] = { "python", "bash", "c", NULL };
 static const char *const encodings[] = { "utf-8", "base64", NULL };
 
 static json_t *run_execute(struct tools *, struct session *, json_t *, int, json_t **);
@@ -66,8 +68,7 @@ static json_t *run_list_files(struct tools *, struct session *, json_t *, int, j
 static const struct tool tool_table[] = {
 	{ "execute", "Run code in the sandbox", {
 		{ "code", ARG_STRING, true, NULL, "The code to run." },
-		{ "language", ARG_STRING, false, languages,
-		  "python (the default), bash, or c (compiled with gcc, then run)." },
+		{ "language", ARG_LANGUAGE, false, NULL, NULL },	/* from lang_table */
 		{ "timeout_s", ARG_NUMBER, false, NULL,
 		  "Wall-clock limit for this call, in seconds." },
 	}, false, false, run_execute },
@@ -179,7 +180,12 @@ static json_t *check_args(const struct tools *t, const struct tool *tl, json_t *
 					    tl->name, k);
 		if (json_is_null(v) && !a->required)
 			continue;
-		if (a->type == ARG_STRING) {
+		if (a->type == ARG_LANGUAGE) {
+			char why[256];
+
+			if (!lang_from_json(v, why, sizeof(why)))
+				return error_result("invalid arguments for %s: %s", tl->name, why);
+		} else if (a->type == ARG_STRING) {
 			if (!json_is_string(v))
 				return error_result("invalid arguments for %s: '%s' must be a string",
 						    tl->name, a->name);
@@ -295,7 +301,7 @@ static json_t *start_error(int r, const char *err)
 static int start(struct tools *t, struct session **out, char *err, size_t errlen)
 {
 	struct session_params p = {
-		.language = "python",
+		.language = lang_table[0].name,
 		.limits = t->cfg->defaults,
 		.idle_timeout_s = t->cfg->idle_timeout_s,
 		.max_lifetime_s = t->cfg->max_lifetime_s,
@@ -393,8 +399,10 @@ static json_t *run_execute(struct tools *t, struct session *s, json_t *args, int
 			   json_t **execution)
 {
 	json_t *code = json_object_get(args, "code"), *tmo = json_object_get(args, "timeout_s");
+	/* check_args() let only names, aliases and null through */
+	const struct language *lang = lang_find(str_arg(args, "language", NULL));
 	struct box_exec ex = {
-		.language = str_arg(args, "language", "python"),
+		.language = (lang ? lang : &lang_table[0])->name,
 		.code = json_string_value(code),
 		.timeout_s = json_is_number(tmo) ? json_number_value(tmo) :
 						   t->cfg->defaults.timeout_s,
@@ -788,13 +796,42 @@ static char *describe(const struct tools *t, const struct tool *tl, const char *
 	return r < 0 ? NULL : s;
 }
 
+/* The language argument, from lang_table: the names as the enum, what each
+ * does and its aliases in the description. */
+static json_t *language_schema(void)
+{
+	struct buf d = BUF_INIT;
+	json_t *e = json_array(), *p = NULL;
+	int r = 0;
+
+	for (size_t i = 0; i < lang_count && r == 0; i++) {
+		const struct language *l = &lang_table[i];
+
+		r = buf_appendf(&d, "%s%s%s: %s", i ? "; " : "", l->name,
+				i ? "" : " (the default)", l->summary);
+		for (size_t k = 0; l->aliases[k] && r == 0; k++)
+			r = buf_appendf(&d, "%s%s", k ? ", " : " (also: ", l->aliases[k]);
+		if (l->aliases[0] && r == 0)
+			r = buf_append_str(&d, ")");
+		json_array_append_new(e, json_string(l->name));
+	}
+	if (r == 0 && buf_append_str(&d, ".") == 0)
+		p = json_pack("{s:s, s:s, s:o}", "type", "string", "description", d.data,
+			      "enum", e);
+	else
+		json_decref(e);
+	buf_release(&d);
+	return p;
+}
+
 static json_t *schema(const struct tools *t, const struct tool *tl)
 {
 	json_t *props = json_object(), *req = json_array(), *sch;
 
 	for (size_t i = 0; i < 4 && tl->args[i].name; i++) {
 		const struct arg *a = &tl->args[i];
-		json_t *p = json_pack("{s:s, s:s}", "type", a->type == ARG_STRING ? "string" :
+		json_t *p = a->type == ARG_LANGUAGE ? language_schema() :
+			    json_pack("{s:s, s:s}", "type", a->type == ARG_STRING ? "string" :
 				      "number", "description", a->description);
 
 		if (p && a->choices) {

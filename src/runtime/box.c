@@ -13,6 +13,7 @@
 
 #include "runtime/embed.h"
 #include "runtime/frame.h"
+#include "runtime/languages.h"
 #include "runtime/workspace.h"
 #include "util/base64.h"
 #include "util/buf.h"
@@ -45,8 +46,6 @@
 #define TRACEBACK_MAX_LEN (256u << 10)
 #define RESULTS_MAX 1000		/* rich results kept per execution */
 #define RESULT_OVERHEAD 64		/* bytes each result and MIME type count for */
-
-const char *const box_languages[] = { "python", "bash", "c", NULL };
 
 struct box {
 	struct jail *jail;
@@ -85,12 +84,12 @@ static const char *const base_env[] = {
 	NULL
 };
 
-bool box_language_known(const char *language)
+/* Front ends turn aliases into names: the driver knows names only. */
+static bool canonical_language(const char *language)
 {
-	for (size_t i = 0; language && box_languages[i]; i++)
-		if (strcmp(language, box_languages[i]) == 0)
-			return true;
-	return false;
+	const struct language *l = lang_find(language);
+
+	return l && !strcmp(l->name, language);
 }
 
 static void mark_dead(struct box *b, const char *why)
@@ -308,14 +307,48 @@ static int send_frame(struct box *b, const json_t *frame, double timeout_s)
 	return r;
 }
 
+/* "NAME=value" strings as the JSON array the driver reads; NULL when out
+ * of memory or a string is not UTF-8. */
+static json_t *env_json(const char *const *env)
+{
+	json_t *list = json_array();
+
+	for (size_t i = 0; list && env && env[i]; i++)
+		if (json_array_append_new(list, json_string(env[i]))) {
+			json_decref(list);
+			return NULL;
+		}
+	return list;
+}
+
+char **box_env_dup(const char *const *env)
+{
+	size_t n = 0;
+	char **out;
+
+	while (env && env[n])
+		n++;
+	out = calloc(n + 1, sizeof(*out));
+	for (size_t i = 0; out && i < n; i++)
+		if (!(out[i] = strdup(env[i]))) {
+			box_env_free(out);
+			return NULL;
+		}
+	return out;
+}
+
+void box_env_free(char **env)
+{
+	for (size_t i = 0; env && env[i]; i++)
+		free(env[i]);
+	free(env);
+}
+
 int box_send_env(struct box *b, const char *const *env)
 {
-	json_t *list = json_array(), *frame;
+	json_t *list = env_json(env), *frame;
 	int r;
 
-	for (size_t i = 0; list && env[i]; i++)
-		if (json_array_append_new(list, json_string(env[i])))
-			break;
 	frame = list ? json_pack("{s:s, s:o}", "type", "env", "env", list) : NULL;
 	if (!frame)
 		return -ENOMEM;
@@ -395,6 +428,11 @@ static int send_exec(struct run *run, double deadline)
 
 	if (!req)
 		return -EINVAL;	/* code that is not UTF-8 */
+	if (run->ex->env && run->ex->env[0] &&
+	    json_object_set_new(req, "env", env_json(run->ex->env)) < 0) {
+		json_decref(req);
+		return -EINVAL;	/* a variable that is not UTF-8 */
+	}
 	r = send_frame(run->b, req, deadline - clock_mono_s());
 	json_decref(req);
 	return r;
@@ -771,7 +809,7 @@ int box_exec(struct box *b, const struct box_exec *ex,
 
 	if (b->dead)
 		return -EPIPE;
-	if (!box_language_known(ex->language) || !ex->code ||
+	if (!canonical_language(ex->language) || !ex->code ||
 	    strlen(ex->code) > BOX_CODE_MAX || !(ex->timeout_s > 0))
 		return -EINVAL;
 	run.id = ++b->next_id;

@@ -37,7 +37,7 @@ struct box_events {
 };
 
 struct box_exec {
-	const char *language;		/* "python", "bash" or "c" */
+	const char *language;		/* a name of lang_table (no alias) */
 	const char *code;
 	double timeout_s;		/* wall clock; > 0 */
 	double cpu_s;			/* CPU time of the whole sandbox; 0: none */
@@ -46,16 +46,15 @@ struct box_exec {
 	bool one_shot;			/* on timeout kill at once (no interrupt) */
 	double grace_s;			/* interrupt -> kill; 0: default */
 	int cancel_fd;			/* readable = stop now (as a timeout); -1 */
+	const char *const *env;		/* "NAME=value" for this execution only
+					 * (the driver restores its environment
+					 * after), NULL-terminated; NULL: none */
 };
 
 #define BOX_OUTPUT_CAP_DEFAULT	(1u << 20)
 #define BOX_RESULTS_CAP_DEFAULT	(32u << 20)
 #define BOX_CODE_MAX		(1u << 20)
 #define BOX_GRACE_DEFAULT	2.0
-
-/* The languages box_exec() knows, NULL-terminated. */
-extern const char *const box_languages[];
-bool box_language_known(const char *language);
 
 /* 0 or -errno with a message in err. */
 int box_start(struct jail_host *host, const struct box_config *cfg,
@@ -82,6 +81,11 @@ int box_jail_config(const struct box_config *cfg, struct jail_config *jc, const 
 /* Set variables in the driver's environment ("NAME=value", NULL-terminated),
  * for every execution after this.  0 or -errno. */
 int box_send_env(struct box *b, const char *const *env);
+
+/* A copy of a NULL-terminated "NAME=value" array (NULL: none), freed with
+ * box_env_free(); NULL when out of memory. */
+char **box_env_dup(const char *const *env);
+void box_env_free(char **env);
 
 /* The host just wrote files into /work (an upload): the next execution's
  * "files" must not list them (unless the code changes them). */

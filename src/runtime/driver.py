@@ -539,7 +539,7 @@ def check_exec_frame(frame):
     if not isinstance(kind, str):
         reject('frame has no string "type"')
     if kind == 'env':
-        check_env_frame(frame)
+        check_env_list(frame.get('env'), 'env frame')
         return
     if kind != 'exec':
         reject('unknown frame type %r' % kind)
@@ -554,24 +554,36 @@ def check_exec_frame(frame):
         value = frame.get(cap, 0)
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             reject('exec frame: "%s" must be a non-negative integer' % cap)
+    if 'env' in frame:
+        check_env_list(frame['env'], 'exec frame')
 
 
-def check_env_frame(frame):
-    env = frame.get('env')
+def check_env_list(env, where):
     if not isinstance(env, list) or not all(isinstance(item, str) for item in env):
-        reject('env frame: "env" must be a list of strings')
+        reject('%s: "env" must be a list of strings' % where)
     for item in env:
         name, sep, _ = item.partition('=')
         if not sep or not name or '\0' in item:
-            reject('env frame: %r is not NAME=value' % item[:100])
+            reject('%s: %r is not NAME=value' % (where, item[:100]))
 
 
-def apply_env(frame):
-    """Variables for this session, sent by the supervisor before any exec
-    (a sandbox forked from a template starts with the template's)."""
-    for item in frame['env']:
+def apply_env(env):
+    """Set "NAME=value" items in os.environ (which bash and C programs
+    inherit); what they replaced, to give to restore_env()."""
+    saved = {}
+    for item in env:
         name, _, value = item.partition('=')
+        saved.setdefault(name, os.environ.get(name))
         os.environ[name] = value
+    return saved
+
+
+def restore_env(saved):
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 # ---------------------------------------------------------------- helpers
@@ -1140,12 +1152,17 @@ def handle_exec(request):
     S.results_kept = S.results_wire = S.results_sent = 0
     S.results_dropped = False
     _signal.signal(_signal.SIGINT, on_sigint)   # user code may have replaced it
+    # The execution's own variables, for its duration only: what it
+    # replaced comes back after (also what the code set of those names).
+    saved = apply_env(request.get('env', ()))
     try:
         exit_code = RUNNERS[request['language']](request['id'], request['code'])
     except Exception as exc:            # the driver failed around user code (e.g. /tmp full)
         if not S.error_sent:
             report_exception(exc)
         exit_code = 1
+    finally:
+        restore_env(saved)
     flush_stdio()
     if os.getpid() != DRIVER_PID:       # a child that user code forked finished the cell
         os._exit(exit_code)
@@ -1180,7 +1197,10 @@ def serve():
         if request is None:
             return 0
         if request['type'] == 'env':
-            apply_env(request)
+            # The session's variables, sent by the supervisor before any
+            # exec (a sandbox forked from a template starts with the
+            # template's).
+            apply_env(request['env'])
             continue
         handle_exec(request)
 '''

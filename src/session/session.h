@@ -107,6 +107,14 @@ int session_work_fd(struct session *s);
 void session_file_owner(struct session *s, uid_t *uid, gid_t *gid);
 /* Mark the session used now (file transfers count as use). */
 void session_touch(struct session *s);
+/* Change a live session's timeouts (a value <= 0 keeps the current one;
+ * the caller checked them against the configuration's maxima) and mark it
+ * used now, under the lock the reaper decides expiry under: a session
+ * expired already stays expired.  max_lifetime_s counts from the session's
+ * creation, so a shorter one may end the session at the reaper's next
+ * look.  0, SM_ENOTFOUND (deleted) or SM_EGONE with the reason. */
+int session_set_lifetime(struct session *s, double idle_timeout_s, double max_lifetime_s,
+			 char *reason, size_t reasonlen);
 /* Has the session ended (deleted, expired, died)?  Then whatever a
  * reference still holds of its sandbox (an open file of its /work) must be
  * let go: it is no longer counted against max_sessions. */
@@ -145,6 +153,18 @@ bool session_upload_reap(struct session_upload *up);
 int smgr_oneshot_begin(struct smgr *m, const struct petri_limits *lim,
 		       struct box **out, char *err, size_t errlen);
 void smgr_oneshot_end(struct smgr *m, struct box *b);
+/* Before smgr_oneshot_end(): put the content of the files the execution
+ * wrote (files, the result's array of {"path", "size"}) inline, read as the
+ * sandbox's user like a download.  Those whose path matches one of the
+ * patterns (fnmatch(3) without flags, relative to /work; NULL: every file)
+ * gain "content_base64", "truncated": false; one over max_return_file_kb,
+ * past max_return_files_mb with the others, or unreadable gains
+ * "truncated": true and a "reason" instead.  0 or -ENOMEM. */
+int smgr_oneshot_files(const struct smgr *m, struct box *b, json_t *files,
+		       const char *const *patterns, size_t npatterns);
+/* The same with the caps given (petri run --save-dir: the workspace's size). */
+int session_box_files(struct box *b, json_t *files, const char *const *patterns,
+		      size_t npatterns, uint64_t per_file, uint64_t total);
 /* Take an execution slot (SM_ECAPACITY when none) and give it back. */
 int smgr_exec_slot_take(struct smgr *m);
 void smgr_exec_slot_give(struct smgr *m);

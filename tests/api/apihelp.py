@@ -170,7 +170,7 @@ def wait_for(cond, timeout, interval=0.1):
 
 # Shared with tests/cli/conftest.py: petri starts hold it shared; a test that
 # must see what a dead petri left behind holds it exclusively.
-LOCK_PATH = "/tmp/petri-cli-tests.lock"
+LOCK_PATH = "/run/lock/petri-tests.lock"
 
 
 @contextlib.contextmanager

@@ -343,3 +343,50 @@ def test_c_session(api):
     assert res["status"] == "error" and res["error"]["name"] == "Signal", res
     assert api.execute(sid, "print('python too')", language="python")["stdout"] == "python too\n"
     api.delete(f"/v1/sessions/{sid}")
+
+
+def test_oneshot_return_files(api):
+    code = ("import os\nos.makedirs('out', exist_ok=True)\n"
+            "open('out/a.csv', 'w').write('x\\n1\\n')\nopen('b.txt', 'wb').write(b'\\x00\\xffhi')\n"
+            "open('in.csv', 'a').write('2\\n')\n")
+    up = [{"path": "in.csv", "content_base64": base64.b64encode(b"x\n").decode()}]
+    res = check_result(api.post("/v1/execute", {"code": code, "files": up,
+                                                "return_files": True}).json())
+    got = {f["path"]: f for f in res["files"]}
+    assert set(got) == {"b.txt", "in.csv", "out/a.csv"}, res
+    assert base64.b64decode(got["out/a.csv"]["content_base64"]) == b"x\n1\n"
+    assert base64.b64decode(got["b.txt"]["content_base64"]) == b"\x00\xffhi"
+    assert base64.b64decode(got["in.csv"]["content_base64"]) == b"x\n2\n"
+    assert not any(f["truncated"] for f in got.values())
+
+    # Globs select which come back; the others are still listed.
+    res = api.post("/v1/execute", {"code": code, "files": up,
+                                   "return_files": ["*.csv"]}).json()
+    got = {f["path"]: f for f in res["files"]}
+    assert "content_base64" in got["out/a.csv"] and "content_base64" in got["in.csv"]
+    assert got["b.txt"] == {"path": "b.txt", "size": 4}
+    # Without it nothing changes.
+    res = api.post("/v1/execute", {"code": code}).json()
+    assert all(set(f) == {"path", "size"} for f in res["files"])
+
+    for bad in ("yes", [1], ["*"] * 65, {"a": 1}):
+        r = api.post("/v1/execute", {"code": "1", "return_files": bad})
+        assert r.status_code == 400 and error_of(r.text)["code"] == "invalid_request", bad
+
+
+def test_oneshot_return_files_capped(make_server):
+    srv = make_server("[server]\nmax_return_file_kb = 600\nmax_return_files_mb = 1\n")
+    api = srv.api()
+    code = ("for name, kib in (('a', 500), ('b', 500), ('c', 700), ('d', 1), ('e', 100)):\n"
+            "    open(name + '.bin', 'wb').write(b'z' * (kib << 10))\n"
+            "import os\nos.symlink('/etc/passwd', 'link')\n")
+    r = api.post("/v1/execute", {"code": code, "return_files": True})
+    assert r.status_code == 200, r.text
+    got = {f["path"]: f for f in check_result(r.json())["files"]}
+    assert sorted(got) == ["a.bin", "b.bin", "c.bin", "d.bin", "e.bin"]
+    for name in ("a.bin", "b.bin", "d.bin"):
+        assert len(base64.b64decode(got[name]["content_base64"])) == got[name]["size"]
+        assert got[name]["truncated"] is False
+    for name, why in (("c.bin", "max_return_file_kb"), ("e.bin", "max_return_files_mb")):
+        assert got[name]["truncated"] is True and why in got[name]["reason"], got[name]
+        assert "content_base64" not in got[name] and got[name]["size"] > 0

@@ -203,6 +203,7 @@ def test_document_structure():
     assert DOC["openapi"] == "3.1.0"
     assert DOC["info"]["title"] and DOC["info"]["version"]
     expected = {"/healthz", "/metrics", "/v1/openapi.json", "/v1/sessions", "/v1/sessions/{id}",
+                "/v1/sessions/{id}/keepalive",
                 "/v1/sessions/{id}/execute", "/v1/sessions/{id}/executions",
                 "/v1/sessions/{id}/files",
                 "/v1/sessions/{id}/files/{path}", "/v1/execute"}
@@ -314,6 +315,22 @@ def test_session_lifecycle(api):
     assert res["stdout"] == "42\n" and res["exit_code"] == 0
     r = api.post(f"/v1/sessions/{sid}/execute", {"code": "x * 2"})
     assert check(r)["results"] == [{"text/plain": "40"}]
+    body = {"code": "import os\nprint(os.environ['ONCE'])", "env": {"ONCE": "1"}}
+    validate(body, request_schema("post", "/v1/sessions/{id}/execute"))
+    assert check(api.post(f"/v1/sessions/{sid}/execute", body))["stdout"] == "1\n"
+
+    body = {"idle_timeout_s": 120, "max_lifetime_s": 600}
+    validate(body, request_schema("patch", "/v1/sessions/{id}"))
+    r = api.request("PATCH", f"/v1/sessions/{sid}", json=body)
+    assert r.status_code == 200 and check(r)["idle_timeout_s"] == 120, r.text
+    r = api.request("PATCH", f"/v1/sessions/{sid}", json={"idle_timeout_s": 1e9})
+    assert r.status_code == 400 and error_code(r) == "invalid_request"
+    r = api.post(f"/v1/sessions/{sid}/keepalive")
+    assert r.status_code == 204
+    check(r)
+    r = api.post(f"/v1/sessions/{sid}/keepalive", {"x": 1})
+    assert r.status_code == 400
+    check(r)
 
     r = api.delete(f"/v1/sessions/{sid}")
     assert r.status_code == 204
@@ -508,6 +525,11 @@ def test_one_shot_execute(api):
     res = check(r)
     assert res["status"] == "ok" and res["stdout"] == "3\n"
     assert res["files"] == [{"path": "out.csv", "size": 6}]
+    body["return_files"] = ["*.csv"]
+    validate(body, request_schema("post", "/v1/execute"))
+    res = check(api.post("/v1/execute", body))
+    assert res["files"] == [{"path": "out.csv", "size": 6, "truncated": False,
+                             "content_base64": base64.b64encode(b"a\n1\n2\n").decode()}]
 
     res = check(api.post("/v1/execute", {"code": "echo hi", "language": "bash"}))
     assert res["stdout"] == "hi\n"
@@ -578,7 +600,7 @@ def test_not_found_and_method_not_allowed(api):
         (api.get("/v1/sessions/ses_00000000000000000000000000000000"), 404, "session_not_found"),
         (api.get("/v1/sessions/" + "x" * 40), 404, "session_not_found"),
         (api.request("PUT", "/v1/sessions"), 405, "method_not_allowed"),
-        (api.request("PATCH", f"/v1/sessions/{sid}"), 405, "method_not_allowed"),
+        (api.post(f"/v1/sessions/{sid}"), 405, "method_not_allowed"),
         (api.get(f"/v1/sessions/{sid}/execute"), 405, "method_not_allowed"),
         (api.post("/healthz"), 405, "method_not_allowed"),
         (api.post("/metrics"), 405, "method_not_allowed"),

@@ -57,7 +57,7 @@ STARTED_PIDS = set()
 # Every petri start sweeps the stale cgroups of dead petri processes.  A test
 # that must see what a dead petri left behind holds this lock exclusively
 # (fixture `no_other_petri`); every other run holds it shared.
-LOCK_PATH = '/tmp/petri-cli-tests.lock'
+LOCK_PATH = '/run/lock/petri-tests.lock'
 _exclusive_held = False
 
 

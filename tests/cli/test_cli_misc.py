@@ -31,6 +31,9 @@ def test_check_says_the_sandbox_works(petri_raw):
     assert re.search(r'^sandbox:\s+works', text, re.M), text
     assert re.search(r'^cgroups:\s+v[12] under', text, re.M), text   # the suite needs them
     assert re.search(r'leased from \d+-\d+, \d+ of 65536 free', text), text
+    # The languages, from the one table the front ends read.
+    assert re.search(r'^languages:\s+python \(also py, python3\), bash \(also sh\), c$',
+                     text, re.M), text
 
 
 def test_check_json(petri_raw):
@@ -42,6 +45,10 @@ def test_check_json(petri_raw):
     count = int(petri_raw(['policy', '--count']).stdout)
     assert info['seccomp']['allowed_syscalls'] == count
     assert info['uid_map']['host_uid'] >= 2_000_000_000
+    assert info['languages'] == [
+        {'name': 'python', 'aliases': ['py', 'python3'], 'extensions': ['.py']},
+        {'name': 'bash', 'aliases': ['sh'], 'extensions': ['.sh', '.bash']},
+        {'name': 'c', 'aliases': [], 'extensions': ['.c']}]
     # The range sandboxes lease their host uids from, and how much of it
     # no daemon of this host holds.
     assert info['uid_map']['uid_count'] == 65536

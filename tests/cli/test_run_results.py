@@ -208,3 +208,33 @@ def test_oversized_frame_is_a_protocol_violation(petri_json):
     r = petri_json('import os\nos.write(3, b"\\xff\\xff\\xff\\xff")\nimport time\ntime.sleep(5)')
     assert r['status'] == 'killed', r.describe()
     assert 'protocol' in r['reason']
+
+
+def test_file_goes_into_work(petri_json, petri_raw, tmp_path):
+    (tmp_path / 'sales.csv').write_text('region,amount\nnorth,10\nsouth,32\n')
+    (tmp_path / 'notes.bin').write_bytes(b'\x00\xff')
+    r = petri_json('import pandas as pd\nprint(pd.read_csv("sales.csv").amount.sum())\n'
+                   'print(open("notes.bin", "rb").read())',
+                   '--file', tmp_path / 'sales.csv', '-f', tmp_path / 'notes.bin')
+    assert r['status'] == 'ok', r.describe()
+    assert r['stdout'] == "42\nb'\\x00\\xff'\n"
+    # Not written by the code: not listed.
+    assert r['files'] == []
+    bad = petri_raw(['run', '--file', tmp_path / 'missing.csv', '-c', '1'])
+    assert bad.rc == 2 and b'missing.csv' in bad.proc.stderr
+
+
+def test_save_dir_keeps_charts_and_written_files(petri_raw, tmp_path):
+    (tmp_path / 'sales.csv').write_text('a,b\n1,2\n3,5\n')
+    out = tmp_path / 'out'
+    r = petri_raw(['run', '--file', tmp_path / 'sales.csv', '--save-dir', out, '-c',
+                   'import os, pandas as pd, matplotlib.pyplot as plt\n'
+                   'df = pd.read_csv("sales.csv")\nos.makedirs("sub")\n'
+                   'df.assign(c=df.a + df.b).to_csv("sub/total.csv", index=False)\n'
+                   'plt.plot(df.a, df.b)\nplt.show()\n'])
+    assert r.rc == 0, r.describe()
+    png = (out / 'result-1.png').read_bytes()
+    assert _png_size(png)[0] > 0
+    assert (out / 'files' / 'sub' / 'total.csv').read_text() == 'a,b,c\n1,2,3\n3,5,8\n'
+    err = r.proc.stderr.decode()
+    assert f'saved {out}/result-1.png' in err and f'saved {out}/files/sub/total.csv' in err

@@ -56,13 +56,30 @@ def framed(body):
     framed(b'{"type":"exec","id":1,"language":"python","code":NaN}'),
     framed(b'{"type":"exec","id":1,"language":"python"}'),
     struct.pack('>I', 100) + b'{"type":"exec"',
+    framed(b'{"type":"exec","id":1,"language":"python","code":"1","env":"A=1"}'),
+    framed(b'{"type":"exec","id":1,"language":"python","code":"1","env":["A"]}'),
+    framed(b'{"type":"exec","id":1,"language":"python","code":"1","env":[1]}'),
 ], ids=['not-json', 'array', 'no-type', 'unknown-type', 'too-long', 'not-utf8',
-        'bad-language', 'string-id', 'bool-id', 'nan', 'no-code', 'truncated'])
+        'bad-language', 'string-id', 'bool-id', 'nan', 'no-code', 'truncated',
+        'env-not-list', 'env-no-equals', 'env-not-string'])
 def test_malformed_frame_is_a_protocol_error(tmp_path, frame):
     driver = Driver(tmp_path)
     driver.send_raw(frame)
     assert driver.close() == 2
     assert b'protocol error' in driver.stderr
+
+
+def test_exec_env_is_restored_after_the_exec(driver):
+    driver.send({'type': 'env', 'env': ['KEPT=session']})
+    show = "import os; print(os.environ.get('ONCE'), os.environ.get('KEPT'))"
+    driver.send({'type': 'exec', 'id': 100, 'language': 'python', 'code': show,
+                 'env': ['ONCE=1', 'KEPT=exec']})
+    assert driver.collect(100).out == '1 exec\n'
+    assert driver.run(show).out == 'None session\n'
+    driver.send({'type': 'exec', 'id': 101, 'language': 'bash', 'code': 'echo "$ONCE"',
+                 'env': ['ONCE=b']})
+    assert driver.collect(101).out == 'b\n'
+    assert driver.run('echo "[$ONCE]"', 'bash').out == '[]\n'
 
 
 def test_sigint_between_execs_is_ignored(driver):

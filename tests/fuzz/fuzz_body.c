@@ -42,7 +42,7 @@ static void check_files(struct api_req *rq, json_t *files)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const char *const oneshot_keys[] = {
-		"code", "language", "files", "limits", "timeout_s", NULL
+		"code", "language", "files", "limits", "timeout_s", "env", NULL
 	};
 	static const char *const session_keys[] = {
 		"language", "limits", "idle_timeout_s", "max_lifetime_s", "env", NULL
@@ -69,11 +69,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    http_exec_request(&rq, body, "python", &lim, &ex, &answered)) {
 		/* Never above what the operator allows. */
 		assert(config_check_limits(&cfg, &lim, why, sizeof(why)) == 0);
-		assert(box_language_known(ex.language) && ex.timeout_s <= lim.timeout_s);
+		assert(lang_find(ex.language) && !strcmp(lang_find(ex.language)->name, ex.language) && ex.timeout_s <= lim.timeout_s);
 		assert(strlen(ex.code) == json_string_length(json_object_get(body, "code")));
 		files = json_object_get(body, "files");
 		if (json_is_array(files) && json_array_size(files) <= MAX_ONESHOT_FILES)
 			check_files(&rq, files);
+		http_exec_request_release(&ex);
 	}
 
 	/* POST /v1/sessions */
@@ -82,11 +83,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    (env = parse_env(&rq, body, &answered))) {
 		for (size_t i = 0; env[i]; i++)
 			assert(strchr(env[i], '=') && strncmp(env[i], "PATH=", 5));
-		free_env(env);
+		box_env_free(env);
 	}
 
 	/* POST /v1/sessions/<id>/execute, with the session's limits */
-	(void)http_exec_request(&rq, body, "bash", &cfg.defaults, &ex, &answered);
+	if (http_exec_request(&rq, body, "bash", &cfg.defaults, &ex, &answered))
+		http_exec_request_release(&ex);
 	json_decref(body);
 out:
 	buf_release(&rq.body);

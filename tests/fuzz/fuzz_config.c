@@ -27,6 +27,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static int fd = -1;
 static char path[64];
 
+/* The keys file goes when the fuzzer exits: nothing is left in /tmp. */
+static void remove_keys(void)
+{
+	unlink(KEYS);
+}
+
 static void setup(void)
 {
 	static const char keys[] = "# keys\nk1, k2\n\n  k3\t,\n";
@@ -35,6 +41,7 @@ static void setup(void)
 	if (kfd < 0 || write(kfd, keys, sizeof(keys) - 1) != sizeof(keys) - 1)
 		abort();
 	close(kfd);
+	atexit(remove_keys);
 	fd = memfd_create("petri.conf", MFD_CLOEXEC);
 	if (fd < 0)
 		abort();

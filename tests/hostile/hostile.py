@@ -44,7 +44,7 @@ SANDBOX_UID_MIN = 2_000_000_000          # JAIL_UID_BASE_DEFAULT in src/jail/jai
 CGROUP_FS = '/sys/fs/cgroup'
 # Shared with tests/cli and tests/api: every petri start holds it shared
 # (a starting petri sweeps the stale cgroups of dead petri processes).
-LOCK_PATH = '/tmp/petri-cli-tests.lock'
+LOCK_PATH = '/run/lock/petri-tests.lock'
 # Put in the environment of every petri process the tier starts: a sandbox
 # must never see it (the daemon's and pid 1's environment are host secrets).
 CANARY_NAME = 'PETRI_HOSTILE_CANARY'

@@ -7,7 +7,7 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -217,10 +217,10 @@ describe('stdio: petri mcp as a subprocess', () => {
 });
 
 describe('Streamable HTTP: petri serve at /mcp', () => {
-  let server, baseUrl, transport;
+  let server, baseUrl, transport, dir;
 
   before(async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'petri-mcp-'));
+    dir = mkdtempSync(join(tmpdir(), 'petri-mcp-'));
     const cfg = join(dir, 'petri.ini');
     writeFileSync(cfg, '');
     server = spawn(PETRI, ['serve', '--listen', '127.0.0.1:0', '--config', cfg],
@@ -240,7 +240,11 @@ describe('Streamable HTTP: petri serve at /mcp', () => {
   after(async () => {
     const exited = new Promise((res) => server.once('exit', (code) => res(code)));
     server.kill('SIGTERM');
-    assert.equal(await exited, 0);
+    try {
+      assert.equal(await exited, 0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   const get = scenarios(async () => {

@@ -11,6 +11,7 @@ Suite *cgroup_suite(void);
 Suite *codec_suite(void);
 Suite *config_suite(void);
 Suite *files_suite(void);
+Suite *languages_suite(void);
 Suite *lease_suite(void);
 Suite *mcp_suite(void);
 Suite *mounts_suite(void);
