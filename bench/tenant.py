@@ -233,36 +233,24 @@ def bench_frames(srv, by):
     }
 
 
-def bench_flood(srv, by, secs=10):
+def daemon_cpu_during(srv, by, code, timeout_s):
+    """Run code in a new session; the daemon's CPU meanwhile, per second."""
     sid = srv.session()
-    out = []
     c0, t0 = proc_cpu_s(srv.proc.pid), time.monotonic()
-    t = threading.Thread(target=lambda: out.append(srv.execute(
-        sid, frame_code(15, secs, 0, 'text'), timeout_s=secs + 20)))
-    t.start()
-    t.join()
+    st, r = srv.execute(sid, code, timeout_s=timeout_s)
     wall = time.monotonic() - t0
     cpu = proc_cpu_s(srv.proc.pid) - c0
-    st, r = out[0]
     return {'window_s': wall, 'daemon_cpu_s': cpu, 'daemon_cpu_per_s': cpu / wall,
             'ended': f"{st} {r.get('status')}: {(r.get('reason') or '')[:100]}",
             'bystander_ok': srv.bystander_ok(by)}
+
+
+def bench_flood(srv, by, secs=10):
+    return daemon_cpu_during(srv, by, frame_code(15, secs, 0, 'text'), secs + 20)
 
 
 def bench_hangup(srv, by, secs=8):
-    sid = srv.session()
-    out = []
-    c0, t0 = proc_cpu_s(srv.proc.pid), time.monotonic()
-    t = threading.Thread(target=lambda: out.append(srv.execute(
-        sid, HANGUP_CODE.format(secs=secs), timeout_s=secs + 5)))
-    t.start()
-    t.join()
-    wall = time.monotonic() - t0
-    cpu = proc_cpu_s(srv.proc.pid) - c0
-    st, r = out[0]
-    return {'window_s': wall, 'daemon_cpu_s': cpu, 'daemon_cpu_per_s': cpu / wall,
-            'ended': f"{st} {r.get('status')}: {(r.get('reason') or '')[:100]}",
-            'bystander_ok': srv.bystander_ok(by)}
+    return daemon_cpu_during(srv, by, HANGUP_CODE.format(secs=secs), secs + 5)
 
 
 def bench_slow(srv, by, n=1000, samples=300):
