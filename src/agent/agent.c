@@ -12,6 +12,7 @@
 #include "runtime/files.h"
 #include "util/base64.h"
 #include "util/buf.h"
+#include "util/savefile.h"
 
 const char agent_system_prompt[] =
 	"You answer the user's question by running code in a sandbox with the `execute` "
@@ -35,30 +36,6 @@ struct run {
 
 /* ---- saving outputs ---------------------------------------------------- */
 
-static int write_file_at(int dirfd, const char *name, const void *data, size_t len)
-{
-	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-	const char *p = data;
-
-	if (fd < 0)
-		return -errno;
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int e = errno;
-
-			close(fd);
-			return -e;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return close(fd) < 0 ? -errno : 0;
-}
-
 /* Save a chart; its path (save_dir/name) into path. */
 static int save_image(struct run *rn, const char *b64, size_t n, const char *mime,
 		      unsigned index, char *path, size_t pathlen)
@@ -66,18 +43,15 @@ static int save_image(struct run *rn, const char *b64, size_t n, const char *mim
 	const char *ext = !strcmp(mime, "image/jpeg") ? "jpg" : "png";
 	unsigned char *bytes;
 	size_t len;
-	int dir, r;
 	char name[64];
+	int r;
 
 	bytes = base64_decode(b64, n, &len);
 	if (!bytes)
 		return -EINVAL;
 	snprintf(name, sizeof(name), "chart-%u-%u.%s", rn->round, index, ext);
 	snprintf(path, pathlen, "%s/%s", rn->cfg->save_dir, name);
-	dir = open(rn->cfg->save_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	r = dir < 0 ? -errno : write_file_at(dir, name, bytes, len);
-	if (dir >= 0)
-		close(dir);
+	r = savefile_write(rn->cfg->save_dir, name, bytes, len);
 	free(bytes);
 	return r;
 }
@@ -86,38 +60,16 @@ static int save_image(struct run *rn, const char *b64, size_t n, const char *mim
  * on the host side.  path came out of the sandbox: checked first. */
 static int keep_file(struct run *rn, const char *path)
 {
-	char why[128], comp[FILES_NAME_MAX + 1];
+	char why[128], rel[FILES_PATH_MAX + 8];
 	struct buf data = BUF_INIT;
-	const char *p = path, *slash;
-	int dir, next, r;
+	int r;
 
 	if (files_check_path(path, false, why, sizeof(why)) < 0)
 		return -EINVAL;
 	if ((r = tools_download(rn->cfg->tools, path, &data, rn->cfg->file_max)) < 0)
 		return r;
-	dir = open(rn->cfg->save_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dir < 0) {
-		r = -errno;
-		goto out;
-	}
-	for (const char *sub = "files";; sub = comp) {
-		mkdirat(dir, sub, 0755);
-		next = openat(dir, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		close(dir);
-		dir = next;
-		if (dir < 0) {
-			r = -errno;
-			goto out;
-		}
-		slash = strchr(p, '/');
-		if (!slash)
-			break;
-		snprintf(comp, sizeof(comp), "%.*s", (int)(slash - p), p);
-		p = slash + 1;
-	}
-	r = write_file_at(dir, p, data.data ? data.data : "", data.len);
-	close(dir);
-out:
+	snprintf(rel, sizeof(rel), "files/%s", path);
+	r = savefile_write(rn->cfg->save_dir, rel, data.data ? data.data : "", data.len);
 	buf_release(&data);
 	return r;
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "util/log.h"
+#include "util/savefile.h"
 
 static int read_file(const char *path, size_t max, struct buf *out)
 {
@@ -66,51 +67,11 @@ void userfiles_release(struct userfile *v, size_t n)
 		buf_release(&v[i].data);
 }
 
-static int write_at(int dir, const char *name, const void *data, size_t len)
-{
-	int fd = openat(dir, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-	const char *p = data;
-
-	if (fd < 0)
-		return -errno;
-	while (len) {
-		ssize_t w = write(fd, p, len);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0) {
-			int e = errno;
-
-			close(fd);
-			return -e;
-		}
-		p += w;
-		len -= (size_t)w;
-	}
-	return close(fd) < 0 ? -errno : 0;
-}
-
 int userfiles_save(const char *dir, const char *rel, const void *data, size_t len)
 {
-	char why[160], comp[FILES_NAME_MAX + 1];
-	const char *p = rel, *slash;
-	int fd, next, r;
+	char why[160];
 
 	if (files_check_path(rel, false, why, sizeof(why)) < 0)
 		return -EINVAL;
-	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-		return -errno;
-	/* One component at a time, none of them a link. */
-	while ((slash = strchr(p, '/'))) {
-		snprintf(comp, sizeof(comp), "%.*s", (int)(slash - p), p);
-		p = slash + 1;
-		mkdirat(fd, comp, 0755);
-		next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		close(fd);
-		if ((fd = next) < 0)
-			return -errno;
-	}
-	r = write_at(fd, p, data, len);
-	close(fd);
-	return r;
+	return savefile_write(dir, rel, data, len);
 }
