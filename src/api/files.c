@@ -8,10 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "api/http.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "runtime/files.h"
 
@@ -324,14 +324,6 @@ struct files_waiter {
 	pthread_t thread;
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static bool grow(void **v, size_t *cap, size_t n, size_t size)
 {
 	size_t c;
@@ -403,7 +395,7 @@ static void *waiter_main(void *arg)
 			poll(NULL, 0, REAP_POLL_MS);	/* for memory */
 			continue;
 		}
-		now = now_s();
+		now = clock_mono_s();
 		for (size_t i = 0; i < n; i++) {
 			double left = w->v[i].deadline - now;
 			int ms = left <= 0 ? 0 : left * 1000 < timeout ? (int)(left * 1000) + 1 : timeout;
@@ -425,7 +417,7 @@ static void *waiter_main(void *arg)
 		if (w->pfd[n + nr].revents)
 			while (read(w->wake[0], drain, sizeof(drain)) > 0)
 				;
-		now = now_s();
+		now = clock_mono_s();
 		pthread_mutex_lock(&w->lock);
 		/* The first n (nr) are still those polled: entries are added at
 		 * the end and removed here alone (or all at once by stop). */
@@ -531,7 +523,7 @@ static int wait_for_writer(struct api_req *rq, int fd)
 		 * it cannot resume a connection that is not suspended. */
 		MHD_suspend_connection(rq->conn);
 		w->v[w->n++] = (struct waiting){ rq->conn, up, fd,
-						 now_s() + rq->cfg->http_timeout_s };
+						 clock_mono_s() + rq->cfg->http_timeout_s };
 		r = 0;
 	}
 	pthread_mutex_unlock(&w->lock);

@@ -6,7 +6,7 @@
  * long string out of a frame with jstring_decode() and lets jansson parse
  * only the small rest.  The rules are jansson's (RFC 8259 with its
  * choices): UTF-8 only, no raw control characters, the eight escapes and
- * \uXXXX with surrogates paired, no U+0000.  tests/fuzz/fuzz_frame.c checks
+ * \uXXXX with surrogates paired, no U+0000.  tests/fuzz/fuzz_jstring.c checks
  * that frames decode to the same tree either way. */
 #ifndef PETRI_JSTRING_H
 #define PETRI_JSTRING_H
