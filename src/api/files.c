@@ -271,7 +271,7 @@ enum MHD_Result files_upload_start(struct api_req *rq)
 		return MHD_NO;
 	rq->upload = up;
 	if (!path || files_check_path(path, false, why, sizeof(why)) < 0 ||
-	    smgr_lookup(rq->sm, id, &s, why, sizeof(why)) < 0)
+	    smgr_lookup(rq->sm, id, &s, why, sizeof(why)) != SM_OK)
 		return MHD_YES;
 	memcpy(up->id, id, sizeof(id));
 	up->limits = *session_limits(s);
@@ -575,6 +575,7 @@ void files_upload_end(struct api_req *rq)
 static enum MHD_Result upload(struct api_req *rq, const char *path)
 {
 	struct api_upload *up = rq->upload;
+	bool ended = false;
 	int r;
 
 	if (!up)
@@ -586,7 +587,7 @@ static enum MHD_Result upload(struct api_req *rq, const char *path)
 	if (!r && !up->up)	/* the session appeared between start and route */
 		r = -EAGAIN;
 	if (!r) {
-		r = session_upload_finish(up->up, true);
+		r = session_upload_finish(up->up, true, &ended);
 		up->up = NULL;
 	}
 	switch (r) {
@@ -594,10 +595,9 @@ static enum MHD_Result upload(struct api_req *rq, const char *path)
 		return http_json(rq, 201, json_pack("{s:s, s:I}", "path", path, "size",
 						    (json_int_t)up->size));
 	case -ENOMEM:
-	case SM_EGONE:
 		return http_error(rq, 413, "out_of_memory", "the file does not fit in the "
 				  "session's memory limit (%u MiB, which /work counts against): %s",
-				  up->limits.memory_mb, r == SM_EGONE ? "the session ran out of "
+				  up->limits.memory_mb, ended ? "the session ran out of "
 				  "memory and was ended" : "the upload was refused");
 	case -EBUSY:
 		return http_error(rq, 503, "busy", "too many uploads are waiting for their "

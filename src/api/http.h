@@ -131,17 +131,15 @@ void files_waiter_free(struct files_waiter *w);
 /* A session lookup answered the API's way: 404 or 410 on failure. */
 struct session *http_session(struct api_req *rq, const char *id, enum MHD_Result *answered);
 
-/* Run a session's execution settings: language, code, timeout and env
- * (this execution's variables, checked as a session's) from a request
- * object into ex (strings borrowed from obj, env owned: give it back with
- * http_exec_request_release(), also when this fails).  Answers 400 on bad
- * fields. */
-bool http_exec_request(struct api_req *rq, json_t *obj, const char *default_language,
-		       const struct petri_limits *lim, struct box_exec *ex,
-		       enum MHD_Result *answered);
-void http_exec_request_release(struct box_exec *ex);
-
-/* The error of a session call, answered: 404, 409, 410, 429. */
-enum MHD_Result http_session_error(struct api_req *rq, int err, const char *reason);
+/* A session layer's answer in the API's words: the error code and the
+ * HTTP status (docs/api.md's table), and the message. */
+const char *http_sm_code(enum sm_result r, int *status);
+const char *http_sm_message(enum sm_result r, const char *reason);
+/* The error of a session call, answered: 404, 409, 410, 429, 503... with
+ * the reason where the session layer gave one. */
+enum MHD_Result http_session_error(struct api_req *rq, enum sm_result r, const char *reason);
+/* A request the request model refused (exec/request.h): 400, or 500 when
+ * the daemon ran out of memory deciding. */
+enum MHD_Result http_request_error(struct api_req *rq, const struct request_error *e);
 
 #endif

@@ -204,14 +204,15 @@ static void run_stream(void *arg)
 	struct stream *st = arg;
 	struct box_events ev = { .ctx = st, .output = on_output, .rich = on_rich,
 				 .error = on_error };
+	char reason[256] = "";
 	struct result res;
-	int r;
+	enum sm_result r;
 
 	if (result_init(&res) < 0) {
 		emit(st, "done", json_pack("{s:{s:s, s:s}}", "error", "code", "internal",
 					   "message", "out of memory"), false);
 	} else {
-		r = session_run(st->sm, st->s, &st->ex, &ev, &res);
+		r = session_run(st->sm, st->s, &st->ex, &ev, &res, reason, sizeof(reason));
 		for (int k = 0; k < 2; k++)	/* an unfinished character at the end */
 			if (st->ncarry[k]) {
 				struct buf clean = BUF_INIT;
@@ -221,9 +222,10 @@ static void run_stream(void *arg)
 				     json_pack("{s:s%}", "text", clean.data, clean.len), true);
 				buf_release(&clean);
 			}
-		emit(st, "done", r < 0 ? json_pack("{s:{s:s, s:s}}", "error", "code",
-						   "internal", "message", strerror(-r)) :
-					 result_to_json(&res), false);
+		emit(st, "done", r != SM_OK ?
+		     json_pack("{s:{s:s, s:s}}", "error", "code", http_sm_code(r, NULL),
+			       "message", http_sm_message(r, reason)) :
+		     result_to_json(&res), false);
 		result_release(&res);
 	}
 	pthread_mutex_lock(&st->lock);
@@ -295,11 +297,11 @@ enum MHD_Result stream_execute(struct api_req *rq, struct session *s,
 	struct MHD_Response *resp;
 	struct stream *st;
 	char reason[256] = "";
-	int r;
+	enum sm_result r;
 
 	/* Claim first, so that busy, gone and over capacity are real HTTP
 	 * statuses and not events in a 200 stream. */
-	if ((r = session_claim(rq->sm, s, reason, sizeof(reason))) < 0)
+	if ((r = session_claim(rq->sm, s, reason, sizeof(reason))) != SM_OK)
 		return http_session_error(rq, r, reason);
 	if (!rq->deferred)	/* the execution needs this worker */
 		goto fail;

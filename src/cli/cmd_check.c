@@ -5,9 +5,10 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "config/config.h"
+#include "exec/limits.h"
 #include "jail/jail.h"
 #include "runtime/box.h"
-#include "runtime/defaults.h"
 #include "runtime/languages.h"
 #include "runtime/zygote.h"
 #include "util/clock.h"
@@ -75,7 +76,12 @@ int cmd_check(int argc, char **argv)
 	host = cli_jail_host();
 	in = jail_host_info(host);
 	uids_free = jail_host_uids_free(host);	/* before our own sandboxes */
-	default_jail_limits(&cfg.limits);
+	{
+		struct petri_config defaults;
+
+		config_defaults(&defaults);	/* a session's, as petri serve starts it */
+		limits_to_jail(&defaults.defaults, &cfg.limits);
+	}
 	t0 = now_ms();
 	r = box_start(host, &cfg, &box, err, sizeof(err));
 	spawn_ms = now_ms() - t0;

@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
-#include <math.h>
 #include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -21,9 +20,8 @@
 
 #include "cli/commands.h"
 #include "cli/userfiles.h"
-#include "jail/jail.h"
+#include "exec/request.h"
 #include "runtime/box.h"
-#include "runtime/defaults.h"
 #include "runtime/files.h"
 #include "runtime/languages.h"
 #include "runtime/result.h"
@@ -37,27 +35,36 @@
 
 static void usage(FILE *f)
 {
+	struct petri_config d;
 	char names[128];
 
+	config_defaults(&d);
 	lang_names(names, sizeof(names));
 	fprintf(f,
 		"usage: petri run [options] (-c CODE | FILE | -)\n"
 		"\n"
 		"  -l, --lang LANG      %s (default: from FILE's extension, else %s)\n"
-		"  -t, --timeout SEC    wall-clock limit (default %.0f)\n"
-		"  -m, --memory MB      memory limit, swap included (default %d)\n"
+		"  -t, --timeout SEC    wall-clock limit (default %g)\n"
+		"  -m, --memory MB      memory limit, swap included (default %u)\n"
 		"      --cpu-time SEC   CPU time limit of the whole sandbox\n"
-		"      --cpus N         CPU quota in cores, e.g. 0.5 (default %.1f)\n"
-		"      --pids N         process limit (default %d)\n"
-		"      --disk MB        size of /work (default %d)\n"
+		"      --cpus N         CPU quota in cores, e.g. 0.5 (default %g)\n"
+		"      --pids N         process limit (default %u)\n"
+		"      --disk MB        size of /work (default %u)\n"
 		"  -f, --file PATH      put PATH into /work under its name (repeatable)\n"
 		"      --save-dir DIR   save the files the code wrote (DIR/files/...) and\n"
 		"                       its images (DIR/result-N.png) in DIR\n"
+		"      --config FILE    defaults and maximums of the limits, and the sandbox\n"
+		"                       settings (default: $PETRI_CONFIG, else %s if it\n"
+		"                       exists; docs/configuration.md)\n"
 		"      --json           print one JSON result object\n"
 		"  -c CODE              the code to run\n"
-		"  FILE | -             read the code from FILE or standard input\n",
-		names, lang_table[0].name, DEFAULT_TIMEOUT_S, DEFAULT_MEMORY_MB,
-		DEFAULT_CPU_MILLICORES / 1000.0, DEFAULT_PIDS, DEFAULT_DISK_MB);
+		"  FILE | -             read the code from FILE or standard input\n"
+		"\n"
+		"The defaults above are the built-in ones; a configuration file changes\n"
+		"them, and limits above its [max_limits] are refused, as petri serve does.\n",
+		names, lang_table[0].name, d.defaults.timeout_s, d.defaults.memory_mb,
+		d.defaults.cpu, d.defaults.pids, d.defaults.disk_mb,
+		geteuid() == 0 ? "/etc/petri/petri.ini" : "~/.config/petri/petri.ini");
 }
 
 static int read_all(FILE *f, struct buf *out)
@@ -164,26 +171,40 @@ static void on_error(void *ctx, const json_t *error)
 		fprintf(stderr, "%s: %s\n", name, msg);
 }
 
-/* ---- the user's files -------------------------------------------------- */
+/* ---- the request --------------------------------------------------- */
 
-static int put_files(struct box *box, const struct userfile *v, size_t n)
+/* A flag's number as the request's JSON: an integer where it is one, so
+ * that the request model's rules (and messages) are the same as for an
+ * HTTP body. */
+static void set_number(json_t *obj, const char *key, const char *flag, const char *text)
 {
-	struct files_user u;
-	int r;
+	double v;
 
-	jail_owner(box_jail(box), &u.uid, &u.gid);
-	for (size_t i = 0; i < n; i++) {
-		r = files_write(&u, jail_work_fd(box_jail(box)), v[i].name,
-				v[i].data.data ? v[i].data.data : "", v[i].data.len);
-		box_note_host_write(box);
-		if (r < 0) {
-			log_err("--file: cannot put '%s' into /work: %s", v[i].host_path,
-				strerror(-r));
-			return r;
-		}
-	}
-	return 0;
+	if (!num_double(text, -1e300, 1e300, &v))
+		die(2, "%s: expected a number, got '%s'", flag, text);
+	json_object_set_new(obj, key, v == (double)(json_int_t)v ? json_integer((json_int_t)v) :
+						       json_real(v));
 }
+
+/* --file: the user's files, as the request's files in. */
+static void put_files(struct oneshot *o, struct userfile *v, size_t n)
+{
+	if (!n)
+		return;
+	if (!(o->files = calloc(n, sizeof(*o->files))))
+		die(125, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		o->files[i].path = strdup(v[i].name);
+		o->files[i].data = (unsigned char *)v[i].data.data;
+		o->files[i].len = v[i].data.len;
+		v[i].data = (struct buf)BUF_INIT;	/* now the request's */
+		if (!o->files[i].path)
+			die(125, "out of memory");
+		o->nfiles = i + 1;
+	}
+}
+
+/* ---- what came out ------------------------------------------------------ */
 
 static void save_one(const char *dir, const char *rel, const char *b64, size_t n)
 {
@@ -201,9 +222,8 @@ static void save_one(const char *dir, const char *rel, const char *b64, size_t n
 }
 
 /* Every file the code wrote into DIR/files/, every image result into DIR:
- * read before the sandbox goes, as a one-shot returns them. */
-static void save_outputs(struct box *box, struct result *res, const char *dir,
-			 uint64_t work_bytes)
+ * the one-shot returned them inline. */
+static void save_outputs(struct result *res, const char *dir)
 {
 	unsigned images = 0;
 	json_t *v;
@@ -223,8 +243,6 @@ static void save_outputs(struct box *box, struct result *res, const char *dir,
 			save_one(dir, name, json_string_value(data), json_string_length(data));
 		}
 	}
-	if (session_box_files(box, res->files, NULL, 0, work_bytes, work_bytes) < 0)
-		log_err("--save-dir: out of memory");
 	json_array_foreach(res->files, i, v) {
 		json_t *b64 = json_object_get(v, "content_base64");
 		const char *path = json_string_value(json_object_get(v, "path"));
@@ -242,9 +260,17 @@ static void save_outputs(struct box *box, struct result *res, const char *dir,
 	}
 }
 
+/* The exit status of a one-shot that did not run. */
+static int failed(enum sm_result r, const char *err)
+{
+	log_err("%s", *err ? err : sm_result_message(r));
+	return r == SM_INVALID || r == SM_TOO_LARGE ? 2 : 125;
+}
+
 int cmd_run(int argc, char **argv)
 {
-	enum { OPT_JSON = 256, OPT_CPU_TIME, OPT_CPUS, OPT_PIDS, OPT_DISK, OPT_SAVE_DIR };
+	enum { OPT_JSON = 256, OPT_CPU_TIME, OPT_CPUS, OPT_PIDS, OPT_DISK, OPT_SAVE_DIR,
+	       OPT_CONFIG };
 	static const struct option opts[] = {
 		{ "lang", required_argument, NULL, 'l' },
 		{ "timeout", required_argument, NULL, 't' },
@@ -256,60 +282,52 @@ int cmd_run(int argc, char **argv)
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "file", required_argument, NULL, 'f' },
 		{ "save-dir", required_argument, NULL, OPT_SAVE_DIR },
+		{ "config", required_argument, NULL, OPT_CONFIG },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct box_config cfg = { 0 };
-	struct box_exec ex = { .timeout_s = DEFAULT_TIMEOUT_S, .one_shot = true,
-			       .cancel_fd = -1 };
 	struct box_events ev = { .output = on_output, .rich = on_rich, .error = on_error };
 	struct buf code = BUF_INIT;
-	const char *lang_arg = NULL, *inline_code = NULL, *save_dir = NULL;
+	const char *lang_arg = NULL, *inline_code = NULL, *save_dir = NULL, *config = NULL;
 	const struct language *lang = NULL;
 	struct userfile files[USERFILES_MAX] = { 0 };
+	json_t *req = json_object(), *lim = json_object();
 	size_t nfiles = 0;
 	bool json_out = false;
-	struct jail_host *host;
-	struct box *box = NULL;
+	double cpu_s = 0;
+	struct request_error e;
+	struct cli_local l;
+	struct oneshot o;
 	struct result res;
-	char err[512];
-	double v;
+	enum sm_result sr;
+	char err[512] = "";
 	int c, r, status = 125;
 
-	default_jail_limits(&cfg.limits);
+	if (!req || !lim || json_object_set(req, "limits", lim) < 0)
+		die(125, "out of memory");
 	while ((c = getopt_long(argc, argv, "+l:t:m:c:f:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'l':
 			lang_arg = optarg;
 			break;
 		case 't':
-			if (!num_double(optarg, 0.001, 86400, &ex.timeout_s))
-				die(2, "--timeout: expected seconds between 0.001 and 86400, got '%s'", optarg);
+			set_number(lim, "timeout_s", "--timeout", optarg);
 			break;
 		case 'm':
-			if (!num_double(optarg, 16, 1 << 20, &v))
-				die(2, "--memory: expected MB between 16 and 1048576, got '%s'", optarg);
-			cfg.limits.memory_bytes = (uint64_t)v << 20;
+			set_number(lim, "memory_mb", "--memory", optarg);
 			break;
 		case OPT_CPU_TIME:
-			if (!num_double(optarg, 0.001, 86400, &ex.cpu_s))
+			if (!num_double(optarg, 0.001, 86400, &cpu_s))
 				die(2, "--cpu-time: expected seconds, got '%s'", optarg);
-			cfg.limits.cpu_seconds = (uint32_t)ceil(ex.cpu_s) + 1;
 			break;
 		case OPT_CPUS:
-			if (!num_double(optarg, 0.01, 1024, &v))
-				die(2, "--cpus: expected a number of cores, got '%s'", optarg);
-			cfg.limits.cpu_millicores = (uint32_t)(v * 1000);
+			set_number(lim, "cpu", "--cpus", optarg);
 			break;
 		case OPT_PIDS:
-			if (!num_double(optarg, 4, 1 << 20, &v))
-				die(2, "--pids: expected at least 4, got '%s'", optarg);
-			cfg.limits.pids = (uint32_t)v;
+			set_number(lim, "pids", "--pids", optarg);
 			break;
 		case OPT_DISK:
-			if (!num_double(optarg, 1, 1 << 20, &v))
-				die(2, "--disk: expected MB, got '%s'", optarg);
-			cfg.limits.work_bytes = (uint64_t)v << 20;
+			set_number(lim, "disk_mb", "--disk", optarg);
 			break;
 		case OPT_JSON:
 			json_out = true;
@@ -321,6 +339,9 @@ int cmd_run(int argc, char **argv)
 			break;
 		case OPT_SAVE_DIR:
 			save_dir = optarg;
+			break;
+		case OPT_CONFIG:
+			config = optarg;
 			break;
 		case 'c':
 			inline_code = optarg;
@@ -357,44 +378,45 @@ int cmd_run(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (lang_arg && !(lang = lang_find(lang_arg))) {
-		char msg[256];
+	/* The code as it is: the runtime refuses what is not UTF-8. */
+	json_object_set_new(req, "code", json_stringn_nocheck(code.data ? code.data : "",
+							      code.len));
+	if (lang_arg)
+		json_object_set_new(req, "language", json_string_nocheck(lang_arg));
+	else if (lang)
+		json_object_set_new(req, "language", json_string(lang->name));
 
-		lang_unknown_message(msg, sizeof(msg), lang_arg);
-		die(2, "%s", msg);
+	/* The limits of the configuration, checked as petri serve checks a
+	 * request.  One sandbox, started cold: no pool, no template. */
+	cli_local_config(&l, config);
+	l.cfg.warm = false;
+	l.cfg.pool_size = 0;
+	l.cfg.record[0] = '\0';
+	l.cfg.max_sessions = 1;
+	if (!request_oneshot(&l.cfg, req, &o, &e))
+		die(2, "%s", e.message);
+	o.ex.cpu_s = cpu_s;
+	if (save_dir) {
+		/* Everything the workspace can hold comes back. */
+		o.return_files = true;
+		o.return_file_max = o.return_total_max = (uint64_t)o.limits.disk_mb << 20;
+		if (mkdir(save_dir, 0755) < 0 && errno != EEXIST)
+			die(2, "--save-dir: cannot create '%s': %s", save_dir, strerror(errno));
 	}
-	if (!lang)
-		lang = &lang_table[0];
-	if (memchr(code.data ? code.data : "", '\0', code.len))
-		die(2, "the code contains a NUL byte");
-	ex.language = lang->name;
-	ex.code = code.data ? code.data : "";
-	if (save_dir && mkdir(save_dir, 0755) < 0 && errno != EEXIST)
-		die(2, "--save-dir: cannot create '%s': %s", save_dir, strerror(errno));
 	userfiles_load(files, nfiles);
+	put_files(&o, files, nfiles);
 
 	cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (cancel_fd < 0)
 		die(125, "cannot create an eventfd: %s", strerror(errno));
-	ex.cancel_fd = cancel_fd;
+	o.ex.cancel_fd = cancel_fd;
 	catch_stop_signals();
-	host = cli_jail_host();
 	if (result_init(&res) < 0)
 		die(125, "out of memory");
-	if ((r = box_start(host, &cfg, &box, err, sizeof(err))) < 0) {
-		log_err("%s", err);
-		goto out;
-	}
-	if (put_files(box, files, nfiles) < 0)
-		goto out;
-	r = box_exec(box, &ex, json_out ? NULL : &ev, &res);
-	if (r == -EINVAL) {
-		log_err("the code is not valid UTF-8 or is too long");
-		status = 2;
-		goto out;
-	}
-	if (r < 0) {
-		log_err("execution failed: %s", strerror(-r));
+	cli_local_start(&l);
+	sr = smgr_oneshot(l.sm, &o, json_out ? NULL : &ev, &res, err, sizeof(err));
+	if (sr != SM_OK) {
+		status = failed(sr, err);
 		goto out;
 	}
 	if (stop_signal) {
@@ -403,7 +425,7 @@ int cmd_run(int argc, char **argv)
 		goto out;
 	}
 	if (save_dir)
-		save_outputs(box, &res, save_dir, cfg.limits.work_bytes);
+		save_outputs(&res, save_dir);
 	if (json_out) {
 		json_t *j = result_to_json(&res);
 
@@ -420,11 +442,13 @@ int cmd_run(int argc, char **argv)
 	status = result_cli_exit_code(&res);
 out:
 	fflush(stdout);
-	box_free(box);
+	cli_local_stop(&l);
+	oneshot_release(&o);
 	result_release(&res);
 	buf_release(&code);
 	userfiles_release(files, nfiles);
-	jail_host_free(host);
+	json_decref(lim);
+	json_decref(req);
 	close(cancel_fd);
 	return status;
 }

@@ -4,6 +4,8 @@
 #ifndef PETRI_COMMANDS_H
 #define PETRI_COMMANDS_H
 
+#include <stdbool.h>
+
 #include "config/config.h"
 
 int cmd_run(int argc, char **argv);
@@ -19,11 +21,13 @@ int cmd_ask(int argc, char **argv);
 struct jail_host;
 struct jail_host_config;
 struct jail_host *cli_jail_host(void);
+/* PETRI_NO_CGROUPS is set (and not "0"). */
+bool cli_env_no_cgroups(void);
 struct jail_host *cli_jail_host_with(const struct jail_host_config *cfg);
 
 /* A jail host and a session manager in this process (petri serve, mcp,
- * ask).  cli_local_config() loads the configuration file (NULL: defaults)
- * or dies; the caller may adjust l->cfg and block signals, then
+ * ask, run).  cli_local_config() loads the configuration file (NULL: the
+ * default path of config_default_path(), else the defaults) or dies; the caller may adjust l->cfg and block signals, then
  * cli_local_start() starts the host and the sessions' threads, or dies. */
 struct smgr;
 struct cli_local {

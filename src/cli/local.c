@@ -2,6 +2,7 @@
  * configuration file: what petri serve, mcp and ask all start with. */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 
@@ -12,9 +13,11 @@
 
 void cli_local_config(struct cli_local *l, const char *config_path)
 {
-	char err[512];
+	char err[512], dflt[4096];
 
 	memset(l, 0, sizeof(*l));
+	if (!config_path)
+		config_path = config_default_path(dflt, sizeof(dflt));
 	if (config_load(&l->cfg, config_path, err, sizeof(err)) < 0)
 		die(2, "%s", err);
 }
@@ -35,6 +38,11 @@ void cli_local_start(struct cli_local *l)
 	hc.uid_count = l->cfg.uid_count;
 	hc.cgroup_parent = l->cfg.cgroup_parent;
 	hc.no_cgroups = !l->cfg.cgroups;
+	/* The environment's word over the file's, for every command. */
+	if (getenv("PETRI_CGROUP_PARENT"))
+		hc.cgroup_parent = getenv("PETRI_CGROUP_PARENT");
+	if (cli_env_no_cgroups())
+		hc.no_cgroups = true;
 	l->host = cli_jail_host_with(&hc);
 	if (smgr_new(&l->cfg, l->host, &l->sm, err, sizeof(err)) < 0)
 		die(125, "%s", err);

@@ -35,12 +35,18 @@ static void usage(FILE *f)
 	fprintf(f, "\n'petri <command> --help' describes a command.\n");
 }
 
-struct jail_host *cli_jail_host(void)
+bool cli_env_no_cgroups(void)
 {
 	const char *no_cg = getenv("PETRI_NO_CGROUPS");
+
+	return no_cg && *no_cg && strcmp(no_cg, "0") != 0;
+}
+
+struct jail_host *cli_jail_host(void)
+{
 	struct jail_host_config cfg = {
 		.cgroup_parent = getenv("PETRI_CGROUP_PARENT"),
-		.no_cgroups = no_cg && *no_cg && strcmp(no_cg, "0") != 0,
+		.no_cgroups = cli_env_no_cgroups(),
 	};
 
 	return cli_jail_host_with(&cfg);

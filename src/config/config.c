@@ -7,8 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
-#include "runtime/defaults.h"
+#include "jail/jail.h"
 #include "util/num.h"
 
 static void config_http_defaults(struct petri_config *c);
@@ -31,10 +32,11 @@ void config_defaults(struct petri_config *c)
 	c->pool_size = 2;
 	c->warm = true;
 	c->uid_count = JAIL_UID_COUNT_DEFAULT;
+	/* What a session, a one-shot, petri run and petri mcp get when
+	 * neither the operator's file nor the request says otherwise. */
 	c->defaults = (struct petri_limits){
-		.memory_mb = DEFAULT_MEMORY_MB, .cpu = DEFAULT_CPU_MILLICORES / 1000.0,
-		.pids = DEFAULT_PIDS, .disk_mb = DEFAULT_DISK_MB,
-		.timeout_s = DEFAULT_TIMEOUT_S, .output_kb = 1024,
+		.memory_mb = 1024, .cpu = 1.0, .pids = 256, .disk_mb = 512,
+		.timeout_s = 30, .output_kb = 1024,
 	};
 	c->max = (struct petri_limits){
 		.memory_mb = 4096, .cpu = 2.0, .pids = 1024, .disk_mb = 4096,
@@ -117,21 +119,20 @@ static int load_keys_file(struct petri_config *c, const char *path)
 	return r;
 }
 
+/* [limits] and [max_limits]: the ranges of limit_rules. */
 static bool set_limit(struct petri_limits *l, const char *name, const char *v)
 {
-	if (!strcmp(name, "memory_mb"))
-		return num_u32(v, 32, 1u << 20, &l->memory_mb);
-	if (!strcmp(name, "cpu"))
-		return num_double(v, 0.01, 1024, &l->cpu);
-	if (!strcmp(name, "pids"))
-		return num_u32(v, 8, 1u << 20, &l->pids);
-	if (!strcmp(name, "disk_mb"))
-		return num_u32(v, 1, 1u << 20, &l->disk_mb);
-	if (!strcmp(name, "timeout_s"))
-		return num_double(v, 0.1, 86400, &l->timeout_s);
-	if (!strcmp(name, "output_kb"))
-		return num_u32(v, 1, 1u << 20, &l->output_kb);
-	return false;
+	const struct limit_rule *r = limit_rule_find(name);
+	uint32_t u = 0;
+	double d = 0;
+
+	if (!r || strcmp(r->name, name))	/* aliases are for requests */
+		return false;
+	if (r->integer ? !num_u32(v, (uint32_t)r->min, (uint32_t)r->max, &u) :
+			 !num_double(v, r->min, r->max, &d))
+		return false;
+	limit_set(l, r, r->integer ? u : d);
+	return true;
 }
 
 /* ---- [server]: the HTTP server's budgets ------------------------------ */
@@ -323,12 +324,11 @@ static int handler(void *user, const char *section, const char *name,
 
 static int check_defaults_within_max(struct petri_config *c, char *err, size_t errlen)
 {
-	const struct petri_limits *d = &c->defaults, *m = &c->max;
+	const struct limit_rule *r = limits_above(&c->defaults, &c->max);
 
-	if (d->memory_mb > m->memory_mb || d->cpu > m->cpu || d->pids > m->pids ||
-	    d->disk_mb > m->disk_mb || d->timeout_s > m->timeout_s ||
-	    d->output_kb > m->output_kb) {
-		snprintf(err, errlen, "a default in [limits] is above its maximum in [max_limits]");
+	if (r) {
+		snprintf(err, errlen, "%s = %g in [limits] is above its maximum %g in [max_limits]",
+			 r->name, limit_get(&c->defaults, r), limit_get(&c->max, r));
 		return -EINVAL;
 	}
 	return 0;
@@ -393,27 +393,6 @@ void config_release(struct petri_config *c)
 	free_list(&c->allowed_origins, &c->nallowed_origins);
 }
 
-int config_check_limits(const struct petri_config *c, const struct petri_limits *w,
-			char *err, size_t errlen)
-{
-	const struct petri_limits *m = &c->max;
-
-#define ABOVE(field, fmt) \
-	if (w->field > m->field) { \
-		snprintf(err, errlen, "limits." #field " " fmt " is above the maximum " fmt, \
-			 w->field, m->field); \
-		return -EINVAL; \
-	}
-	ABOVE(memory_mb, "%u")
-	ABOVE(cpu, "%g")
-	ABOVE(pids, "%u")
-	ABOVE(disk_mb, "%u")
-	ABOVE(timeout_s, "%g")
-	ABOVE(output_kb, "%u")
-#undef ABOVE
-	return 0;
-}
-
 bool config_listen_is_local(const char *listen)
 {
 	char host[256];
@@ -453,4 +432,29 @@ int config_check_listen(const struct petri_config *cfg, char *err, size_t errlen
 		 "can reach it could run code; set api_keys in [server], or listen on a "
 		 "loopback address or a unix socket", cfg->listen);
 	return -EPERM;
+}
+
+const char *config_default_path(char *buf, size_t len)
+{
+	const char *env = getenv("PETRI_CONFIG"), *xdg = getenv("XDG_CONFIG_HOME");
+	const char *home = getenv("HOME");
+	int n;
+
+	if (env)
+		n = snprintf(buf, len, "%s", env);
+	else if (geteuid() == 0)
+		n = snprintf(buf, len, "/etc/petri/petri.ini");
+	else if (xdg && xdg[0] == '/')
+		n = snprintf(buf, len, "%s/petri/petri.ini", xdg);
+	else if (home && home[0] == '/')
+		n = snprintf(buf, len, "%s/.config/petri/petri.ini", home);
+	else
+		return NULL;
+	if (n <= 0 || (size_t)n >= len)
+		return NULL;
+	/* PETRI_CONFIG names a file that must be there: config_load() says so
+	 * if it is not.  The built-in paths are used only when present. */
+	if (!env && access(buf, F_OK) != 0)
+		return NULL;
+	return buf;
 }

@@ -23,16 +23,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "exec/limits.h"
 #include "util/log.h"
-
-struct petri_limits {
-	uint32_t memory_mb;
-	double cpu;		/* cores */
-	uint32_t pids;
-	uint32_t disk_mb;
-	double timeout_s;	/* per execution */
-	uint32_t output_kb;	/* per stream, per execution */
-};
 
 struct petri_config {
 	char listen[256];	/* "HOST:PORT" or "unix:PATH" */
@@ -88,11 +80,12 @@ void config_defaults(struct petri_config *cfg);
 int config_load(struct petri_config *cfg, const char *path, char *err, size_t errlen);
 void config_release(struct petri_config *cfg);
 
-/* Clamp and check a client's requested limits against the operator's:
- * anything above max is an error (no silent raise), anything missing comes
- * from defaults.  Returns 0 or -EINVAL with the reason in err. */
-int config_check_limits(const struct petri_config *cfg, const struct petri_limits *want,
-			char *err, size_t errlen);
+/* The file every command reads when not given --config: $PETRI_CONFIG if
+ * set, else /etc/petri/petri.ini for root and
+ * $XDG_CONFIG_HOME/petri/petri.ini (~/.config/...) for anyone else; NULL
+ * (defaults only) when that file does not exist, or when PETRI_CONFIG is
+ * set but empty.  Into buf. */
+const char *config_default_path(char *buf, size_t len);
 
 /* Is listen a loopback TCP address or a unix socket? */
 bool config_listen_is_local(const char *listen);

@@ -38,8 +38,10 @@ static char python_version[32];
 
 /* ---- the tool table ---------------------------------------------------- */
 
-/* ARG_LANGUAGE: a string, a name or alias of lang_table. */
-enum arg_type { ARG_STRING, ARG_NUMBER, ARG_LANGUAGE };
+/* ARG_LANGUAGE: a string, a name or alias of lang_table.  ARG_ENV: an
+ * object of string values.  Values are checked here for their type only;
+ * what they may be is the request model's to say (exec/request.h). */
+enum arg_type { ARG_STRING, ARG_NUMBER, ARG_LANGUAGE, ARG_ENV };
 
 struct arg {
 	const char *name;
@@ -71,6 +73,8 @@ static const struct tool tool_table[] = {
 		{ "language", ARG_LANGUAGE, false, NULL, NULL },	/* from lang_table */
 		{ "timeout_s", ARG_NUMBER, false, NULL,
 		  "Wall-clock limit for this call, in seconds." },
+		{ "env", ARG_ENV, false, NULL,
+		  "Environment variables for this call only, as {\"NAME\": \"value\"}." },
 	}, false, false, run_execute },
 	{ "write_file", "Write a file into /work", {
 		{ "path", ARG_STRING, true, NULL,
@@ -154,10 +158,13 @@ static json_t *error_result(const char *fmt, ...)
 
 /* ---- arguments --------------------------------------------------------- */
 
+/* An MCP client's sandbox is a session with the configuration's default
+ * limits, except that a call may run up to the most the configuration
+ * allows: the timeout of one call is the client's to choose, within the
+ * same rule as HTTP's (at most the session's timeout_s limit). */
 static double timeout_max(const struct tools *t)
 {
-	return t->cfg->max.timeout_s > t->cfg->defaults.timeout_s ? t->cfg->max.timeout_s :
-								      t->cfg->defaults.timeout_s;
+	return t->cfg->max.timeout_s;
 }
 
 /* Check args against the tool's table: NULL when fine, else an error
@@ -185,6 +192,10 @@ static json_t *check_args(const struct tools *t, const struct tool *tl, json_t *
 
 			if (!lang_from_json(v, why, sizeof(why)))
 				return error_result("invalid arguments for %s: %s", tl->name, why);
+		} else if (a->type == ARG_ENV) {
+			if (!json_is_object(v))
+				return error_result("invalid arguments for %s: '%s' must be an object",
+						    tl->name, a->name);
 		} else if (a->type == ARG_STRING) {
 			if (!json_is_string(v))
 				return error_result("invalid arguments for %s: '%s' must be a string",
@@ -197,13 +208,9 @@ static json_t *check_args(const struct tools *t, const struct tool *tl, json_t *
 						    "%s%s%s", tl->name, a->name, a->choices[0],
 						    a->choices[1] ? ", " : "",
 						    a->choices[1] ? a->choices[1] : "");
-		} else {
-			double x = json_number_value(v);
-
-			if (!json_is_number(v) || !isfinite(x) || x < 0.1 || x > timeout_max(t))
-				return error_result("invalid arguments for %s: '%s' must be a number "
-						    "from 0.1 to %g", tl->name, a->name,
-						    timeout_max(t));
+		} else if (!json_is_number(v)) {
+			return error_result("invalid arguments for %s: '%s' must be a number",
+					    tl->name, a->name);
 		}
 next:
 		;
@@ -282,23 +289,19 @@ static void learn_version(struct session *s)
 	pthread_mutex_unlock(&version_lock);
 }
 
-static json_t *start_error(int r, const char *err)
+static json_t *start_error(enum sm_result r, const char *err)
 {
-	switch (r) {
-	case SM_ECAPACITY:
+	if (err && *err)
+		return error_result("the sandbox could not be started: %s", err);
+	if (r == SM_CAPACITY)
 		return error_result("petri is at its limit of sandboxes; try again later");
-	case SM_ESTOPPING:
-		return error_result("petri is shutting down");
-	case -ESHUTDOWN:
-		return error_result("this MCP connection has been closed");
-	default:
-		return error_result("the sandbox could not be started: %s",
-				    err && *err ? err : strerror(-r));
-	}
+	return error_result("the sandbox could not be started: %s", sm_result_message(r));
 }
 
-/* Start a session for t (call lock held).  0 or <0 with err. */
-static int start(struct tools *t, struct session **out, char *err, size_t errlen)
+/* Start a session for t (call lock held): SM_OK, or what stopped it with
+ * err (the connection was closed, the server has no sandboxes, the session
+ * layer said no). */
+static enum sm_result start(struct tools *t, struct session **out, char *err, size_t errlen)
 {
 	struct session_params p = {
 		.language = lang_table[0].name,
@@ -306,63 +309,71 @@ static int start(struct tools *t, struct session **out, char *err, size_t errlen
 		.idle_timeout_s = t->cfg->idle_timeout_s,
 		.max_lifetime_s = t->cfg->max_lifetime_s,
 	};
+	enum sm_result r;
 	bool closed;
-	int r;
 
+	p.limits.timeout_s = timeout_max(t);	/* a call's default stays defaults' */
 	*out = NULL;
 	if (!t->sm) {
 		/* A core without sandboxes (unit tests, fuzzing). */
 		snprintf(err, errlen, "this server has no sandboxes");
-		return -ENODEV;
+		return SM_START_FAILED;
 	}
-	r = smgr_create(t->sm, &p, out, err, errlen);
-	if (r < 0)
+	if ((r = smgr_create(t->sm, &p, out, err, errlen)) != SM_OK)
 		return r;
 	pthread_mutex_lock(&t->lock);
 	closed = t->closed;
 	if (!closed)
 		snprintf(t->sid, sizeof(t->sid), "%s", session_id(*out));
 	pthread_mutex_unlock(&t->lock);
-	if (closed) {
+	if (closed)
+		goto closed;
+	learn_version(*out);
+	log_debug("mcp: sandbox session %s started", session_id(*out));
+	return SM_OK;
+closed:
+	if (*out) {
 		smgr_delete(t->sm, session_id(*out));
 		session_put(*out);
 		*out = NULL;
-		return -ESHUTDOWN;
 	}
-	learn_version(*out);
-	log_debug("mcp: sandbox session %s started", session_id(*out));
-	return 0;
+	snprintf(err, errlen, "this MCP connection has been closed");
+	return SM_STOPPING;
 }
 
-/* The session to use (call lock held): 0, or 1 when the one before had
- * ended and a new one was started (note says what happened), or <0 with
- * err. */
-static int acquire(struct tools *t, struct session **s, char *note, size_t notelen,
-		   char *err, size_t errlen)
+/* The session to use (call lock held): SM_OK with *restarted when the one
+ * before had ended and a new one was started (note says what happened),
+ * or what start() says. */
+static enum sm_result acquire(struct tools *t, struct session **s, bool *restarted,
+			      char *note, size_t notelen, char *err, size_t errlen)
 {
 	char sid[SESSION_ID_LEN + 1], reason[256] = "";
+	enum sm_result r;
 	bool closed;
-	int r;
 
+	*restarted = false;
 	pthread_mutex_lock(&t->lock);
 	closed = t->closed;
 	memcpy(sid, t->sid, sizeof(sid));
 	pthread_mutex_unlock(&t->lock);
-	if (closed)
-		return -ESHUTDOWN;
+	if (closed) {
+		snprintf(err, errlen, "this MCP connection has been closed");
+		return SM_STOPPING;
+	}
 	if (!sid[0])
 		return start(t, s, err, errlen);
 	r = smgr_lookup(t->sm, sid, s, reason, sizeof(reason));
-	if (r == 0)
-		return 0;
-	if (r != SM_EGONE || !reason[0])
+	if (r == SM_OK)
+		return SM_OK;
+	if (r != SM_GONE || !reason[0])
 		snprintf(reason, sizeof(reason), "it no longer exists");
-	if ((r = start(t, s, err, errlen)) < 0)
+	if ((r = start(t, s, err, errlen)) != SM_OK)
 		return r;
 	snprintf(note, notelen, "The sandbox session had ended: %s.  A new, empty sandbox was "
 		 "started: variables, imports and files from before are gone.  Nothing was "
 		 "run: call the tool again, re-creating what your code needs.", reason);
-	return 1;
+	*restarted = true;
+	return SM_OK;
 }
 
 /* Is the session still alive after an execution?  If not, forget it and
@@ -372,7 +383,7 @@ static bool survived(struct tools *t, const char *sid, char *note, size_t notele
 	struct session *s;
 	char reason[256] = "";
 
-	if (smgr_lookup(t->sm, sid, &s, reason, sizeof(reason)) == 0) {
+	if (smgr_lookup(t->sm, sid, &s, reason, sizeof(reason)) == SM_OK) {
 		session_put(s);
 		return true;
 	}
@@ -398,42 +409,37 @@ static const char *str_arg(json_t *args, const char *key, const char *dflt)
 static json_t *run_execute(struct tools *t, struct session *s, json_t *args, int cancel_fd,
 			   json_t **execution)
 {
-	json_t *code = json_object_get(args, "code"), *tmo = json_object_get(args, "timeout_s");
-	/* check_args() let only names, aliases and null through */
-	const struct language *lang = lang_find(str_arg(args, "language", NULL));
-	struct box_exec ex = {
-		.language = (lang ? lang : &lang_table[0])->name,
-		.code = json_string_value(code),
-		.timeout_s = json_is_number(tmo) ? json_number_value(tmo) :
-						   t->cfg->defaults.timeout_s,
-		.output_cap = (size_t)t->cfg->defaults.output_kb << 10,
-		.cancel_fd = cancel_fd,
-	};
 	char reason[256] = "", note[512] = "";
+	struct request_error e;
+	struct box_exec ex;
 	struct result res;
-	json_t *content, *out;
+	json_t *content, *out = NULL;
+	enum sm_result r;
 	bool is_error;
-	int r;
 
-	if (json_string_length(code) > BOX_CODE_MAX ||
-	    memchr(ex.code, '\0', json_string_length(code)))
-		return error_result("invalid arguments for execute: 'code' must be at most %u "
-				    "bytes and contain no NUL", BOX_CODE_MAX);
+	if (!request_exec(t->cfg, args, session_language(s), session_limits(s), &ex, &e)) {
+		out = error_result("invalid arguments for execute: %s", e.message);
+		goto out;
+	}
+	if (!json_object_get(args, "timeout_s") && ex.timeout_s > t->cfg->defaults.timeout_s)
+		ex.timeout_s = t->cfg->defaults.timeout_s;
+	ex.cancel_fd = cancel_fd;
 	if (result_init(&res) < 0)
-		return NULL;
+		goto out;
 	r = session_exec(t->sm, s, &ex, NULL, &res, reason, sizeof(reason));
-	if (r < 0) {
+	if (r != SM_OK) {
 		result_release(&res);
-		if (r == SM_ECAPACITY)
-			return error_result("petri is running as many executions as it allows; "
-					    "try again in a moment");
-		if (r == SM_EBUSY)
-			return error_result("another execution is running in this sandbox");
-		if (r == SM_EGONE) {
-			survived(t, session_id(s), note, sizeof(note));
-			return error_result("%s", note);
-		}
-		return error_result("the execution could not run: %s", strerror(-r));
+		if (r == SM_CAPACITY)
+			out = error_result("petri is running as many executions as it allows; "
+					   "try again in a moment");
+		else if (r == SM_BUSY)
+			out = error_result("another execution is running in this sandbox");
+		else if (r == SM_GONE && !survived(t, session_id(s), note, sizeof(note)))
+			out = error_result("%s", note);
+		else
+			out = error_result("the execution could not run: %s",
+					   reason[0] ? reason : sm_result_message(r));
+		goto out;
 	}
 	content = render_execution(&res, &is_error);
 	if (content && res.status != RESULT_OK && !survived(t, session_id(s), note, sizeof(note)))
@@ -442,6 +448,8 @@ static json_t *run_execute(struct tools *t, struct session *s, json_t *args, int
 		*execution = result_to_json(&res);
 	out = result_of(content, is_error);
 	result_release(&res);
+out:
+	request_exec_release(&ex);
 	return out;
 }
 
@@ -676,7 +684,7 @@ void tools_close(struct tools *t)
 	memcpy(sid, t->sid, sizeof(sid));
 	t->sid[0] = '\0';
 	pthread_mutex_unlock(&t->lock);
-	if (sid[0] && smgr_delete(t->sm, sid) == 0)
+	if (sid[0] && smgr_delete(t->sm, sid) == SM_OK)
 		log_info("mcp: sandbox session %s ended with its client", sid);
 }
 
@@ -694,7 +702,7 @@ static json_t *reset(struct tools *t)
 {
 	char sid[SESSION_ID_LEN + 1], err[512] = "";
 	struct session *s;
-	int r;
+	enum sm_result r;
 
 	pthread_mutex_lock(&t->lock);
 	memcpy(sid, t->sid, sizeof(sid));
@@ -702,7 +710,7 @@ static json_t *reset(struct tools *t)
 	pthread_mutex_unlock(&t->lock);
 	if (sid[0])
 		smgr_delete(t->sm, sid);
-	if ((r = start(t, &s, err, sizeof(err))) < 0)
+	if ((r = start(t, &s, err, sizeof(err))) != SM_OK)
 		return start_error(r, err);
 	session_put(s);
 	return text_result("The sandbox was reset: a new, empty one is ready (no variables, "
@@ -716,7 +724,8 @@ json_t *tools_call(struct tools *t, const char *name, json_t *args, int cancel_f
 	char note[512] = "", err[512] = "";
 	json_t *empty = NULL, *out;
 	struct session *s;
-	int r;
+	enum sm_result r;
+	bool restarted;
 
 	if (execution)
 		*execution = NULL;
@@ -729,9 +738,10 @@ json_t *tools_call(struct tools *t, const char *name, json_t *args, int cancel_f
 	pthread_mutex_lock(&t->call);
 	if (!tl->run) {
 		out = reset(t);
-	} else if ((r = acquire(t, &s, note, sizeof(note), err, sizeof(err))) < 0) {
+	} else if ((r = acquire(t, &s, &restarted, note, sizeof(note), err, sizeof(err))) !=
+		   SM_OK) {
 		out = start_error(r, err);
-	} else if (r == 1) {
+	} else if (restarted) {
 		session_put(s);
 		out = error_result("%s", note);
 	} else {
@@ -832,7 +842,12 @@ static json_t *schema(const struct tools *t, const struct tool *tl)
 		const struct arg *a = &tl->args[i];
 		json_t *p = a->type == ARG_LANGUAGE ? language_schema() :
 			    json_pack("{s:s, s:s}", "type", a->type == ARG_STRING ? "string" :
-				      "number", "description", a->description);
+				      a->type == ARG_ENV ? "object" : "number", "description",
+				      a->description);
+
+		if (p && a->type == ARG_ENV)
+			json_object_set_new(p, "additionalProperties",
+					    json_pack("{s:s}", "type", "string"));
 
 		if (p && a->choices) {
 			json_t *e = json_array();
@@ -870,13 +885,15 @@ static json_t *definitions(struct tools *t, const char *const *only)
 	if (!have) {
 		struct session *s;
 		char note[512];
+		bool restarted;
 
 		/* Learn the version from this client's sandbox, started now
 		 * rather than at its first call.  If a call is running, it is
 		 * starting the sandbox itself: do not wait behind it (stdio
 		 * answers tools/list while code runs). */
 		if (pthread_mutex_trylock(&t->call) == 0) {
-			if (acquire(t, &s, note, sizeof(note), err, sizeof(err)) >= 0)
+			if (acquire(t, &s, &restarted, note, sizeof(note), err, sizeof(err)) ==
+			    SM_OK)
 				session_put(s);
 			pthread_mutex_unlock(&t->call);
 		}
@@ -931,13 +948,13 @@ int tools_upload(struct tools *t, const char *path, const void *data, size_t len
 	struct files_user u;
 	struct session *s;
 	char note[512];
-	int r;
+	bool restarted;
+	int r = -EIO;
 
 	if (files_check_path(path, false, err, errlen) < 0)
 		return -EINVAL;
 	pthread_mutex_lock(&t->call);
-	r = acquire(t, &s, note, sizeof(note), err, errlen);
-	if (r >= 0) {
+	if (acquire(t, &s, &restarted, note, sizeof(note), err, errlen) == SM_OK) {
 		u = user_of(s);
 		r = files_write(&u, session_work_fd(s), path, data, len);
 		session_note_write(s);
@@ -960,7 +977,7 @@ int tools_download(struct tools *t, const char *path, struct buf *out, size_t ma
 	pthread_mutex_lock(&t->lock);
 	memcpy(sid, t->sid, sizeof(sid));
 	pthread_mutex_unlock(&t->lock);
-	if (!sid[0] || smgr_lookup(t->sm, sid, &s, reason, sizeof(reason)) < 0)
+	if (!sid[0] || smgr_lookup(t->sm, sid, &s, reason, sizeof(reason)) != SM_OK)
 		return -ENOENT;
 	u = user_of(s);
 	r = files_open(&u, session_work_fd(s), path, &fd, &size);

@@ -65,6 +65,8 @@ int box_start(struct jail_host *host, const struct box_config *cfg,
  * request (unknown language, code too long), -ENOMEM. */
 int box_exec(struct box *b, const struct box_exec *ex,
 	     const struct box_events *ev, struct result *res);
+/* What -EINVAL from box_exec() means, for a client. */
+#define BOX_EINVAL_REASON "the code or a variable is not valid UTF-8, or the code is longer than 1 MiB"
 
 /* Take over a jail whose main process is the driver (e.g. one forked from a
  * template) and wait for its "ready".  The box owns j from now on, even on
@@ -86,6 +88,15 @@ int box_send_env(struct box *b, const char *const *env);
  * box_env_free(); NULL when out of memory. */
 char **box_env_dup(const char *const *env);
 void box_env_free(char **env);
+
+/* Put the content of the files an execution wrote (files: its result's
+ * array of {"path", "size"}) inline: those whose path matches one of the
+ * patterns (fnmatch(3) without flags, relative to /work; NULL: every file)
+ * gain "content_base64" and "truncated": false; one over per_file bytes,
+ * past total with the others, or unreadable gains "truncated": true and a
+ * "reason" instead.  0 or -ENOMEM. */
+int box_files_inline(struct box *b, json_t *files, const char *const *patterns,
+		     size_t npatterns, uint64_t per_file, uint64_t total);
 
 /* The host just wrote files into /work (an upload): the next execution's
  * "files" must not list them (unless the code changes them). */

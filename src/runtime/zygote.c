@@ -10,7 +10,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "runtime/defaults.h"
 
 #define TEMPLATE_READY_TIMEOUT_MS 60000
 #define MAX_ENV 64
@@ -23,7 +22,8 @@ struct zygote {
 /* The template's own sandbox: room for the data stack, no user code. */
 static void template_limits(struct jail_limits *l)
 {
-	default_jail_limits(l);
+	memset(l, 0, sizeof(*l));
+	l->inodes = 65536;
 	l->memory_bytes = 2048ull << 20;
 	l->cpu_millicores = 0;
 	l->pids = 0;	/* its sandboxes are counted in their own cgroups */

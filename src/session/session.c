@@ -1,9 +1,7 @@
 #include "session/session.h"
 
 #include <errno.h>
-#include <fnmatch.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +14,6 @@
 #include "runtime/files.h"
 #include "session/pool.h"
 #include "session/spawner.h"
-#include "util/base64.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/metrics.h"
@@ -87,20 +84,42 @@ static json_t *time_json(double t)
 	return json_string(timefmt_rfc3339(t, s));
 }
 
+const char *sm_result_message(enum sm_result r)
+{
+	switch (r) {
+	case SM_OK:
+		return "done";
+	case SM_NOT_FOUND:
+		return "no such session";
+	case SM_GONE:
+		return "the session has ended";
+	case SM_BUSY:
+		return "an execution is already running in this session; wait for it to finish "
+		       "(one at a time per session)";
+	case SM_CAPACITY:
+		return "the server is at its limit of sessions or concurrent executions; retry "
+		       "later";
+	case SM_STOPPING:
+		return "the server is shutting down";
+	case SM_START_FAILED:
+		return "the sandbox could not be started";
+	case SM_INVALID:
+		return "the request cannot run";
+	case SM_TOO_LARGE:
+		return "a file does not fit in the sandbox's /work";
+	case SM_NO_MEMORY:
+		return "out of memory";
+	}
+	return "unknown";
+}
+
 /* ---- limits -> sandbox config ----------------------------------------- */
 
-void smgr_box_config(const struct smgr *m, const struct petri_limits *lim,
-		     struct box_config *bc)
+static void box_config_of(const struct smgr *m, const struct petri_limits *lim,
+			  struct box_config *bc)
 {
 	memset(bc, 0, sizeof(*bc));
-	bc->limits.memory_bytes = (uint64_t)lim->memory_mb << 20;
-	bc->limits.cpu_millicores = (uint32_t)(lim->cpu * 1000.0 + 0.5);
-	bc->limits.pids = lim->pids;
-	bc->limits.work_bytes = (uint64_t)lim->disk_mb << 20;
-	bc->limits.tmp_bytes = bc->limits.work_bytes / 2 > (256u << 20) ?
-			       (256u << 20) : bc->limits.work_bytes / 2 + (16u << 20);
-	bc->limits.inodes = 65536;
-	bc->limits.nofile = 1024;
+	limits_to_jail(lim, &bc->limits);
 	bc->ro_binds = (const char *const *)m->cfg->ro_binds;
 }
 
@@ -325,7 +344,7 @@ static int start_pool(struct smgr *m)
 	m->pool_env = merge_env(m, NULL);
 	if (!m->pool_env)
 		return -ENOMEM;
-	smgr_box_config(m, &m->cfg->defaults, &pc.defaults);
+	box_config_of(m, &m->cfg->defaults, &pc.defaults);
 	pc.defaults.env = m->pool_env;
 	return pool_new(m->host, &pc, &m->pool);
 }
@@ -442,21 +461,21 @@ static int new_id(char *id)
 }
 
 /* Reserve room for one more sandbox under the cap. */
-static int reserve(struct smgr *m, bool oneshot)
+static enum sm_result reserve(struct smgr *m, bool oneshot)
 {
-	int r = 0;
+	enum sm_result r = SM_OK;
 
 	pthread_mutex_lock(&m->lock);
 	if (m->stopping)
-		r = SM_ESTOPPING;
+		r = SM_STOPPING;
 	else if (m->n + m->oneshots + m->starting >= m->cfg->max_sessions)
-		r = SM_ECAPACITY;
+		r = SM_CAPACITY;
 	else if (oneshot)
 		m->oneshots++;
 	else
 		m->starting++;
 	pthread_mutex_unlock(&m->lock);
-	if (r == SM_ECAPACITY)
+	if (r == SM_CAPACITY)
 		metrics_inc(M_REJECT_CAPACITY);
 	return r;
 }
@@ -468,8 +487,9 @@ static bool same_limits(const struct petri_limits *a, const struct petri_limits 
 }
 
 /* A ready sandbox: warm from the pool (or forked from the template) when
- * there is one, else started cold by a spawner thread. */
-static int spawn(struct smgr *m, const struct petri_limits *lim,
+ * there is one, else started cold by a spawner thread.  SM_OK,
+ * SM_START_FAILED with err, SM_NO_MEMORY. */
+static enum sm_result spawn(struct smgr *m, const struct petri_limits *lim,
 		 const char *const *env, struct box **out, char *err, size_t errlen)
 {
 	struct box_config bc;
@@ -479,8 +499,8 @@ static int spawn(struct smgr *m, const struct petri_limits *lim,
 	int r = -EAGAIN;
 
 	if (!merged)
-		return -ENOMEM;
-	smgr_box_config(m, lim, &bc);
+		return SM_NO_MEMORY;
+	box_config_of(m, lim, &bc);
 	bc.env = merged;
 	if (m->pool) {
 		r = pool_take(m->pool, &bc, is_default, out, err, errlen);
@@ -493,25 +513,25 @@ static int spawn(struct smgr *m, const struct petri_limits *lim,
 	if (r < 0) {
 		metrics_inc(M_SPAWN_FAILED);
 		log_err("cannot start a sandbox: %s", err);
-		return -EIO;
+		return SM_START_FAILED;
 	}
 	metrics_observe(M_SPAWN_LATENCY, clock_mono_s() - t0);
-	return 0;
+	return SM_OK;
 }
 
-int smgr_create(struct smgr *m, const struct session_params *p,
-		struct session **out, char *err, size_t errlen)
+enum sm_result smgr_create(struct smgr *m, const struct session_params *p,
+			   struct session **out, char *err, size_t errlen)
 {
 	struct session *s;
-	int r;
+	enum sm_result r;
 
 	*out = NULL;
-	if ((r = reserve(m, false)) < 0)
+	if ((r = reserve(m, false)) != SM_OK)
 		return r;
 	s = calloc(1, sizeof(*s));
 	if (!s || new_id(s->id) < 0) {
 		free(s);
-		r = -ENOMEM;
+		r = SM_NO_MEMORY;
 		goto unreserve;
 	}
 	s->m = m;
@@ -521,7 +541,7 @@ int smgr_create(struct smgr *m, const struct session_params *p,
 	s->max_lifetime_s = p->max_lifetime_s;
 	pthread_mutex_init(&s->lock, NULL);
 	atomic_init(&s->refs, 1);
-	if ((r = spawn(m, &p->limits, p->env, &s->box, err, errlen)) < 0) {
+	if ((r = spawn(m, &p->limits, p->env, &s->box, err, errlen)) != SM_OK) {
 		session_free(s);
 		goto unreserve;
 	}
@@ -536,7 +556,7 @@ int smgr_create(struct smgr *m, const struct session_params *p,
 		if (!v) {
 			pthread_mutex_unlock(&m->lock);
 			session_put(s);
-			return -ENOMEM;
+			return SM_NO_MEMORY;
 		}
 		m->v = v;
 		m->cap = cap;
@@ -547,7 +567,7 @@ int smgr_create(struct smgr *m, const struct session_params *p,
 	pthread_mutex_unlock(&m->lock);
 	log_info("session %s created", s->id);
 	*out = session_get(s);
-	return 0;
+	return SM_OK;
 
 unreserve:
 	pthread_mutex_lock(&m->lock);
@@ -556,30 +576,30 @@ unreserve:
 	return r;
 }
 
-int smgr_lookup(struct smgr *m, const char *id, struct session **out,
-		char *reason, size_t reasonlen)
+enum sm_result smgr_lookup(struct smgr *m, const char *id, struct session **out,
+			   char *reason, size_t reasonlen)
 {
 	const struct tombstone *t;
+	enum sm_result r = SM_NOT_FOUND;
 	ssize_t i;
-	int r = SM_ENOTFOUND;
 
 	*out = NULL;
 	pthread_mutex_lock(&m->lock);
 	i = table_find(m, id);
 	if (i >= 0) {
 		*out = session_get(m->v[i]);
-		r = 0;
+		r = SM_OK;
 	} else if ((t = tombstone_find(m, id)) && !t->deleted) {
 		snprintf(reason, reasonlen, "%s", t->reason);
-		r = SM_EGONE;
+		r = SM_GONE;
 	}
 	pthread_mutex_unlock(&m->lock);
-	if (r < 0)
-		metrics_inc(r == SM_EGONE ? M_REJECT_GONE : M_REJECT_NOT_FOUND);
+	if (r != SM_OK)
+		metrics_inc(r == SM_GONE ? M_REJECT_GONE : M_REJECT_NOT_FOUND);
 	return r;
 }
 
-int smgr_delete(struct smgr *m, const char *id)
+enum sm_result smgr_delete(struct smgr *m, const char *id)
 {
 	struct session *s = NULL;
 	ssize_t i;
@@ -593,7 +613,7 @@ int smgr_delete(struct smgr *m, const char *id)
 	}
 	pthread_mutex_unlock(&m->lock);
 	if (!s)
-		return SM_ENOTFOUND;
+		return SM_NOT_FOUND;
 	metrics_inc(M_SESSIONS_DELETED);
 	log_info("session %s deleted", id);
 	pthread_mutex_lock(&s->lock);
@@ -603,7 +623,7 @@ int smgr_delete(struct smgr *m, const char *id)
 	 * killed, and the last reference frees the sandbox. */
 	box_stop(s->box, "the session was deleted");
 	session_put(s);
-	return 0;
+	return SM_OK;
 }
 
 size_t smgr_count(struct smgr *m)
@@ -661,17 +681,17 @@ void session_touch(struct session *s)
 	pthread_mutex_unlock(&s->lock);
 }
 
-int session_set_lifetime(struct session *s, double idle_timeout_s, double max_lifetime_s,
-			 char *reason, size_t reasonlen)
+enum sm_result session_set_lifetime(struct session *s, double idle_timeout_s,
+				    double max_lifetime_s, char *reason, size_t reasonlen)
 {
-	int r = 0;
+	enum sm_result r = SM_OK;
 
 	pthread_mutex_lock(&s->lock);
 	if (s->deleted) {
-		r = SM_ENOTFOUND;
+		r = SM_NOT_FOUND;
 	} else if (s->dead) {
 		snprintf(reason, reasonlen, "%s", s->dead_reason);
-		r = SM_EGONE;
+		r = SM_GONE;
 	} else {
 		if (idle_timeout_s > 0)
 			s->idle_timeout_s = idle_timeout_s;
@@ -777,11 +797,12 @@ int session_upload_fd(const struct session_upload *up)
 	return files_sink_fd(up->sink);
 }
 
-int session_upload_finish(struct session_upload *up, bool commit)
+int session_upload_finish(struct session_upload *up, bool commit, bool *ended)
 {
 	struct session *s = up->s;
 	int r = files_sink_finish(up->sink, commit);
 
+	*ended = false;
 	if (commit)
 		session_note_write(s);
 	if (r == 0)
@@ -795,7 +816,7 @@ int session_upload_finish(struct session_upload *up, bool commit)
 			 "memory limit (%u MiB) and the kernel killed its processes",
 			 s->limits.memory_mb);
 		end_session(s->m, s, reason);
-		r = SM_EGONE;
+		*ended = true;
 	}
 	session_put(s);
 	free(up);
@@ -842,21 +863,23 @@ json_t *session_json(struct session *s)
 	return j;
 }
 
-int smgr_exec_slot_take(struct smgr *m)
+/* Take an execution slot (SM_CAPACITY when none are left); give it back
+ * with exec_slot_give(). */
+static enum sm_result exec_slot_take(struct smgr *m)
 {
 	unsigned cur = atomic_load(&m->executions);
 
 	do {
 		if (cur >= m->cfg->max_executions) {
 			metrics_inc(M_REJECT_CAPACITY);
-			return SM_ECAPACITY;
+			return SM_CAPACITY;
 		}
 	} while (!atomic_compare_exchange_weak(&m->executions, &cur, cur + 1));
 	metrics_gauge_add(M_EXECUTIONS_RUNNING, 1);
-	return 0;
+	return SM_OK;
 }
 
-void smgr_exec_slot_give(struct smgr *m)
+static void exec_slot_give(struct smgr *m)
 {
 	atomic_fetch_sub(&m->executions, 1);
 	metrics_gauge_add(M_EXECUTIONS_RUNNING, -1);
@@ -869,9 +892,11 @@ static json_t *limits_json(const struct petri_limits *l)
 			 "timeout_s", l->timeout_s, "output_kb", (int)l->output_kb);
 }
 
-void smgr_finished(struct smgr *m, struct session *s, const struct box_exec *ex,
-		   const struct petri_limits *lim, double started_at,
-		   const struct result *res)
+/* Count a finished execution in the metrics (by status, duration) and add
+ * it to the execution record; session NULL for a one-shot. */
+static void finished(struct smgr *m, struct session *s, const struct box_exec *ex,
+		     const struct petri_limits *lim, double started_at,
+		     const struct result *res)
 {
 	static const enum metric_counter by_status[] = {
 		[RESULT_OK] = M_EXEC_OK, [RESULT_ERROR] = M_EXEC_ERROR,
@@ -896,30 +921,31 @@ json_t *smgr_executions(struct smgr *m, const char *id, int limit, int64_t befor
 	return record_list(m->record, id, limit, before, truncated);
 }
 
-int session_claim(struct smgr *m, struct session *s, char *reason, size_t reasonlen)
+enum sm_result session_claim(struct smgr *m, struct session *s, char *reason,
+			     size_t reasonlen)
 {
-	int r;
+	enum sm_result r;
 
 	pthread_mutex_lock(&s->lock);
 	if (s->dead) {
 		snprintf(reason, reasonlen, "%s", s->dead_reason);
 		pthread_mutex_unlock(&s->lock);
 		metrics_inc(M_REJECT_GONE);
-		return SM_EGONE;
+		return SM_GONE;
 	}
 	if (s->busy) {
 		pthread_mutex_unlock(&s->lock);
 		metrics_inc(M_REJECT_BUSY);
-		return SM_EBUSY;
+		return SM_BUSY;
 	}
-	if ((r = smgr_exec_slot_take(m)) < 0) {
+	if ((r = exec_slot_take(m)) != SM_OK) {
 		pthread_mutex_unlock(&s->lock);
 		return r;
 	}
 	s->busy = true;
 	s->last_used = clock_wall_s();
 	pthread_mutex_unlock(&s->lock);
-	return 0;
+	return SM_OK;
 }
 
 void session_release(struct smgr *m, struct session *s)
@@ -927,20 +953,36 @@ void session_release(struct smgr *m, struct session *s)
 	pthread_mutex_lock(&s->lock);
 	s->busy = false;
 	pthread_mutex_unlock(&s->lock);
-	smgr_exec_slot_give(m);
+	exec_slot_give(m);
 }
 
-int session_exec(struct smgr *m, struct session *s, const struct box_exec *ex,
-		 const struct box_events *ev, struct result *res,
-		 char *reason, size_t reasonlen)
+enum sm_result session_exec(struct smgr *m, struct session *s, const struct box_exec *ex,
+			    const struct box_events *ev, struct result *res,
+			    char *reason, size_t reasonlen)
 {
-	int r = session_claim(m, s, reason, reasonlen);
+	enum sm_result r = session_claim(m, s, reason, reasonlen);
 
-	return r < 0 ? r : session_run(m, s, ex, ev, res);
+	return r != SM_OK ? r : session_run(m, s, ex, ev, res, reason, reasonlen);
 }
 
-int session_run(struct smgr *m, struct session *s, const struct box_exec *ex,
-		const struct box_events *ev, struct result *res)
+/* box_exec()'s answer as the session layer's. */
+static enum sm_result exec_result(int r)
+{
+	switch (r) {
+	case 0:
+		return SM_OK;
+	case -EINVAL:
+		return SM_INVALID;
+	case -EPIPE:
+		return SM_GONE;
+	default:
+		return SM_NO_MEMORY;
+	}
+}
+
+enum sm_result session_run(struct smgr *m, struct session *s, const struct box_exec *ex,
+			   const struct box_events *ev, struct result *res, char *reason,
+			   size_t reasonlen)
 {
 	double started_at = clock_wall_s();
 	bool died;
@@ -954,10 +996,14 @@ int session_run(struct smgr *m, struct session *s, const struct box_exec *ex,
 		s->dead = true;
 		snprintf(s->dead_reason, sizeof(s->dead_reason), "%s", box_dead_reason(s->box));
 	}
+	if (r == -EPIPE)	/* it had died before: say why */
+		snprintf(reason, reasonlen, "%s", s->dead ? s->dead_reason : box_dead_reason(s->box));
+	else if (r == -EINVAL)
+		snprintf(reason, reasonlen, "%s", BOX_EINVAL_REASON);
 	pthread_mutex_unlock(&s->lock);
-	smgr_exec_slot_give(m);
+	exec_slot_give(m);
 	if (r == 0)
-		smgr_finished(m, s, ex, &s->limits, started_at, res);
+		finished(m, s, ex, &s->limits, started_at, res);
 
 	if (died) {
 		/* Dead, never silently replaced: out of the table, and its
@@ -982,22 +1028,24 @@ int session_run(struct smgr *m, struct session *s, const struct box_exec *ex,
 		if (removed)
 			session_put(s);
 	}
-	return r;
+	return exec_result(r);
 }
 
 /* ---- one-shots -------------------------------------------------------- */
 
-int smgr_oneshot_begin(struct smgr *m, const struct petri_limits *lim,
-		       struct box **out, char *err, size_t errlen)
+/* A sandbox for one execution, counted against the session cap and killed
+ * by smgr_shutdown() while it lives. */
+static enum sm_result oneshot_begin(struct smgr *m, const struct petri_limits *lim,
+				    struct box **out, char *err, size_t errlen)
 {
-	int r;
+	enum sm_result r;
 
 	*out = NULL;
-	if ((r = reserve(m, true)) < 0)
+	if ((r = reserve(m, true)) != SM_OK)
 		return r;
 	r = spawn(m, lim, NULL, out, err, errlen);
 	pthread_mutex_lock(&m->lock);
-	if (r == 0 && m->noneshot_boxes == m->caponeshot_boxes) {
+	if (r == SM_OK && m->noneshot_boxes == m->caponeshot_boxes) {
 		size_t cap = m->caponeshot_boxes ? m->caponeshot_boxes * 2 : 16;
 		struct box **v = realloc(m->oneshot_boxes, cap * sizeof(*v));
 
@@ -1005,24 +1053,24 @@ int smgr_oneshot_begin(struct smgr *m, const struct petri_limits *lim,
 			m->oneshot_boxes = v;
 			m->caponeshot_boxes = cap;
 		} else {
-			r = -ENOMEM;
+			r = SM_NO_MEMORY;
 		}
 	}
-	if (r == 0 && m->stopping)
-		r = SM_ESTOPPING;
-	if (r == 0)
+	if (r == SM_OK && m->stopping)
+		r = SM_STOPPING;
+	if (r == SM_OK)
 		m->oneshot_boxes[m->noneshot_boxes++] = *out;
 	else
 		m->oneshots--;
 	pthread_mutex_unlock(&m->lock);
-	if (r < 0 && *out) {
+	if (r != SM_OK && *out) {
 		box_free(*out);
 		*out = NULL;
 	}
 	return r;
 }
 
-void smgr_oneshot_end(struct smgr *m, struct box *b)
+static void oneshot_end(struct smgr *m, struct box *b)
 {
 	pthread_mutex_lock(&m->lock);
 	for (size_t i = 0; i < m->noneshot_boxes; i++)
@@ -1035,125 +1083,68 @@ void smgr_oneshot_end(struct smgr *m, struct box *b)
 	dispose(m, b);
 }
 
-static bool wanted(const char *path, const char *const *patterns, size_t n)
+/* The request's files, written into the fresh sandbox as its user. */
+static enum sm_result put_files(struct box *b, const struct oneshot *o, char *err,
+				size_t errlen)
 {
-	if (!patterns)
-		return true;
-	for (size_t i = 0; i < n; i++)
-		if (fnmatch(patterns[i], path, 0) == 0)
-			return true;
-	return false;
-}
-
-/* Read at most max bytes of path (at most its size, which the sandbox
- * cannot change any more: it has stopped running). */
-static int read_capped(const struct files_user *u, int work_fd, const char *path,
-		       uint64_t max, char **data, size_t *len, uint64_t *size)
-{
-	size_t got = 0;
-	char *p = NULL;
-	int fd, r;
-
-	*data = NULL;
-	*len = 0;
-	if ((r = files_open(u, work_fd, path, &fd, size)) < 0)
-		return r;
-	if (*size > max) {
-		r = -EFBIG;
-		goto out;
-	}
-	if (!(p = malloc(*size ? *size : 1))) {
-		r = -ENOMEM;
-		goto out;
-	}
-	while (got < *size) {
-		ssize_t n = read(fd, p + got, *size - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			r = -errno;
-			goto out;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	*data = p;
-	*len = got;
-	p = NULL;
-	r = 0;
-out:
-	free(p);
-	close(fd);
-	return r;
-}
-
-static int refuse(json_t *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int refuse(json_t *f, const char *fmt, ...)
-{
-	char why[256];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
-	va_end(ap);
-	return json_object_set_new(f, "truncated", json_true()) ||
-	       json_object_set_new(f, "reason", json_string(why)) ? -ENOMEM : 0;
-}
-
-int session_box_files(struct box *b, json_t *files, const char *const *patterns,
-		      size_t npatterns, uint64_t per_file, uint64_t total)
-{
-	uint64_t left = total;
-	int work_fd = jail_work_fd(box_jail(b));
 	struct files_user u;
-	json_t *f;
-	size_t i;
 
 	jail_owner(box_jail(b), &u.uid, &u.gid);
-	json_array_foreach(files, i, f) {
-		const char *path = json_string_value(json_object_get(f, "path"));
-		uint64_t size = 0;
-		size_t len, n64;
-		char *data, *b64;
-		int r;
+	for (size_t i = 0; i < o->nfiles; i++) {
+		const struct oneshot_file *f = &o->files[i];
+		int r = files_write(&u, jail_work_fd(box_jail(b)), f->path,
+				    f->data ? (const void *)f->data : "", f->len);
 
-		if (!path || !wanted(path, patterns, npatterns))
-			continue;
-		r = read_capped(&u, work_fd, path, per_file < left ? per_file : left, &data, &len,
-				&size);
-		if (r == -ENOMEM)
-			return r;
-		if (r == -EFBIG && size > per_file)
-			r = refuse(f, "the file is larger than max_return_file_kb (%llu KiB)",
-				   (unsigned long long)(per_file >> 10));
-		else if (r == -EFBIG)
-			r = refuse(f, "the files returned would be larger than "
-				   "max_return_files_mb (%llu MiB) together",
-				   (unsigned long long)(total >> 20));
-		else if (r < 0)
-			r = refuse(f, "cannot read the file: %s", strerror(-r));
-		if (r < 0)
-			return r;
-		if (!data)
-			continue;
-		left -= len;
-		b64 = base64_encode(data, len, &n64);
-		free(data);
-		if (!b64 || json_object_set_new(f, "content_base64", json_stringn(b64, n64)) ||
-		    json_object_set_new(f, "truncated", json_false())) {
-			free(b64);
-			return -ENOMEM;
+		box_note_host_write(b);
+		if (r < 0) {
+			snprintf(err, errlen, "files[%zu]: cannot write '%.200s': %s", i, f->path,
+				 strerror(-r));
+			return r == -ENOSPC || r == -EDQUOT || r == -EFBIG ? SM_TOO_LARGE : SM_INVALID;
 		}
-		free(b64);
 	}
-	return 0;
+	return SM_OK;
 }
 
-int smgr_oneshot_files(const struct smgr *m, struct box *b, json_t *files,
-		       const char *const *patterns, size_t npatterns)
+enum sm_result smgr_oneshot(struct smgr *m, const struct oneshot *o,
+			    const struct box_events *ev, struct result *res, char *err,
+			    size_t errlen)
 {
-	return session_box_files(b, files, patterns, npatterns, m->cfg->max_return_file_bytes,
-				 m->cfg->max_return_files_bytes);
+	struct box_exec ex = o->ex;
+	struct box *b = NULL;
+	double started_at;
+	enum sm_result r;
+
+	ex.one_shot = true;	/* a timeout kills at once: nothing is kept */
+	if ((r = exec_slot_take(m)) != SM_OK)
+		return r;
+	if ((r = oneshot_begin(m, &o->limits, &b, err, errlen)) != SM_OK ||
+	    (r = put_files(b, o, err, errlen)) != SM_OK)
+		goto out;
+	started_at = clock_wall_s();
+	r = exec_result(box_exec(b, &ex, ev, res));
+	if (r == SM_INVALID)
+		snprintf(err, errlen, "%s", BOX_EINVAL_REASON);
+	if (r == SM_GONE) {
+		/* Killed before it ran: by a shutdown, or it never came up. */
+		snprintf(err, errlen, "%s", box_dead_reason(b));
+		pthread_mutex_lock(&m->lock);
+		r = m->stopping ? SM_STOPPING : SM_START_FAILED;
+		pthread_mutex_unlock(&m->lock);
+	}
+	if (r != SM_OK)
+		goto out;
+	finished(m, NULL, &ex, &o->limits, started_at, res);
+	/* After the record took its copy: file contents are the client's,
+	 * not the record's. */
+	if (o->return_files &&
+	    box_files_inline(b, res->files, (const char *const *)o->patterns, o->npatterns,
+			     o->return_file_max ? o->return_file_max : m->cfg->max_return_file_bytes,
+			     o->return_total_max ? o->return_total_max :
+						   m->cfg->max_return_files_bytes) < 0)
+		r = SM_NO_MEMORY;
+out:
+	if (b)
+		oneshot_end(m, b);
+	exec_slot_give(m);
+	return r;
 }

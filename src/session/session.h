@@ -20,6 +20,7 @@
 #include <stdbool.h>
 
 #include "config/config.h"
+#include "exec/request.h"
 #include "jail/jail.h"
 #include "runtime/box.h"
 #include "runtime/result.h"
@@ -37,26 +38,39 @@ struct session_params {
 	const char *const *env;		/* extra "NAME=value", NULL-terminated */
 };
 
-/* Errors beyond plain errnos, for the API to map to statuses. */
-#define SM_ENOTFOUND	(-ENOENT)	/* no such session (or deleted) */
-#define SM_EGONE	(-ESHUTDOWN)	/* expired or died: see the reason */
-#define SM_EBUSY	(-EBUSY)	/* an execution is running */
-#define SM_ECAPACITY	(-EAGAIN)	/* session or execution cap reached */
-#define SM_ESTOPPING	(-ECANCELED)	/* the server is shutting down */
+/* What the session manager answers.  Front ends map each to their own
+ * words (an HTTP status, an MCP error text, an exit status); the sentence
+ * of sm_result_message() fits any of them. */
+enum sm_result {
+	SM_OK = 0,
+	SM_NOT_FOUND,		/* no such session (or deleted) */
+	SM_GONE,		/* expired or died: see the reason */
+	SM_BUSY,		/* an execution is running */
+	SM_CAPACITY,		/* session or execution cap reached */
+	SM_STOPPING,		/* the server is shutting down */
+	SM_START_FAILED,	/* the sandbox did not start: see err */
+	SM_INVALID,		/* the request cannot run: see err */
+	SM_TOO_LARGE,		/* a file does not fit in /work: see err */
+	SM_NO_MEMORY,		/* the daemon is out of memory */
+};
+
+/* A sentence for r, for when there is no reason more precise. */
+const char *sm_result_message(enum sm_result r);
 
 int smgr_new(const struct petri_config *cfg, struct jail_host *host,
 	     struct smgr **out, char *err, size_t errlen);
 /* Kill every sandbox, stop the threads, free. */
 void smgr_free(struct smgr *m);
 
-/* A new session.  SM_ECAPACITY, or -EIO with err when the sandbox failed
- * to start. */
-int smgr_create(struct smgr *m, const struct session_params *p,
+/* A new session.  SM_CAPACITY, SM_STOPPING, or SM_START_FAILED with
+ * err. */
+enum sm_result smgr_create(struct smgr *m, const struct session_params *p,
 		struct session **out, char *err, size_t errlen);
-/* Find a session.  SM_ENOTFOUND, or SM_EGONE with the reason. */
-int smgr_lookup(struct smgr *m, const char *id, struct session **out,
+/* Find a session.  SM_NOT_FOUND, or SM_GONE with the reason. */
+enum sm_result smgr_lookup(struct smgr *m, const char *id, struct session **out,
 		char *reason, size_t reasonlen);
-int smgr_delete(struct smgr *m, const char *id);
+/* SM_OK, or SM_NOT_FOUND (never existed, ended or deleted already). */
+enum sm_result smgr_delete(struct smgr *m, const char *id);
 /* Refuse new sessions and kill every sandbox now (executions in flight end
  * as killed); smgr_free() later frees what is left. */
 void smgr_shutdown(struct smgr *m);
@@ -71,27 +85,26 @@ const char *session_id(const struct session *s);
 const char *session_language(const struct session *s);
 const struct petri_limits *session_limits(const struct session *s);
 
-/* Claim the session for one execution: SM_EBUSY if one is running,
- * SM_EGONE if the session died (reason), SM_ECAPACITY over the execution
- * cap.  A claim must be followed by exactly one session_run(). */
-int session_claim(struct smgr *m, struct session *s, char *reason, size_t reasonlen);
-/* Run code in a claimed session and release the claim; as box_exec().  If
- * the execution kills the runtime, the session is dead from then on (later
- * calls get SM_EGONE). */
-int session_run(struct smgr *m, struct session *s, const struct box_exec *ex,
-		const struct box_events *ev, struct result *res);
+/* Claim the session for one execution: SM_BUSY if one is running,
+ * SM_GONE if the session died (reason), SM_CAPACITY over the execution
+ * cap.  A claim must be followed by exactly one session_run() or
+ * session_release(). */
+enum sm_result session_claim(struct smgr *m, struct session *s, char *reason,
+			     size_t reasonlen);
+/* Run code in a claimed session and release the claim: SM_OK with res
+ * filled (whatever the code did: res->status says), SM_GONE if the sandbox
+ * had died (reason), SM_INVALID for code the runtime refuses, SM_NO_MEMORY.
+ * If the execution kills the runtime, the session is dead from then on
+ * (later calls get SM_GONE). */
+enum sm_result session_run(struct smgr *m, struct session *s, const struct box_exec *ex,
+			   const struct box_events *ev, struct result *res, char *reason,
+			   size_t reasonlen);
 /* Give a claim back without running anything. */
 void session_release(struct smgr *m, struct session *s);
 /* session_claim() then session_run(). */
-int session_exec(struct smgr *m, struct session *s, const struct box_exec *ex,
-		 const struct box_events *ev, struct result *res,
-		 char *reason, size_t reasonlen);
-
-/* Count a finished execution in the metrics (by status, duration) and add
- * it to the execution record; session NULL for a one-shot run. */
-void smgr_finished(struct smgr *m, struct session *s, const struct box_exec *ex,
-		   const struct petri_limits *lim, double started_at,
-		   const struct result *res);
+enum sm_result session_exec(struct smgr *m, struct session *s, const struct box_exec *ex,
+			    const struct box_events *ev, struct result *res,
+			    char *reason, size_t reasonlen);
 
 /* What the execution record holds for a session (record_list() in
  * record.h): an array, oldest first, at most limit entries before seq
@@ -112,9 +125,9 @@ void session_touch(struct session *s);
  * used now, under the lock the reaper decides expiry under: a session
  * expired already stays expired.  max_lifetime_s counts from the session's
  * creation, so a shorter one may end the session at the reaper's next
- * look.  0, SM_ENOTFOUND (deleted) or SM_EGONE with the reason. */
-int session_set_lifetime(struct session *s, double idle_timeout_s, double max_lifetime_s,
-			 char *reason, size_t reasonlen);
+ * look.  SM_OK, SM_NOT_FOUND (deleted) or SM_GONE with the reason. */
+enum sm_result session_set_lifetime(struct session *s, double idle_timeout_s,
+				    double max_lifetime_s, char *reason, size_t reasonlen);
 /* Has the session ended (deleted, expired, died)?  Then whatever a
  * reference still holds of its sandbox (an open file of its /work) must be
  * let go: it is no longer counted against max_sessions. */
@@ -130,7 +143,8 @@ void session_note_write(struct session *s);
  * upload holds a reference to s.  write:
  * the next bytes.  finish: commit or abort, then frees up; 0 or -errno
  * (-ENOSPC: /work is full; -ENOMEM: over the session's memory limit, or the
- * session was killed meanwhile). */
+ * session was killed meanwhile; then *ended says whether the kernel killed
+ * the session's processes for the upload's memory, which ended the session). */
 struct session_upload;
 int session_upload_begin(struct smgr *m, struct session *s, const char *path,
 			 struct session_upload **out);
@@ -140,7 +154,7 @@ int session_upload_write(struct session_upload *up, const void *data, size_t len
 int session_upload_offer(struct session_upload *up, const void *data, size_t len,
 			 size_t *taken);
 int session_upload_fd(const struct session_upload *up);
-int session_upload_finish(struct session_upload *up, bool commit);
+int session_upload_finish(struct session_upload *up, bool commit, bool *ended);
 /* Abort without waiting for the sandbox (files_sink_cancel), then reap
  * until true, which frees up: when session_upload_exit_fd() is readable,
  * or now and then when it is -1. */
@@ -148,30 +162,18 @@ void session_upload_cancel(struct session_upload *up);
 int session_upload_exit_fd(const struct session_upload *up);
 bool session_upload_reap(struct session_upload *up);
 
-/* A one-shot sandbox: created, used once and destroyed by the caller with
- * smgr_oneshot_end().  Counts against the session cap while it lives. */
-int smgr_oneshot_begin(struct smgr *m, const struct petri_limits *lim,
-		       struct box **out, char *err, size_t errlen);
-void smgr_oneshot_end(struct smgr *m, struct box *b);
-/* Before smgr_oneshot_end(): put the content of the files the execution
- * wrote (files, the result's array of {"path", "size"}) inline, read as the
- * sandbox's user like a download.  Those whose path matches one of the
- * patterns (fnmatch(3) without flags, relative to /work; NULL: every file)
- * gain "content_base64", "truncated": false; one over max_return_file_kb,
- * past max_return_files_mb with the others, or unreadable gains
- * "truncated": true and a "reason" instead.  0 or -ENOMEM. */
-int smgr_oneshot_files(const struct smgr *m, struct box *b, json_t *files,
-		       const char *const *patterns, size_t npatterns);
-/* The same with the caps given (petri run --save-dir: the workspace's size). */
-int session_box_files(struct box *b, json_t *files, const char *const *patterns,
-		      size_t npatterns, uint64_t per_file, uint64_t total);
-/* Take an execution slot (SM_ECAPACITY when none) and give it back. */
-int smgr_exec_slot_take(struct smgr *m);
-void smgr_exec_slot_give(struct smgr *m);
-
-/* Fill a box_config from limits and the operator's binds; the caller sets
- * bc->env. */
-void smgr_box_config(const struct smgr *m, const struct petri_limits *lim,
-		     struct box_config *bc);
+/* A one-shot (request.h): a fresh sandbox with the request's limits, its
+ * files written into /work, one execution, and then the sandbox is gone.
+ * It takes an execution slot and counts against the session cap while it
+ * lives; it is recorded under no session.  SM_OK with res filled (and, with
+ * return_files, each file written that is asked for carries
+ * "content_base64" and "truncated": false, or "truncated": true and a
+ * "reason" when over a cap or unreadable), SM_CAPACITY, SM_STOPPING,
+ * SM_START_FAILED, SM_INVALID or SM_TOO_LARGE (a file in: err says which),
+ * SM_NO_MEMORY. */
+struct oneshot;
+enum sm_result smgr_oneshot(struct smgr *m, const struct oneshot *o,
+			    const struct box_events *ev, struct result *res, char *err,
+			    size_t errlen);
 
 #endif

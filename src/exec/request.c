@@ -1,0 +1,348 @@
+#include "exec/request.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/files.h"
+#include "runtime/languages.h"
+#include "util/base64.h"
+
+static bool refuse(struct request_error *e, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static bool refuse(struct request_error *e, const char *code, const char *fmt, ...)
+{
+	va_list ap;
+
+	e->code = code;
+	va_start(ap, fmt);
+	vsnprintf(e->message, sizeof(e->message), fmt, ap);
+	va_end(ap);
+	return false;
+}
+
+static bool out_of_memory(struct request_error *e)
+{
+	return refuse(e, "internal", "out of memory");
+}
+
+/* Only the keys of allowed (NULL-terminated) in obj. */
+static bool only_keys(const json_t *obj, const char *const *allowed, const char *where,
+		      struct request_error *e)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach((json_t *)obj, k, v) {
+		bool ok = false;
+
+		for (size_t i = 0; allowed[i] && !ok; i++)
+			ok = !strcmp(k, allowed[i]);
+		if (!ok)
+			return refuse(e, "invalid_request", "%s: unknown field '%.100s'", where, k);
+	}
+	return true;
+}
+
+/* A number of obj at key within [min, max]: absent keeps *out. */
+static bool number(const json_t *obj, const char *key, double min, double max,
+		   const char *why_max, double *out, struct request_error *e)
+{
+	json_t *v = json_object_get(obj, key);
+
+	if (!v)
+		return true;
+	if (!json_is_number(v) || !isfinite(json_number_value(v)) ||
+	    json_number_value(v) < min || json_number_value(v) > max)
+		return refuse(e, "invalid_request", "'%s' must be a number from %g to %g%s", key,
+			      min, max, why_max);
+	*out = json_number_value(v);
+	return true;
+}
+
+/* ---- limits ----------------------------------------------------------- */
+
+bool request_limits(const struct petri_config *cfg, const json_t *limits,
+		    struct petri_limits *out, struct request_error *e)
+{
+	const char *k;
+	json_t *v;
+
+	*out = cfg->defaults;
+	if (!limits || json_is_null(limits))
+		return true;
+	if (!json_is_object(limits))
+		return refuse(e, "invalid_request", "'limits' must be an object of %s, %s, %s, "
+			      "%s, %s and %s", limit_rules[0].name, limit_rules[1].name,
+			      limit_rules[2].name, limit_rules[3].name, limit_rules[4].name,
+			      limit_rules[5].name);
+	json_object_foreach((json_t *)limits, k, v) {
+		const struct limit_rule *r = limit_rule_find(k);
+		double x = json_number_value(v), max;
+
+		if (!r)
+			return refuse(e, "invalid_request", "'limits': unknown field '%.100s'", k);
+		/* Asking for more than the operator allows is an error, not a
+		 * silent cap: the client should know what it gets. */
+		max = limit_get(&cfg->max, r);
+		if (!json_is_number(v) || !isfinite(x) || x < r->min || x > max ||
+		    (r->integer && !json_is_integer(v)))
+			return refuse(e, "invalid_request", "'limits.%s' must be %s from %g to %g "
+				      "%s (the most this server allows)", r->name,
+				      r->integer ? "an integer" : "a number", r->min, max, r->unit);
+		limit_set(out, r, x);
+	}
+	return true;
+}
+
+/* ---- language, variables ---------------------------------------------- */
+
+bool request_language(const json_t *v, const char **name, struct request_error *e)
+{
+	const struct language *l;
+
+	if (!v || json_is_null(v))
+		return true;
+	if (!(l = lang_from_json(v, e->message, sizeof(e->message)))) {
+		e->code = "invalid_request";
+		return false;
+	}
+	*name = l->name;
+	return true;
+}
+
+static bool env_name_ok(const char *k)
+{
+	if (!*k || strlen(k) > 128 || (*k >= '0' && *k <= '9'))
+		return false;
+	for (; *k; k++)
+		if (!((*k >= 'A' && *k <= 'Z') || (*k >= 'a' && *k <= 'z') ||
+		      (*k >= '0' && *k <= '9') || *k == '_'))
+			return false;
+	return true;
+}
+
+/* Set by petri in every sandbox, or by the operator: a client may not
+ * change them. */
+static bool env_reserved(const struct petri_config *cfg, const char *name)
+{
+	static const char *const fixed[] = {
+		"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TMPDIR", "MPLCONFIGDIR",
+		"XDG_CACHE_HOME", NULL
+	};
+	size_t n = strlen(name);
+
+	for (size_t i = 0; fixed[i]; i++)
+		if (!strcmp(name, fixed[i]))
+			return true;
+	for (size_t i = 0; i < cfg->nenv; i++)
+		if (!strncmp(cfg->env[i], name, n) && cfg->env[i][n] == '=')
+			return true;
+	return false;
+}
+
+char **request_env(const struct petri_config *cfg, const json_t *env,
+		   struct request_error *e)
+{
+	size_t n = 0, bytes = 0;
+	const char *k;
+	char **out;
+	json_t *v;
+
+	if (!env || json_is_null(env)) {
+		if (!(out = calloc(1, sizeof(char *))))
+			out_of_memory(e);
+		return out;
+	}
+	if (!json_is_object(env) || json_object_size(env) > REQUEST_ENV_MAX) {
+		refuse(e, "invalid_request", "'env' must be an object of at most %d string "
+		       "values", REQUEST_ENV_MAX);
+		return NULL;
+	}
+	if (!(out = calloc(json_object_size(env) + 1, sizeof(*out)))) {
+		out_of_memory(e);
+		return NULL;
+	}
+	json_object_foreach((json_t *)env, k, v) {
+		const char *why = NULL;
+
+		bytes += strlen(k) + json_string_length(v) + 2;
+		if (!env_name_ok(k))
+			why = "names are [A-Za-z_][A-Za-z0-9_]*";
+		else if (!json_is_string(v) ||
+			 memchr(json_string_value(v), '\0', json_string_length(v)))
+			why = "values are strings without NUL";
+		else if (env_reserved(cfg, k))
+			why = "it is set by petri (PATH, HOME, USER, LOGNAME, SHELL, TMPDIR, "
+			      "MPLCONFIGDIR, XDG_CACHE_HOME) or by the operator";
+		else if (bytes > REQUEST_ENV_BYTES)
+			why = "all variables together may take 64 KiB";
+		if (why)
+			refuse(e, "invalid_request", "env '%.100s': %s", k, why);
+		else if (asprintf(&out[n], "%s=%s", k, json_string_value(v)) < 0)
+			out_of_memory(e);
+		else {
+			n++;
+			continue;
+		}
+		box_env_free(out);
+		return NULL;
+	}
+	return out;
+}
+
+/* ---- executions ------------------------------------------------------- */
+
+static bool code_ok(const json_t *code, struct request_error *e)
+{
+	if (!json_is_string(code))
+		return refuse(e, "invalid_request", "'code' (a string) is required");
+	if (json_string_length(code) > BOX_CODE_MAX ||
+	    memchr(json_string_value(code), '\0', json_string_length(code)))
+		return refuse(e, "invalid_request", "'code' must be at most %u bytes and "
+			      "contain no NUL", BOX_CODE_MAX);
+	return true;
+}
+
+bool request_exec(const struct petri_config *cfg, const json_t *obj, const char *language,
+		  const struct petri_limits *lim, struct box_exec *ex, struct request_error *e)
+{
+	json_t *code = json_object_get(obj, "code");
+	char **env;
+
+	memset(ex, 0, sizeof(*ex));
+	ex->cancel_fd = -1;
+	ex->language = language;
+	ex->timeout_s = lim->timeout_s;
+	if (!code_ok(code, e) ||
+	    !request_language(json_object_get(obj, "language"), &ex->language, e) ||
+	    !number(obj, "timeout_s", 0.1, lim->timeout_s, " (the sandbox's timeout_s limit)",
+		    &ex->timeout_s, e))
+		return false;
+	/* Last: nothing fails after it, so a refusal leaves nothing behind. */
+	if (!(env = request_env(cfg, json_object_get(obj, "env"), e)))
+		return false;
+	ex->code = json_string_value(code);
+	ex->output_cap = (size_t)lim->output_kb << 10;
+	ex->env = (const char *const *)env;
+	return true;
+}
+
+void request_exec_release(struct box_exec *ex)
+{
+	box_env_free((char **)ex->env);
+	ex->env = NULL;
+}
+
+bool request_lifetime(const struct petri_config *cfg, const json_t *obj, double *idle,
+		      double *life, struct request_error *e)
+{
+	return number(obj, "idle_timeout_s", 1, cfg->idle_timeout_s,
+		      " (this server's idle_timeout_s)", idle, e) &&
+	       number(obj, "max_lifetime_s", 1, cfg->max_lifetime_s,
+		      " (this server's max_lifetime_s)", life, e);
+}
+
+/* ---- one-shots -------------------------------------------------------- */
+
+static bool oneshot_files(const json_t *files, struct oneshot *o, struct request_error *e)
+{
+	static const char *const keys[] = { "path", "content_base64", NULL };
+	json_t *f;
+	size_t i;
+
+	if (!files || json_is_null(files))
+		return true;
+	if (!json_is_array(files) || json_array_size(files) > REQUEST_FILES_MAX)
+		return refuse(e, "invalid_request", "'files' must be an array of at most %d "
+			      "objects", REQUEST_FILES_MAX);
+	if (!(o->files = calloc(json_array_size(files) + 1, sizeof(*o->files))))
+		return out_of_memory(e);
+	json_array_foreach(files, i, f) {
+		json_t *path = json_object_get(f, "path"), *data = json_object_get(f, "content_base64");
+		struct oneshot_file *of = &o->files[i];
+		char where[32], why[160];
+
+		snprintf(where, sizeof(where), "files[%zu]", i);
+		if (!json_is_object(f) || !json_is_string(path) || !json_is_string(data))
+			return refuse(e, "invalid_request", "%s needs string 'path' and "
+				      "'content_base64'", where);
+		if (!only_keys(f, keys, where, e))
+			return false;
+		if (files_check_path(json_string_value(path), false, why, sizeof(why)) < 0)
+			return refuse(e, "invalid_path", "%s: %s", where, why);
+		if (!(of->path = strdup(json_string_value(path))))
+			return out_of_memory(e);
+		o->nfiles = i + 1;
+		of->data = base64_decode(json_string_value(data), json_string_length(data),
+					 &of->len);
+		if (!of->data)
+			return refuse(e, "invalid_request", "%s.content_base64 is not valid base64",
+				      where);
+	}
+	return true;
+}
+
+/* "return_files": true (every file written), false, or a list of fnmatch
+ * patterns. */
+static bool return_files(const json_t *v, struct oneshot *o, struct request_error *e)
+{
+	json_t *p;
+	size_t i;
+
+	if (!v || json_is_false(v) || json_is_null(v))
+		return true;
+	o->return_files = true;
+	if (json_is_true(v))
+		return true;
+	if (!json_is_array(v) || json_array_size(v) > REQUEST_PATTERNS_MAX)
+		goto bad;
+	if (!(o->patterns = calloc(json_array_size(v) + 1, sizeof(*o->patterns))))
+		return out_of_memory(e);
+	json_array_foreach(v, i, p) {
+		if (!json_is_string(p) || json_string_length(p) > 1024 ||
+		    strlen(json_string_value(p)) != json_string_length(p))
+			goto bad;
+		if (!(o->patterns[o->npatterns] = strdup(json_string_value(p))))
+			return out_of_memory(e);
+		o->npatterns++;
+	}
+	/* An empty list asks for no file; 0 patterns would mean all. */
+	if (!o->npatterns)
+		o->return_files = false;
+	return true;
+bad:
+	return refuse(e, "invalid_request", "'return_files' must be true, false or an array "
+		      "of at most %d glob patterns (strings)", REQUEST_PATTERNS_MAX);
+}
+
+bool request_oneshot(const struct petri_config *cfg, const json_t *obj, struct oneshot *o,
+		     struct request_error *e)
+{
+	memset(o, 0, sizeof(*o));
+	o->ex.cancel_fd = -1;
+	if (!request_limits(cfg, json_object_get(obj, "limits"), &o->limits, e) ||
+	    !request_exec(cfg, obj, lang_table[0].name, &o->limits, &o->ex, e))
+		return false;
+	o->ex.one_shot = true;
+	return return_files(json_object_get(obj, "return_files"), o, e) &&
+	       oneshot_files(json_object_get(obj, "files"), o, e);
+}
+
+void oneshot_release(struct oneshot *o)
+{
+	request_exec_release(&o->ex);
+	for (size_t i = 0; i < o->nfiles; i++) {
+		free(o->files[i].path);
+		free(o->files[i].data);
+	}
+	free(o->files);
+	for (size_t i = 0; i < o->npatterns; i++)
+		free(o->patterns[i]);
+	free(o->patterns);
+	memset(o, 0, sizeof(*o));
+	o->ex.cancel_fd = -1;
+}

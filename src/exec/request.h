@@ -1,0 +1,97 @@
+/* request — what a client may ask for, checked in one place for every front
+ * end: the HTTP API, MCP, petri run and petri ask, and any later one.
+ *
+ * A request arrives as JSON (the HTTP body, MCP's tool arguments) or as
+ * command-line flags, which petri run turns into the same JSON; either way
+ * these functions decide, with one set of rules and one set of messages:
+ *   - a sandbox's limits: limit_rules' minimums, the configuration's
+ *     [max_limits] as maximums (asking for more is an error, never a silent
+ *     cap), the configuration's [limits] for what is not asked;
+ *   - an execution: code, language (languages.h), a timeout within the
+ *     limits of the sandbox it runs in, variables;
+ *   - a session's variables and timeouts within the configuration's;
+ *   - a one-shot's files in and the files it returns.
+ * Nothing here touches a sandbox: the result is a struct the session layer
+ * runs (session.h).  Messages quote at most a short piece of what the
+ * client sent. */
+#ifndef PETRI_REQUEST_H
+#define PETRI_REQUEST_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config/config.h"
+#include "runtime/box.h"
+
+#define REQUEST_ENV_MAX		64		/* variables per session or execution */
+#define REQUEST_ENV_BYTES	(64u << 10)	/* all of them, as NAME=value */
+#define REQUEST_FILES_MAX	100		/* a one-shot's files in */
+#define REQUEST_PATTERNS_MAX	64		/* return_files globs */
+
+/* Why a request was refused: a machine-readable code ("invalid_request",
+ * "invalid_path") and a sentence for a person (or a model) to act on. */
+struct request_error {
+	const char *code;
+	char message[512];
+};
+
+/* "limits": an object of limit_rules keys (NULL or null: none), over
+ * cfg->defaults into *out. */
+bool request_limits(const struct petri_config *cfg, const json_t *limits,
+		    struct petri_limits *out, struct request_error *e);
+
+/* "language": a name or alias of lang_table; NULL or null keeps *name. */
+bool request_language(const json_t *v, const char **name, struct request_error *e);
+
+/* "env": {"NAME": "value"} (NULL or null: none) -> a NULL-terminated
+ * "NAME=value" array to box_env_free(); NULL with e when refused (or out of
+ * memory: e->code "internal").  Names petri or the operator sets are
+ * refused. */
+char **request_env(const struct petri_config *cfg, const json_t *env,
+		   struct request_error *e);
+
+/* An execution from obj's "code", "language", "timeout_s" and "env", to
+ * run in a sandbox with limits lim whose default language is language:
+ * the timeout is at most lim's, the output capped by lim.  Release with
+ * request_exec_release() whatever it returns. */
+bool request_exec(const struct petri_config *cfg, const json_t *obj, const char *language,
+		  const struct petri_limits *lim, struct box_exec *ex, struct request_error *e);
+void request_exec_release(struct box_exec *ex);
+
+/* "idle_timeout_s" and "max_lifetime_s" of obj: each absent (keeps *idle,
+ * *life) or from 1 s to the configuration's value, which is also the
+ * default. */
+bool request_lifetime(const struct petri_config *cfg, const json_t *obj, double *idle,
+		      double *life, struct request_error *e);
+
+/* A one-shot: a fresh sandbox, files put in, one execution, the files it
+ * wrote (optionally) returned, the sandbox gone. */
+struct oneshot_file {
+	char *path;			/* relative to /work, checked */
+	unsigned char *data;
+	size_t len;
+};
+
+struct oneshot {
+	struct petri_limits limits;
+	struct box_exec ex;
+	struct oneshot_file *files;
+	size_t nfiles;
+	bool return_files;		/* the content of the files written */
+	char **patterns;		/* ... only those matching one (fnmatch) */
+	size_t npatterns;		/* 0: every file */
+	/* Caps of the files returned: each and all together; 0: the
+	 * configuration's max_return_file_kb and max_return_files_mb. */
+	uint64_t return_file_max, return_total_max;
+};
+
+/* POST /v1/execute's body (and MCP's, petri run's): "code", "language",
+ * "limits", "timeout_s", "env", "files" [{path, content_base64}],
+ * "return_files" (true, false or a list of globs).  Unknown keys are the
+ * caller's business (http_only_keys).  Release with oneshot_release(). */
+bool request_oneshot(const struct petri_config *cfg, const json_t *obj, struct oneshot *o,
+		     struct request_error *e);
+void oneshot_release(struct oneshot *o);
+
+#endif
