@@ -103,7 +103,7 @@ unit: $(BUILD)/unit-tests
 VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --vgdb=no \
             --suppressions=tests/unit/valgrind.supp \
             --errors-for-leak-kinds=definite --trace-children=yes
-VALGRIND_SUITES := buf cgroup codec config languages lease mcp mounts record util
+VALGRIND_SUITES := buf cgroup codec config languages lease mcp mounts record request util
 ifneq ($(SAN),)
 unit-valgrind:
 	@echo "unit-valgrind: skipped in the sanitizer build (valgrind cannot run sanitized code)"

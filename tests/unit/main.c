@@ -20,6 +20,7 @@ int main(void)
 		mounts_suite,
 		policy_suite,
 		record_suite,
+		request_suite,
 		util_suite,
 	};
 	SRunner *sr = srunner_create(NULL);

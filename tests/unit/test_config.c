@@ -106,25 +106,6 @@ START_TEST(test_refused)
 }
 END_TEST
 
-START_TEST(test_client_limits)
-{
-	struct petri_config c;
-	struct petri_limits want;
-	char err[256];
-
-	config_defaults(&c);
-	want = c.defaults;
-	ck_assert_int_eq(config_check_limits(&c, &want, err, sizeof(err)), 0);
-	want.memory_mb = c.max.memory_mb + 1;
-	ck_assert_int_lt(config_check_limits(&c, &want, err, sizeof(err)), 0);
-	ck_assert_ptr_nonnull(strstr(err, "memory_mb"));
-	want = c.defaults;
-	want.timeout_s = c.max.timeout_s * 2;
-	ck_assert_int_lt(config_check_limits(&c, &want, err, sizeof(err)), 0);
-	ck_assert_ptr_nonnull(strstr(err, "timeout_s"));
-}
-END_TEST
-
 START_TEST(test_listen)
 {
 	struct petri_config c;
@@ -154,7 +135,6 @@ Suite *config_suite(void)
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_file);
 	tcase_add_test(tc, test_refused);
-	tcase_add_test(tc, test_client_limits);
 	tcase_add_test(tc, test_listen);
 	suite_add_tcase(s, tc);
 	return s;
