@@ -30,6 +30,7 @@ struct run {
 	json_t *transcript;
 	json_t *steps;
 	json_t *written;		/* paths the code wrote, for keep_files */
+	json_t *sessions;		/* the ids of the sessions code ran in, in order */
 	unsigned round;
 	long long prompt_tokens, completion_tokens;
 };
@@ -124,12 +125,23 @@ static char *tool_text(struct run *rn, json_t *result, json_t *images)
 	return buf_detach(&b, NULL);
 }
 
+/* Remember a session that ran code, once, in the order of first use. */
+static void note_session(struct run *rn, const char *sid)
+{
+	size_t n = json_array_size(rn->sessions);
+
+	/* Sessions are used one after the other: a new one is the last. */
+	if (!n || strcmp(json_string_value(json_array_get(rn->sessions, n - 1)), sid))
+		json_array_append_new(rn->sessions, json_string(sid));
+}
+
 static json_t *call_tool(struct run *rn, const struct chat_tool_call *tc)
 {
 	const struct agent_events *ev = rn->cfg->ev;
 	json_t *step = json_pack("{s:s, s:s, s:s}", "id", tc->id, "name", tc->name,
 				 "arguments", tc->arguments);
 	json_t *args = NULL, *result = NULL, *execution = NULL, *images = json_array();
+	char sid[SESSION_ID_LEN + 1] = "";
 	json_error_t jerr;
 	char *text = NULL;
 	bool is_error = true;
@@ -163,6 +175,9 @@ static json_t *call_tool(struct run *rn, const struct chat_tool_call *tc)
 	result = tools_call(rn->cfg->tools, "execute", args, -1, &execution);
 	if (!result)
 		goto out;
+	tools_last_session(rn->cfg->tools, sid);
+	if (sid[0])
+		note_session(rn, sid);
 	is_error = json_is_true(json_object_get(result, "isError"));
 	text = tool_text(rn, result, images);
 	if (execution) {
@@ -188,6 +203,7 @@ told:
 		ev->output(ev->ctx, text, is_error);
 	for (size_t i = 0; ev && ev->image && i < json_array_size(images); i++)
 		ev->image(ev->ctx, json_string_value(json_array_get(images, i)));
+	json_object_set_new(step, "session", sid[0] ? json_string(sid) : json_null());
 	json_object_set_new(step, "is_error", json_boolean(is_error));
 	json_object_set_new(step, "output", json_string(text));
 	json_object_set_new(step, "images", images);
@@ -271,6 +287,47 @@ static void keep_files(struct run *rn)
 	json_object_set_new(rn->transcript, "saved_files", saved);
 }
 
+/* What the record holds of one session, oldest first: every page of its
+ * listing (a question's sandbox may run more than fits one).  New
+ * reference, or NULL when out of memory. */
+static json_t *session_record(struct smgr *sm, const char *sid)
+{
+	json_t *all = json_array(), *page;
+	bool truncated = true;
+	int64_t before = 0;
+
+	while (all && truncated) {
+		page = smgr_executions(sm, sid, 1000, before, &truncated);
+		if (!page || json_array_size(page) == 0 || json_array_extend(page, all) < 0) {
+			json_decref(page);
+			break;
+		}
+		json_decref(all);
+		all = page;
+		before = json_integer_value(json_object_get(json_array_get(all, 0), "seq"));
+	}
+	return all;
+}
+
+/* The record of what ran: each entry as GET /v1/sessions/{id}/executions
+ * lists it, with the session it ran in. */
+static void add_record(struct run *rn)
+{
+	json_t *all = json_array(), *sid;
+	size_t i, n = json_array_size(rn->sessions);
+
+	json_array_foreach(rn->sessions, i, sid) {
+		json_t *mine = rn->cfg->sm ? session_record(rn->cfg->sm, json_string_value(sid)) :
+					     NULL;
+
+		json_array_extend(all, mine);
+		json_decref(mine);
+	}
+	json_object_set(rn->transcript, "session", n ? json_array_get(rn->sessions, n - 1) :
+						       json_null());
+	json_object_set_new(rn->transcript, "executions", all);
+}
+
 static void finish(struct run *rn, const char *status, const char *answer, const char *error)
 {
 	json_object_set_new(rn->transcript, "status", json_string(status));
@@ -282,6 +339,7 @@ static void finish(struct run *rn, const char *status, const char *answer, const
 		"prompt_tokens", rn->prompt_tokens >= 0 ? json_integer(rn->prompt_tokens) : json_null(),
 		"completion_tokens", rn->completion_tokens >= 0 ?
 		json_integer(rn->completion_tokens) : json_null()));
+	add_record(rn);
 	if (rn->cfg->keep_files)
 		keep_files(rn);
 }
@@ -305,8 +363,9 @@ enum agent_status agent_run(const struct agent_config *cfg, const char *question
 	rn.transcript = json_pack("{s:s, s:s, s:[], s:[]}", "question", question, "model",
 				  cfg->model, "steps", "messages");
 	rn.written = json_object();
+	rn.sessions = json_array();
 	*transcript = rn.transcript;
-	if (!rn.transcript || !rn.written)
+	if (!rn.transcript || !rn.written || !rn.sessions)
 		goto oom;
 	rn.steps = json_object_get(rn.transcript, "steps");
 	rn.messages = json_object_get(rn.transcript, "messages");
@@ -399,5 +458,6 @@ out:
 	buf_release(&user);
 	json_decref(rn.tools);
 	json_decref(rn.written);
+	json_decref(rn.sessions);
 	return st;
 }

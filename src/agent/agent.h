@@ -8,7 +8,8 @@
  *   round limit is reached.  A round is one request to the model.
  *
  * Every step is told to the caller as it happens (struct agent_events) and
- * recorded in a transcript (JSON).  Charts are saved as PNG files in
+ * recorded in a transcript (JSON), with what the execution record holds
+ * of every execution it ran (docs/ask.md).  Charts are saved as PNG files in
  * save_dir; with keep_files, the files the code wrote are copied there
  * too.  The model's replies are untrusted: chat_parse_reply() validates
  * them, and a malformed tool call becomes a tool message that tells the
@@ -44,6 +45,7 @@ struct agent_events {
 struct agent_config {
 	struct chat_client *chat;
 	struct tools *tools;
+	struct smgr *sm;		/* the tools' sessions: their record (NULL: none) */
 	const char *model;
 	unsigned max_rounds;
 	const char *save_dir;		/* an existing directory for charts (and files) */

@@ -7,7 +7,6 @@
 #include "api/http.h"
 #include "runtime/languages.h"
 #include "util/log.h"
-#include "util/num.h"
 
 /* ---- shared helpers --------------------------------------------------- */
 
@@ -219,24 +218,16 @@ out:
  * the client to ask for the older ones with `before`. */
 static enum MHD_Result executions(struct api_req *rq, const char *id)
 {
-	const char *limit_arg = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND,
-							      "limit");
-	const char *before_arg = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND,
-							       "before");
 	enum MHD_Result answered = MHD_NO;
 	struct session *s;
 	json_t *list;
-	uint32_t limit = 100, before = 0;
+	uint32_t limit, before;
 	bool truncated;
 
 	if (strcmp(rq->method, "GET"))
 		return http_not_allowed(rq, "GET");
-	if (limit_arg && !num_u32(limit_arg, 1, 1000, &limit))
-		return http_error(rq, 400, "invalid_request",
-				  "'limit' must be an integer from 1 to 1000");
-	if (before_arg && !num_u32(before_arg, 1, UINT32_MAX, &before))
-		return http_error(rq, 400, "invalid_request",
-				  "'before' must be the seq of an execution (an integer from 1)");
+	if (!http_list_args(rq, &limit, &before, &answered))
+		return answered;
 	list = smgr_executions(rq->sm, id, (int)limit, before, &truncated);
 	if (!list)
 		return http_error(rq, 500, "internal", "out of memory");

@@ -84,8 +84,10 @@ enum MHD_Result mcp_http_refuse(struct api_req *rq, unsigned status, const char 
 /* Does the client want Server-Sent Events? */
 bool http_wants_sse(struct api_req *rq);
 
-/* Handlers (handlers.c, files.c, stream.c). */
+/* Handlers (handlers.c, files.c, stream.c, record.c). */
 enum MHD_Result handle_sessions(struct api_req *rq);
+/* GET /v1/executions: the whole record, newest first. */
+enum MHD_Result handle_executions(struct api_req *rq);
 enum MHD_Result handle_session(struct api_req *rq, const char *id, const char *rest);
 enum MHD_Result handle_oneshot(struct api_req *rq);
 enum MHD_Result handle_files(struct api_req *rq, struct session *s, const char *path,
@@ -141,5 +143,11 @@ enum MHD_Result http_session_error(struct api_req *rq, enum sm_result r, const c
 /* A request the request model refused (exec/request.h): 400, or 500 when
  * the daemon ran out of memory deciding. */
 enum MHD_Result http_request_error(struct api_req *rq, const struct request_error *e);
+
+/* The `limit` (1 to 1000, default 100) and `before` (a seq, 0: none) of a
+ * listing of the execution record (record.c).  On a bad one answers 400
+ * and returns false (then return *answered). */
+bool http_list_args(struct api_req *rq, uint32_t *limit, uint32_t *before,
+		    enum MHD_Result *answered);
 
 #endif

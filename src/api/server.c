@@ -304,6 +304,8 @@ static enum MHD_Result route(struct api_req *rq)
 		return handle_mcp(rq);
 	if (!strcmp(url, "/v1/sessions"))
 		return handle_sessions(rq);
+	if (!strcmp(url, "/v1/executions"))
+		return handle_executions(rq);
 	if (!strcmp(url, "/v1/execute")) {
 		if (strcmp(m, "POST"))
 			return http_not_allowed(rq, "POST");

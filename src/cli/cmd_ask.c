@@ -328,7 +328,8 @@ int cmd_ask(int argc, char **argv)
 		struct agent_events ev = { .code = on_code, .output = on_output, .image = on_image,
 					   .note = on_note };
 		struct agent_config ac = {
-			.chat = chat, .tools = tools, .model = model, .max_rounds = max_rounds,
+			.chat = chat, .tools = tools, .sm = l.sm, .model = model,
+			.max_rounds = max_rounds,
 			.save_dir = save_dir, .keep_files = save_dir != tmpdir,
 			.file_max = l.cfg.max_file_bytes, .ev = json_out ? NULL : &ev,
 		};

@@ -26,8 +26,9 @@ struct tools {
 	struct smgr *sm;
 	const struct petri_config *cfg;
 	pthread_mutex_t call;		/* one tool call at a time */
-	pthread_mutex_t lock;		/* sid and closed */
+	pthread_mutex_t lock;		/* sid, used and closed */
 	char sid[SESSION_ID_LEN + 1];	/* "" before first use */
+	char used[SESSION_ID_LEN + 1];	/* where the last call ran, "" nowhere */
 	bool closed;
 };
 
@@ -698,6 +699,14 @@ void tools_free(struct tools *t)
 	free(t);
 }
 
+/* Note the session a call runs its tool in (tools_last_session()). */
+static void set_used(struct tools *t, const char *sid)
+{
+	pthread_mutex_lock(&t->lock);
+	snprintf(t->used, sizeof(t->used), "%s", sid);
+	pthread_mutex_unlock(&t->lock);
+}
+
 static json_t *reset(struct tools *t)
 {
 	char sid[SESSION_ID_LEN + 1], err[512] = "";
@@ -731,6 +740,7 @@ json_t *tools_call(struct tools *t, const char *name, json_t *args, int cancel_f
 		*execution = NULL;
 	if (!tl)
 		return NULL;
+	set_used(t, "");
 	if (!args)
 		args = empty = json_object();
 	if ((out = check_args(t, tl, args)))
@@ -745,6 +755,7 @@ json_t *tools_call(struct tools *t, const char *name, json_t *args, int cancel_f
 		session_put(s);
 		out = error_result("%s", note);
 	} else {
+		set_used(t, session_id(s));
 		out = tl->run(t, s, args, cancel_fd, execution);
 		session_put(s);
 	}
@@ -752,6 +763,13 @@ json_t *tools_call(struct tools *t, const char *name, json_t *args, int cancel_f
 done:
 	json_decref(empty);
 	return out;
+}
+
+void tools_last_session(struct tools *t, char out[SESSION_ID_LEN + 1])
+{
+	pthread_mutex_lock(&t->lock);
+	memcpy(out, t->used, SESSION_ID_LEN + 1);
+	pthread_mutex_unlock(&t->lock);
 }
 
 /* ---- definitions ------------------------------------------------------- */

@@ -52,6 +52,12 @@ bool tools_known(const char *name);
 json_t *tools_call(struct tools *t, const char *name, json_t *args, int cancel_fd,
 		   json_t **execution);
 
+/* The id of the session the last tools_call() on t ran its tool in, or ""
+ * when it ran none (bad arguments, no sandbox, reset): where the record
+ * keeps what it ran (smgr_executions()), also after that session ended.
+ * For a caller that makes one call at a time (petri ask). */
+void tools_last_session(struct tools *t, char out[SESSION_ID_LEN + 1]);
+
 /* Put a file into /work (for `petri ask --file`).  0 or -errno with err. */
 int tools_upload(struct tools *t, const char *path, const void *data, size_t len,
 		 char *err, size_t errlen);

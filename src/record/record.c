@@ -13,7 +13,8 @@
 struct record {
 	sqlite3 *db;
 	pthread_mutex_t lock;
-	sqlite3_stmt *insert, *list;
+	/* A listing: one session's; every execution; the one-shot runs'. */
+	sqlite3_stmt *insert, *list, *list_all, *list_oneshots;
 	/* (seq, bytes) oldest first and a cut, over the record and over one
 	 * session; a session's usage. */
 	sqlite3_stmt *scan_all, *cut_all, *scan_session, *cut_session, *usage_session;
@@ -54,6 +55,9 @@ static const char indexes[] =
 	"CREATE INDEX IF NOT EXISTS executions_session_bytes"
 	"  ON executions(session, seq, bytes);";
 
+#define LIST_COLUMNS \
+	"seq, started_at, language, code, status, limits, result, code_truncated, session"
+
 static const struct {
 	size_t off;
 	const char *sql;
@@ -61,9 +65,17 @@ static const struct {
 	{ offsetof(struct record, insert),
 	  "INSERT INTO executions (session, started_at, language, code, status,"
 	  " limits, result, code_truncated, bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)" },
+	/* The same parameters, each listing the columns row_json() reads:
+	 * ?1 the session (where it is one), ?2 before, ?3 limit. */
 	{ offsetof(struct record, list),
-	  "SELECT seq, started_at, language, code, status, limits, result, code_truncated"
-	  " FROM executions WHERE session = ?1 AND seq < ?2 ORDER BY seq DESC LIMIT ?3" },
+	  "SELECT " LIST_COLUMNS " FROM executions"
+	  " WHERE session = ?1 AND seq < ?2 ORDER BY seq DESC LIMIT ?3" },
+	{ offsetof(struct record, list_all),
+	  "SELECT " LIST_COLUMNS " FROM executions"
+	  " WHERE seq < ?2 ORDER BY seq DESC LIMIT ?3" },
+	{ offsetof(struct record, list_oneshots),
+	  "SELECT " LIST_COLUMNS " FROM executions"
+	  " WHERE session IS NULL AND seq < ?2 ORDER BY seq DESC LIMIT ?3" },
 	{ offsetof(struct record, scan_all), "SELECT seq, bytes FROM executions ORDER BY seq" },
 	{ offsetof(struct record, cut_all), "DELETE FROM executions WHERE seq <= ?1" },
 	{ offsetof(struct record, scan_session),
@@ -424,13 +436,16 @@ static json_t *column_json(sqlite3_stmt *st, int col)
 	return text ? json_loads(text, 0, NULL) : NULL;
 }
 
+/* One entry as it is listed, from a row of LIST_COLUMNS. */
 static json_t *row_json(sqlite3_stmt *st)
 {
 	char when[TIMEFMT_LEN];
 	json_t *limits = column_json(st, 5), *result = column_json(st, 6);
+	const char *session = (const char *)sqlite3_column_text(st, 8);
 
-	return json_pack("{s:I, s:o, s:s, s:s, s:b, s:s, s:o, s:o}",
+	return json_pack("{s:I, s:o, s:o, s:s, s:s, s:b, s:s, s:o, s:o}",
 			 "seq", (json_int_t)sqlite3_column_int64(st, 0),
+			 "session", session ? json_string(session) : json_null(),
 			 "started_at", json_string(timefmt_rfc3339(sqlite3_column_double(st, 1),
 								    when)),
 			 "language", (const char *)sqlite3_column_text(st, 2),
@@ -441,22 +456,22 @@ static json_t *row_json(sqlite3_stmt *st)
 			 "result", result ? result : json_null());
 }
 
-json_t *record_list(struct record *rec, const char *session, int limit, int64_t before,
-		    bool *truncated)
+/* The rows of a listing statement (session: its ?1, or NULL), newest
+ * first, within limit and RECORD_LIST_MAX bytes.  New reference, or NULL
+ * when out of memory. */
+static json_t *list_newest(struct record *rec, sqlite3_stmt *st, const char *session, int limit,
+			   int64_t before, bool *truncated)
 {
-	json_t *newest = json_array(), *list = json_array();
-	sqlite3_stmt *st = rec->list;
-	size_t used = 0, i;
+	json_t *list = json_array();
+	size_t used = 0;
 
 	*truncated = false;
-	if (!newest || !list) {
-		json_decref(newest);
-		json_decref(list);
+	if (!list)
 		return NULL;
-	}
 	pthread_mutex_lock(&rec->lock);
 	sqlite3_reset(st);
-	sqlite3_bind_text(st, 1, session, -1, SQLITE_STATIC);
+	if (session)
+		sqlite3_bind_text(st, 1, session, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, before > 0 ? before : INT64_MAX);
 	sqlite3_bind_int(st, 3, limit);
 	/* Newest first, so that the bound keeps the most recent, as limit
@@ -466,22 +481,44 @@ json_t *record_list(struct record *rec, const char *session, int limit, int64_t 
 		size_t cost = json_escaped_len(sqlite3_column_text(st, 3),
 					       (size_t)sqlite3_column_bytes(st, 3)) +
 			      (size_t)sqlite3_column_bytes(st, 5) +
-			      (size_t)sqlite3_column_bytes(st, 6) + RECORD_ROW_OVERHEAD;
+			      (size_t)sqlite3_column_bytes(st, 6) +
+			      (size_t)sqlite3_column_bytes(st, 8) + RECORD_ROW_OVERHEAD;
 
 		if (used && used + cost > RECORD_LIST_MAX) {
 			*truncated = true;
 			break;
 		}
 		used += cost;
-		json_array_append_new(newest, row_json(st));
+		json_array_append_new(list, row_json(st));
 	}
 	sqlite3_clear_bindings(st);
 	sqlite3_reset(st);
 	pthread_mutex_unlock(&rec->lock);
+	return list;
+}
+
+json_t *record_list(struct record *rec, const char *session, int limit, int64_t before,
+		    bool *truncated)
+{
+	json_t *newest = list_newest(rec, rec->list, session, limit, before, truncated);
+	json_t *list = newest ? json_array() : NULL;
+	size_t i;
+
+	if (!list) {
+		json_decref(newest);
+		return NULL;
+	}
 	for (i = json_array_size(newest); i > 0; i--)
 		json_array_append(list, json_array_get(newest, i - 1));
 	json_decref(newest);
 	return list;
+}
+
+json_t *record_list_all(struct record *rec, enum record_scope scope, int limit, int64_t before,
+			bool *truncated)
+{
+	return list_newest(rec, scope == RECORD_ONESHOTS ? rec->list_oneshots : rec->list_all,
+			   NULL, limit, before, truncated);
 }
 
 int record_usage(struct record *rec, bool all, const char *session, struct record_usage *out)

@@ -1,6 +1,7 @@
 /* record — the execution record: every execution petri serve ran, with its
  * code, language, limits, times and what came out, so that a person can
- * check exactly what ran behind an answer (GET /v1/sessions/{id}/executions).
+ * check exactly what ran behind an answer (GET /v1/sessions/{id}/executions
+ * for one session, GET /v1/executions for all of it, one-shots included).
  *
  * SQLite: in memory by default, or a file that outlives the daemon
  * ([server] record = PATH).  Outputs are stored as the result object without
@@ -68,6 +69,10 @@ struct record_entry {
  * execution itself is not affected). */
 int record_add(struct record *rec, const struct record_entry *e);
 
+/* A listing is an array of entries {"seq", "session" (null for a one-shot
+ * run), "started_at", "language", "code", "code_truncated", "status",
+ * "limits", "result"}: seq orders the whole record, over all sessions. */
+
 /* The executions of a session with seq < before (0: no bound), the most
  * recent at most limit of them and at most RECORD_LIST_MAX bytes, oldest
  * first (new reference), or NULL when out of memory.  *truncated says
@@ -75,6 +80,20 @@ int record_add(struct record *rec, const struct record_entry *e);
  * the seq of the first one listed. */
 json_t *record_list(struct record *rec, const char *session, int limit, int64_t before,
 		    bool *truncated);
+
+/* What record_list_all() lists. */
+enum record_scope {
+	RECORD_ALL,		/* every execution: sessions' and one-shot runs' */
+	RECORD_ONESHOTS,	/* the one-shot runs only */
+};
+
+/* The executions in scope with seq < before (0: no bound), the most recent
+ * at most limit of them and at most RECORD_LIST_MAX bytes, NEWEST first
+ * (new reference), or NULL when out of memory.  *truncated as for
+ * record_list(); the older ones are had with before = the seq of the last
+ * one listed. */
+json_t *record_list_all(struct record *rec, enum record_scope scope, int limit, int64_t before,
+			bool *truncated);
 
 /* What the record holds: all of it (session NULL, all = true), or one
  * session's share (all = false; NULL: the one-shot runs). */

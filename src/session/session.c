@@ -921,6 +921,12 @@ json_t *smgr_executions(struct smgr *m, const char *id, int limit, int64_t befor
 	return record_list(m->record, id, limit, before, truncated);
 }
 
+json_t *smgr_all_executions(struct smgr *m, enum record_scope scope, int limit,
+			    int64_t before, bool *truncated)
+{
+	return record_list_all(m->record, scope, limit, before, truncated);
+}
+
 enum sm_result session_claim(struct smgr *m, struct session *s, char *reason,
 			     size_t reasonlen)
 {

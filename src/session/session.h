@@ -22,6 +22,7 @@
 #include "config/config.h"
 #include "exec/request.h"
 #include "jail/jail.h"
+#include "record/record.h"
 #include "runtime/box.h"
 #include "runtime/result.h"
 
@@ -112,6 +113,11 @@ enum sm_result session_exec(struct smgr *m, struct session *s, const struct box_
  * left older ones out; NULL when out of memory. */
 json_t *smgr_executions(struct smgr *m, const char *id, int limit, int64_t before,
 			bool *truncated);
+/* The whole record, every session's executions and the one-shot runs (or
+ * only those: RECORD_ONESHOTS), NEWEST first, each naming its session
+ * (null for a one-shot); bounds as above (record_list_all()). */
+json_t *smgr_all_executions(struct smgr *m, enum record_scope scope, int limit,
+			    int64_t before, bool *truncated);
 
 /* File access: the workspace fd and the host ids files must belong to.
  * Calls are serialized with executions only by the kernel: reads and

@@ -206,7 +206,7 @@ def test_document_structure():
                 "/v1/sessions/{id}/keepalive",
                 "/v1/sessions/{id}/execute", "/v1/sessions/{id}/executions",
                 "/v1/sessions/{id}/files",
-                "/v1/sessions/{id}/files/{path}", "/v1/execute"}
+                "/v1/sessions/{id}/files/{path}", "/v1/execute", "/v1/executions"}
     assert set(DOC["paths"]) == expected
     op_ids = []
     for template, item in DOC["paths"].items():
@@ -553,6 +553,23 @@ def test_one_shot_execute(api):
     assert r.headers["Allow"] == "POST"
 
 
+def test_the_execution_record(api):
+    sid = api.session()
+    check(api.post(f"/v1/sessions/{sid}/execute", {"code": "print(1)"}))
+    check(api.post("/v1/execute", {"code": "print(2)"}))
+    own = check(api.get(f"/v1/sessions/{sid}/executions"))
+    assert [e["session"] for e in own["executions"]] == [sid]
+    everything = check(api.get("/v1/executions", params={"limit": 2}))
+    assert [e["session"] for e in everything["executions"]] == [None, sid]
+    only = check(api.get("/v1/executions", params={"session": "none", "limit": 1}))
+    assert only["executions"][0]["result"]["stdout"] == "2\n"
+    for params in ({"limit": 0}, {"before": "x"}, {"session": sid}):
+        r = api.get("/v1/executions", params=params)
+        assert r.status_code == 400 and error_code(r) == "invalid_request", params
+    r = api.post("/v1/executions", {})
+    assert r.status_code == 405 and error_code(r) == "method_not_allowed"
+
+
 def test_bad_requests(api):
     sid = api.session()
     create = request_schema("post", "/v1/sessions")
@@ -645,6 +662,7 @@ def test_keys_401(make_server, api):
     for a in (anon, wrong):
         for r in (a.get("/v1/sessions"), a.post("/v1/sessions", {}), a.get("/metrics"),
                   a.get("/v1/openapi.json"), a.post("/v1/execute", {"code": "1"}),
+                  a.get("/v1/executions"),
                   a.get("/nope"), a.request("PUT", "/v1/sessions")):
             assert r.status_code == 401 and error_code(r) == "unauthorized", r.request.url
     r = anon.get("/healthz")

@@ -278,3 +278,47 @@ def test_unreachable_api(tmp_path):
     p = run_ask(["-m", "m", "--api-base", "http://127.0.0.1:9/v1", "--max-retries", "0", "q"])
     assert p.returncode == 3
     assert "127.0.0.1:9" in p.err
+
+
+def test_json_transcript_holds_the_record_of_what_ran(fake_model):
+    """--json carries the execution record of the question's sandbox: each
+    entry's code is what the model sent; when the sandbox ended with an
+    execution, the next one ran in a new session, and the record of both is
+    there, each entry naming its session."""
+    sent = [("python", "x = 6\nprint(x * 7)"), ("bash", "echo from bash"),
+            ("python", "import os\nos._exit(3)"), ("python", "print('new sandbox')")]
+
+    def call(i):
+        lang, code = sent[i]
+        return ("c%d" % i, "execute", {"code": code, "language": lang})
+
+    fake_model.script = [lambda b: reply_tools(call(0), call(1)),
+                         lambda b: reply_tools(call(2)),
+                         lambda b: reply_tools(("bad", "execute", {"language": "python"})),
+                         lambda b: reply_tools(call(3)),
+                         lambda b: reply_text("done")]
+    p = run_ask(["--json", "-m", "m", "--api-base", fake_model.base, "go"])
+    assert p.returncode == 0, p.err
+    t = json.loads(p.out)
+    steps = [c for s in t["steps"] for c in s["tool_calls"]]
+    assert [c["id"] for c in steps] == ["c0", "c1", "c2", "bad", "c3"]
+    first, second = steps[0]["session"], steps[4]["session"]
+    assert first.startswith("ses_") and second.startswith("ses_") and first != second
+    assert [c["session"] for c in steps] == [first, first, first, None, second]
+    assert t["session"] == second
+    record = t["executions"]
+    assert [(e["language"], e["code"]) for e in record] == sent
+    assert [e["session"] for e in record] == [first, first, first, second]
+    seqs = [e["seq"] for e in record]
+    assert seqs == sorted(seqs)
+    assert [e["result"]["stdout"] for e in record[:2]] == ["42\n", "from bash\n"]
+    assert record[3]["status"] == "ok" and record[3]["result"]["stdout"] == "new sandbox\n"
+    assert all(e["limits"]["memory_mb"] > 0 and e["started_at"] for e in record)
+
+
+def test_json_transcript_without_code_has_an_empty_record(fake_model):
+    fake_model.script = [lambda b: reply_text("no code needed")]
+    p = run_ask(["--json", "-m", "m", "--api-base", fake_model.base, "hi"])
+    assert p.returncode == 0, p.err
+    t = json.loads(p.out)
+    assert t["session"] is None and t["executions"] == []

@@ -1,6 +1,8 @@
 /* The execution record's bounds (record.h): the record's byte budget, a
  * session's share of it, an entry's size whatever its result holds, and a
- * listing's size whatever `limit` says; a file of an older petri opens. */
+ * listing's size whatever `limit` says, for a session and for the whole
+ * record (newest first, one-shots included); a file of an older petri
+ * opens. */
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -261,6 +263,104 @@ START_TEST(test_a_listing_is_bounded_and_pages)
 }
 END_TEST
 
+static int64_t seq_of(json_t *entry)
+{
+	return json_integer_value(json_object_get(entry, "seq"));
+}
+
+/* The session an entry names, "-" for a one-shot (null). */
+static const char *session_of(json_t *entry)
+{
+	json_t *s = json_object_get(entry, "session");
+
+	ck_assert(json_is_string(s) || json_is_null(s));
+	return json_is_null(s) ? "-" : json_string_value(s);
+}
+
+START_TEST(test_the_whole_record_lists_newest_first_with_one_shots)
+{
+	static const char *const order[] = { "a", NULL, "b", NULL, "a" };
+	struct record *rec = open_memory();
+	bool truncated;
+	json_t *l, *e;
+	size_t i;
+
+	for (i = 0; i < 5; i++)
+		add(rec, order[i], 10, 10, 'x');
+	l = record_list_all(rec, RECORD_ALL, 1000, 0, &truncated);
+	ck_assert_ptr_nonnull(l);
+	ck_assert(!truncated);
+	ck_assert_uint_eq(json_array_size(l), 5);
+	json_array_foreach(l, i, e) {
+		const char *when = json_string_value(json_object_get(e, "started_at"));
+
+		ck_assert_int_eq(seq_of(e), 5 - (int64_t)i);
+		ck_assert_str_eq(session_of(e), order[4 - i] ? order[4 - i] : "-");
+		ck_assert_ptr_nonnull(when);
+		ck_assert_int_eq(strncmp(when, "2001-09-09T01:46:40", 19), 0);
+	}
+	json_decref(l);
+	/* limit keeps the newest; before pages back from the last listed. */
+	l = record_list_all(rec, RECORD_ALL, 2, 0, &truncated);
+	ck_assert_uint_eq(json_array_size(l), 2);
+	ck_assert_int_eq(seq_of(json_array_get(l, 1)), 4);
+	json_decref(l);
+	l = record_list_all(rec, RECORD_ALL, 2, 4, &truncated);
+	ck_assert_uint_eq(json_array_size(l), 2);
+	ck_assert_int_eq(seq_of(json_array_get(l, 0)), 3);
+	ck_assert_int_eq(seq_of(json_array_get(l, 1)), 2);
+	json_decref(l);
+	/* Only the one-shots, newest first. */
+	l = record_list_all(rec, RECORD_ONESHOTS, 1000, 0, &truncated);
+	ck_assert_uint_eq(json_array_size(l), 2);
+	ck_assert_int_eq(seq_of(json_array_get(l, 0)), 4);
+	ck_assert_int_eq(seq_of(json_array_get(l, 1)), 2);
+	ck_assert_str_eq(session_of(json_array_get(l, 0)), "-");
+	json_decref(l);
+	/* A session's listing names it too, oldest first. */
+	l = list(rec, "a", 0, &truncated);
+	ck_assert_uint_eq(json_array_size(l), 2);
+	ck_assert_int_eq(seq_of(json_array_get(l, 0)), 1);
+	ck_assert_str_eq(session_of(json_array_get(l, 0)), "a");
+	json_decref(l);
+	record_close(rec);
+}
+END_TEST
+
+START_TEST(test_the_whole_record_is_bounded_and_pages)
+{
+	struct record *rec = open_memory();
+	int64_t before = 0;
+	size_t total = 0, pages = 0;
+	bool truncated = true;
+
+	/* 1.5 MiB of JSON each, sessions and one-shots taking turns, each
+	 * within its share. */
+	for (int i = 0; i < 20; i++)
+		add(rec, i % 2 ? "ses" : NULL, 250 * KIB, 10, '\x01');
+	while (truncated) {
+		json_t *l = record_list_all(rec, RECORD_ALL, 1000, before, &truncated), *e;
+		size_t i;
+
+		ck_assert_ptr_nonnull(l);
+		ck_assert_uint_gt(json_array_size(l), 0);
+		ck_assert_uint_le(dumped_len(l), RECORD_LIST_MAX);
+		json_array_foreach(l, i, e) {
+			ck_assert(before == 0 || seq_of(e) < before);
+			ck_assert(i == 0 || seq_of(e) < seq_of(json_array_get(l, i - 1)));
+		}
+		before = seq_of(json_array_get(l, json_array_size(l) - 1));
+		total += json_array_size(l);
+		pages++;
+		json_decref(l);
+	}
+	ck_assert_uint_eq(total, 20);
+	ck_assert_uint_ge(pages, 4);
+	ck_assert_int_eq(before, 1);
+	record_close(rec);
+}
+END_TEST
+
 START_TEST(test_a_file_of_an_older_petri_opens)
 {
 	char dir[] = "/tmp/petri-record-XXXXXX", path[64], err[256];
@@ -317,6 +417,8 @@ Suite *record_suite(void)
 	tcase_add_test(tc, test_an_entry_is_bounded_whatever_it_holds);
 	tcase_add_test(tc, test_a_long_stream_is_cut_on_a_character);
 	tcase_add_test(tc, test_a_listing_is_bounded_and_pages);
+	tcase_add_test(tc, test_the_whole_record_lists_newest_first_with_one_shots);
+	tcase_add_test(tc, test_the_whole_record_is_bounded_and_pages);
 	tcase_add_test(tc, test_a_file_of_an_older_petri_opens);
 	suite_add_tcase(s, tc);
 	return s;
