@@ -1,5 +1,41 @@
 /* petri serve — the daemon: sessions over HTTP until SIGTERM or SIGINT.
  *
+ * This is where the server is assembled: the configuration, the jail host,
+ * the session manager (cli_local_start) and the HTTP API (api_start).
+ *
+ * Theory of operation: the threads, what each owns, and the locks.
+ *
+ *   main thread       this function: blocks every signal before any other
+ *                     thread exists (so all inherit the mask), then waits in
+ *                     sigwait() and runs the shutdown below.
+ *   HTTP event        libmicrohttpd's epoll threads (http_threads): every
+ *                     connection, header and body; they never wait on a
+ *                     sandbox, so /healthz answers while all are busy.
+ *   HTTP workers      (api/worker.c, http_workers) one request each whose
+ *                     handler may wait on a sandbox: create, execute, MCP
+ *                     calls, file transfers; the connection is suspended.
+ *   upload waiter     (api/files.c) resumes uploads whose writer caught up.
+ *   stream hub tick   (api/stream.c) keepalives and hung-up clients of SSE.
+ *   reaper            (session/session.c) ends expired sessions, every 0.5 s.
+ *   disposer          (session/session.c) tears killed sandboxes down.
+ *   spawners          (session/spawner.c, 2 per CPU) start cold sandboxes:
+ *                     PR_SET_PDEATHSIG follows the thread that spawned, so
+ *                     only long-lived threads spawn (jail.h).
+ *   pool              (session/pool.c, with warm) the template and the ready
+ *                     sandboxes.
+ *
+ * Locks, taken only left to right:
+ *
+ *   pool lock -> session manager lock -> a session's lock
+ *                                     -> a box's stop lock
+ *   stream hub lock -> a stream's lock
+ *
+ * An execution holds only its own session's busy flag, never the table.
+ * Leaves taken alone: the disposer queue, the spawner queue, the upload
+ * waiter's list, the MCP registry, the record, the metrics histograms.
+ * docs/architecture.md says why each thread exists and what each lock
+ * guards.
+ *
  * Shutdown: stop accepting, give requests in flight the grace period,
  * then kill every sandbox (executions still running end as killed), wait
  * for their responses to go out, free everything and exit 0.  api_stop()
