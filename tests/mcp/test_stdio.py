@@ -167,6 +167,8 @@ def test_tools_list_schemas(mcp):
                          "description": ex["properties"]["language"]["description"]},
             "timeout_s": {"type": "number", "minimum": 0.1, "maximum": 600.0, "default": 30.0,
                           "description": ex["properties"]["timeout_s"]["description"]},
+            "env": {"type": "object", "additionalProperties": {"type": "string"},
+                    "description": ex["properties"]["env"]["description"]},
         }}
     wf = by_name["write_file"]["inputSchema"]
     assert wf["required"] == ["path", "content"]
