@@ -188,8 +188,9 @@ out:
 	buf_release(&clean);
 }
 
-static void on_rich(void *ctx, const json_t *bundle)
+static void on_rich(void *ctx, const json_t *bundle, bool main)
 {
+	(void)main;
 	emit(ctx, "result", json_deep_copy(bundle), true);
 }
 

@@ -141,13 +141,14 @@ static void on_output(void *ctx, enum box_stream s, const char *data, size_t len
 }
 
 /* A rich result, as a terminal can show it. */
-static void on_rich(void *ctx, const json_t *bundle)
+static void on_rich(void *ctx, const json_t *bundle, bool main)
 {
 	const char *text = json_string_value(json_object_get(bundle, "text/plain"));
 	const char *k;
 	json_t *v;
 
 	(void)ctx;
+	(void)main;
 	json_object_foreach((json_t *)bundle, k, v) {
 		if (strncmp(k, "image/", 6) == 0)
 			printf("[%s result, %zu bytes of base64; petri run --json returns it]\n",

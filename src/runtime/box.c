@@ -433,6 +433,13 @@ static int send_exec(struct run *run, double deadline)
 		json_decref(req);
 		return -EINVAL;	/* a variable that is not UTF-8 */
 	}
+	if ((run->ex->context && json_object_set_new(req, "context",
+						     json_string(run->ex->context)) < 0) ||
+	    (run->ex->cwd && json_object_set_new(req, "cwd", json_string(run->ex->cwd)) < 0) ||
+	    (run->ex->fresh && json_object_set_new(req, "fresh", json_true()) < 0)) {
+		json_decref(req);
+		return -EINVAL;	/* not UTF-8 */
+	}
 	r = send_frame(run->b, req, deadline - clock_mono_s());
 	json_decref(req);
 	return r;
@@ -476,6 +483,7 @@ static void take_result(struct run *run, json_t *frame)
 	json_t *data = json_object_get(frame, "data"), *clean, *v;
 	const char *k;
 	size_t bytes = 0;
+	bool main;
 
 	if (!json_is_object(data)) {
 		violate(run, "result frame without a \"data\" object");
@@ -514,15 +522,20 @@ static void take_result(struct run *run, json_t *frame)
 			clean = json_pack("{s:s}", "text/plain", note);
 			if (clean && json_array_append_new(run->res->results, clean) == 0 &&
 			    run->ev && run->ev->rich)
-				run->ev->rich(run->ev->ctx, clean);
+				run->ev->rich(run->ev->ctx, clean, false);
 		}
 		run->results_dropped = true;
 		return;
 	}
 	run->res->results_bytes += bytes;
-	if (json_array_append_new(run->res->results, clean) == 0 && run->ev &&
-	    run->ev->rich)
-		run->ev->rich(run->ev->ctx, clean);
+	/* The driver marks the last expression's value; one per execution. */
+	main = json_is_true(json_object_get(frame, "main")) && run->res->main_result < 0;
+	if (json_array_append_new(run->res->results, clean) < 0)
+		return;
+	if (main)
+		run->res->main_result = (int)json_array_size(run->res->results) - 1;
+	if (run->ev && run->ev->rich)
+		run->ev->rich(run->ev->ctx, clean, main);
 }
 
 static json_t *bounded_string(json_t *v, size_t max)

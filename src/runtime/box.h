@@ -32,7 +32,9 @@ enum box_stream { BOX_STDOUT = 1, BOX_STDERR = 2 };
 struct box_events {
 	void *ctx;
 	void (*output)(void *ctx, enum box_stream s, const char *data, size_t len);
-	void (*rich)(void *ctx, const json_t *bundle);
+	/* main: the bundle is the value of the code's last expression (as a
+	 * notebook shows it), not something the code display()ed. */
+	void (*rich)(void *ctx, const json_t *bundle, bool main);
 	void (*error)(void *ctx, const json_t *error);
 };
 
@@ -49,6 +51,14 @@ struct box_exec {
 	const char *const *env;		/* "NAME=value" for this execution only
 					 * (the driver restores its environment
 					 * after), NULL-terminated; NULL: none */
+	/* Python's variables live in contexts of one interpreter: NULL is
+	 * the session's own; another name (at most 64 printable ASCII
+	 * characters) has its own, made when first named.  fresh: start the
+	 * context empty.  cwd: where the code (and its programs) run, an
+	 * absolute path; NULL: /work. */
+	const char *context;
+	bool fresh;
+	const char *cwd;
 };
 
 #define BOX_OUTPUT_CAP_DEFAULT	(1u << 20)

@@ -128,6 +128,8 @@ class State:
     future_flags = 0           # __future__ features enabled by earlier cells
     loop = None                # asyncio event loop for top-level await
     user_ns = None             # the user's namespace: __main__.__dict__
+    main_ns = None             # ... of the default context
+    contexts = {}              # other contexts' namespaces, by name
     driver_module = None       # this module, once it is no longer __main__
 
 
@@ -194,7 +196,7 @@ def make_user_namespace():
     main = types.ModuleType('__main__')
     main.__builtins__ = builtins
     sys.modules['__main__'] = main
-    S.user_ns = main.__dict__
+    S.user_ns = S.main_ns = main.__dict__
 
 
 # ---------------------------------------------------------------- template
@@ -467,13 +469,16 @@ def send_error(name, message, tb):
           'traceback': clip(clean_text(tb), TRACEBACK_MAX)})
 
 
-def publish(data):
-    """Send a MIME bundle as a result of the exec in flight (any thread)."""
+def publish(data, main=False):
+    """Send a MIME bundle as a result of the exec in flight (any thread);
+    main: it is the value of the cell's last expression, not a display()."""
     exec_id = S.exec_id
     if exec_id is None:
         return
     data = {mime: clean_text(value) for mime, value in data.items()}
     frame = {'type': 'result', 'id': exec_id, 'data': data}
+    if main:
+        frame['main'] = True
     while len(encode_frame(frame)) > FRAME_MAX and len(data) > 1:
         largest = max((m for m in data if m != 'text/plain'), key=lambda m: len(data[m]))
         note('%s representation dropped: the result frame would exceed 16 MiB' % largest)
@@ -556,6 +561,30 @@ def check_exec_frame(frame):
             reject('exec frame: "%s" must be a non-negative integer' % cap)
     if 'env' in frame:
         check_env_list(frame['env'], 'exec frame')
+    context = frame.get('context')
+    if context is not None and not (isinstance(context, str) and 0 < len(context) <= 64
+                                    and context.isascii() and context.isprintable()):
+        reject('exec frame: "context" must be a short printable ASCII string')
+    cwd = frame.get('cwd')
+    if cwd is not None and not (isinstance(cwd, str) and cwd.startswith('/')
+                                and len(cwd) <= 4096 and '\0' not in cwd):
+        reject('exec frame: "cwd" must be an absolute path')
+    if not isinstance(frame.get('fresh', False), bool):
+        reject('exec frame: "fresh" must be a boolean')
+
+
+def context_namespace(name, fresh):
+    """The namespace of a context: the default one (None), or one of its
+    own, new when first named or when fresh.  Contexts share the process:
+    modules, files and the working directory, not variables."""
+    if name is None:
+        if fresh:
+            S.main_ns.clear()
+            S.main_ns.update({'__name__': '__main__', '__builtins__': builtins})
+        return S.main_ns
+    if fresh or name not in S.contexts:
+        S.contexts[name] = {'__name__': '__main__', '__builtins__': builtins}
+    return S.contexts[name]
 
 
 def check_env_list(env, where):
@@ -913,7 +942,7 @@ def run_cell(body, last):
         value = run_code(last)
         if value is not None:
             builtins._ = value
-            publish(mime_bundle(value))
+            publish(mime_bundle(value), main=True)
 
 
 def run_code(code):
@@ -1155,7 +1184,11 @@ def handle_exec(request):
     # The execution's own variables, for its duration only: what it
     # replaced comes back after (also what the code set of those names).
     saved = apply_env(request.get('env', ()))
+    S.user_ns = context_namespace(request.get('context'), request.get('fresh', False))
+    home = os.getcwd() if request.get('cwd') else None
     try:
+        if home:
+            os.chdir(request['cwd'])    # bash and C programs start there too
         exit_code = RUNNERS[request['language']](request['id'], request['code'])
     except Exception as exc:            # the driver failed around user code (e.g. /tmp full)
         if not S.error_sent:
@@ -1163,6 +1196,12 @@ def handle_exec(request):
         exit_code = 1
     finally:
         restore_env(saved)
+        S.user_ns = S.main_ns
+        if home:
+            try:
+                os.chdir(home)
+            except OSError:
+                pass
     flush_stdio()
     if os.getpid() != DRIVER_PID:       # a child that user code forked finished the cell
         os._exit(exit_code)

@@ -11,6 +11,7 @@
 int result_init(struct result *r)
 {
 	memset(r, 0, sizeof(*r));
+	r->main_result = -1;
 	r->results = json_array();
 	r->files = json_array();
 	if (!r->results || !r->files) {

@@ -33,6 +33,7 @@ struct result {
 	int signal;		/* 0: none */
 	struct result_stream out, err;
 	json_t *results;	/* array of MIME bundles */
+	int main_result;	/* index in results of the last expression's value; -1 */
 	uint64_t results_bytes;
 	json_t *error;		/* {"name","message","traceback"} or NULL */
 	json_t *files;		/* array of {"path","size"} */

@@ -59,9 +59,14 @@ def framed(body):
     framed(b'{"type":"exec","id":1,"language":"python","code":"1","env":"A=1"}'),
     framed(b'{"type":"exec","id":1,"language":"python","code":"1","env":["A"]}'),
     framed(b'{"type":"exec","id":1,"language":"python","code":"1","env":[1]}'),
+    framed(b'{"type":"exec","id":1,"language":"python","code":"1","context":""}'),
+    framed(b'{"type":"exec","id":1,"language":"python","code":"1","context":"\\n"}'),
+    framed(b'{"type":"exec","id":1,"language":"python","code":"1","cwd":"work"}'),
+    framed(b'{"type":"exec","id":1,"language":"python","code":"1","fresh":1}'),
 ], ids=['not-json', 'array', 'no-type', 'unknown-type', 'too-long', 'not-utf8',
         'bad-language', 'string-id', 'bool-id', 'nan', 'no-code', 'truncated',
-        'env-not-list', 'env-no-equals', 'env-not-string'])
+        'env-not-list', 'env-no-equals', 'env-not-string', 'context-empty',
+        'context-control', 'cwd-relative', 'fresh-not-bool'])
 def test_malformed_frame_is_a_protocol_error(tmp_path, frame):
     driver = Driver(tmp_path)
     driver.send_raw(frame)
@@ -115,6 +120,49 @@ def test_display_builtin_keeps_order(driver):
     outcome = driver.run('display(1, "two")\nprint("between")\ndisplay([3])\n4')
     assert outcome.plain == ['1', "'two'", '[3]', '4']
     assert outcome.stdout == b'between\n'
+
+
+def test_the_last_expression_is_the_main_result(driver):
+    """display() output and figures are results; only the value of the
+    cell's last expression is marked main (E2B's is_main_result)."""
+    outcome = driver.run('display(1)\n2')
+    marks = [f.get('main', False) for f in outcome.frames if f['type'] == 'result']
+    assert outcome.plain == ['1', '2'] and marks == [False, True]
+    outcome = driver.run('display(3)')
+    assert [f.get('main', False) for f in outcome.frames if f['type'] == 'result'] == [False]
+
+
+def run_in(driver, code, **fields):
+    exec_id = driver.next_id
+    driver.next_id += 1
+    driver.send({'type': 'exec', 'id': exec_id, 'language': fields.pop('language', 'python'),
+                 'code': code, **fields})
+    return driver.collect(exec_id)
+
+
+def test_contexts_keep_separate_variables(driver):
+    driver.run('x = "default"')
+    assert run_in(driver, 'x = "a"\nx', context='a').plain == ["'a'"]
+    outcome = run_in(driver, 'x', context='b')
+    assert outcome.error['name'] == 'NameError', outcome
+    assert driver.run('x').plain == ["'default'"]
+    assert run_in(driver, 'x', context='a').plain == ["'a'"]
+    # Modules are the process's: imported in one context, cached for all.
+    run_in(driver, 'import json', context='a')
+    assert run_in(driver, 'import sys; "json" in sys.modules', context='b').plain == ['True']
+    # fresh: the context starts empty again.
+    assert run_in(driver, 'x', context='a', fresh=True).error['name'] == 'NameError'
+
+
+def test_cwd_of_an_exec(driver, tmp_path):
+    (tmp_path / 'sub').mkdir()
+    assert run_in(driver, 'import os; os.getcwd()', cwd=str(tmp_path / 'sub')).plain == \
+        [repr(str(tmp_path / 'sub'))]
+    assert run_in(driver, 'pwd', language='bash', cwd=str(tmp_path / 'sub')).out.strip() == \
+        str(tmp_path / 'sub')
+    assert driver.run('import os; os.getcwd()').plain == [repr(str(driver.cwd))]
+    outcome = run_in(driver, '1', cwd=str(tmp_path / 'missing'))
+    assert outcome.error['name'] == 'FileNotFoundError' and outcome.exit_code == 1
 
 
 def test_namespace_is_a_fresh_main_module(driver):
