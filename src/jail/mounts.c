@@ -103,7 +103,7 @@ static int plan_host_path(struct mount_plan *p, const char *path)
 
 /* Paths the plan owns; a caller's extra bind may not land on or under them. */
 static const char *const reserved[] = {
-	"/proc", "/dev", "/work", "/tmp", "/etc", "/opt/petri", "/usr", NULL
+	"/proc", "/dev", "/work", "/tmp", "/etc", "/opt/petri", "/usr", JAIL_HOME_ALIAS, NULL
 };
 
 static bool path_is_clean(const char *path)
@@ -349,6 +349,11 @@ int mount_plan_build(struct mount_plan *p, const struct jail_config *cfg,
 			goto fail;
 	if ((r = plan_tmpfs(p, "/tmp", lim->tmp_bytes, inodes, "1777", uid, gid)) ||
 	    (r = plan_tmpfs(p, JAIL_WORKDIR, lim->work_bytes, inodes, "0755", uid, gid)))
+		goto fail;
+	/* The workspace under the name E2B's SDKs use: a link, so that a
+	 * sandbox forked from a template, which gets a /work of its own,
+	 * finds its own there too. */
+	if ((r = plan_add(p, MOUNT_SYMLINK, 0, JAIL_WORKDIR, JAIL_HOME_ALIAS, NULL, 0, 0)))
 		goto fail;
 	return 0;
 fail:
