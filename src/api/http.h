@@ -94,9 +94,34 @@ enum MHD_Result handle_files(struct api_req *rq, struct session *s, const char *
 			     bool is_list);
 enum MHD_Result handle_mcp(struct api_req *rq);
 /* Answer with a stream; the execution runs on this worker afterwards
- * (rq->after). */
+ * (rq->after).  Busy, gone and over capacity are answered as errors before
+ * any byte of the stream.  stream_execute(): the native API's Server-Sent
+ * Events (docs/api.md). */
 enum MHD_Result stream_execute(struct api_req *rq, struct session *s,
 			       const struct box_exec *ex);
+
+/* How a stream is written.  Each callback appends the bytes of one event
+ * to out (0, or <0 to write nothing); state is the wire's own, state_size
+ * zeroed bytes per stream.  output: raw bytes as the code wrote them (a
+ * UTF-8 character may be cut across two calls).  done: the end, with res
+ * when the execution ran (r == SM_OK), else why not.  dropped: the note
+ * that n live events were lost on a client that read too slowly (NULL:
+ * none).  keepalive: bytes to send after 10 s of silence (NULL: none). */
+struct stream_wire {
+	const char *content_type;
+	size_t state_size;
+	int (*begin)(void *state, struct buf *out);	/* optional */
+	int (*output)(void *state, struct buf *out, enum box_stream s, const char *data,
+		      size_t len);
+	int (*rich)(void *state, struct buf *out, const json_t *bundle, bool main);
+	int (*error)(void *state, struct buf *out, const json_t *error);
+	int (*dropped)(void *state, struct buf *out, unsigned long long n);
+	int (*done)(void *state, struct buf *out, enum sm_result r, const char *reason,
+		    const struct result *res);
+	const char *keepalive;
+};
+enum MHD_Result stream_execute_as(struct api_req *rq, struct session *s,
+				  const struct box_exec *ex, const struct stream_wire *wire);
 
 /* The server's SSE streams: a tick resumes each suspended one for its
  * keepalive and to notice a client that hung up; stop ends them all so

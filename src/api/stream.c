@@ -1,6 +1,8 @@
-/* Server-Sent Events for an execution: stdout and stderr chunks as they
- * are printed, each result and the error when they occur, then "done" with
- * the whole result object.
+/* A streamed execution: stdout and stderr chunks as they are printed,
+ * each result and the error when they occur, then the end with the whole
+ * result.  How each is written is the wire's (struct stream_wire): the
+ * native API's Server-Sent Events here, E2B's NDJSON and Connect streams in
+ * e2b_*.c; everything else is the same for all of them.
  *
  * The request's worker (worker.c) queues the response, then runs the
  * execution, appending events to a buffer; MHD's content reader, on an
@@ -57,7 +59,9 @@ struct stream_hub {
 
 struct stream {
 	pthread_mutex_t lock;
-	struct buf out;			/* SSE text not yet sent */
+	const struct stream_wire *wire;
+	void *wire_state;		/* wire->state_size bytes, the wire's own */
+	struct buf out;			/* bytes not yet sent */
 	unsigned long long dropped;	/* live events dropped since the last notice */
 	bool finished;			/* the worker queued its last event */
 	bool closed;			/* the client is gone */
@@ -73,11 +77,8 @@ struct stream {
 	struct smgr *sm;
 	struct session *s;
 	struct box_exec ex;
-	char *code, *language;
+	char *code, *language, *context, *cwd;
 	char **env;			/* ex.env's copy */
-	/* a character cut across two chunks waits here for its end */
-	char carry[2][4];
-	size_t ncarry[2];
 };
 
 static void stream_put(struct stream *st)
@@ -102,6 +103,9 @@ static void stream_put(struct stream *st)
 	buf_release(&st->out);
 	free(st->code);
 	free(st->language);
+	free(st->context);
+	free(st->cwd);
+	free(st->wire_state);
 	box_env_free(st->env);
 	pthread_mutex_destroy(&st->lock);
 	free(st);
@@ -127,76 +131,71 @@ static bool room_for(const struct stream *st, size_t len)
 	return st->out.len == 0 || (st->out.len <= limit && st->out.len + len <= PENDING_MAX);
 }
 
-/* Queue one event; data is a JSON value (stolen).  live: an output or
- * result event, which a client too far behind loses. */
-static void emit(struct stream *st, const char *event, json_t *data, bool live)
+/* Queue what a wire callback wrote into ev (consumed).  live: an output
+ * or result event, which a client too far behind loses. */
+static void queue(struct stream *st, struct buf *ev, bool live)
 {
-	char *text;
-	size_t len;
-	bool closed;
+	struct buf notice = BUF_INIT;
 
-	/* Nobody to send it to: spare the dump (done's can be 100 MiB). */
 	pthread_mutex_lock(&st->lock);
-	closed = st->closed;
-	pthread_mutex_unlock(&st->lock);
-	text = data && !closed ? json_dumps(data, JSON_COMPACT) : NULL;
-	json_decref(data);
-	if (!text)
-		return;
-	len = strlen(event) + strlen(text) + 16;
-	pthread_mutex_lock(&st->lock);
-	if (st->closed)
+	if (st->closed || !ev->len)
 		goto out;
-	if (live && !room_for(st, len)) {
+	if (live && !room_for(st, ev->len)) {
 		st->dropped++;
 		goto out;
 	}
-	if (st->dropped) {
-		buf_appendf(&st->out, "event: notice\ndata: {\"dropped_events\":%llu,"
-			    "\"reason\":\"the client read too slowly: %llu output or result "
-			    "events were dropped here; the done event has the whole result\"}\n\n",
-			    st->dropped, st->dropped);
+	if (st->dropped && (!st->wire->dropped ||
+			    st->wire->dropped(st->wire_state, &notice, st->dropped) == 0)) {
+		buf_append(&st->out, notice.data, notice.len);
 		st->dropped = 0;
 	}
-	buf_appendf(&st->out, "event: %s\ndata: %s\n\n", event, text);
+	buf_append(&st->out, ev->data, ev->len);
 	wake(st);
 out:
 	pthread_mutex_unlock(&st->lock);
-	free(text);
+	buf_release(&notice);
+	buf_release(ev);
+}
+
+/* Nobody to send it to: spare the work (a done event can be 100 MiB). */
+static bool gone(struct stream *st)
+{
+	bool closed;
+
+	pthread_mutex_lock(&st->lock);
+	closed = st->closed;
+	pthread_mutex_unlock(&st->lock);
+	return closed;
 }
 
 static void on_output(void *ctx, enum box_stream s, const char *data, size_t len)
 {
 	struct stream *st = ctx;
-	int k = s == BOX_STDOUT ? 0 : 1;
-	struct buf joined = BUF_INIT, clean = BUF_INIT;
-	size_t cut;
+	struct buf ev = BUF_INIT;
 
-	/* Text events must be UTF-8: hold back a character's first bytes
-	 * until the rest arrives, replace what can never be valid. */
-	if (buf_append(&joined, st->carry[k], st->ncarry[k]) < 0 ||
-	    buf_append(&joined, data, len) < 0)
-		goto out;
-	cut = utf8_cut(joined.data, joined.len);
-	st->ncarry[k] = joined.len - cut;
-	memcpy(st->carry[k], joined.data + cut, st->ncarry[k]);
-	if (cut && utf8_sanitize(&clean, joined.data, cut) == 0)
-		emit(st, k ? "stderr" : "stdout",
-		     json_pack("{s:s%}", "text", clean.data, clean.len), true);
-out:
-	buf_release(&joined);
-	buf_release(&clean);
+	if (!gone(st) && st->wire->output(st->wire_state, &ev, s, data, len) == 0)
+		queue(st, &ev, true);
+	buf_release(&ev);
 }
 
 static void on_rich(void *ctx, const json_t *bundle, bool main)
 {
-	(void)main;
-	emit(ctx, "result", json_deep_copy(bundle), true);
+	struct stream *st = ctx;
+	struct buf ev = BUF_INIT;
+
+	if (!gone(st) && st->wire->rich(st->wire_state, &ev, bundle, main) == 0)
+		queue(st, &ev, true);
+	buf_release(&ev);
 }
 
 static void on_error(void *ctx, const json_t *error)
 {
-	emit(ctx, "error", json_deep_copy(error), false);
+	struct stream *st = ctx;
+	struct buf ev = BUF_INIT;
+
+	if (!gone(st) && st->wire->error(st->wire_state, &ev, error) == 0)
+		queue(st, &ev, false);
+	buf_release(&ev);
 }
 
 /* Runs on the request's worker once the response is queued. */
@@ -206,29 +205,23 @@ static void run_stream(void *arg)
 	struct box_events ev = { .ctx = st, .output = on_output, .rich = on_rich,
 				 .error = on_error };
 	char reason[256] = "";
+	struct buf end = BUF_INIT;
 	struct result res;
+	bool have = result_init(&res) == 0;
 	enum sm_result r;
 
-	if (result_init(&res) < 0) {
-		emit(st, "done", json_pack("{s:{s:s, s:s}}", "error", "code", "internal",
-					   "message", "out of memory"), false);
+	if (!have) {
+		session_release(st->sm, st->s);	/* the claim, given back */
+		r = SM_NO_MEMORY;
 	} else {
 		r = session_run(st->sm, st->s, &st->ex, &ev, &res, reason, sizeof(reason));
-		for (int k = 0; k < 2; k++)	/* an unfinished character at the end */
-			if (st->ncarry[k]) {
-				struct buf clean = BUF_INIT;
-
-				utf8_sanitize(&clean, st->carry[k], st->ncarry[k]);
-				emit(st, k ? "stderr" : "stdout",
-				     json_pack("{s:s%}", "text", clean.data, clean.len), true);
-				buf_release(&clean);
-			}
-		emit(st, "done", r != SM_OK ?
-		     json_pack("{s:{s:s, s:s}}", "error", "code", http_sm_code(r, NULL),
-			       "message", http_sm_message(r, reason)) :
-		     result_to_json(&res), false);
-		result_release(&res);
 	}
+	if (!gone(st) && st->wire->done(st->wire_state, &end, r, reason,
+					r == SM_OK ? &res : NULL) == 0)
+		queue(st, &end, false);
+	buf_release(&end);
+	if (have)
+		result_release(&res);
 	pthread_mutex_lock(&st->lock);
 	st->finished = true;
 	wake(st);
@@ -248,8 +241,9 @@ static bool client_gone(int fd)
 
 static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
 {
-	static const char keepalive[] = ": keepalive\n\n";	/* keeps proxies patient */
 	struct stream *st = cls;
+	const char *keepalive = st->wire->keepalive;	/* keeps proxies patient */
+	size_t klen = keepalive ? strlen(keepalive) : 0;
 	ssize_t n = 0;
 
 	(void)pos;
@@ -263,9 +257,9 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
 		n = MHD_CONTENT_READER_END_OF_STREAM;
 	} else if (client_gone(st->client_fd) || atomic_load(&st->hub->stopping)) {
 		n = MHD_CONTENT_READER_END_WITH_ERROR;
-	} else if (clock_mono_s() >= st->keepalive_at && max >= sizeof(keepalive) - 1) {
-		n = (ssize_t)sizeof(keepalive) - 1;
-		memcpy(out, keepalive, (size_t)n);
+	} else if (klen && clock_mono_s() >= st->keepalive_at && max >= klen) {
+		n = (ssize_t)klen;
+		memcpy(out, keepalive, klen);
 		st->keepalive_at = clock_mono_s() + KEEPALIVE_S;
 	} else {
 		/* Nothing yet: give the event thread back until wake(). */
@@ -291,13 +285,24 @@ static void on_free(void *cls)
 	stream_put(st);
 }
 
-enum MHD_Result stream_execute(struct api_req *rq, struct session *s,
-			       const struct box_exec *ex)
+static char *dup_or_null(const char *v, bool *failed)
+{
+	char *d = v ? strdup(v) : NULL;
+
+	if (v && !d)
+		*failed = true;
+	return d;
+}
+
+enum MHD_Result stream_execute_as(struct api_req *rq, struct session *s,
+				  const struct box_exec *ex, const struct stream_wire *wire)
 {
 	struct stream_hub *hub = rq->streams;
+	struct buf begin = BUF_INIT;
 	struct MHD_Response *resp;
 	struct stream *st;
 	char reason[256] = "";
+	bool failed = false;
 	enum sm_result r;
 
 	/* Claim first, so that busy, gone and over capacity are real HTTP
@@ -313,23 +318,34 @@ enum MHD_Result stream_execute(struct api_req *rq, struct session *s,
 	st->refs = 2;	/* the worker and the response */
 	st->sm = rq->sm;
 	st->hub = hub;
+	st->wire = wire;
+	st->wire_state = calloc(1, wire->state_size ? wire->state_size : 1);
 	st->ex = *ex;
-	st->code = strdup(ex->code);
-	st->language = strdup(ex->language);
+	st->code = dup_or_null(ex->code, &failed);
+	st->language = dup_or_null(ex->language, &failed);
+	st->context = dup_or_null(ex->context, &failed);
+	st->cwd = dup_or_null(ex->cwd, &failed);
 	st->env = box_env_dup(ex->env);
 	st->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (!st->code || !st->language || !st->env || st->cancel_fd < 0) {
-		if (st->cancel_fd >= 0)
-			close(st->cancel_fd);
-		free(st->code);
-		free(st->language);
-		box_env_free(st->env);
-		pthread_mutex_destroy(&st->lock);
-		free(st);
+	st->s = session_ref(s);	/* the stream outlives this request */
+	pthread_mutex_lock(&hub->lock);
+	st->next = hub->head;
+	if (hub->head)
+		hub->head->prev = st;
+	hub->head = st;
+	pthread_mutex_unlock(&hub->lock);
+	if (failed || !st->wire_state || !st->env || st->cancel_fd < 0 ||
+	    (wire->begin && wire->begin(st->wire_state, &begin) < 0)) {
+		st->refs = 1;
+		stream_put(st);
 		goto fail;
 	}
+	buf_append(&st->out, begin.data, begin.len);
+	buf_release(&begin);
 	st->ex.code = st->code;
 	st->ex.language = st->language;
+	st->ex.context = st->context;
+	st->ex.cwd = st->cwd;
 	st->ex.env = (const char *const *)st->env;
 	st->ex.cancel_fd = st->cancel_fd;
 	{
@@ -340,27 +356,128 @@ enum MHD_Result stream_execute(struct api_req *rq, struct session *s,
 	}
 	st->conn = rq->conn;
 	st->keepalive_at = clock_mono_s() + KEEPALIVE_S;
-	st->s = session_ref(s);	/* the stream outlives this request */
-	pthread_mutex_lock(&hub->lock);
-	st->next = hub->head;
-	if (hub->head)
-		hub->head->prev = st;
-	hub->head = st;
-	pthread_mutex_unlock(&hub->lock);
 	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, BLOCK_SIZE, reader, st, on_free);
 	if (!resp) {
 		st->refs = 1;
 		stream_put(st);
 		goto fail;
 	}
-	MHD_add_response_header(resp, "Content-Type", "text/event-stream");
+	MHD_add_response_header(resp, "Content-Type", wire->content_type);
 	MHD_add_response_header(resp, "X-Accel-Buffering", "no");
 	rq->after = run_stream;
 	rq->after_arg = st;
 	return http_queue(rq, 200, resp);
 fail:
+	buf_release(&begin);
 	session_release(rq->sm, s);
 	return http_error(rq, 500, "internal", "out of memory");
+}
+
+/* ---- the native API's wire: Server-Sent Events --------------------------- */
+
+/* A character cut across two chunks waits here for its end: text events
+ * must be UTF-8. */
+struct sse_state {
+	char carry[2][4];
+	size_t ncarry[2];
+};
+
+static int sse_event(struct buf *out, const char *event, json_t *data)
+{
+	char *text = data ? json_dumps(data, JSON_COMPACT) : NULL;
+	int r = text ? buf_appendf(out, "event: %s\ndata: %s\n\n", event, text) : -ENOMEM;
+
+	json_decref(data);
+	free(text);
+	return r;
+}
+
+static int sse_text(struct buf *out, enum box_stream s, const char *text, size_t len)
+{
+	struct buf clean = BUF_INIT;
+	int r = utf8_sanitize(&clean, text, len);
+
+	if (r == 0)
+		r = sse_event(out, s == BOX_STDOUT ? "stdout" : "stderr",
+			      json_pack("{s:s%}", "text", clean.data ? clean.data : "", clean.len));
+	buf_release(&clean);
+	return r;
+}
+
+static int sse_output(void *state, struct buf *out, enum box_stream s, const char *data,
+		      size_t len)
+{
+	struct sse_state *ss = state;
+	int k = s == BOX_STDOUT ? 0 : 1, r = 0;
+	struct buf joined = BUF_INIT;
+	size_t cut;
+
+	/* Hold back a character's first bytes until the rest arrives. */
+	if (buf_append(&joined, ss->carry[k], ss->ncarry[k]) < 0 ||
+	    buf_append(&joined, data, len) < 0) {
+		r = -ENOMEM;
+		goto out;
+	}
+	cut = utf8_cut(joined.data, joined.len);
+	ss->ncarry[k] = joined.len - cut;
+	memcpy(ss->carry[k], joined.data + cut, ss->ncarry[k]);
+	if (cut)
+		r = sse_text(out, s, joined.data, cut);
+out:
+	buf_release(&joined);
+	return r;
+}
+
+static int sse_rich(void *state, struct buf *out, const json_t *bundle, bool main)
+{
+	(void)state;
+	(void)main;
+	return sse_event(out, "result", json_deep_copy(bundle));
+}
+
+static int sse_error(void *state, struct buf *out, const json_t *error)
+{
+	(void)state;
+	return sse_event(out, "error", json_deep_copy(error));
+}
+
+static int sse_dropped(void *state, struct buf *out, unsigned long long n)
+{
+	(void)state;
+	return buf_appendf(out, "event: notice\ndata: {\"dropped_events\":%llu,\"reason\":\"the "
+			   "client read too slowly: %llu output or result events were dropped "
+			   "here; the done event has the whole result\"}\n\n", n, n);
+}
+
+static int sse_done(void *state, struct buf *out, enum sm_result r, const char *reason,
+		    const struct result *res)
+{
+	struct sse_state *ss = state;
+
+	for (int k = 0; k < 2; k++)	/* an unfinished character at the end */
+		if (ss->ncarry[k] && sse_text(out, k ? BOX_STDERR : BOX_STDOUT, ss->carry[k],
+					       ss->ncarry[k]) < 0)
+			return -ENOMEM;
+	return sse_event(out, "done", res ? result_to_json(res) :
+			 json_pack("{s:{s:s, s:s}}", "error", "code", http_sm_code(r, NULL),
+				   "message", http_sm_message(r, reason)));
+}
+
+static const struct stream_wire sse_wire = {
+	.content_type = "text/event-stream",
+	.state_size = sizeof(struct sse_state),
+	.output = sse_output,
+	.rich = sse_rich,
+	.error = sse_error,
+	.dropped = sse_dropped,
+	.done = sse_done,
+	.keepalive = ": keepalive\n\n",
+};
+
+enum MHD_Result stream_execute(struct api_req *rq, struct session *s,
+			       const struct box_exec *ex)
+{
+	return stream_execute_as(rq, s, ex, &sse_wire);
 }
 
 /* ---- the hub ---------------------------------------------------------- */
