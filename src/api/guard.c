@@ -158,7 +158,8 @@ bool guard_request(struct api_req *rq, const char *listen_host, enum MHD_Result 
 		return false;
 	}
 	has_body = f.transfer_encoding || (cl && strtoull(cl, NULL, 10) > 0);
-	if (has_body && !rq->raw_upload && !is_json_type(header(rq, "Content-Type"))) {
+	if (has_body && !rq->raw_upload && !rq->opaque_body &&
+	    !is_json_type(header(rq, "Content-Type"))) {
 		*answered = refuse(rq, 415, "unsupported_media_type", "Unsupported Media Type: "
 				   "send Content-Type: application/json");
 		return false;

@@ -15,6 +15,7 @@ struct api_server;
 struct mcp_registry;
 struct stream_hub;
 struct files_waiter;
+struct e2b;
 
 /* One request, from its headers to on_completed (server.c owns it).  A
  * handler that can block runs on a worker (worker.c) while MHD keeps the
@@ -27,6 +28,10 @@ struct api_req {
 	struct mcp_registry *mcp;	/* MCP connections (mcp.c) */
 	struct stream_hub *streams;	/* SSE streams (stream.c) */
 	struct files_waiter *waiter;	/* uploads waiting for a writer (files.c) */
+	struct e2b *e2b;		/* E2B sandboxes (e2b.c) */
+	int e2b_kind;			/* enum e2b_kind: E2B_NONE, or which E2B route */
+	bool opaque_body;		/* a body the handler parses (multipart,
+					 * Connect envelopes), not JSON */
 	struct MHD_Connection *conn;
 	const char *method;
 	const char *url;
@@ -51,6 +56,12 @@ struct api_req {
 	void *after_arg;
 	struct api_req *next;	/* in the workers' queue */
 };
+
+/* Compare secrets in time that depends only on their lengths, not on where
+ * the first difference is. */
+bool http_same_secret(const char *a, const char *b);
+/* Is key one of the server's API keys (or are there none)? */
+bool http_key_ok(const struct petri_config *cfg, const char *key);
 
 /* All return the MHD result of queueing the response. */
 /* Queue resp (consumed; NULL: fail) with the common headers. */

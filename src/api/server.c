@@ -35,6 +35,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "api/e2b.h"
 #include "api/http.h"
 #include "api/openapi.h"
 #include "api/worker.h"
@@ -58,6 +59,7 @@ struct api_server {
 	struct api_workers *workers;
 	struct stream_hub *streams;
 	struct files_waiter *waiter;
+	struct e2b *e2b;		/* the E2B front end's sandboxes */
 	char listen_host[256];		/* the Host it answers to by default; "*": any */
 };
 
@@ -226,9 +228,7 @@ bool http_wants_sse(struct api_req *rq)
 
 /* ---- authentication --------------------------------------------------- */
 
-/* Compare in time that depends only on the lengths, not on where the
- * first difference is. */
-static bool same_secret(const char *a, const char *b)
+bool http_same_secret(const char *a, const char *b)
 {
 	size_t la = strlen(a), lb = strlen(b), n = la > lb ? la : lb;
 	unsigned char diff = (unsigned char)(la != lb);
@@ -238,20 +238,26 @@ static bool same_secret(const char *a, const char *b)
 	return diff == 0;
 }
 
+bool http_key_ok(const struct petri_config *cfg, const char *key)
+{
+	bool ok = false;
+
+	if (cfg->napi_keys == 0)
+		return true;
+	for (size_t i = 0; key && i < cfg->napi_keys; i++)
+		ok |= http_same_secret(key, cfg->api_keys[i]);
+	return ok;
+}
+
 static bool authorized(struct api_req *rq)
 {
-	const char *h;
-	bool ok = false;
+	const char *h = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "Authorization");
 
 	if (rq->cfg->napi_keys == 0)
 		return true;
-	h = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "Authorization");
 	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
 		return false;
-	h += 7;
-	for (size_t i = 0; i < rq->cfg->napi_keys; i++)
-		ok |= same_secret(h, rq->cfg->api_keys[i]);
-	return ok;
+	return http_key_ok(rq->cfg, h + 7);
 }
 
 /* ---- routing ---------------------------------------------------------- */
@@ -300,6 +306,8 @@ static enum MHD_Result route(struct api_req *rq)
 			return http_not_allowed(rq, "GET");
 		return http_text(rq, 200, "application/json", openapi_json(), openapi_json_len());
 	}
+	if (rq->e2b_kind != E2B_NONE)
+		return e2b_route(rq);
 	if (!strcmp(url, "/mcp"))
 		return handle_mcp(rq);
 	if (!strcmp(url, "/v1/sessions"))
@@ -401,13 +409,33 @@ static enum MHD_Result on_headers(struct api_server *srv, struct api_req *rq)
 	if (atomic_load(&srv->quiescing))
 		return http_error(rq, 503, "shutting_down", "the server is shutting down");
 	rq->raw_upload = is_upload(rq->method, rq->url);
+	rq->e2b_kind = e2b_kind_of(rq->conn, rq->url);
 	rq->body_max = rq->raw_upload ? cfg->max_file_bytes : cfg->max_json_bytes;
+	if (rq->e2b_kind == E2B_ENVD) {
+		/* Multipart uploads (a file and its part headers) and Connect
+		 * envelopes: parsed by e2b_envd.c, within these bounds. */
+		const char *ct = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND,
+							     "Content-Type");
+
+		rq->opaque_body = ct && strncasecmp(ct, "application/json", 16);
+		if (ct && !strncasecmp(ct, "multipart/form-data", 19))
+			rq->body_max = cfg->max_file_bytes + (64u << 10);
+	}
 	if (!rq->raw_upload && rq->body_max > cfg->max_body_bytes)
 		rq->body_max = cfg->max_body_bytes;
 	if (!guard_request(rq, srv->listen_host, &answered))
 		return answered;
 	if (cl && strtoull(cl, NULL, 10) > rq->body_max)
 		return too_large(rq);
+	if (rq->e2b_kind != E2B_NONE) {
+		/* E2B's SDKs bring their own credentials: an API key on the
+		 * control plane, a sandbox's token on the data plane. */
+		if (!e2b_authorize(rq, &answered)) {
+			metrics_inc(M_REJECT_AUTH);
+			return answered;
+		}
+		return MHD_YES;
+	}
 	if (strcmp(rq->url, "/healthz") && !authorized(rq)) {
 		metrics_inc(M_REJECT_AUTH);
 		return http_error(rq, 401, "unauthorized",
@@ -429,7 +457,8 @@ static enum MHD_Result on_body_done(struct api_server *srv, struct api_req *rq)
 				  "retry later");
 	if (atomic_load(&srv->quiescing))
 		return http_error(rq, 503, "shutting_down", "the server is shutting down");
-	if (!rq->raw_upload && !jsoncost_within(rq->body.data, rq->body.len, &body_cost, NULL)) {
+	if (!rq->raw_upload && !rq->opaque_body &&
+	    !jsoncost_within(rq->body.data, rq->body.len, &body_cost, NULL)) {
 		static const char msg[] = "the JSON body is nested too deep or has too many values";
 
 		if (!strcmp(rq->url, "/mcp"))
@@ -463,6 +492,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		rq->mcp = srv->mcp;
 		rq->streams = srv->streams;
 		rq->waiter = srv->waiter;
+		rq->e2b = srv->e2b;
 		rq->conn = conn;
 		rq->method = method;
 		rq->url = url;
@@ -708,7 +738,8 @@ int api_start(const struct petri_config *cfg, struct smgr *sm,
 		return -ENOMEM;
 	srv->cfg = cfg;
 	srv->sm = sm;
-	if (mcp_registry_new(sm, cfg, &srv->mcp) < 0) {
+	if (mcp_registry_new(sm, cfg, &srv->mcp) < 0 || e2b_new(&srv->e2b) < 0) {
+		mcp_registry_free(srv->mcp);
 		free(srv);
 		return -ENOMEM;
 	}
@@ -716,6 +747,7 @@ int api_start(const struct petri_config *cfg, struct smgr *sm,
 						 listen_tcp(srv, cfg->listen, err, errlen);
 	if (fd < 0) {
 		mcp_registry_free(srv->mcp);
+		e2b_free(srv->e2b);
 		free(srv);
 		return fd;
 	}
@@ -756,6 +788,7 @@ fail:
 		stream_hub_free(srv->streams);
 	close(fd);
 	mcp_registry_free(srv->mcp);
+	e2b_free(srv->e2b);
 	free(srv);
 	return r;
 }
@@ -797,5 +830,6 @@ void api_stop(struct api_server *srv)
 	if (srv->unix_path[0])
 		unlink(srv->unix_path);
 	mcp_registry_free(srv->mcp);
+	e2b_free(srv->e2b);
 	free(srv);
 }

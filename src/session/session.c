@@ -681,6 +681,17 @@ void session_touch(struct session *s)
 	pthread_mutex_unlock(&s->lock);
 }
 
+void session_times(struct session *s, double *created, double *last_used,
+		   double *idle_timeout_s, double *max_lifetime_s)
+{
+	pthread_mutex_lock(&s->lock);
+	*created = s->created;
+	*last_used = s->last_used;
+	*idle_timeout_s = s->idle_timeout_s;
+	*max_lifetime_s = s->max_lifetime_s;
+	pthread_mutex_unlock(&s->lock);
+}
+
 enum sm_result session_set_lifetime(struct session *s, double idle_timeout_s,
 				    double max_lifetime_s, char *reason, size_t reasonlen)
 {

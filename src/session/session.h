@@ -126,6 +126,10 @@ int session_work_fd(struct session *s);
 void session_file_owner(struct session *s, uid_t *uid, gid_t *gid);
 /* Mark the session used now (file transfers count as use). */
 void session_touch(struct session *s);
+/* When the session was created (seconds since the epoch), last used, and
+ * its timeouts now. */
+void session_times(struct session *s, double *created, double *last_used,
+		   double *idle_timeout_s, double *max_lifetime_s);
 /* Change a live session's timeouts (a value <= 0 keeps the current one;
  * the caller checked them against the configuration's maxima) and mark it
  * used now, under the lock the reaper decides expiry under: a session

@@ -1,0 +1,769 @@
+/* The E2B front end: routing, tokens, the registry of E2B sandboxes and the
+ * control plane (e2b.h, docs/e2b.md).  The data plane is e2b_envd.c and
+ * e2b_code.c. */
+#include "api/e2b.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+
+#include "runtime/files.h"
+#include "runtime/languages.h"
+#include "util/clock.h"
+#include "util/log.h"
+#include "util/num.h"
+#include "util/timefmt.h"
+
+#define PREFIX "/e2b"			/* an optional path prefix of every route */
+#define METADATA_MAX (16u << 10)	/* bytes of a sandbox's metadata, as JSON */
+#define TEMPLATE_DEFAULT "code-interpreter-v1"
+
+/* Templates are images in E2B; petri has one sandbox, which is both. */
+static const char *const templates[] = { "base", TEMPLATE_DEFAULT, NULL };
+
+struct e2b_sandbox {
+	char sid[SESSION_ID_LEN + 1];
+	char token[E2B_TOKEN_LEN + 1];
+	char template_id[32];
+	json_t *metadata;		/* an object */
+	struct e2b_context contexts[E2B_CONTEXTS_MAX];
+	size_t ncontexts;
+};
+
+struct e2b {
+	pthread_mutex_t lock;
+	struct e2b_sandbox **v;
+	size_t n, cap;
+};
+
+int e2b_new(struct e2b **out)
+{
+	struct e2b *e = calloc(1, sizeof(*e));
+
+	*out = e;
+	if (!e)
+		return -ENOMEM;
+	pthread_mutex_init(&e->lock, NULL);
+	return 0;
+}
+
+static void sandbox_free(struct e2b_sandbox *b)
+{
+	json_decref(b->metadata);
+	free(b);
+}
+
+void e2b_free(struct e2b *e)
+{
+	if (!e)
+		return;
+	for (size_t i = 0; i < e->n; i++)
+		sandbox_free(e->v[i]);
+	free(e->v);
+	pthread_mutex_destroy(&e->lock);
+	free(e);
+}
+
+/* ---- the registry (e->lock held) ----------------------------------------- */
+
+static ssize_t find(struct e2b *e, const char *sid)
+{
+	for (size_t i = 0; i < e->n; i++)
+		if (!strcmp(e->v[i]->sid, sid))
+			return (ssize_t)i;
+	return -1;
+}
+
+static void drop(struct e2b *e, size_t i)
+{
+	sandbox_free(e->v[i]);
+	e->v[i] = e->v[--e->n];
+}
+
+/* Forget the sandboxes whose sessions ended (deleted through the native
+ * API, expired, died): the registry never holds more than the live
+ * sessions and those of the last sweep. */
+static void sweep(struct e2b *e, struct smgr *sm)
+{
+	pthread_mutex_lock(&e->lock);
+	for (size_t i = 0; i < e->n;) {
+		struct session *s;
+		char why[8];
+
+		if (smgr_lookup(sm, e->v[i]->sid, &s, why, sizeof(why)) == SM_OK) {
+			bool ended = session_ended(s);
+
+			session_put(s);
+			if (!ended) {
+				i++;
+				continue;
+			}
+		}
+		drop(e, i);
+	}
+	pthread_mutex_unlock(&e->lock);
+}
+
+static int add(struct e2b *e, struct e2b_sandbox *b)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&e->lock);
+	if (e->n == e->cap) {
+		size_t cap = e->cap ? e->cap * 2 : 16;
+		struct e2b_sandbox **v = realloc(e->v, cap * sizeof(*v));
+
+		if (v) {
+			e->v = v;
+			e->cap = cap;
+		} else {
+			r = -ENOMEM;
+		}
+	}
+	if (r == 0)
+		e->v[e->n++] = b;
+	pthread_mutex_unlock(&e->lock);
+	return r;
+}
+
+static void forget(struct e2b *e, const char *sid)
+{
+	ssize_t i;
+
+	pthread_mutex_lock(&e->lock);
+	if ((i = find(e, sid)) >= 0)
+		drop(e, (size_t)i);
+	pthread_mutex_unlock(&e->lock);
+}
+
+/* Is token the sandbox's?  Unknown ids and wrong tokens alike: false. */
+static bool token_ok(struct e2b *e, const char *sid, const char *token)
+{
+	ssize_t i;
+	bool ok = false;
+
+	if (!sid || !token)
+		return false;
+	pthread_mutex_lock(&e->lock);
+	if ((i = find(e, sid)) >= 0)
+		ok = http_same_secret(token, e->v[i]->token);
+	pthread_mutex_unlock(&e->lock);
+	return ok;
+}
+
+/* ---- contexts ----------------------------------------------------------- */
+
+static int random_hex(char *out, size_t digits)
+{
+	unsigned char raw[64];
+	size_t n = (digits + 1) / 2;
+
+	if (n > sizeof(raw) || getrandom(raw, n, 0) != (ssize_t)n)
+		return -EIO;
+	for (size_t i = 0; i < n; i++)
+		snprintf(out + 2 * i, 3, "%02x", raw[i]);
+	out[digits] = '\0';
+	return 0;
+}
+
+int e2b_context_add(struct e2b *e, const char *sid, const char *language, const char *cwd,
+		    struct e2b_context *out)
+{
+	struct e2b_context c = { .is_default = false };
+	ssize_t i;
+	int r = 0;
+
+	snprintf(c.language, sizeof(c.language), "%s", language);
+	snprintf(c.cwd, sizeof(c.cwd), "%s", cwd);
+	if (random_hex(c.id, 32) < 0)
+		return -EIO;
+	pthread_mutex_lock(&e->lock);
+	if ((i = find(e, sid)) < 0)
+		r = -ENOENT;
+	else if (e->v[i]->ncontexts >= E2B_CONTEXTS_MAX)
+		r = -ENOSPC;
+	else
+		e->v[i]->contexts[e->v[i]->ncontexts++] = c;
+	pthread_mutex_unlock(&e->lock);
+	if (r == 0)
+		*out = c;
+	return r;
+}
+
+static struct e2b_context *context_find(struct e2b_sandbox *b, const char *id)
+{
+	for (size_t i = 0; i < b->ncontexts; i++)
+		if (!strcmp(b->contexts[i].id, id))
+			return &b->contexts[i];
+	return NULL;
+}
+
+int e2b_context_get(struct e2b *e, const char *sid, const char *id, bool take_fresh,
+		    struct e2b_context *out)
+{
+	struct e2b_context *c = NULL;
+	ssize_t i;
+
+	pthread_mutex_lock(&e->lock);
+	if ((i = find(e, sid)) >= 0 && (c = context_find(e->v[i], id))) {
+		*out = *c;
+		if (take_fresh)
+			c->fresh = false;
+	}
+	pthread_mutex_unlock(&e->lock);
+	return c ? 0 : -ENOENT;
+}
+
+int e2b_context_remove(struct e2b *e, const char *sid, const char *id)
+{
+	struct e2b_context *c = NULL;
+	ssize_t i;
+
+	pthread_mutex_lock(&e->lock);
+	if ((i = find(e, sid)) >= 0 && (c = context_find(e->v[i], id)) && !c->is_default) {
+		struct e2b_sandbox *b = e->v[i];
+
+		*c = b->contexts[--b->ncontexts];
+	} else {
+		c = NULL;
+	}
+	pthread_mutex_unlock(&e->lock);
+	return c ? 0 : -ENOENT;
+}
+
+int e2b_context_restart(struct e2b *e, const char *sid, const char *id)
+{
+	struct e2b_context *c = NULL;
+	ssize_t i;
+
+	pthread_mutex_lock(&e->lock);
+	if ((i = find(e, sid)) >= 0 && (c = context_find(e->v[i], id)))
+		c->fresh = true;
+	pthread_mutex_unlock(&e->lock);
+	return c ? 0 : -ENOENT;
+}
+
+json_t *e2b_context_list(struct e2b *e, const char *sid)
+{
+	json_t *list = json_array();
+	ssize_t i;
+
+	pthread_mutex_lock(&e->lock);
+	if (list && (i = find(e, sid)) >= 0)
+		for (size_t k = 0; k < e->v[i]->ncontexts; k++) {
+			const struct e2b_context *c = &e->v[i]->contexts[k];
+
+			json_array_append_new(list, json_pack("{s:s, s:s, s:s}", "id", c->id,
+							      "language", c->language, "cwd",
+							      c->cwd));
+		}
+	pthread_mutex_unlock(&e->lock);
+	return list;
+}
+
+/* ---- answers ------------------------------------------------------------ */
+
+enum MHD_Result e2b_error(struct api_req *rq, unsigned status, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return http_json(rq, status, json_pack("{s:i, s:s}", "code", (int)status, "message", msg));
+}
+
+static enum MHD_Result session_error(struct api_req *rq, enum sm_result r, const char *reason,
+				     const char *sid)
+{
+	int status;
+
+	if (r == SM_NOT_FOUND || r == SM_GONE)
+		return e2b_error(rq, 404, "sandbox %.64s not found%s%s", sid,
+				 reason && *reason ? ": " : "", reason ? reason : "");
+	http_sm_code(r, &status);
+	if (r == SM_CAPACITY) {
+		/* The SDK waits and retries an integer Retry-After. */
+		struct MHD_Response *resp;
+		char *text;
+		json_t *j = json_pack("{s:i, s:s}", "code", 429, "message",
+				      sm_result_message(r));
+
+		text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+		json_decref(j);
+		resp = text ? MHD_create_response_from_buffer(strlen(text), text,
+							      MHD_RESPMEM_MUST_FREE) : NULL;
+		if (!resp) {
+			free(text);
+			return MHD_NO;
+		}
+		MHD_add_response_header(resp, "Content-Type", "application/json");
+		MHD_add_response_header(resp, "Retry-After", "1");
+		return http_queue(rq, 429, resp);
+	}
+	return e2b_error(rq, (unsigned)status, "%s", http_sm_message(r, reason));
+}
+
+/* ---- paths -------------------------------------------------------------- */
+
+const char *e2b_route_path(const struct api_req *rq, char *buf, size_t len)
+{
+	const char *p = rq->url;
+
+	if (!strncmp(p, PREFIX "/", sizeof(PREFIX)) || !strcmp(p, PREFIX))
+		p += sizeof(PREFIX) - 1;
+	snprintf(buf, len, "%s", *p ? p : "/");
+	return buf;
+}
+
+bool e2b_work_path(const char *in, bool allow_empty, char *rel, size_t rellen, char *why,
+		   size_t whylen)
+{
+	const char *p = in;
+
+	if (!strcmp(p, E2B_HOME) || !strcmp(p, E2B_HOME "/") || !strcmp(p, ".") || !*p)
+		p = "";
+	else if (!strncmp(p, E2B_HOME "/", sizeof(E2B_HOME)))
+		p += sizeof(E2B_HOME);
+	else if (!strncmp(p, "./", 2))
+		p += 2;
+	else if (p[0] == '/') {
+		snprintf(why, whylen, "only files under " E2B_HOME " (the workspace) can be "
+			 "reached");
+		return false;
+	}
+	if (strlen(p) >= rellen) {
+		snprintf(why, whylen, "the path is too long");
+		return false;
+	}
+	snprintf(rel, rellen, "%s", p);
+	/* "dir/" names the directory */
+	if (*rel && rel[strlen(rel) - 1] == '/')
+		rel[strlen(rel) - 1] = '\0';
+	return files_check_path(rel, allow_empty, why, whylen) == 0;
+}
+
+void e2b_sdk_path(const char *rel, char *out, size_t len)
+{
+	snprintf(out, len, "%s%s%s", E2B_HOME, *rel ? "/" : "", rel);
+}
+
+/* ---- what a request is ------------------------------------------------------ */
+
+static const char *header(struct MHD_Connection *conn, const char *name)
+{
+	return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
+}
+
+static bool is_control_path(const char *p)
+{
+	if (!strncmp(p, PREFIX "/", sizeof(PREFIX)))
+		p += sizeof(PREFIX) - 1;
+	if (!strncmp(p, "/v2/", 4))
+		p += 3;
+	return !strcmp(p, "/sandboxes") || !strncmp(p, "/sandboxes/", 11) ||
+	       !strcmp(p, "/snapshots") || !strncmp(p, "/templates", 10) ||
+	       !strncmp(p, "/volumes", 8);
+}
+
+enum e2b_kind e2b_kind_of(struct MHD_Connection *conn, const char *url)
+{
+	const char *port = header(conn, "E2b-Sandbox-Port");
+	uint32_t n;
+
+	if (header(conn, "E2b-Sandbox-Id")) {
+		if (!port || !num_u32(port, 1, 65535, &n))
+			return E2B_BAD_PORT;
+		return n == E2B_ENVD_PORT ? E2B_ENVD : n == E2B_CODE_PORT ? E2B_CODE :
+					    E2B_BAD_PORT;
+	}
+	return is_control_path(url) ? E2B_CONTROL : E2B_NONE;
+}
+
+bool e2b_authorize(struct api_req *rq, enum MHD_Result *answered)
+{
+	const char *key, *sid = header(rq->conn, "E2b-Sandbox-Id");
+	const char *token = header(rq->conn, "X-Access-Token");
+	const char *traffic = header(rq->conn, "E2B-Traffic-Access-Token");
+
+	if (rq->e2b_kind == E2B_CONTROL) {
+		/* X-API-KEY as the SDKs send it, or the native API's Bearer. */
+		key = header(rq->conn, "X-API-KEY");
+		if (!key) {
+			const char *a = header(rq->conn, "Authorization");
+
+			key = a && !strncasecmp(a, "Bearer ", 7) ? a + 7 : NULL;
+		}
+		if (http_key_ok(rq->cfg, key))
+			return true;
+		*answered = e2b_error(rq, 401, "a valid API key is required (E2B_API_KEY, sent "
+				      "as X-API-KEY)");
+		return false;
+	}
+	if (rq->e2b_kind == E2B_BAD_PORT)
+		return true;	/* answered by e2b_route(), which knows no such port */
+	if (token_ok(rq->e2b, sid, token) || token_ok(rq->e2b, sid, traffic))
+		return true;
+	*answered = e2b_error(rq, 401, "this sandbox does not exist or the access token is "
+			      "wrong (X-Access-Token)");
+	return false;
+}
+
+/* ---- the control plane -------------------------------------------------------- */
+
+static json_t *time_json(double t)
+{
+	char s[TIMEFMT_LEN];
+
+	return json_string(timefmt_rfc3339(t, s));
+}
+
+/* A sandbox as create, connect, info and list describe it. */
+static json_t *sandbox_json(struct api_req *rq, struct session *s, bool tokens)
+{
+	const struct petri_limits *l = session_limits(s);
+	char template_id[32] = TEMPLATE_DEFAULT, token[E2B_TOKEN_LEN + 1] = "";
+	double created, used, idle, life;
+	json_t *meta = NULL, *j;
+	ssize_t i;
+
+	pthread_mutex_lock(&rq->e2b->lock);
+	if ((i = find(rq->e2b, session_id(s))) >= 0) {
+		snprintf(template_id, sizeof(template_id), "%s", rq->e2b->v[i]->template_id);
+		snprintf(token, sizeof(token), "%s", rq->e2b->v[i]->token);
+		meta = json_deep_copy(rq->e2b->v[i]->metadata);
+	}
+	pthread_mutex_unlock(&rq->e2b->lock);
+	session_times(s, &created, &used, &idle, &life);
+	j = json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:s, s:i, s:i, s:i, s:o, s:n}",
+		      "sandboxID", session_id(s), "templateID", template_id, "clientID", "petri",
+		      "envdVersion", E2B_ENVD_VERSION, "startedAt", time_json(created),
+		      "endAt", time_json(created + life), "state", "running",
+		      "cpuCount", (int)ceil(l->cpu), "memoryMB", (int)l->memory_mb,
+		      "diskSizeMB", (int)l->disk_mb, "metadata", meta ? meta : json_object(),
+		      "domain");
+	if (j && tokens) {
+		json_object_set_new(j, "envdAccessToken", json_string(token));
+		json_object_set_new(j, "trafficAccessToken", json_string(token));
+	}
+	return j;
+}
+
+/* A timeout in seconds (the SDKs send integers), from 1 to the most a
+ * session may live. */
+static bool timeout_arg(struct api_req *rq, json_t *body, double *out, enum MHD_Result *answered)
+{
+	json_t *t = json_object_get(body, "timeout");
+
+	if (!t || json_is_null(t))
+		return true;
+	if (!json_is_number(t) || !isfinite(json_number_value(t)) || json_number_value(t) < 1 ||
+	    json_number_value(t) > rq->cfg->max_lifetime_s) {
+		*answered = e2b_error(rq, 400, "'timeout' must be from 1 to %g seconds (this "
+				      "server's max_lifetime_s)", rq->cfg->max_lifetime_s);
+		return false;
+	}
+	*out = json_number_value(t);
+	return true;
+}
+
+/* What petri cannot do, refused by name rather than silently ignored. */
+static bool refuse_unsupported(struct api_req *rq, json_t *body, enum MHD_Result *answered)
+{
+	json_t *v;
+
+	if (json_is_true(json_object_get(body, "autoPause"))) {
+		*answered = e2b_error(rq, 400, "petri does not pause sandboxes (autoPause)");
+		return true;
+	}
+	v = json_object_get(body, "volumeMounts");
+	if (v && !json_is_null(v) && !(json_is_array(v) && json_array_size(v) == 0)) {
+		*answered = e2b_error(rq, 400, "petri has no volumes (volumeMounts)");
+		return true;
+	}
+	return false;
+}
+
+static enum MHD_Result create(struct api_req *rq)
+{
+	enum MHD_Result answered = MHD_NO;
+	json_t *body = rq->body.len ? http_body_object(rq, &answered) : json_object();
+	struct session_params p = {
+		.language = lang_table[0].name,
+		.limits = rq->cfg->defaults,
+		.idle_timeout_s = rq->cfg->idle_timeout_s,
+		.max_lifetime_s = 300,	/* E2B's default */
+	};
+	struct e2b_sandbox *b = NULL;
+	struct request_error e;
+	struct session *s = NULL;
+	const char *tmpl;
+	char **env = NULL, err[512] = "";
+	json_t *meta;
+	enum sm_result r;
+
+	if (!body)
+		return answered;
+	if (p.max_lifetime_s > rq->cfg->max_lifetime_s)
+		p.max_lifetime_s = rq->cfg->max_lifetime_s;
+	tmpl = json_string_value(json_object_get(body, "templateID"));
+	if (!tmpl)
+		tmpl = TEMPLATE_DEFAULT;
+	for (size_t i = 0; templates[i]; i++)
+		if (!strcmp(tmpl, templates[i]))
+			goto known;
+	answered = e2b_error(rq, 400, "petri has only the templates base and "
+			     TEMPLATE_DEFAULT " (one sandbox with Python, bash and C), not "
+			     "'%.64s'", tmpl);
+	goto out;
+known:
+	meta = json_object_get(body, "metadata");
+	if (meta && !json_is_null(meta) && !json_is_object(meta)) {
+		answered = e2b_error(rq, 400, "'metadata' must be an object of strings");
+		goto out;
+	}
+	if (meta && json_is_object(meta)) {
+		char *text = json_dumps(meta, JSON_COMPACT);
+		bool big = !text || strlen(text) > METADATA_MAX;
+
+		free(text);
+		if (big) {
+			answered = e2b_error(rq, 400, "'metadata' may take at most %u KiB",
+					     METADATA_MAX >> 10);
+			goto out;
+		}
+	}
+	if (refuse_unsupported(rq, body, &answered) ||
+	    !timeout_arg(rq, body, &p.max_lifetime_s, &answered))
+		goto out;
+	if (!(env = request_env(rq->cfg, json_object_get(body, "envVars"), &e))) {
+		answered = e2b_error(rq, strcmp(e.code, "internal") ? 400 : 500, "%s",
+				     e.message);
+		goto out;
+	}
+	p.env = (const char *const *)env;
+	if (!(b = calloc(1, sizeof(*b))) || random_hex(b->token, E2B_TOKEN_LEN) < 0) {
+		answered = e2b_error(rq, 500, "out of memory");
+		goto out;
+	}
+	snprintf(b->template_id, sizeof(b->template_id), "%s", tmpl);
+	b->metadata = json_is_object(meta) ? json_deep_copy(meta) : json_object();
+	/* The default contexts, as the code interpreter lists them. */
+	b->contexts[0] = (struct e2b_context){ .id = "python", .language = "python",
+					       .cwd = E2B_HOME, .is_default = true };
+	b->contexts[1] = (struct e2b_context){ .id = "bash", .language = "bash",
+					       .cwd = E2B_HOME, .is_default = true };
+	b->ncontexts = 2;
+	sweep(rq->e2b, rq->sm);
+	if ((r = smgr_create(rq->sm, &p, &s, err, sizeof(err))) != SM_OK) {
+		answered = session_error(rq, r, err, "");
+		goto out;
+	}
+	snprintf(b->sid, sizeof(b->sid), "%s", session_id(s));
+	if (add(rq->e2b, b) < 0) {
+		smgr_delete(rq->sm, session_id(s));
+		answered = e2b_error(rq, 500, "out of memory");
+		goto out;
+	}
+	b = NULL;
+	log_info("e2b: sandbox %s created", session_id(s));
+	answered = http_json(rq, 201, sandbox_json(rq, s, true));
+out:
+	if (b)
+		sandbox_free(b);
+	session_put(s);
+	box_env_free(env);
+	json_decref(body);
+	return answered;
+}
+
+/* The E2B sandbox id, for the control plane: a live session the registry
+ * knows.  NULL with the 404 answered. */
+static struct session *lookup(struct api_req *rq, const char *sid, enum MHD_Result *answered)
+{
+	struct session *s = NULL;
+	char reason[256] = "";
+	enum sm_result r;
+	bool known;
+
+	pthread_mutex_lock(&rq->e2b->lock);
+	known = find(rq->e2b, sid) >= 0;
+	pthread_mutex_unlock(&rq->e2b->lock);
+	r = known ? smgr_lookup(rq->sm, sid, &s, reason, sizeof(reason)) : SM_NOT_FOUND;
+	if (r == SM_OK && session_ended(s))
+		r = SM_GONE;
+	if (r != SM_OK) {
+		session_put(s);
+		if (known)
+			forget(rq->e2b, sid);
+		*answered = session_error(rq, r, reason, sid);
+		return NULL;
+	}
+	return s;
+}
+
+/* E2B counts a timeout from now; petri's lifetime from the creation.  keep
+ * the later end (connect), or set it (setTimeout). */
+static enum MHD_Result set_timeout(struct api_req *rq, struct session *s, double timeout,
+				   bool only_extend, bool answer_sandbox)
+{
+	double created, used, idle, life, now = clock_wall_s(), want;
+	char reason[256] = "";
+	enum sm_result r;
+
+	session_times(s, &created, &used, &idle, &life);
+	want = now - created + timeout;
+	if (only_extend && want < life)
+		want = life;
+	if (want > rq->cfg->max_lifetime_s)
+		return e2b_error(rq, 400, "the sandbox would live past this server's "
+				 "max_lifetime_s (%g s from its start)", rq->cfg->max_lifetime_s);
+	if ((r = session_set_lifetime(s, 0, want, reason, sizeof(reason))) != SM_OK)
+		return session_error(rq, r, reason, session_id(s));
+	return answer_sandbox ? http_json(rq, 200, sandbox_json(rq, s, true)) :
+				http_empty(rq, 204);
+}
+
+static enum MHD_Result list(struct api_req *rq)
+{
+	json_t *out = json_array();
+	char **ids = NULL;
+	size_t n = 0;
+
+	sweep(rq->e2b, rq->sm);
+	pthread_mutex_lock(&rq->e2b->lock);
+	ids = calloc(rq->e2b->n + 1, sizeof(*ids));
+	for (size_t i = 0; ids && i < rq->e2b->n; i++)
+		if ((ids[n] = strdup(rq->e2b->v[i]->sid)))
+			n++;
+	pthread_mutex_unlock(&rq->e2b->lock);
+	for (size_t i = 0; out && i < n; i++) {
+		struct session *s;
+		char why[8];
+
+		if (smgr_lookup(rq->sm, ids[i], &s, why, sizeof(why)) == SM_OK) {
+			json_array_append_new(out, sandbox_json(rq, s, false));
+			session_put(s);
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		free(ids[i]);
+	free(ids);
+	if (!out || (n && !ids))
+		return e2b_error(rq, 500, "out of memory");
+	/* Every sandbox in one page: no X-Next-Token. */
+	return http_json(rq, 200, out);
+}
+
+static enum MHD_Result control(struct api_req *rq, const char *path)
+{
+	const char *m = rq->method, *rest;
+	char sid[SESSION_ID_LEN + 1];
+	enum MHD_Result answered = MHD_NO;
+	struct session *s;
+	json_t *body;
+	double timeout = 300;
+	size_t n;
+
+	if (!strncmp(path, "/v2/", 4))
+		path += 3;
+	if (!strcmp(path, "/sandboxes")) {
+		if (!strcmp(m, "POST"))
+			return create(rq);
+		if (!strcmp(m, "GET"))
+			return list(rq);
+		return e2b_error(rq, 405, "use GET or POST");
+	}
+	if (strncmp(path, "/sandboxes/", 11))
+		return e2b_error(rq, 501, "petri does not offer %.100s (templates, snapshots and "
+				 "volumes are E2B's; petri has one sandbox image)", path);
+	path += 11;
+	rest = strchr(path, '/');
+	n = rest ? (size_t)(rest - path) : strlen(path);
+	if (n == 0 || n > SESSION_ID_LEN)
+		return e2b_error(rq, 404, "sandbox not found");
+	memcpy(sid, path, n);
+	sid[n] = '\0';
+	rest = rest ? rest : "";
+	if (!strcmp(rest, "/pause") || !strcmp(rest, "/resume") || !strcmp(rest, "/snapshots") ||
+	    !strcmp(rest, "/fork") || !strcmp(rest, "/network") || !strcmp(rest, "/metrics"))
+		return e2b_error(rq, 501, "petri does not support %s: its sandboxes run until "
+				 "they are killed or time out", rest + 1);
+	if (!strcmp(rest, "") && !strcmp(m, "DELETE")) {
+		if (!(s = lookup(rq, sid, &answered)))
+			return answered;
+		session_put(s);
+		smgr_delete(rq->sm, sid);
+		forget(rq->e2b, sid);
+		log_info("e2b: sandbox %s killed", sid);
+		return http_empty(rq, 204);
+	}
+	if (!(s = lookup(rq, sid, &answered)))
+		return answered;
+	if (!strcmp(rest, "") && !strcmp(m, "GET")) {
+		answered = http_json(rq, 200, sandbox_json(rq, s, false));
+	} else if ((!strcmp(rest, "/connect") || !strcmp(rest, "/timeout")) &&
+		   !strcmp(m, "POST")) {
+		body = rq->body.len ? http_body_object(rq, &answered) : json_object();
+		if (body && timeout_arg(rq, body, &timeout, &answered))
+			answered = !strcmp(rest, "/connect") ?
+				   set_timeout(rq, s, timeout, true, true) :
+				   set_timeout(rq, s, timeout, false, false);
+		json_decref(body);
+	} else {
+		answered = e2b_error(rq, 404, "no such route: %.10s %.200s", m, rq->url);
+	}
+	session_put(s);
+	return answered;
+}
+
+/* ---- routing ---------------------------------------------------------------- */
+
+enum MHD_Result e2b_route(struct api_req *rq)
+{
+	const char *sid = header(rq->conn, "E2b-Sandbox-Id");
+	char path[512];
+	enum MHD_Result answered = MHD_NO;
+	struct session *s;
+	char reason[256] = "";
+	enum sm_result r;
+
+	e2b_route_path(rq, path, sizeof(path));
+	switch (rq->e2b_kind) {
+	case E2B_CONTROL:
+		return control(rq, path);
+	case E2B_BAD_PORT:
+		return e2b_error(rq, 404, "petri serves E2B's envd (port %d) and code interpreter "
+				 "(port %d) only, not port %.10s", E2B_ENVD_PORT, E2B_CODE_PORT,
+				 header(rq->conn, "E2b-Sandbox-Port") ?
+				 header(rq->conn, "E2b-Sandbox-Port") : "(none)");
+	case E2B_ENVD:
+	case E2B_CODE:
+		break;
+	default:
+		return e2b_error(rq, 404, "not an E2B route");
+	}
+	/* e2b_authorize() checked the token: the sandbox is E2B's. */
+	r = smgr_lookup(rq->sm, sid, &s, reason, sizeof(reason));
+	if (r == SM_OK && session_ended(s)) {
+		session_put(s);
+		r = SM_GONE;
+	}
+	if (r != SM_OK) {
+		forget(rq->e2b, sid);
+		/* 502: what the SDKs read as "the sandbox timed out or was
+		 * killed" (isRunning() is false). */
+		return e2b_error(rq, 502, "the sandbox has ended%s%s", *reason ? ": " : "",
+				 reason);
+	}
+	answered = rq->e2b_kind == E2B_ENVD ? e2b_envd(rq, s, path) : e2b_code(rq, s, path);
+	session_put(s);
+	return answered;
+}
