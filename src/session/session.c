@@ -549,6 +549,13 @@ enum sm_result smgr_create(struct smgr *m, const struct session_params *p,
 
 	pthread_mutex_lock(&m->lock);
 	m->starting--;
+	if (m->stopping) {
+		/* smgr_shutdown() came while the sandbox started: it killed
+		 * every sandbox but this one, which it could not see. */
+		pthread_mutex_unlock(&m->lock);
+		session_put(s);
+		return SM_STOPPING;
+	}
 	if (m->n == m->cap) {
 		size_t cap = m->cap ? m->cap * 2 : 64;
 		struct session **v = realloc(m->v, cap * sizeof(*v));
@@ -944,6 +951,13 @@ enum sm_result session_claim(struct smgr *m, struct session *s, char *reason,
 	enum sm_result r;
 
 	pthread_mutex_lock(&s->lock);
+	/* Through a reference taken before the deletion: as a lookup after
+	 * it, not found. */
+	if (s->deleted) {
+		pthread_mutex_unlock(&s->lock);
+		metrics_inc(M_REJECT_NOT_FOUND);
+		return SM_NOT_FOUND;
+	}
 	if (s->dead) {
 		snprintf(reason, reasonlen, "%s", s->dead_reason);
 		pthread_mutex_unlock(&s->lock);

@@ -87,9 +87,9 @@ const char *session_language(const struct session *s);
 const struct petri_limits *session_limits(const struct session *s);
 
 /* Claim the session for one execution: SM_BUSY if one is running,
- * SM_GONE if the session died (reason), SM_CAPACITY over the execution
- * cap.  A claim must be followed by exactly one session_run() or
- * session_release(). */
+ * SM_NOT_FOUND if it was deleted, SM_GONE if it died (reason), SM_CAPACITY
+ * over the execution cap.  A claim must be followed by exactly one
+ * session_run() or session_release(). */
 enum sm_result session_claim(struct smgr *m, struct session *s, char *reason,
 			     size_t reasonlen);
 /* Run code in a claimed session and release the claim: SM_OK with res

@@ -1,8 +1,7 @@
 /* Request bodies: the JSON a client POSTs, through the API's own parsing
- * and validation up to the point where a sandbox would be used:
- * http_body_object, http_only_keys, parse_limits, parse_env and
- * http_exec_request (handlers.c is included for its static parsers), then
- * the "files" of POST /v1/execute as put_files checks them.
+ * (http_body_object, http_only_keys) and the request model's validation
+ * (src/exec/request.c) up to the point where a sandbox would be used: a
+ * one-shot, a session, an execution in a session.
  *
  * There is no HTTP connection: answering an error to a NULL connection
  * builds the response and is refused by libmicrohttpd, which is all a
@@ -15,44 +14,43 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static struct petri_config cfg;
 
-static void check_files(struct api_req *rq, json_t *files)
+/* What the request model let through is within what it promises. */
+static void check_oneshot(const json_t *body, const struct oneshot *o)
 {
-	static const char *const keys[] = { "path", "content_base64", NULL };
-	enum MHD_Result answered;
-	size_t i, len;
-	json_t *f;
+	assert(!limits_above(&o->limits, &cfg.max));
+	for (size_t i = 0; i < limit_rule_count; i++)
+		assert(limit_get(&o->limits, &limit_rules[i]) >= limit_rules[i].min);
+	assert(lang_find(o->ex.language) && !strcmp(lang_find(o->ex.language)->name,
+						     o->ex.language));
+	assert(o->ex.timeout_s <= o->limits.timeout_s && o->ex.one_shot);
+	assert(strlen(o->ex.code) == json_string_length(json_object_get(body, "code")));
+	assert(o->nfiles <= REQUEST_FILES_MAX && o->npatterns <= REQUEST_PATTERNS_MAX);
+	for (size_t i = 0; i < o->nfiles; i++) {
+		char why[160];
 
-	json_array_foreach(files, i, f) {
-		json_t *path = json_object_get(f, "path"), *b64 = json_object_get(f, "content_base64");
-		unsigned char *bytes;
-		char why[128];
-
-		if ((json_is_object(f) && !http_only_keys(rq, f, keys, &answered)) ||
-		    !json_is_string(path) || !json_is_string(b64) ||
-		    files_check_path(json_string_value(path), false, why, sizeof(why)) < 0)
-			return;
-		bytes = base64_decode(json_string_value(b64), json_string_length(b64), &len);
-		if (!bytes)
-			return;
-		assert(len <= json_string_length(b64));
-		free(bytes);
+		assert(files_check_path(o->files[i].path, false, why, sizeof(why)) == 0);
 	}
+	for (size_t i = 0; o->ex.env[i]; i++)
+		assert(strchr(o->ex.env[i], '=') && strncmp(o->ex.env[i], "PATH=", 5));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const char *const oneshot_keys[] = {
-		"code", "language", "files", "limits", "timeout_s", "env", NULL
+		"code", "language", "files", "limits", "timeout_s", "return_files", "env", NULL
 	};
 	static const char *const session_keys[] = {
 		"language", "limits", "idle_timeout_s", "max_lifetime_s", "env", NULL
 	};
 	struct api_req rq = { .cfg = &cfg, .method = "POST", .url = "/v1/execute" };
 	enum MHD_Result answered = MHD_NO;
+	struct request_error e;
 	struct petri_limits lim;
 	struct box_exec ex;
-	json_t *body, *files;
-	char **env, why[256];
+	struct oneshot o;
+	json_t *body;
+	char **env;
+	double idle = 0, life = 0;
 
 	if (!cfg.listen[0])
 		config_defaults(&cfg);
@@ -64,31 +62,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	assert(json_is_object(body));
 
 	/* POST /v1/execute */
-	if (http_only_keys(&rq, body, oneshot_keys, &answered) &&
-	    parse_limits(&rq, body, &lim, &answered) &&
-	    http_exec_request(&rq, body, "python", &lim, &ex, &answered)) {
-		/* Never above what the operator allows. */
-		assert(config_check_limits(&cfg, &lim, why, sizeof(why)) == 0);
-		assert(lang_find(ex.language) && !strcmp(lang_find(ex.language)->name, ex.language) && ex.timeout_s <= lim.timeout_s);
-		assert(strlen(ex.code) == json_string_length(json_object_get(body, "code")));
-		files = json_object_get(body, "files");
-		if (json_is_array(files) && json_array_size(files) <= MAX_ONESHOT_FILES)
-			check_files(&rq, files);
-		http_exec_request_release(&ex);
+	if (http_only_keys(&rq, body, oneshot_keys, &answered)) {
+		if (request_oneshot(&cfg, body, &o, &e))
+			check_oneshot(body, &o);
+		else
+			assert(e.code && e.message[0]);
+		oneshot_release(&o);
 	}
 
 	/* POST /v1/sessions */
 	if (http_only_keys(&rq, body, session_keys, &answered) &&
-	    parse_limits(&rq, body, &lim, &answered) &&
-	    (env = parse_env(&rq, body, &answered))) {
+	    request_limits(&cfg, json_object_get(body, "limits"), &lim, &e) &&
+	    request_lifetime(&cfg, body, &idle, &life, &e) &&
+	    (env = request_env(&cfg, json_object_get(body, "env"), &e))) {
+		assert(!limits_above(&lim, &cfg.max));
+		assert(idle <= cfg.idle_timeout_s && life <= cfg.max_lifetime_s);
 		for (size_t i = 0; env[i]; i++)
 			assert(strchr(env[i], '=') && strncmp(env[i], "PATH=", 5));
 		box_env_free(env);
 	}
 
 	/* POST /v1/sessions/<id>/execute, with the session's limits */
-	if (http_exec_request(&rq, body, "bash", &cfg.defaults, &ex, &answered))
-		http_exec_request_release(&ex);
+	if (request_exec(&cfg, body, "bash", &cfg.defaults, &ex, &e))
+		assert(ex.timeout_s <= cfg.defaults.timeout_s);
+	request_exec_release(&ex);
 	json_decref(body);
 out:
 	buf_release(&rq.body);

@@ -77,7 +77,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	assert(c.defaults.memory_mb <= c.max.memory_mb && c.defaults.cpu <= c.max.cpu &&
 	       c.defaults.timeout_s <= c.max.timeout_s && c.defaults.output_kb <= c.max.output_kb);
-	assert(config_check_limits(&c, &c.defaults, err, sizeof(err)) == 0);
+	assert(!limits_above(&c.defaults, &c.max));
+	for (size_t i = 0; i < limit_rule_count; i++)
+		assert(limit_get(&c.defaults, &limit_rules[i]) >= limit_rules[i].min &&
+		       limit_get(&c.max, &limit_rules[i]) <= limit_rules[i].max);
 	assert(memchr(c.listen, '\0', sizeof(c.listen)));
 	assert(!c.cgroup_parent[0] || (c.cgroup_parent[0] == '/' && !strstr(c.cgroup_parent, "..")));
 	assert(c.uid_base == 0 || c.uid_base >= 100000);

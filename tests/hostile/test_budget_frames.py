@@ -233,7 +233,10 @@ threading.Thread(target=flood, daemon=True).start()
 
 
 def test_honest_code_with_many_and_big_results_gets_the_note(server):
-    sid = new_session(server)
+    # Honest code, so no attack's 10 s: 42 MiB of results take a few seconds
+    # on an idle machine and many more on a loaded one.
+    sid = server.api.session(limits={'timeout_s': 120})
+    H.SessionWatch(server.api, sid, warm=server.warm)
     r = server.api.execute(sid, '''
 class Big:
     def __init__(self, i): self.i = i

@@ -1,5 +1,6 @@
 /* C unit tests (libcheck).  Each tests/unit/test_<module>.c defines one
- * suite constructor, listed here and in main.c. */
+ * suite constructor, listed here and in main.c.  tests/unit/session/ is a
+ * binary of its own: its fake sandbox replaces code this one links. */
 #ifndef PETRI_UNIT_H
 #define PETRI_UNIT_H
 

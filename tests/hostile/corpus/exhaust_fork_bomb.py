@@ -1,7 +1,7 @@
 # attack: a Python fork bomb: every child forks again, forever
 # expect: the pids limit stops it (fork fails with EAGAIN); the run ends by timeout; no process survives the run or the session
 # status: timeout killed
-# limits: timeout=3 pids=48
+# limits: timeout=8 pids=48
 import os, sys, time
 def bomb():
     while True:

@@ -1,0 +1,391 @@
+/* The fake sandbox of fake_box.h: box.h, the parts of jail.h, files.h and
+ * pool.h that the session manager calls, over one table of boxes in
+ * memory.  One lock for everything: tests are small. */
+#include "fake_box.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jail/jail.h"
+#include "runtime/box.h"
+#include "runtime/files.h"
+#include "session/pool.h"
+#include "util/clock.h"
+
+#define FAKE_BOXES 64
+/* jail_work_fd() of box i: no real descriptor, a key files_write() finds
+ * the box by. */
+#define FAKE_FD_BASE 10000
+
+struct jail {
+	struct box *box;
+};
+
+struct box {
+	struct jail jail;
+	int slot;
+	struct jail_limits limits;
+	uint64_t work_used;
+	uint64_t oom_kills;
+	bool dead;
+	char dead_reason[256];
+};
+
+struct files_sink {
+	struct box *box;
+	int error;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
+static struct box *boxes[FAKE_BOXES];
+static int live, started, blocked, held;
+static bool fail_starts, hold_starts;
+static struct box *last;
+static pthread_t last_starter;
+static uint64_t last_work_bytes;
+
+static void unexpected(const char *what)
+{
+	fprintf(stderr, "fake_box: %s called, which the test does not expect\n", what);
+	abort();
+}
+
+/* Callers hold lock.  The first reason is kept, as box_stop() keeps it. */
+static void kill_box(struct box *b, const char *reason)
+{
+	if (!b->dead) {
+		b->dead = true;
+		snprintf(b->dead_reason, sizeof(b->dead_reason), "%s", reason);
+	}
+	pthread_cond_broadcast(&changed);
+}
+
+/* ---- test control ------------------------------------------------------ */
+
+void fake_box_fail_starts(bool fail)
+{
+	pthread_mutex_lock(&lock);
+	fail_starts = fail;
+	pthread_mutex_unlock(&lock);
+}
+
+void fake_box_hold_starts(bool hold)
+{
+	pthread_mutex_lock(&lock);
+	hold_starts = hold;
+	pthread_cond_broadcast(&changed);
+	pthread_mutex_unlock(&lock);
+}
+
+void fake_box_wait_held(int n)
+{
+	pthread_mutex_lock(&lock);
+	while (held < n)
+		pthread_cond_wait(&changed, &lock);
+	pthread_mutex_unlock(&lock);
+}
+
+#define GETTER(type, name, var)			\
+	type name(void)				\
+	{					\
+		type v;				\
+		pthread_mutex_lock(&lock);	\
+		v = var;			\
+		pthread_mutex_unlock(&lock);	\
+		return v;			\
+	}
+GETTER(int, fake_box_live, live)
+GETTER(int, fake_box_started, started)
+GETTER(struct box *, fake_box_last, last)
+GETTER(pthread_t, fake_box_last_starter, last_starter)
+GETTER(uint64_t, fake_box_last_work_bytes, last_work_bytes)
+
+void fake_box_wait_blocked(int n)
+{
+	pthread_mutex_lock(&lock);
+	while (blocked < n)
+		pthread_cond_wait(&changed, &lock);
+	pthread_mutex_unlock(&lock);
+}
+
+void fake_box_wait_all_freed(void)
+{
+	pthread_mutex_lock(&lock);
+	while (live > 0)
+		pthread_cond_wait(&changed, &lock);
+	pthread_mutex_unlock(&lock);
+}
+
+/* ---- box.h ------------------------------------------------------------- */
+
+int box_start(struct jail_host *host, const struct box_config *cfg,
+	      struct box **out, char *err, size_t errlen)
+{
+	struct box *b;
+	int slot;
+
+	*out = NULL;
+	pthread_mutex_lock(&lock);
+	last_starter = pthread_self();
+	held++;
+	pthread_cond_broadcast(&changed);
+	while (hold_starts)
+		pthread_cond_wait(&changed, &lock);
+	held--;
+	if (fail_starts) {
+		pthread_mutex_unlock(&lock);
+		snprintf(err, errlen, "fake: the sandbox did not start");
+		return -EIO;
+	}
+	for (slot = 0; slot < FAKE_BOXES && boxes[slot]; slot++)
+		;
+	if (slot == FAKE_BOXES || !(b = calloc(1, sizeof(*b)))) {
+		pthread_mutex_unlock(&lock);
+		snprintf(err, errlen, "fake: no room for another box");
+		return -ENOMEM;
+	}
+	b->jail.box = b;
+	b->slot = slot;
+	b->limits = cfg->limits;
+	boxes[slot] = b;
+	last = b;
+	last_work_bytes = cfg->limits.work_bytes;
+	live++;
+	started++;
+	pthread_mutex_unlock(&lock);
+	*out = b;
+	return 0;
+}
+
+static bool readable(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return fd >= 0 && poll(&p, 1, 0) == 1;
+}
+
+/* "block": until stopped or cancelled.  Callers hold lock. */
+static void run_blocked(struct box *b, const struct box_exec *ex, struct result *res)
+{
+	blocked++;
+	pthread_cond_broadcast(&changed);
+	while (!b->dead && !readable(ex->cancel_fd)) {
+		struct timespec ts = clock_deadline(0.01);
+
+		pthread_cond_timedwait(&changed, &lock, &ts);
+	}
+	blocked--;
+	if (b->dead) {
+		res->status = RESULT_KILLED;
+		snprintf(res->reason, sizeof(res->reason), "%s", b->dead_reason);
+	} else {
+		res->status = RESULT_TIMEOUT;
+		snprintf(res->reason, sizeof(res->reason), "cancelled (fake)");
+	}
+}
+
+int box_exec(struct box *b, const struct box_exec *ex,
+	     const struct box_events *ev, struct result *res)
+{
+	const char *code = ex->code ? ex->code : "";
+	int r = 0;
+
+	pthread_mutex_lock(&lock);
+	if (b->dead) {
+		r = -EPIPE;
+	} else if (!strcmp(code, "ok") || !strcmp(code, "write")) {
+		res->status = RESULT_OK;
+		result_stream_add(&res->out, "ok\n", 3, BOX_OUTPUT_CAP_DEFAULT);
+		if (!strcmp(code, "write"))
+			json_array_append_new(res->files, json_pack("{s:s, s:i}", "path",
+								    FAKE_WRITTEN, "size", 3));
+	} else if (!strcmp(code, "block")) {
+		run_blocked(b, ex, res);
+	} else if (!strcmp(code, "die")) {
+		kill_box(b, FAKE_DIED_REASON);
+		res->status = RESULT_KILLED;
+		snprintf(res->reason, sizeof(res->reason), "%s", b->dead_reason);
+	} else {
+		r = -EINVAL;	/* "einval", and any script the fake does not know */
+	}
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+int box_files_inline(struct box *b, json_t *files, const char *const *patterns,
+		     size_t npatterns, uint64_t per_file, uint64_t total)
+{
+	size_t i;
+	json_t *f;
+
+	json_array_foreach(files, i, f) {
+		json_object_set_new(f, "content_base64", json_string("b2sK"));
+		json_object_set_new(f, "truncated", json_false());
+	}
+	return 0;
+}
+
+void box_note_host_write(struct box *b) {}
+
+void box_stop(struct box *b, const char *reason)
+{
+	pthread_mutex_lock(&lock);
+	kill_box(b, reason);
+	pthread_mutex_unlock(&lock);
+}
+
+bool box_alive(const struct box *b)
+{
+	bool alive;
+
+	pthread_mutex_lock(&lock);
+	alive = !b->dead;
+	pthread_mutex_unlock(&lock);
+	return alive;
+}
+
+/* Set once, when the box dies, and never changed after. */
+const char *box_dead_reason(const struct box *b) { return b->dead_reason; }
+struct jail *box_jail(struct box *b) { return &b->jail; }
+const char *box_python_version(const struct box *b) { return "3.0.0-fake"; }
+
+void box_free(struct box *b)
+{
+	if (!b)
+		return;
+	pthread_mutex_lock(&lock);
+	boxes[b->slot] = NULL;
+	if (last == b)
+		last = NULL;
+	live--;
+	pthread_cond_broadcast(&changed);
+	pthread_mutex_unlock(&lock);
+	free(b);
+}
+
+/* ---- jail.h ------------------------------------------------------------ */
+
+void jail_stop(struct jail *j)
+{
+	box_stop(j->box, "the sandbox was killed");
+}
+
+int jail_work_fd(const struct jail *j) { return FAKE_FD_BASE + j->box->slot; }
+
+void jail_owner(const struct jail *j, uid_t *uid, gid_t *gid)
+{
+	*uid = *gid = (uid_t)(FAKE_FD_BASE + j->box->slot);
+}
+
+int jail_usage(struct jail *j, struct jail_usage *u)
+{
+	memset(u, 0, sizeof(*u));
+	pthread_mutex_lock(&lock);
+	u->oom_kills = j->box->oom_kills;
+	pthread_mutex_unlock(&lock);
+	return 0;
+}
+
+/* ---- files.h ----------------------------------------------------------- */
+
+int files_write(const struct files_user *u, int work_fd, const char *path,
+		const void *data, size_t len)
+{
+	int slot = work_fd - FAKE_FD_BASE, r = 0;
+	struct box *b;
+
+	pthread_mutex_lock(&lock);
+	b = slot >= 0 && slot < FAKE_BOXES ? boxes[slot] : NULL;
+	if (!b || u->uid != (uid_t)work_fd)
+		r = -EBADF;	/* not this box's /work, or not as its user */
+	else if (path[0] && path[strlen(path) - 1] == '/')
+		r = -EISDIR;
+	else if (b->work_used + len > b->limits.work_bytes)
+		r = -ENOSPC;
+	else
+		b->work_used += len;
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+int files_sink_begin(const struct files_user *u, struct jail *j, const char *path,
+		     struct files_sink **out)
+{
+	*out = calloc(1, sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	(*out)->box = j->box;
+	return 0;
+}
+
+int files_sink_write(struct files_sink *k, const void *data, size_t len)
+{
+	struct box *b = k->box;
+
+	pthread_mutex_lock(&lock);
+	if (!k->error && b->work_used + len > b->limits.memory_bytes) {
+		/* The writer's pages are charged to the sandbox: over its
+		 * limit, the kernel kills in it. */
+		b->oom_kills++;
+		kill_box(b, "out of memory (fake)");
+		k->error = -ENOMEM;
+	} else if (!k->error) {
+		b->work_used += len;
+	}
+	pthread_mutex_unlock(&lock);
+	return k->error;
+}
+
+int files_sink_offer(struct files_sink *k, const void *data, size_t len, size_t *taken)
+{
+	int r = files_sink_write(k, data, len);
+
+	*taken = r < 0 ? 0 : len;
+	return r;
+}
+
+int files_sink_fd(const struct files_sink *k) { return -1; }
+
+int files_sink_finish(struct files_sink *k, bool commit)
+{
+	int r = k->error;
+
+	free(k);
+	return r;
+}
+
+void files_sink_cancel(struct files_sink *k) {}
+int files_sink_exit_fd(const struct files_sink *k) { return -1; }
+
+bool files_sink_reap(struct files_sink *k)
+{
+	free(k);
+	return true;
+}
+
+/* ---- pool.h: the tests run with warm = false --------------------------- */
+
+int pool_new(struct jail_host *host, const struct pool_config *cfg, struct pool **out)
+{
+	unexpected("pool_new");
+	return -ENOSYS;
+}
+
+void pool_free(struct pool *p)
+{
+	if (p)
+		unexpected("pool_free");
+}
+
+int pool_take(struct pool *p, const struct box_config *cfg, bool is_default,
+	      struct box **out, char *err, size_t errlen)
+{
+	unexpected("pool_take");
+	return -ENOSYS;
+}
+
+void pool_poke(struct pool *p) { unexpected("pool_poke"); }
