@@ -70,7 +70,7 @@
 #define JAIL_UID_COUNT_MAX 1000000u
 /* Where the workspace is mounted inside; the main process starts there. */
 #define JAIL_WORKDIR "/work"
-#define JAIL_HOME_ALIAS "/home/user"	/* a link to JAIL_WORKDIR (E2B's path) */
+#define JAIL_HOME_ALIAS "/home/user"	/* JAIL_WORKDIR again, by E2B's name */
 
 struct jail_limits {
 	uint64_t memory_bytes;	/* cgroup memory limit, swap included; 0: none */

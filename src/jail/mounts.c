@@ -103,7 +103,7 @@ static int plan_host_path(struct mount_plan *p, const char *path)
 
 /* Paths the plan owns; a caller's extra bind may not land on or under them. */
 static const char *const reserved[] = {
-	"/proc", "/dev", "/work", "/tmp", "/etc", "/opt/petri", "/usr", JAIL_HOME_ALIAS, NULL
+	"/proc", "/dev", "/work", "/tmp", "/etc", "/opt/petri", "/usr", "/home", NULL
 };
 
 static bool path_is_clean(const char *path)
@@ -294,6 +294,14 @@ static uint64_t shm_bytes(const struct jail_limits *lim)
 	return shm ? shm : (16u << 20);
 }
 
+/* The workspace under the name E2B's SDKs use, after /work exists: the same
+ * mount, so that the working directory is /home/user there and not /work
+ * behind a link. */
+static int plan_alias(struct mount_plan *p)
+{
+	return plan_add(p, MOUNT_ALIAS, 0, JAIL_WORKDIR, JAIL_HOME_ALIAS, NULL, 0, 0);
+}
+
 int mount_plan_forked(struct mount_plan *p, const struct jail_limits *lim,
 		      uid_t uid, gid_t gid)
 {
@@ -308,7 +316,8 @@ int mount_plan_forked(struct mount_plan *p, const struct jail_limits *lim,
 	    (r = plan_add(p, MOUNT_TMPFS, MOUNT_F_NOEXEC, NULL, "/dev/shm", opts,
 			  strlen(opts), 0)) ||
 	    (r = plan_tmpfs(p, "/tmp", lim->tmp_bytes, inodes, "1777", uid, gid)) ||
-	    (r = plan_tmpfs(p, JAIL_WORKDIR, lim->work_bytes, inodes, "0755", uid, gid)))
+	    (r = plan_tmpfs(p, JAIL_WORKDIR, lim->work_bytes, inodes, "0755", uid, gid)) ||
+	    (r = plan_alias(p)))
 		mount_plan_release(p);
 	return r;
 }
@@ -350,10 +359,7 @@ int mount_plan_build(struct mount_plan *p, const struct jail_config *cfg,
 	if ((r = plan_tmpfs(p, "/tmp", lim->tmp_bytes, inodes, "1777", uid, gid)) ||
 	    (r = plan_tmpfs(p, JAIL_WORKDIR, lim->work_bytes, inodes, "0755", uid, gid)))
 		goto fail;
-	/* The workspace under the name E2B's SDKs use: a link, so that a
-	 * sandbox forked from a template, which gets a /work of its own,
-	 * finds its own there too. */
-	if ((r = plan_add(p, MOUNT_SYMLINK, 0, JAIL_WORKDIR, JAIL_HOME_ALIAS, NULL, 0, 0)))
+	if ((r = plan_alias(p)))
 		goto fail;
 	return 0;
 fail:
@@ -571,6 +577,19 @@ static int apply_one(const struct mount_entry *e, const char *newroot,
 		return 0;
 	case MOUNT_MASK:
 		return apply_mask(e, newroot, dst, err, errlen);
+	case MOUNT_ALIAS: {
+		char src[4096];
+
+		if ((r = safe_join(src, sizeof(src), newroot, e->src)) < 0)
+			return safe_fail(err, errlen, "path too long", e->src, -r);
+		if ((r = safe_mkdir_p(dst, 0755)) < 0)
+			return safe_fail(err, errlen, "cannot create", e->dst, -r);
+		if (mount(src, dst, NULL, MS_BIND, NULL) < 0 ||
+		    mount(NULL, dst, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV |
+			  locked_flags(dst), NULL) < 0)
+			return safe_fail(err, errlen, "cannot bind", e->dst, errno);
+		return 0;
+	}
 	}
 	return safe_fail(err, errlen, "unknown mount operation for", e->dst, EINVAL);
 }
@@ -639,6 +658,14 @@ int mount_refresh(const struct mount_plan *plan, char *err, size_t errlen)
 				return safe_fail(err, errlen, "cannot detach", e->dst, errno);
 			if (mount("/tmp", e->dst, NULL, MS_MOVE, NULL) < 0)
 				return safe_fail(err, errlen, "cannot move proc to", e->dst, errno);
+			break;
+		case MOUNT_ALIAS:
+			/* The template's alias shows the template's /work: it
+			 * goes, and one of the fresh /work comes. */
+			if (umount2(e->dst, MNT_DETACH) < 0 && errno != EINVAL)
+				return safe_fail(err, errlen, "cannot detach", e->dst, errno);
+			if ((r = apply_one(e, "", err, errlen)) < 0)
+				return r;
 			break;
 		case MOUNT_TMPFS:
 			/* The template's own tmpfs goes; a fresh one comes. */

@@ -24,6 +24,8 @@ enum mount_op {
 	MOUNT_SYMLINK,	/* symlink: dst -> src */
 	MOUNT_FILE,	/* a file at dst holding data[0..len) */
 	MOUNT_MASK,	/* hide dst (inside the new root) under an empty ro bind */
+	MOUNT_ALIAS,	/* dst shows src, both inside the new root: a writable
+			 * bind that keeps src's nosuid and nodev */
 };
 
 #define MOUNT_F_RW	 (1u << 0)	/* bind stays writable (device nodes) */

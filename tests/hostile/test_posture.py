@@ -104,9 +104,12 @@ def inspect_mounts(pid, who):
     with open(f'/proc/{pid}/mountinfo') as f:
         mounts = [line.split() for line in f.read().splitlines()]
     by_point = {}
+    work_dev = next((m[2] for m in mounts if m[4] == '/work'), None)
     for m in mounts:
         sep = m.index('-')
         by_point[m[4]] = (m[3], m[5].split(','), m[sep + 1])
+        if m[4] == '/home/user' and m[3] == '/' and m[2] == work_dev:
+            continue        # /work again under E2B's name: the sandbox's own tmpfs
         for path in (m[3], m[4]):
             if any(path == h or path.startswith(h + '/') for h in HOST_PATHS):
                 problems.append(f'{who}: host path in its mounts: {" ".join(m)}')
@@ -116,9 +119,11 @@ def inspect_mounts(pid, who):
     usr = by_point.get('/usr')
     if not usr or 'ro' not in usr[1]:
         problems.append(f'{who}: /usr is not read-only: {usr}')
-    for point in ('/work', '/tmp'):
+    for point in ('/work', '/tmp', '/home/user'):
         if point not in by_point or by_point[point][2] != 'tmpfs':
             problems.append(f'{who}: {point} is not a tmpfs of its own: {by_point.get(point)}')
+    if 'nosuid' not in by_point.get('/home/user', ('', []))[1]:
+        problems.append(f'{who}: /home/user is not nosuid: {by_point.get("/home/user")}')
     return problems
 
 

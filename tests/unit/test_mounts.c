@@ -72,15 +72,16 @@ START_TEST(test_plan_layout)
 	e = find(&p, MOUNT_BIND, "/proc/sys");
 	ck_assert(e && (e->flags & MOUNT_F_SELF) && !(e->flags & MOUNT_F_RW));
 	ck_assert_ptr_nonnull(find(&p, MOUNT_MASK, "/proc/kcore"));
-	/* /home/user is the workspace under E2B's name: a link, nothing of
-	 * the host's /home */
-	e = find(&p, MOUNT_SYMLINK, "/home/user");
+	/* /home/user is the workspace under E2B's name, after /work is
+	 * mounted; nothing of the host's /home */
+	e = find(&p, MOUNT_ALIAS, "/home/user");
 	ck_assert(e && !strcmp(e->src, "/work"));
+	ck_assert(find(&p, MOUNT_TMPFS, "/work") < e);
 	/* nothing of the host's private places */
 	for (size_t i = 0; i < p.n; i++) {
 		const char *d = p.v[i].dst;
 
-		if (p.v[i].op == MOUNT_SYMLINK && !strcmp(d, "/home/user"))
+		if (p.v[i].op == MOUNT_ALIAS && !strcmp(d, "/home/user"))
 			continue;
 		ck_assert_msg(strncmp(d, "/home", 5) && strncmp(d, "/root", 5) &&
 			      strncmp(d, "/var", 4) && strncmp(d, "/run", 4) &&
