@@ -204,20 +204,30 @@ static struct e2b_context *context_find(struct e2b_sandbox *b, const char *id)
 	return NULL;
 }
 
-int e2b_context_get(struct e2b *e, const char *sid, const char *id, bool take_fresh,
-		    struct e2b_context *out)
+int e2b_context_get(struct e2b *e, const char *sid, const char *id, struct e2b_context *out)
 {
 	struct e2b_context *c = NULL;
 	ssize_t i;
 
 	pthread_mutex_lock(&e->lock);
-	if ((i = find(e, sid)) >= 0 && (c = context_find(e->v[i], id))) {
+	if ((i = find(e, sid)) >= 0 && (c = context_find(e->v[i], id)))
 		*out = *c;
-		if (take_fresh)
+	pthread_mutex_unlock(&e->lock);
+	return c ? 0 : -ENOENT;
+}
+
+void e2b_context_ran(struct e2b *e, const char *sid, const char *id, bool was_fresh)
+{
+	struct e2b_context *c;
+	ssize_t i;
+
+	pthread_mutex_lock(&e->lock);
+	if ((i = find(e, sid)) >= 0 && (c = context_find(e->v[i], id))) {
+		c->executions++;
+		if (was_fresh)
 			c->fresh = false;
 	}
 	pthread_mutex_unlock(&e->lock);
-	return c ? 0 : -ENOENT;
 }
 
 int e2b_context_remove(struct e2b *e, const char *sid, const char *id)
@@ -560,7 +570,9 @@ known:
 					       .cwd = E2B_HOME, .is_default = true };
 	b->contexts[1] = (struct e2b_context){ .id = "bash", .language = "bash",
 					       .cwd = E2B_HOME, .is_default = true };
-	b->ncontexts = 2;
+	b->contexts[2] = (struct e2b_context){ .id = "c", .language = "c",
+					       .cwd = E2B_HOME, .is_default = true };
+	b->ncontexts = 3;
 	sweep(rq->e2b, rq->sm);
 	if ((r = smgr_create(rq->sm, &p, &s, err, sizeof(err))) != SM_OK) {
 		answered = session_error(rq, r, err, "");

@@ -78,22 +78,27 @@ void e2b_sdk_path(const char *rel, char *out, size_t len);
  * (what the SDK names it by, and the driver's context name), a language and
  * a cwd (an absolute path inside the sandbox).  The default context of a
  * language is the session's own namespace (ctx->is_default).  fresh is set
- * by a restart and taken by the next execution in the context. */
+ * by a restart and taken by the next execution in the context; executions
+ * counts those that started in it (E2B's execution_count). */
 struct e2b_context {
 	char id[40];
 	char language[16];
 	char cwd[256];
 	bool is_default;
 	bool fresh;
+	unsigned executions;
 };
 /* A new one into *out: 0, -ENOSPC past E2B_CONTEXTS_MAX, -ENOENT when the
  * sandbox is not (or no longer) E2B's. */
 int e2b_context_add(struct e2b *e, const char *sid, const char *language, const char *cwd,
 		    struct e2b_context *out);
-/* Look up id: 0 with a copy in *out and, with take_fresh, its fresh flag
- * taken (cleared); -ENOENT. */
-int e2b_context_get(struct e2b *e, const char *sid, const char *id, bool take_fresh,
-		    struct e2b_context *out);
+/* Look up id: 0 with a copy in *out; -ENOENT. */
+int e2b_context_get(struct e2b *e, const char *sid, const char *id, struct e2b_context *out);
+/* An execution started in the context (its session claimed, so none other
+ * runs): count it and, when it started fresh, clear fresh.  Taken only
+ * once the execution surely starts, so that a refused one (busy) does not
+ * lose a restart. */
+void e2b_context_ran(struct e2b *e, const char *sid, const char *id, bool was_fresh);
 /* remove: 0 or -ENOENT.  restart: mark it fresh; 0 or -ENOENT. */
 int e2b_context_remove(struct e2b *e, const char *sid, const char *id);
 int e2b_context_restart(struct e2b *e, const char *sid, const char *id);

@@ -113,26 +113,42 @@ enum MHD_Result stream_execute(struct api_req *rq, struct session *s,
 
 /* How a stream is written.  Each callback appends the bytes of one event
  * to out (0, or <0 to write nothing); state is the wire's own, state_size
- * zeroed bytes per stream.  output: raw bytes as the code wrote them (a
- * UTF-8 character may be cut across two calls).  done: the end, with res
- * when the execution ran (r == SM_OK), else why not.  dropped: the note
- * that n live events were lost on a client that read too slowly (NULL:
- * none).  keepalive: bytes to send after 10 s of silence (NULL: none). */
+ * bytes per stream, zeroed or copied from stream_execute_with()'s init.
+ * output: raw bytes as the code wrote them (a UTF-8 character may be cut
+ * across two calls); or, for a wire that wants text, text: the same as
+ * whole UTF-8 (invalid bytes as U+FFFD, a cut character held until its
+ * end arrives, or the execution's).  done: the end, with res when the execution ran
+ * (r == SM_OK), else why not; it is not called when the client is gone.
+ * dropped: the note that n live events were lost on a client that read
+ * too slowly (NULL: none).  keepalive: bytes to send after 10 s of silence
+ * (NULL: none).  Optional: refuse answers, in the wire's own words, an
+ * execution that cannot start (busy, gone, out of memory; NULL: the native
+ * API's errors); release frees what state holds when the stream ends,
+ * whether or not done was called. */
 struct stream_wire {
 	const char *content_type;
 	size_t state_size;
 	int (*begin)(void *state, struct buf *out);	/* optional */
 	int (*output)(void *state, struct buf *out, enum box_stream s, const char *data,
 		      size_t len);
+	int (*text)(void *state, struct buf *out, enum box_stream s, const char *text,
+		    size_t len);
 	int (*rich)(void *state, struct buf *out, const json_t *bundle, bool main);
 	int (*error)(void *state, struct buf *out, const json_t *error);
 	int (*dropped)(void *state, struct buf *out, unsigned long long n);
 	int (*done)(void *state, struct buf *out, enum sm_result r, const char *reason,
 		    const struct result *res);
 	const char *keepalive;
+	enum MHD_Result (*refuse)(struct api_req *rq, enum sm_result r, const char *reason);
+	void (*release)(void *state);
 };
 enum MHD_Result stream_execute_as(struct api_req *rq, struct session *s,
 				  const struct box_exec *ex, const struct stream_wire *wire);
+/* The same with the wire's state starting as a copy of init (state_size
+ * bytes; NULL: zeroed). */
+enum MHD_Result stream_execute_with(struct api_req *rq, struct session *s,
+				    const struct box_exec *ex, const struct stream_wire *wire,
+				    const void *init);
 
 /* The server's SSE streams: a tick resumes each suspended one for its
  * keepalive and to notice a client that hung up; stop ends them all so

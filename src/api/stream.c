@@ -62,6 +62,7 @@ struct stream {
 	const struct stream_wire *wire;
 	void *wire_state;		/* wire->state_size bytes, the wire's own */
 	struct buf out;			/* bytes not yet sent */
+	struct utf8_carry carry[2];	/* for wire->text: stdout, stderr */
 	unsigned long long dropped;	/* live events dropped since the last notice */
 	bool finished;			/* the worker queued its last event */
 	bool closed;			/* the client is gone */
@@ -105,6 +106,8 @@ static void stream_put(struct stream *st)
 	free(st->language);
 	free(st->context);
 	free(st->cwd);
+	if (st->wire_state && st->wire->release)
+		st->wire->release(st->wire_state);
 	free(st->wire_state);
 	box_env_free(st->env);
 	pthread_mutex_destroy(&st->lock);
@@ -168,12 +171,32 @@ static bool gone(struct stream *st)
 	return closed;
 }
 
+/* Text for a wire that takes it: what the code wrote, up to the last whole
+ * character (the rest waits for the next chunk, or for the end). */
+static void text_event(struct stream *st, enum box_stream s, const char *data, size_t len,
+		       bool end)
+{
+	struct utf8_carry *c = &st->carry[s == BOX_STDOUT ? 0 : 1];
+	struct buf clean = BUF_INIT, ev = BUF_INIT;
+	int r = end ? utf8_carry_flush(c, &clean) : utf8_carry_take(c, data, len, &clean);
+
+	if (r == 0 && clean.len &&
+	    st->wire->text(st->wire_state, &ev, s, clean.data, clean.len) == 0)
+		queue(st, &ev, !end);
+	buf_release(&ev);
+	buf_release(&clean);
+}
+
 static void on_output(void *ctx, enum box_stream s, const char *data, size_t len)
 {
 	struct stream *st = ctx;
 	struct buf ev = BUF_INIT;
 
-	if (!gone(st) && st->wire->output(st->wire_state, &ev, s, data, len) == 0)
+	if (gone(st))
+		return;
+	if (st->wire->text)
+		text_event(st, s, data, len, false);
+	else if (st->wire->output(st->wire_state, &ev, s, data, len) == 0)
 		queue(st, &ev, true);
 	buf_release(&ev);
 }
@@ -215,6 +238,10 @@ static void run_stream(void *arg)
 		r = SM_NO_MEMORY;
 	} else {
 		r = session_run(st->sm, st->s, &st->ex, &ev, &res, reason, sizeof(reason));
+	}
+	if (st->wire->text && !gone(st)) {	/* an unfinished character at the end */
+		text_event(st, BOX_STDOUT, NULL, 0, true);
+		text_event(st, BOX_STDERR, NULL, 0, true);
 	}
 	if (!gone(st) && st->wire->done(st->wire_state, &end, r, reason,
 					r == SM_OK ? &res : NULL) == 0)
@@ -294,8 +321,9 @@ static char *dup_or_null(const char *v, bool *failed)
 	return d;
 }
 
-enum MHD_Result stream_execute_as(struct api_req *rq, struct session *s,
-				  const struct box_exec *ex, const struct stream_wire *wire)
+enum MHD_Result stream_execute_with(struct api_req *rq, struct session *s,
+				    const struct box_exec *ex, const struct stream_wire *wire,
+				    const void *init)
 {
 	struct stream_hub *hub = rq->streams;
 	struct buf begin = BUF_INIT;
@@ -308,7 +336,8 @@ enum MHD_Result stream_execute_as(struct api_req *rq, struct session *s,
 	/* Claim first, so that busy, gone and over capacity are real HTTP
 	 * statuses and not events in a 200 stream. */
 	if ((r = session_claim(rq->sm, s, reason, sizeof(reason))) != SM_OK)
-		return http_session_error(rq, r, reason);
+		return wire->refuse ? wire->refuse(rq, r, reason) :
+				      http_session_error(rq, r, reason);
 	if (!rq->deferred)	/* the execution needs this worker */
 		goto fail;
 	st = calloc(1, sizeof(*st));
@@ -320,6 +349,8 @@ enum MHD_Result stream_execute_as(struct api_req *rq, struct session *s,
 	st->hub = hub;
 	st->wire = wire;
 	st->wire_state = calloc(1, wire->state_size ? wire->state_size : 1);
+	if (st->wire_state && init)
+		memcpy(st->wire_state, init, wire->state_size);
 	st->ex = *ex;
 	st->code = dup_or_null(ex->code, &failed);
 	st->language = dup_or_null(ex->language, &failed);
@@ -370,17 +401,17 @@ enum MHD_Result stream_execute_as(struct api_req *rq, struct session *s,
 fail:
 	buf_release(&begin);
 	session_release(rq->sm, s);
-	return http_error(rq, 500, "internal", "out of memory");
+	return wire->refuse ? wire->refuse(rq, SM_NO_MEMORY, "out of memory") :
+			      http_error(rq, 500, "internal", "out of memory");
+}
+
+enum MHD_Result stream_execute_as(struct api_req *rq, struct session *s,
+				  const struct box_exec *ex, const struct stream_wire *wire)
+{
+	return stream_execute_with(rq, s, ex, wire, NULL);
 }
 
 /* ---- the native API's wire: Server-Sent Events --------------------------- */
-
-/* A character cut across two chunks waits here for its end: text events
- * must be UTF-8. */
-struct sse_state {
-	char carry[2][4];
-	size_t ncarry[2];
-};
 
 static int sse_event(struct buf *out, const char *event, json_t *data)
 {
@@ -392,40 +423,12 @@ static int sse_event(struct buf *out, const char *event, json_t *data)
 	return r;
 }
 
-static int sse_text(struct buf *out, enum box_stream s, const char *text, size_t len)
+static int sse_text(void *state, struct buf *out, enum box_stream s, const char *text,
+		    size_t len)
 {
-	struct buf clean = BUF_INIT;
-	int r = utf8_sanitize(&clean, text, len);
-
-	if (r == 0)
-		r = sse_event(out, s == BOX_STDOUT ? "stdout" : "stderr",
-			      json_pack("{s:s%}", "text", clean.data ? clean.data : "", clean.len));
-	buf_release(&clean);
-	return r;
-}
-
-static int sse_output(void *state, struct buf *out, enum box_stream s, const char *data,
-		      size_t len)
-{
-	struct sse_state *ss = state;
-	int k = s == BOX_STDOUT ? 0 : 1, r = 0;
-	struct buf joined = BUF_INIT;
-	size_t cut;
-
-	/* Hold back a character's first bytes until the rest arrives. */
-	if (buf_append(&joined, ss->carry[k], ss->ncarry[k]) < 0 ||
-	    buf_append(&joined, data, len) < 0) {
-		r = -ENOMEM;
-		goto out;
-	}
-	cut = utf8_cut(joined.data, joined.len);
-	ss->ncarry[k] = joined.len - cut;
-	memcpy(ss->carry[k], joined.data + cut, ss->ncarry[k]);
-	if (cut)
-		r = sse_text(out, s, joined.data, cut);
-out:
-	buf_release(&joined);
-	return r;
+	(void)state;
+	return sse_event(out, s == BOX_STDOUT ? "stdout" : "stderr",
+			 json_pack("{s:s%}", "text", text, len));
 }
 
 static int sse_rich(void *state, struct buf *out, const json_t *bundle, bool main)
@@ -452,12 +455,7 @@ static int sse_dropped(void *state, struct buf *out, unsigned long long n)
 static int sse_done(void *state, struct buf *out, enum sm_result r, const char *reason,
 		    const struct result *res)
 {
-	struct sse_state *ss = state;
-
-	for (int k = 0; k < 2; k++)	/* an unfinished character at the end */
-		if (ss->ncarry[k] && sse_text(out, k ? BOX_STDERR : BOX_STDOUT, ss->carry[k],
-					       ss->ncarry[k]) < 0)
-			return -ENOMEM;
+	(void)state;
 	return sse_event(out, "done", res ? result_to_json(res) :
 			 json_pack("{s:{s:s, s:s}}", "error", "code", http_sm_code(r, NULL),
 				   "message", http_sm_message(r, reason)));
@@ -465,8 +463,7 @@ static int sse_done(void *state, struct buf *out, enum sm_result r, const char *
 
 static const struct stream_wire sse_wire = {
 	.content_type = "text/event-stream",
-	.state_size = sizeof(struct sse_state),
-	.output = sse_output,
+	.text = sse_text,
 	.rich = sse_rich,
 	.error = sse_error,
 	.dropped = sse_dropped,

@@ -1,5 +1,8 @@
 #include "util/utf8.h"
 
+#include <errno.h>
+#include <string.h>
+
 size_t utf8_seq_len(const unsigned char *s, size_t n)
 {
 	unsigned c;
@@ -117,4 +120,41 @@ int utf8_sanitize(struct buf *out, const char *s, size_t n)
 		run = i;
 	}
 	return buf_append(out, s + run, n - run);
+}
+
+int utf8_carry_take(struct utf8_carry *c, const char *s, size_t n, struct buf *out)
+{
+	struct buf joined = BUF_INIT;
+	size_t cut;
+	int r;
+
+	if (!c->n) {	/* the usual case: no copy */
+		cut = utf8_cut(s, n);
+		if ((r = utf8_sanitize(out, s, cut)) < 0)
+			return r;
+		c->n = n - cut;
+		memcpy(c->bytes, s + cut, c->n);
+		return 0;
+	}
+	if (buf_append(&joined, c->bytes, c->n) < 0 || buf_append(&joined, s, n) < 0) {
+		buf_release(&joined);
+		return -ENOMEM;
+	}
+	cut = utf8_cut(joined.data, joined.len);
+	r = utf8_sanitize(out, joined.data, cut);
+	if (r == 0) {
+		c->n = joined.len - cut;
+		memcpy(c->bytes, joined.data + cut, c->n);
+	}
+	buf_release(&joined);
+	return r;
+}
+
+int utf8_carry_flush(struct utf8_carry *c, struct buf *out)
+{
+	int r = c->n ? utf8_sanitize(out, c->bytes, c->n) : 0;
+
+	if (r == 0)
+		c->n = 0;
+	return r;
 }

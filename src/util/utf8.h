@@ -19,4 +19,18 @@ size_t utf8_cut(const char *s, size_t n);
 /* Append s to out with every invalid byte replaced by U+FFFD. */
 int utf8_sanitize(struct buf *out, const char *s, size_t n);
 
+/* Text that arrives in chunks cut anywhere (a program's output): the first
+ * bytes of a character cut at a chunk's end wait here for the rest, so that
+ * each piece given on is whole UTF-8.  Zeroed: empty. */
+struct utf8_carry {
+	char bytes[4];
+	size_t n;
+};
+/* Append to out (sanitized as utf8_sanitize() does) what c held and
+ * s[0..n) bring, up to the last whole character; keep the rest in c.
+ * 0 or -ENOMEM (then c is unchanged). */
+int utf8_carry_take(struct utf8_carry *c, const char *s, size_t n, struct buf *out);
+/* The end of the text: what c still holds, as U+FFFD, appended to out. */
+int utf8_carry_flush(struct utf8_carry *c, struct buf *out);
+
 #endif

@@ -4,6 +4,7 @@
 config written for the test, and stops it with SIGTERM afterwards, checking
 that it exits 0 and leaves no sandbox process behind.  `make_server` starts
 one with a custom config (for limits, keys, expiry).  `api` wraps requests.
+Server(..., preexec_fn=cg.enter) starts it in a memory cgroup (tests/memcg.py).
 
 Server extras: .pid, .api(key=None) -> Api, .descendants() (host pids of the
 daemon's process tree, for leak checks), .stderr_text() (what it logged so
@@ -50,7 +51,7 @@ def sandbox_pids():
 
 
 class Server:
-    def __init__(self, tmp_path, config="", extra_args=()):
+    def __init__(self, tmp_path, config="", extra_args=(), preexec_fn=None):
         n = next(_config_names)
         self.config_path = tmp_path / ("petri.ini" if n == 0 else f"petri-{n}.ini")
         self.config_path.write_text(config)
@@ -65,7 +66,8 @@ class Server:
         with petri_lock():
             self.proc = subprocess.Popen(
                 [PETRI, "serve", "--listen", "127.0.0.1:0", "--config", str(self.config_path), *extra_args],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+                preexec_fn=preexec_fn)
             self._drain = threading.Thread(target=self._read_stderr, daemon=True)
             self._drain.start()
             line = self.proc.stdout.readline()

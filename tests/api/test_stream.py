@@ -168,3 +168,15 @@ def test_disconnect_while_the_code_is_silent(server, api):
     print(f"silent code: busy for {time.monotonic() - t_closed:.1f} s after the client left")
     api.delete(f"/v1/sessions/{sid}")
     assert st is True, "the execution still runs 5 s after the client disconnected"
+
+
+def test_characters_cut_across_chunks_arrive_whole(server, api, sid):
+    # "é€" written a byte at a time, then a byte that is no UTF-8: every
+    # stdout event is whole UTF-8 (the stream holds a cut character back).
+    code = ("import sys\nfor b in 'é€'.encode():\n"
+            "    sys.stdout.buffer.write(bytes([b])); sys.stdout.flush()\n"
+            "sys.stdout.buffer.write(b'\\xff!\\n'); sys.stdout.flush()")
+    st = SSE(server.url, f"/v1/sessions/{sid}/execute", {"code": code})
+    events = list(st)
+    st.close()
+    assert "".join(d["text"] for _, e, d in events if e == "stdout") == "é€\ufffd!\n"

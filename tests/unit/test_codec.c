@@ -47,6 +47,35 @@ START_TEST(test_utf8_sanitize)
 }
 END_TEST
 
+START_TEST(test_utf8_carry)
+{
+	struct utf8_carry c = { .n = 0 };
+	struct buf b = BUF_INIT;
+
+	/* "€" (e2 82 ac) cut after its first byte, then after its second */
+	ck_assert_int_eq(utf8_carry_take(&c, "a\xe2", 2, &b), 0);
+	ck_assert_uint_eq(b.len, 1);
+	ck_assert_int_eq(utf8_carry_take(&c, "\x82", 1, &b), 0);
+	ck_assert_uint_eq(b.len, 1);
+	ck_assert_int_eq(utf8_carry_take(&c, "\xac" "b", 2, &b), 0);
+	ck_assert_uint_eq(b.len, 5);
+	ck_assert_mem_eq(b.data, "a\xe2\x82\xac" "b", 5);
+	/* an invalid byte is replaced at once, not held */
+	ck_assert_int_eq(utf8_carry_take(&c, "\xff", 1, &b), 0);
+	ck_assert_uint_eq(c.n, 0);
+	ck_assert_mem_eq(b.data + 5, "\xef\xbf\xbd", 3);
+	/* the end of the text with a character unfinished */
+	ck_assert_int_eq(utf8_carry_take(&c, "\xf0\x9f", 2, &b), 0);
+	ck_assert_uint_eq(c.n, 2);
+	ck_assert_uint_eq(b.len, 8);
+	ck_assert_int_eq(utf8_carry_flush(&c, &b), 0);
+	ck_assert_uint_eq(c.n, 0);
+	ck_assert(utf8_valid(b.data, b.len));
+	ck_assert_uint_gt(b.len, 8);
+	buf_release(&b);
+}
+END_TEST
+
 START_TEST(test_base64)
 {
 	static const char *const plain[] = { "", "f", "fo", "foo", "foob", "fooba", "foobar" };
@@ -362,6 +391,7 @@ Suite *codec_suite(void)
 	tcase_add_test(tc, test_utf8_valid);
 	tcase_add_test(tc, test_utf8_cut);
 	tcase_add_test(tc, test_utf8_sanitize);
+	tcase_add_test(tc, test_utf8_carry);
 	tcase_add_test(tc, test_base64);
 	tcase_add_test(tc, test_frames_roundtrip);
 	tcase_add_test(tc, test_frames_hostile);
