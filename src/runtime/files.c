@@ -173,6 +173,22 @@ static int make_parents(int work_fd, const char *dir)
 	return 0;
 }
 
+/* The directory holding path's last component, opened (an O_PATH fd), and
+ * that component in *base (a pointer into path); with make, its missing
+ * parents are made first.  An fd or -errno.  System calls only: the upload
+ * writer uses it too. */
+static int open_parent(int work_fd, const char *path, bool make, const char **base)
+{
+	char dir[FILES_PATH_MAX + 1];
+	int r;
+
+	if ((r = split(path, dir, sizeof(dir), base)) < 0)
+		return r;
+	if (make && dir[0] && (r = make_parents(work_fd, dir)) < 0)
+		return r;
+	return open_dir(work_fd, dir);
+}
+
 static int write_all(int fd, const char *p, size_t len)
 {
 	while (len) {
@@ -213,16 +229,10 @@ static int tmp_name(char tmp[TMP_LEN])
 static int open_beside(int work_fd, const char *path, const char *tmp, int *parent,
 		       int *fd, const char **base)
 {
-	char dir[FILES_PATH_MAX + 1];
 	struct stat st;
-	int r;
 
-	*parent = *fd = -1;
-	if ((r = split(path, dir, sizeof(dir), base)) < 0)
-		return r;
-	if (dir[0] && (r = make_parents(work_fd, dir)) < 0)
-		return r;
-	*parent = open_dir(work_fd, dir);
+	*fd = -1;
+	*parent = open_parent(work_fd, path, true, base);
 	if (*parent < 0)
 		return *parent;
 	if (fstatat(*parent, *base, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
@@ -384,12 +394,10 @@ static int sink_main(void *arg)
 static void sink_remove_tmp(struct files_sink *k)
 {
 	struct files_user old = become(&k->u);
-	char dir[FILES_PATH_MAX + 1];
 	const char *base;
 	int parent;
 
-	if (split(k->path, dir, sizeof(dir), &base) == 0 &&
-	    (parent = open_dir(k->work_fd, dir)) >= 0) {
+	if ((parent = open_parent(k->work_fd, k->path, false, &base)) >= 0) {
 		unlinkat(parent, k->tmp, 0);
 		close(parent);
 	}
@@ -806,13 +814,10 @@ int files_list(const struct files_user *u, int work_fd, const char *dir, json_t 
 
 static int delete_as(int work_fd, const char *path)
 {
-	char dir[FILES_PATH_MAX + 1];
 	const char *base;
 	int parent, r;
 
-	if ((r = split(path, dir, sizeof(dir), &base)) < 0)
-		return r;
-	parent = open_dir(work_fd, dir);
+	parent = open_parent(work_fd, path, false, &base);
 	if (parent < 0)
 		return parent;
 	r = unlinkat(parent, base, 0);
@@ -829,6 +834,328 @@ int files_delete(const struct files_user *u, int work_fd, const char *path)
 	int r = delete_as(work_fd, path);
 
 	restore(&old);
+	return r;
+}
+
+static int stat_as(int work_fd, const char *path, struct stat *st, char *target, size_t tlen)
+{
+	const char *base;
+	int parent, r;
+
+	if (tlen)
+		target[0] = '\0';
+	if (!path[0])
+		return fstatat(work_fd, "", st, AT_EMPTY_PATH) < 0 ? -errno : 0;
+	parent = open_parent(work_fd, path, false, &base);
+	if (parent < 0)
+		return parent;
+	r = fstatat(parent, base, st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+	if (r == 0 && S_ISLNK(st->st_mode) && tlen) {
+		ssize_t n = readlinkat(parent, base, target, tlen - 1);
+
+		target[n > 0 ? n : 0] = '\0';
+	}
+	close(parent);
+	return r;
+}
+
+int files_stat(const struct files_user *u, int work_fd, const char *path, struct stat *st,
+	       char *target, size_t tlen)
+{
+	struct files_user old = become(u);
+	int r = stat_as(work_fd, path, st, target, tlen);
+
+	restore(&old);
+	return r;
+}
+
+/* ---- walking a tree ------------------------------------------------------
+ *
+ * A directory is opened by its fd and each of its names from that fd:
+ * open_in() with O_NOFOLLOW on one name (no '/', no "..") never leaves it,
+ * follows no symlink and crosses no mount, whatever the sandbox renames
+ * meanwhile.  Names are read whole before anything is done with them
+ * (removing while readdir() runs may skip some), and at most budget of
+ * them, which bounds the memory of a walk as its entries bound its time. */
+
+struct names {
+	char **v;
+	size_t n;
+};
+
+static void names_free(struct names *ns)
+{
+	for (size_t i = 0; i < ns->n; i++)
+		free(ns->v[i]);
+	free(ns->v);
+	ns->v = NULL;
+	ns->n = 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names in the directory dfd, sorted; -E2BIG past max.  Read from a
+ * new open of it: dfd's own offset is not this walk's business. */
+static int read_names(int dfd, size_t max, struct names *ns)
+{
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct dirent *de;
+	size_t cap = 0;
+	DIR *d;
+	int r = 0;
+
+	ns->v = NULL;
+	ns->n = 0;
+	if (fd < 0)
+		return -errno;
+	if (!(d = fdopendir(fd))) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (ns->n >= max) {
+			r = -E2BIG;
+			break;
+		}
+		if (ns->n == cap) {
+			size_t c = cap ? cap * 2 : 16;
+			char **v = realloc(ns->v, c * sizeof(*v));
+
+			if (!v) {
+				r = -ENOMEM;
+				break;
+			}
+			ns->v = v;
+			cap = c;
+		}
+		if (!(ns->v[ns->n] = strdup(de->d_name))) {
+			r = -ENOMEM;
+			break;
+		}
+		ns->n++;
+	}
+	closedir(d);
+	if (r < 0)
+		names_free(ns);
+	else if (ns->n > 1)
+		qsort(ns->v, ns->n, sizeof(*ns->v), by_name);
+	return r;
+}
+
+/* A subdirectory of dfd by its name, never through a symlink: -ELOOP or
+ * -ENOTDIR when the sandbox swapped one in since it was looked at. */
+static int open_child(int dfd, const char *name)
+{
+	return open_in(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+}
+
+struct walk {
+	files_walk_fn fn;	/* NULL: only count */
+	void *ctx;
+	size_t left;		/* entries the walk may still see */
+	bool whole;		/* a tree deeper than the walk is -E2BIG */
+	bool remove;		/* remove each entry after its children */
+	char path[FILES_PATH_MAX + 1];
+};
+
+/* The entries of the directory dfd, whose path is w->path[0, len), depth
+ * levels deep. */
+static int walk_dir(struct walk *w, int dfd, size_t len, unsigned depth)
+{
+	char target[FILES_PATH_MAX + 1];
+	struct names ns;
+	int r;
+
+	if ((r = read_names(dfd, w->left, &ns)) < 0)
+		return r;
+	for (size_t i = 0; i < ns.n && r == 0; i++) {
+		size_t nlen = strlen(ns.v[i]), plen = len ? len + 1 + nlen : nlen;
+		struct stat st;
+
+		if (w->left == 0) {
+			r = -E2BIG;
+			break;
+		}
+		w->left--;
+		if (plen > FILES_PATH_MAX) {
+			r = -ENAMETOOLONG;
+			break;
+		}
+		if (len)
+			w->path[len] = '/';
+		memcpy(w->path + (len ? len + 1 : 0), ns.v[i], nlen + 1);
+		if (fstatat(dfd, ns.v[i], &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno == ENOENT)
+				continue;	/* gone since readdir */
+			r = -errno;
+			break;
+		}
+		target[0] = '\0';
+		if (S_ISLNK(st.st_mode)) {
+			ssize_t n = readlinkat(dfd, ns.v[i], target, sizeof(target) - 1);
+
+			target[n > 0 ? n : 0] = '\0';
+		}
+		if (w->fn && (r = w->fn(w->ctx, w->path, &st, target)) < 0)
+			break;
+		if (S_ISDIR(st.st_mode) && depth > 1) {
+			int child = open_child(dfd, ns.v[i]);
+
+			if (child < 0 && !w->remove && (child == -ENOENT || child == -EACCES ||
+							 child == -ELOOP || child == -ENOTDIR))
+				continue;	/* changed or closed since: not listed */
+			if (child < 0) {
+				r = child;
+				break;
+			}
+			r = walk_dir(w, child, plen, depth - 1);
+			close(child);
+		} else if (S_ISDIR(st.st_mode) && w->whole) {
+			r = -E2BIG;	/* deeper than the walk may go */
+		}
+		if (r == 0 && w->remove && unlinkat(dfd, ns.v[i], S_ISDIR(st.st_mode) ?
+						    AT_REMOVEDIR : 0) < 0 && errno != ENOENT)
+			r = -errno;
+	}
+	w->path[len] = '\0';
+	names_free(&ns);
+	return r;
+}
+
+static int walk_as(int work_fd, const char *dir, struct walk *w, unsigned depth)
+{
+	size_t len = strlen(dir);
+	int fd, r;
+
+	if (len > FILES_PATH_MAX)
+		return -ENAMETOOLONG;
+	memcpy(w->path, dir, len + 1);
+	fd = open_in(work_fd, len ? dir : ".", O_RDONLY | O_DIRECTORY, 0);
+	if (fd < 0)
+		return fd;
+	r = walk_dir(w, fd, len, depth);
+	close(fd);
+	return r;
+}
+
+int files_walk(const struct files_user *u, int work_fd, const char *dir, unsigned depth,
+	       size_t max, files_walk_fn fn, void *ctx)
+{
+	struct walk *w = calloc(1, sizeof(*w));
+	struct files_user old;
+	int r;
+
+	if (!w)
+		return -ENOMEM;
+	*w = (struct walk){ .fn = fn, .ctx = ctx, .left = max };
+	old = become(u);
+	r = depth ? walk_as(work_fd, dir, w, depth) : 0;
+	restore(&old);
+	free(w);
+	return r;
+}
+
+static int mkdir_as(int work_fd, const char *path)
+{
+	const char *base;
+	int parent, r;
+
+	parent = open_parent(work_fd, path, true, &base);
+	if (parent < 0)
+		return parent;
+	r = mkdirat(parent, base, 0755) < 0 ? -errno : 0;
+	close(parent);
+	return r;
+}
+
+int files_mkdir(const struct files_user *u, int work_fd, const char *path)
+{
+	struct files_user old = become(u);
+	int r = mkdir_as(work_fd, path);
+
+	restore(&old);
+	return r;
+}
+
+static int rename_as(int work_fd, const char *from, const char *to)
+{
+	const char *fbase, *tbase;
+	int fp, tp, r;
+
+	if ((fp = open_parent(work_fd, from, false, &fbase)) < 0)
+		return fp;
+	if ((tp = open_parent(work_fd, to, true, &tbase)) < 0) {
+		close(fp);
+		return tp;
+	}
+	/* Both names are one component under a directory fd: the kernel
+	 * moves what is there (a symlink itself), following nothing. */
+	r = renameat(fp, fbase, tp, tbase) < 0 ? -errno : 0;
+	close(tp);
+	close(fp);
+	return r;
+}
+
+int files_rename(const struct files_user *u, int work_fd, const char *from, const char *to)
+{
+	struct files_user old = become(u);
+	int r = rename_as(work_fd, from, to);
+
+	restore(&old);
+	return r;
+}
+
+static int remove_as(int work_fd, const char *path, struct walk *w, size_t max)
+{
+	const char *base;
+	struct stat st;
+	int parent, fd = -1, r;
+
+	if ((parent = open_parent(work_fd, path, false, &base)) < 0)
+		return parent;
+	if (fstatat(parent, base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		r = -errno;
+		goto out;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		if ((fd = open_child(parent, base)) < 0) {
+			r = fd;
+			goto out;
+		}
+		/* Counted first, so that a tree too large loses nothing. */
+		*w = (struct walk){ .left = max, .whole = true };
+		if ((r = walk_dir(w, fd, 0, FILES_TREE_DEPTH)) < 0)
+			goto out;
+		*w = (struct walk){ .left = max, .whole = true, .remove = true };
+		if ((r = walk_dir(w, fd, 0, FILES_TREE_DEPTH)) < 0)
+			goto out;
+	}
+	r = unlinkat(parent, base, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) < 0 ? -errno : 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	close(parent);
+	return r;
+}
+
+int files_remove_tree(const struct files_user *u, int work_fd, const char *path, size_t max)
+{
+	struct walk *w = calloc(1, sizeof(*w));
+	struct files_user old;
+	int r;
+
+	if (!w)
+		return -ENOMEM;
+	old = become(u);
+	r = remove_as(work_fd, path, w, max);
+	restore(&old);
+	free(w);
 	return r;
 }
 

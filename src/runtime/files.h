@@ -117,6 +117,38 @@ int files_list(const struct files_user *u, int work_fd, const char *dir, json_t 
 /* Remove a file, a symlink, or an empty directory. */
 int files_delete(const struct files_user *u, int work_fd, const char *path);
 
+/* What stat says of path ("" for /work), without following a symlink at
+ * its end; a symlink's target into target[tlen] (NUL-terminated, cut to
+ * fit; "" for anything else). */
+int files_stat(const struct files_user *u, int work_fd, const char *path, struct stat *st,
+	       char *target, size_t tlen);
+
+/* Every entry under dir ("" for /work), sorted by name in each directory,
+ * depth levels deep (1: dir's own entries), never through a symlink nor
+ * into another mount: fn gets each one's path (relative to /work), its
+ * lstat and a symlink's target ("" otherwise), and stops the walk by
+ * returning < 0 (which files_walk returns).  -E2BIG after max entries:
+ * the daemon's thread and memory are bounded whatever the sandbox made. */
+typedef int (*files_walk_fn)(void *ctx, const char *path, const struct stat *st,
+			     const char *target);
+int files_walk(const struct files_user *u, int work_fd, const char *dir, unsigned depth,
+	       size_t max, files_walk_fn fn, void *ctx);
+
+/* Make the directory path (0755) and its missing parents; -EEXIST if
+ * something is there already. */
+int files_mkdir(const struct files_user *u, int work_fd, const char *path);
+
+/* rename(2) from to to (replacing a file there), making to's missing
+ * parents. */
+int files_rename(const struct files_user *u, int work_fd, const char *from, const char *to);
+
+/* Remove path, and when it is a directory everything in it (symlinks are
+ * removed, never followed).  A tree of more than max entries, or deeper
+ * than FILES_TREE_DEPTH, is refused with -E2BIG before anything is
+ * removed (it is counted first). */
+#define FILES_TREE_DEPTH 64
+int files_remove_tree(const struct files_user *u, int work_fd, const char *path, size_t max);
+
 /* A MIME type for a file name, from its extension. */
 const char *files_content_type(const char *path);
 

@@ -7,7 +7,15 @@
  * openat2 stands in for the race, which cannot be made to happen on cue. */
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
+#include <ftw.h>
 #include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "runtime/files.h"
 #include "unit.h"
@@ -60,6 +68,213 @@ START_TEST(eintr_is_retried_and_other_errors_are_not)
 }
 END_TEST
 
+/* ---- mkdir, rename, walk, remove in a real directory -------------------
+ *
+ * A temporary directory stands for /work with "outside" beside it, and
+ * symlinks inside point out of it (absolute, and by ".."), as sandboxed code
+ * would plant them: no operation may touch what is outside. */
+
+static char top[64], work[96], outside[96];
+static int work_fd = -1;
+static struct files_user me;
+
+static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)st;
+	(void)flag;
+	(void)f;
+	return remove(p);
+}
+
+/* valgrind does not know openat2(2) (ENOSYS): these tests then pass
+ * without running, as on a kernel before 5.6, where petri cannot run. */
+static bool no_openat2;
+
+#define NEED_OPENAT2() do { if (no_openat2) return; } while (0)
+
+static void tree_setup(void)
+{
+	struct open_how how = { .flags = O_PATH };
+	char p[256];
+	FILE *f;
+	long fd = syscall(SYS_openat2, AT_FDCWD, "/", &how, sizeof(how));
+
+	no_openat2 = fd < 0 && errno == ENOSYS;
+	if (fd >= 0)
+		close((int)fd);
+
+	snprintf(top, sizeof(top), "/tmp/petri-unit-files-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(top));
+	snprintf(work, sizeof(work), "%s/work", top);
+	snprintf(outside, sizeof(outside), "%s/outside", top);
+	ck_assert_int_eq(mkdir(work, 0755), 0);
+	ck_assert_int_eq(mkdir(outside, 0755), 0);
+	snprintf(p, sizeof(p), "%s/keep.txt", outside);
+	ck_assert_ptr_nonnull(f = fopen(p, "w"));
+	fputs("keep", f);
+	fclose(f);
+	snprintf(p, sizeof(p), "%s/abs", work);
+	ck_assert_int_eq(symlink(outside, p), 0);
+	snprintf(p, sizeof(p), "%s/up", work);
+	ck_assert_int_eq(symlink("../outside", p), 0);
+	work_fd = open(work, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(work_fd, 0);
+	me.uid = getuid();
+	me.gid = getgid();
+}
+
+static void tree_teardown(void)
+{
+	close(work_fd);
+	nftw(top, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static bool outside_intact(void)
+{
+	char p[256];
+	struct stat st;
+	int n = 0;
+	DIR *d = opendir(outside);
+	struct dirent *de;
+
+	snprintf(p, sizeof(p), "%s/keep.txt", outside);
+	while (d && (de = readdir(d)))
+		n++;
+	if (d)
+		closedir(d);
+	return stat(p, &st) == 0 && st.st_size == 4 && n == 3;
+}
+
+static bool is_dir(const char *rel)
+{
+	struct stat st;
+	char p[512];
+
+	snprintf(p, sizeof(p), "%s/%s", work, rel);
+	return lstat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+START_TEST(mkdir_makes_parents_and_stays_inside)
+{
+	struct stat st;
+	char target[64];
+
+	NEED_OPENAT2();
+
+	ck_assert_int_eq(files_mkdir(&me, work_fd, "a/b/c"), 0);
+	ck_assert(is_dir("a/b/c"));
+	ck_assert_int_eq(files_mkdir(&me, work_fd, "a/b/c"), -EEXIST);
+	/* Through a symlink that leads out: it resolves inside /work, where
+	 * /tmp/... does not exist. */
+	ck_assert_int_ne(files_mkdir(&me, work_fd, "abs/new"), 0);
+	ck_assert_int_ne(files_mkdir(&me, work_fd, "up/new"), 0);
+	ck_assert(outside_intact());
+	ck_assert_int_eq(files_stat(&me, work_fd, "abs", &st, target, sizeof(target)), 0);
+	ck_assert(S_ISLNK(st.st_mode));
+	ck_assert_str_eq(target, outside);
+	ck_assert_int_eq(files_stat(&me, work_fd, "", &st, target, sizeof(target)), 0);
+	ck_assert(S_ISDIR(st.st_mode));
+	ck_assert_int_eq(files_stat(&me, work_fd, "nope", &st, target, sizeof(target)), -ENOENT);
+}
+END_TEST
+
+START_TEST(rename_moves_links_not_targets)
+{
+	NEED_OPENAT2();
+	ck_assert_int_eq(files_mkdir(&me, work_fd, "d"), 0);
+	ck_assert_int_eq(files_rename(&me, work_fd, "d", "x/y/d2"), 0);
+	ck_assert(is_dir("x/y/d2"));
+	ck_assert(!is_dir("d"));
+	ck_assert_int_eq(files_rename(&me, work_fd, "abs", "x/abs2"), 0);
+	ck_assert(outside_intact());
+	ck_assert_int_eq(files_rename(&me, work_fd, "missing", "m2"), -ENOENT);
+	/* The destination's parent through a link out: made inside, or refused. */
+	files_rename(&me, work_fd, "x/y/d2", "up/d3");
+	ck_assert(outside_intact());
+}
+END_TEST
+
+struct seen {
+	char paths[32][64];
+	int n;
+};
+
+static int note(void *ctx, const char *path, const struct stat *st, const char *target)
+{
+	struct seen *s = ctx;
+
+	(void)st;
+	(void)target;
+	if (s->n < 32)
+		snprintf(s->paths[s->n++], 64, "%s", path);
+	return 0;
+}
+
+START_TEST(walk_is_sorted_bounded_and_follows_no_link)
+{
+	struct seen s = { .n = 0 };
+
+	NEED_OPENAT2();
+
+	ck_assert_int_eq(files_mkdir(&me, work_fd, "t/b/deep"), 0);
+	ck_assert_int_eq(files_mkdir(&me, work_fd, "t/a"), 0);
+	ck_assert_int_eq(files_write(&me, work_fd, "t/c.txt", "x", 1), 0);
+	ck_assert_int_eq(files_walk(&me, work_fd, "t", 1, 100, note, &s), 0);
+	ck_assert_int_eq(s.n, 3);
+	ck_assert_str_eq(s.paths[0], "t/a");
+	ck_assert_str_eq(s.paths[1], "t/b");
+	ck_assert_str_eq(s.paths[2], "t/c.txt");
+	s.n = 0;
+	ck_assert_int_eq(files_walk(&me, work_fd, "t", 2, 100, note, &s), 0);
+	ck_assert_int_eq(s.n, 4);
+	ck_assert_str_eq(s.paths[2], "t/b/deep");
+	s.n = 0;
+	ck_assert_int_eq(files_walk(&me, work_fd, "t", 3, 2, note, &s), -E2BIG);
+	/* The root's links are listed, never entered. */
+	s.n = 0;
+	ck_assert_int_eq(files_walk(&me, work_fd, "", 5, 100, note, &s), 0);
+	for (int i = 0; i < s.n; i++)
+		ck_assert_ptr_null(strstr(s.paths[i], "keep.txt"));
+}
+END_TEST
+
+START_TEST(remove_tree_removes_links_not_targets_and_refuses_big_trees)
+{
+	char p[256];
+
+	NEED_OPENAT2();
+
+	ck_assert_int_eq(files_mkdir(&me, work_fd, "r/s/t"), 0);
+	ck_assert_int_eq(files_write(&me, work_fd, "r/s/f", "x", 1), 0);
+	snprintf(p, sizeof(p), "%s/r/s/out", work);
+	ck_assert_int_eq(symlink(outside, p), 0);
+	/* 4 entries under r: more than 3 is refused, and nothing is lost. */
+	ck_assert_int_eq(files_remove_tree(&me, work_fd, "r", 3), -E2BIG);
+	ck_assert(is_dir("r/s/t"));
+	ck_assert_int_eq(files_remove_tree(&me, work_fd, "r", 4), 0);
+	ck_assert(!is_dir("r"));
+	ck_assert(outside_intact());
+	/* A link to a directory outside is removed itself. */
+	ck_assert_int_eq(files_remove_tree(&me, work_fd, "abs", 10), 0);
+	ck_assert(outside_intact());
+	ck_assert_int_eq(files_remove_tree(&me, work_fd, "gone", 10), -ENOENT);
+}
+END_TEST
+
+START_TEST(remove_tree_refuses_a_tree_too_deep)
+{
+	char path[FILES_TREE_DEPTH * 2 + 8] = "z";
+
+	NEED_OPENAT2();
+
+	for (int i = 0; i < FILES_TREE_DEPTH; i++)
+		strcat(path, "/z");
+	ck_assert_int_eq(files_mkdir(&me, work_fd, path), 0);
+	ck_assert_int_eq(files_remove_tree(&me, work_fd, "z", 1000), -E2BIG);
+	ck_assert(is_dir(path));
+}
+END_TEST
+
 Suite *files_suite(void)
 {
 	Suite *s = suite_create("files");
@@ -68,6 +283,14 @@ Suite *files_suite(void)
 	tcase_add_test(tc, eagain_forever_gives_up);
 	tcase_add_test(tc, an_honest_race_is_ridden_out);
 	tcase_add_test(tc, eintr_is_retried_and_other_errors_are_not);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("tree");
+	tcase_add_checked_fixture(tc, tree_setup, tree_teardown);
+	tcase_add_test(tc, mkdir_makes_parents_and_stays_inside);
+	tcase_add_test(tc, rename_moves_links_not_targets);
+	tcase_add_test(tc, walk_is_sorted_bounded_and_follows_no_link);
+	tcase_add_test(tc, remove_tree_removes_links_not_targets_and_refuses_big_trees);
+	tcase_add_test(tc, remove_tree_refuses_a_tree_too_deep);
 	suite_add_tcase(s, tc);
 	return s;
 }
