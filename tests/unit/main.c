@@ -18,6 +18,7 @@ int main(void)
 		lease_suite,
 		mcp_suite,
 		mounts_suite,
+		multipart_suite,
 		policy_suite,
 		record_suite,
 		request_suite,

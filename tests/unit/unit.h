@@ -16,6 +16,7 @@ Suite *languages_suite(void);
 Suite *lease_suite(void);
 Suite *mcp_suite(void);
 Suite *mounts_suite(void);
+Suite *multipart_suite(void);
 Suite *policy_suite(void);
 Suite *record_suite(void);
 Suite *request_suite(void);
