@@ -383,11 +383,47 @@ static bool is_control_path(const char *p)
 	       !strncmp(p, "/volumes", 8);
 }
 
+/* e2b 2.14 sends envd's REST calls (/health, /files) with X-Access-Token
+ * but without the E2b-Sandbox-* headers (its Connect calls have them):
+ * there the token alone names the sandbox. */
+static bool is_envd_rest_path(const char *p)
+{
+	if (!strncmp(p, PREFIX "/", sizeof(PREFIX)))
+		p += sizeof(PREFIX) - 1;
+	return !strcmp(p, "/health") || !strcmp(p, "/files");
+}
+
+/* The sandbox a data-plane request is for: its E2b-Sandbox-Id, or the one
+ * whose token it brings (each token compared in constant time), into
+ * sid; NULL when neither. */
+static const char *data_sid(struct api_req *rq, char sid[SESSION_ID_LEN + 1])
+{
+	const char *id = header(rq->conn, "E2b-Sandbox-Id");
+	const char *token = header(rq->conn, "X-Access-Token");
+	bool found = false;
+
+	if (id)
+		return id;
+	if (!token)
+		return NULL;
+	pthread_mutex_lock(&rq->e2b->lock);
+	for (size_t i = 0; i < rq->e2b->n; i++)
+		if (http_same_secret(token, rq->e2b->v[i]->token) && !found) {
+			memcpy(sid, rq->e2b->v[i]->sid, SESSION_ID_LEN + 1);
+			found = true;
+		}
+	pthread_mutex_unlock(&rq->e2b->lock);
+	return found ? sid : NULL;
+}
+
 enum e2b_kind e2b_kind_of(struct MHD_Connection *conn, const char *url)
 {
 	const char *port = header(conn, "E2b-Sandbox-Port");
 	uint32_t n;
 
+	if (!header(conn, "E2b-Sandbox-Id") && header(conn, "X-Access-Token") &&
+	    is_envd_rest_path(url))
+		return E2B_ENVD;
 	if (header(conn, "E2b-Sandbox-Id")) {
 		if (!port || !num_u32(port, 1, 65535, &n))
 			return E2B_BAD_PORT;
@@ -399,7 +435,8 @@ enum e2b_kind e2b_kind_of(struct MHD_Connection *conn, const char *url)
 
 bool e2b_authorize(struct api_req *rq, enum MHD_Result *answered)
 {
-	const char *key, *sid = header(rq->conn, "E2b-Sandbox-Id");
+	char sidbuf[SESSION_ID_LEN + 1];
+	const char *key, *sid = data_sid(rq, sidbuf);
 	const char *token = header(rq->conn, "X-Access-Token");
 	const char *traffic = header(rq->conn, "E2B-Traffic-Access-Token");
 
@@ -740,7 +777,8 @@ static enum MHD_Result control(struct api_req *rq, const char *path)
 
 enum MHD_Result e2b_route(struct api_req *rq)
 {
-	const char *sid = header(rq->conn, "E2b-Sandbox-Id");
+	char sidbuf[SESSION_ID_LEN + 1];
+	const char *sid = data_sid(rq, sidbuf);
 	char path[512];
 	enum MHD_Result answered = MHD_NO;
 	struct session *s;

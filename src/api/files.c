@@ -150,7 +150,8 @@ static void download_free(void *cls)
 	free(d);
 }
 
-static enum MHD_Result download(struct api_req *rq, struct session *s, const char *path)
+int files_send(struct api_req *rq, struct session *s, const char *path,
+	       enum MHD_Result *queued)
 {
 	struct files_user u = user_of(s);
 	struct MHD_Response *resp;
@@ -159,17 +160,15 @@ static enum MHD_Result download(struct api_req *rq, struct session *s, const cha
 	int fd, r;
 
 	if ((r = files_open(&u, session_work_fd(s), path, &fd, &size)) < 0)
-		return file_error(rq, r, path);
+		return r;
 	if (size > rq->cfg->max_file_bytes) {
 		close(fd);
-		return http_error(rq, 413, "too_large", "'%.300s' is larger than the %llu MiB "
-				  "download limit", path,
-				  (unsigned long long)(rq->cfg->max_file_bytes >> 20));
+		return -EFBIG;
 	}
 	d = calloc(1, sizeof(*d));
 	if (!d) {
 		close(fd);
-		return http_error(rq, 500, "internal", "out of memory");
+		return -ENOMEM;
 	}
 	pthread_mutex_init(&d->lock, NULL);
 	d->watch.tick = download_tick;
@@ -183,13 +182,28 @@ static enum MHD_Result download(struct api_req *rq, struct session *s, const cha
 						 download_free);
 	if (!resp) {
 		download_free(d);
-		return http_error(rq, 500, "internal", "cannot send the file");
+		return -ENOMEM;
 	}
 	MHD_add_response_header(resp, "Content-Type", files_content_type(path));
 	/* Code wrote it: never let a browser run it in our origin. */
 	MHD_add_response_header(resp, "Content-Security-Policy", "sandbox");
 	session_touch(s);
-	return http_queue(rq, 200, resp);
+	*queued = http_queue(rq, 200, resp);
+	return 0;
+}
+
+static enum MHD_Result download(struct api_req *rq, struct session *s, const char *path)
+{
+	enum MHD_Result queued;
+	int r = files_send(rq, s, path, &queued);
+
+	if (r == -EFBIG)
+		return http_error(rq, 413, "too_large", "'%.300s' is larger than the %llu MiB "
+				  "download limit", path,
+				  (unsigned long long)(rq->cfg->max_file_bytes >> 20));
+	if (r == -ENOMEM)
+		return http_error(rq, 500, "internal", "out of memory");
+	return r < 0 ? file_error(rq, r, path) : queued;
 }
 
 /* ---- streamed uploads ---------------------------------------------------
@@ -615,6 +629,35 @@ static enum MHD_Result upload(struct api_req *rq, const char *path)
 	default:
 		return file_error(rq, r, path);
 	}
+}
+
+int files_put(struct api_req *rq, struct session *s, const char *path, const void *data,
+	      size_t len, bool *ended)
+{
+	int timeout_ms = (int)(rq->cfg->http_timeout_s * 1000);
+	struct session_upload *up;
+	const char *p = data;
+	int r;
+
+	*ended = false;
+	if ((r = session_upload_begin(rq->sm, s, path, &up)) < 0)
+		return r;
+	while (len) {
+		struct pollfd pfd = { .fd = session_upload_fd(up), .events = POLLOUT };
+		size_t taken;
+
+		if (session_upload_offer(up, p, len, &taken) < 0)
+			break;	/* the writer stopped: finish says why */
+		p += taken;
+		len -= taken;
+		if (len && poll(&pfd, 1, timeout_ms) == 0) {
+			/* A stopped or starved sandbox does not keep this worker. */
+			session_upload_cancel(up);
+			reap_later(rq->waiter, up);
+			return -ETIMEDOUT;
+		}
+	}
+	return session_upload_finish(up, true, ended);
 }
 
 enum MHD_Result handle_files(struct api_req *rq, struct session *s, const char *path,

@@ -121,7 +121,8 @@ enum MHD_Result stream_execute(struct api_req *rq, struct session *s,
  * (r == SM_OK), else why not; it is not called when the client is gone.
  * dropped: the note that n live events were lost on a client that read
  * too slowly (NULL: none).  keepalive: bytes to send after 10 s of silence
- * (NULL: none).  Optional: refuse answers, in the wire's own words, an
+ * (NULL: none), keepalive_len of them (0: strlen; a binary frame may hold
+ * NULs).  Optional: refuse answers, in the wire's own words, an
  * execution that cannot start (busy, gone, out of memory; NULL: the native
  * API's errors); release frees what state holds when the stream ends,
  * whether or not done was called. */
@@ -139,6 +140,7 @@ struct stream_wire {
 	int (*done)(void *state, struct buf *out, enum sm_result r, const char *reason,
 		    const struct result *res);
 	const char *keepalive;
+	size_t keepalive_len;
 	enum MHD_Result (*refuse)(struct api_req *rq, enum sm_result r, const char *reason);
 	void (*release)(void *state);
 };
@@ -176,6 +178,19 @@ bool files_upload_wanted(const struct api_req *rq);
 enum MHD_Result files_upload_start(struct api_req *rq);
 enum MHD_Result files_upload_chunk(struct api_req *rq, const char *data, size_t *size);
 void files_upload_end(struct api_req *rq);
+/* For other front ends (e2b_envd.c), in their own words.  send: the file
+ * at path in s's /work as the response, read as the sandbox's user and let
+ * go when the session ends (as GET .../files/{path}); 0 with the response
+ * queued (*queued), or -errno before anything is: files_open()'s, -EFBIG
+ * (over max_file_bytes), -ENOMEM.  put: data[0, len) written to path as an
+ * upload is, by a writer charged to the sandbox, on a worker, waiting at
+ * most http_timeout_s for each step of its progress; 0 or -errno:
+ * session_upload_finish()'s (-ENOSPC, -ENOMEM with *ended...), -EAGAIN (at
+ * the session's pids limit), -ETIMEDOUT (the writer took nothing). */
+int files_send(struct api_req *rq, struct session *s, const char *path,
+	       enum MHD_Result *queued);
+int files_put(struct api_req *rq, struct session *s, const char *path, const void *data,
+	      size_t len, bool *ended);
 /* The thread that resumes uploads whose writer caught up; stop resumes
  * them all (before MHD stops). */
 int files_waiter_new(struct files_waiter **out);

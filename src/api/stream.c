@@ -270,7 +270,8 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
 {
 	struct stream *st = cls;
 	const char *keepalive = st->wire->keepalive;	/* keeps proxies patient */
-	size_t klen = keepalive ? strlen(keepalive) : 0;
+	size_t klen = !keepalive ? 0 : st->wire->keepalive_len ? st->wire->keepalive_len :
+		      strlen(keepalive);
 	ssize_t n = 0;
 
 	(void)pos;

@@ -1,0 +1,502 @@
+"""E2B's envd on petri serve (issue 11): files, the filesystem RPCs and
+Process.Start, driven with raw requests as the SDKs send them (multipart
+bodies and Connect envelopes built by hand), and the hostile inputs they
+never send: bad envelopes, truncated multipart, paths out of /home/user,
+symlinks the sandbox's code planted pointing at the host.
+"""
+import base64
+import json
+import secrets
+import struct
+
+import pytest
+import requests
+
+from conftest import Server
+
+HOME = "/home/user"
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory):
+    key = "e2b_" + secrets.token_hex(16)
+    s = Server(tmp_path_factory.mktemp("envd"), f"[server]\napi_keys = {key}\n")
+    s.key = key
+    yield s
+    code, err = s.stop()
+    assert code == 0, err[-3000:]
+    assert not s.leaked, f"processes of petri serve outlived it: {s.leaked}"
+    assert not s.leaked_cgroups, f"cgroups left behind: {s.leaked_cgroups}"
+
+
+class Envd:
+    def __init__(self, url, sid, token):
+        self.url, self.sid, self.token = url, sid, token
+        self.s = requests.Session()
+
+    def headers(self, extra=None, token=None):
+        h = {"E2b-Sandbox-Id": self.sid, "E2b-Sandbox-Port": "49983",
+             "X-Access-Token": self.token if token is None else token}
+        h.update(extra or {})
+        return h
+
+    def request(self, method, path, headers=None, token=None, **kw):
+        kw.setdefault("timeout", 120)
+        return self.s.request(method, self.url + path, headers=self.headers(headers, token), **kw)
+
+    # files
+    def upload(self, parts, path=None, boundary="----petri-test-b0undary", raw=None):
+        """parts: [(filename, bytes)] as undici's FormData writes them."""
+        body = raw if raw is not None else multipart(parts, boundary)
+        params = {"path": path} if path is not None else {}
+        return self.request("POST", "/files", params=params, data=body, headers={
+            "Content-Type": f"multipart/form-data; boundary={boundary}"})
+
+    def download(self, path):
+        return self.request("GET", "/files", params={"path": path})
+
+    # Connect
+    def rpc(self, method, body, service="filesystem.Filesystem"):
+        return self.request("POST", f"/{service}/{method}", data=json.dumps(body), headers={
+            "Content-Type": "application/json", "Connect-Protocol-Version": "1"})
+
+    def start_raw(self, body, timeout_ms=None, stream=False):
+        h = {"Content-Type": "application/connect+json", "Connect-Protocol-Version": "1"}
+        if timeout_ms is not None:
+            h["Connect-Timeout-Ms"] = str(timeout_ms)
+        return self.request("POST", "/process.Process/Start", data=body, headers=h,
+                            stream=stream)
+
+    def start(self, cmd, envs=None, cwd=None, timeout_ms=60000, args=None, raw_cmd=None):
+        proc = {"cmd": raw_cmd or "/bin/bash",
+                "args": args if args is not None else ["-l", "-c", cmd]}
+        if envs is not None:
+            proc["envs"] = envs
+        if cwd is not None:
+            proc["cwd"] = cwd
+        r = self.start_raw(envelope(0, {"process": proc, "stdin": False}), timeout_ms)
+        assert r.status_code == 200, r.text
+        assert r.headers["Content-Type"].startswith("application/connect+json")
+        return envelopes(r.content)
+
+    def run(self, cmd, **kw):
+        """stdout, stderr, the end event and the end-of-stream message."""
+        evs = self.start(cmd, **kw)
+        return summarize(evs)
+
+
+def multipart(parts, boundary):
+    out = b""
+    for name, data in parts:
+        out += (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; "
+                f"filename=\"{name}\"\r\nContent-Type: application/octet-stream\r\n\r\n").encode()
+        out += data + b"\r\n"
+    return out + f"--{boundary}--\r\n".encode()
+
+
+def envelope(flags, obj):
+    data = json.dumps(obj).encode() if not isinstance(obj, bytes) else obj
+    return struct.pack(">BI", flags, len(data)) + data
+
+
+def envelopes(raw):
+    out, pos = [], 0
+    while pos < len(raw):
+        assert pos + 5 <= len(raw), f"a cut envelope header at {pos}: {raw!r}"
+        flags, n = struct.unpack(">BI", raw[pos:pos + 5])
+        assert pos + 5 + n <= len(raw), f"a cut envelope at {pos}"
+        out.append((flags, json.loads(raw[pos + 5:pos + 5 + n])))
+        pos += 5 + n
+    return out
+
+
+def summarize(evs):
+    assert evs, "no envelope"
+    assert evs[-1][0] == 2, f"the last envelope is not the end of the stream: {evs[-1]}"
+    trailer = evs[-1][1]
+    body = [e for f, e in evs[:-1]]
+    assert all(f == 0 for f, _ in evs[:-1])
+    out = {"stdout": b"", "stderr": b"", "end": None, "trailer": trailer, "start": None}
+    if body:
+        assert "start" in body[0]["event"], f"the first event is not start: {body[0]}"
+        out["start"] = body[0]["event"]["start"]
+    for e in body[1:]:
+        ev = e["event"]
+        if "data" in ev:
+            for k in ("stdout", "stderr"):
+                if k in ev["data"]:
+                    out[k] += base64.b64decode(ev["data"][k])
+        elif "end" in ev:
+            out["end"] = ev["end"]
+        else:
+            assert "keepalive" in ev, ev
+    return out
+
+
+@pytest.fixture(scope="module")
+def box(srv):
+    r = requests.post(srv.url + "/sandboxes", headers={"X-API-KEY": srv.key},
+                      json={"templateID": "base", "timeout": 600}, timeout=120)
+    assert r.status_code == 201, r.text
+    j = r.json()
+    return Envd(srv.url, j["sandboxID"], j["envdAccessToken"])
+
+
+# ---- health and auth -----------------------------------------------------
+
+def test_health_is_204_and_needs_the_token(box):
+    r = box.request("GET", "/health")
+    assert r.status_code == 204 and r.content == b""
+    for token in ("", "0" * 64, box.token[:-1] + ("0" if box.token[-1] != "0" else "1")):
+        r = box.request("GET", "/health", token=token)
+        assert r.status_code == 401, r.text
+        assert r.json()["code"] == 401
+    r = box.request("GET", "/files", params={"path": "x"}, token="nope")
+    assert r.status_code == 401
+    r = requests.get(box.url + "/health", headers={"E2b-Sandbox-Id": "ses_" + "0" * 32,
+                                                   "E2b-Sandbox-Port": "49983",
+                                                   "X-Access-Token": box.token})
+    assert r.status_code == 401
+
+
+# ---- files ---------------------------------------------------------------
+
+def test_upload_then_download_by_absolute_and_relative_path(box):
+    r = box.upload([(f"{HOME}/up/deep/a.txt", b"h\xc3\xa9llo\n")], path=f"{HOME}/up/deep/a.txt")
+    assert r.status_code == 200, r.text
+    assert r.json() == [{"name": "a.txt", "type": "file", "path": f"{HOME}/up/deep/a.txt"}]
+    assert box.download(f"{HOME}/up/deep/a.txt").content == b"h\xc3\xa9llo\n"
+    assert box.download("up/deep/a.txt").content == b"h\xc3\xa9llo\n"
+    r = box.upload([("rel.bin", bytes(range(256)))], path="rel.bin")
+    assert r.json()[0]["path"] == f"{HOME}/rel.bin"
+    assert box.download(f"{HOME}/rel.bin").content == bytes(range(256))
+    r = box.upload([("empty", b"")], path="empty.txt")
+    assert r.status_code == 200 and box.download("empty.txt").content == b""
+    # the code sees them in its cwd
+    assert box.run("cat up/deep/a.txt; pwd")["stdout"] == "héllo\n/home/user\n".encode()
+
+
+def test_several_files_in_one_upload_by_their_filenames(box):
+    r = box.upload([(f"{HOME}/multi/a.txt", b"A"), ("multi/b.txt", b"B" * 100000)])
+    assert r.status_code == 200, r.text
+    assert [e["path"] for e in r.json()] == [f"{HOME}/multi/a.txt", f"{HOME}/multi/b.txt"]
+    assert box.download("multi/b.txt").content == b"B" * 100000
+
+
+def test_download_errors_are_json_the_sdk_reads(box):
+    r = box.download(f"{HOME}/nope.txt")
+    assert r.status_code == 404 and r.json()["code"] == 404 and "nope.txt" in r.json()["message"]
+    box.upload([("d/f", b"x")], path="d/f")
+    r = box.download(f"{HOME}/d")
+    assert r.status_code == 400 and r.json()["code"] == 400
+    r = box.request("GET", "/files")
+    assert r.status_code == 400
+
+
+@pytest.mark.parametrize("path", ["/etc/passwd", "/etc/shadow", "/home/user2/x", "/home",
+                                  f"{HOME}/../../etc/shadow", "../etc/passwd", "a/../../x",
+                                  "/proc/self/environ", "a\x01b"])
+def test_paths_out_of_home_are_refused(box, path):
+    r = box.download(path)
+    assert r.status_code in (400, 403), r.text
+    assert r.json()["code"] == r.status_code
+    if path.startswith("/") and ".." not in path:
+        assert r.status_code == 403
+    r = box.upload([(path, b"evil")], path=path)
+    assert r.status_code in (400, 403), r.text
+    r = box.rpc("Stat", {"path": path})
+    assert r.status_code in (400, 403)
+    assert r.json()["code"] in ("invalid_argument", "permission_denied")
+
+
+def test_symlinks_the_code_planted_stay_inside_the_workspace(box, srv, tmp_path):
+    host_dir = tmp_path / "host"
+    host_dir.mkdir()
+    (host_dir / "secret.txt").write_text("host secret")
+    res = box.run(f"ln -sfn {host_dir} hostlink; ln -sfn {host_dir}/secret.txt filelink; "
+                  f"ln -sfn {srv.config_path} cfglink; ln -sfn ../../.. uplink; echo ok")
+    assert res["stdout"] == b"ok\n", res
+    for p in ("hostlink/secret.txt", "filelink", "cfglink", f"uplink{host_dir}/secret.txt"):
+        r = box.download(p)
+        assert r.status_code == 404, (p, r.status_code, r.text)
+        assert b"host secret" not in r.content and srv.key.encode() not in r.content
+    # writes through them land inside /work, or nowhere
+    r = box.upload([("x", b"planted")], path="hostlink/planted.txt")
+    assert not (host_dir / "planted.txt").exists()
+    r = box.rpc("MakeDir", {"path": f"{HOME}/hostlink/newdir"})
+    assert not (host_dir / "newdir").exists()
+    r = box.rpc("Move", {"source": f"{HOME}/rel.bin", "destination": f"{HOME}/hostlink/moved"})
+    assert not (host_dir / "moved").exists()
+    box.upload([("rel.bin", bytes(range(256)))], path="rel.bin")
+    # a listing shows the links and never what is behind them
+    r = box.rpc("ListDir", {"path": HOME, "depth": 3})
+    assert r.status_code == 200
+    names = {e["path"]: e for e in r.json()["entries"]}
+    assert names[f"{HOME}/hostlink"]["type"] == "FILE_TYPE_SYMLINK"
+    assert names[f"{HOME}/hostlink"]["symlinkTarget"] == str(host_dir)
+    assert not any("secret" in p for p in names)
+    # removing a link removes the link
+    for p in ("hostlink", "filelink", "cfglink", "uplink"):
+        r = box.rpc("Remove", {"path": f"{HOME}/{p}"})
+        assert r.status_code == 200, r.text
+    assert (host_dir / "secret.txt").read_text() == "host secret"
+    assert srv.config_path.exists()
+
+
+# ---- hostile multipart -----------------------------------------------------
+
+def not_there(box, path):
+    return box.rpc("Stat", {"path": path}).status_code == 404
+
+
+@pytest.mark.parametrize("body", [
+    b"",
+    b"no delimiter",
+    b"--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\"t1.txt\"\r\n\r\ncut",
+    b"--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\"t2.txt\"\r\n\r\nx\r\n--B",
+    b"--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\"t3.txt\"",
+    b"--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\"t4.txt\r\n\r\nx\r\n--B--",
+    b"--B\r\nX-Long: " + b"a" * 20000 + b"\r\n\r\nx\r\n--B--",
+    b"--B\r\n" + b"".join(b"Content-Disposition: form-data; name=\"file\"; filename=\"t5.txt\"\r\n"
+                          for _ in range(300)) + b"\r\nx\r\n--B--",
+])
+def test_malformed_multipart_is_refused_and_writes_nothing(box, body):
+    r = box.upload([], path=None, boundary="B", raw=body)
+    assert r.status_code == 400, r.text
+    assert r.json()["code"] == 400 and r.json()["message"]
+    for i in range(1, 6):
+        assert not_there(box, f"t{i}.txt")
+
+
+def test_too_many_parts_and_a_bad_path_late_write_nothing(box):
+    parts = [(f"many/{i}.txt", b"x") for i in range(101)]
+    r = box.upload(parts)
+    assert r.status_code == 400 and "100" in r.json()["message"], r.text
+    assert not_there(box, f"{HOME}/many")
+    r = box.upload([("late/ok.txt", b"x"), ("/etc/late.txt", b"x")])
+    assert r.status_code == 403, r.text
+    assert not_there(box, f"{HOME}/late")
+
+
+def test_upload_refusals(box):
+    r = box.request("POST", "/files", params={"path": "o.txt"}, data=b"raw",
+                    headers={"Content-Type": "application/octet-stream"})
+    assert r.status_code == 400 and "multipart" in r.json()["message"]
+    r = box.request("POST", "/files", params={"path": "o.txt"}, data=b"--x--",
+                    headers={"Content-Type": "multipart/form-data"})
+    assert r.status_code == 400
+    # no filename and no path
+    body = b"--B\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\nx\r\n--B--\r\n"
+    r = box.upload([], boundary="B", raw=body)
+    assert r.status_code == 400 and "filename" in r.json()["message"]
+    # no part named file
+    body = b"--B\r\nContent-Disposition: form-data; name=\"other\"\r\n\r\nx\r\n--B--\r\n"
+    r = box.upload([], boundary="B", raw=body, path="x.txt")
+    assert r.status_code == 400 and "'file'" in r.json()["message"]
+    # a directory is not overwritten
+    box.rpc("MakeDir", {"path": "adir"})
+    r = box.upload([("adir", b"x")], path="adir")
+    assert r.status_code == 400, r.text
+
+
+# ---- the filesystem RPCs -----------------------------------------------------
+
+def test_stat_list_makedir_move_remove(box):
+    box.upload([("tree/f.txt", b"12345")], path=f"{HOME}/tree/f.txt")
+    r = box.rpc("Stat", {"path": f"{HOME}/tree/f.txt"})
+    assert r.status_code == 200 and r.headers["Content-Type"].startswith("application/json")
+    e = r.json()["entry"]
+    assert e["name"] == "f.txt" and e["type"] == "FILE_TYPE_FILE"
+    assert e["path"] == f"{HOME}/tree/f.txt" and e["size"] == "5"
+    assert e["permissions"] == "-rw-r--r--" and e["mode"] == 0o644
+    assert e["owner"] == "user" and e["group"] == "user"
+    assert e["modifiedTime"].endswith("Z") and e["modifiedTime"][:2] == "20"
+    r = box.rpc("MakeDir", {"path": f"{HOME}/tree/sub/deeper"})
+    assert r.status_code == 200 and r.json()["entry"]["type"] == "FILE_TYPE_DIRECTORY"
+    assert r.json()["entry"]["permissions"] == "drwxr-xr-x"
+    r = box.rpc("MakeDir", {"path": f"{HOME}/tree/sub/deeper"})
+    assert r.status_code == 409 and r.json()["code"] == "already_exists"
+    r = box.rpc("ListDir", {"path": f"{HOME}/tree"})
+    assert [e["name"] for e in r.json()["entries"]] == ["f.txt", "sub"]
+    r = box.rpc("ListDir", {"path": f"{HOME}/tree", "depth": 3})
+    assert [e["path"] for e in r.json()["entries"]] == [
+        f"{HOME}/tree/f.txt", f"{HOME}/tree/sub", f"{HOME}/tree/sub/deeper"]
+    r = box.rpc("Move", {"source": f"{HOME}/tree/f.txt", "destination": "tree/sub/g.txt"})
+    assert r.status_code == 200 and r.json()["entry"]["path"] == f"{HOME}/tree/sub/g.txt"
+    assert box.download("tree/sub/g.txt").content == b"12345"
+    r = box.rpc("Remove", {"path": f"{HOME}/tree"})
+    assert r.status_code == 200 and r.json() == {}
+    assert box.rpc("Stat", {"path": f"{HOME}/tree"}).json()["code"] == "not_found"
+    r = box.rpc("Stat", {"path": HOME})
+    assert r.json()["entry"]["path"] == HOME and r.json()["entry"]["type"] == "FILE_TYPE_DIRECTORY"
+
+
+def test_rpc_errors_are_connect_json(box):
+    for method, body, status, code in [
+        ("Stat", {"path": "missing"}, 404, "not_found"),
+        ("ListDir", {"path": "missing"}, 404, "not_found"),
+        ("Remove", {"path": "missing"}, 404, "not_found"),
+        ("Move", {"source": "missing", "destination": "x"}, 404, "not_found"),
+        ("Remove", {"path": HOME}, 400, "invalid_argument"),
+        ("ListDir", {"path": HOME, "depth": 1000}, 400, "invalid_argument"),
+        ("ListDir", {"path": HOME, "depth": "x"}, 400, "invalid_argument"),
+        ("Stat", {"path": 5}, 400, "invalid_argument"),
+        ("MakeDir", {"path": "/etc/x"}, 403, "permission_denied"),
+        ("WatchDir", {"path": HOME}, 501, "unimplemented"),
+        ("CreateWatcher", {"path": HOME}, 501, "unimplemented"),
+        ("Nope", {}, 404, "unimplemented"),
+    ]:
+        r = box.rpc(method, body)
+        assert r.status_code == status, (method, body, r.text)
+        assert r.headers["Content-Type"].startswith("application/json")
+        assert r.json()["code"] == code and r.json()["message"], (method, r.text)
+    for method in ("SendSignal", "SendInput", "List", "CloseStdin", "Update"):
+        r = box.rpc(method, {}, service="process.Process")
+        assert r.status_code == 501 and r.json()["code"] == "unimplemented"
+    r = box.request("POST", "/filesystem.Filesystem/Stat", data=b"{not json",
+                    headers={"Content-Type": "application/json"})
+    assert r.status_code == 400 and r.json()["code"] == "invalid_argument"
+    r = box.request("POST", "/filesystem.Filesystem/Stat", data=b"\x00\x01",
+                    headers={"Content-Type": "application/proto"})
+    assert r.status_code == 415
+    r = box.request("GET", "/filesystem.Filesystem/Stat")
+    assert r.status_code == 405
+
+
+def test_a_big_tree_is_refused_whole(box):
+    res = box.run("mkdir -p big && cd big && for i in $(seq 1 10001); do : > f$i; done; echo ok",
+                  timeout_ms=30000)
+    assert res["stdout"] == b"ok\n", res
+    r = box.rpc("ListDir", {"path": "big"})
+    assert r.status_code == 400 and r.json()["code"] == "failed_precondition"
+    r = box.rpc("Remove", {"path": "big"})
+    assert r.status_code == 200, r.text
+
+
+# ---- Process.Start -------------------------------------------------------------
+
+def test_a_command_streams_start_data_end_and_the_trailer(box):
+    res = box.run("echo out; echo err >&2; exit 3")
+    assert res["start"]["pid"] > 0
+    assert res["stdout"] == b"out\n" and res["stderr"] == b"err\n"
+    assert res["end"] == {"exitCode": 3, "exited": True, "status": "exit status 3",
+                          "error": "exit status 3"}
+    assert res["trailer"] == {}
+    res = box.run("printf '\\xff\\x00bin'")
+    assert res["stdout"] == b"\xff\x00bin"
+    assert res["end"]["exitCode"] == 0 and res["end"]["exited"] and "error" not in res["end"]
+
+
+def test_envs_cwd_and_quoted_commands(box):
+    res = box.run('echo "$GREETING"; pwd', envs={"GREETING": "hi there"}, cwd=f"{HOME}/multi")
+    assert res["stdout"] == b"hi there\n/home/user/multi\n", res
+    res = box.run("pwd", cwd="multi")
+    assert res["stdout"] == b"/home/user/multi\n"
+    # another command than bash -c: its words are quoted, never expanded
+    res = box.run(None, raw_cmd="/bin/echo", args=["a  b", "$HOME", "'q'", "`id`"])
+    assert res["stdout"] == b"a  b $HOME 'q' `id`\n", res
+    res = box.run(None, raw_cmd="/bin/bash", args=["-c", "echo $0 $1", "zero", "one"])
+    assert res["stdout"] == b"zero one\n", res
+    evs = box.start("echo no", envs={"PATH": "/evil"})
+    assert evs[-1][0] == 2 and evs[-1][1]["error"]["code"] == "invalid_argument"
+    assert "PATH" in evs[-1][1]["error"]["message"]
+    res = box.run("pwd", cwd="/nonexistent-dir")
+    assert res["end"]["exitCode"] != 0
+
+
+def test_a_command_past_its_timeout_ends_killed(box):
+    res = box.run("echo started; sleep 60", timeout_ms=1500)
+    assert res["stdout"] == b"started\n"
+    assert res["end"]["exited"] is False and res["end"]["status"] == "signal: killed"
+    assert res["end"]["exitCode"] == -1 and res["end"]["error"].startswith("signal: killed")
+    assert res["trailer"] == {}
+
+
+@pytest.mark.parametrize("body,code", [
+    (b"", "invalid_argument"),
+    (b"\x00\x00\x00", "invalid_argument"),
+    (struct.pack(">BI", 0, 100) + b"{}", "invalid_argument"),
+    (struct.pack(">BI", 0, 1) + b"{}", "invalid_argument"),
+    (struct.pack(">BI", 0, 0xffffffff) + b"{}", "invalid_argument"),
+    (envelope(0, {}) + envelope(0, {}), "invalid_argument"),
+    (envelope(1, {"process": {"cmd": "true"}}), "unimplemented"),
+    (envelope(2, {"process": {"cmd": "true"}}), "invalid_argument"),
+    (envelope(0, b"{not json"), "invalid_argument"),
+    (envelope(0, {"process": {}}), "invalid_argument"),
+    (envelope(0, {"process": {"cmd": "true", "args": "x"}}), "invalid_argument"),
+    (envelope(0, {"process": {"cmd": "true", "args": [1]}}), "invalid_argument"),
+    (envelope(0, {"process": {"cmd": "true", "args": ["x"] * 300}}), "invalid_argument"),
+    (envelope(0, {"process": {"cmd": "true", "cwd": "a\nb"}}), "invalid_argument"),
+    (envelope(0, {"process": {"cmd": "true"}, "pty": {"size": {"rows": 1, "cols": 1}}}),
+     "unimplemented"),
+    (envelope(0, b"[" * 100 + b"]" * 100), "invalid_argument"),
+])
+def test_bad_start_requests_end_the_stream_with_an_error(box, body, code):
+    r = box.start_raw(body)
+    assert r.status_code == 200, r.text
+    evs = envelopes(r.content)
+    assert len(evs) == 1 and evs[0][0] == 2, evs
+    assert evs[0][1]["error"]["code"] == code, evs
+    assert evs[0][1]["error"]["message"]
+
+
+def test_bad_timeout_header(box):
+    r = box.start_raw(envelope(0, {"process": {"cmd": "true"}}), timeout_ms="12345678901")
+    assert envelopes(r.content)[0][1]["error"]["code"] == "invalid_argument"
+
+
+def test_a_second_command_while_one_runs_is_busy(box):
+    box.rpc("Remove", {"path": "release"})
+    body = envelope(0, {"process": {"cmd": "/bin/bash", "args": [
+        "-l", "-c", "echo waiting; while [ ! -e release ]; do sleep 0.05; done; echo released"]}})
+    first = box.start_raw(body, timeout_ms=60000, stream=True)
+    assert first.status_code == 200
+    got = b""
+    it = first.iter_content(chunk_size=None)
+    while b"waiting" not in b"".join(base64.b64decode(e["event"]["data"]["stdout"])
+                                     for f, e in envelopes_prefix(got)
+                                     if "data" in e.get("event", {})):
+        got += next(it)
+    evs = box.start("echo second")
+    assert len(evs) == 1 and evs[0][0] == 2
+    err = evs[0][1]["error"]
+    assert err["code"] == "resource_exhausted" and err["message"].startswith("busy: "), err
+    box.upload([("release", b"")], path="release")
+    for chunk in it:
+        got += chunk
+    res = summarize(envelopes(got))
+    assert res["stdout"] == b"waiting\nreleased\n" and res["end"]["exitCode"] == 0
+
+
+def envelopes_prefix(raw):
+    """The complete envelopes at the start of raw."""
+    out, pos = [], 0
+    while pos + 5 <= len(raw):
+        flags, n = struct.unpack(">BI", raw[pos:pos + 5])
+        if pos + 5 + n > len(raw):
+            break
+        out.append((flags, json.loads(raw[pos + 5:pos + 5 + n])))
+        pos += 5 + n
+    return out
+
+
+def test_other_process_streams_are_unimplemented_in_band(box):
+    r = box.request("POST", "/process.Process/Connect", data=envelope(0, {"process": {"pid": 1}}),
+                    headers={"Content-Type": "application/connect+json"})
+    evs = envelopes(r.content)
+    assert r.status_code == 200 and evs[0][1]["error"]["code"] == "unimplemented"
+    r = box.request("POST", "/filesystem.Filesystem/WatchDir", data=envelope(0, {"path": HOME}),
+                    headers={"Content-Type": "application/connect+json"})
+    assert envelopes(r.content)[0][1]["error"]["code"] == "unimplemented"
+
+
+def test_unknown_routes_and_ports(box):
+    r = box.request("GET", "/nope")
+    assert r.status_code == 404 and r.json()["code"] == 404
+    r = box.request("GET", "/health", headers={"E2b-Sandbox-Port": "8080"})
+    assert r.status_code == 404
+
+
+def test_the_daemon_still_serves(box, srv):
+    assert requests.get(srv.url + "/healthz", timeout=30).status_code == 200
+    assert box.run("echo alive")["stdout"] == b"alive\n"
