@@ -3,7 +3,8 @@
 #   make              release build with hardening flags -> build/petri
 #   make SAN=1        ASan + UBSan build                 -> build-san/petri
 #   make SAN=thread   ThreadSanitizer build              -> build-tsan/petri
-#   make test         unit tests + black-box tests against build/petri
+#   make test         unit tests + black-box tests against build/petri (the
+#                     MCP and E2B SDKs from npm included)
 #   make test-san     the suite under ASan+UBSan, the API and fault tiers
 #                     under ThreadSanitizer
 #   make unit         C unit tests only
@@ -173,7 +174,7 @@ e2b-test: $(BUILD)/petri tests/e2b/new/node_modules tests/e2b/old/node_modules
 ask-test: $(BUILD)/petri
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/ask
 
-test: unit unit-valgrind blackbox hostile faults mcp-test ask-test fuzz-smoke
+test: unit unit-valgrind blackbox hostile faults mcp-test e2b-test ask-test fuzz-smoke
 
 # The whole suite under ASan+UBSan; then the tiers where the daemon's
 # threads meet (the API and the faults) under ThreadSanitizer.
