@@ -75,7 +75,16 @@ print(json.dumps({{p: os.path.exists(p) for p in
     assert r['stdout'] == '', r.describe()      # /work starts empty
 
 
-@pytest.mark.parametrize('path', ['/etc/shadow', '/root', '/home', '/var', '/run',
+def test_home_holds_only_the_workspace(petri_json):
+    """/home/user is /work under E2B's name: the sandbox's own files, nothing of
+    the host's /home."""
+    out = _py(petri_json, 'import json, os\n'
+              'print(json.dumps([os.listdir("/home"), os.stat("/home/user").st_dev == '
+              'os.stat("/work").st_dev, os.stat("/home/user").st_ino == os.stat("/work").st_ino]))')
+    assert out == [['user'], True, True], out
+
+
+@pytest.mark.parametrize('path', ['/etc/shadow', '/root', '/var', '/run',
                                   '/sys', '/boot', '/etc/ssh', '/etc/sudoers'])
 def test_host_path_is_absent_or_unreadable(petri_json, path):
     code = f'''
@@ -156,6 +165,12 @@ def test_mount_table_does_not_mention_host_paths(petri_json, tmp_path):
     r = petri_json('cat /proc/self/mountinfo', lang='bash')
     text = r['stdout']
     assert ' /usr ' in text and ' /work ' in text, r.describe()
+    work_dev = next(line.split()[2] for line in text.splitlines() if line.split()[4] == '/work')
+    # /home/user is the sandbox's own /work again (same device, its root).
+    lines = [line for line in text.splitlines()
+             if not (line.split()[4] == '/home/user' and line.split()[3] == '/'
+                     and line.split()[2] == work_dev)]
+    text = '\n'.join(lines)
     for needle in (str(ROOT), ' /root', str(tmp_path), '/home', '/var/lib', 'docker', 'overlay'):
         assert needle not in text, f'{needle!r} in {text}'
 

@@ -3,7 +3,12 @@
 # status: ok
 import os, sys
 found = []
-for p in ['/etc/shadow', '/etc/gshadow', '/etc/sudoers', '/etc/ssh', '/root', '/home', '/var', '/run',
+# /home holds one entry, the workspace under E2B's name (/work again)
+if os.path.isdir('/home') and (os.listdir('/home') != ['user'] or
+                               os.stat('/home/user').st_ino != os.stat('/work').st_ino or
+                               os.stat('/home/user').st_dev != os.stat('/work').st_dev):
+    found.append('/home holds %s' % os.listdir('/home'))
+for p in ['/etc/shadow', '/etc/gshadow', '/etc/sudoers', '/etc/ssh', '/root', '/var', '/run',
           '/srv', '/boot', '/mnt', '/media', '/sys', '/work/main', '/etc/machine-id',
           '/var/lib/dbus/machine-id', '/etc/hostname-host', '/lost+found', '/snap', '/opt/petri/petri',
           '/usr/local/bin/petri', '/etc/resolv.conf', '/etc/apt', '/etc/passwd-', '/etc/crontab',
