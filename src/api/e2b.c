@@ -416,11 +416,22 @@ static const char *data_sid(struct api_req *rq, char sid[SESSION_ID_LEN + 1])
 	return found ? sid : NULL;
 }
 
+/* The native API's routes: theirs whatever E2B headers come with them, so
+ * that its key guards them (a sandbox's token, or a data-plane port petri
+ * does not serve, must not open /metrics). */
+static bool is_native_path(const char *p)
+{
+	return !strcmp(p, "/healthz") || !strcmp(p, "/metrics") || !strcmp(p, "/mcp") ||
+	       !strcmp(p, "/v1") || !strncmp(p, "/v1/", 4);
+}
+
 enum e2b_kind e2b_kind_of(struct MHD_Connection *conn, const char *url)
 {
 	const char *port = header(conn, "E2b-Sandbox-Port");
 	uint32_t n;
 
+	if (is_native_path(url))
+		return E2B_NONE;
 	if (!header(conn, "E2b-Sandbox-Id") && header(conn, "X-Access-Token") &&
 	    is_envd_rest_path(url))
 		return E2B_ENVD;

@@ -1,0 +1,61 @@
+"""The E2B front end attacked (issue 11, a hostile review): what a client
+without the API key, or with only one sandbox's token, can reach; bytes that
+are not UTF-8 where the answers quote what the client sent.
+
+One daemon for the module, in a memory cgroup of its own, with an E2B-shaped
+key; raw requests, as no SDK would send them.
+"""
+import secrets
+
+import pytest
+import requests
+
+from conftest import attacked_server
+
+CG_LIMIT = 2 << 30
+ENVD, CODE = "49983", "49999"
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    key = "e2b_" + secrets.token_hex(16)
+    with attacked_server(tmp_path_factory.mktemp("e2b-hostile"), "e2b-hostile", CG_LIMIT,
+                         f"[server]\napi_keys = {key}\n") as srv:
+        srv.key = key
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def box(daemon):
+    r = requests.post(daemon.url + "/sandboxes", headers={"X-API-KEY": daemon.key},
+                      json={"timeout": 600}, timeout=120)
+    assert r.status_code == 201, r.text
+    b = r.json()
+    yield b
+    requests.delete(daemon.url + "/sandboxes/" + b["sandboxID"],
+                    headers={"X-API-KEY": daemon.key}, timeout=60)
+
+
+def data(box, port=ENVD, **extra):
+    h = {"E2b-Sandbox-Id": box["sandboxID"], "E2b-Sandbox-Port": port,
+         "X-Access-Token": box["envdAccessToken"]}
+    h.update(extra)
+    return h
+
+
+# ---- the native API's own routes stay the native API's --------------------
+
+@pytest.mark.parametrize("path", ["/metrics", "/v1/openapi.json", "/v1/sessions"])
+def test_native_routes_need_the_api_key_whatever_e2b_headers_say(daemon, box, path):
+    """A data-plane port petri does not serve (no credential at all), and a
+    sandbox's own token: neither opens the server's metrics, its API
+    document or the native session list, which need the API key."""
+    for headers in ({"E2b-Sandbox-Id": "x", "E2b-Sandbox-Port": "1"},
+                    {"E2b-Sandbox-Id": box["sandboxID"], "E2b-Sandbox-Port": "80"},
+                    data(box), data(box, CODE),
+                    {"X-Access-Token": box["envdAccessToken"]}):
+        r = requests.get(daemon.url + path, headers=headers, timeout=60)
+        assert r.status_code == 401, (headers, r.status_code, r.text[:300])
+        assert "petri_" not in r.text and "openapi" not in r.text
+    assert requests.get(daemon.url + path, timeout=60,
+                        headers={"Authorization": "Bearer " + daemon.key}).status_code == 200
