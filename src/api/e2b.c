@@ -287,7 +287,9 @@ enum MHD_Result e2b_error(struct api_req *rq, unsigned status, const char *fmt, 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return http_json(rq, status, json_pack("{s:i, s:s}", "code", (int)status, "message", msg));
+	/* msg may quote a path or an id the client sent, cut anywhere */
+	return http_json(rq, status, json_pack("{s:i, s:o}", "code", (int)status, "message",
+					       http_string(msg)));
 }
 
 static enum MHD_Result session_error(struct api_req *rq, enum sm_result r, const char *reason,

@@ -75,6 +75,11 @@ enum MHD_Result http_empty(struct api_req *rq, unsigned status);
 /* 405 with an Allow header listing the methods that are. */
 enum MHD_Result http_not_allowed(struct api_req *rq, const char *allow);
 
+/* s as a JSON string whatever its bytes (a message may quote what a client
+ * or a sandbox sent): what is not UTF-8 becomes U+FFFD, as utf8_sanitize()
+ * does, instead of jansson refusing it.  NULL when out of memory. */
+json_t *http_string(const char *s);
+
 /* Parse the body as a JSON object ({} when empty).  On failure answers 400
  * itself and returns NULL (then return *answered). */
 json_t *http_body_object(struct api_req *rq, enum MHD_Result *answered);

@@ -5,6 +5,7 @@ are not UTF-8 where the answers quote what the client sent.
 One daemon for the module, in a memory cgroup of its own, with an E2B-shaped
 key; raw requests, as no SDK would send them.
 """
+import json
 import secrets
 
 import pytest
@@ -43,6 +44,14 @@ def data(box, port=ENVD, **extra):
     return h
 
 
+def raw_get(url, path, headers):
+    """A GET whose path goes on the wire as written (requests would quote it)."""
+    s = requests.Session()
+    req = requests.Request("GET", url + "/", headers=headers).prepare()
+    req.url = url + path
+    return s.send(req, timeout=60)
+
+
 # ---- the native API's own routes stay the native API's --------------------
 
 @pytest.mark.parametrize("path", ["/metrics", "/v1/openapi.json", "/v1/sessions"])
@@ -59,3 +68,36 @@ def test_native_routes_need_the_api_key_whatever_e2b_headers_say(daemon, box, pa
         assert "petri_" not in r.text and "openapi" not in r.text
     assert requests.get(daemon.url + path, timeout=60,
                         headers={"Authorization": "Bearer " + daemon.key}).status_code == 200
+
+
+# ---- what the answers quote is made valid UTF-8 ------------------------------
+
+def test_bytes_that_are_not_utf8_in_a_path_get_a_4xx(daemon, box):
+    """Answers quote the path or id the client sent: a byte that is not
+    UTF-8 there must not turn a client's 4xx into the daemon's 500."""
+    for path in ("/files?path=%ff%fe", "/files?path=/etc/%ff", "/nothing%ff"):
+        r = raw_get(daemon.url, path, data(box))
+        assert 400 <= r.status_code < 500, (path, r.status_code, r.text)
+        assert isinstance(r.json()["code"], int) and r.json()["message"], r.text
+    for path in ("/sandboxes/%ff%fe", "/templates/%ff", "/sandboxes/x/%ff"):
+        r = raw_get(daemon.url, path, {"X-API-KEY": daemon.key})
+        assert 400 <= r.status_code < 502 and r.status_code != 500, (path, r.status_code,
+                                                                      r.text)
+        assert r.json()["code"] == r.status_code, r.text
+
+
+def test_a_quote_cut_inside_a_character_gets_a_4xx(daemon, box):
+    """Messages quote at most so many bytes: a cut in the middle of a
+    two-byte character is still no 500."""
+    long_name = "/etc/" + "x" + "\u00e9" * 400
+    r = requests.post(daemon.url + "/filesystem.Filesystem/Stat", timeout=60,
+                      data=json.dumps({"path": long_name}),
+                      headers=data(box, **{"Content-Type": "application/json",
+                                           "Connect-Protocol-Version": "1"}))
+    assert r.status_code == 403, r.text
+    assert r.json()["code"] == "permission_denied", r.text
+    for odd in (0, 1):
+        r = requests.post(daemon.url + "/sandboxes", headers={"X-API-KEY": daemon.key},
+                          json={"templateID": "t" * (62 + odd) + "\u00e9" * 10}, timeout=60)
+        assert r.status_code == 400, r.text
+        assert "template" in r.json()["message"]
