@@ -148,7 +148,7 @@ static bool token_ok(struct e2b *e, const char *sid, const char *token)
 	ssize_t i;
 	bool ok = false;
 
-	if (!sid || !token)
+	if (!token)
 		return false;
 	pthread_mutex_lock(&e->lock);
 	if ((i = find(e, sid)) >= 0)
@@ -396,18 +396,22 @@ static bool is_envd_rest_path(const char *p)
 }
 
 /* The sandbox a data-plane request is for: its E2b-Sandbox-Id, or the one
- * whose token it brings (each token compared in constant time), into
- * sid; NULL when neither. */
-static const char *data_sid(struct api_req *rq, char sid[SESSION_ID_LEN + 1])
+ * whose token it brings (each token compared in constant time), into sid
+ * (at least SESSION_ID_LEN + 1 bytes); false when neither. */
+static bool data_sid(struct api_req *rq, char *sid)
 {
 	const char *id = header(rq->conn, "E2b-Sandbox-Id");
 	const char *token = header(rq->conn, "X-Access-Token");
 	bool found = false;
 
-	if (id)
-		return id;
+	if (id) {
+		if (strlen(id) > SESSION_ID_LEN)
+			return false;
+		memcpy(sid, id, strlen(id) + 1);
+		return true;
+	}
 	if (!token)
-		return NULL;
+		return false;
 	pthread_mutex_lock(&rq->e2b->lock);
 	for (size_t i = 0; i < rq->e2b->n; i++)
 		if (http_same_secret(token, rq->e2b->v[i]->token) && !found) {
@@ -415,7 +419,7 @@ static const char *data_sid(struct api_req *rq, char sid[SESSION_ID_LEN + 1])
 			found = true;
 		}
 	pthread_mutex_unlock(&rq->e2b->lock);
-	return found ? sid : NULL;
+	return found;
 }
 
 /* The native API's routes: theirs whatever E2B headers come with them, so
@@ -448,9 +452,7 @@ enum e2b_kind e2b_kind_of(struct MHD_Connection *conn, const char *url)
 
 bool e2b_authorize(struct api_req *rq, enum MHD_Result *answered)
 {
-	char sidbuf[SESSION_ID_LEN + 1];
-	const char *key, *sid = data_sid(rq, sidbuf);
-	const char *token = header(rq->conn, "X-Access-Token");
+	const char *key, *token = header(rq->conn, "X-Access-Token");
 	const char *traffic = header(rq->conn, "E2B-Traffic-Access-Token");
 
 	if (rq->e2b_kind == E2B_CONTROL) {
@@ -469,7 +471,10 @@ bool e2b_authorize(struct api_req *rq, enum MHD_Result *answered)
 	}
 	if (rq->e2b_kind == E2B_BAD_PORT)
 		return true;	/* answered by e2b_route(), which knows no such port */
-	if (token_ok(rq->e2b, sid, token) || token_ok(rq->e2b, sid, traffic))
+	/* The sandbox is named here, once: the body may take long to come, and
+	 * by then the token may name no sandbox (killed), not another. */
+	if (data_sid(rq, rq->e2b_sid) && (token_ok(rq->e2b, rq->e2b_sid, token) ||
+					  token_ok(rq->e2b, rq->e2b_sid, traffic)))
 		return true;
 	*answered = e2b_error(rq, 401, "this sandbox does not exist or the access token is "
 			      "wrong (X-Access-Token)");
@@ -790,8 +795,7 @@ static enum MHD_Result control(struct api_req *rq, const char *path)
 
 enum MHD_Result e2b_route(struct api_req *rq)
 {
-	char sidbuf[SESSION_ID_LEN + 1];
-	const char *sid = data_sid(rq, sidbuf);
+	const char *sid = rq->e2b_sid;
 	char path[512];
 	enum MHD_Result answered = MHD_NO;
 	struct session *s;
@@ -813,7 +817,8 @@ enum MHD_Result e2b_route(struct api_req *rq)
 	default:
 		return e2b_error(rq, 404, "not an E2B route");
 	}
-	/* e2b_authorize() checked the token: the sandbox is E2B's. */
+	/* e2b_authorize() checked the token: the sandbox was E2B's then (it
+	 * may have been killed since the headers came). */
 	r = smgr_lookup(rq->sm, sid, &s, reason, sizeof(reason));
 	if (r == SM_OK && session_ended(s)) {
 		session_put(s);

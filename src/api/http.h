@@ -30,6 +30,7 @@ struct api_req {
 	struct files_waiter *waiter;	/* uploads waiting for a writer (files.c) */
 	struct e2b *e2b;		/* E2B sandboxes (e2b.c) */
 	int e2b_kind;			/* enum e2b_kind: E2B_NONE, or which E2B route */
+	char e2b_sid[SESSION_ID_LEN + 1];	/* the sandbox its token opened */
 	bool opaque_body;		/* a body the handler parses (multipart,
 					 * Connect envelopes), not JSON */
 	struct MHD_Connection *conn;

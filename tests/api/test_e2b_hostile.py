@@ -7,6 +7,9 @@ key; raw requests, as no SDK would send them.
 """
 import json
 import secrets
+import socket
+import time
+import urllib.parse
 
 import pytest
 import requests
@@ -101,3 +104,66 @@ def test_a_quote_cut_inside_a_character_gets_a_4xx(daemon, box):
                           json={"templateID": "t" * (62 + odd) + "\u00e9" * 10}, timeout=60)
         assert r.status_code == 400, r.text
         assert "template" in r.json()["message"]
+
+
+# ---- a sandbox that goes away while its request's body arrives --------------
+
+def new_box(daemon):
+    r = requests.post(daemon.url + "/sandboxes", headers={"X-API-KEY": daemon.key},
+                      json={}, timeout=120)
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def slow_request(url, method, path, headers, body):
+    """Send the headers and all of the body but its last byte: the daemon
+    has authorized the request and waits for the rest."""
+    u = urllib.parse.urlsplit(url)
+    c = socket.create_connection((u.hostname, u.port), timeout=60)
+    head = f"{method} {path} HTTP/1.1\r\nHost: {u.hostname}:{u.port}\r\n"
+    head += "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    head += f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    c.sendall(head.encode() + body[:-1])
+    return c, body[-1:]
+
+
+def answer(c, rest):
+    c.sendall(rest)
+    data = b""
+    while True:
+        chunk = c.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    c.close()
+    return int(data.split(b" ", 2)[1]), data
+
+
+@pytest.mark.parametrize("kill", ["e2b", "native"])
+def test_a_token_only_request_whose_sandbox_is_killed_meanwhile(daemon, kill):
+    """e2b 2.14 sends /files with its token and no E2b-Sandbox-Id: the token
+    names the sandbox.  Killed between the headers (authorized) and the end
+    of the body, the sandbox is gone when the request is answered: 502, and
+    the daemon keeps serving."""
+    b = new_box(daemon)
+    boundary = "b0undary"
+    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; "
+            f"filename=\"a.txt\"\r\n\r\nhello\r\n--{boundary}--\r\n").encode()
+    c, rest = slow_request(daemon.url, "POST", "/files?path=/home/user/a.txt",
+                           {"X-Access-Token": b["envdAccessToken"],
+                            "Content-Type": f"multipart/form-data; boundary={boundary}"},
+                           body)
+    time.sleep(0.5)    # the daemon reads the headers: not a timing assertion
+    if kill == "e2b":
+        r = requests.delete(daemon.url + "/sandboxes/" + b["sandboxID"],
+                            headers={"X-API-KEY": daemon.key}, timeout=60)
+    else:
+        r = requests.delete(daemon.url + "/v1/sessions/" + b["sandboxID"],
+                            headers={"Authorization": "Bearer " + daemon.key}, timeout=60)
+        # the registry forgets it at its next sweep: a create or a list
+        assert requests.get(daemon.url + "/v2/sandboxes", headers={"X-API-KEY": daemon.key},
+                            timeout=60).status_code == 200
+    assert r.status_code in (200, 204), r.text
+    status, raw = answer(c, rest)
+    assert status in (401, 502), raw[:500]
+    assert requests.get(daemon.url + "/healthz", timeout=30).status_code == 200
