@@ -86,30 +86,6 @@ static void drop(struct e2b *e, size_t i)
 	e->v[i] = e->v[--e->n];
 }
 
-/* Forget the sandboxes whose sessions ended (deleted through the native
- * API, expired, died): the registry never holds more than the live
- * sessions and those of the last sweep. */
-static void sweep(struct e2b *e, struct smgr *sm)
-{
-	pthread_mutex_lock(&e->lock);
-	for (size_t i = 0; i < e->n;) {
-		struct session *s;
-		char why[8];
-
-		if (smgr_lookup(sm, e->v[i]->sid, &s, why, sizeof(why)) == SM_OK) {
-			bool ended = session_ended(s);
-
-			session_put(s);
-			if (!ended) {
-				i++;
-				continue;
-			}
-		}
-		drop(e, i);
-	}
-	pthread_mutex_unlock(&e->lock);
-}
-
 static int add(struct e2b *e, struct e2b_sandbox *b)
 {
 	int r = 0;
@@ -140,6 +116,47 @@ static void forget(struct e2b *e, const char *sid)
 	if ((i = find(e, sid)) >= 0)
 		drop(e, (size_t)i);
 	pthread_mutex_unlock(&e->lock);
+}
+
+/* The ids of every sandbox the registry holds, into *out (free it): their
+ * count, or -ENOMEM. */
+typedef char sandbox_id[SESSION_ID_LEN + 1];
+
+static ssize_t ids_of(struct e2b *e, sandbox_id **out)
+{
+	ssize_t n;
+
+	pthread_mutex_lock(&e->lock);
+	n = (ssize_t)e->n;
+	*out = malloc((e->n ? e->n : 1) * sizeof(**out));
+	for (size_t i = 0; *out && i < e->n; i++)
+		memcpy((*out)[i], e->v[i]->sid, sizeof(sandbox_id));
+	pthread_mutex_unlock(&e->lock);
+	return *out ? n : -ENOMEM;
+}
+
+/* Forget the sandboxes whose sessions ended (deleted through the native
+ * API, expired, died): the registry never holds more than the live
+ * sessions and those of the last sweep.  The sessions are looked at with
+ * the registry's lock dropped: it is a leaf (e2b.h). */
+static void sweep(struct e2b *e, struct smgr *sm)
+{
+	sandbox_id *ids;
+	ssize_t n = ids_of(e, &ids);
+
+	for (ssize_t i = 0; i < n; i++) {
+		struct session *s;
+		char why[8];
+		bool ended = true;
+
+		if (smgr_lookup(sm, ids[i], &s, why, sizeof(why)) == SM_OK) {
+			ended = session_ended(s);
+			session_put(s);
+		}
+		if (ended)
+			forget(e, ids[i]);
+	}
+	free(ids);
 }
 
 /* Is token the sandbox's?  Unknown ids and wrong tokens alike: false. */
@@ -701,17 +718,12 @@ static enum MHD_Result set_timeout(struct api_req *rq, struct session *s, double
 static enum MHD_Result list(struct api_req *rq)
 {
 	json_t *out = json_array();
-	char **ids = NULL;
-	size_t n = 0;
+	sandbox_id *ids;
+	ssize_t n;
 
 	sweep(rq->e2b, rq->sm);
-	pthread_mutex_lock(&rq->e2b->lock);
-	ids = calloc(rq->e2b->n + 1, sizeof(*ids));
-	for (size_t i = 0; ids && i < rq->e2b->n; i++)
-		if ((ids[n] = strdup(rq->e2b->v[i]->sid)))
-			n++;
-	pthread_mutex_unlock(&rq->e2b->lock);
-	for (size_t i = 0; out && i < n; i++) {
+	n = ids_of(rq->e2b, &ids);
+	for (ssize_t i = 0; out && i < n; i++) {
 		struct session *s;
 		char why[8];
 
@@ -720,11 +732,11 @@ static enum MHD_Result list(struct api_req *rq)
 			session_put(s);
 		}
 	}
-	for (size_t i = 0; i < n; i++)
-		free(ids[i]);
 	free(ids);
-	if (!out || (n && !ids))
+	if (!out || n < 0) {
+		json_decref(out);
 		return e2b_error(rq, 500, "out of memory");
+	}
 	/* Every sandbox in one page: no X-Next-Token. */
 	return http_json(rq, 200, out);
 }
