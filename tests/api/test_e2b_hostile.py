@@ -73,6 +73,18 @@ def test_native_routes_need_the_api_key_whatever_e2b_headers_say(daemon, box, pa
                         headers={"Authorization": "Bearer " + daemon.key}).status_code == 200
 
 
+def test_a_native_upload_with_e2b_headers_needs_the_api_key(daemon, box):
+    """A native upload (PUT /v1/sessions/{id}/files/...) streams into its
+    session's writer, which the native route starts once its key is
+    checked: with E2B headers, and no key, it must still be refused, never
+    run without its writer."""
+    for headers in ({"E2b-Sandbox-Id": "x", "E2b-Sandbox-Port": "1"}, data(box)):
+        r = requests.put(f"{daemon.url}/v1/sessions/{box['sandboxID']}/files/a.txt",
+                         data=b"x" * 100000, headers=headers, timeout=60)
+        assert r.status_code == 401, r.text
+    assert requests.get(daemon.url + "/healthz", timeout=30).status_code == 200
+
+
 # ---- what the answers quote is made valid UTF-8 ------------------------------
 
 def test_bytes_that_are_not_utf8_in_a_path_get_a_4xx(daemon, box):
