@@ -17,6 +17,7 @@
 #include "runtime/languages.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/metrics.h"
 #include "util/num.h"
 #include "util/timefmt.h"
 
@@ -482,17 +483,27 @@ bool e2b_authorize(struct api_req *rq, enum MHD_Result *answered)
 		}
 		if (http_key_ok(rq->cfg, key))
 			return true;
+		metrics_inc(M_REJECT_AUTH);
 		*answered = e2b_error(rq, 401, "a valid API key is required (E2B_API_KEY, sent "
 				      "as X-API-KEY)");
 		return false;
 	}
-	if (rq->e2b_kind == E2B_BAD_PORT)
-		return true;	/* answered by e2b_route(), which knows no such port */
+	if (rq->e2b_kind == E2B_BAD_PORT) {
+		/* Nothing to authorize it for: answered now, before its body. */
+		const char *port = header(rq->conn, "E2b-Sandbox-Port");
+
+		metrics_inc(M_REJECT_NOT_FOUND);
+		*answered = e2b_error(rq, 404, "petri serves E2B's envd (port %d) and code "
+				      "interpreter (port %d) only, not port %.10s", E2B_ENVD_PORT,
+				      E2B_CODE_PORT, port ? port : "(none)");
+		return false;
+	}
 	/* The sandbox is named here, once: the body may take long to come, and
 	 * by then the token may name no sandbox (killed), not another. */
 	if (data_sid(rq, rq->e2b_sid) && (token_ok(rq->e2b, rq->e2b_sid, token) ||
 					  token_ok(rq->e2b, rq->e2b_sid, traffic)))
 		return true;
+	metrics_inc(M_REJECT_AUTH);
 	*answered = e2b_error(rq, 401, "this sandbox does not exist or the access token is "
 			      "wrong (X-Access-Token)");
 	return false;
@@ -818,11 +829,6 @@ enum MHD_Result e2b_route(struct api_req *rq)
 	switch (rq->e2b_kind) {
 	case E2B_CONTROL:
 		return control(rq, path);
-	case E2B_BAD_PORT:
-		return e2b_error(rq, 404, "petri serves E2B's envd (port %d) and code interpreter "
-				 "(port %d) only, not port %.10s", E2B_ENVD_PORT, E2B_CODE_PORT,
-				 header(rq->conn, "E2b-Sandbox-Port") ?
-				 header(rq->conn, "E2b-Sandbox-Port") : "(none)");
 	case E2B_ENVD:
 	case E2B_CODE:
 		break;

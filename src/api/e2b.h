@@ -51,7 +51,9 @@ enum e2b_kind e2b_kind_of(struct MHD_Connection *conn, const char *url);
 
 /* May this request be made (server.c, with the headers, before the body)?
  * The control plane's X-API-KEY against the server's keys; a data-plane
- * call's token against its sandbox's.  false with the answer queued. */
+ * call's token against its sandbox's (which it names from then on:
+ * rq->e2b_sid); a port petri does not serve, never.  false with the answer
+ * queued (and counted). */
 bool e2b_authorize(struct api_req *rq, enum MHD_Result *answered);
 
 /* Answer an E2B request (on a worker). */

@@ -433,11 +433,7 @@ static enum MHD_Result on_headers(struct api_server *srv, struct api_req *rq)
 	if (rq->e2b_kind != E2B_NONE) {
 		/* E2B's SDKs bring their own credentials: an API key on the
 		 * control plane, a sandbox's token on the data plane. */
-		if (!e2b_authorize(rq, &answered)) {
-			metrics_inc(M_REJECT_AUTH);
-			return answered;
-		}
-		return MHD_YES;
+		return e2b_authorize(rq, &answered) ? MHD_YES : answered;
 	}
 	if (strcmp(rq->url, "/healthz") && !authorized(rq)) {
 		metrics_inc(M_REJECT_AUTH);
