@@ -17,6 +17,7 @@
 #include "runtime/languages.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/metrics.h"
 #include "util/num.h"
 #include "util/timefmt.h"
 
@@ -86,30 +87,6 @@ static void drop(struct e2b *e, size_t i)
 	e->v[i] = e->v[--e->n];
 }
 
-/* Forget the sandboxes whose sessions ended (deleted through the native
- * API, expired, died): the registry never holds more than the live
- * sessions and those of the last sweep. */
-static void sweep(struct e2b *e, struct smgr *sm)
-{
-	pthread_mutex_lock(&e->lock);
-	for (size_t i = 0; i < e->n;) {
-		struct session *s;
-		char why[8];
-
-		if (smgr_lookup(sm, e->v[i]->sid, &s, why, sizeof(why)) == SM_OK) {
-			bool ended = session_ended(s);
-
-			session_put(s);
-			if (!ended) {
-				i++;
-				continue;
-			}
-		}
-		drop(e, i);
-	}
-	pthread_mutex_unlock(&e->lock);
-}
-
 static int add(struct e2b *e, struct e2b_sandbox *b)
 {
 	int r = 0;
@@ -142,13 +119,54 @@ static void forget(struct e2b *e, const char *sid)
 	pthread_mutex_unlock(&e->lock);
 }
 
+/* The ids of every sandbox the registry holds, into *out (free it): their
+ * count, or -ENOMEM. */
+typedef char sandbox_id[SESSION_ID_LEN + 1];
+
+static ssize_t ids_of(struct e2b *e, sandbox_id **out)
+{
+	ssize_t n;
+
+	pthread_mutex_lock(&e->lock);
+	n = (ssize_t)e->n;
+	*out = malloc((e->n ? e->n : 1) * sizeof(**out));
+	for (size_t i = 0; *out && i < e->n; i++)
+		memcpy((*out)[i], e->v[i]->sid, sizeof(sandbox_id));
+	pthread_mutex_unlock(&e->lock);
+	return *out ? n : -ENOMEM;
+}
+
+/* Forget the sandboxes whose sessions ended (deleted through the native
+ * API, expired, died): the registry never holds more than the live
+ * sessions and those of the last sweep.  The sessions are looked at with
+ * the registry's lock dropped: it is a leaf (e2b.h). */
+static void sweep(struct e2b *e, struct smgr *sm)
+{
+	sandbox_id *ids;
+	ssize_t n = ids_of(e, &ids);
+
+	for (ssize_t i = 0; i < n; i++) {
+		struct session *s;
+		char why[8];
+		bool ended = true;
+
+		if (smgr_lookup(sm, ids[i], &s, why, sizeof(why)) == SM_OK) {
+			ended = session_ended(s);
+			session_put(s);
+		}
+		if (ended)
+			forget(e, ids[i]);
+	}
+	free(ids);
+}
+
 /* Is token the sandbox's?  Unknown ids and wrong tokens alike: false. */
 static bool token_ok(struct e2b *e, const char *sid, const char *token)
 {
 	ssize_t i;
 	bool ok = false;
 
-	if (!sid || !token)
+	if (!token)
 		return false;
 	pthread_mutex_lock(&e->lock);
 	if ((i = find(e, sid)) >= 0)
@@ -287,7 +305,9 @@ enum MHD_Result e2b_error(struct api_req *rq, unsigned status, const char *fmt, 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return http_json(rq, status, json_pack("{s:i, s:s}", "code", (int)status, "message", msg));
+	/* msg may quote a path or an id the client sent, cut anywhere */
+	return http_json(rq, status, json_pack("{s:i, s:o}", "code", (int)status, "message",
+					       http_string(msg)));
 }
 
 static enum MHD_Result session_error(struct api_req *rq, enum sm_result r, const char *reason,
@@ -394,18 +414,22 @@ static bool is_envd_rest_path(const char *p)
 }
 
 /* The sandbox a data-plane request is for: its E2b-Sandbox-Id, or the one
- * whose token it brings (each token compared in constant time), into
- * sid; NULL when neither. */
-static const char *data_sid(struct api_req *rq, char sid[SESSION_ID_LEN + 1])
+ * whose token it brings (each token compared in constant time), into sid
+ * (at least SESSION_ID_LEN + 1 bytes); false when neither. */
+static bool data_sid(struct api_req *rq, char *sid)
 {
 	const char *id = header(rq->conn, "E2b-Sandbox-Id");
 	const char *token = header(rq->conn, "X-Access-Token");
 	bool found = false;
 
-	if (id)
-		return id;
+	if (id) {
+		if (strlen(id) > SESSION_ID_LEN)
+			return false;
+		memcpy(sid, id, strlen(id) + 1);
+		return true;
+	}
 	if (!token)
-		return NULL;
+		return false;
 	pthread_mutex_lock(&rq->e2b->lock);
 	for (size_t i = 0; i < rq->e2b->n; i++)
 		if (http_same_secret(token, rq->e2b->v[i]->token) && !found) {
@@ -413,7 +437,16 @@ static const char *data_sid(struct api_req *rq, char sid[SESSION_ID_LEN + 1])
 			found = true;
 		}
 	pthread_mutex_unlock(&rq->e2b->lock);
-	return found ? sid : NULL;
+	return found;
+}
+
+/* The native API's routes: theirs whatever E2B headers come with them, so
+ * that its key guards them (a sandbox's token, or a data-plane port petri
+ * does not serve, must not open /metrics). */
+static bool is_native_path(const char *p)
+{
+	return !strcmp(p, "/healthz") || !strcmp(p, "/metrics") || !strcmp(p, "/mcp") ||
+	       !strcmp(p, "/v1") || !strncmp(p, "/v1/", 4);
 }
 
 enum e2b_kind e2b_kind_of(struct MHD_Connection *conn, const char *url)
@@ -421,6 +454,8 @@ enum e2b_kind e2b_kind_of(struct MHD_Connection *conn, const char *url)
 	const char *port = header(conn, "E2b-Sandbox-Port");
 	uint32_t n;
 
+	if (is_native_path(url))
+		return E2B_NONE;
 	if (!header(conn, "E2b-Sandbox-Id") && header(conn, "X-Access-Token") &&
 	    is_envd_rest_path(url))
 		return E2B_ENVD;
@@ -435,9 +470,7 @@ enum e2b_kind e2b_kind_of(struct MHD_Connection *conn, const char *url)
 
 bool e2b_authorize(struct api_req *rq, enum MHD_Result *answered)
 {
-	char sidbuf[SESSION_ID_LEN + 1];
-	const char *key, *sid = data_sid(rq, sidbuf);
-	const char *token = header(rq->conn, "X-Access-Token");
+	const char *key, *token = header(rq->conn, "X-Access-Token");
 	const char *traffic = header(rq->conn, "E2B-Traffic-Access-Token");
 
 	if (rq->e2b_kind == E2B_CONTROL) {
@@ -450,14 +483,27 @@ bool e2b_authorize(struct api_req *rq, enum MHD_Result *answered)
 		}
 		if (http_key_ok(rq->cfg, key))
 			return true;
+		metrics_inc(M_REJECT_AUTH);
 		*answered = e2b_error(rq, 401, "a valid API key is required (E2B_API_KEY, sent "
 				      "as X-API-KEY)");
 		return false;
 	}
-	if (rq->e2b_kind == E2B_BAD_PORT)
-		return true;	/* answered by e2b_route(), which knows no such port */
-	if (token_ok(rq->e2b, sid, token) || token_ok(rq->e2b, sid, traffic))
+	if (rq->e2b_kind == E2B_BAD_PORT) {
+		/* Nothing to authorize it for: answered now, before its body. */
+		const char *port = header(rq->conn, "E2b-Sandbox-Port");
+
+		metrics_inc(M_REJECT_NOT_FOUND);
+		*answered = e2b_error(rq, 404, "petri serves E2B's envd (port %d) and code "
+				      "interpreter (port %d) only, not port %.10s", E2B_ENVD_PORT,
+				      E2B_CODE_PORT, port ? port : "(none)");
+		return false;
+	}
+	/* The sandbox is named here, once: the body may take long to come, and
+	 * by then the token may name no sandbox (killed), not another. */
+	if (data_sid(rq, rq->e2b_sid) && (token_ok(rq->e2b, rq->e2b_sid, token) ||
+					  token_ok(rq->e2b, rq->e2b_sid, traffic)))
 		return true;
+	metrics_inc(M_REJECT_AUTH);
 	*answered = e2b_error(rq, 401, "this sandbox does not exist or the access token is "
 			      "wrong (X-Access-Token)");
 	return false;
@@ -683,17 +729,12 @@ static enum MHD_Result set_timeout(struct api_req *rq, struct session *s, double
 static enum MHD_Result list(struct api_req *rq)
 {
 	json_t *out = json_array();
-	char **ids = NULL;
-	size_t n = 0;
+	sandbox_id *ids;
+	ssize_t n;
 
 	sweep(rq->e2b, rq->sm);
-	pthread_mutex_lock(&rq->e2b->lock);
-	ids = calloc(rq->e2b->n + 1, sizeof(*ids));
-	for (size_t i = 0; ids && i < rq->e2b->n; i++)
-		if ((ids[n] = strdup(rq->e2b->v[i]->sid)))
-			n++;
-	pthread_mutex_unlock(&rq->e2b->lock);
-	for (size_t i = 0; out && i < n; i++) {
+	n = ids_of(rq->e2b, &ids);
+	for (ssize_t i = 0; out && i < n; i++) {
 		struct session *s;
 		char why[8];
 
@@ -702,11 +743,11 @@ static enum MHD_Result list(struct api_req *rq)
 			session_put(s);
 		}
 	}
-	for (size_t i = 0; i < n; i++)
-		free(ids[i]);
 	free(ids);
-	if (!out || (n && !ids))
+	if (!out || n < 0) {
+		json_decref(out);
 		return e2b_error(rq, 500, "out of memory");
+	}
 	/* Every sandbox in one page: no X-Next-Token. */
 	return http_json(rq, 200, out);
 }
@@ -777,8 +818,7 @@ static enum MHD_Result control(struct api_req *rq, const char *path)
 
 enum MHD_Result e2b_route(struct api_req *rq)
 {
-	char sidbuf[SESSION_ID_LEN + 1];
-	const char *sid = data_sid(rq, sidbuf);
+	const char *sid = rq->e2b_sid;
 	char path[512];
 	enum MHD_Result answered = MHD_NO;
 	struct session *s;
@@ -789,18 +829,14 @@ enum MHD_Result e2b_route(struct api_req *rq)
 	switch (rq->e2b_kind) {
 	case E2B_CONTROL:
 		return control(rq, path);
-	case E2B_BAD_PORT:
-		return e2b_error(rq, 404, "petri serves E2B's envd (port %d) and code interpreter "
-				 "(port %d) only, not port %.10s", E2B_ENVD_PORT, E2B_CODE_PORT,
-				 header(rq->conn, "E2b-Sandbox-Port") ?
-				 header(rq->conn, "E2b-Sandbox-Port") : "(none)");
 	case E2B_ENVD:
 	case E2B_CODE:
 		break;
 	default:
 		return e2b_error(rq, 404, "not an E2B route");
 	}
-	/* e2b_authorize() checked the token: the sandbox is E2B's. */
+	/* e2b_authorize() checked the token: the sandbox was E2B's then (it
+	 * may have been killed since the headers came). */
 	r = smgr_lookup(rq->sm, sid, &s, reason, sizeof(reason));
 	if (r == SM_OK && session_ended(s)) {
 		session_put(s);

@@ -43,13 +43,17 @@ void e2b_free(struct e2b *e);
 
 /* What an incoming request is, from its headers (server.c, before the
  * body): not E2B's, the control plane, envd, the code interpreter, or a
- * data-plane call to a port petri does not serve. */
+ * data-plane call to a port petri does not serve.  The native API's paths
+ * (/v1/..., /healthz, /metrics, /mcp) are never E2B's, whatever the
+ * headers say. */
 enum e2b_kind { E2B_NONE, E2B_CONTROL, E2B_ENVD, E2B_CODE, E2B_BAD_PORT };
 enum e2b_kind e2b_kind_of(struct MHD_Connection *conn, const char *url);
 
 /* May this request be made (server.c, with the headers, before the body)?
  * The control plane's X-API-KEY against the server's keys; a data-plane
- * call's token against its sandbox's.  false with the answer queued. */
+ * call's token against its sandbox's (which it names from then on:
+ * rq->e2b_sid); a port petri does not serve, never.  false with the answer
+ * queued (and counted). */
 bool e2b_authorize(struct api_req *rq, enum MHD_Result *answered);
 
 /* Answer an E2B request (on a worker). */

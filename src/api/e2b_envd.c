@@ -29,7 +29,6 @@
 #include "util/jsoncost.h"
 #include "util/num.h"
 #include "util/timefmt.h"
-#include "util/utf8.h"
 #include "util/multipart.h"
 
 #define PARTS_MAX	100		/* files in one upload */
@@ -187,8 +186,8 @@ static enum MHD_Result rest_fail(struct api_req *rq, const struct fail *f)
 /* A unary RPC's error: non-200, JSON, {"code", "message"}. */
 static enum MHD_Result rpc_fail(struct api_req *rq, const struct fail *f)
 {
-	return http_json(rq, f->rpc_status, json_pack("{s:s, s:s}", "code", f->code, "message",
-						      f->message));
+	return http_json(rq, f->rpc_status, json_pack("{s:s, s:o}", "code", f->code, "message",
+						      http_string(f->message)));
 }
 
 static enum MHD_Result rpc_error(struct api_req *rq, unsigned status, const char *code,
@@ -336,18 +335,6 @@ static enum MHD_Result upload(struct api_req *rq, struct session *s)
 
 /* ---- the filesystem (Connect, unary) ------------------------------------ */
 
-static json_t *text_json(const char *s)
-{
-	struct buf b = BUF_INIT;
-	json_t *j = NULL;
-
-	/* Names come from the sandbox: not always UTF-8. */
-	if (utf8_sanitize(&b, s, strlen(s)) == 0)
-		j = json_stringn(b.data ? b.data : "", b.len);
-	buf_release(&b);
-	return j;
-}
-
 /* "drwxr-xr-x", with Go's type letters (envd is Go: L for a link). */
 static void permissions(mode_t m, char out[11])
 {
@@ -376,12 +363,13 @@ static json_t *entry_json(const char *rel, const struct stat *st, const char *ta
 			   S_ISLNK(st->st_mode) ? "FILE_TYPE_SYMLINK" : NULL;
 	json_t *e;
 
+	/* Names come from the sandbox: not always UTF-8. */
 	e2b_sdk_path(rel, shown, sizeof(shown));
 	permissions(st->st_mode, perms);
 	snprintf(size, sizeof(size), "%lld", (long long)st->st_size);
 	timefmt_rfc3339((double)st->st_mtim.tv_sec + st->st_mtim.tv_nsec / 1e9, when);
-	e = json_pack("{s:o, s:o, s:s, s:i, s:s, s:s}", "name", text_json(base), "path",
-		      text_json(shown), "size", size, "mode", (int)(st->st_mode & 07777),
+	e = json_pack("{s:o, s:o, s:s, s:i, s:s, s:s}", "name", http_string(base), "path",
+		      http_string(shown), "size", size, "mode", (int)(st->st_mode & 07777),
 		      "permissions", perms, "modifiedTime", when);
 	if (!e)
 		return NULL;
@@ -393,7 +381,7 @@ static json_t *entry_json(const char *rel, const struct stat *st, const char *ta
 	if (type)	/* unspecified: proto3 leaves it out, list() skips it */
 		json_object_set_new(e, "type", json_string(type));
 	if (S_ISLNK(st->st_mode))
-		json_object_set_new(e, "symlinkTarget", text_json(target));
+		json_object_set_new(e, "symlinkTarget", http_string(target));
 	return e;
 }
 
@@ -549,8 +537,8 @@ static json_t *event(const char *kind, json_t *body)
 /* The stream's end: {} or {"error": {code, message}}. */
 static int end_stream(struct buf *out, const char *code, const char *message)
 {
-	return envelope(out, END_STREAM, code ? json_pack("{s:{s:s, s:s}}", "error", "code",
-							  code, "message", message) :
+	return envelope(out, END_STREAM, code ? json_pack("{s:{s:s, s:o}}", "error", "code",
+							  code, "message", http_string(message)) :
 						json_object());
 }
 

@@ -30,6 +30,7 @@ struct api_req {
 	struct files_waiter *waiter;	/* uploads waiting for a writer (files.c) */
 	struct e2b *e2b;		/* E2B sandboxes (e2b.c) */
 	int e2b_kind;			/* enum e2b_kind: E2B_NONE, or which E2B route */
+	char e2b_sid[SESSION_ID_LEN + 1];	/* the sandbox its token opened */
 	bool opaque_body;		/* a body the handler parses (multipart,
 					 * Connect envelopes), not JSON */
 	struct MHD_Connection *conn;
@@ -74,6 +75,11 @@ enum MHD_Result http_text(struct api_req *rq, unsigned status, const char *type,
 enum MHD_Result http_empty(struct api_req *rq, unsigned status);
 /* 405 with an Allow header listing the methods that are. */
 enum MHD_Result http_not_allowed(struct api_req *rq, const char *allow);
+
+/* s as a JSON string whatever its bytes (a message may quote what a client
+ * or a sandbox sent): what is not UTF-8 becomes U+FFFD, as utf8_sanitize()
+ * does, instead of jansson refusing it.  NULL when out of memory. */
+json_t *http_string(const char *s);
 
 /* Parse the body as a JSON object ({} when empty).  On failure answers 400
  * itself and returns NULL (then return *answered). */

@@ -135,11 +135,21 @@ enum MHD_Result http_json(struct api_req *rq, unsigned status, json_t *body)
 	return r;
 }
 
+json_t *http_string(const char *s)
+{
+	struct buf clean = BUF_INIT;
+	json_t *j = NULL;
+
+	if (utf8_sanitize(&clean, s, strlen(s)) == 0)
+		j = json_stringn(clean.data ? clean.data : "", clean.len);
+	buf_release(&clean);
+	return j;
+}
+
 enum MHD_Result http_error(struct api_req *rq, unsigned status, const char *code,
 			   const char *fmt, ...)
 {
 	struct MHD_Response *resp;
-	struct buf clean = BUF_INIT;
 	char msg[512];
 	char *text;
 	json_t *body;
@@ -152,16 +162,9 @@ enum MHD_Result http_error(struct api_req *rq, unsigned status, const char *code
 		metrics_inc(M_REJECT_BAD_REQUEST);
 	else if (status == 413)
 		metrics_inc(M_REJECT_TOO_LARGE);
-	/* The message may quote what the client sent: make it valid UTF-8,
-	 * or jansson refuses it and the client gets a 500 for its own bad
-	 * bytes. */
-	if (utf8_sanitize(&clean, msg, strlen(msg)) < 0) {
-		buf_release(&clean);
-		return http_json(rq, status, NULL);
-	}
-	body = json_pack("{s:{s:s, s:s%}}", "error", "code", code, "message", clean.data,
-			 clean.len);
-	buf_release(&clean);
+	/* The message may quote what the client sent: made valid UTF-8, or
+	 * the client would get a 500 for its own bad bytes. */
+	body = json_pack("{s:{s:s, s:o}}", "error", "code", code, "message", http_string(msg));
 	text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	json_decref(body);
 	if (!text)
@@ -430,11 +433,7 @@ static enum MHD_Result on_headers(struct api_server *srv, struct api_req *rq)
 	if (rq->e2b_kind != E2B_NONE) {
 		/* E2B's SDKs bring their own credentials: an API key on the
 		 * control plane, a sandbox's token on the data plane. */
-		if (!e2b_authorize(rq, &answered)) {
-			metrics_inc(M_REJECT_AUTH);
-			return answered;
-		}
-		return MHD_YES;
+		return e2b_authorize(rq, &answered) ? MHD_YES : answered;
 	}
 	if (strcmp(rq->url, "/healthz") && !authorized(rq)) {
 		metrics_inc(M_REJECT_AUTH);

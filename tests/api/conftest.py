@@ -4,7 +4,9 @@
 config written for the test, and stops it with SIGTERM afterwards, checking
 that it exits 0 and leaves no sandbox process behind.  `make_server` starts
 one with a custom config (for limits, keys, expiry).  `api` wraps requests.
-Server(..., preexec_fn=cg.enter) starts it in a memory cgroup (tests/memcg.py).
+Server(..., preexec_fn=cg.enter) starts it in a memory cgroup (tests/memcg.py);
+`attacked_server(...)` is that, checked when it ends (no OOM kill, exit 0,
+nothing left behind).
 
 Server extras: .pid, .api(key=None) -> Api, .descendants() (host pids of the
 daemon's process tree, for leak checks), .stderr_text() (what it logged so
@@ -13,12 +15,14 @@ pipe).  A daemon sweeps stale cgroups of dead petri processes when it starts,
 so Server takes the CLI suite's lock (tests/cli/conftest.py) shared while it
 starts, as every CLI run does.
 """
+import contextlib
 import itertools
 import json
 import os
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 
@@ -26,6 +30,9 @@ import pytest
 import requests
 
 from apihelp import LOCK_PATH, cgroup_dirs, petri_lock, process_tree, still_alive  # noqa: F401
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import memcg  # noqa: E402
 
 PETRI = os.environ.get("PETRI_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "build", "petri"))
 SANDBOX_UID_MIN = 2000000000
@@ -158,6 +165,24 @@ class Api:
         r = self.post(f"/v1/sessions/{sid}/execute", {"code": code, **kw})
         assert r.status_code == 200, r.text
         return r.json()
+
+
+@contextlib.contextmanager
+def attacked_server(tmp_path, name, limit, config=""):
+    """A daemon that a test attacks, in a memory cgroup of its own (skipped
+    where none can be made); checked when the block ends."""
+    why = memcg.available()
+    if why:
+        pytest.skip(why)
+    with memcg.MemoryCgroup(name, limit) as cg:
+        srv = Server(tmp_path, config, preexec_fn=cg.enter)
+        try:
+            yield srv
+        finally:
+            code, err = srv.stop()
+            assert cg.oom_kills() == 0, "the daemon was OOM-killed in its own cgroup"
+            assert code == 0, err[-3000:]
+            assert not srv.leaked, f"processes outlived the daemon: {srv.leaked}"
 
 
 @pytest.fixture

@@ -10,19 +10,15 @@ native files API can write into it while its code runs.
 import base64
 import http.client
 import json
-import os
 import re
 import secrets
-import sys
 import time
 import urllib.parse
 
 import pytest
 import requests
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import memcg  # noqa: E402
-from conftest import Server  # noqa: E402
+from conftest import attacked_server
 
 CG_LIMIT = 4 << 30
 TIMEOUT_S = 15          # the sandboxes' execution time limit ([limits] timeout_s)
@@ -31,21 +27,12 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
-    why = memcg.available()
-    if why:
-        pytest.skip(why)
     key = "e2b_" + secrets.token_hex(20)
     config = f"[server]\napi_keys = {key}\n[limits]\ntimeout_s = {TIMEOUT_S}\n"
-    with memcg.MemoryCgroup("e2b-code", CG_LIMIT) as cg:
-        srv = Server(tmp_path_factory.mktemp("e2b-code"), config, preexec_fn=cg.enter)
+    with attacked_server(tmp_path_factory.mktemp("e2b-code"), "e2b-code", CG_LIMIT,
+                         config) as srv:
         srv.key = key
-        try:
-            yield srv
-        finally:
-            code, err = srv.stop()
-            assert cg.oom_kills() == 0, "the daemon was OOM-killed in its own cgroup"
-            assert code == 0, err[-3000:]
-            assert not srv.leaked, f"processes outlived the daemon: {srv.leaked}"
+        yield srv
 
 
 class Stream:
