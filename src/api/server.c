@@ -164,7 +164,11 @@ enum MHD_Result http_error(struct api_req *rq, unsigned status, const char *code
 		metrics_inc(M_REJECT_TOO_LARGE);
 	/* The message may quote what the client sent: made valid UTF-8, or
 	 * the client would get a 500 for its own bad bytes. */
-	body = json_pack("{s:{s:s, s:o}}", "error", "code", code, "message", http_string(msg));
+	/* E2B's SDKs read {"code": <status>, "message"}: the same refusal in
+	 * their words (a bad body, a foreign Origin, a body too large...). */
+	body = rq->e2b_kind != E2B_NONE ?
+	       json_pack("{s:i, s:o}", "code", (int)status, "message", http_string(msg)) :
+	       json_pack("{s:{s:s, s:o}}", "error", "code", code, "message", http_string(msg));
 	text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	json_decref(body);
 	if (!text)

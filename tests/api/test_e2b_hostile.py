@@ -195,3 +195,24 @@ def test_a_token_only_request_whose_sandbox_is_killed_meanwhile(daemon, kill):
     status, raw = answer(c, rest)
     assert status in (401, 502), raw[:500]
     assert requests.get(daemon.url + "/healthz", timeout=30).status_code == 200
+
+
+# ---- refusals before a handler runs speak E2B's words ----------------------
+
+def test_early_refusals_are_e2b_shaped(daemon, box):
+    """The SDKs read {"code": <int>, "message"}; the native {"error": {...}}
+    would reach the user as "[object Object]"."""
+    key = {"X-API-KEY": daemon.key}
+    cases = [
+        requests.post(daemon.url + "/sandboxes", headers={**key, "Content-Type": "application/json"},
+                      data=b"{not json", timeout=60),
+        requests.post(daemon.url + "/sandboxes", headers={**key, "Content-Type": "text/plain"},
+                      data=b"{}", timeout=60),
+        requests.post(daemon.url + "/execute", headers={**data(box, CODE),
+                                                        "Content-Type": "application/json"},
+                      data=b"[" * 100 + b"]" * 100, timeout=60),
+    ]
+    for r in cases:
+        assert 400 <= r.status_code < 500, r.text
+        body = r.json()
+        assert body.get("code") == r.status_code and body.get("message"), body
