@@ -388,6 +388,7 @@ def test_a_command_streams_start_data_end_and_the_trailer(box):
 
 
 def test_envs_cwd_and_quoted_commands(box):
+    box.rpc("MakeDir", {"path": f"{HOME}/multi"})      # whichever test made it before
     res = box.run('echo "$GREETING"; pwd', envs={"GREETING": "hi there"}, cwd=f"{HOME}/multi")
     assert res["stdout"] == b"hi there\n/home/user/multi\n", res
     res = box.run("pwd", cwd="multi")
