@@ -1,6 +1,7 @@
 # attack: the cgroup v1 release_agent escape: mount a cgroup v1 hierarchy, set notify_on_release and release_agent to our script
 # expect: no cgroupfs visible and mounting one is refused; no release_agent reachable anywhere
 # status: ok
+# limits: timeout=30
 bad=""
 mkdir -p /tmp/cg
 for c in memory rdma pids cpu; do
