@@ -305,9 +305,11 @@ enum MHD_Result e2b_error(struct api_req *rq, unsigned status, const char *fmt, 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	/* msg may quote a path or an id the client sent, cut anywhere */
-	return http_json(rq, status, json_pack("{s:i, s:o}", "code", (int)status, "message",
-					       http_string(msg)));
+	/* http_error() answers an E2B request in E2B's words, {"code": status,
+	 * "message"}, with what every error gets: the message made valid
+	 * UTF-8 (it may quote a path or an id the client sent), Retry-After on
+	 * 429 and 503, the reject metrics. */
+	return http_error(rq, status, "e2b", "%s", msg);
 }
 
 static enum MHD_Result session_error(struct api_req *rq, enum sm_result r, const char *reason,
@@ -318,26 +320,8 @@ static enum MHD_Result session_error(struct api_req *rq, enum sm_result r, const
 	if (r == SM_NOT_FOUND || r == SM_GONE)
 		return e2b_error(rq, 404, "sandbox %.64s not found%s%s", sid,
 				 reason && *reason ? ": " : "", reason ? reason : "");
+	/* 429 carries an integer Retry-After, which the SDK waits and retries. */
 	http_sm_code(r, &status);
-	if (r == SM_CAPACITY) {
-		/* The SDK waits and retries an integer Retry-After. */
-		struct MHD_Response *resp;
-		char *text;
-		json_t *j = json_pack("{s:i, s:s}", "code", 429, "message",
-				      sm_result_message(r));
-
-		text = j ? json_dumps(j, JSON_COMPACT) : NULL;
-		json_decref(j);
-		resp = text ? MHD_create_response_from_buffer(strlen(text), text,
-							      MHD_RESPMEM_MUST_FREE) : NULL;
-		if (!resp) {
-			free(text);
-			return MHD_NO;
-		}
-		MHD_add_response_header(resp, "Content-Type", "application/json");
-		MHD_add_response_header(resp, "Retry-After", "1");
-		return http_queue(rq, 429, resp);
-	}
 	return e2b_error(rq, (unsigned)status, "%s", http_sm_message(r, reason));
 }
 

@@ -179,7 +179,7 @@ enum MHD_Result http_error(struct api_req *rq, unsigned status, const char *code
 		return MHD_NO;
 	}
 	MHD_add_response_header(resp, "Content-Type", "application/json");
-	if (status == 401)
+	if (status == 401 && rq->e2b_kind == E2B_NONE)	/* E2B's keys are not Bearer */
 		MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
 	else if (status == 429 || status == 503)
 		MHD_add_response_header(resp, "Retry-After", "1");
