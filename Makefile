@@ -60,8 +60,8 @@ UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/%.o)
 # a binary of its own, linked from objects named here and not from
 # libpetri.a, so that no real box or jail can come in with an archive member.
 SESSION_UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/unit/session/*.c)) \
-	$(patsubst %,$(BUILD)/src/%.o,session/session session/spawner record/record \
-		runtime/result config/config exec/limits util/base64 util/buf util/clock \
+	$(patsubst %,$(BUILD)/src/%.o,session/session session/spawner session/probe record/record \
+		runtime/result runtime/languages config/config exec/limits util/base64 util/buf util/clock \
 		util/log util/metrics util/num util/timefmt util/utf8)
 
 all: $(BUILD)/petri
@@ -93,6 +93,7 @@ $(BUILD)/_petri.so: $(EXT_SRC) $(wildcard src/jail/*.h src/util/*.h)
 # Embedded in the binary, so that petri is one file: the Python driver, the
 # template extension and the OpenAPI document.
 $(BUILD)/src/runtime/embed.o: src/runtime/embed.S src/runtime/driver.py docs/openapi.json \
+			      src/runtime/run.js src/runtime/profile.R \
 			      $(BUILD)/_petri.so
 	@mkdir -p $(dir $@)
 	@echo "  AS      $<"

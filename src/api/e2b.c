@@ -573,7 +573,7 @@ static enum MHD_Result create(struct api_req *rq)
 	enum MHD_Result answered = MHD_NO;
 	json_t *body = rq->body.len ? http_body_object(rq, &answered) : json_object();
 	struct session_params p = {
-		.language = lang_table[0].name,
+		.language = lang_default(),
 		.limits = rq->cfg->defaults,
 		.idle_timeout_s = rq->cfg->idle_timeout_s,
 		.max_lifetime_s = 300,	/* E2B's default */

@@ -76,7 +76,7 @@ static enum MHD_Result create_session(struct api_req *rq)
 	};
 	enum MHD_Result answered = MHD_NO;
 	struct session_params p = {
-		.language = lang_table[0].name,
+		.language = lang_default(),
 		.idle_timeout_s = rq->cfg->idle_timeout_s,
 		.max_lifetime_s = rq->cfg->max_lifetime_s,
 	};

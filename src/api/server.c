@@ -284,6 +284,8 @@ enum MHD_Result http_not_allowed(struct api_req *rq, const char *allow)
 	return queue(rq, 405, resp);
 }
 
+#define LANGUAGES_WAIT_S 20.0	/* GET /v1/languages waits for the probe */
+
 static enum MHD_Result route(struct api_req *rq)
 {
 	const char *url = rq->url, *m = rq->method;
@@ -321,6 +323,16 @@ static enum MHD_Result route(struct api_req *rq)
 		return handle_sessions(rq);
 	if (!strcmp(url, "/v1/executions"))
 		return handle_executions(rq);
+	if (!strcmp(url, "/v1/languages")) {
+		json_t *found;
+
+		if (strcmp(m, "GET"))
+			return http_not_allowed(rq, "GET");
+		/* On a worker: the first answers wait for the probe (seconds). */
+		if (!(found = smgr_found(rq->sm, LANGUAGES_WAIT_S)))
+			return http_error(rq, 500, "internal", "out of memory");
+		return http_json(rq, 200, found);
+	}
 	if (!strcmp(url, "/v1/execute")) {
 		if (strcmp(m, "POST"))
 			return http_not_allowed(rq, "POST");

@@ -11,6 +11,7 @@
 #include "runtime/box.h"
 #include "runtime/languages.h"
 #include "runtime/zygote.h"
+#include "session/probe.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -21,38 +22,66 @@ static double now_ms(void)
 
 static const char *yes(bool b) { return b ? "yes" : "no"; }
 
-/* [{"name": "python", "aliases": ["py", ...], "extensions": [".py"]}, ...] */
-static json_t *languages_json(void)
+/* What the cold sandbox has, as petri serve's probe finds it: the
+ * languages with their versions, the packages (session/probe.h). */
+static json_t *find_out(struct box *box)
 {
-	json_t *all = json_array();
+	struct box_exec ex = {
+		.language = lang_default(), .timeout_s = PROBE_TIMEOUT_S,
+		.output_cap = PROBE_OUTPUT_MAX, .cancel_fd = -1,
+	};
+	struct result res;
+	json_t *found = NULL, *d;
+	char *code = probe_code();
 
-	for (size_t i = 0; i < lang_count; i++) {
-		const struct language *l = &lang_table[i];
-		json_t *al = json_array(), *ext = json_array();
-
-		for (size_t k = 0; l->aliases[k]; k++)
-			json_array_append_new(al, json_string(l->aliases[k]));
-		for (size_t k = 0; l->extensions[k]; k++)
-			json_array_append_new(ext, json_string(l->extensions[k]));
-		json_array_append_new(all, json_pack("{s:s, s:o, s:o}", "name", l->name,
-						     "aliases", al, "extensions", ext));
+	if (box && code && result_init(&res) == 0) {
+		ex.code = code;
+		if (box_exec(box, &ex, NULL, &res) == 0 && res.status == RESULT_OK)
+			found = probe_parse(res.out.data.data, res.out.data.len);
+		result_release(&res);
 	}
-	return all;
+	free(code);
+	d = probe_describe(found, found ? NULL : "the probe failed in the sandbox");
+	json_decref(found);
+	return d;
 }
 
-/* "languages:       python (also py, python3), bash (also sh), c" */
-static void print_languages(void)
+/* "languages:       python (also py, python3): 3.11.2," one to a line,
+ * then the packages, six to a line. */
+static void print_found(const json_t *found)
 {
-	printf("languages:      ");
-	for (size_t i = 0; i < lang_count; i++) {
-		const struct language *l = &lang_table[i];
+	const json_t *langs = json_object_get(found, "languages");
+	const json_t *packages = json_object_get(found, "packages"), *v;
+	size_t i;
 
-		printf("%s %s", i ? "," : "", l->name);
-		for (size_t k = 0; l->aliases[k]; k++)
-			printf("%s%s", k ? ", " : " (also ", l->aliases[k]);
-		if (l->aliases[0])
+	printf("languages:       ");
+	json_array_foreach(langs, i, v) {
+		const json_t *al = json_object_get(v, "aliases");
+		const char *version = json_string_value(json_object_get(v, "version"));
+		size_t k;
+
+		printf("%s%s", i ? ",\n                 " : "",
+		       json_string_value(json_object_get(v, "name")));
+		if (json_array_size(al)) {
+			printf(" (also");
+			json_array_foreach(al, k, v)
+				printf("%s %s", k ? "," : "", json_string_value(v));
 			printf(")");
+		}
+		printf(": %s", version ? version : "NOT FOUND in the sandbox");
 	}
+	printf("\n");
+	if (!json_is_array(packages)) {
+		printf("packages:        unknown (%s)\n",
+		       json_string_value(json_object_get(found, "error")));
+		return;
+	}
+	printf("packages:        %zu Python packages (GET /v1/languages lists them):",
+	       json_array_size(packages));
+	json_array_foreach(packages, i, v)
+		printf("%s%s %s", i % 6 ? ", " : "\n                 ",
+		       json_string_value(json_object_get(v, "name")),
+		       json_string_value(json_object_get(v, "version")));
 	printf("\n");
 }
 
@@ -64,6 +93,8 @@ int cmd_check(int argc, char **argv)
 	struct box_config cfg = { 0 };
 	struct box *box = NULL, *warm = NULL;
 	struct zygote *z = NULL;
+	struct cli_local l;
+	json_t *found = NULL;
 	char err[512] = "", zerr[512] = "";
 	double t0, spawn_ms, zygote_ms = 0, fork_ms = 0;
 	long uids_free;
@@ -73,6 +104,7 @@ int cmd_check(int argc, char **argv)
 		fprintf(stderr, "usage: petri check [--json]\n");
 		return strcmp(argv[1], "--help") ? 2 : 0;
 	}
+	cli_local_config(&l, NULL);	/* the operator's languages and binds */
 	host = cli_jail_host();
 	in = jail_host_info(host);
 	uids_free = jail_host_uids_free(host);	/* before our own sandboxes */
@@ -85,6 +117,7 @@ int cmd_check(int argc, char **argv)
 	t0 = now_ms();
 	r = box_start(host, &cfg, &box, err, sizeof(err));
 	spawn_ms = now_ms() - t0;
+	found = find_out(box);
 	/* The warm path, as petri serve uses it. */
 	t0 = now_ms();
 	zr = zygote_start(host, -1, &z, zerr, sizeof(zerr));
@@ -119,7 +152,8 @@ int cmd_check(int argc, char **argv)
 			"warm", "works", zr == 0, "error", zerr, "template_ms", zygote_ms,
 			"fork_ms", fork_ms);
 
-		json_object_set_new(j, "languages", languages_json());
+		json_object_update_new(j, found);
+		found = NULL;
 		json_dumpf(j, stdout, JSON_INDENT(2));
 		putchar('\n');
 		json_decref(j);
@@ -162,11 +196,11 @@ int cmd_check(int argc, char **argv)
 		       "                 mounts alone confine the filesystem\n");
 	if (r == 0)
 		printf("sandbox:         works: Python %s started in %.0f ms (cold path;\n"
-		       "                 bash and C run inside the same sandbox)\n",
+		       "                 every language runs inside the same sandbox)\n",
 		       box_python_version(box), spawn_ms);
 	else
 		printf("sandbox:         FAILED: %s\n", err);
-	print_languages();
+	print_found(found);
 	if (zr == 0)
 		printf("warm path:       works: a template with the data stack started in %.0f ms;\n"
 		       "                 a session forked from it was ready in %.1f ms (petri\n"
@@ -175,9 +209,12 @@ int cmd_check(int argc, char **argv)
 		printf("warm path:       not available (%s):\n"
 		       "                 petri serve starts every sandbox cold\n", zerr);
 out:
+	json_decref(found);
 	box_free(warm);
 	zygote_free(z);
 	box_free(box);
 	jail_host_free(host);
+	lang_configure(NULL, 0);
+	config_release(&l.cfg);
 	return r == 0 ? 0 : 1;
 }

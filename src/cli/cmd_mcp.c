@@ -84,6 +84,7 @@ int cmd_mcp(int argc, char **argv)
 
 	cli_local_config(&l, config_path);
 	cli_local_start(&l);
+	json_decref(smgr_found(l.sm, 0));	/* for tools/list, in the background */
 	log_set_level(verbose ? LOG_DEBUG : l.cfg.log_level);
 	if (mcp_conn_new(l.sm, &l.cfg, "stdio", &conn) < 0)
 		die(125, "out of memory");

@@ -62,7 +62,7 @@ static void usage(FILE *f)
 		"\n"
 		"The defaults above are the built-in ones; a configuration file changes\n"
 		"them, and limits above its [max_limits] are refused, as petri serve does.\n",
-		names, lang_table[0].name, d.defaults.timeout_s, d.defaults.memory_mb,
+		names, lang_default(), d.defaults.timeout_s, d.defaults.memory_mb,
 		d.defaults.cpu, d.defaults.pids, d.defaults.disk_mb,
 		geteuid() == 0 ? "/etc/petri/petri.ini" : "~/.config/petri/petri.ini");
 }

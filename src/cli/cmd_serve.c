@@ -23,6 +23,8 @@
  *                     only long-lived threads spawn (jail.h).
  *   pool              (session/pool.c, with warm) the template and the ready
  *                     sandboxes.
+ *   probe             (session/probe.c) once, at start: runs a one-shot that
+ *                     finds what the sandboxes have (GET /v1/languages).
  *
  * Locks, taken only left to right:
  *
@@ -137,6 +139,7 @@ int cmd_serve(int argc, char **argv)
 	sigaddset(&stop, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &stop, NULL);
 	cli_local_start(&l);
+	json_decref(smgr_found(l.sm, 0));	/* start finding what sandboxes have */
 	if (api_start(&l.cfg, l.sm, &srv, err, sizeof(err)) < 0) {
 		cli_local_stop(&l);
 		die(2, "%s", err);

@@ -20,6 +20,7 @@ void cli_local_config(struct cli_local *l, const char *config_path)
 		config_path = config_default_path(dflt, sizeof(dflt));
 	if (config_load(&l->cfg, config_path, err, sizeof(err)) < 0)
 		die(2, "%s", err);
+	lang_configure(l->cfg.languages, l->cfg.nlanguages);
 }
 
 void cli_local_start(struct cli_local *l)
@@ -52,6 +53,7 @@ void cli_local_stop(struct cli_local *l)
 {
 	smgr_free(l->sm);
 	jail_host_free(l->host);
+	lang_configure(NULL, 0);
 	config_release(&l->cfg);
 	memset(l, 0, sizeof(*l));
 }

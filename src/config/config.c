@@ -79,6 +79,15 @@ static int push(char ***list, size_t *n, const char *v)
 	return 0;
 }
 
+static void free_list(char ***list, size_t *n)
+{
+	for (size_t i = 0; i < *n; i++)
+		free((*list)[i]);
+	free(*list);
+	*list = NULL;
+	*n = 0;
+}
+
 /* Comma-separated values, trimmed, empty ones skipped. */
 static int push_list(char ***list, size_t *n, const char *v)
 {
@@ -287,6 +296,62 @@ static bool set_sandbox(struct parse *p, const char *name, const char *v)
 	return false;
 }
 
+/* [language.NAME] name = value: the section's language, made on its first
+ * key (sections may repeat); its strings and lists are the config's. */
+static bool set_language(struct parse *p, const char *lang, const char *name, const char *v)
+{
+	struct petri_config *c = p->cfg;
+	struct language *l = NULL, *grown;
+	const char **field = NULL;
+	char **list = NULL;
+	size_t n = 0;
+
+	for (size_t i = 0; i < c->nlanguages && !l; i++)
+		if (!strcmp(c->languages[i].name, lang))
+			l = &c->languages[i];
+	if (!l) {
+		if (c->nlanguages > LANG_EXTRA_MAX)
+			return false;	/* lang_check() says why */
+		grown = realloc(c->languages, (c->nlanguages + 1) * sizeof(*grown));
+		if (!grown)
+			return false;
+		c->languages = grown;
+		l = &c->languages[c->nlanguages];
+		*l = (struct language){ .name = strdup(lang) };
+		if (!l->name)
+			return false;
+		c->nlanguages++;
+	}
+	if (!strcmp(name, "file"))
+		field = &l->file;
+	else if (!strcmp(name, "compile"))
+		field = &l->compile;
+	else if (!strcmp(name, "run"))
+		field = &l->run;
+	else if (!strcmp(name, "version"))
+		field = &l->version;
+	else if (!strcmp(name, "summary"))
+		field = &l->summary;
+	if (field) {
+		if (*field || strlen(v) > LANG_COMMAND_MAX)
+			return false;	/* given twice, or far too long */
+		return (*field = strdup(v)) != NULL;
+	}
+	if (strcmp(name, "aliases") && strcmp(name, "extensions"))
+		return false;
+	if (push_list(&list, &n, v) < 0 || !list) {
+		free_list(&list, &n);
+		return false;
+	}
+	if (!strcmp(name, "aliases") ? !l->aliases : !l->extensions) {
+		*(!strcmp(name, "aliases") ? &l->aliases : &l->extensions) =
+			(const char *const *)list;
+		return true;
+	}
+	free_list(&list, &n);
+	return false;
+}
+
 static int handler(void *user, const char *section, const char *name,
 		   const char *value)
 {
@@ -312,6 +377,8 @@ static int handler(void *user, const char *section, const char *name,
 		ok = set_limit(&p->cfg->max, name, value);
 	else if (!strcmp(section, "sandbox"))
 		ok = set_sandbox(p, name, value);
+	else if (!strncmp(section, "language.", 9))
+		ok = set_language(p, section + 9, name, value);
 	else
 		ok = false;
 	if (!ok && !p->failed) {
@@ -349,6 +416,27 @@ static int check_uid_range(struct petri_config *c, char *err, size_t errlen)
 	return 0;
 }
 
+static int check_languages(struct petri_config *c, const char *path, char *err, size_t errlen)
+{
+	char why[512];
+
+	for (size_t i = 0; i < c->nlanguages; i++) {
+		struct language *l = &c->languages[i];
+		char line[LANG_COMMAND_MAX + 64];
+
+		if (!l->summary && l->run) {
+			snprintf(line, sizeof(line), "%s code, run with: %s", l->name, l->run);
+			if (!(l->summary = strdup(line)))
+				return -ENOMEM;
+		}
+	}
+	if (lang_check(c->languages, c->nlanguages, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "%s: %s", path, why);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int config_load(struct petri_config *c, const char *path, char *err, size_t errlen)
 {
 	struct parse p = { .cfg = c, .err = err, .errlen = errlen, .path = path };
@@ -370,22 +458,41 @@ int config_load(struct petri_config *c, const char *path, char *err, size_t errl
 		return -EINVAL;
 	}
 	if ((r = check_defaults_within_max(c, err, errlen)) < 0 ||
-	    (r = check_uid_range(c, err, errlen)) < 0)
+	    (r = check_uid_range(c, err, errlen)) < 0 ||
+	    (r = check_languages(c, path, err, errlen)) < 0)
 		config_release(c);
 	return r;
 }
 
-static void free_list(char ***list, size_t *n)
+static void free_strings(const char *const *list)
 {
-	for (size_t i = 0; i < *n; i++)
-		free((*list)[i]);
-	free(*list);
-	*list = NULL;
-	*n = 0;
+	for (size_t i = 0; list && list[i]; i++)
+		free((char *)list[i]);
+	free((char **)list);
+}
+
+static void free_languages(struct petri_config *c)
+{
+	for (size_t i = 0; i < c->nlanguages; i++) {
+		struct language *l = &c->languages[i];
+
+		free((char *)l->name);
+		free((char *)l->summary);
+		free((char *)l->file);
+		free((char *)l->compile);
+		free((char *)l->run);
+		free((char *)l->version);
+		free_strings(l->aliases);
+		free_strings(l->extensions);
+	}
+	free(c->languages);
+	c->languages = NULL;
+	c->nlanguages = 0;
 }
 
 void config_release(struct petri_config *c)
 {
+	free_languages(c);
 	free_list(&c->api_keys, &c->napi_keys);
 	free_list(&c->ro_binds, &c->nro_binds);
 	free_list(&c->env, &c->nenv);

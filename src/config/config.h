@@ -12,6 +12,8 @@
  *   [max_limits] the same keys: the most a client may ask for
  *   [sandbox]  uid_base, uid_count, cgroup_parent, cgroups, ro_bind (repeatable), env
  *              (repeatable, NAME=value)
+ *   [language.NAME] file, run, compile, version, aliases, extensions, summary:
+ *              a language the operator adds (src/runtime/languages.h)
  *
  * docs/configuration.md documents every key.  Unknown keys and bad values
  * are errors naming the key: a typo must not silently weaken a limit. */
@@ -24,6 +26,7 @@
 #include <sys/types.h>
 
 #include "exec/limits.h"
+#include "runtime/languages.h"
 #include "util/log.h"
 
 struct petri_config {
@@ -71,6 +74,11 @@ struct petri_config {
 	size_t nro_binds;
 	char **env;		/* NULL-terminated "NAME=value" */
 	size_t nenv;
+
+	/* [language.NAME]: the operator's languages, checked by lang_check();
+	 * every string and list is the configuration's own. */
+	struct language *languages;
+	size_t nlanguages;
 };
 
 /* Fill cfg with the defaults. */

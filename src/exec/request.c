@@ -325,7 +325,7 @@ bool request_oneshot(const struct petri_config *cfg, const json_t *obj, struct o
 	memset(o, 0, sizeof(*o));
 	o->ex.cancel_fd = -1;
 	if (!request_limits(cfg, json_object_get(obj, "limits"), &o->limits, e) ||
-	    !request_exec(cfg, obj, lang_table[0].name, &o->limits, &o->ex, e))
+	    !request_exec(cfg, obj, lang_default(), &o->limits, &o->ex, e))
 		return false;
 	o->ex.one_shot = true;
 	return return_files(json_object_get(obj, "return_files"), o, e) &&

@@ -33,7 +33,7 @@
  * "invalid_path") and a sentence for a person (or a model) to act on. */
 struct request_error {
 	const char *code;
-	char message[512];
+	char message[1536];	/* room to name every language */
 };
 
 /* "limits": an object of limit_rules keys (NULL or null: none), over
@@ -41,7 +41,7 @@ struct request_error {
 bool request_limits(const struct petri_config *cfg, const json_t *limits,
 		    struct petri_limits *out, struct request_error *e);
 
-/* "language": a name or alias of lang_table; NULL or null keeps *name. */
+/* "language": a name or alias of the table of languages; NULL or null keeps *name. */
 bool request_language(const json_t *v, const char **name, struct request_error *e);
 
 /* "env": {"NAME": "value"} (NULL or null: none) -> a NULL-terminated
@@ -84,6 +84,7 @@ struct oneshot {
 	/* Caps of the files returned: each and all together; 0: the
 	 * configuration's max_return_file_kb and max_return_files_mb. */
 	uint64_t return_file_max, return_total_max;
+	bool internal;			/* petri's own (a probe): not recorded */
 };
 
 /* POST /v1/execute's body (and MCP's, petri run's): "code", "language",

@@ -152,7 +152,7 @@ static int plan_etc(struct mount_plan *p, const char *hostname)
 		"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
 		"/etc/alternatives", "/etc/matplotlibrc", "/etc/fonts",
 		"/etc/mime.types", "/etc/protocols", "/etc/services",
-		"/etc/localtime", NULL
+		"/etc/localtime", "/etc/R", NULL
 	};
 	char hosts[256], name[128];
 	DIR *d;

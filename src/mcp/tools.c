@@ -39,7 +39,7 @@ static char python_version[32];
 
 /* ---- the tool table ---------------------------------------------------- */
 
-/* ARG_LANGUAGE: a string, a name or alias of lang_table.  ARG_ENV: an
+/* ARG_LANGUAGE: a string, a name or alias of the table of languages.  ARG_ENV: an
  * object of string values.  Values are checked here for their type only;
  * what they may be is the request model's to say (exec/request.h). */
 enum arg_type { ARG_STRING, ARG_NUMBER, ARG_LANGUAGE, ARG_ENV };
@@ -71,7 +71,7 @@ static json_t *run_list_files(struct tools *, struct session *, json_t *, int, j
 static const struct tool tool_table[] = {
 	{ "execute", "Run code in the sandbox", {
 		{ "code", ARG_STRING, true, NULL, "The code to run." },
-		{ "language", ARG_LANGUAGE, false, NULL, NULL },	/* from lang_table */
+		{ "language", ARG_LANGUAGE, false, NULL, NULL },	/* from the table of languages */
 		{ "timeout_s", ARG_NUMBER, false, NULL,
 		  "Wall-clock limit for this call, in seconds." },
 		{ "env", ARG_ENV, false, NULL,
@@ -305,7 +305,7 @@ static json_t *start_error(enum sm_result r, const char *err)
 static enum sm_result start(struct tools *t, struct session **out, char *err, size_t errlen)
 {
 	struct session_params p = {
-		.language = lang_table[0].name,
+		.language = lang_default(),
 		.limits = t->cfg->defaults,
 		.idle_timeout_s = t->cfg->idle_timeout_s,
 		.max_lifetime_s = t->cfg->max_lifetime_s,
@@ -774,36 +774,74 @@ void tools_last_session(struct tools *t, char out[SESSION_ID_LEN + 1])
 
 /* ---- definitions ------------------------------------------------------- */
 
+#define FOUND_WAIT_S 20.0	/* tools/list waits this long for the probe */
+
+/* "Python packages installed: numpy 1.24.2, ...  Other languages: bash
+ * (GNU bash, version 5.2.15...), ...  " from what the sandboxes were found
+ * to have (GET /v1/languages); "" when that is not known. */
+static char *found_text(const struct tools *t)
+{
+	json_t *found = t->sm ? smgr_found(t->sm, FOUND_WAIT_S) : NULL, *v;
+	json_t *packages = json_object_get(found, "packages");
+	json_t *langs = json_object_get(found, "languages");
+	struct buf b = BUF_INIT;
+	size_t i;
+	int r = 0;
+
+	if (json_array_size(packages)) {
+		r = buf_append_str(&b, "Python packages installed: ");
+		json_array_foreach(packages, i, v)
+			if (r == 0)
+				r = buf_appendf(&b, "%s%s %s", i ? ", " : "",
+						json_string_value(json_object_get(v, "name")),
+						json_string_value(json_object_get(v, "version")));
+		if (r == 0)
+			r = buf_append_str(&b, " (and the standard library).  Other languages "
+					   "(the language argument):");
+		json_array_foreach(langs, i, v) {
+			const char *version = json_string_value(json_object_get(v, "version"));
+
+			if (r == 0 && i > 0 && version)
+				r = buf_appendf(&b, " %s (%s);",
+						json_string_value(json_object_get(v, "name")), version);
+		}
+		if (r == 0)
+			r = buf_append_str(&b, " all of them share the working directory /work.  ");
+	}
+	json_decref(found);
+	if (r < 0 || !b.data) {
+		buf_release(&b);
+		return strdup("");
+	}
+	return b.data;
+}
+
 static char *describe(const struct tools *t, const struct tool *tl, const char *py)
 {
 	const struct petri_limits *d = &t->cfg->defaults;
-	char *s = NULL;
+	char *s = NULL, *found;
 	int r = -1;
 
-	if (!strcmp(tl->name, "execute"))
+	if (!strcmp(tl->name, "execute") && (found = found_text(t))) {
 		r = asprintf(&s,
 			"Run code in a sandbox and return what it printed, the value of the last "
 			"expression, charts and errors.  The sandbox persists between calls: Python "
 			"%s runs in one long-lived interpreter, like a Jupyter kernel, so variables, "
 			"imports and functions defined in one call are there in the next, and the "
-			"value of a final expression is returned as in a notebook cell.  Installed: "
-			"numpy, pandas, matplotlib, seaborn, scipy, scikit-learn, statsmodels, networkx, "
-			"sympy, openpyxl, xlrd, xlsxwriter, odfpy, beautifulsoup4, lxml, tabulate, "
-			"plotly, Pillow, scikit-image, python-docx, reportlab, pypdf, PyYAML, joblib "
-			"and tqdm (with the standard library); "
-			"there is no network access, so nothing can be downloaded or pip-installed.  "
+			"value of a final expression is returned as in a notebook cell.  %s"
+			"There is no network access.  "
 			"Every open matplotlib figure comes back as a PNG image (use plt.show() or "
-			"just leave figures open).  language \"bash\" runs a bash script and \"c\" "
-			"compiles the code with gcc and runs it; all languages share the working "
-			"directory /work, where files persist between calls.  Limits: %g s per call "
+			"just leave figures open); an R plot comes back as a PNG too.  Files in the "
+			"working directory /work persist between calls.  Limits: %g s per call "
 			"by default (timeout_s: up to %g s), %u MB of memory, %u MB of disk in /work, "
 			"%g CPU core(s).  What you see of stdout and stderr is cut to about %d KB "
 			"each (head and tail): print summaries, not whole data sets.  A failure "
 			"comes back as an error with the exception's name, message and traceback; "
 			"fix the code and call again.",
-			py, d->timeout_s, timeout_max(t), d->memory_mb, d->disk_mb, d->cpu,
+			py, found, d->timeout_s, timeout_max(t), d->memory_mb, d->disk_mb, d->cpu,
 			RENDER_STREAM_MAX / 1000);
-	else if (!strcmp(tl->name, "write_file"))
+		free(found);
+	} else if (!strcmp(tl->name, "write_file"))
 		r = asprintf(&s,
 			"Write a file into the sandbox's working directory /work (where code run by "
 			"execute finds it), creating missing parent directories and replacing an "
@@ -827,7 +865,7 @@ static char *describe(const struct tools *t, const struct tool *tl, const char *
 	return r < 0 ? NULL : s;
 }
 
-/* The language argument, from lang_table: the names as the enum, what each
+/* The language argument, from the table of languages: the names as the enum, what each
  * does and its aliases in the description. */
 static json_t *language_schema(void)
 {
@@ -835,8 +873,8 @@ static json_t *language_schema(void)
 	json_t *e = json_array(), *p = NULL;
 	int r = 0;
 
-	for (size_t i = 0; i < lang_count && r == 0; i++) {
-		const struct language *l = &lang_table[i];
+	for (size_t i = 0; i < lang_count() && r == 0; i++) {
+		const struct language *l = lang_at(i);
 
 		r = buf_appendf(&d, "%s%s%s: %s", i ? "; " : "", l->name,
 				i ? "" : " (the default)", l->summary);

@@ -149,7 +149,7 @@ int box_start(struct jail_host *host, const struct box_config *cfg,
 	      struct box **out, char *err, size_t errlen)
 {
 	const char *env[MAX_ENV + sizeof(base_env) / sizeof(base_env[0])];
-	struct jail_file files[2];
+	struct jail_file files[BOX_FILES];
 	struct jail_config jc;
 	struct jail *j;
 	int r;
@@ -186,7 +186,7 @@ int box_adopt(struct jail *j, struct box **out, char *err, size_t errlen)
 }
 
 int box_jail_config(const struct box_config *cfg, struct jail_config *jc, const char **env,
-		    size_t envcap, struct jail_file files[2], bool with_extension)
+		    size_t envcap, struct jail_file files[BOX_FILES], bool with_extension)
 {
 	static const char *const argv[] = {
 		"/usr/bin/python3", "-I", "-u", "/opt/petri/driver.py", NULL
@@ -204,11 +204,21 @@ int box_jail_config(const struct box_config *cfg, struct jail_config *jc, const 
 		env[n++] = cfg->env[i];
 	}
 	env[n] = NULL;
+	/* The driver; the helpers of the JavaScript and R entries of the table
+	 * of languages; the template's C extension. */
 	files[0] = (struct jail_file){
 		.path = "/opt/petri/driver.py", .data = petri_driver_py,
 		.len = (size_t)(petri_driver_py_end - petri_driver_py), .mode = 0644,
 	};
 	files[1] = (struct jail_file){
+		.path = "/opt/petri/run.js", .data = petri_run_js,
+		.len = (size_t)(petri_run_js_end - petri_run_js), .mode = 0644,
+	};
+	files[2] = (struct jail_file){
+		.path = "/opt/petri/profile.R", .data = petri_profile_r,
+		.len = (size_t)(petri_profile_r_end - petri_profile_r), .mode = 0644,
+	};
+	files[3] = (struct jail_file){
 		.path = "/opt/petri/_petri.so", .data = petri_pyext_so,
 		.len = (size_t)(petri_pyext_so_end - petri_pyext_so), .mode = 0755,
 	};
@@ -217,7 +227,7 @@ int box_jail_config(const struct box_config *cfg, struct jail_config *jc, const 
 	jc->envp = env;
 	jc->limits = cfg->limits;
 	jc->files = files;
-	jc->nfiles = with_extension ? 2 : 1;
+	jc->nfiles = with_extension ? 4 : 3;
 	jc->ro_binds = cfg->ro_binds;
 	return 0;
 }
@@ -420,6 +430,7 @@ static void expect_frames(struct run *run)
 
 static int send_exec(struct run *run, double deadline)
 {
+	const struct language *lang = lang_find(run->ex->language);
 	json_t *req = json_pack("{s:s, s:I, s:s, s:s, s:I, s:i}", "type", "exec", "id",
 				(json_int_t)run->id, "language", run->ex->language,
 				"code", run->ex->code, "results_cap",
@@ -432,6 +443,10 @@ static int send_exec(struct run *run, double deadline)
 	    json_object_set_new(req, "env", env_json(run->ex->env)) < 0) {
 		json_decref(req);
 		return -EINVAL;	/* a variable that is not UTF-8 */
+	}
+	if (lang->file && json_object_set_new(req, "program", lang_program_json(lang)) < 0) {
+		json_decref(req);
+		return -ENOMEM;
 	}
 	if ((run->ex->context && json_object_set_new(req, "context",
 						     json_string(run->ex->context)) < 0) ||

@@ -39,7 +39,7 @@ struct box_events {
 };
 
 struct box_exec {
-	const char *language;		/* a name of lang_table (no alias) */
+	const char *language;		/* a name of the table of languages (no alias) */
 	const char *code;
 	double timeout_s;		/* wall clock; > 0 */
 	double cpu_s;			/* CPU time of the whole sandbox; 0: none */
@@ -87,8 +87,9 @@ int box_adopt(struct jail *j, struct box **out, char *err, size_t errlen);
  * cfg->env, into env[envcap]), the files it needs (into files[2]).  With
  * with_extension, the template's: the driver in --zygote mode and the C
  * extension.  -E2BIG when the environment does not fit. */
+#define BOX_FILES 4	/* what box_jail_config() puts in /opt/petri */
 int box_jail_config(const struct box_config *cfg, struct jail_config *jc, const char **env,
-		    size_t envcap, struct jail_file files[2], bool with_extension);
+		    size_t envcap, struct jail_file files[BOX_FILES], bool with_extension);
 
 /* Set variables in the driver's environment ("NAME=value", NULL-terminated),
  * for every execution after this.  0 or -errno. */

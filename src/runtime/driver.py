@@ -34,15 +34,21 @@ Design
   ``pyplot.show()`` is patched to do the same at the point it is called (like a
   notebook's inline backend: figures are closed once shown).
 
-* bash and C run as child processes in their own session/process group with
-  stdin ``/dev/null`` and the driver's fds 1 and 2, so their output streams live;
-  the driver only waits.  Code goes to a private 0700 directory under /tmp that
-  is removed afterwards.
+* Every other language is a program (the exec frame's ``program``: the
+  table of languages in src/runtime/languages.c, or an operator's
+  ``[language.NAME]``): the code is written to its ``file``, compiled with
+  ``compile`` when there is one, and started with ``run``, as child processes
+  in their own session/process group with stdin ``/dev/null`` and the
+  driver's fds 1 and 2, so their output streams live; the driver only waits.
+  ``{tmp}`` is a private 0700 directory under /tmp, made for the one
+  execution and removed afterwards.  What the program leaves in
+  ``$PETRI_RESULTS`` (images, its value, its error) becomes results
+  (``program_results``; docs/languages.md).
 
 * Interrupts: the supervisor sends SIGINT.  ``on_sigint`` raises
   KeyboardInterrupt only while user code runs (``run_user``) and never in the
   middle of writing a frame (it is deferred until the frame is out).  Between
-  executions SIGINT is ignored.  For bash and C, an interrupt kills the child's
+  executions SIGINT is ignored.  For programs, an interrupt kills the child's
   process group.
 
 * Frames are checked strictly: a malformed frame from the supervisor is a bug,
@@ -54,8 +60,11 @@ Design
 Where docs/protocol.md leaves room
 ---------------------------------
 * ``SystemExit(n)`` gives ``n & 0xFF``, what the process itself would exit
-  with; no error frame.  An interrupted bash/C program gives exit code 130
+  with; no error frame.  An interrupted program gives exit code 130
   (128 + SIGINT, as a shell reports it) with an error named KeyboardInterrupt.
+  A program's command line runs through ``/bin/sh -c`` only when it needs a
+  shell (``command_argv``), so that a program killed by a signal is reported
+  as such.
 * Text in frames: NUL becomes U+FFFD and lone surrogates ``\\udcXX`` escapes
   (the supervisor's JSON parser refuses both); error name, message and
   traceback are cut to 256 B, 64 KiB and 256 KiB of UTF-8, keeping head and
@@ -91,7 +100,17 @@ RESULT_OVERHEAD = 64           # what each result and MIME type counts for (box.
 COMPILER_TAIL_LINES = 40       # lines of compiler output kept for CompileError
 PROTOCOL_ERROR = 2             # exit status after a malformed frame
 CO_COROUTINE = 0x0080          # inspect.CO_COROUTINE: the cell uses top-level await
-LANGUAGES = ('python', 'bash', 'c')
+IN_PROCESS = ('python',)       # languages without a "program": the driver's own
+PROGRAM_FILE_MAX = 64          # runtime/languages.h: LANG_FILE_MAX
+PROGRAM_COMMAND_MAX = 1024     # likewise LANG_COMMAND_MAX
+LEFT_RESULT_MAX = 1000         # files of $PETRI_RESULTS looked at
+LEFT_ERROR_MAX = 1 << 20       # error.json read, at most
+LEFT_TYPES = (                 # what a file left in $PETRI_RESULTS is, by suffix
+    ('.png', 'image/png'), ('.jpg', 'image/jpeg'), ('.jpeg', 'image/jpeg'),
+    ('.svg', 'image/svg+xml'), ('.html', 'text/html'), ('.md', 'text/markdown'),
+    ('.json', 'application/json'), ('.txt', 'text/plain'),
+)
+SHELL_CHARS = frozenset('|&;<>()$`\\"\'*?[]#~%!{}\n')
 REPR_METHODS = (
     ('text/html', '_repr_html_'),
     ('text/markdown', '_repr_markdown_'),
@@ -551,8 +570,14 @@ def check_exec_frame(frame):
     exec_id = frame.get('id')
     if not isinstance(exec_id, int) or isinstance(exec_id, bool):
         reject('exec frame: "id" must be an integer')
-    if frame.get('language') not in LANGUAGES:
-        reject('exec frame: "language" must be one of %s' % ', '.join(LANGUAGES))
+    language = frame.get('language')
+    if not (isinstance(language, str) and 0 < len(language) <= 32):
+        reject('exec frame: "language" must be a short string')
+    if language in IN_PROCESS:
+        if 'program' in frame:
+            reject('exec frame: %s has no "program"' % language)
+    else:
+        check_program(frame.get('program'))
     if not isinstance(frame.get('code'), str):
         reject('exec frame: "code" must be a string')
     for cap in ('results_cap', 'results_max'):
@@ -571,6 +596,25 @@ def check_exec_frame(frame):
         reject('exec frame: "cwd" must be an absolute path')
     if not isinstance(frame.get('fresh', False), bool):
         reject('exec frame: "fresh" must be a boolean')
+
+
+def check_program(program):
+    if not isinstance(program, dict) or set(program) - {'file', 'compile', 'run'}:
+        reject('exec frame: "program" must be an object of file, compile and run')
+    name = program.get('file')
+    if not (isinstance(name, str) and 0 < len(name) <= PROGRAM_FILE_MAX):
+        reject('exec frame: program "file" must be a short string')
+    base = name[6:] if name.startswith('{tmp}/') else name
+    if not base or base[0] in '.-' or not all(c.isascii() and (c.isalnum() or c in '+-_.')
+                                                for c in base):
+        reject('exec frame: program "file" must be a plain file name')
+    for key in ('compile', 'run'):
+        command = program.get(key)
+        if key == 'compile' and command is None:
+            continue
+        if not (isinstance(command, str) and 0 < len(command) <= PROGRAM_COMMAND_MAX
+                and command.isprintable()):
+            reject('exec frame: program "%s" must be a one-line command' % key)
 
 
 def context_namespace(name, fresh):
@@ -597,7 +641,7 @@ def check_env_list(env, where):
 
 
 def apply_env(env):
-    """Set "NAME=value" items in os.environ (which bash and C programs
+    """Set "NAME=value" items in os.environ (which programs
     inherit); what they replaced, to give to restore_env()."""
     saved = {}
     for item in env:
@@ -1026,27 +1070,118 @@ def user_frames(tb):
     return result
 
 
-# ---------------------------------------------------------------- bash and C
+# ---------------------------------------------------------------- programs
 
-def run_bash(exec_id, code):
+def run_program_language(code, program):
+    """Write, compile and run a program (see the module docstring)."""
     scratch = make_scratch_dir()
     try:
-        script = write_file(scratch, 'script.sh', code, 0o600)
-        return run_program(['/bin/bash', script])
+        results = os.path.join(scratch, 'results')
+        os.mkdir(results, 0o700)
+        path = program_path(program['file'], scratch)
+        write_file(os.path.dirname(path), os.path.basename(path), code, 0o600)
+        env = dict(os.environ, PETRI_RESULTS=results)
+        if program.get('compile'):
+            failed = compile_program(expand(program['compile'], scratch, path),
+                                     os.path.dirname(path), env)
+            if failed is not None:
+                return failed
+        proc = spawn(command_argv(expand(program['run'], scratch, path)), env=env)
+        exc = run_user(proc.wait)
+        if exc is not None:
+            return abandon(proc, exc)
+        return program_results(results, proc.returncode)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def run_c(exec_id, code):
-    scratch = make_scratch_dir()
+def program_path(name, scratch):
+    """Where the code goes: {tmp}/NAME, else NAME in the working directory
+    (replacing what is there: a link is replaced, never followed)."""
+    if name.startswith('{tmp}/'):
+        return os.path.join(scratch, name[6:])
+    path = os.path.join(os.getcwd(), name)
     try:
-        write_file(scratch, 'main.c', code, 0o600)
-        failed = compile_c(scratch)
-        if failed is not None:
-            return failed
-        return run_program([os.path.join(scratch, 'prog')])
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    return path
+
+
+def expand(command, scratch, path):
+    return command.replace('{tmp}', scratch).replace('{file}', path)
+
+
+def command_argv(command):
+    """A command line as argv: split on blanks when it is a plain command,
+    else through /bin/sh -c (pipes, quotes, variables, NAME=value first)."""
+    words = command.split()
+    if not words or SHELL_CHARS.intersection(command) or '=' in words[0]:
+        return ['/bin/sh', '-c', command]
+    return words
+
+
+def program_results(results, returncode):
+    """The results a program left in results/, then its exit status (an
+    error.json it left names the error of a failed run)."""
+    try:
+        entries = sorted(os.scandir(results), key=lambda e: e.name)[:LEFT_RESULT_MAX]
+    except OSError:
+        entries = []
+    error = None
+    for entry in entries:
+        if entry.name == 'error.json':
+            error = entry
+            continue
+        mime = next((m for suffix, m in LEFT_TYPES if entry.name.endswith(suffix)), None)
+        data = read_left(entry, REPR_MAX) if mime else None
+        if data is None:
+            continue
+        if mime in BINARY_TYPES:
+            bundle = {mime: base64.b64encode(data).decode('ascii'),
+                      'text/plain': '<%s>' % entry.name}
+        else:
+            bundle = {mime: data.decode('utf-8', 'replace')}
+            if mime != 'text/plain':
+                bundle['text/plain'] = '<%s>' % entry.name
+        publish(bundle, main=entry.name == 'main.txt')
+    if returncode != 0 and error is not None and send_left_error(error):
+        return returncode if returncode > 0 else 128 - returncode
+    return program_status(returncode)
+
+
+def read_left(entry, limit):
+    """A regular file's bytes, if it is one and at most limit bytes."""
+    try:
+        fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        with open(fd, 'rb', closefd=False) as file:
+            data = file.read(limit + 1)
+        return data if len(data) <= limit else None
+    except OSError:
+        return None
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        os.close(fd)
+
+
+def send_left_error(entry):
+    data = read_left(entry, LEFT_ERROR_MAX)
+    try:
+        error = json.loads(data) if data is not None else None
+    except ValueError:
+        error = None
+    if not isinstance(error, dict):
+        return False
+    fields = [error.get(k) for k in ('name', 'message', 'traceback')]
+    if not isinstance(fields[0], str) or not fields[0]:
+        return False
+    send_error(*(f if isinstance(f, str) else '' for f in fields))
+    return True
 
 
 def make_scratch_dir():
@@ -1119,11 +1254,11 @@ def signal_label(number):
         return str(number)
 
 
-def compile_c(scratch):
-    """gcc main.c -> prog; compiler output goes live to stderr.
+def compile_program(command, cwd, env):
+    """The compile step; the compiler's output goes live to stderr.
 
     Returns None on success, else the exit code of the exec."""
-    proc = spawn(['gcc', '-O2', '-std=gnu17', '-o', 'prog', 'main.c', '-lm'], cwd=scratch,
+    proc = spawn(command_argv(command), cwd=cwd, env=env,
                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     output = bytearray()
     try:
@@ -1134,7 +1269,7 @@ def compile_c(scratch):
         return abandon(proc, exc)
     if proc.returncode == 0:
         return None
-    send_error('CompileError', compile_error_message(output, proc.returncode),
+    send_error('CompileError', compile_error_message(output, proc.returncode, command),
                compiler_tail(output))
     return proc.returncode if proc.returncode > 0 else 128 - proc.returncode
 
@@ -1155,11 +1290,13 @@ def relay_output(proc, output):
     proc.wait()
 
 
-def compile_error_message(output, returncode):
+def compile_error_message(output, returncode, command):
+    """The compiler's first error line (gcc, clang, javac: "error:";
+    rustc: "error[E...]"), else which compiler failed how."""
     for line in output.decode('utf-8', 'replace').splitlines():
-        if 'error:' in line:
+        if 'error:' in line or line.startswith('error['):
             return line.strip()
-    return 'gcc failed with exit status %d' % returncode
+    return '%s failed with exit status %d' % (command.split()[0], returncode)
 
 
 def compiler_tail(output):
@@ -1168,9 +1305,6 @@ def compiler_tail(output):
 
 
 # ---------------------------------------------------------------- session
-
-RUNNERS = {'python': run_python, 'bash': run_bash, 'c': run_c}
-
 
 def handle_exec(request):
     S.exec_id = request['id']
@@ -1188,8 +1322,11 @@ def handle_exec(request):
     home = os.getcwd() if request.get('cwd') else None
     try:
         if home:
-            os.chdir(request['cwd'])    # bash and C programs start there too
-        exit_code = RUNNERS[request['language']](request['id'], request['code'])
+            os.chdir(request['cwd'])    # programs start there too
+        if 'program' in request:
+            exit_code = run_program_language(request['code'], request['program'])
+        else:
+            exit_code = run_python(request['id'], request['code'])
     except Exception as exc:            # the driver failed around user code (e.g. /tmp full)
         if not S.error_sent:
             report_exception(exc)
@@ -1211,10 +1348,10 @@ def handle_exec(request):
 
 def load_modules():
     """The rest of the standard library the driver needs."""
-    global ast, base64, io, json, linecache, shutil, signal, subprocess, traceback
+    global ast, base64, io, json, linecache, shutil, signal, stat, subprocess, traceback
     global LIBC, FUTURE_MASK
     import __future__
-    import ast, base64, io, json, linecache, shutil, signal, subprocess, traceback
+    import ast, base64, io, json, linecache, shutil, signal, stat, subprocess, traceback
     FUTURE_MASK = 0                     # compiler flags of all __future__ features
     for feature in __future__.all_feature_names:
         FUTURE_MASK |= getattr(__future__, feature).compiler_flag

@@ -1,5 +1,6 @@
 /* Files embedded so that petri is one binary: the Python driver
- * (docs/protocol.md), the template's C extension (src/runtime/pyext.c) and
+ * (docs/protocol.md), the JavaScript and R helpers (docs/languages.md), the
+ * template's C extension (src/runtime/pyext.c) and
  * the OpenAPI document (docs/openapi.json).  See src/runtime/embed.h. */
 	.section .rodata
 	.global petri_driver_py
@@ -10,6 +11,26 @@ petri_driver_py:
 	.global petri_driver_py_end
 	.type petri_driver_py_end, @object
 petri_driver_py_end:
+	.byte 0
+
+	.global petri_run_js
+	.type petri_run_js, @object
+	.balign 16
+petri_run_js:
+	.incbin "run.js"
+	.global petri_run_js_end
+	.type petri_run_js_end, @object
+petri_run_js_end:
+	.byte 0
+
+	.global petri_profile_r
+	.type petri_profile_r, @object
+	.balign 16
+petri_profile_r:
+	.incbin "profile.R"
+	.global petri_profile_r_end
+	.type petri_profile_r_end, @object
+petri_profile_r_end:
 	.byte 0
 
 	.global petri_pyext_so

@@ -4,6 +4,10 @@
 
 extern const char petri_driver_py[];
 extern const char petri_driver_py_end[];
+extern const char petri_run_js[];
+extern const char petri_run_js_end[];
+extern const char petri_profile_r[];
+extern const char petri_profile_r_end[];
 extern const char petri_pyext_so[];
 extern const char petri_pyext_so_end[];
 extern const char petri_openapi_json[];

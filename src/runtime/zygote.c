@@ -80,7 +80,7 @@ int zygote_start(struct jail_host *host, int cancel_fd, struct zygote **out, cha
 {
 	const char *env[MAX_ENV + 32];
 	struct box_config bc = { 0 };
-	struct jail_file files[2];
+	struct jail_file files[BOX_FILES];
 	struct jail_config jc;
 	struct zygote *z;
 	int r;

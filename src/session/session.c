@@ -13,6 +13,7 @@
 #include "record/record.h"
 #include "runtime/files.h"
 #include "session/pool.h"
+#include "session/probe.h"
 #include "session/spawner.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -49,6 +50,7 @@ struct tombstone {
 
 struct smgr {
 	const struct petri_config *cfg;
+	struct probe *probe;		/* what the sandboxes have; NULL until asked */
 	struct jail_host *host;
 	struct spawner *spawner;
 	struct pool *pool;		/* NULL: cold path only */
@@ -418,11 +420,24 @@ void smgr_shutdown(struct smgr *m)
 	pthread_mutex_unlock(&m->lock);
 }
 
+json_t *smgr_found(struct smgr *m, double wait_s)
+{
+	struct probe *p;
+
+	pthread_mutex_lock(&m->lock);
+	if (!m->probe && !m->stopping)
+		m->probe = probe_start(m, &m->cfg->defaults);
+	p = m->probe;
+	pthread_mutex_unlock(&m->lock);
+	return probe_wait(p, wait_s);
+}
+
 void smgr_free(struct smgr *m)
 {
 	if (!m)
 		return;
 	smgr_shutdown(m);
+	probe_free(m->probe);		/* its one-shot ends with the shutdown */
 	pthread_join(m->reaper, NULL);
 	pool_free(m->pool);
 	m->pool = NULL;		/* the sessions put below dispose without it */
@@ -1164,7 +1179,8 @@ enum sm_result smgr_oneshot(struct smgr *m, const struct oneshot *o,
 	}
 	if (r != SM_OK)
 		goto out;
-	finished(m, NULL, &ex, &o->limits, started_at, res);
+	if (!o->internal)
+		finished(m, NULL, &ex, &o->limits, started_at, res);
 	/* After the record took its copy: file contents are the client's,
 	 * not the record's. */
 	if (o->return_files &&

@@ -76,6 +76,10 @@ enum sm_result smgr_delete(struct smgr *m, const char *id);
  * as killed); smgr_free() later frees what is left. */
 void smgr_shutdown(struct smgr *m);
 json_t *smgr_list_json(struct smgr *m);
+/* What the sandboxes have (session/probe.h: GET /v1/languages's answer, a
+ * new reference): the first call starts finding out, in the background;
+ * each waits at most wait_s for it. */
+json_t *smgr_found(struct smgr *m, double wait_s);
 size_t smgr_count(struct smgr *m);
 
 void session_put(struct session *s);

@@ -9,10 +9,10 @@ from mcphelp import PETRI, text_of
 
 # What every front end says, whatever else it wraps around the message.
 UNKNOWN = {
-    "ruby": "unknown language 'ruby': must be python, bash or c",
+    "ruby": "unknown language 'ruby': must be python, bash, c, javascript or r",
     # A value with a quote, a newline or too long is not echoed back.
-    "x'\nrm -rf /": "unknown language: must be python, bash or c",
-    "p" * 200: "unknown language: must be python, bash or c",
+    "x'\nrm -rf /": "unknown language: must be python, bash, c, javascript or r",
+    "p" * 200: "unknown language: must be python, bash, c, javascript or r",
 }
 
 

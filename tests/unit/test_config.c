@@ -92,6 +92,12 @@ START_TEST(test_refused)
 		"[server]\nrecord = relative.sqlite\n",
 		"[nosection]\nx = 1\n",
 		"[server\nbroken\n",
+		"[language.perl]\nfile = main.pl\n",			/* no run */
+		"[language.perl]\nrun = perl x\nfile = ../x.pl\n",
+		"[language.perl]\nrun = perl x\nfile = x.pl\nfile = y.pl\n",	/* twice */
+		"[language.perl]\nrun = perl x\nfile = x.pl\nsudo = yes\n",
+		"[language.bash]\nrun = sh x\nfile = x\n",	/* a built-in's name */
+		"[language.perl]\nrun = perl x\nfile = x.pl\naliases = py\n",
 	};
 	struct petri_config c;
 	char err[256];
@@ -103,6 +109,29 @@ START_TEST(test_refused)
 		unlink(path);
 	}
 	ck_assert_int_lt(config_load(&c, "/nonexistent/petri.ini", err, sizeof(err)), 0);
+}
+END_TEST
+
+START_TEST(test_languages)
+{
+	struct petri_config c;
+	char err[256];
+
+	write_config("[language.perl]\nfile = main.pl\nrun = perl main.pl\n"
+		     "aliases = pl, perl5\nextensions = .pl\n"
+		     "[language.rust]\nfile = {tmp}/main.rs\ncompile = rustc -o main main.rs\n"
+		     "run = {tmp}/main\nversion = rustc --version\n");
+	ck_assert_int_eq(config_load(&c, path, err, sizeof(err)), 0);
+	ck_assert_uint_eq(c.nlanguages, 2);
+	ck_assert_str_eq(c.languages[0].name, "perl");
+	ck_assert_str_eq(c.languages[0].aliases[1], "perl5");
+	ck_assert_ptr_null(c.languages[0].aliases[2]);
+	ck_assert_str_eq(c.languages[0].summary, "perl code, run with: perl main.pl");
+	ck_assert_str_eq(c.languages[1].compile, "rustc -o main main.rs");
+	ck_assert_ptr_null(c.languages[1].aliases);
+	config_release(&c);
+	ck_assert_uint_eq(c.nlanguages, 0);
+	unlink(path);
 }
 END_TEST
 
@@ -136,6 +165,7 @@ Suite *config_suite(void)
 	tcase_add_test(tc, test_file);
 	tcase_add_test(tc, test_refused);
 	tcase_add_test(tc, test_listen);
+	tcase_add_test(tc, test_languages);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -15,7 +15,7 @@ START_TEST(names_aliases_and_extensions)
 {
 	char names[64];
 
-	ck_assert_str_eq(lang_table[0].name, "python");	/* the default */
+	ck_assert_str_eq(lang_default(), "python");	/* the default */
 	ck_assert_str_eq(lang_find("python")->name, "python");
 	ck_assert_str_eq(lang_find("py")->name, "python");
 	ck_assert_str_eq(lang_find("python3")->name, "python");
@@ -30,8 +30,15 @@ START_TEST(names_aliases_and_extensions)
 	ck_assert_str_eq(lang_by_path("main.c")->name, "c");
 	ck_assert_ptr_null(lang_by_path("Makefile"));
 	ck_assert_ptr_null(lang_by_path("x.rb"));
+	ck_assert_str_eq(lang_find("js")->name, "javascript");
+	ck_assert_str_eq(lang_find("R")->name, "r");
+	ck_assert_str_eq(lang_by_path("plot.R")->name, "r");
+	ck_assert_str_eq(lang_by_path("app.js")->name, "javascript");
+	ck_assert_ptr_null(lang_at(0)->file);	/* Python is the driver's own */
+	for (size_t i = 1; i < lang_count(); i++)
+		ck_assert(lang_at(i)->file && lang_at(i)->run);
 	lang_names(names, sizeof(names));
-	ck_assert_str_eq(names, "python, bash or c");
+	ck_assert_str_eq(names, "python, bash, c, javascript or r");
 	lang_names(names, 8);
 	ck_assert_str_eq(names, "python,");	/* cut, still terminated */
 }
@@ -43,25 +50,25 @@ START_TEST(one_message_that_a_client_cannot_shape)
 	json_t *v;
 
 	lang_unknown_message(m, sizeof(m), "ruby");
-	ck_assert_str_eq(m, "unknown language 'ruby': must be python, bash or c");
+	ck_assert_str_eq(m, "unknown language 'ruby': must be python, bash, c, javascript or r");
 	lang_unknown_message(m, sizeof(m), NULL);
-	ck_assert_str_eq(m, "'language' must be a string: python, bash or c");
+	ck_assert_str_eq(m, "'language' must be a string: python, bash, c, javascript or r");
 	lang_unknown_message(m, sizeof(m), "a'b");
-	ck_assert_str_eq(m, "unknown language: must be python, bash or c");
+	ck_assert_str_eq(m, "unknown language: must be python, bash, c, javascript or r");
 	lang_unknown_message(m, sizeof(m), "line\nbreak");
-	ck_assert_str_eq(m, "unknown language: must be python, bash or c");
+	ck_assert_str_eq(m, "unknown language: must be python, bash, c, javascript or r");
 	lang_unknown_message(m, sizeof(m), "\xc3\xa9");
-	ck_assert_str_eq(m, "unknown language: must be python, bash or c");
+	ck_assert_str_eq(m, "unknown language: must be python, bash, c, javascript or r");
 	lang_unknown_message(m, sizeof(m), "abcdefghijklmnopqrstuvwxyz0123456789");
-	ck_assert_str_eq(m, "unknown language: must be python, bash or c");
+	ck_assert_str_eq(m, "unknown language: must be python, bash, c, javascript or r");
 
 	v = json_stringn("py\0x", 4);
 	ck_assert_ptr_null(lang_from_json(v, m, sizeof(m)));
-	ck_assert_str_eq(m, "unknown language: must be python, bash or c");
+	ck_assert_str_eq(m, "unknown language: must be python, bash, c, javascript or r");
 	json_decref(v);
 	v = json_integer(3);
 	ck_assert_ptr_null(lang_from_json(v, m, sizeof(m)));
-	ck_assert_str_eq(m, "'language' must be a string: python, bash or c");
+	ck_assert_str_eq(m, "'language' must be a string: python, bash, c, javascript or r");
 	json_decref(v);
 	v = json_string("python3");
 	ck_assert_str_eq(lang_from_json(v, m, sizeof(m))->name, "python");
@@ -69,10 +76,9 @@ START_TEST(one_message_that_a_client_cannot_shape)
 }
 END_TEST
 
-/* Every "language" enum in the document: with null (a request) it is every
- * name and alias; without (components/schemas/Language, what responses
- * give), the names alone.  Returns how many it checked. */
-static int check_enums(const json_t *node, const json_t *names, const json_t *accepted)
+/* No "language" enum anywhere (an operator adds languages, GET
+ * /v1/languages lists them); the Language schema names every built-in. */
+static int count_enums(const json_t *node)
 {
 	const char *k;
 	json_t *v;
@@ -81,54 +87,52 @@ static int check_enums(const json_t *node, const json_t *names, const json_t *ac
 
 	if (json_is_array(node))
 		json_array_foreach(node, i, v)
-			n += check_enums(v, names, accepted);
+			n += count_enums(v);
 	json_object_foreach((json_t *)node, k, v) {
-		json_t *e = json_object_get(v, "enum");
-
-		if ((!strcmp(k, "language") || !strcmp(k, "Language")) && json_is_array(e)) {
-			bool request = json_is_null(json_array_get(e, json_array_size(e) - 1));
-
-			ck_assert_msg(json_equal(e, request ? accepted : names),
-				      "docs/openapi.json: enum of '%s' is not the table's", k);
+		if ((!strcmp(k, "language") || !strcmp(k, "Language")) &&
+		    json_object_get(v, "enum"))
 			n++;
-		}
-		n += check_enums(v, names, accepted);
+		n += count_enums(v);
 	}
 	return n;
 }
 
-START_TEST(openapi_enums_are_the_table)
+START_TEST(openapi_names_the_table)
 {
 	json_t *doc = json_loadb(petri_openapi_json,
 				 (size_t)(petri_openapi_json_end - petri_openapi_json), 0, NULL);
-	json_t *names = json_array(), *accepted = json_array();
+	const char *desc;
 
 	ck_assert_ptr_nonnull(doc);
-	for (size_t i = 0; i < lang_count; i++) {
-		json_array_append_new(names, json_string(lang_table[i].name));
-		json_array_append_new(accepted, json_string(lang_table[i].name));
-		for (size_t k = 0; lang_table[i].aliases[k]; k++)
-			json_array_append_new(accepted, json_string(lang_table[i].aliases[k]));
+	ck_assert_int_eq(count_enums(doc), 0);
+	desc = json_string_value(json_object_get(json_object_get(json_object_get(
+		json_object_get(doc, "components"), "schemas"), "Language"), "description"));
+	ck_assert_ptr_nonnull(desc);
+	for (size_t i = 0; i < lang_count(); i++) {
+		char quoted[64];
+
+		snprintf(quoted, sizeof(quoted), "`%s`", lang_at(i)->name);
+		ck_assert_msg(strstr(desc, quoted), "Language does not name %s", quoted);
 	}
-	json_array_append_new(accepted, json_null());
-	/* Session.language, the three requests, components/schemas/Language. */
-	ck_assert_int_eq(check_enums(doc, names, accepted), 4);
-	json_decref(names);
-	json_decref(accepted);
+	ck_assert_ptr_nonnull(json_object_get(json_object_get(doc, "paths"), "/v1/languages"));
 	json_decref(doc);
 }
 END_TEST
 
-/* The table claims nothing the driver cannot run. */
+/* The table claims nothing the driver cannot run: what has no program is
+ * the driver's own. */
 START_TEST(driver_runs_every_language)
 {
-	size_t len = (size_t)(petri_driver_py_end - petri_driver_py);
+	size_t len = (size_t)(petri_driver_py_end - petri_driver_py), n = 0;
 	struct buf want = BUF_INIT;
 
-	ck_assert_int_eq(buf_append_str(&want, "\nLANGUAGES = ("), 0);
-	for (size_t i = 0; i < lang_count; i++)
-		ck_assert_int_eq(buf_appendf(&want, "%s'%s'", i ? ", " : "", lang_table[i].name), 0);
-	ck_assert_int_eq(buf_append(&want, ")\n", 3), 0);	/* with the NUL */
+	ck_assert_int_eq(buf_append_str(&want, "\nIN_PROCESS = ("), 0);
+	for (size_t i = 0; i < lang_count(); i++)
+		if (!lang_at(i)->file)
+			ck_assert_int_eq(buf_appendf(&want, "%s'%s'", n++ ? ", " : "",
+						     lang_at(i)->name), 0);
+	ck_assert_int_eq(buf_append(&want, n == 1 ? ",)" : ")", 2), 0);
+	ck_assert_int_eq(buf_append(&want, "", 1), 0);	/* the NUL */
 	ck_assert_msg(memmem(petri_driver_py, len, want.data, want.len - 1),
 		      "driver.py has no line '%s'", want.data + 1);
 	buf_release(&want);
@@ -170,7 +174,7 @@ START_TEST(mcp_reads_the_table)
 	lang = json_object_get(json_object_get(json_object_get(json_array_get(
 		json_object_get(json_object_get(r, "result"), "tools"), 0), "inputSchema"),
 		"properties"), "language");
-	m = json_pack("[s, s, s]", "python", "bash", "c");
+	m = json_pack("[s, s, s, s, s]", "python", "bash", "c", "javascript", "r");
 	ck_assert(json_equal(json_object_get(lang, "enum"), m));
 	json_decref(m);
 	desc = json_string_value(json_object_get(lang, "description"));
@@ -180,13 +184,72 @@ START_TEST(mcp_reads_the_table)
 	json_decref(r);
 
 	ck_assert_ptr_nonnull(strstr(call(c, "{\"code\":\"1\",\"language\":\"ruby\"}", &r),
-			      "unknown language 'ruby': must be python, bash or c"));
+			      "unknown language 'ruby': must be python, bash, c, javascript or r"));
 	json_decref(r);
 	/* An alias passes the checks and gets as far as wanting a sandbox. */
 	ck_assert_ptr_nonnull(strstr(call(c, "{\"code\":\"1\",\"language\":\"sh\"}", &r),
 			      "no sandboxes"));
 	json_decref(r);
 	mcp_conn_put(c);
+}
+END_TEST
+
+/* [language.NAME] as lang_check() takes it, and the table once added. */
+START_TEST(operator_languages)
+{
+	static const char *const pl_aliases[] = { "pl", NULL };
+	static const char *const pl_ext[] = { ".pl", NULL };
+	static const char *const taken[] = { "js", NULL };
+	struct language perl = {
+		.name = "perl", .aliases = pl_aliases, .extensions = pl_ext, .summary = "Perl",
+		.file = "main.pl", .run = "perl main.pl",
+	};
+	struct language bad[2];
+	char err[512], m[1536];
+
+	ck_assert_int_eq(lang_check(&perl, 1, err, sizeof(err)), 0);
+	/* Each way a section can be wrong, named. */
+	bad[0] = perl;
+	bad[0].name = "python";
+	ck_assert_int_eq(lang_check(bad, 1, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "[language.python]: the name 'python' is already"));
+	bad[0] = perl;
+	bad[0].aliases = taken;
+	ck_assert_int_eq(lang_check(bad, 1, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "'js' is already a language's"));
+	bad[0] = perl;
+	bad[1] = perl;
+	ck_assert_int_eq(lang_check(bad, 2, err, sizeof(err)), -1);	/* twice */
+	for (size_t i = 0; i < 6; i++) {
+		static const char *const files[] = {
+			"../main.pl", "/etc/passwd", ".hidden", "a b.pl", "{tmp}/", "x;rm -rf",
+		};
+
+		bad[0] = perl;
+		bad[0].file = files[i];
+		ck_assert_int_eq(lang_check(bad, 1, err, sizeof(err)), -1);
+		ck_assert_ptr_nonnull(strstr(err, "[language.perl]: 'file'"));
+	}
+	bad[0] = perl;
+	bad[0].file = "{tmp}/Main.java";
+	ck_assert_int_eq(lang_check(bad, 1, err, sizeof(err)), 0);
+	bad[0].run = NULL;
+	ck_assert_int_eq(lang_check(bad, 1, err, sizeof(err)), -1);
+	bad[0].run = "perl\nmain.pl";
+	ck_assert_int_eq(lang_check(bad, 1, err, sizeof(err)), -1);
+	bad[0] = perl;
+	bad[0].name = "1perl";
+	ck_assert_int_eq(lang_check(bad, 1, err, sizeof(err)), -1);
+
+	lang_configure(&perl, 1);
+	ck_assert_uint_eq(lang_count(), 6);
+	ck_assert_ptr_eq(lang_find("pl"), &perl);
+	ck_assert_ptr_eq(lang_by_path("x.pl"), &perl);
+	lang_unknown_message(m, sizeof(m), "ruby");
+	ck_assert_str_eq(m, "unknown language 'ruby': must be python, bash, c, javascript, r "
+			 "or perl");
+	lang_configure(NULL, 0);
+	ck_assert_ptr_null(lang_find("perl"));
 }
 END_TEST
 
@@ -197,7 +260,8 @@ Suite *languages_suite(void)
 
 	tcase_add_test(tc, names_aliases_and_extensions);
 	tcase_add_test(tc, one_message_that_a_client_cannot_shape);
-	tcase_add_test(tc, openapi_enums_are_the_table);
+	tcase_add_test(tc, openapi_names_the_table);
+	tcase_add_test(tc, operator_languages);
 	tcase_add_test(tc, driver_runs_every_language);
 	tcase_add_test(tc, mcp_reads_the_table);
 	suite_add_tcase(s, tc);

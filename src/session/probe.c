@@ -1,0 +1,268 @@
+#include "session/probe.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "exec/request.h"
+#include "runtime/languages.h"
+#include "runtime/result.h"
+#include "session/session.h"
+#include "util/buf.h"
+#include "util/clock.h"
+#include "util/log.h"
+#include "util/timefmt.h"
+
+#define PACKAGES_MAX 5000	/* distributions kept from the probe */
+#define FIELD_MAX 200		/* a name, a version, a version line */
+
+/* The probe: Python's version and every installed distribution as
+ * importlib.metadata finds them on the driver's sys.path (Debian's
+ * dist-packages, the operator's [python] path), then each program
+ * language's `version` command (first line of its output; null when it
+ * fails: the runtime is not installed).  LANGS is spliced in as JSON. */
+static const char probe_head[] =
+	"import importlib.metadata as md, json, subprocess, sys\n"
+	"LANGS = json.loads(%s)\n";
+static const char probe_body[] =
+	"found = {'python': '%d.%d.%d' % sys.version_info[:3], 'packages': {}, 'languages': {}}\n"
+	"for d in md.distributions():\n"
+	"    try:\n"
+	"        name, version = d.metadata['Name'], d.version\n"
+	"    except Exception:\n"
+	"        continue\n"
+	"    if name and version and len(found['packages']) < 5000:\n"
+	"        found['packages'].setdefault(str(name)[:200], str(version)[:200])\n"
+	"for name, command in LANGS.items():\n"
+	"    line = None\n"
+	"    try:\n"
+	"        p = subprocess.run(command, shell=True, capture_output=True, timeout=20,\n"
+	"                           stdin=subprocess.DEVNULL)\n"
+	"        text = (p.stdout or p.stderr).decode('utf-8', 'replace').strip()\n"
+	"        if p.returncode == 0 and text:\n"
+	"            line = text.splitlines()[0][:200]\n"
+	"    except Exception:\n"
+	"        pass\n"
+	"    found['languages'][name] = line\n"
+	"print(json.dumps(found))\n";
+
+char *probe_code(void)
+{
+	json_t *langs = json_object(), *text = NULL;
+	char *list = NULL, *quoted = NULL;
+	struct buf code = BUF_INIT;
+
+	for (size_t i = 0; langs && i < lang_count(); i++)
+		if (lang_at(i)->version)
+			json_object_set_new(langs, lang_at(i)->name, json_string(lang_at(i)->version));
+	/* A JSON string of the JSON object: a Python literal as it stands. */
+	if (!langs || !(list = json_dumps(langs, JSON_COMPACT)) ||
+	    !(text = json_string(list)) || !(quoted = json_dumps(text, JSON_ENCODE_ANY)) ||
+	    buf_appendf(&code, probe_head, quoted) < 0 || buf_append_str(&code, probe_body) < 0) {
+		buf_release(&code);
+		code.data = NULL;
+	}
+	json_decref(langs);
+	json_decref(text);
+	free(list);
+	free(quoted);
+	return code.data;
+}
+
+static bool short_string(const json_t *v)
+{
+	return json_is_string(v) && json_string_length(v) <= FIELD_MAX &&
+	       strlen(json_string_value(v)) == json_string_length(v);
+}
+
+json_t *probe_parse(const char *out, size_t len)
+{
+	json_t *found = len <= PROBE_OUTPUT_MAX ? json_loadb(out, len, 0, NULL) : NULL;
+	json_t *packages = json_object_get(found, "packages");
+	json_t *langs = json_object_get(found, "languages");
+	const char *k;
+	json_t *v;
+
+	if (!json_is_object(found) || !short_string(json_object_get(found, "python")) ||
+	    !json_is_object(packages) || json_object_size(packages) > PACKAGES_MAX ||
+	    !json_is_object(langs))
+		goto bad;
+	json_object_foreach(packages, k, v)
+		if (strlen(k) > FIELD_MAX || !short_string(v))
+			goto bad;
+	json_object_foreach(langs, k, v)
+		if (!lang_find(k) || !(json_is_null(v) || short_string(v)))
+			goto bad;
+	return found;
+bad:
+	json_decref(found);
+	return NULL;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+
+	return strcasecmp(json_string_value(json_object_get(x, "name")),
+			  json_string_value(json_object_get(y, "name")));
+}
+
+static json_t *strings(const char *const *list)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && list && list[i]; i++)
+		json_array_append_new(a, json_string(list[i]));
+	return a;
+}
+
+/* [{"name", "version"}] sorted by name (case aside), from {name: version}. */
+static json_t *package_list(const json_t *packages)
+{
+	size_t n = json_object_size(packages), i = 0;
+	json_t **items = calloc(n ? n : 1, sizeof(*items)), *list = json_array(), *v;
+	const char *k;
+
+	if (!items || !list) {
+		free(items);
+		json_decref(list);
+		return NULL;
+	}
+	json_object_foreach((json_t *)packages, k, v)
+		items[i++] = json_pack("{s:s, s:O}", "name", k, "version", v);
+	qsort(items, n, sizeof(*items), by_name);
+	for (i = 0; i < n; i++)
+		json_array_append_new(list, items[i]);
+	free(items);
+	return list;
+}
+
+json_t *probe_describe(const json_t *found, const char *error)
+{
+	json_t *langs = json_array(), *versions = json_object_get(found, "languages");
+	json_t *d;
+
+	for (size_t i = 0; langs && i < lang_count(); i++) {
+		const struct language *l = lang_at(i);
+		json_t *version = !l->file ? json_object_get(found, "python") :
+				  json_object_get(versions, l->name);
+		json_t *entry = json_pack("{s:s, s:o, s:o, s:s, s:b, s:O?}", "name", l->name,
+					  "aliases", strings(l->aliases), "extensions",
+					  strings(l->extensions), "summary", l->summary,
+					  "default", i == 0, "version", version);
+
+		/* Known only once found: whether its runtime answered. */
+		if (entry && found && (!l->file || l->version))
+			json_object_set_new(entry, "available", json_boolean(json_is_string(version)));
+		json_array_append_new(langs, entry);
+	}
+	d = json_pack("{s:o, s:o}", "languages", langs, "packages",
+		      found ? package_list(json_object_get(found, "packages")) : json_null());
+	if (d && error)
+		json_object_set_new(d, "error", json_string(error));
+	return d;
+}
+
+/* ---- in the background ---------------------------------------------------- */
+
+struct probe {
+	struct smgr *m;
+	struct petri_limits limits;	/* a one-shot's, by default */
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t done_cond;
+	bool done;
+	json_t *found;		/* NULL: failed */
+	char error[256];
+};
+
+static void *probe_thread(void *arg)
+{
+	struct probe *p = arg;
+	struct oneshot o = { .limits = {0} };
+	struct result res;
+	char err[512] = "";
+	char *code = probe_code();
+	json_t *found = NULL;
+	enum sm_result r = SM_NO_MEMORY;
+
+	if (code && result_init(&res) == 0) {
+		o.limits = p->limits;
+		o.ex = (struct box_exec){
+			.language = lang_default(), .code = code, .timeout_s = PROBE_TIMEOUT_S,
+			.output_cap = PROBE_OUTPUT_MAX, .cancel_fd = -1,
+		};
+		o.internal = true;
+		r = smgr_oneshot(p->m, &o, NULL, &res, err, sizeof(err));
+		if (r == SM_OK && res.status == RESULT_OK)
+			found = probe_parse(res.out.data.data, res.out.data.len);
+		else if (r == SM_OK)
+			snprintf(err, sizeof(err), "the probe ended %s: %.*s",
+				 result_status_name(res.status),
+				 (int)(res.err.data.len < 200 ? res.err.data.len : 200),
+				 res.err.data.data ? res.err.data.data : "");
+		result_release(&res);
+	}
+	pthread_mutex_lock(&p->lock);
+	p->found = found;
+	if (!found)
+		snprintf(p->error, sizeof(p->error), "cannot tell what the sandboxes have: %s",
+			 r != SM_OK ? (err[0] ? err : sm_result_message(r)) :
+			 err[0] ? err : "the probe printed something else");
+	p->done = true;
+	pthread_cond_broadcast(&p->done_cond);
+	pthread_mutex_unlock(&p->lock);
+	if (!found)
+		log_warn("%s", p->error);
+	free(code);
+	return NULL;
+}
+
+struct probe *probe_start(struct smgr *m, const struct petri_limits *limits)
+{
+	struct probe *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->m = m;
+	p->limits = *limits;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->done_cond, NULL);
+	if (pthread_create(&p->thread, NULL, probe_thread, p) != 0) {
+		pthread_mutex_destroy(&p->lock);
+		pthread_cond_destroy(&p->done_cond);
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+json_t *probe_wait(struct probe *p, double wait_s)
+{
+	struct timespec until = clock_deadline(wait_s);
+	json_t *d;
+
+	if (!p)
+		return probe_describe(NULL, "cannot tell what the sandboxes have: no memory");
+	pthread_mutex_lock(&p->lock);
+	while (!p->done && pthread_cond_timedwait(&p->done_cond, &p->lock, &until) != ETIMEDOUT)
+		;
+	d = probe_describe(p->found, p->done ? (p->found ? NULL : p->error) :
+				     "still finding out what the sandboxes have: ask again");
+	pthread_mutex_unlock(&p->lock);
+	return d;
+}
+
+void probe_free(struct probe *p)
+{
+	if (!p)
+		return;
+	pthread_join(p->thread, NULL);
+	json_decref(p->found);
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->done_cond);
+	free(p);
+}

@@ -1,0 +1,42 @@
+/* What the sandboxes have, found by running one: Python's version and the
+ * packages it can import (with their versions), and the version of each
+ * language's runtime.  A probe is an ordinary Python execution in a fresh
+ * sandbox, as a one-shot's, so it sees exactly what a session sees: the
+ * host's packages, the operator's binds and [python] path, the table of
+ * languages (runtime/languages.h).  GET /v1/languages, MCP's tool
+ * description and petri check say what it found (docs/languages.md). */
+#ifndef PETRI_PROBE_H
+#define PETRI_PROBE_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "exec/limits.h"
+
+struct smgr;
+
+#define PROBE_OUTPUT_MAX (1u << 20)	/* the probe's stdout, at most */
+#define PROBE_TIMEOUT_S 60.0
+
+/* The probe's code, for the table of languages as it is now; free() it. */
+char *probe_code(void);
+
+/* What the probe printed, checked: {"python": "3.11.2", "packages":
+ * {NAME: VERSION}, "languages": {NAME: "first line of its version" or
+ * null}}; NULL when the output is not that.  Bounded: a sandbox wrote it. */
+json_t *probe_parse(const char *out, size_t len);
+
+/* The answer of GET /v1/languages: every language of the table with its
+ * version as found, and the packages sorted by name.  found NULL: not
+ * known (error says why: still probing, or the probe failed). */
+json_t *probe_describe(const json_t *found, const char *error);
+
+/* A probe running in the background in a one-shot sandbox of m with these
+ * limits, kept out of the record (started by smgr_found(), session.h). */
+struct probe;
+struct probe *probe_start(struct smgr *m, const struct petri_limits *limits);
+/* probe_describe() of what it found, waiting at most wait_s for it. */
+json_t *probe_wait(struct probe *p, double wait_s);
+void probe_free(struct probe *p);
+
+#endif
