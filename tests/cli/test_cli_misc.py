@@ -31,9 +31,14 @@ def test_check_says_the_sandbox_works(petri_raw):
     assert re.search(r'^sandbox:\s+works', text, re.M), text
     assert re.search(r'^cgroups:\s+v[12] under', text, re.M), text   # the suite needs them
     assert re.search(r'leased from \d+-\d+, \d+ of 65536 free', text), text
-    # The languages, from the one table the front ends read.
-    assert re.search(r'^languages:\s+python \(also py, python3\), bash \(also sh\), c$',
-                     text, re.M), text
+    # The languages, from the one table the front ends read, with the
+    # versions a sandbox found; the packages it can import.
+    assert re.search(r'^languages:\s+python \(also py, python3\): 3\.\d+\.\d+,$', text, re.M), text
+    assert re.search(r'^\s+bash \(also sh\): GNU bash, version', text, re.M), text
+    assert re.search(r'^\s+javascript \(also js, node, nodejs\): v\d+', text, re.M), text
+    assert re.search(r'^\s+r \(also R\): R', text, re.M), text
+    assert re.search(r'^packages:\s+\d+ Python packages', text, re.M), text
+    assert re.search(r'\bnumpy \d', text) and re.search(r'\bseaborn \d', text), text
 
 
 def test_check_json(petri_raw):
@@ -45,10 +50,17 @@ def test_check_json(petri_raw):
     count = int(petri_raw(['policy', '--count']).stdout)
     assert info['seccomp']['allowed_syscalls'] == count
     assert info['uid_map']['host_uid'] >= 2_000_000_000
-    assert info['languages'] == [
-        {'name': 'python', 'aliases': ['py', 'python3'], 'extensions': ['.py']},
-        {'name': 'bash', 'aliases': ['sh'], 'extensions': ['.sh', '.bash']},
-        {'name': 'c', 'aliases': [], 'extensions': ['.c']}]
+    names = [(l['name'], l['aliases'], l['extensions']) for l in info['languages']]
+    assert names == [('python', ['py', 'python3'], ['.py']),
+                     ('bash', ['sh'], ['.sh', '.bash']), ('c', [], ['.c']),
+                     ('javascript', ['js', 'node', 'nodejs'], ['.js', '.cjs']),
+                     ('r', ['R'], ['.R', '.r'])]
+    assert all(l['available'] and l['version'] for l in info['languages'])
+    packages = {p['name']: p['version'] for p in info['packages']}
+    # Found in the sandbox, not written down: what Debian installed.
+    import importlib.metadata
+    assert packages['numpy'] == importlib.metadata.version('numpy')
+    assert 'seaborn' in packages and 'scikit-learn' in packages
     # The range sandboxes lease their host uids from, and how much of it
     # no daemon of this host holds.
     assert info['uid_map']['uid_count'] == 65536

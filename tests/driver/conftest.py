@@ -16,6 +16,15 @@ import subprocess
 import time
 from pathlib import Path
 
+# The built-in programs as src/runtime/languages.c sends them (the box adds
+# "program" to every exec frame of a language other than Python).
+PROGRAMS = {
+    'bash': {'file': '{tmp}/main.sh', 'run': '/bin/bash {file}'},
+    'c': {'file': '{tmp}/main.c', 'compile': 'gcc -O2 -std=gnu17 -o prog main.c -lm',
+          'run': '{tmp}/prog'},
+    'javascript': {'file': '{tmp}/main.js', 'run': 'node /opt/petri/run.js {file}'},
+}
+
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -115,6 +124,9 @@ class Driver:
         self.sock.sendall(data)
 
     def send(self, frame):
+        if (isinstance(frame, dict) and frame.get('type') == 'exec'
+                and frame.get('language') in PROGRAMS and 'program' not in frame):
+            frame = dict(frame, program=PROGRAMS[frame['language']])
         body = json.dumps(frame).encode()
         self.send_raw(struct.pack('>I', len(body)) + body)
 

@@ -49,7 +49,7 @@ def test_an_unknown_language_gets_one_message_everywhere(mcp, http_server):
 
 
 def test_a_language_that_is_not_a_string(mcp, http_server):
-    message = "'language' must be a string: python, bash or c"
+    message = "'language' must be a string: python, bash, c, javascript or r"
     r = requests.post(http_server.url + "/v1/execute", json={"code": "1", "language": 3},
                       timeout=60)
     assert r.status_code == 400 and r.json()["error"]["message"] == message

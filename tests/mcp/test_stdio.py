@@ -2,6 +2,7 @@
 errors, the lifecycle, version negotiation, batches, cancellation, expiry
 and shutdown."""
 import json
+import re
 import signal
 import time
 
@@ -163,7 +164,7 @@ def test_tools_list_schemas(mcp):
         "type": "object", "additionalProperties": False, "required": ["code"],
         "properties": {
             "code": {"type": "string", "description": ex["properties"]["code"]["description"]},
-            "language": {"type": "string", "enum": ["python", "bash", "c"],
+            "language": {"type": "string", "enum": ["python", "bash", "c", "javascript", "r"],
                          "description": ex["properties"]["language"]["description"]},
             "timeout_s": {"type": "number", "minimum": 0.1, "maximum": 600.0, "default": 30.0,
                           "description": ex["properties"]["timeout_s"]["description"]},
@@ -178,9 +179,14 @@ def test_tools_list_schemas(mcp):
     assert by_name["read_file"]["annotations"]["readOnlyHint"] is True
     assert by_name["reset"]["annotations"]["destructiveHint"] is True
     desc = by_name["execute"]["description"]
-    for words in ("Python 3.", "numpy", "pandas", "matplotlib", "scipy", "openpyxl",
-                  "/work", "no network", "30 s", "1024 MB"):
+    for words in ("Python 3.", "/work", "no network", "30 s", "1024 MB"):
         assert words in desc, words
+    # The packages and the languages' versions, as a sandbox found them at
+    # start: not a list written into petri.
+    import importlib.metadata
+    for dist in ("numpy", "pandas", "matplotlib", "scipy", "seaborn", "scikit-learn"):
+        assert f"{dist} {importlib.metadata.version(dist)}" in desc, dist
+    assert re.search(r"javascript \(v\d+\.", desc) and re.search(r"\br \(R", desc), desc
     import jsonschema
     for t in tools:
         jsonschema.Draft202012Validator.check_schema(t["inputSchema"])

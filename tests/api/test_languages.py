@@ -1,0 +1,190 @@
+"""Languages as data: JavaScript and R built in, an operator's languages from
+[language.NAME] sections, each running inside the session's sandbox with its
+workspace and limits, warm and cold; GET /v1/languages says what a sandbox
+found at start (docs/languages.md)."""
+import base64
+import importlib.metadata
+
+import pytest
+
+from conftest import Server
+
+OPERATOR = """
+[language.perl]
+file = main.pl
+run = perl main.pl
+aliases = pl
+extensions = .pl
+version = perl -e 'print "perl $^V"'
+
+[language.cpp]
+file = {tmp}/main.cpp
+compile = g++ -O1 -o prog main.cpp
+run = {tmp}/prog
+version = g++ --version
+"""
+
+
+@pytest.fixture(scope="module", params=["warm", "cold"])
+def srv(request, tmp_path_factory):
+    config = OPERATOR + ("" if request.param == "warm" else "[sessions]\nwarm = false\n")
+    s = Server(tmp_path_factory.mktemp("lang"), config)
+    yield s
+    code, err = s.stop()
+    assert code == 0, err[-3000:]
+    assert not s.leaked, f"processes of petri serve outlived it: {s.leaked}"
+
+
+@pytest.fixture
+def api(srv):
+    return srv.api()
+
+
+def run(api, sid, language, code, **kw):
+    return api.execute(sid, code, language=language, **kw)
+
+
+def test_languages_lists_what_a_sandbox_found(api):
+    r = api.get("/v1/languages")
+    assert r.status_code == 200, r.text
+    body = r.json()
+    by_name = {lang["name"]: lang for lang in body["languages"]}
+    assert list(by_name) == ["python", "bash", "c", "javascript", "r", "perl", "cpp"]
+    assert by_name["python"]["default"] and by_name["python"]["version"].startswith("3.")
+    assert by_name["javascript"]["version"].startswith("v")
+    assert by_name["r"]["version"].startswith("R")
+    assert by_name["perl"]["version"].startswith("perl v5")
+    assert by_name["perl"]["aliases"] == ["pl"] and by_name["perl"]["extensions"] == [".pl"]
+    assert all(lang["available"] for lang in body["languages"])
+    packages = {p["name"]: p["version"] for p in body["packages"]}
+    for dist in ("numpy", "pandas", "seaborn", "scikit-learn", "statsmodels"):
+        assert packages[dist] == importlib.metadata.version(dist), dist
+    names = [p["name"].lower() for p in body["packages"]]
+    assert names == sorted(names)
+    # The probe is petri's own: not an execution of anyone's.
+    assert api.get("/v1/executions").json()["executions"] == []
+
+
+def test_the_operators_perl_prints_42_in_the_workspace(api):
+    sid = api.session()
+    res = run(api, sid, "perl", "print 6*7")
+    assert res["status"] == "ok" and res["stdout"] == "42", res
+    # Its file is written in the workspace, as the section says, and an
+    # alias names it too.
+    res = run(api, sid, "pl", 'open(my $f, "<", "main.pl") or die; print <$f>')
+    assert res["stdout"].startswith('open(my $f'), res
+    res = run(api, sid, "perl", "die 'broken'")
+    assert res["status"] == "error" and res["error"]["name"] == "NonZeroExit", res
+    assert "broken" in res["stderr"]
+
+
+def test_a_compiled_language_of_the_operators(api):
+    sid = api.session()
+    res = run(api, sid, "cpp", "#include <iostream>\nint main() { std::cout << 6 * 7; }")
+    assert res["status"] == "ok" and res["stdout"] == "42", res
+    res = run(api, sid, "cpp", "int main() { return undefined_name; }")
+    assert res["status"] == "error" and res["error"]["name"] == "CompileError", res
+    assert "undefined_name" in res["error"]["message"]
+    assert "main.cpp:1" in res["error"]["traceback"]
+    # {tmp} is private to one execution and gone after it.
+    assert run(api, sid, "bash", "ls /tmp")["stdout"].count("petri-") == 1
+
+
+def test_javascript_value_output_and_errors(api):
+    sid = api.session()
+    res = run(api, sid, "javascript", "console.log('hi'); const xs = [1, 2, 3];\nxs.map(x => x * 2)")
+    assert res["status"] == "ok" and res["stdout"] == "hi\n", res
+    assert res["results"] == [{"text/plain": "[ 2, 4, 6 ]"}]
+    res = run(api, sid, "js", "function f() { throw new TypeError('bad value') }\nf()")
+    assert res["status"] == "error", res
+    assert res["error"]["name"] == "TypeError" and res["error"]["message"] == "bad value"
+    assert "at f (main.js:1:" in res["error"]["traceback"]
+    assert "/opt/petri" not in res["error"]["traceback"]
+    res = run(api, sid, "javascript", "let x = ;")
+    assert res["error"]["name"] == "SyntaxError", res
+    # A module: import works; no last value.
+    res = run(api, sid, "javascript", "import os from 'os';\nconsole.log(typeof os.cpus)")
+    assert res["status"] == "ok" and res["stdout"] == "function\n", res
+    # An async error is the program's error too.
+    res = run(api, sid, "javascript", "setTimeout(() => { null.x }, 1)")
+    assert res["error"]["name"] == "TypeError", res
+
+
+def test_r_values_and_plots(api):
+    sid = api.session()
+    res = run(api, sid, "r", "x <- c(1, 2, 3)\nmean(x)\nplot(x)\nhist(x)")
+    assert res["status"] == "ok" and res["stdout"] == "[1] 2\n", res
+    pngs = [r["image/png"] for r in res["results"] if "image/png" in r]
+    assert len(pngs) == 2
+    assert all(base64.b64decode(p)[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+    res = run(api, sid, "R", "f <- function() stop('nope')\nf()\nprint('not reached')")
+    assert res["status"] == "error" and res["error"]["message"] == "nope", res
+    assert "not reached" not in res["stdout"]
+    res = run(api, sid, "r", "tryCatch(stop('caught'), error = function(e) cat('handled\\n'))")
+    assert res["status"] == "ok" and res["stdout"] == "handled\n", res
+
+
+def test_every_language_shares_the_workspace(api):
+    sid = api.session()
+    api.execute(sid, "import pandas as pd\npd.DataFrame({'a': [1, 2, 3]}).to_csv('t.csv', index=False)")
+    res = run(api, sid, "r", "d <- read.csv('t.csv')\ncat(sum(d$a), '\\n')")
+    assert res["stdout"] == "6 \n", res
+    res = run(api, sid, "javascript",
+              "require('fs').readFileSync('t.csv', 'utf8').trim().split('\\n').length")
+    assert res["results"] == [{"text/plain": "4"}], res
+    res = run(api, sid, "perl", "open(my $f, '<', 't.csv'); my @l = <$f>; print scalar(@l)")
+    assert res["stdout"] == "4", res
+
+
+def test_a_program_is_held_by_the_sessions_limits(api):
+    sid = api.session(limits={"memory_mb": 128})
+    res = run(api, sid, "r", "Sys.sleep(30)", timeout_s=1)
+    assert res["status"] == "timeout", res
+    assert run(api, sid, "javascript", "1 + 1")["results"] == [{"text/plain": "2"}]
+    res = run(api, sid, "javascript", "const b = []; for (;;) b.push(Buffer.alloc(16 << 20, 1))")
+    assert res["status"] == "oom", res
+    # As for Python: the memory limit ends the session, and says so.
+    r = api.post(f"/v1/sessions/{sid}/execute", {"code": "1", "language": "javascript"})
+    assert r.status_code == 410 and "memory limit" in r.json()["error"]["message"]
+
+
+def test_what_a_program_leaves_as_results_is_bounded(api):
+    sid = api.session()
+    code = """
+const fs = require('fs'), path = require('path'), dir = process.env.PETRI_RESULTS;
+for (let i = 0; i < 3000; i++) fs.writeFileSync(path.join(dir, `n${String(i).padStart(4, '0')}.txt`), 'x');
+fs.symlinkSync('/etc/passwd', path.join(dir, 'a-link.txt'));
+fs.mkdirSync(path.join(dir, 'b-dir.txt'));
+fs.writeFileSync(path.join(dir, 'error.json'), '{"name": 5}');
+"""
+    res = run(api, sid, "javascript", code)
+    assert res["status"] == "ok", res
+    texts = [r.get("text/plain") for r in res["results"]]
+    assert "root:x:0:0" not in "".join(t or "" for t in texts)    # never followed
+    assert len(res["results"]) <= 1001     # at most results_max, and a note
+    # A malformed error.json is no error of the program's.
+    res = run(api, sid, "javascript",
+              "require('fs').writeFileSync(process.env.PETRI_RESULTS + '/error.json', '[')\n"
+              "process.exitCode = 3")
+    assert res["error"]["name"] == "NonZeroExit" and res["exit_code"] == 3, res
+    assert api.execute(sid, "1 + 1")["results"][0]["text/plain"] == "2"
+
+
+def test_an_unknown_language_names_every_language(api):
+    sid = api.session()
+    r = api.post(f"/v1/sessions/{sid}/execute", {"code": "x", "language": "cobol"})
+    assert r.status_code == 400
+    assert r.json()["error"]["message"] == \
+        "unknown language 'cobol': must be python, bash, c, javascript, r, perl or cpp"
+
+
+@pytest.mark.parametrize("section, words", [
+    ("[language.perl]\nrun = perl x\nfile = ../x.pl\n", "[language.perl]: 'file'"),
+    ("[language.perl]\nfile = x.pl\n", "[language.perl]: 'run' is required"),
+    ("[language.js2]\nfile = x.js\nrun = node x.js\naliases = js\n",
+     "[language.js2]: the name 'js' is already a language's"),
+])
+def test_a_bad_language_section_is_refused_at_start(tmp_path, section, words):
+    with pytest.raises(RuntimeError) as e:
+        Server(tmp_path, section)
+    assert words in str(e.value)
