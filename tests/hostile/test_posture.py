@@ -155,18 +155,28 @@ def test_posture_cold_run(tmp_path, host_guard):
     assert not problems, '\n'.join(problems)
 
 
+# The program that holds the sandbox open, by language: Node.js makes
+# system calls of its own (threads, epoll, its JIT), and is inspected with
+# the sleep it starts.
+HOLDERS = {'bash': SLEEP, 'javascript': f"require('child_process').execSync('{SLEEP}')"}
+
+
+@pytest.mark.parametrize('language', HOLDERS)
 @pytest.mark.parametrize('path', ('serve-cold', 'serve-warm'))
-def test_posture_session(path, servers, host_guard):
+def test_posture_session(path, language, servers, host_guard):
     srv = servers(path)
     sid = srv.api.session(limits={'timeout_s': 60})
     watch = H.SessionWatch(srv.api, sid, warm=(path == 'serve-warm'))
     done = {}
     t = threading.Thread(target=lambda: done.setdefault(
-        'r', srv.api.post(f'/v1/sessions/{sid}/execute', {'code': SLEEP, 'language': 'bash'})))
+        'r', srv.api.post(f'/v1/sessions/{sid}/execute',
+                          {'code': HOLDERS[language], 'language': language})))
     t.start()
     try:
         pids = wait_for_sleep(watch.host_procs)
         problems = inspect(pids)
+        if language == 'javascript' and not any(cmdline(p).startswith('node ') for p in pids):
+            problems.append(f'no node among {[(p, cmdline(p)) for p in pids]}')
     finally:
         srv.api.delete(f'/v1/sessions/{sid}')
         t.join(60)

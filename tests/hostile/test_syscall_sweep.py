@@ -167,3 +167,26 @@ def test_syscall_sweep(path, policy, servers, host_guard):
     report(path, rows, declared, problems, allowed_seen)
     assert not problems, f'{len(problems)} differences:\n' + '\n'.join(problems)
     assert allowed_seen == declared & set(table.values())
+
+
+@pytest.mark.parametrize('path', ('serve-cold', 'serve-warm'))
+def test_syscall_sweep_from_node(path, policy, servers, host_guard):
+    """The same sweep, started by a JavaScript execution: what Node.js and
+    the programs it starts may call is the policy, no more."""
+    declared, table = policy
+    srv = servers(path)
+    sid = srv.api.session(limits=H.api_limits(LIMITS))
+    H.SessionWatch(srv.api, sid, warm=(path == 'serve-warm'))
+    r = srv.api.put(f'/v1/sessions/{sid}/files/sweep.c', data=SWEEP_C.read_bytes())
+    assert r.status_code == 201, r.text
+    built = srv.api.execute(sid, 'gcc -O1 -o sweep sweep.c', language='bash')
+    assert built['status'] == 'ok', H.describe(built)
+    result = srv.api.execute(sid, "require('child_process').spawnSync('./sweep', "
+                                  "{stdio: 'inherit'}).status", language='javascript')
+    srv.api.delete(f'/v1/sessions/{sid}')
+    rows, done = parse(H.out_bytes(result, 'stderr').decode('utf-8', 'replace'))
+    assert result['status'] == 'ok' and done, H.describe(result)
+    assert result['results'] == [{'text/plain': '0'}], H.describe(result)
+    problems, allowed_seen = compare(rows, declared, table)
+    report(f'{path}, from node', rows, declared, problems, allowed_seen)
+    assert not problems, f'{len(problems)} differences:\n' + '\n'.join(problems)
