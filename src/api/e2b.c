@@ -632,14 +632,15 @@ known:
 	}
 	snprintf(b->template_id, sizeof(b->template_id), "%s", tmpl);
 	b->metadata = json_is_object(meta) ? json_deep_copy(meta) : json_object();
-	/* The default contexts, as the code interpreter lists them. */
-	b->contexts[0] = (struct e2b_context){ .id = "python", .language = "python",
-					       .cwd = E2B_HOME, .is_default = true };
-	b->contexts[1] = (struct e2b_context){ .id = "bash", .language = "bash",
-					       .cwd = E2B_HOME, .is_default = true };
-	b->contexts[2] = (struct e2b_context){ .id = "c", .language = "c",
-					       .cwd = E2B_HOME, .is_default = true };
-	b->ncontexts = 3;
+	/* The default contexts, as the code interpreter lists them: one per
+	 * language, its id the language's name. */
+	for (size_t i = 0; i < lang_count() && i < E2B_CONTEXTS_MAX / 2; i++) {
+		struct e2b_context *c = &b->contexts[b->ncontexts++];
+
+		*c = (struct e2b_context){ .cwd = E2B_HOME, .is_default = true };
+		snprintf(c->id, sizeof(c->id), "%s", lang_at(i)->name);
+		snprintf(c->language, sizeof(c->language), "%s", lang_at(i)->name);
+	}
 	sweep(rq->e2b, rq->sm);
 	if ((r = smgr_create(rq->sm, &p, &s, err, sizeof(err))) != SM_OK) {
 		answered = session_error(rq, r, err, "");

@@ -28,12 +28,14 @@
 #include <stdbool.h>
 
 #include "api/http.h"
+#include "runtime/languages.h"
 
 #define E2B_ENVD_PORT		49983
 #define E2B_CODE_PORT		49999
 #define E2B_ENVD_VERSION	"0.4.0"	/* no Basic auth, multipart uploads (docs/e2b.md) */
 #define E2B_HOME		"/home/user"	/* the workspace, as the SDKs name it */
-#define E2B_CONTEXTS_MAX	32		/* code contexts per sandbox */
+#define E2B_CONTEXTS_MAX	64		/* code contexts per sandbox, a default one
+						 * per language included */
 #define E2B_TOKEN_LEN		64		/* hex digits of a token */
 
 struct e2b;
@@ -86,7 +88,7 @@ void e2b_sdk_path(const char *rel, char *out, size_t len);
  * counts those that started in it (E2B's execution_count). */
 struct e2b_context {
 	char id[40];
-	char language[16];
+	char language[LANG_NAME_MAX + 1];
 	char cwd[256];
 	bool is_default;
 	bool fresh;

@@ -273,7 +273,12 @@ def test_languages(sbx):
     e = sbx.run('#include <stdio.h>\nint main(void) { puts("from c"); return 0; }',
                 language=" C ")
     assert e.stdout == "from c\n" and e.error is None
-    for lang in ("javascript", "r", "java", "typescript", "x" * 5000):
+    # JavaScript and R are languages of petri's table, as of E2B's.
+    e = sbx.run("const answer = 6 * 7;\nanswer", language="js")
+    assert e.text == "42" and e.error is None, e
+    e = sbx.run("cat(readLines('seen.txt'), '\\n')", language="r")
+    assert e.stdout == "in the workspace \n" and e.error is None, e
+    for lang in ("java", "typescript", "x" * 5000):
         status, body = sbx.refused({"code": "1", "language": lang})
         assert status == 400 and body["code"] == 400, body
         assert "python" in body["message"], body
@@ -392,7 +397,7 @@ def test_context_cwd_and_language(sbx):
                 "/home/user/" + "d" * 300, 5):
         r = sbx.ctx("POST", "/contexts", {"cwd": cwd})
         assert r.status_code == 400 and r.json()["code"] == 400, (cwd, r.text)
-    r = sbx.ctx("POST", "/contexts", {"language": "javascript"})
+    r = sbx.ctx("POST", "/contexts", {"language": "java"})
     assert r.status_code == 400 and "python" in r.json()["message"]
     status, body = sbx.refused({"code": "1", "context_id": ctx["id"], "language": "python"})
     assert status == 400, body
@@ -411,7 +416,8 @@ def test_contexts_are_bounded(sbx):
         assert made <= 100
     assert r.status_code == 429 and "at most" in r.json()["message"], r.text
     assert 0 < made < 100
-    assert len(sbx.ctx("GET", "/contexts").json()) == made + 3
+    # and the default ones, one per language
+    assert len(sbx.ctx("GET", "/contexts").json()) == made + 5
 
 
 # ---- who may, and what a client may send ----------------------------------------------

@@ -206,7 +206,8 @@ def test_document_structure():
                 "/v1/sessions/{id}/keepalive",
                 "/v1/sessions/{id}/execute", "/v1/sessions/{id}/executions",
                 "/v1/sessions/{id}/files",
-                "/v1/sessions/{id}/files/{path}", "/v1/execute", "/v1/executions"}
+                "/v1/sessions/{id}/files/{path}", "/v1/execute", "/v1/executions",
+                "/v1/languages"}
     assert set(DOC["paths"]) == expected
     op_ids = []
     for template, item in DOC["paths"].items():
@@ -559,6 +560,8 @@ def test_the_execution_record(api):
     check(api.post("/v1/execute", {"code": "print(2)"}))
     own = check(api.get(f"/v1/sessions/{sid}/executions"))
     assert [e["session"] for e in own["executions"]] == [sid]
+    found = check(api.get("/v1/languages"))
+    assert found["packages"] and found["languages"][0]["name"] == "python"
     everything = check(api.get("/v1/executions", params={"limit": 2}))
     assert [e["session"] for e in everything["executions"]] == [None, sid]
     only = check(api.get("/v1/executions", params={"session": "none", "limit": 1}))
@@ -579,7 +582,7 @@ def test_bad_requests(api):
         ("/v1/sessions", b'{"a":', "invalid_json", None),
         ("/v1/sessions", b'{"language":"python","language":"c"}', "invalid_json", None),
         ("/v1/sessions", {"bogus": 1}, "invalid_request", create),
-        ("/v1/sessions", {"language": "ruby"}, "invalid_request", create),
+        ("/v1/sessions", {"language": "ruby"}, "invalid_request", None),  # GET /v1/languages
         ("/v1/sessions", {"limits": {"gpu": 1}}, "invalid_request", create),
         ("/v1/sessions", {"limits": []}, "invalid_request", create),
         ("/v1/sessions", {"limits": {"memory_mb": 16}}, "invalid_request", create),
@@ -591,7 +594,7 @@ def test_bad_requests(api):
         ("/v1/sessions", {"env": {"A": 1}}, "invalid_request", create),
         (f"/v1/sessions/{sid}/execute", {}, "invalid_request", execute),
         (f"/v1/sessions/{sid}/execute", {"code": 1}, "invalid_request", execute),
-        (f"/v1/sessions/{sid}/execute", {"code": "1", "language": "js"}, "invalid_request", execute),
+        (f"/v1/sessions/{sid}/execute", {"code": "1", "language": "ruby"}, "invalid_request", None),
         (f"/v1/sessions/{sid}/execute", {"code": "1", "timeout_s": 0}, "invalid_request", execute),
         (f"/v1/sessions/{sid}/execute", {"code": "1", "timeout_s": 31}, "invalid_request", None),
         (f"/v1/sessions/{sid}/execute", {"code": "1", "limits": {}}, "invalid_request", execute),
