@@ -12,6 +12,8 @@
  *   [max_limits] the same keys: the most a client may ask for
  *   [sandbox]  uid_base, uid_count, cgroup_parent, cgroups, ro_bind (repeatable), env
  *              (repeatable, NAME=value)
+ *   [python]   path (directories on sys.path, repeatable), wheelhouse (the
+ *              directory of wheels that pip installs from)
  *
  * docs/configuration.md documents every key.  Unknown keys and bad values
  * are errors naming the key: a typo must not silently weaken a limit. */
@@ -71,7 +73,18 @@ struct petri_config {
 	size_t nro_binds;
 	char **env;		/* NULL-terminated "NAME=value" */
 	size_t nenv;
+
+	/* [python]: directories on every session's sys.path, and the
+	 * wheelhouse pip installs from ("": none).  Each is bound read-only
+	 * into every sandbox at the same place, as ro_binds are. */
+	char **python_path;	/* NULL-terminated */
+	size_t npython_path;
+	char wheelhouse[1024];
 };
+
+/* At most this many of each: every one is a mount in every sandbox. */
+#define CONFIG_RO_BINDS_MAX 64
+#define CONFIG_PYTHON_PATH_MAX 16
 
 /* Fill cfg with the defaults. */
 void config_defaults(struct petri_config *cfg);
