@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,18 +151,20 @@ static const char *bind_refusal(const char *path, char *why, size_t len)
 
 static int plan_user_bind(struct mount_plan *p, const char *path)
 {
-	char why[160];
+	char why[160], real[PATH_MAX];
 	struct stat st;
 
 	if (bind_refusal(path, why, sizeof(why)))
 		return -EINVAL;
-	if (stat(path, &st) < 0)
+	/* The host's symlinks resolved here, where they are the operator's:
+	 * the child binds what they point to (it never follows a link). */
+	if (!realpath(path, real) || stat(real, &st) < 0)
 		return -errno;
 	/* Never a device, a socket or a FIFO: what is bound is data. */
 	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
 		return -EINVAL;
 	return plan_add(p, MOUNT_BIND, S_ISDIR(st.st_mode) ? MOUNT_F_DIR : 0,
-			path, path, NULL, 0, 0);
+			real, path, NULL, 0, 0);
 }
 
 /* Can the sandbox's users reach path?  As root, a sandbox is a host uid of

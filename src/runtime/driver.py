@@ -89,6 +89,7 @@ RESULTS_CAP = 32 << 20         # results of one exec, unless the exec frame says
 RESULTS_MAX = 1000             # likewise, their number
 RESULT_OVERHEAD = 64           # what each result and MIME type counts for (box.c)
 COMPILER_TAIL_LINES = 40       # lines of compiler output kept for CompileError
+SHELL_LINES_MAX = 100          # `!command` / `%pip` lines made commands per cell
 PROTOCOL_ERROR = 2             # exit status after a malformed frame
 CO_COROUTINE = 0x0080          # inspect.CO_COROUTINE: the cell uses top-level await
 LANGUAGES = ('python', 'bash', 'c')
@@ -960,9 +961,10 @@ def shell_escapes(source, filename):
     Only a line that makes the cell a syntax error is one (never a line of a
     string, say); it is replaced in place, so line numbers stay."""
     lines = source.split('\n')
-    if not any(line.lstrip()[:1] in ('!', '%') for line in lines):
-        return source
-    for _ in lines:
+    candidates = sum(line.lstrip()[:1] in ('!', '%') for line in lines)
+    # One parse per command found: a bound keeps a hostile cell from costing
+    # the square of its size before it is even interruptible.
+    for _ in range(min(candidates, SHELL_LINES_MAX)):
         try:
             ast.parse('\n'.join(lines), filename, 'exec')
             break

@@ -47,6 +47,18 @@ def test_pip_without_a_wheelhouse_fails_clearly(petri_json, tmp_path):
     assert 'No matching distribution found for petricli' in r['stderr'], r.describe()
 
 
+def test_a_symlinked_ro_bind_binds_what_it_points_to(petri_json, tmp_path, operator):
+    wh, _ = operator
+    link = wh + '-link'
+    os.symlink(wh, link)
+    try:
+        cfg = write_config(tmp_path, f'[sandbox]\nro_bind = {link}\n')
+        r = petri_json(f'ls {link}', '--config', cfg, lang='bash')
+    finally:
+        os.unlink(link)
+    assert r['stdout'] == 'petricli-2.0-py3-none-any.whl\n', r.describe()
+
+
 @pytest.mark.parametrize('setting, where, value, reason', [
     ('ro_bind', 'sandbox', '{tmp}', 'which every sandbox mounts itself'),
     ('ro_bind', 'sandbox', '/var/tmp/petri-no-such-dir', 'cannot be found'),
