@@ -962,6 +962,8 @@ def shell_escapes(source, filename):
     string, say); it is replaced in place, so line numbers stay."""
     lines = source.split('\n')
     candidates = sum(line.lstrip()[:1] in ('!', '%') for line in lines)
+    if not candidates:
+        return source
     # One parse per command found: a bound keeps a hostile cell from costing
     # the square of its size before it is even interruptible.
     for _ in range(min(candidates, SHELL_LINES_MAX)):
