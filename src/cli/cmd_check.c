@@ -120,7 +120,7 @@ int cmd_check(int argc, char **argv)
 	found = find_out(box);
 	/* The warm path, as petri serve uses it. */
 	t0 = now_ms();
-	zr = zygote_start(host, -1, &z, zerr, sizeof(zerr));
+	zr = zygote_start(host, &cfg, -1, &z, zerr, sizeof(zerr));
 	zygote_ms = now_ms() - t0;
 	if (zr == 0) {
 		t0 = now_ms();

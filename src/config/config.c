@@ -283,7 +283,8 @@ static bool set_sandbox(struct parse *p, const char *name, const char *v)
 	if (!strcmp(name, "cgroups"))
 		return parse_bool(v, &c->cgroups);
 	if (!strcmp(name, "ro_bind"))
-		return v[0] == '/' && push(&c->ro_binds, &c->nro_binds, v) == 0;
+		return v[0] == '/' && c->nro_binds < CONFIG_RO_BINDS_MAX &&
+		       push(&c->ro_binds, &c->nro_binds, v) == 0;
 	if (!strcmp(name, "env")) {
 		const char *eq = strchr(v, '=');
 
@@ -352,6 +353,43 @@ static bool set_language(struct parse *p, const char *lang, const char *name, co
 	return false;
 }
 
+/* ---- [python]: what an operator adds to every session's Python -------- */
+
+/* A directory named on sys.path (PETRI_PYTHON_PATH, ':'-separated) and in
+ * pip's find-links (whitespace-separated): neither separator fits in it. */
+static bool plain_dir_name(const char *v)
+{
+	if (v[0] != '/')
+		return false;
+	for (const unsigned char *c = (const unsigned char *)v; *c; c++)
+		if (*c <= ' ' || *c == ':' || *c == 0x7f)
+			return false;
+	return true;
+}
+
+static bool set_python(struct parse *p, const char *name, const char *v)
+{
+	struct petri_config *c = p->cfg;
+
+	if (!strcmp(name, "path")) {
+		size_t before = c->npython_path;
+
+		if (push_list(&c->python_path, &c->npython_path, v) < 0)
+			return false;
+		for (size_t i = before; i < c->npython_path; i++)
+			if (!plain_dir_name(c->python_path[i]))
+				return false;
+		return c->npython_path <= CONFIG_PYTHON_PATH_MAX;
+	}
+	if (!strcmp(name, "wheelhouse")) {
+		if (!plain_dir_name(v) || strlen(v) >= sizeof(c->wheelhouse))
+			return false;
+		snprintf(c->wheelhouse, sizeof(c->wheelhouse), "%s", v);
+		return true;
+	}
+	return false;
+}
+
 static int handler(void *user, const char *section, const char *name,
 		   const char *value)
 {
@@ -379,6 +417,8 @@ static int handler(void *user, const char *section, const char *name,
 		ok = set_sandbox(p, name, value);
 	else if (!strncmp(section, "language.", 9))
 		ok = set_language(p, section + 9, name, value);
+	else if (!strcmp(section, "python"))
+		ok = set_python(p, name, value);
 	else
 		ok = false;
 	if (!ok && !p->failed) {
@@ -437,6 +477,33 @@ static int check_languages(struct petri_config *c, const char *path, char *err, 
 	return 0;
 }
 
+/* A bind that cannot work would make every sandbox fail to start (or, on
+ * the warm path, the template): refuse it now, naming its setting. */
+static int check_bind(const char *path, const char *setting, const char *section,
+		      bool want_dir, const char *file, char *err, size_t errlen)
+{
+	char why[1280];
+	int r = jail_bind_check(path, want_dir, why, sizeof(why));
+
+	if (r < 0)
+		snprintf(err, errlen, "%s: %s = %s in [%s] cannot be bound into the "
+			 "sandbox: the path %s", file, setting, path, section, why);
+	return r;
+}
+
+static int check_binds(struct petri_config *c, const char *file, char *err, size_t errlen)
+{
+	int r = 0;
+
+	for (size_t i = 0; r == 0 && i < c->nro_binds; i++)
+		r = check_bind(c->ro_binds[i], "ro_bind", "sandbox", false, file, err, errlen);
+	for (size_t i = 0; r == 0 && i < c->npython_path; i++)
+		r = check_bind(c->python_path[i], "path", "python", true, file, err, errlen);
+	if (r == 0 && c->wheelhouse[0])
+		r = check_bind(c->wheelhouse, "wheelhouse", "python", true, file, err, errlen);
+	return r;
+}
+
 int config_load(struct petri_config *c, const char *path, char *err, size_t errlen)
 {
 	struct parse p = { .cfg = c, .err = err, .errlen = errlen, .path = path };
@@ -459,7 +526,8 @@ int config_load(struct petri_config *c, const char *path, char *err, size_t errl
 	}
 	if ((r = check_defaults_within_max(c, err, errlen)) < 0 ||
 	    (r = check_uid_range(c, err, errlen)) < 0 ||
-	    (r = check_languages(c, path, err, errlen)) < 0)
+	    (r = check_languages(c, path, err, errlen)) < 0 ||
+	    (r = check_binds(c, path, err, errlen)) < 0)
 		config_release(c);
 	return r;
 }
@@ -496,6 +564,7 @@ void config_release(struct petri_config *c)
 	free_list(&c->api_keys, &c->napi_keys);
 	free_list(&c->ro_binds, &c->nro_binds);
 	free_list(&c->env, &c->nenv);
+	free_list(&c->python_path, &c->npython_path);
 	free_list(&c->allowed_hosts, &c->nallowed_hosts);
 	free_list(&c->allowed_origins, &c->nallowed_origins);
 }

@@ -14,6 +14,8 @@
  *              (repeatable, NAME=value)
  *   [language.NAME] file, run, compile, version, aliases, extensions, summary:
  *              a language the operator adds (src/runtime/languages.h)
+ *   [python]   path (directories on sys.path, repeatable), wheelhouse (the
+ *              directory of wheels that pip installs from)
  *
  * docs/configuration.md documents every key.  Unknown keys and bad values
  * are errors naming the key: a typo must not silently weaken a limit. */
@@ -79,7 +81,17 @@ struct petri_config {
 	 * every string and list is the configuration's own. */
 	struct language *languages;
 	size_t nlanguages;
+	/* [python]: directories on every session's sys.path, and the
+	 * wheelhouse pip installs from ("": none).  Each is bound read-only
+	 * into every sandbox at the same place, as ro_binds are. */
+	char **python_path;	/* NULL-terminated */
+	size_t npython_path;
+	char wheelhouse[1024];
 };
+
+/* At most this many of each: every one is a mount in every sandbox. */
+#define CONFIG_RO_BINDS_MAX 64
+#define CONFIG_PYTHON_PATH_MAX 16
 
 /* Fill cfg with the defaults. */
 void config_defaults(struct petri_config *cfg);

@@ -248,6 +248,17 @@ int jail_fork(struct jail *tmpl, const struct jail_config *cfg, struct jail **ou
 /* Is the template's main process still running? */
 bool jail_template_alive(struct jail *tmpl);
 
+/* Can the host path be one of jail_config's ro_binds: bound read-only
+ * (nosuid, nodev) at the same place in every sandbox?  0, or -errno with
+ * the reason in why ("is on, under or over /tmp, which every sandbox mounts
+ * itself"; to follow the path's name): a path that is not clean and
+ * absolute, that lands on, under or over one of the sandbox's own mounts
+ * (/proc, /dev, /work, /tmp, /etc, /usr, /home, /opt/petri, the /bin and
+ * /lib* links), that is missing, that is neither a directory nor a regular
+ * file (not a directory, with want_dir), or that the sandbox's users cannot
+ * read.  A bind refused here would make every sandbox fail to start. */
+int jail_bind_check(const char *path, bool want_dir, char *why, size_t whylen);
+
 /* The allow-listed system call names of the seccomp policy, NULL-terminated;
  * and their count. */
 const char *const *jail_seccomp_allowed(size_t *count);

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,9 +102,12 @@ static int plan_host_path(struct mount_plan *p, const char *path)
 	return 0;	/* devices, sockets, fifos: never */
 }
 
-/* Paths the plan owns; a caller's extra bind may not land on or under them. */
+/* Paths the plan owns; a caller's extra bind may not land on or under them
+ * (it would be covered by, or cover, the sandbox's own mounts), nor on the
+ * links at the top, through which it would land somewhere else. */
 static const char *const reserved[] = {
-	"/proc", "/dev", "/work", "/tmp", "/etc", "/opt/petri", "/usr", "/home", NULL
+	"/proc", "/dev", "/work", "/tmp", "/etc", "/opt/petri", "/usr", "/home",
+	"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", NULL
 };
 
 static bool path_is_clean(const char *path)
@@ -128,19 +132,89 @@ static bool path_under(const char *path, const char *dir)
 	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
 
+/* Why path cannot be an extra bind, from its name alone; NULL: it can. */
+static const char *bind_refusal(const char *path, char *why, size_t len)
+{
+	if (!path_is_clean(path)) {
+		snprintf(why, len, "is not a clean absolute path (no '.', '..', '//' "
+			 "or trailing '/', below 1024 bytes)");
+		return why;
+	}
+	for (size_t i = 0; reserved[i]; i++)
+		if (path_under(path, reserved[i]) || path_under(reserved[i], path)) {
+			snprintf(why, len, "is on, under or over %s, which every sandbox "
+				 "mounts itself", reserved[i]);
+			return why;
+		}
+	return NULL;
+}
+
 static int plan_user_bind(struct mount_plan *p, const char *path)
 {
+	char why[160], real[PATH_MAX];
 	struct stat st;
 
-	if (!path_is_clean(path))
+	if (bind_refusal(path, why, sizeof(why)))
 		return -EINVAL;
-	for (size_t i = 0; reserved[i]; i++)
-		if (path_under(path, reserved[i]) || path_under(reserved[i], path))
-			return -EINVAL;
-	if (stat(path, &st) < 0)
+	/* The host's symlinks resolved here, where they are the operator's:
+	 * the child binds what they point to (it never follows a link). */
+	if (!realpath(path, real) || stat(real, &st) < 0)
 		return -errno;
+	/* Never a device, a socket or a FIFO: what is bound is data. */
+	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+		return -EINVAL;
 	return plan_add(p, MOUNT_BIND, S_ISDIR(st.st_mode) ? MOUNT_F_DIR : 0,
-			path, path, NULL, 0, 0);
+			real, path, NULL, 0, 0);
+}
+
+/* Can the sandbox's users reach path?  As root, a sandbox is a host uid of
+ * no group, so only the bits for others count (an ACL is not looked at);
+ * without root it is our own uid. */
+static bool readable_by_sandbox(const char *path, bool dir, char *bad, size_t len)
+{
+	char prefix[1024];
+	struct stat st;
+
+	if (geteuid() != 0) {
+		snprintf(bad, len, "%s", path);
+		return access(path, R_OK | (dir ? X_OK : 0)) == 0;
+	}
+	for (const char *s = strchr(path + 1, '/'); s; s = strchr(s + 1, '/')) {
+		snprintf(prefix, sizeof(prefix), "%.*s", (int)(s - path), path);
+		snprintf(bad, len, "%s", prefix);
+		if (stat(prefix, &st) < 0 || !(st.st_mode & S_IXOTH))
+			return false;
+	}
+	snprintf(bad, len, "%s", path);
+	return stat(path, &st) == 0 && (st.st_mode & S_IROTH) &&
+	       (!dir || (st.st_mode & S_IXOTH));
+}
+
+int jail_bind_check(const char *path, bool want_dir, char *why, size_t whylen)
+{
+	char bad[1024];
+	struct stat st;
+
+	if (bind_refusal(path, why, whylen))
+		return -EINVAL;
+	if (stat(path, &st) < 0) {
+		snprintf(why, whylen, "cannot be found: %s", strerror(errno));
+		return -ENOENT;
+	}
+	if (want_dir && !S_ISDIR(st.st_mode)) {
+		snprintf(why, whylen, "is not a directory");
+		return -ENOTDIR;
+	}
+	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+		snprintf(why, whylen, "is neither a directory nor a regular file");
+		return -EINVAL;
+	}
+	if (!readable_by_sandbox(path, S_ISDIR(st.st_mode), bad, sizeof(bad))) {
+		snprintf(why, whylen, "cannot be read by the sandbox's users: '%s' is not "
+			 "readable (and searchable) by others", bad);
+		return -EACCES;
+	}
+	return 0;
 }
 
 static int plan_etc(struct mount_plan *p, const char *hostname)

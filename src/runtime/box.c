@@ -40,7 +40,6 @@
  * byte here, twice the parse) once the execution is over, so it is counted
  * when the frame comes, as if spent then. */
 #define FRAME_CPU_LATER_S_PER_BYTE 20e-9
-#define MAX_ENV 160	/* operator (64) + session (64) + room */
 #define NAME_MAX_LEN 256
 #define MESSAGE_MAX_LEN (64u << 10)
 #define TRACEBACK_MAX_LEN (256u << 10)
@@ -68,7 +67,7 @@ struct box {
 
 /* The sandbox's environment: a fixed base plus the caller's extras. */
 static const char *const base_env[] = {
-	"PATH=/usr/local/bin:/usr/bin:/bin",
+	"PATH=/usr/local/bin:/usr/bin:/bin:" BOX_USER_BASE "/bin",
 	"HOME=" JAIL_WORKDIR,
 	"USER=" JAIL_USER,
 	"LOGNAME=" JAIL_USER,
@@ -81,6 +80,20 @@ static const char *const base_env[] = {
 	"PYTHONUNBUFFERED=1",
 	"PYTHONDONTWRITEBYTECODE=1",
 	"XDG_CACHE_HOME=/tmp/.cache",	/* caches (fontconfig...) out of /work */
+	/* pip, offline (docs/configuration.md, [python] wheelhouse): from the
+	 * wheelhouse (PIP_FIND_LINKS, when there is one) or the session's own
+	 * files, never an index; into BOX_USER_BASE (pip's own fallback to
+	 * --user, as Debian's site-packages are read-only), without a cache,
+	 * a version check or bytecode.  PEP 668 guards Debian's packages,
+	 * which the read-only /usr guards here already. */
+	"PYTHONUSERBASE=" BOX_USER_BASE,
+	"PIP_NO_INDEX=1",
+	"PIP_BREAK_SYSTEM_PACKAGES=1",
+	"PIP_NO_CACHE_DIR=1",
+	"PIP_DISABLE_PIP_VERSION_CHECK=1",
+	"PIP_COMPILE=0",		/* (PIP_NO_COMPILE=1 would mean compile: pip's quirk) */
+	"PIP_NO_INPUT=1",
+	"PIP_PROGRESS_BAR=off",
 	NULL
 };
 
@@ -148,20 +161,24 @@ static int wait_ready(struct box *b, char *err, size_t errlen)
 int box_start(struct jail_host *host, const struct box_config *cfg,
 	      struct box **out, char *err, size_t errlen)
 {
-	const char *env[MAX_ENV + sizeof(base_env) / sizeof(base_env[0])];
-	struct jail_file files[BOX_FILES];
+	struct box_jail_parts *parts = malloc(sizeof(*parts));
 	struct jail_config jc;
 	struct jail *j;
 	int r;
 
 	*out = NULL;
-	if (box_jail_config(cfg, &jc, env, sizeof(env) / sizeof(env[0]), files, false) < 0) {
-		snprintf(err, errlen, "too many environment variables (max %d)", MAX_ENV);
-		return -E2BIG;
+	if (!parts)
+		return -ENOMEM;
+	if ((r = box_jail_config(cfg, &jc, parts, false)) < 0) {
+		snprintf(err, errlen, "too many environment variables or binds");
+		goto out;
 	}
 	if ((r = jail_spawn(host, &jc, &j, err, errlen)) < 0)
-		return r;
-	return box_adopt(j, out, err, errlen);
+		goto out;
+	r = box_adopt(j, out, err, errlen);
+out:
+	free(parts);
+	return r;
 }
 
 int box_adopt(struct jail *j, struct box **out, char *err, size_t errlen)
@@ -185,8 +202,38 @@ int box_adopt(struct jail *j, struct box **out, char *err, size_t errlen)
 	return 0;
 }
 
-int box_jail_config(const struct box_config *cfg, struct jail_config *jc, const char **env,
-		    size_t envcap, struct jail_file files[BOX_FILES], bool with_extension)
+/* "NAME=" and the items joined by sep, into buf; -E2BIG if it does not fit. */
+static int join_env(char *buf, size_t len, const char *name, const char *const *items,
+		    const char *sep)
+{
+	int n = snprintf(buf, len, "%s=", name);
+	size_t used;
+
+	if (n < 0 || (size_t)n >= len)
+		return -E2BIG;
+	used = (size_t)n;
+	for (size_t i = 0; items[i]; i++) {
+		n = snprintf(buf + used, len - used, "%s%s", i ? sep : "", items[i]);
+		if (n < 0 || (size_t)n >= len - used)
+			return -E2BIG;
+		used += (size_t)n;
+	}
+	return 0;
+}
+
+/* Append the NULL-terminated list (NULL: none) to binds[*n]. */
+static int add_binds(const char **binds, size_t *n, const char *const *list)
+{
+	for (size_t i = 0; list && list[i]; i++) {
+		if (*n >= BOX_BINDS_MAX)
+			return -E2BIG;
+		binds[(*n)++] = list[i];
+	}
+	return 0;
+}
+
+int box_jail_config(const struct box_config *cfg, struct jail_config *jc,
+		    struct box_jail_parts *parts, bool with_extension)
 {
 	static const char *const argv[] = {
 		"/usr/bin/python3", "-I", "-u", "/opt/petri/driver.py", NULL
@@ -194,31 +241,49 @@ int box_jail_config(const struct box_config *cfg, struct jail_config *jc, const 
 	static const char *const template_argv[] = {
 		"/usr/bin/python3", "-I", "-u", "/opt/petri/driver.py", "--zygote", NULL
 	};
-	size_t n = 0;
+	const char *const wheelhouse[] = { cfg->wheelhouse, NULL };
+	const char **env = parts->env, **binds = parts->binds;
+	size_t n = 0, nb = 0;
 
 	for (size_t i = 0; base_env[i]; i++)
 		env[n++] = base_env[i];
+	/* Before cfg->env: the first of two variables of one name wins. */
+	if (cfg->python_path && cfg->python_path[0]) {
+		if (join_env(parts->python_path, sizeof(parts->python_path),
+			     "PETRI_PYTHON_PATH", cfg->python_path, ":") < 0)
+			return -E2BIG;
+		env[n++] = parts->python_path;
+	}
+	if (cfg->wheelhouse) {
+		if (join_env(parts->find_links, sizeof(parts->find_links), "PIP_FIND_LINKS",
+			     wheelhouse, " ") < 0)
+			return -E2BIG;
+		env[n++] = parts->find_links;
+	}
 	for (size_t i = 0; cfg->env && cfg->env[i]; i++) {
-		if (n + 1 >= envcap)
+		if (n + 1 >= BOX_ENV_MAX)
 			return -E2BIG;
 		env[n++] = cfg->env[i];
 	}
 	env[n] = NULL;
-	/* The driver; the helpers of the JavaScript and R entries of the table
-	 * of languages; the template's C extension. */
-	files[0] = (struct jail_file){
+	if (add_binds(binds, &nb, cfg->ro_binds) < 0 ||
+	    add_binds(binds, &nb, cfg->python_path) < 0 ||
+	    add_binds(binds, &nb, cfg->wheelhouse ? wheelhouse : NULL) < 0)
+		return -E2BIG;
+	binds[nb] = NULL;
+	parts->files[0] = (struct jail_file){
 		.path = "/opt/petri/driver.py", .data = petri_driver_py,
 		.len = (size_t)(petri_driver_py_end - petri_driver_py), .mode = 0644,
 	};
-	files[1] = (struct jail_file){
+	parts->files[1] = (struct jail_file){
 		.path = "/opt/petri/run.js", .data = petri_run_js,
 		.len = (size_t)(petri_run_js_end - petri_run_js), .mode = 0644,
 	};
-	files[2] = (struct jail_file){
+	parts->files[2] = (struct jail_file){
 		.path = "/opt/petri/profile.R", .data = petri_profile_r,
 		.len = (size_t)(petri_profile_r_end - petri_profile_r), .mode = 0644,
 	};
-	files[3] = (struct jail_file){
+	parts->files[3] = (struct jail_file){
 		.path = "/opt/petri/_petri.so", .data = petri_pyext_so,
 		.len = (size_t)(petri_pyext_so_end - petri_pyext_so), .mode = 0755,
 	};
@@ -226,9 +291,9 @@ int box_jail_config(const struct box_config *cfg, struct jail_config *jc, const 
 	jc->argv = with_extension ? template_argv : argv;
 	jc->envp = env;
 	jc->limits = cfg->limits;
-	jc->files = files;
+	jc->files = parts->files;
 	jc->nfiles = with_extension ? 4 : 3;
-	jc->ro_binds = cfg->ro_binds;
+	jc->ro_binds = binds;
 	return 0;
 }
 

@@ -24,6 +24,33 @@ struct box_config {
 	struct jail_limits limits;
 	const char *const *env;		/* extra "NAME=value", NULL-terminated */
 	const char *const *ro_binds;	/* extra read-only host paths */
+	/* Host directories on sys.path (after the standard library and the
+	 * session's own installs, before Debian's packages), NULL-terminated;
+	 * and the directory of wheels pip installs from (NULL: none).  Both
+	 * are bound read-only at the same place, like ro_binds, and checked
+	 * as they are (jail_bind_check()); their names hold no ':' and no
+	 * whitespace. */
+	const char *const *python_path;
+	const char *wheelhouse;
+};
+
+/* Where pip installs inside (a --user install: PYTHONUSERBASE), in the
+ * workspace, so that the session's disk limit counts it; the driver puts
+ * its site-packages on sys.path itself (it runs with -I). */
+#define BOX_USER_BASE JAIL_WORKDIR "/.local"
+
+#define BOX_ENV_MAX 192		/* base + operator (64) + session (64) + room */
+#define BOX_BINDS_MAX 96
+#define BOX_PYTHON_PATH_MAX 16
+
+/* The storage of the jail_config that box_jail_config() makes: the
+ * caller's, alive until jail_spawn() returns. */
+struct box_jail_parts {
+	const char *env[BOX_ENV_MAX];
+	struct jail_file files[4];	/* driver, run.js, profile.R, extension */
+	const char *binds[BOX_BINDS_MAX + 1];
+	char python_path[32 + BOX_PYTHON_PATH_MAX * 1024];	/* PETRI_PYTHON_PATH= */
+	char find_links[32 + 1024];				/* PIP_FIND_LINKS= */
 };
 
 enum box_stream { BOX_STDOUT = 1, BOX_STDERR = 2 };
@@ -39,7 +66,7 @@ struct box_events {
 };
 
 struct box_exec {
-	const char *language;		/* a name of the table of languages (no alias) */
+	const char *language;		/* a name of lang_table (no alias) */
 	const char *code;
 	double timeout_s;		/* wall clock; > 0 */
 	double cpu_s;			/* CPU time of the whole sandbox; 0: none */
@@ -83,13 +110,15 @@ int box_exec(struct box *b, const struct box_exec *ex,
  * failure. */
 int box_adopt(struct jail *j, struct box **out, char *err, size_t errlen);
 
-/* The jail configuration that runs the driver: argv, environment (base plus
- * cfg->env, into env[envcap]), the files it needs (into files[2]).  With
- * with_extension, the template's: the driver in --zygote mode and the C
- * extension.  -E2BIG when the environment does not fit. */
-#define BOX_FILES 4	/* what box_jail_config() puts in /opt/petri */
-int box_jail_config(const struct box_config *cfg, struct jail_config *jc, const char **env,
-		    size_t envcap, struct jail_file files[BOX_FILES], bool with_extension);
+/* The jail configuration that runs the driver: argv, environment (base,
+ * then what cfg->python_path and cfg->wheelhouse need, then cfg->env), the
+ * files it needs, the binds (cfg->ro_binds, python_path, wheelhouse), all
+ * stored in parts: the driver and the helpers of the JavaScript and R
+ * entries of the table of languages.  With with_extension, the template's:
+ * the driver in --zygote mode and the C extension.  -E2BIG when the environment, the
+ * binds or the path do not fit. */
+int box_jail_config(const struct box_config *cfg, struct jail_config *jc,
+		    struct box_jail_parts *parts, bool with_extension);
 
 /* Set variables in the driver's environment ("NAME=value", NULL-terminated),
  * for every execution after this.  0 or -errno. */

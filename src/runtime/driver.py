@@ -98,6 +98,7 @@ RESULTS_CAP = 32 << 20         # results of one exec, unless the exec frame says
 RESULTS_MAX = 1000             # likewise, their number
 RESULT_OVERHEAD = 64           # what each result and MIME type counts for (box.c)
 COMPILER_TAIL_LINES = 40       # lines of compiler output kept for CompileError
+SHELL_LINES_MAX = 100          # `!command` / `%pip` lines made commands per cell
 PROTOCOL_ERROR = 2             # exit status after a malformed frame
 CO_COROUTINE = 0x0080          # inspect.CO_COROUTINE: the cell uses top-level await
 IN_PROCESS = ('python',)       # languages without a "program": the driver's own
@@ -127,6 +128,9 @@ MAIN_THREAD = _thread.get_ident()
 SEND_LOCK = _thread.allocate_lock()
 
 LIBC = None                    # ctypes handle for fflush(NULL), set by load_modules()
+# Where pip installs a session's packages (a --user install: PYTHONUSERBASE
+# is /work/.local, box.c), inside the workspace whatever the environment says.
+USER_SITE = '/work/.local/lib/python%d.%d/site-packages' % sys.version_info[:2]
 
 
 class State:
@@ -150,6 +154,7 @@ class State:
     main_ns = None             # ... of the default context
     contexts = {}              # other contexts' namespaces, by name
     driver_module = None       # this module, once it is no longer __main__
+    user_site = None           # (inode, mtime) of USER_SITE when last looked at
 
 
 S = State()
@@ -207,6 +212,24 @@ def on_sigint(signum, frame):
         raise KeyboardInterrupt
     if S.exec_id is not None:
         S.pending = True
+
+
+def extend_sys_path():
+    """-I leaves the user site and PYTHONPATH out of sys.path: put in the
+    session's own installs (USER_SITE) and the operator's [python] path
+    (PETRI_PYTHON_PATH, set by the supervisor), after the standard library,
+    so that the driver's own imports never come from them, and before
+    Debian's packages.  Python programs that the code starts get the
+    operator's directories as PYTHONPATH."""
+    extra = [d for d in os.environ.get('PETRI_PYTHON_PATH', '').split(':') if d[:1] == '/']
+    if extra:
+        os.environ.setdefault('PYTHONPATH', ':'.join(extra))
+    at = len(sys.path)
+    for i, entry in enumerate(sys.path):
+        if entry.endswith(('/dist-packages', '/site-packages')):
+            at = i
+            break
+    sys.path[at:at] = [d for d in [USER_SITE] + extra if d not in sys.path]
 
 
 def make_user_namespace():
@@ -398,6 +421,8 @@ def session_main():
 
 def main():
     """Bootstrap: answer ready as early as possible, then serve the session."""
+    if not FORKED:
+        extend_sys_path()               # a forked driver has its template's
     if sys.argv[1:] == ['--zygote']:
         return zygote_main()
     _signal.signal(_signal.SIGINT, on_sigint)
@@ -930,9 +955,11 @@ class PyplotImportHook:
 def run_python(exec_id, source):
     filename = '<cell %d>' % exec_id
     lines = [line + '\n' for line in source.split('\n')]
-    linecache.cache[filename] = (len(source), None, lines, filename)
+    linecache.cache[filename] = (len(source), None, lines, filename)   # as written
     try:
-        body, last = compile_cell(source, filename, lines)
+        source = shell_escapes(source, filename)
+        body, last = compile_cell(source, filename,
+                                  [line + '\n' for line in source.split('\n')])
     except Exception as exc:            # SyntaxError, ValueError (NUL), RecursionError
         exc.__traceback__ = None        # a compile-time error: no frames to show
         report_exception(exc)
@@ -973,6 +1000,80 @@ def compile_tree(tree, filename, mode):
     return code
 
 
+def shell_escapes(source, filename):
+    """IPython's `!command` and `%pip ARGS` lines, as calls of _petri_shell.
+    Only a line that makes the cell a syntax error is one (never a line of a
+    string, say); it is replaced in place, so line numbers stay."""
+    lines = source.split('\n')
+    candidates = sum(line.lstrip()[:1] in ('!', '%') for line in lines)
+    if not candidates:
+        return source
+    # One parse per command found: a bound keeps a hostile cell from costing
+    # the square of its size before it is even interruptible.
+    for _ in range(min(candidates, SHELL_LINES_MAX)):
+        try:
+            ast.parse('\n'.join(lines), filename, 'exec')
+            break
+        except SyntaxError as exc:
+            call = None
+            if exc.lineno and 0 < exc.lineno <= len(lines):
+                call = shell_call(lines[exc.lineno - 1])
+            if call is None:
+                break                   # a syntax error of its own: compile_cell says so
+            lines[exc.lineno - 1] = call
+        except Exception:               # ValueError (NUL): compile_cell says so
+            break
+    return '\n'.join(lines)
+
+
+def shell_call(line):
+    """`!command` -> `_petri_shell('command')` with its indentation; `%pip
+    ARGS` as `!python3 -m pip ARGS` (as IPython runs it); None for others."""
+    body = line.lstrip()
+    indent = line[:len(line) - len(body)]
+    if body.startswith('!'):
+        command = body[1:]
+    elif body.startswith('%pip') and body[4:5] in ('', ' ', '\t'):
+        command = '%s -m pip%s' % (sys.executable or 'python3', body[4:])
+    else:
+        return None
+    return '%s_petri_shell(%r)' % (indent, command.strip())
+
+
+def shell_escape(command):
+    """`!command` in a cell: bash runs it as a bash execution runs (its own
+    process group, stdin /dev/null, output live); an interrupt kills the
+    group.  Its exit status is `_exit_code` in the cell's namespace, as in
+    IPython, and what it installed imports at once."""
+    proc = spawn(['/bin/bash', '-c', command])
+    try:
+        proc.wait()
+    except BaseException:
+        kill_group(proc)
+        raise
+    finally:
+        refresh_user_site(force=True)
+    S.user_ns['_exit_code'] = proc.returncode
+
+
+def refresh_user_site(force=False):
+    """Packages installed since the last look (by `%pip`, `!pip` or a bash
+    execution) import now: the import system caches what each directory on
+    sys.path held, and that USER_SITE did not exist.  Its .pth files are
+    read as site would have."""
+    try:
+        st = os.stat(USER_SITE)
+        state = (st.st_ino, st.st_mtime_ns)
+    except OSError:
+        state = None
+    if state == S.user_site and not force:
+        return
+    S.user_site = state
+    importlib.invalidate_caches()
+    if state is not None:
+        site.addsitedir(USER_SITE)
+
+
 def ends_with_semicolon(node, lines):
     """`expr;` as the last statement hides its value, as in a notebook."""
     line = lines[node.end_lineno - 1].encode('utf-8', 'replace')
@@ -981,6 +1082,7 @@ def ends_with_semicolon(node, lines):
 
 
 def run_cell(body, last):
+    refresh_user_site()
     run_code(body)
     if last is not None:
         value = run_code(last)
@@ -1348,10 +1450,11 @@ def handle_exec(request):
 
 def load_modules():
     """The rest of the standard library the driver needs."""
-    global ast, base64, io, json, linecache, shutil, signal, stat, subprocess, traceback
-    global LIBC, FUTURE_MASK
+    global ast, base64, importlib, io, json, linecache, shutil, signal, site, stat
+    global subprocess, traceback, LIBC, FUTURE_MASK
     import __future__
-    import ast, base64, io, json, linecache, shutil, signal, stat, subprocess, traceback
+    import ast, base64, importlib, io, json, linecache, shutil, signal, site, stat
+    import subprocess, traceback
     FUTURE_MASK = 0                     # compiler flags of all __future__ features
     for feature in __future__.all_feature_names:
         FUTURE_MASK |= getattr(__future__, feature).compiler_flag
@@ -1366,6 +1469,7 @@ def serve():
     """Finish setting up, then run execs until EOF on fd 3."""
     load_modules()
     builtins.display = display
+    builtins._petri_shell = shell_escape        # `!command` and `%pip` (shell_escapes)
     sys.path.insert(0, '')              # like the REPL: modules in the cwd import
     sys.meta_path.insert(0, PyplotImportHook())
     while True:

@@ -71,6 +71,10 @@ static int walk_dir(struct walk *w, int dir, const char *prefix, int depth)
 
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
+		/* The session's installed packages (pip's --user base,
+		 * BOX_USER_BASE), not what its code made. */
+		if (depth == 0 && !strcmp(de->d_name, ".local"))
+			continue;
 		if (++w->scanned > WS_MAX_SCAN) {
 			w->cut = true;
 			break;

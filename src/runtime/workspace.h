@@ -13,7 +13,8 @@
 #define WS_MAX_SCAN 20000	/* entries looked at per walk */
 #define WS_MAX_LIST 1000	/* entries reported per walk */
 
-/* Regular files under work_fd changed (ctime) at or after `since`, as an
+/* Regular files under work_fd changed (ctime) at or after `since`, but not
+ * under .local (the session's installed packages), as an
  * array of {"path", "size"} sorted by path, appended to files.  Returns 0,
  * 1 if the walk was cut short by a bound, or -errno. */
 int ws_changed_files(int work_fd, const struct timespec *since, json_t *files);

@@ -12,7 +12,6 @@
 
 
 #define TEMPLATE_READY_TIMEOUT_MS 60000
-#define MAX_ENV 64
 
 struct zygote {
 	struct jail *tmpl;
@@ -75,12 +74,16 @@ static int wait_template_ready(struct zygote *z, int cancel_fd, char *err, size_
 	return 0;
 }
 
-int zygote_start(struct jail_host *host, int cancel_fd, struct zygote **out, char *err,
-		 size_t errlen)
+int zygote_start(struct jail_host *host, const struct box_config *cfg, int cancel_fd,
+		 struct zygote **out, char *err, size_t errlen)
 {
-	const char *env[MAX_ENV + 32];
-	struct box_config bc = { 0 };
-	struct jail_file files[BOX_FILES];
+	/* The mounts and the Python its sandboxes share; never the
+	 * environment, which is each session's (zygote_fork()). */
+	struct box_config bc = {
+		.ro_binds = cfg->ro_binds, .python_path = cfg->python_path,
+		.wheelhouse = cfg->wheelhouse,
+	};
+	struct box_jail_parts *parts = NULL;
 	struct jail_config jc;
 	struct zygote *z;
 	int r;
@@ -94,18 +97,27 @@ int zygote_start(struct jail_host *host, int cancel_fd, struct zygote **out, cha
 		return -EOPNOTSUPP;
 	}
 	z = calloc(1, sizeof(*z));
-	if (!z)
-		return -ENOMEM;
+	parts = malloc(sizeof(*parts));
+	if (!z || !parts) {
+		r = -ENOMEM;
+		goto fail;
+	}
 	template_limits(&bc.limits);
-	box_jail_config(&bc, &jc, env, sizeof(env) / sizeof(env[0]), files, true);
+	if ((r = box_jail_config(&bc, &jc, parts, true)) < 0) {
+		snprintf(err, errlen, "too many binds");
+		goto fail;
+	}
 	jc.flags = JAIL_F_TEMPLATE;
 	if ((r = jail_spawn(host, &jc, &z->tmpl, err, errlen)) < 0 ||
-	    (r = wait_template_ready(z, cancel_fd, err, errlen)) < 0) {
-		zygote_free(z);
-		return r;
-	}
+	    (r = wait_template_ready(z, cancel_fd, err, errlen)) < 0)
+		goto fail;
+	free(parts);
 	*out = z;
 	return 0;
+fail:
+	free(parts);
+	zygote_free(z);
+	return r;
 }
 
 int zygote_fork(struct zygote *z, const struct box_config *cfg, struct box **out,

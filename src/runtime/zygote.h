@@ -22,13 +22,16 @@
 struct zygote;
 
 /* Start a template and wait until it has imported the data stack (about a
- * second), or until cancel_fd (-1: none) is readable.  Call from a thread
- * that outlives the template (PDEATHSIG). */
-int zygote_start(struct jail_host *host, int cancel_fd, struct zygote **out, char *err,
-		 size_t errlen);
+ * second), or until cancel_fd (-1: none) is readable.  Its mounts and its
+ * Python are cfg's ro_binds, python_path and wheelhouse, which every
+ * sandbox it makes shares (cfg's limits and env are not used).  Call from a
+ * thread that outlives the template (PDEATHSIG). */
+int zygote_start(struct jail_host *host, const struct box_config *cfg, int cancel_fd,
+		 struct zygote **out, char *err, size_t errlen);
 
 /* A new sandbox with the driver ready in it, limits and environment from
- * cfg (cfg->ro_binds are the template's, not per sandbox). */
+ * cfg (cfg's ro_binds, python_path and wheelhouse are the template's, not
+ * per sandbox). */
 int zygote_fork(struct zygote *z, const struct box_config *cfg, struct box **out,
 		char *err, size_t errlen);
 

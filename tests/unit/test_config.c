@@ -135,6 +135,45 @@ START_TEST(test_languages)
 }
 END_TEST
 
+/* [python] path and wheelhouse, and every bind checked at load: one that
+ * cannot work is refused with its setting named, not at each sandbox's
+ * start. */
+START_TEST(test_python_and_binds)
+{
+	static const struct { const char *text, *named; } bad[] = {
+		{ "[sandbox]\nro_bind = /tmp/data\n", "ro_bind = /tmp/data in [sandbox]" },
+		{ "[sandbox]\nro_bind = /nonexistent-petri\n", "ro_bind = /nonexistent-petri" },
+		{ "[python]\npath = /usr/lib/python3\n", "path = /usr/lib/python3 in [python]" },
+		{ "[python]\npath = /srv, /etc/x\n", "path = /etc/x in [python]" },
+		{ "[python]\nwheelhouse = /etc/hostname\n", "wheelhouse = /etc/hostname" },
+		{ "[python]\nwheelhouse = /proc/self\n", "wheelhouse = /proc/self" },
+		{ "[python]\nwheelhouse = relative\n", "wheelhouse = relative" },
+		{ "[python]\npath = /srv:/opt\n", "path = /srv:/opt" },
+		{ "[python]\nwheelhouse = /a dir\n", "wheelhouse = /a dir" },
+		{ "[python]\npreloaded = x\n", "preloaded = x" },
+	};
+	struct petri_config c;
+	char err[512];
+
+	write_config("[python]\npath = /srv, /mnt\npath = /media\nwheelhouse = /srv\n");
+	ck_assert_msg(config_load(&c, path, err, sizeof(err)) == 0, "%s", err);
+	unlink(path);
+	ck_assert_uint_eq(c.npython_path, 3);
+	ck_assert_str_eq(c.python_path[1], "/mnt");
+	ck_assert_ptr_null(c.python_path[3]);
+	ck_assert_str_eq(c.wheelhouse, "/srv");
+	config_release(&c);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		write_config(bad[i].text);
+		ck_assert_msg(config_load(&c, path, err, sizeof(err)) < 0, "accepted: %s",
+			      bad[i].text);
+		ck_assert_msg(strstr(err, bad[i].named), "'%s' not named in: %s", bad[i].named,
+			      err);
+		unlink(path);
+	}
+}
+END_TEST
+
 START_TEST(test_listen)
 {
 	struct petri_config c;
@@ -164,6 +203,7 @@ Suite *config_suite(void)
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_file);
 	tcase_add_test(tc, test_refused);
+	tcase_add_test(tc, test_python_and_binds);
 	tcase_add_test(tc, test_listen);
 	tcase_add_test(tc, test_languages);
 	suite_add_tcase(s, tc);

@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "jail/mounts.h"
 #include "unit.h"
@@ -188,6 +189,26 @@ START_TEST(test_plan_user_binds)
 }
 END_TEST
 
+/* What the configuration refuses at load, with the reason to name. */
+START_TEST(test_bind_check)
+{
+	char why[256];
+
+	ck_assert_int_eq(jail_bind_check("/srv", true, why, sizeof(why)), 0);
+	ck_assert_int_eq(jail_bind_check("/tmp/x", true, why, sizeof(why)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(why, "/tmp"));
+	ck_assert_int_eq(jail_bind_check("/lib/x", false, why, sizeof(why)), -EINVAL);
+	ck_assert_int_eq(jail_bind_check("srv", false, why, sizeof(why)), -EINVAL);
+	ck_assert_int_eq(jail_bind_check("/nonexistent-petri", false, why, sizeof(why)),
+			 -ENOENT);
+	ck_assert_int_eq(jail_bind_check("/var/lib/dpkg/status", true, why, sizeof(why)),
+			 -ENOTDIR);
+	ck_assert_int_eq(jail_bind_check("/var/lib/dpkg/status", false, why, sizeof(why)), 0);
+	if (geteuid() == 0)	/* root's home: 0700 on Debian */
+		ck_assert_int_eq(jail_bind_check("/root", true, why, sizeof(why)), -EACCES);
+}
+END_TEST
+
 START_TEST(test_plan_files_only_under_opt)
 {
 	struct jail_config cfg;
@@ -227,6 +248,7 @@ Suite *mounts_suite(void)
 	tcase_add_test(tc, test_plan_layout);
 	tcase_add_test(tc, test_plan_proc_masks_both_paths);
 	tcase_add_test(tc, test_plan_user_binds);
+	tcase_add_test(tc, test_bind_check);
 	tcase_add_test(tc, test_plan_files_only_under_opt);
 	tcase_add_test(tc, test_plan_describe);
 	suite_add_tcase(s, tc);
