@@ -775,15 +775,13 @@ static int send_fork_request(struct jail *tmpl, const struct jail_config *cfg,
 	memset(&a, 0, sizeof(a));
 	plan_rlimits(&a, &cfg->limits, &tmpl->host->info);
 	lims = json_array();
-	for (int i = 0; lims && i < a.nrlimits; i++) {
-		/* The pids cgroup limits each forked sandbox (the warm path
-		 * requires it), as it always has. */
-		if (a.rlimits[i].resource == RLIMIT_NPROC)
-			continue;
+	/* All of them, RLIMIT_NPROC too: a forked sandbox has a user namespace
+	 * of its own, where the kernel counts its processes apart from every
+	 * other sandbox's, so it gets the limits a cold one gets. */
+	for (int i = 0; lims && i < a.nrlimits; i++)
 		json_array_append_new(lims, json_pack("[i, I, I]", a.rlimits[i].resource,
 						      (json_int_t)a.rlimits[i].lim.rlim_cur,
 						      (json_int_t)a.rlimits[i].lim.rlim_max));
-	}
 	req = json_pack("{s:s, s:I, s:I, s:I, s:I, s:o, s:s}", "type", "fork",
 			"uid", (json_int_t)uid,
 			"work_bytes", (json_int_t)cfg->limits.work_bytes,

@@ -226,7 +226,18 @@ static int plan_etc(struct mount_plan *p, const char *hostname)
 		"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
 		"/etc/alternatives", "/etc/matplotlibrc", "/etc/fonts",
 		"/etc/mime.types", "/etc/protocols", "/etc/services",
-		"/etc/localtime", "/etc/R", NULL
+		"/etc/localtime",
+		/* What the system is (platform.freedesktop_os_release, lsb
+		 * tools): public, and what uname does not say. */
+		"/etc/os-release", "/etc/debian_version",
+		/* The CA certificates and OpenSSL's configuration (public
+		 * data), so that TLS code works the day a network is allowed.
+		 * Never all of /etc/ssl: /etc/ssl/private holds the host's
+		 * keys. */
+		"/etc/ssl/certs", "/etc/ssl/openssl.cnf",
+		/* R's own configuration (Renviron, ldpaths): Rscript starts
+		 * without it, but finds none of its base packages. */
+		"/etc/R", NULL
 	};
 	char hosts[256], name[128];
 	DIR *d;
@@ -270,6 +281,21 @@ static int plan_etc(struct mount_plan *p, const char *hostname)
 	return r < 0 ? r : 0;
 }
 
+/* Pseudo-terminals (os.openpty, pty, script, expect, ssh-like tools): a
+ * devpts instance of the sandbox's own, so that it sees no pty of the host
+ * or of another sandbox (every instance is private since Linux 4.7;
+ * newinstance says so for older kernels), its ptmx open to the sandbox
+ * user.  max bounds the ptys one sandbox holds: the kernel's pty.max is
+ * shared by every instance outside the host's own, so without a bound one
+ * sandbox could take them all from the others. */
+#define DEVPTS_OPTIONS "newinstance,ptmxmode=0666,mode=0620,max=64"
+
+static int plan_devpts(struct mount_plan *p)
+{
+	return plan_add(p, MOUNT_DEVPTS, 0, NULL, "/dev/pts", DEVPTS_OPTIONS,
+			strlen(DEVPTS_OPTIONS), 0);
+}
+
 static int plan_dev(struct mount_plan *p, uint64_t shm_bytes, uid_t uid, gid_t gid)
 {
 	static const char *const nodes[] = {
@@ -278,6 +304,7 @@ static int plan_dev(struct mount_plan *p, uint64_t shm_bytes, uid_t uid, gid_t g
 	static const char *const links[][2] = {
 		{ "/proc/self/fd", "/dev/fd" }, { "/proc/self/fd/0", "/dev/stdin" },
 		{ "/proc/self/fd/1", "/dev/stdout" }, { "/proc/self/fd/2", "/dev/stderr" },
+		{ "pts/ptmx", "/dev/ptmx" },
 	};
 	char opts[160];
 	int r;
@@ -293,6 +320,8 @@ static int plan_dev(struct mount_plan *p, uint64_t shm_bytes, uid_t uid, gid_t g
 		if ((r = plan_add(p, MOUNT_SYMLINK, 0, links[i][0], links[i][1],
 				  NULL, 0, 0)))
 			return r;
+	if ((r = plan_devpts(p)))
+		return r;
 	snprintf(opts, sizeof(opts), "mode=1777,size=%llu,nr_inodes=1024,uid=%u,gid=%u",
 		 (unsigned long long)shm_bytes, (unsigned)uid, (unsigned)gid);
 	return plan_add(p, MOUNT_TMPFS, MOUNT_F_NOEXEC, NULL, "/dev/shm", opts,
@@ -387,6 +416,7 @@ int mount_plan_forked(struct mount_plan *p, const struct jail_limits *lim,
 	snprintf(opts, sizeof(opts), "mode=1777,size=%llu,nr_inodes=1024,uid=%u,gid=%u",
 		 (unsigned long long)shm_bytes(lim), (unsigned)uid, (unsigned)gid);
 	if ((r = plan_proc(p)) ||
+	    (r = plan_devpts(p)) ||
 	    (r = plan_add(p, MOUNT_TMPFS, MOUNT_F_NOEXEC, NULL, "/dev/shm", opts,
 			  strlen(opts), 0)) ||
 	    (r = plan_tmpfs(p, "/tmp", lim->tmp_bytes, inodes, "1777", uid, gid)) ||
@@ -456,6 +486,7 @@ int mount_plan_describe(const struct mount_plan *p, char **out)
 		[MOUNT_DIR] = "dir", [MOUNT_TMPFS] = "tmpfs", [MOUNT_BIND] = "bind",
 		[MOUNT_PROC] = "proc", [MOUNT_SYMLINK] = "symlink",
 		[MOUNT_FILE] = "file", [MOUNT_MASK] = "mask",
+		[MOUNT_ALIAS] = "alias", [MOUNT_DEVPTS] = "devpts",
 	};
 	struct buf b = BUF_INIT;
 	int r = 0;
@@ -468,7 +499,7 @@ int mount_plan_describe(const struct mount_plan *p, char **out)
 				e->dst);
 		if (!r && e->src)
 			r = buf_appendf(&b, " <- %s", e->src);
-		if (!r && e->op == MOUNT_TMPFS)
+		if (!r && (e->op == MOUNT_TMPFS || e->op == MOUNT_DEVPTS))
 			r = buf_appendf(&b, " (%s)", e->data);
 		if (!r)
 			r = buf_append_str(&b, "\n");
@@ -651,6 +682,12 @@ static int apply_one(const struct mount_entry *e, const char *newroot,
 		return 0;
 	case MOUNT_MASK:
 		return apply_mask(e, newroot, dst, err, errlen);
+	case MOUNT_DEVPTS:
+		if ((r = safe_mkdir_p(dst, 0755)) < 0)
+			return safe_fail(err, errlen, "cannot create", e->dst, -r);
+		if (mount("devpts", dst, "devpts", MS_NOSUID | MS_NOEXEC, e->data) < 0)
+			return safe_fail(err, errlen, "cannot mount devpts at", e->dst, errno);
+		return 0;
 	case MOUNT_ALIAS: {
 		char src[4096];
 
@@ -737,6 +774,15 @@ int mount_refresh(const struct mount_plan *plan, char *err, size_t errlen)
 			/* The template's alias shows the template's /work: it
 			 * goes, and one of the fresh /work comes. */
 			if (umount2(e->dst, MNT_DETACH) < 0 && errno != EINVAL)
+				return safe_fail(err, errlen, "cannot detach", e->dst, errno);
+			if ((r = apply_one(e, "", err, errlen)) < 0)
+				return r;
+			break;
+		case MOUNT_DEVPTS:
+			/* The template's instance goes (its ptys are not this
+			 * sandbox's); a fresh one comes.  /dev/ptmx, a link into
+			 * it, is the template's and stays. */
+			if (umount2(e->dst, MNT_DETACH) < 0)
 				return safe_fail(err, errlen, "cannot detach", e->dst, errno);
 			if ((r = apply_one(e, "", err, errlen)) < 0)
 				return r;

@@ -4,7 +4,8 @@
  *
  * The plan describes the new root relative to an empty tmpfs: read-only
  * binds of /usr and a few /etc entries, the /bin, /lib* links as on the
- * host, a synthesized /etc, /dev with five device nodes, a fresh /proc with
+ * host, a synthesized /etc, /dev with five device nodes and a private
+ * devpts, a fresh /proc with
  * its dangerous corners masked, and size-limited tmpfs /tmp, /work and
  * /dev/shm.  Keeping it data makes it testable without namespaces. */
 #ifndef PETRI_MOUNTS_H
@@ -26,6 +27,8 @@ enum mount_op {
 	MOUNT_MASK,	/* hide dst (inside the new root) under an empty ro bind */
 	MOUNT_ALIAS,	/* dst shows src, both inside the new root: a writable
 			 * bind that keeps src's nosuid and nodev */
+	MOUNT_DEVPTS,	/* a devpts instance of the sandbox's own at dst,
+			 * options in data */
 };
 
 #define MOUNT_F_RW	 (1u << 0)	/* bind stays writable (device nodes) */
@@ -71,8 +74,8 @@ int mount_plan_apply(const struct mount_plan *plan, const char *newroot,
 int mount_setup_root(const struct mount_plan *plan, char *err, size_t errlen);
 
 /* The mounts a sandbox forked from a template makes for itself: a fresh
- * /proc for its own pid namespace (masked as in a cold sandbox) and fresh
- * tmpfs /tmp, /work and /dev/shm.  Everything else it shares, read-only,
+ * /proc for its own pid namespace (masked as in a cold sandbox), a devpts
+ * instance of its own and fresh tmpfs /tmp, /work and /dev/shm.  Everything else it shares, read-only,
  * with its template. */
 int mount_plan_forked(struct mount_plan *plan, const struct jail_limits *lim,
 		      uid_t uid, gid_t gid);

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/audit.h>
+#include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <sched.h>
@@ -35,14 +36,42 @@ static const char *const allowed[] = {
 	"symlinkat", "chmod", "fchmod", "fchmodat", "truncate", "ftruncate",
 	"fallocate", "fsync", "fdatasync", "umask", "chdir", "fchdir", "getcwd",
 	"utimensat", "dup", "dup2", "dup3", "flock", "pipe", "pipe2",
-	"mknodat", "sendfile", "copy_file_range", "getxattr", "lgetxattr",
-	"memfd_create",
+	"mknodat", "sendfile", "copy_file_range", "memfd_create",
+	/* Reading extended attributes: nothing a stat() does not reach.
+	 * shutil.copy2/copystat/move and cp -a list them on every copy; they
+	 * take ENOTSUP/ENODATA for "none" but ENOSYS for a broken system. */
+	"getxattr", "lgetxattr", "fgetxattr", "listxattr", "llistxattr",
+	"flistxattr",
+	/* Changing a file's owner: the sandbox holds no CAP_CHOWN, so the
+	 * kernel allows only what changes nothing (its own uid, its own gid)
+	 * and answers EPERM to the rest, EBADF to a bad fd, as outside. */
+	"chown", "fchown", "lchown", "fchownat",
+	/* Moving pages between a pipe and a file or socket: the code sendfile
+	 * and copy_file_range (allowed above) already reach; sendfile into a
+	 * pipe already puts a page of a shared read-only file into a pipe the
+	 * caller writes to (Dirty Pipe's shape), so denying splice protects
+	 * nothing.  vmsplice, which maps the caller's memory into a pipe,
+	 * stays denied. */
+	"splice", "tee",
 	/* memory */
 	"mmap", "munmap", "mprotect", "mremap", "madvise", "brk", "msync",
 	"get_mempolicy",
 	/* processes and threads */
 	"vfork", "execve", "execveat", "exit", "exit_group", "wait4", "waitid",
-	"kill", "tgkill", "getpid", "getppid", "gettid", "getuid", "geteuid",
+	"kill", "tgkill",
+	/* A descriptor for a process of the sandbox's own pid namespace (the
+	 * only ones it can name) and a signal through it, as kill() does:
+	 * asyncio and subprocess wait on one.  pidfd_getfd (another process's
+	 * descriptors) is denied. */
+	"pidfd_open", "pidfd_send_signal",
+	/* Changing ids: the sandbox holds no CAP_SETUID/CAP_SETGID, so the
+	 * kernel only lets it swap among the ids it has (all the same one) and
+	 * answers EPERM to any other: setuid(getuid()) and setreuid(-1, -1),
+	 * which privilege-dropping code and subprocess(user=...) make, work as
+	 * for any unprivileged user.  setgroups and capset stay denied. */
+	"setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid",
+	"setfsuid", "setfsgid",
+	"getpid", "getppid", "gettid", "getuid", "geteuid",
 	"getgid", "getegid", "getresuid", "getresgid", "getgroups", "setsid",
 	"setpgid", "getpgid", "getpgrp", "getsid", "prctl", "arch_prctl",
 	"set_tid_address", "set_robust_list", "rseq", "futex", "sched_yield",
@@ -89,8 +118,12 @@ static const char *const denied[] = {
 	"inotify_add_watch", "inotify_rm_watch", "settimeofday", "clock_settime", "adjtimex",
 	"clock_adjtime", "sethostname", "setdomainname", "lookup_dcookie",
 	"landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self",
-	"seccomp", "setuid", "setgid", "setreuid", "setregid", "setresuid",
-	"setresgid", "setgroups", "setfsuid", "setfsgid", "capset",
+	"seccomp", "setgroups", "capset",
+	/* Writing extended attributes: no program here needs them (copies
+	 * ignore EPERM), and the security.* namespace inside user namespaces
+	 * (file capabilities) has a history of kernel bugs. */
+	"setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr",
+	"fremovexattr",
 	"mbind", "set_mempolicy", "migrate_pages", "move_pages", "vmsplice",
 	"io_setup", "io_submit", "io_getevents", "io_cancel", "io_destroy",
 	"msgget", "msgsnd", "msgrcv", "msgctl", "mq_open", "mq_unlink",
@@ -106,17 +139,27 @@ static const char *const denied[] = {
  *
  * - clone without namespace flags.  clone3 answers ENOSYS: its flags live
  *   in memory a filter cannot read, and glibc then falls back to clone.
- * - socket for AF_UNIX, AF_INET and AF_INET6 only, and for the IP families
- *   only the stream, datagram and raw types (the type compared after
+ * - socket for AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK only, and for
+ *   the IP families only the stream, datagram and raw types (the type compared after
  *   masking off SOCK_NONBLOCK | SOCK_CLOEXEC, as the kernel does): the
  *   kernel turns (AF_INET, SOCK_PACKET) into an AF_PACKET socket after any
  *   family check, and SOCK_SEQPACKET/SOCK_DCCP reach SCTP and DCCP.  Stream
  *   only as TCP, datagram only as UDP or ping: any other protocol makes the
  *   kernel load a module on the host (sctp, l2tp_ip, ...) to serve it.
+ *   Netlink only as NETLINK_ROUTE, in the sandbox's own network namespace
+ *   (loopback only): it lists that namespace's links and addresses
+ *   (socket.if_nameindex, getifaddrs, `ip addr`), and every request that
+ *   changes something needs CAP_NET_ADMIN, which no sandbox process has.
+ *   The other families reach more of the host (audit, uevents, xfrm,
+ *   sock_diag, netfilter, generic netlink's modules) and answer
+ *   EPROTONOSUPPORT, as a kernel without them would.
  * - socketpair for AF_UNIX only: only unix sockets come in pairs, but the
  *   kernel creates the socket of any family (loading its module) before it
  *   finds that out.
- * - ioctl except TIOCSTI/TIOCLINUX.
+ * - ioctl except TIOCSTI/TIOCLINUX (typing into, and driving, a terminal
+ *   the sandbox did not open) and TIOCSETD: a pty's line discipline is
+ *   n_tty for every ordinary program, and setting another makes the host
+ *   kernel load its module (n_gsm, n_hdlc, slip...: a history of bugs).
  * - personality only to query or set PER_LINUX.
  * - fcntl except F_NOTIFY (dnotify): see the inotify note above.
  * - fadvise64 with advice that only reads ahead or describes the access
@@ -244,41 +287,46 @@ static const struct sock_filter prologue[] = {
 	BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_NS_FLAGS, 0, 1),
 	RET_ERRNO(EPERM),
 
-	FOR_SYSCALL(__NR_ioctl, 4),
+	FOR_SYSCALL(__NR_ioctl, 5),
 	LOAD(ARG_LO(1)),
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCSTI, 1, 0),
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCLINUX, 0, 1),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCSTI, 2, 0),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCLINUX, 1, 0),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCSETD, 0, 1),
 	RET_ERRNO(EPERM),
 
 	/* Jump offsets below count instructions from the one after the
 	 * jump; "next" is the first instruction after the block. */
-	FOR_SYSCALL(__NR_socket, 27),
+	FOR_SYSCALL(__NR_socket, 31),
 	LOAD(ARG_LO(0)),				/*  0 */
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 25, 0),	/* -> next */
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET, 2, 0),	/* -> 5 */
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET6, 1, 0),	/* -> 5 */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 29, 0),	/* -> next */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET, 3, 0),	/* -> 6 */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET6, 2, 0),	/* -> 6 */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_NETLINK, 23, 0),	/* -> 28 */
 	RET_ERRNO(EAFNOSUPPORT),
-	LOAD(ARG_LO(1)),				/*  5: the type */
+	LOAD(ARG_LO(1)),				/*  6: the type */
 	BPF_STMT(BPF_ALU | BPF_AND | BPF_K, SOCK_TYPE_MASK),
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_STREAM, 3, 0),	/* -> 11 */
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_DGRAM, 6, 0),	/* -> 15 */
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_RAW, 17, 0),	/* -> next */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_STREAM, 3, 0),	/* -> 12 */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_DGRAM, 6, 0),	/* -> 16 */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_RAW, 20, 0),	/* -> next */
 	RET_ERRNO(ESOCKTNOSUPPORT),
-	LOAD(ARG_LO(2)),				/* 11: stream */
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 14, 0),		/* -> next */
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IPPROTO_TCP, 13, 0),	/* -> next */
+	LOAD(ARG_LO(2)),				/* 12: stream */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 17, 0),		/* -> next */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IPPROTO_TCP, 16, 0),	/* -> next */
 	RET_ERRNO(EPROTONOSUPPORT),
-	LOAD(ARG_LO(2)),				/* 15: datagram */
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 10, 0),		/* -> next */
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IPPROTO_UDP, 9, 0),	/* -> next */
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IPPROTO_ICMP, 2, 0),	/* -> 21 */
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IPPROTO_ICMPV6, 4, 0),	/* -> 24 */
+	LOAD(ARG_LO(2)),				/* 16: datagram */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 13, 0),		/* -> next */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IPPROTO_UDP, 12, 0),	/* -> next */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IPPROTO_ICMP, 2, 0),	/* -> 22 */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IPPROTO_ICMPV6, 4, 0),	/* -> 25 */
 	RET_ERRNO(EPROTONOSUPPORT),
-	LOAD(ARG_LO(0)),				/* 21: ping, IPv4 only */
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET, 4, 0),	/* -> next */
+	LOAD(ARG_LO(0)),				/* 22: ping, IPv4 only */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET, 7, 0),	/* -> next */
 	RET_ERRNO(EPROTONOSUPPORT),
-	LOAD(ARG_LO(0)),				/* 24: ping, IPv6 only */
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET6, 1, 0),	/* -> next */
+	LOAD(ARG_LO(0)),				/* 25: ping, IPv6 only */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_INET6, 4, 0),	/* -> next */
+	RET_ERRNO(EPROTONOSUPPORT),
+	LOAD(ARG_LO(2)),				/* 28: netlink, route only */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NETLINK_ROUTE, 1, 0),	/* -> next */
 	RET_ERRNO(EPROTONOSUPPORT),
 
 	FOR_SYSCALL(__NR_socketpair, 3),

@@ -90,9 +90,10 @@ int zygote_start(struct jail_host *host, const struct box_config *cfg, int cance
 
 	*out = NULL;
 	if (!jail_host_info(host)->cg_pids) {
-		/* Sandboxes of one template share a user namespace, where
-		 * RLIMIT_NPROC would count them together: only a pids cgroup
-		 * keeps them apart. */
+		/* Sandboxes of one template are forks of one process
+		 * tree: only a pids cgroup of each bounds them apart
+		 * (RLIMIT_NPROC, which they get as cold ones do, is a
+		 * backstop per user). */
 		snprintf(err, errlen, "the warm path needs the pids cgroup controller");
 		return -EOPNOTSUPP;
 	}

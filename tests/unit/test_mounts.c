@@ -160,6 +160,51 @@ START_TEST(test_plan_proc_masks_both_paths)
 }
 END_TEST
 
+/* ptys: a devpts instance of each sandbox's own on both paths, private,
+ * bounded, its ptmx open to the sandbox user; /dev/ptmx points into it. */
+START_TEST(test_plan_devpts)
+{
+	struct jail_config cfg;
+	struct jail_file f;
+	struct mount_plan cold, warm;
+	const struct mount_entry *c, *w, *link;
+
+	default_config(&cfg, &f);
+	ck_assert_int_eq(mount_plan_build(&cold, &cfg, 1000, 1000), 0);
+	ck_assert_int_eq(mount_plan_forked(&warm, &cfg.limits, 1000, 1000), 0);
+	c = find(&cold, MOUNT_DEVPTS, "/dev/pts");
+	w = find(&warm, MOUNT_DEVPTS, "/dev/pts");
+	ck_assert_ptr_nonnull(c);
+	ck_assert_ptr_nonnull(w);
+	ck_assert_str_eq(c->data, w->data);
+	ck_assert_ptr_nonnull(strstr(c->data, "newinstance"));
+	ck_assert_ptr_nonnull(strstr(c->data, "ptmxmode=0666"));
+	ck_assert_ptr_nonnull(strstr(c->data, "max="));
+	ck_assert(find(&cold, MOUNT_TMPFS, "/dev") < c);
+	link = find(&cold, MOUNT_SYMLINK, "/dev/ptmx");
+	ck_assert(link && strcmp(link->src, "pts/ptmx") == 0);
+	mount_plan_release(&cold);
+	mount_plan_release(&warm);
+}
+END_TEST
+
+/* The public parts of /etc/ssl, never the host's private keys. */
+START_TEST(test_plan_etc_ssl)
+{
+	struct jail_config cfg;
+	struct jail_file f;
+	struct mount_plan p;
+
+	default_config(&cfg, &f);
+	ck_assert_int_eq(mount_plan_build(&p, &cfg, 1000, 1000), 0);
+	for (size_t i = 0; i < p.n; i++)
+		ck_assert_msg(strcmp(p.v[i].dst, "/etc/ssl") != 0 &&
+			      strncmp(p.v[i].dst, "/etc/ssl/private", 16) != 0,
+			      "the plan mounts %s", p.v[i].dst);
+	mount_plan_release(&p);
+}
+END_TEST
+
 START_TEST(test_plan_user_binds)
 {
 	static const char *const bad[][2] = {
@@ -247,6 +292,8 @@ Suite *mounts_suite(void)
 
 	tcase_add_test(tc, test_plan_layout);
 	tcase_add_test(tc, test_plan_proc_masks_both_paths);
+	tcase_add_test(tc, test_plan_devpts);
+	tcase_add_test(tc, test_plan_etc_ssl);
 	tcase_add_test(tc, test_plan_user_binds);
 	tcase_add_test(tc, test_bind_check);
 	tcase_add_test(tc, test_plan_files_only_under_opt);

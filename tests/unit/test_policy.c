@@ -1,5 +1,6 @@
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/netlink.h>
 #include <linux/sched.h>
 #include <netinet/in.h>
 #include <sched.h>
@@ -73,12 +74,21 @@ static void refused_calls(void)
 	EXPECT(syscall(SYS_clone, CLONE_NEWNET | SIGCHLD, NULL, NULL, NULL, 0), EPERM);
 	EXPECT(syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, 0), EPERM);
 	EXPECT(syscall(SYS_clone3, NULL, 0), ENOSYS);
-	/* sockets other than unix and IP */
-	EXPECT(socket(AF_NETLINK, SOCK_RAW, 0), EAFNOSUPPORT);
+	/* sockets other than unix, IP and route netlink */
 	EXPECT(socket(AF_PACKET, SOCK_RAW, 0), EAFNOSUPPORT);
 	EXPECT(socket(AF_VSOCK, SOCK_STREAM, 0), EAFNOSUPPORT);
 	EXPECT(socket(AF_ALG, SOCK_SEQPACKET, 0), EAFNOSUPPORT);
-	EXPECT(syscall(SYS_socket, (1ul << 32) | AF_NETLINK, SOCK_RAW, 0), EAFNOSUPPORT);
+	EXPECT(syscall(SYS_socket, (1ul << 32) | AF_PACKET, SOCK_RAW, 0), EAFNOSUPPORT);
+	/* netlink: only NETLINK_ROUTE (audit, uevents, xfrm, sock_diag,
+	 * netfilter, generic are refused), also with the high half set */
+	EXPECT(socket(AF_NETLINK, SOCK_RAW, NETLINK_AUDIT), EPROTONOSUPPORT);
+	EXPECT(socket(AF_NETLINK, SOCK_DGRAM, NETLINK_KOBJECT_UEVENT), EPROTONOSUPPORT);
+	EXPECT(socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_XFRM), EPROTONOSUPPORT);
+	EXPECT(socket(AF_NETLINK, SOCK_RAW, NETLINK_SOCK_DIAG), EPROTONOSUPPORT);
+	EXPECT(socket(AF_NETLINK, SOCK_RAW, NETLINK_NETFILTER), EPROTONOSUPPORT);
+	EXPECT(socket(AF_NETLINK, SOCK_RAW, NETLINK_GENERIC), EPROTONOSUPPORT);
+	EXPECT(syscall(SYS_socket, AF_NETLINK, SOCK_RAW, (1ul << 32) | NETLINK_AUDIT),
+	       EPROTONOSUPPORT);
 	/* IP types other than stream, datagram and raw, the type compared
 	 * without its flag bits: SOCK_PACKET on AF_INET is AF_PACKET */
 	EXPECT(socket(AF_INET, SOCK_PACKET, 0), ESOCKTNOSUPPORT);
@@ -132,6 +142,18 @@ static void refused_calls(void)
 	EXPECT(ioctl(0, TIOCSTI, "x"), EPERM);
 	EXPECT(syscall(SYS_ioctl, 0, (1ul << 32) | TIOCSTI, "x"), EPERM);
 	EXPECT(ioctl(0, TIOCLINUX, "x"), EPERM);
+	/* line disciplines other than n_tty load modules on the host */
+	{
+		int ldisc = 21;	/* N_GSM0710 */
+
+		EXPECT(ioctl(0, TIOCSETD, &ldisc), EPERM);
+	}
+	/* writing extended attributes, supplementary groups, capabilities */
+	EXPECT(syscall(SYS_setxattr, "/tmp", "user.x", "", 0, 0), EPERM);
+	EXPECT(syscall(SYS_fsetxattr, 0, "user.x", "", 0, 0), EPERM);
+	EXPECT(syscall(SYS_removexattr, "/tmp", "user.x"), EPERM);
+	EXPECT(syscall(SYS_setgroups, 0, NULL), EPERM);
+	EXPECT(syscall(SYS_vmsplice, 0, NULL, 0, 0), EPERM);
 	/* personality: no READ_IMPLIES_EXEC or address-space tricks */
 	EXPECT(personality(READ_IMPLIES_EXEC), EPERM);
 	EXPECT(personality(ADDR_NO_RANDOMIZE), EPERM);
@@ -181,6 +203,31 @@ static void allowed_calls(void)
 	}
 	if (personality(0xffffffff) == -1)
 		_exit(3);
+	/* route netlink: the kernel's own answer (a socket) */
+	if (socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE) < 0 ||
+	    socket(AF_NETLINK, SOCK_DGRAM, 0) < 0)
+		_exit(10);
+	/* calls the kernel answers for itself: never ENOSYS or the filter's
+	 * EPERM (the test runs as root, so the id calls change nothing) */
+	errno = 0;
+	if (syscall(SYS_listxattr, "/", NULL, 0) < 0 && (errno == ENOSYS || errno == EPERM))
+		_exit(11);
+	if (syscall(SYS_flistxattr, -1, NULL, 0) != -1 || errno != EBADF ||
+	    syscall(SYS_fchown, -1, 0, 0) != -1 || errno != EBADF ||
+	    syscall(SYS_splice, -1, NULL, -1, NULL, 1, 0) != -1 || errno != EBADF ||
+	    syscall(SYS_tee, -1, -1, 1, 0) != -1 || errno != EBADF ||
+	    syscall(SYS_pidfd_open, -1, 0) != -1 || errno != EINVAL)
+		_exit(12);
+	if (syscall(SYS_setreuid, -1, -1) != 0 || syscall(SYS_setregid, -1, -1) != 0 ||
+	    syscall(SYS_setresuid, -1, -1, -1) != 0 || syscall(SYS_setuid, getuid()) != 0)
+		_exit(13);
+	{
+		int pfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+
+		if (pfd < 0 || syscall(SYS_pidfd_send_signal, pfd, 0, NULL, 0) != 0)
+			_exit(14);
+		close(pfd);
+	}
 	pid = fork();	/* glibc: clone without namespace flags */
 	if (pid < 0)
 		_exit(4);

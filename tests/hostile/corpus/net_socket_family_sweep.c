@@ -1,11 +1,12 @@
 // attack: socket(2) with every address family 0..63 and every type, looking for one the filter forgot (bluetooth, can, xdp, tipc, rds...)
-// expect: only AF_UNIX, AF_INET and AF_INET6 are allowed; everything else EAFNOSUPPORT
+// expect: only AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK (route only: net_netlink_socket.py) are allowed; everything else EAFNOSUPPORT
 // status: ok
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#define ALLOWED(f) ((f) == AF_UNIX || (f) == AF_INET || (f) == AF_INET6 || (f) == AF_NETLINK)
 int main(void)
 {
 	int bad = 0;
@@ -14,16 +15,16 @@ int main(void)
 			int s = socket(fam, type, 0);
 			if (s >= 0) {
 				close(s);
-				if (fam != AF_UNIX && fam != AF_INET && fam != AF_INET6) {
+				if (!ALLOWED(fam)) {
 					fprintf(stderr, "ESCAPE: socket(%d, %d)\n", fam, type);
 					bad = 1;
 				}
-			} else if (fam != AF_UNIX && fam != AF_INET && fam != AF_INET6 && errno != EAFNOSUPPORT) {
+			} else if (!ALLOWED(fam) && errno != EAFNOSUPPORT) {
 				fprintf(stderr, "ESCAPE? socket(%d, %d): %s, expected EAFNOSUPPORT\n", fam, type, strerror(errno));
 				bad = 1;
 			}
 		}
 	if (!bad)
-		fprintf(stderr, "CONTAINED: only unix, inet and inet6\n");
+		fprintf(stderr, "CONTAINED: only unix, inet, inet6 and netlink\n");
 	return 0;
 }
