@@ -64,6 +64,7 @@ int cmd_check(int argc, char **argv)
 	struct box_config cfg = { 0 };
 	struct box *box = NULL, *warm = NULL;
 	struct zygote *z = NULL;
+	const char *const *preload;
 	char err[512] = "", zerr[512] = "";
 	double t0, spawn_ms, zygote_ms = 0, fork_ms = 0;
 	long uids_free;
@@ -81,13 +82,14 @@ int cmd_check(int argc, char **argv)
 
 		config_defaults(&defaults);	/* a session's, as petri serve starts it */
 		limits_to_jail(&defaults.defaults, &cfg.limits);
+		preload = config_preload(&defaults);	/* static: outlives defaults */
 	}
 	t0 = now_ms();
 	r = box_start(host, &cfg, &box, err, sizeof(err));
 	spawn_ms = now_ms() - t0;
 	/* The warm path, as petri serve uses it. */
 	t0 = now_ms();
-	zr = zygote_start(host, -1, &z, zerr, sizeof(zerr));
+	zr = zygote_start(host, preload, -1, &z, zerr, sizeof(zerr));
 	zygote_ms = now_ms() - t0;
 	if (zr == 0) {
 		t0 = now_ms();

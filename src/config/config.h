@@ -12,6 +12,7 @@
  *   [max_limits] the same keys: the most a client may ask for
  *   [sandbox]  uid_base, uid_count, cgroup_parent, cgroups, ro_bind (repeatable), env
  *              (repeatable, NAME=value)
+ *   [python]   preload (modules the warm template imports)
  *
  * docs/configuration.md documents every key.  Unknown keys and bad values
  * are errors naming the key: a typo must not silently weaken a limit. */
@@ -71,6 +72,13 @@ struct petri_config {
 	size_t nro_binds;
 	char **env;		/* NULL-terminated "NAME=value" */
 	size_t nenv;
+
+	/* [python] preload: modules the warm template imports before it
+	 * forks, as the file gave them (NULL-terminated); read it with
+	 * config_preload(), which knows the default. */
+	char **preload;
+	size_t npreload;
+	bool preload_set;	/* the file said preload: the default is gone */
 };
 
 /* Fill cfg with the defaults. */
@@ -86,6 +94,15 @@ void config_release(struct petri_config *cfg);
  * (defaults only) when that file does not exist, or when PETRI_CONFIG is
  * set but empty.  Into buf. */
 const char *config_default_path(char *buf, size_t len);
+
+/* [python] preload: at most CONFIG_PRELOAD_MAX modules, each a dotted
+ * Python identifier (ASCII) of at most CONFIG_PRELOAD_NAME_MAX bytes. */
+#define CONFIG_PRELOAD_MAX	64
+#define CONFIG_PRELOAD_NAME_MAX	128
+bool config_preload_name_ok(const char *name);
+/* The modules the template imports: the file's, else the default
+ * (NULL-terminated, never NULL; owned by cfg or static). */
+const char *const *config_preload(const struct petri_config *cfg);
 
 /* Is listen a loopback TCP address or a unix socket? */
 bool config_listen_is_local(const char *listen);

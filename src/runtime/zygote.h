@@ -21,11 +21,13 @@
 
 struct zygote;
 
-/* Start a template and wait until it has imported the data stack (about a
- * second), or until cancel_fd (-1: none) is readable.  Call from a thread
- * that outlives the template (PDEATHSIG). */
-int zygote_start(struct jail_host *host, int cancel_fd, struct zygote **out, char *err,
-		 size_t errlen);
+/* Start a template and wait until it has imported the modules of preload
+ * (NULL-terminated dotted names, as config_preload() gives them; one that
+ * fails to import is logged, not fatal), or until cancel_fd (-1: none) is
+ * readable.  -EINVAL for a name that is not a module name, or too many.
+ * Call from a thread that outlives the template (PDEATHSIG). */
+int zygote_start(struct jail_host *host, const char *const *preload, int cancel_fd,
+		 struct zygote **out, char *err, size_t errlen);
 
 /* A new sandbox with the driver ready in it, limits and environment from
  * cfg (cfg->ro_binds are the template's, not per sandbox). */
