@@ -95,6 +95,7 @@ int cmd_check(int argc, char **argv)
 	struct zygote *z = NULL;
 	struct cli_local l;
 	json_t *found = NULL;
+	const char *const *preload;
 	char err[512] = "", zerr[512] = "";
 	double t0, spawn_ms, zygote_ms = 0, fork_ms = 0;
 	long uids_free;
@@ -113,6 +114,7 @@ int cmd_check(int argc, char **argv)
 
 		config_defaults(&defaults);	/* a session's, as petri serve starts it */
 		limits_to_jail(&defaults.defaults, &cfg.limits);
+		preload = config_preload(&l.cfg);	/* the operator's, or the default */
 	}
 	t0 = now_ms();
 	r = box_start(host, &cfg, &box, err, sizeof(err));
@@ -120,7 +122,7 @@ int cmd_check(int argc, char **argv)
 	found = find_out(box);
 	/* The warm path, as petri serve uses it. */
 	t0 = now_ms();
-	zr = zygote_start(host, &cfg, -1, &z, zerr, sizeof(zerr));
+	zr = zygote_start(host, &cfg, preload, -1, &z, zerr, sizeof(zerr));
 	zygote_ms = now_ms() - t0;
 	if (zr == 0) {
 		t0 = now_ms();

@@ -355,6 +355,67 @@ static bool set_language(struct parse *p, const char *lang, const char *name, co
 
 /* ---- [python]: what an operator adds to every session's Python -------- */
 
+/* What the template imports unless the file says otherwise, chosen with
+ * bench/preload.py (docs/configuration.md has the numbers): the data stack
+ * and the analyst's top-level packages save a fresh session ~0.4 s of
+ * imports for ~1 ms more CPU per fresh sandbox.  statsmodels.api (and
+ * sklearn's estimators) would save ~0.3 s more where used, but cost every
+ * sandbox ~6 ms (+20 %: ~200 more mappings to copy at each fork). */
+static const char *const preload_default[] = {
+	"numpy", "pandas", "matplotlib", "matplotlib.pyplot", "scipy", "scipy.stats",
+	"openpyxl", "PIL.Image", "seaborn", "sklearn", "statsmodels", NULL
+};
+
+bool config_preload_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+	bool start = true;	/* at the start of a dotted part */
+
+	if (n == 0 || n > CONFIG_PRELOAD_NAME_MAX)
+		return false;
+	for (const char *s = name; *s; s++) {
+		bool alpha = (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_';
+		bool digit = *s >= '0' && *s <= '9';
+
+		if (*s == '.') {
+			if (start)
+				return false;	/* "", ".x", "x..y" */
+			start = true;
+		} else if (alpha || (digit && !start)) {
+			start = false;
+		} else {
+			return false;
+		}
+	}
+	return !start;			/* "x." */
+}
+
+const char *const *config_preload(const struct petri_config *c)
+{
+	static const char *const none[] = { NULL };
+
+	if (!c->preload_set)
+		return preload_default;
+	return c->preload ? (const char *const *)c->preload : none;
+}
+
+/* preload = a, b.c, ... (repeatable: the lines add up; the first replaces
+ * the default; an empty value preloads nothing). */
+static bool set_preload(struct parse *p, const char *v)
+{
+	struct petri_config *c = p->cfg;
+	size_t before;
+
+	c->preload_set = true;
+	before = c->npreload;
+	if (push_list(&c->preload, &c->npreload, v) < 0)
+		return false;
+	for (size_t i = before; i < c->npreload; i++)
+		if (!config_preload_name_ok(c->preload[i]))
+			return false;
+	return c->npreload <= CONFIG_PRELOAD_MAX;
+}
+
 /* A directory named on sys.path (PETRI_PYTHON_PATH, ':'-separated) and in
  * pip's find-links (whitespace-separated): neither separator fits in it. */
 static bool plain_dir_name(const char *v)
@@ -387,6 +448,8 @@ static bool set_python(struct parse *p, const char *name, const char *v)
 		snprintf(c->wheelhouse, sizeof(c->wheelhouse), "%s", v);
 		return true;
 	}
+	if (!strcmp(name, "preload"))
+		return set_preload(p, v);
 	return false;
 }
 
@@ -504,6 +567,33 @@ static int check_binds(struct petri_config *c, const char *file, char *err, size
 	return r;
 }
 
+/* inih reads a line into INI_MAX_LINE bytes and parses what does not fit
+ * as a line of its own: a long value would be cut short without a word.
+ * Refuse such a line, naming it.  0, -ENOENT or -EINVAL. */
+static int check_line_lengths(const char *path, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	size_t len = 0;
+	int line = 1, ch, r = 0;
+
+	if (!f)
+		return -ENOENT;
+	while ((ch = getc(f)) != EOF) {
+		if (ch == '\n') {
+			line++;
+			len = 0;
+		} else if (++len > INI_MAX_LINE - 2) {
+			snprintf(err, errlen, "%s:%d: the line is longer than %d characters (a "
+				 "list can go on more lines of the same key)", path, line,
+				 INI_MAX_LINE - 2);
+			r = -EINVAL;
+			break;
+		}
+	}
+	fclose(f);
+	return r;
+}
+
 int config_load(struct petri_config *c, const char *path, char *err, size_t errlen)
 {
 	struct parse p = { .cfg = c, .err = err, .errlen = errlen, .path = path };
@@ -513,6 +603,8 @@ int config_load(struct petri_config *c, const char *path, char *err, size_t errl
 	err[0] = '\0';
 	if (!path)
 		return 0;
+	if ((r = check_line_lengths(path, err, errlen)) == -EINVAL)
+		return r;
 	r = ini_parse(path, handler, &p);
 	if (r < 0) {
 		snprintf(err, errlen, "cannot read '%s'", path);
@@ -565,6 +657,7 @@ void config_release(struct petri_config *c)
 	free_list(&c->ro_binds, &c->nro_binds);
 	free_list(&c->env, &c->nenv);
 	free_list(&c->python_path, &c->npython_path);
+	free_list(&c->preload, &c->npreload);
 	free_list(&c->allowed_hosts, &c->nallowed_hosts);
 	free_list(&c->allowed_origins, &c->nallowed_origins);
 }

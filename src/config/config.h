@@ -15,7 +15,8 @@
  *   [language.NAME] file, run, compile, version, aliases, extensions, summary:
  *              a language the operator adds (src/runtime/languages.h)
  *   [python]   path (directories on sys.path, repeatable), wheelhouse (the
- *              directory of wheels that pip installs from)
+ *              directory of wheels that pip installs from), preload (modules
+ *              the warm template imports)
  *
  * docs/configuration.md documents every key.  Unknown keys and bad values
  * are errors naming the key: a typo must not silently weaken a limit. */
@@ -87,6 +88,12 @@ struct petri_config {
 	char **python_path;	/* NULL-terminated */
 	size_t npython_path;
 	char wheelhouse[1024];
+	/* [python] preload: modules the warm template imports before it
+	 * forks, as the file gave them (NULL-terminated); read it with
+	 * config_preload(), which knows the default. */
+	char **preload;
+	size_t npreload;
+	bool preload_set;	/* the file said preload: the default is gone */
 };
 
 /* At most this many of each: every one is a mount in every sandbox. */
@@ -106,6 +113,15 @@ void config_release(struct petri_config *cfg);
  * (defaults only) when that file does not exist, or when PETRI_CONFIG is
  * set but empty.  Into buf. */
 const char *config_default_path(char *buf, size_t len);
+
+/* [python] preload: at most CONFIG_PRELOAD_MAX modules, each a dotted
+ * Python identifier (ASCII) of at most CONFIG_PRELOAD_NAME_MAX bytes. */
+#define CONFIG_PRELOAD_MAX	64
+#define CONFIG_PRELOAD_NAME_MAX	128
+bool config_preload_name_ok(const char *name);
+/* The modules the template imports: the file's, else the default
+ * (NULL-terminated, never NULL; owned by cfg or static). */
+const char *const *config_preload(const struct petri_config *cfg);
 
 /* Is listen a loopback TCP address or a unix socket? */
 bool config_listen_is_local(const char *listen);

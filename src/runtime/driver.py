@@ -243,17 +243,38 @@ def make_user_namespace():
 
 # ---------------------------------------------------------------- template
 
-# What a template imports before it forks sessions: the data stack that
-# importing costs most (~0.7 s) and nearly every analysis uses.
-PRELOAD = ('numpy', 'pandas', 'matplotlib', 'matplotlib.pyplot', 'scipy', 'scipy.stats',
-           'openpyxl', 'PIL.Image')
+# What a template imports before it forks sessions comes on its command
+# line: `[python] preload` (src/config/config.c has the default and the
+# rules, checked again here).
+PRELOAD_MAX = 64
+PRELOAD_NAME_MAX = 128
+PRELOAD_ERROR_MAX = 160        # per module in the ready message (zygote.c's buffer)
 TEMPLATE_MSG_MAX = 65536
 FORKED = False                 # this driver was forked from a template
 
 
-def zygote_main():
-    """Template mode (docs/protocol.md): import the data stack, then make a
-    sandbox per request with the C extension _petri; never run user code.
+def preload(names):
+    """Import each module of names (dotted identifiers); a missing or broken
+    one is not fatal: [{"module", "error"}] for the ready message."""
+    failed = []
+    for name in names[:PRELOAD_MAX]:
+        parts = name.split('.')
+        if (len(name) > PRELOAD_NAME_MAX or not name.isascii()
+                or not all(part.isidentifier() for part in parts)):
+            failed.append({'module': name[:PRELOAD_NAME_MAX], 'error': 'not a module name'})
+            continue
+        try:
+            __import__(name)
+        except BaseException as exc:    # SystemExit too: nothing stops the template
+            error = '%s: %s' % (type(exc).__name__, exc)
+            failed.append({'module': name, 'error': error[:PRELOAD_ERROR_MAX]})
+    return failed
+
+
+def zygote_main(names):
+    """Template mode (docs/protocol.md): import the modules named on the
+    command line ([python] preload), then make a sandbox per request with
+    the C extension _petri; never run user code.
 
     The control socket is SOCK_SEQPACKET: one JSON request per message,
     with the new sandbox's five descriptors attached.  Each request is
@@ -268,11 +289,7 @@ def zygote_main():
     sys.path.insert(0, '/opt/petri')
     import _petri
     del sys.path[0]
-    for name in PRELOAD:
-        try:
-            __import__(name)
-        except Exception as exc:        # a missing package is not fatal
-            os.write(2, ('petri template: cannot preload %s: %s\n' % (name, exc)).encode())
+    failed = preload(names)
     draw_a_figure()
     # Objects made so far stay put: the collector will not walk (and so
     # copy) the pages they live on in every session.
@@ -284,7 +301,8 @@ def zygote_main():
               'forked from it would inherit them' % leftover, 1)
     sock = socket.socket(fileno=CONTROL_FD)
     version = '%d.%d.%d' % sys.version_info[:3]
-    sock.send(json.dumps({'type': 'ready', 'python': version}).encode())
+    sock.send(json.dumps({'type': 'ready', 'python': version,
+                          'preload_failed': failed}).encode())
     _signal.signal(_signal.SIGCHLD, _signal.SIG_IGN)     # children reap themselves
     while True:
         try:
@@ -423,8 +441,8 @@ def main():
     """Bootstrap: answer ready as early as possible, then serve the session."""
     if not FORKED:
         extend_sys_path()               # a forked driver has its template's
-    if sys.argv[1:] == ['--zygote']:
-        return zygote_main()
+    if sys.argv[1:2] == ['--zygote']:
+        return zygote_main(sys.argv[2:])
     _signal.signal(_signal.SIGINT, on_sigint)
     try:
         os.set_inheritable(CONTROL_FD, False)   # children get only fds 0-2

@@ -10,8 +10,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "config/config.h"
+#include "util/log.h"
 
 #define TEMPLATE_READY_TIMEOUT_MS 60000
+/* The ready message, with a line per module that failed to import (the
+ * driver cuts each error to fit: CONFIG_PRELOAD_MAX of them fit here). */
+#define READY_MSG_MAX (32u << 10)
 
 struct zygote {
 	struct jail *tmpl;
@@ -34,14 +39,27 @@ static void template_limits(struct jail_limits *l)
 	l->nofile = 0;		/* inherit ours */
 }
 
+/* Modules the template could not import: logged, not fatal (the session
+ * imports them itself, or fails as it would without a template). */
+static void log_preload_failures(const json_t *failed)
+{
+	size_t i;
+	json_t *f;
+
+	json_array_foreach(failed, i, f)
+		log_warn("the warm template cannot preload %s: %s",
+			 json_string_value(json_object_get(f, "module")) ?: "?",
+			 json_string_value(json_object_get(f, "error")) ?: "?");
+}
+
 static int wait_template_ready(struct zygote *z, int cancel_fd, char *err, size_t errlen)
 {
 	struct pollfd pfd[2] = {
 		{ .fd = jail_ctl_fd(z->tmpl), .events = POLLIN },
 		{ .fd = cancel_fd, .events = POLLIN },
 	};
-	char buf[512];
-	json_t *msg;
+	char *buf = NULL;
+	json_t *msg = NULL;
 	ssize_t n;
 	int r;
 
@@ -56,26 +74,60 @@ static int wait_template_ready(struct zygote *z, int cancel_fd, char *err, size_
 		snprintf(err, errlen, "cancelled");
 		return -ECANCELED;
 	}
-	n = recv(pfd[0].fd, buf, sizeof(buf) - 1, 0);
+	if (!(buf = malloc(READY_MSG_MAX)))
+		return -ENOMEM;
+	n = recv(pfd[0].fd, buf, READY_MSG_MAX - 1, 0);
 	if (n <= 0) {
 		snprintf(err, errlen, "the template exited while starting");
-		return -EPIPE;
+		r = -EPIPE;
+		goto out;
 	}
 	buf[n] = '\0';
 	msg = json_loads(buf, 0, NULL);
 	if (!msg || strcmp(json_string_value(json_object_get(msg, "type")) ?: "", "ready")) {
-		json_decref(msg);
 		snprintf(err, errlen, "the template sent no ready message");
-		return -EPROTO;
+		r = -EPROTO;
+		goto out;
 	}
 	snprintf(z->python, sizeof(z->python), "%s",
 		 json_string_value(json_object_get(msg, "python")) ?: "");
+	log_preload_failures(json_object_get(msg, "preload_failed"));
+	r = 0;
+out:
 	json_decref(msg);
+	free(buf);
+	return r;
+}
+
+/* The template's command line: the driver's (box_jail_config) and the
+ * modules to preload, each checked again here (an argument that starts
+ * with '-' or holds anything but a dotted name never reaches python3). */
+static int template_argv(const char *const *base, const char *const *preload,
+			 const char **argv, size_t cap, char *err, size_t errlen)
+{
+	size_t n = 0, k;
+
+	for (; base[n]; n++)
+		argv[n] = base[n];
+	for (k = 0; preload && preload[k]; k++) {
+		if (k >= CONFIG_PRELOAD_MAX || n + 1 >= cap) {
+			snprintf(err, errlen, "more than %d modules to preload", CONFIG_PRELOAD_MAX);
+			return -EINVAL;
+		}
+		if (!config_preload_name_ok(preload[k])) {
+			snprintf(err, errlen, "'%.*s' is not a module name to preload",
+				 CONFIG_PRELOAD_NAME_MAX, preload[k]);
+			return -EINVAL;
+		}
+		argv[n++] = preload[k];
+	}
+	argv[n] = NULL;
 	return 0;
 }
 
-int zygote_start(struct jail_host *host, const struct box_config *cfg, int cancel_fd,
-		 struct zygote **out, char *err, size_t errlen)
+int zygote_start(struct jail_host *host, const struct box_config *cfg,
+		 const char *const *preload, int cancel_fd, struct zygote **out, char *err,
+		 size_t errlen)
 {
 	/* The mounts and the Python its sandboxes share; never the
 	 * environment, which is each session's (zygote_fork()). */
@@ -83,6 +135,7 @@ int zygote_start(struct jail_host *host, const struct box_config *cfg, int cance
 		.ro_binds = cfg->ro_binds, .python_path = cfg->python_path,
 		.wheelhouse = cfg->wheelhouse,
 	};
+	const char *argv[16 + CONFIG_PRELOAD_MAX];
 	struct box_jail_parts *parts = NULL;
 	struct jail_config jc;
 	struct zygote *z;
@@ -108,6 +161,10 @@ int zygote_start(struct jail_host *host, const struct box_config *cfg, int cance
 		snprintf(err, errlen, "too many binds");
 		goto fail;
 	}
+	if ((r = template_argv(jc.argv, preload, argv, sizeof(argv) / sizeof(argv[0]),
+			       err, errlen)) < 0)
+		goto fail;
+	jc.argv = argv;
 	jc.flags = JAIL_F_TEMPLATE;
 	if ((r = jail_spawn(host, &jc, &z->tmpl, err, errlen)) < 0 ||
 	    (r = wait_template_ready(z, cancel_fd, err, errlen)) < 0)

@@ -21,12 +21,15 @@
 
 struct zygote;
 
-/* Start a template and wait until it has imported the data stack (about a
- * second), or until cancel_fd (-1: none) is readable.  Its mounts and its
- * Python are cfg's ro_binds, python_path and wheelhouse, which every
- * sandbox it makes shares (cfg's limits and env are not used).  Call from a
- * thread that outlives the template (PDEATHSIG). */
-int zygote_start(struct jail_host *host, const struct box_config *cfg, int cancel_fd,
+/* Start a template and wait until it has imported the modules of preload
+ * (NULL-terminated dotted names, as config_preload() gives them; one that
+ * fails to import is logged, not fatal), or until cancel_fd (-1: none) is
+ * readable.  Its mounts and its Python are cfg's ro_binds, python_path and
+ * wheelhouse, which every sandbox it makes shares (cfg's limits and env are
+ * not used).  -EINVAL for a name that is not a module name, or too many.
+ * Call from a thread that outlives the template (PDEATHSIG). */
+int zygote_start(struct jail_host *host, const struct box_config *cfg,
+		 const char *const *preload, int cancel_fd,
 		 struct zygote **out, char *err, size_t errlen);
 
 /* A new sandbox with the driver ready in it, limits and environment from

@@ -66,7 +66,8 @@ static void ensure_template(struct pool *p)
 		retire_template(p);
 	}
 	pthread_mutex_unlock(&p->lock);
-	r = zygote_start(p->host, &p->cfg.defaults, p->stop_fd, &z, err, sizeof(err));
+	r = zygote_start(p->host, &p->cfg.defaults, p->cfg.preload, p->stop_fd, &z, err,
+			 sizeof(err));
 	pthread_mutex_lock(&p->lock);
 	if (r < 0) {
 		if (!p->warned)

@@ -19,6 +19,9 @@ struct pool;
 struct pool_config {
 	unsigned size;				/* sandboxes kept ready */
 	struct box_config defaults;		/* what a pooled sandbox has */
+	const char *const *preload;		/* what the template imports
+						 * (zygote_start); must outlive
+						 * the pool */
 	size_t (*room)(void *ctx);		/* sandboxes the cap still allows */
 	void *ctx;
 };

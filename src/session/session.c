@@ -343,7 +343,8 @@ static size_t room_left(void *ctx)
 
 static int start_pool(struct smgr *m)
 {
-	struct pool_config pc = { .size = m->cfg->pool_size, .room = room_left, .ctx = m };
+	struct pool_config pc = { .size = m->cfg->pool_size, .room = room_left, .ctx = m,
+				  .preload = config_preload(m->cfg) };
 
 	m->pool_env = merge_env(m, NULL);
 	if (!m->pool_env)

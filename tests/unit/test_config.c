@@ -89,6 +89,10 @@ START_TEST(test_refused)
 		"[sandbox]\nenv = 1A=b\n",
 		"[sandbox]\nenv = noequals\n",
 		"[sandbox]\nro_bind = relative\n",
+		"[python]\npreload = os; rm\n",	/* module names only */
+		"[python]\npreload = -c\n",
+		"[python]\npreload = a, .b\n",
+		"[python]\npath_preload = x\n",
 		"[server]\nrecord = relative.sqlite\n",
 		"[nosection]\nx = 1\n",
 		"[server\nbroken\n",
@@ -174,6 +178,94 @@ START_TEST(test_python_and_binds)
 }
 END_TEST
 
+START_TEST(test_preload)
+{
+	struct petri_config c;
+	const char *const *pre;
+	char err[256], text[1024];
+	size_t n;
+
+	config_defaults(&c);	/* the built-in list, when the file has none */
+	pre = config_preload(&c);
+	ck_assert_ptr_nonnull(pre[0]);
+	for (n = 0; pre[n]; n++)
+		ck_assert(config_preload_name_ok(pre[n]));
+
+	/* Lines add up; the first replaces the default. */
+	write_config("[python]\npreload = json ,  xml.dom.minidom,_x9\npreload = a.b\n");
+	ck_assert_msg(config_load(&c, path, err, sizeof(err)) == 0, "%s", err);
+	unlink(path);
+	pre = config_preload(&c);
+	ck_assert_str_eq(pre[0], "json");
+	ck_assert_str_eq(pre[1], "xml.dom.minidom");
+	ck_assert_str_eq(pre[2], "_x9");
+	ck_assert_str_eq(pre[3], "a.b");
+	ck_assert_ptr_null(pre[4]);
+	config_release(&c);
+
+	/* An empty value preloads nothing. */
+	write_config("[python]\npreload =\n");
+	ck_assert_msg(config_load(&c, path, err, sizeof(err)) == 0, "%s", err);
+	unlink(path);
+	ck_assert_ptr_null(config_preload(&c)[0]);
+	config_release(&c);
+
+	/* 64 modules are allowed, 65 are not. */
+	for (int total = 64; total <= 65; total++) {
+		n = (size_t)snprintf(text, sizeof(text), "[python]\n");
+		for (int i = 0; i < total; i += 16) {
+			n += (size_t)snprintf(text + n, sizeof(text) - n, "preload = m%d", i);
+			for (int k = i + 1; k < i + 16 && k < total; k++)
+				n += (size_t)snprintf(text + n, sizeof(text) - n, ", m%d", k);
+			n += (size_t)snprintf(text + n, sizeof(text) - n, "\n");
+		}
+		write_config(text);
+		ck_assert_int_eq(config_load(&c, path, err, sizeof(err)) == 0, total == 64);
+		unlink(path);
+		if (total == 64) {
+			ck_assert_str_eq(config_preload(&c)[63], "m63");
+			config_release(&c);
+		}
+	}
+
+	ck_assert(config_preload_name_ok("PIL.Image"));
+	ck_assert(!config_preload_name_ok(""));
+	ck_assert(!config_preload_name_ok("-c"));
+	ck_assert(!config_preload_name_ok("9lives"));
+	ck_assert(!config_preload_name_ok("a.9"));
+	ck_assert(!config_preload_name_ok(".a"));
+	ck_assert(!config_preload_name_ok("a."));
+	ck_assert(!config_preload_name_ok("a..b"));
+	ck_assert(!config_preload_name_ok("os; rm"));
+	ck_assert(!config_preload_name_ok("os/path"));
+	ck_assert(!config_preload_name_ok("caf\xc3\xa9"));	/* ASCII only */
+	memset(text, 'a', 129);
+	text[129] = '\0';
+	ck_assert(!config_preload_name_ok(text));
+	text[128] = '\0';
+	ck_assert(config_preload_name_ok(text));
+}
+END_TEST
+
+START_TEST(test_long_line)
+{
+	struct petri_config c;
+	char err[256], text[512];
+	int n;
+
+	/* The parser reads at most 199 bytes of a line and the rest as the
+	 * next line: a value cut short must be an error, never a setting. */
+	n = snprintf(text, sizeof(text), "[python]\npreload = json");
+	while (n < 300)
+		n += snprintf(text + n, sizeof(text) - (size_t)n, ", json");
+	snprintf(text + n, sizeof(text) - (size_t)n, "\n");
+	write_config(text);
+	ck_assert_int_eq(config_load(&c, path, err, sizeof(err)), -EINVAL);
+	unlink(path);
+	ck_assert_msg(strstr(err, ":2: the line is longer than"), "%s", err);
+}
+END_TEST
+
 START_TEST(test_listen)
 {
 	struct petri_config c;
@@ -204,6 +296,8 @@ Suite *config_suite(void)
 	tcase_add_test(tc, test_file);
 	tcase_add_test(tc, test_refused);
 	tcase_add_test(tc, test_python_and_binds);
+	tcase_add_test(tc, test_preload);
+	tcase_add_test(tc, test_long_line);
 	tcase_add_test(tc, test_listen);
 	tcase_add_test(tc, test_languages);
 	suite_add_tcase(s, tc);
