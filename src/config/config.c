@@ -527,6 +527,11 @@ static int check_languages(struct petri_config *c, const char *path, char *err, 
 		struct language *l = &c->languages[i];
 		char line[LANG_COMMAND_MAX + 64];
 
+		/* Lists are never NULL (languages.h): an empty one. */
+		if (!l->aliases && !(l->aliases = calloc(1, sizeof(char *))))
+			return -ENOMEM;
+		if (!l->extensions && !(l->extensions = calloc(1, sizeof(char *))))
+			return -ENOMEM;
 		if (!l->summary && l->run) {
 			snprintf(line, sizeof(line), "%s code, run with: %s", l->name, l->run);
 			if (!(l->summary = strdup(line)))

@@ -829,7 +829,7 @@ static char *describe(const struct tools *t, const struct tool *tl, const char *
 			"%s runs in one long-lived interpreter, like a Jupyter kernel, so variables, "
 			"imports and functions defined in one call are there in the next, and the "
 			"value of a final expression is returned as in a notebook cell.  %s"
-			"There is no network access.  "
+			"There is no network access%s.  "
 			"Every open matplotlib figure comes back as a PNG image (use plt.show() or "
 			"just leave figures open); an R plot comes back as a PNG too.  Files in the "
 			"working directory /work persist between calls.  Limits: %g s per call "
@@ -838,7 +838,10 @@ static char *describe(const struct tools *t, const struct tool *tl, const char *
 			"each (head and tail): print summaries, not whole data sets.  A failure "
 			"comes back as an error with the exception's name, message and traceback; "
 			"fix the code and call again.",
-			py, found, d->timeout_s, timeout_max(t), d->memory_mb, d->disk_mb, d->cpu,
+			py, found, t->cfg->wheelhouse[0] ?
+			": `%pip install NAME` (or pip from bash) installs only the packages the "
+			"operator provides" : ", so nothing can be downloaded or pip-installed",
+			d->timeout_s, timeout_max(t), d->memory_mb, d->disk_mb, d->cpu,
 			RENDER_STREAM_MAX / 1000);
 		free(found);
 	} else if (!strcmp(tl->name, "write_file"))

@@ -30,8 +30,9 @@
 
 struct language {
 	const char *name;		/* canonical: what the record keeps */
-	const char *const *aliases;	/* other names clients use; NULL-terminated */
-	const char *const *extensions;	/* for petri run FILE, with the dot */
+	const char *const *aliases;	/* other names clients use; NULL-terminated,
+					 * never NULL (empty: { NULL }) */
+	const char *const *extensions;	/* for petri run FILE, with the dot; likewise */
 	const char *summary;		/* how it runs, one line (MCP tools/list) */
 	const char *file;		/* NULL: Python, in the driver's interpreter */
 	const char *compile;		/* NULL: none */

@@ -86,3 +86,29 @@ def test_aliases_run_the_language_they_name(mcp, http_server):
     assert res["isError"] is False and "bash" in text_of(res), res
     res = mcp.execute(PYTHON, language="py")
     assert res["isError"] is False and "cpython" in text_of(res), res
+
+
+def test_the_operators_languages_and_wheelhouse_reach_the_model(make_mcp):
+    """A model sees what this server has: an operator's language in the
+    enum and running, and that pip installs from the wheelhouse."""
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    from wheels import make_wheel, operator_dir
+    with operator_dir("wheels") as wh:
+        make_wheel(wh, "petrimcp", "1.0", {"petrimcp/__init__.py": "ANSWER = 42\n"})
+        m = make_mcp(config=f"[python]\nwheelhouse = {wh}\n"
+                            "[language.perl]\nfile = main.pl\nrun = perl main.pl\n")
+        m.initialize()
+        tools = {t["name"]: t for t in m.request("tools/list")["result"]["tools"]}
+        ex = tools["execute"]
+        assert "perl" in ex["inputSchema"]["properties"]["language"]["enum"]
+        assert "%pip install NAME" in ex["description"], ex["description"]
+        assert "--- stdout ---\n42\n" in text_of(m.execute("print 6*7", language="perl"))
+        res = m.execute("%pip install petrimcp\nimport petrimcp\npetrimcp.ANSWER")
+        assert res["isError"] is False and "42" in text_of(res), text_of(res)
+
+
+def test_without_a_wheelhouse_the_model_is_told_pip_cannot(mcp):
+    desc = {t["name"]: t for t in mcp.request("tools/list")["result"]["tools"]}["execute"]
+    assert "nothing can be downloaded or pip-installed" in desc["description"]
