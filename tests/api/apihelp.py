@@ -192,7 +192,9 @@ def process_tree(root):
         if not d.isdigit():
             continue
         try:
-            with open(f"/proc/{d}/stat") as f:
+            # A command name may be any bytes (cut at 15, even inside a
+            # UTF-8 character): only the fields after it are read.
+            with open(f"/proc/{d}/stat", errors="replace") as f:
                 st = f.read()
         except OSError:
             continue
@@ -213,7 +215,7 @@ def still_alive(tree):
     alive = []
     for pid, start in tree.items():
         try:
-            with open(f"/proc/{pid}/stat") as f:
+            with open(f"/proc/{pid}/stat", errors="replace") as f:
                 st = f.read()
         except OSError:
             continue

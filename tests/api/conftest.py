@@ -46,7 +46,7 @@ def sandbox_pids():
         if not d.isdigit():
             continue
         try:
-            with open(f"/proc/{d}/status") as f:
+            with open(f"/proc/{d}/status", errors="replace") as f:
                 for line in f:
                     if line.startswith("Uid:"):
                         if int(line.split()[1]) >= SANDBOX_UID_MIN:

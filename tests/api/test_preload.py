@@ -4,6 +4,7 @@ imported; one that cannot be imported is logged and changes nothing else;
 a value that is not a module name is refused at start, naming the key."""
 import json
 import subprocess
+import time
 
 from conftest import PETRI
 
@@ -38,6 +39,12 @@ def test_an_empty_preload_imports_nothing(make_server):
 
 
 def test_the_default_preloads_the_data_stack(server):
+    # The default preload takes seconds to import on a loaded machine: a
+    # one-shot before the template is up would start cold.
+    for _ in range(600):
+        if 'warm template ready' in server.stderr_text():
+            break
+        time.sleep(0.2)
     got = imported(server.api(), ['numpy', 'pandas', 'matplotlib.pyplot', 'scipy.stats',
                                   'seaborn', 'sklearn', 'statsmodels'])
     assert all(got.values()), got

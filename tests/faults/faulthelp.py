@@ -48,7 +48,7 @@ OUT = HERE / "out"
 
 def _read(path):
     try:
-        with open(path) as f:
+        with open(path, errors="replace") as f:    # a comm may be any bytes
             return f.read()
     except OSError:
         return None

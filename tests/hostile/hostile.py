@@ -123,7 +123,9 @@ def wait_until(pred, timeout=SETTLE_S, step=0.05):
 
 def _read(path, mode='r'):
     try:
-        with open(path, mode) as f:
+        # A command name in /proc may be any bytes (cut at 15, even inside
+        # a UTF-8 character).
+        with open(path, mode, **({} if 'b' in mode else {'errors': 'replace'})) as f:
             return f.read()
     except OSError:
         return None
