@@ -373,9 +373,10 @@ class BenchCgroup:
 
 
 class PetriServer:
-    """A `petri serve` of our own: temporary config, 127.0.0.1:0."""
+    """A `petri serve` of our own: temporary config, 127.0.0.1:0; extra:
+    more of the config file (e.g. a [python] or [sandbox] section)."""
 
-    def __init__(self, binary, workdir, name, warm, pool_size):
+    def __init__(self, binary, workdir, name, warm, pool_size, extra=''):
         self.name = name
         self.warm = warm
         self.pool_size = pool_size if warm else 0
@@ -387,6 +388,7 @@ class PetriServer:
                     'max_executions = 32\nlog_level = warning\n'
                     '[sessions]\npool_size = %d\nwarm = %s\n'
                     % (pool_size, 'true' if warm else 'false'))
+            f.write(extra)
         self.log_path = os.path.join(self.dir, 'serve.log')
         self.logf = open(self.log_path, 'w')
         argv = [binary, 'serve', '--config', self.config]
