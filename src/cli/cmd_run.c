@@ -43,7 +43,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: petri run [options] (-c CODE | FILE | -)\n"
 		"\n"
-		"  -l, --lang LANG      %s (default: from FILE's extension, else %s)\n"
+		"  -l, --lang LANG      %s, or one the configuration adds\n"
+		"                       (default: from FILE's extension, else %s)\n"
 		"  -t, --timeout SEC    wall-clock limit (default %g)\n"
 		"  -m, --memory MB      memory limit, swap included (default %u)\n"
 		"      --cpu-time SEC   CPU time limit of the whole sandbox\n"
@@ -357,6 +358,9 @@ int cmd_run(int argc, char **argv)
 	}
 	if (inline_code && optind < argc)
 		die(2, "give the code with -c or as a FILE, not both");
+	/* First: the configuration's languages are known by their names and
+	 * extensions too. */
+	cli_local_config(&l, config);
 	if (inline_code) {
 		if (buf_append_str(&code, inline_code) < 0)
 			die(125, "out of memory");
@@ -389,7 +393,6 @@ int cmd_run(int argc, char **argv)
 
 	/* The limits of the configuration, checked as petri serve checks a
 	 * request.  One sandbox, started cold: no pool, no template. */
-	cli_local_config(&l, config);
 	l.cfg.warm = false;
 	l.cfg.pool_size = 0;
 	l.cfg.record[0] = '\0';

@@ -293,7 +293,7 @@ def petri_raw():
 
 def _status_field(pid, name):
     try:
-        with open(f'/proc/{pid}/status') as f:
+        with open(f'/proc/{pid}/status', errors='replace') as f:
             for line in f:
                 if line.startswith(name + ':'):
                     return line.split(':', 1)[1].split()
