@@ -34,8 +34,9 @@
 #define E2B_CODE_PORT		49999
 #define E2B_ENVD_VERSION	"0.4.0"	/* no Basic auth, multipart uploads (docs/e2b.md) */
 #define E2B_HOME		"/home/user"	/* the workspace, as the SDKs name it */
-#define E2B_CONTEXTS_MAX	64		/* code contexts per sandbox, a default one
-						 * per language included */
+/* Code contexts per sandbox: a default one per language (at most
+ * LANG_EXTRA_MAX + the 5 built in), then the client's own. */
+#define E2B_CONTEXTS_MAX	80
 #define E2B_TOKEN_LEN		64		/* hex digits of a token */
 
 struct e2b;

@@ -271,14 +271,14 @@ static bool opt_string(struct api_req *rq, json_t *body, const char *key, const 
 }
 
 /* A language as E2B's server reads it (case and surrounding spaces do not
- * matter), to petri's canonical name.  E2B's others (javascript,
- * typescript, r, java) are refused by name. */
+ * matter), to petri's canonical name: as written, else in lower case.
+ * E2B's others (typescript, java...) are refused by name. */
 static bool language_arg(struct api_req *rq, const char *v, const char **name,
 			 enum MHD_Result *answered)
 {
 	const struct language *l = NULL;
 	const char *t = v;
-	char low[32], msg[256];
+	char low[LANG_NAME_MAX + 1], msg[1536];
 	size_t n;
 
 	while (*t == ' ' || *t == '\t')
@@ -287,23 +287,26 @@ static bool language_arg(struct api_req *rq, const char *v, const char **name,
 	while (n && (t[n - 1] == ' ' || t[n - 1] == '\t'))
 		n--;
 	if (n < sizeof(low)) {
-		for (size_t i = 0; i < n; i++)
-			low[i] = (char)(t[i] >= 'A' && t[i] <= 'Z' ? t[i] + 32 : t[i]);
+		memcpy(low, t, n);
 		low[n] = '\0';
-		l = lang_find(low);
+		if (!(l = lang_find(low))) {
+			for (size_t i = 0; i < n; i++)
+				low[i] = (char)(t[i] >= 'A' && t[i] <= 'Z' ? t[i] + 32 : t[i]);
+			l = lang_find(low);
+		}
 	}
 	if (l) {
 		*name = l->name;
 		return true;
 	}
 	lang_unknown_message(msg, sizeof(msg), v);
-	*answered = e2b_error(rq, 400, "%s (petri does not run E2B's javascript, typescript, "
-			      "r or java)", msg);
+	*answered = e2b_error(rq, 400, "%s", msg);
 	return false;
 }
 
 /* A context id from the URL or the body: what e2b.c makes (hex) or the
- * default contexts' names; anything else is no context, and is not echoed. */
+ * default contexts' names (a language's: letters, digits, + - _ .);
+ * anything else is no context, and is not echoed. */
 static bool id_ok(const char *id)
 {
 	size_t n = strlen(id);
@@ -311,7 +314,8 @@ static bool id_ok(const char *id)
 	if (n == 0 || n >= sizeof(((struct e2b_context *)0)->id))
 		return false;
 	for (size_t i = 0; i < n; i++)
-		if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= '0' && id[i] <= '9')))
+		if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= 'A' && id[i] <= 'Z') ||
+		      (id[i] >= '0' && id[i] <= '9') || strchr("+-_.", id[i])))
 			return false;
 	return true;
 }

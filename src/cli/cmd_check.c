@@ -109,13 +109,13 @@ int cmd_check(int argc, char **argv)
 	host = cli_jail_host();
 	in = jail_host_info(host);
 	uids_free = jail_host_uids_free(host);	/* before our own sandboxes */
-	{
-		struct petri_config defaults;
-
-		config_defaults(&defaults);	/* a session's, as petri serve starts it */
-		limits_to_jail(&defaults.defaults, &cfg.limits);
-		preload = config_preload(&l.cfg);	/* the operator's, or the default */
-	}
+	/* A session's sandbox, as petri serve starts it with this
+	 * configuration: its limits, binds and Python. */
+	limits_to_jail(&l.cfg.defaults, &cfg.limits);
+	cfg.ro_binds = (const char *const *)l.cfg.ro_binds;
+	cfg.python_path = (const char *const *)l.cfg.python_path;
+	cfg.wheelhouse = l.cfg.wheelhouse[0] ? l.cfg.wheelhouse : NULL;
+	preload = config_preload(&l.cfg);	/* the operator's, or the default */
 	t0 = now_ms();
 	r = box_start(host, &cfg, &box, err, sizeof(err));
 	spawn_ms = now_ms() - t0;

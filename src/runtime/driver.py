@@ -1202,11 +1202,14 @@ def run_program_language(code, program):
         write_file(os.path.dirname(path), os.path.basename(path), code, 0o600)
         env = dict(os.environ, PETRI_RESULTS=results)
         if program.get('compile'):
-            failed = compile_program(expand(program['compile'], scratch, path),
+            failed = compile_program(command_argv(program['compile'], scratch, path),
                                      os.path.dirname(path), env)
             if failed is not None:
                 return failed
-        proc = spawn(command_argv(expand(program['run'], scratch, path)), env=env)
+        try:
+            proc = spawn(command_argv(program['run'], scratch, path), env=env)
+        except FileNotFoundError as exc:
+            return not_found(exc)
         exc = run_user(proc.wait)
         if exc is not None:
             return abandon(proc, exc)
@@ -1228,57 +1231,79 @@ def program_path(name, scratch):
     return path
 
 
-def expand(command, scratch, path):
-    return command.replace('{tmp}', scratch).replace('{file}', path)
-
-
-def command_argv(command):
-    """A command line as argv: split on blanks when it is a plain command,
-    else through /bin/sh -c (pipes, quotes, variables, NAME=value first)."""
+def command_argv(command, scratch, path):
+    """A command line as argv, {tmp} and {file} replaced: split on blanks
+    when it is a plain command, else through /bin/sh -c (pipes, quotes,
+    variables, NAME=value first).  The paths are never split nor read by
+    the shell (the working directory, and so {file}, may hold anything)."""
     words = command.split()
-    if not words or SHELL_CHARS.intersection(command) or '=' in words[0]:
-        return ['/bin/sh', '-c', command]
-    return words
+    if not words or SHELL_CHARS.intersection(command.replace('{tmp}', '').replace(
+            '{file}', '')) or '=' in words[0]:
+        return ['/bin/sh', '-c', command.replace('{tmp}', shlex.quote(scratch)).replace(
+            '{file}', shlex.quote(path))]
+    return [w.replace('{tmp}', scratch).replace('{file}', path) for w in words]
+
+
+def not_found(exc):
+    """A program whose command is not there: as a shell says it."""
+    send_error('CommandNotFound', '%s: command not found' % (exc.filename or exc), '')
+    return 127
 
 
 def program_results(results, returncode):
     """The results a program left in results/, then its exit status (an
-    error.json it left names the error of a failed run)."""
+    error.json it left names the error of a failed run).  main.txt and
+    error.json are looked for by name; of the rest, the first
+    LEFT_RESULT_MAX the directory lists, in the order of their names."""
+    entries = []
     try:
-        entries = sorted(os.scandir(results), key=lambda e: e.name)[:LEFT_RESULT_MAX]
+        with os.scandir(results) as it:
+            for entry in it:
+                if entry.name not in ('main.txt', 'error.json'):
+                    entries.append(entry)
+                    if len(entries) >= LEFT_RESULT_MAX:
+                        note('more than %d files in $PETRI_RESULTS: the rest were '
+                             'left out' % LEFT_RESULT_MAX)
+                        break
     except OSError:
-        entries = []
-    error = None
+        pass
+    entries.sort(key=lambda e: e.name)
+    entries.append(os.path.join(results, 'main.txt'))
     for entry in entries:
-        if entry.name == 'error.json':
-            error = entry
-            continue
-        mime = next((m for suffix, m in LEFT_TYPES if entry.name.endswith(suffix)), None)
-        data = read_left(entry, REPR_MAX) if mime else None
+        name = os.path.basename(entry if isinstance(entry, str) else entry.path)
+        mime = next((m for suffix, m in LEFT_TYPES if name.endswith(suffix)), None)
+        data = read_left(entry, REPR_MAX, name) if mime else None
         if data is None:
             continue
         if mime in BINARY_TYPES:
             bundle = {mime: base64.b64encode(data).decode('ascii'),
-                      'text/plain': '<%s>' % entry.name}
+                      'text/plain': '<%s>' % name}
         else:
             bundle = {mime: data.decode('utf-8', 'replace')}
             if mime != 'text/plain':
-                bundle['text/plain'] = '<%s>' % entry.name
-        publish(bundle, main=entry.name == 'main.txt')
-    if returncode != 0 and error is not None and send_left_error(error):
+                bundle['text/plain'] = '<%s>' % name
+        publish(bundle, main=name == 'main.txt')
+    error = os.path.join(results, 'error.json')
+    if returncode != 0 and send_left_error(error):
         return returncode if returncode > 0 else 128 - returncode
     return program_status(returncode)
 
 
-def read_left(entry, limit):
-    """A regular file's bytes, if it is one and at most limit bytes."""
+def read_left(entry, limit, name=None):
+    """A regular file's bytes, if it is one and at most limit bytes (a
+    larger one is noted, under name)."""
+    path = entry if isinstance(entry, str) else entry.path
     try:
-        fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        if st.st_size > limit:
+            if name:
+                note('%s left out: it is over %d MiB' % (name, limit >> 20))
             return None
         with open(fd, 'rb', closefd=False) as file:
             data = file.read(limit + 1)
@@ -1374,12 +1399,15 @@ def signal_label(number):
         return str(number)
 
 
-def compile_program(command, cwd, env):
+def compile_program(argv, cwd, env):
     """The compile step; the compiler's output goes live to stderr.
 
     Returns None on success, else the exit code of the exec."""
-    proc = spawn(command_argv(command), cwd=cwd, env=env,
-                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        proc = spawn(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    except FileNotFoundError as exc:
+        return not_found(exc)
+    command = argv[2] if argv[:2] == ['/bin/sh', '-c'] else argv[0]
     output = bytearray()
     try:
         exc = run_user(relay_output, proc, output)
@@ -1468,10 +1496,10 @@ def handle_exec(request):
 
 def load_modules():
     """The rest of the standard library the driver needs."""
-    global ast, base64, importlib, io, json, linecache, shutil, signal, site, stat
+    global ast, base64, importlib, io, json, linecache, shlex, shutil, signal, site, stat
     global subprocess, traceback, LIBC, FUTURE_MASK
     import __future__
-    import ast, base64, importlib, io, json, linecache, shutil, signal, site, stat
+    import ast, base64, importlib, io, json, linecache, shlex, shutil, signal, site, stat
     import subprocess, traceback
     FUTURE_MASK = 0                     # compiler flags of all __future__ features
     for feature in __future__.all_feature_names:

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "util/utf8.h"
+
 #define ECHO_MAX 32	/* longest unknown name quoted back in a message */
 
 static const char *const none[] = { NULL };
@@ -129,6 +131,8 @@ static bool file_ok(const char *f)
 	return true;
 }
 
+/* One line of printable ASCII: what the driver takes as a command (it
+ * refuses the frame otherwise, and the session with it). */
 static bool command_ok(const char *c)
 {
 	size_t n = strnlen(c, LANG_COMMAND_MAX + 1);
@@ -136,8 +140,21 @@ static bool command_ok(const char *c)
 	if (n == 0 || n > LANG_COMMAND_MAX)
 		return false;
 	for (; *c; c++)
-		if ((unsigned char)*c < 0x20 || *c == 0x7f)
-			return false;	/* one line, no control characters */
+		if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e)
+			return false;
+	return true;
+}
+
+/* A summary: valid UTF-8 (it goes into JSON), no control characters. */
+static bool text_ok(const char *s)
+{
+	size_t n = strnlen(s, LANG_COMMAND_MAX + 1);
+
+	if (n > LANG_COMMAND_MAX || !utf8_valid(s, n))
+		return false;
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return false;
 	return true;
 }
 
@@ -191,8 +208,13 @@ static int check_one(const struct language *extra_, size_t i, char *err, size_t 
 	if (!l->run || !command_ok(l->run) || (l->compile && !command_ok(l->compile)) ||
 	    (l->version && !command_ok(l->version))) {
 		snprintf(err, errlen, "[language.%s]: 'run' is required; 'run', 'compile' and "
-			 "'version' are one line each, at most %d bytes", l->name,
-			 LANG_COMMAND_MAX);
+			 "'version' are one line of printable ASCII each, at most %d bytes",
+			 l->name, LANG_COMMAND_MAX);
+		return -1;
+	}
+	if (l->summary && !text_ok(l->summary)) {
+		snprintf(err, errlen, "[language.%s]: 'summary' must be one line of UTF-8 text",
+			 l->name);
 		return -1;
 	}
 	if (find_in(builtin, NBUILTIN, l->name) || find_in(extra_, i, l->name))

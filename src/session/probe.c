@@ -25,7 +25,7 @@
  * language's `version` command (first line of its output; null when it
  * fails: the runtime is not installed).  LANGS is spliced in as JSON. */
 static const char probe_head[] =
-	"import importlib.metadata as md, json, subprocess, sys\n"
+	"import importlib.metadata as md, json, os, signal, subprocess, sys, time\n"
 	"LANGS = json.loads(%s)\n";
 static const char probe_body[] =
 	"found = {'python': '%d.%d.%d' % sys.version_info[:3], 'packages': {}, 'languages': {}}\n"
@@ -36,17 +36,32 @@ static const char probe_body[] =
 	"        continue\n"
 	"    if name and version and len(found['packages']) < 5000:\n"
 	"        found['packages'].setdefault(str(name)[:200], str(version)[:200])\n"
-	"for name, command in LANGS.items():\n"
-	"    line = None\n"
+	/* Each command in a process group of its own, killed with whatever
+	 * it started; all of them within 40 s (the probe has 60). */
+	"def version(command, left):\n"
+	"    if left <= 0:\n"
+	"        return None\n"
+	"    p = subprocess.Popen(command, shell=True, stdin=subprocess.DEVNULL,\n"
+	"                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,\n"
+	"                         start_new_session=True)\n"
 	"    try:\n"
-	"        p = subprocess.run(command, shell=True, capture_output=True, timeout=20,\n"
-	"                           stdin=subprocess.DEVNULL)\n"
-	"        text = (p.stdout or p.stderr).decode('utf-8', 'replace').strip()\n"
-	"        if p.returncode == 0 and text:\n"
-	"            line = text.splitlines()[0][:200]\n"
+	"        out, err = p.communicate(timeout=min(10, left))\n"
+	"    except subprocess.TimeoutExpired:\n"
+	"        out = err = b''\n"
+	"    finally:\n"
+	"        try:\n"
+	"            os.killpg(p.pid, signal.SIGKILL)\n"
+	"        except OSError:\n"
+	"            pass\n"
+	"        p.communicate()\n"
+	"    text = (out or err).decode('utf-8', 'replace').strip()\n"
+	"    return text.splitlines()[0][:200] if p.returncode == 0 and text else None\n"
+	"end = time.monotonic() + 40\n"
+	"for name, command in LANGS.items():\n"
+	"    try:\n"
+	"        found['languages'][name] = version(command, end - time.monotonic())\n"
 	"    except Exception:\n"
-	"        pass\n"
-	"    found['languages'][name] = line\n"
+	"        found['languages'][name] = None\n"
 	"print(json.dumps(found))\n";
 
 char *probe_code(void)
@@ -132,7 +147,9 @@ static json_t *package_list(const json_t *packages)
 		return NULL;
 	}
 	json_object_foreach((json_t *)packages, k, v)
-		items[i++] = json_pack("{s:s, s:O}", "name", k, "version", v);
+		if ((items[i] = json_pack("{s:s, s:O}", "name", k, "version", v)))
+			i++;
+	n = i;
 	qsort(items, n, sizeof(*items), by_name);
 	for (i = 0; i < n; i++)
 		json_array_append_new(list, items[i]);
@@ -168,20 +185,24 @@ json_t *probe_describe(const json_t *found, const char *error)
 
 /* ---- in the background ---------------------------------------------------- */
 
+#define PROBE_ATTEMPTS 5		/* a failed probe is tried again ... */
+#define PROBE_RETRY_S 30.0		/* ... this long after */
+
 struct probe {
 	struct smgr *m;
 	struct petri_limits limits;	/* a one-shot's, by default */
 	pthread_t thread;
 	pthread_mutex_t lock;
-	pthread_cond_t done_cond;
-	bool done;
-	json_t *found;		/* NULL: failed */
+	pthread_cond_t done_cond;	/* done, or stop */
+	bool done;			/* an attempt ended */
+	bool stop;			/* probe_free(): no more attempts */
+	json_t *found;			/* NULL: not yet, or failed */
 	char error[256];
 };
 
-static void *probe_thread(void *arg)
+/* One attempt: the probe's one-shot, what it found into p. */
+static bool attempt(struct probe *p)
 {
-	struct probe *p = arg;
 	struct oneshot o = { .limits = {0} };
 	struct result res;
 	char err[512] = "";
@@ -218,6 +239,31 @@ static void *probe_thread(void *arg)
 	if (!found)
 		log_warn("%s", p->error);
 	free(code);
+	return found != NULL;
+}
+
+/* Until an attempt finds out (a busy or loaded server may fail one), at
+ * most PROBE_ATTEMPTS, PROBE_RETRY_S apart, or until probe_free(). */
+static void *probe_thread(void *arg)
+{
+	struct probe *p = arg;
+
+	for (int i = 0; i < PROBE_ATTEMPTS; i++) {
+		struct timespec until;
+		bool stop;
+
+		if (attempt(p))
+			break;
+		until = clock_deadline(PROBE_RETRY_S);
+		pthread_mutex_lock(&p->lock);
+		while (!p->stop && pthread_cond_timedwait(&p->done_cond, &p->lock, &until) !=
+				   ETIMEDOUT)
+			;
+		stop = p->stop;
+		pthread_mutex_unlock(&p->lock);
+		if (stop)
+			break;
+	}
 	return NULL;
 }
 
@@ -260,6 +306,10 @@ void probe_free(struct probe *p)
 {
 	if (!p)
 		return;
+	pthread_mutex_lock(&p->lock);
+	p->stop = true;
+	pthread_cond_broadcast(&p->done_cond);
+	pthread_mutex_unlock(&p->lock);
 	pthread_join(p->thread, NULL);
 	json_decref(p->found);
 	pthread_mutex_destroy(&p->lock);

@@ -28,7 +28,7 @@
 struct session {
 	struct smgr *m;
 	char id[SESSION_ID_LEN + 1];
-	char language[16];
+	char language[LANG_NAME_MAX + 1];
 	struct petri_limits limits;
 	double idle_timeout_s, max_lifetime_s;
 	double created, last_used;	/* CLOCK_REALTIME seconds */

@@ -17,6 +17,10 @@ aliases = pl
 extensions = .pl
 version = perl -e 'print "perl $^V"'
 
+[language.long-language-name-over-15-bytes]
+file = {tmp}/x.sh
+run = /bin/bash {file}
+
 [language.cpp]
 file = {tmp}/main.cpp
 compile = g++ -O1 -o prog main.cpp
@@ -45,17 +49,20 @@ def run(api, sid, language, code, **kw):
 
 
 def test_languages_lists_what_a_sandbox_found(api):
+    name = "long-language-name-over-15-bytes"
     r = api.get("/v1/languages")
     assert r.status_code == 200, r.text
     body = r.json()
     by_name = {lang["name"]: lang for lang in body["languages"]}
-    assert list(by_name) == ["python", "bash", "c", "javascript", "r", "perl", "cpp"]
+    assert list(by_name) == ["python", "bash", "c", "javascript", "r", "perl",
+                             "long-language-name-over-15-bytes", "cpp"]
     assert by_name["python"]["default"] and by_name["python"]["version"].startswith("3.")
     assert by_name["javascript"]["version"].startswith("v")
     assert by_name["r"]["version"].startswith("R")
     assert by_name["perl"]["version"].startswith("perl v5")
     assert by_name["perl"]["aliases"] == ["pl"] and by_name["perl"]["extensions"] == [".pl"]
-    assert all(lang["available"] for lang in body["languages"])
+    assert all(lang["available"] for lang in body["languages"] if lang["name"] != name)
+    assert "available" not in by_name[name]    # it has no version command: not known
     packages = {p["name"]: p["version"] for p in body["packages"]}
     for dist in ("numpy", "pandas", "seaborn", "scikit-learn", "statsmodels"):
         assert packages[dist] == importlib.metadata.version(dist), dist
@@ -175,7 +182,8 @@ def test_an_unknown_language_names_every_language(api):
     r = api.post(f"/v1/sessions/{sid}/execute", {"code": "x", "language": "cobol"})
     assert r.status_code == 400
     assert r.json()["error"]["message"] == \
-        "unknown language 'cobol': must be python, bash, c, javascript, r, perl or cpp"
+        "unknown language 'cobol': must be python, bash, c, javascript, r, perl, " \
+        "long-language-name-over-15-bytes or cpp"
 
 
 @pytest.mark.parametrize("section, words", [
@@ -188,3 +196,11 @@ def test_a_bad_language_section_is_refused_at_start(tmp_path, section, words):
     with pytest.raises(RuntimeError) as e:
         Server(tmp_path, section)
     assert words in str(e.value)
+
+
+def test_a_session_in_a_long_named_language(api):
+    name = "long-language-name-over-15-bytes"
+    r = api.post("/v1/sessions", {"language": name})
+    assert r.status_code == 201 and r.json()["language"] == name, r.text
+    res = api.execute(r.json()["id"], "echo $((6 * 7))")      # the session's language
+    assert res["stdout"] == "42\n", res

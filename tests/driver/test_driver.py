@@ -541,3 +541,34 @@ def test_sigint_kills_a_c_program(driver):
                          'int main(void) { puts("started"); fflush(stdout); sleep(30); }',
                          'c', interrupt_on=b'started')
     assert (outcome.error['name'], outcome.exit_code) == ('KeyboardInterrupt', 130)
+
+
+# ---- programs: the table's (file, compile, run) ----------------------------
+
+def test_program_paths_are_never_split_nor_read_by_a_shell(driver, tmp_path):
+    odd = tmp_path / "a dir; $(touch pwned)"
+    odd.mkdir()
+    plain = {'file': 'main.sh', 'run': '/bin/cat {file}'}
+    piped = {'file': 'main.sh', 'run': 'cat {file} | wc -c'}
+    assert run_in(driver, 'echo x', language='shx', program=plain, cwd=str(odd)).out == 'echo x'
+    assert run_in(driver, 'echo x', language='shx', program=piped, cwd=str(odd)).out.strip() == '6'
+    assert (odd / 'main.sh').read_text() == 'echo x'     # written in the working directory
+    assert not (odd / 'pwned').exists() and not (tmp_path / 'pwned').exists()
+
+
+def test_a_program_whose_command_is_missing(driver):
+    for program in ({'file': '{tmp}/a', 'run': 'no-such-runtime-petri {file}'},
+                    {'file': '{tmp}/a', 'compile': 'no-such-compiler-petri a', 'run': 'x'}):
+        outcome = run_in(driver, 'x', language='shx', program=program)
+        assert outcome.error['name'] == 'CommandNotFound', outcome.error
+        assert 'no-such-' in outcome.error['message'] and outcome.exit_code == 127
+
+
+def test_the_value_of_a_program_is_found_among_many_files(driver):
+    code = ('cd "$PETRI_RESULTS"; for i in $(seq 1200); do echo $i > f$i.txt; done; '
+            'echo value > main.txt; head -c 9000000 /dev/zero > big.png')
+    outcome = run_in(driver, code, language='shx',
+                     program={'file': '{tmp}/m.sh', 'run': '/bin/bash {file}'})
+    mains = [f for f in outcome.frames if f['type'] == 'result' and f.get('main')]
+    assert [m['data'] for m in mains] == [{'text/plain': 'value\n'}]
+    assert 'more than 1000 files' in outcome.err

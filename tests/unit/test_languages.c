@@ -237,6 +237,18 @@ START_TEST(operator_languages)
 	ck_assert_int_eq(lang_check(bad, 1, err, sizeof(err)), -1);
 	bad[0].run = "perl\nmain.pl";
 	ck_assert_int_eq(lang_check(bad, 1, err, sizeof(err)), -1);
+	/* What the driver would refuse (and end the session over) is refused
+	 * here: a no-break space, a C1 control, bytes that are not UTF-8. */
+	bad[0].run = "perl\xc2\xa0main.pl";
+	ck_assert_int_eq(lang_check(bad, 1, err, sizeof(err)), -1);
+	bad[0].run = "perl main.pl \xff";
+	ck_assert_int_eq(lang_check(bad, 1, err, sizeof(err)), -1);
+	bad[0].run = "perl main.pl";
+	bad[0].summary = "Perl \xff";
+	ck_assert_int_eq(lang_check(bad, 1, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "'summary'"));
+	bad[0].summary = "Perl 5, \xc3\xa9" "crit";	/* UTF-8 text is fine */
+	ck_assert_int_eq(lang_check(bad, 1, err, sizeof(err)), 0);
 	bad[0] = perl;
 	bad[0].name = "1perl";
 	ck_assert_int_eq(lang_check(bad, 1, err, sizeof(err)), -1);
