@@ -193,3 +193,24 @@ def test_ptys_are_bounded(servers, host_guard):
     assert r['status'] == 'ok', H.describe(r)
     n, code = r['stdout'].split()
     assert int(n) <= 64 and code == 'ENOSPC', H.describe(r)
+
+
+def test_nproc_counts_each_session_apart(servers, host_guard):
+    """Warm sandboxes are forks of one template, but RLIMIT_NPROC counts
+    each one's processes in its own user namespace: two sessions can each
+    hold most of their limit at once (one shared count would stop the
+    second at the first's leftover)."""
+    srv = servers('serve-warm')
+    limits = H.api_limits(dict(LIMITS, timeout=30))
+    hold = ("import subprocess, resource\n"
+            "held = [subprocess.Popen(['sleep', '120']) for _ in range(30)]\n"
+            "(len(held), resource.getrlimit(resource.RLIMIT_NPROC)[0])")
+    sids = [srv.api.session(limits=limits) for _ in range(2)]
+    try:
+        for sid in sids:
+            r = srv.api.execute(sid, hold)
+            assert r['status'] == 'ok', H.describe(r)
+            assert r['results'][0]['text/plain'] == f"(30, {LIMITS['pids']})", H.describe(r)
+    finally:
+        for sid in sids:
+            srv.api.delete(f'/v1/sessions/{sid}')
