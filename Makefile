@@ -4,7 +4,8 @@
 #   make SAN=1        ASan + UBSan build                 -> build-san/petri
 #   make SAN=thread   ThreadSanitizer build              -> build-tsan/petri
 #   make test         unit tests + black-box tests against build/petri (the
-#                     MCP and E2B SDKs from npm included)
+#                     MCP and E2B SDKs from npm included, CPython's own
+#                     regression tests inside and bare)
 #   make test-san     the suite under ASan+UBSan, the API and fault tiers
 #                     under ThreadSanitizer
 #   make unit         C unit tests only
@@ -172,11 +173,18 @@ tests/e2b/%/node_modules: tests/e2b/%/package.json tests/e2b/%/package-lock.json
 e2b-test: $(BUILD)/petri tests/e2b/new/node_modules tests/e2b/old/node_modules
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) tests/e2b
 
+# CPython's own regression tests (Debian's libpython3.11-testsuite) for the
+# modules that exercise the sandbox's decisions, bare, in a cold sandbox and
+# in a warm session at once; a test that passes bare must pass inside.  One
+# pytest process: the three runs share one fixture (~2.5 minutes).
+cpython-test: $(BUILD)/petri
+	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) tests/cpython
+
 # petri ask against a scripted OpenAI-compatible server.
 ask-test: $(BUILD)/petri
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/ask
 
-test: unit unit-valgrind blackbox hostile faults mcp-test e2b-test ask-test fuzz-smoke
+test: unit unit-valgrind blackbox hostile cpython-test faults mcp-test e2b-test ask-test fuzz-smoke
 
 # The whole suite under ASan+UBSan; then the tiers where the daemon's
 # threads meet (the API and the faults) under ThreadSanitizer.
@@ -198,6 +206,6 @@ clean:
 
 include tests/fuzz/fuzz.mk
 
-.PHONY: all unit unit-valgrind blackbox api-test hostile faults mcp-test e2b-test ask-test test test-san clean fuzz fuzz-smoke
+.PHONY: all unit unit-valgrind blackbox api-test hostile cpython-test faults mcp-test e2b-test ask-test test test-san clean fuzz fuzz-smoke
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

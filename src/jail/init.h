@@ -27,7 +27,7 @@ struct init_record {
 	char text[247];
 };
 
-enum { INIT_NRLIMITS = 8 };
+enum { INIT_NRLIMITS = 12 };
 
 /* How a sandbox's processes behave; see jail.h for the warm path. */
 enum init_mode {

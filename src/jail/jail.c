@@ -282,6 +282,12 @@ static void plan_rlimits(struct init_args *a, const struct jail_limits *l,
 	add_rlimit(a, RLIMIT_CORE, 0, 0);
 	add_rlimit(a, RLIMIT_MEMLOCK, 64 << 10, 64 << 10);
 	add_rlimit(a, RLIMIT_MSGQUEUE, 0, 0);
+	/* No real-time scheduling and no nice below 0, whatever the host's
+	 * limits: the policy lets sched_setscheduler through because these
+	 * leave it only the ordinary policies, which can only lower the
+	 * caller's claim on the CPU. */
+	add_rlimit(a, RLIMIT_RTPRIO, 0, 0);
+	add_rlimit(a, RLIMIT_NICE, 0, 0);
 	if (fsize)
 		add_rlimit(a, RLIMIT_FSIZE, fsize, fsize);
 	if (l->nofile)

@@ -21,6 +21,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "jail/jail.h"
+
 /* What the Python data stack (numpy, pandas, matplotlib, scipy, sqlite3,
  * threads, subprocess), bash, coreutils and gcc need, found by tracing them
  * inside the sandbox (tests/cli/test_policy.py keeps it honest).  Calls with
@@ -42,10 +44,6 @@ static const char *const allowed[] = {
 	 * take ENOTSUP/ENODATA for "none" but ENOSYS for a broken system. */
 	"getxattr", "lgetxattr", "fgetxattr", "listxattr", "llistxattr",
 	"flistxattr",
-	/* Changing a file's owner: the sandbox holds no CAP_CHOWN, so the
-	 * kernel allows only what changes nothing (its own uid, its own gid)
-	 * and answers EPERM to the rest, EBADF to a bad fd, as outside. */
-	"chown", "fchown", "lchown", "fchownat",
 	/* Moving pages between a pipe and a file or socket: the code sendfile
 	 * and copy_file_range (allowed above) already reach; sendfile into a
 	 * pipe already puts a page of a shared read-only file into a pipe the
@@ -64,12 +62,8 @@ static const char *const allowed[] = {
 	 * asyncio and subprocess wait on one.  pidfd_getfd (another process's
 	 * descriptors) is denied. */
 	"pidfd_open", "pidfd_send_signal",
-	/* Changing ids: the sandbox holds no CAP_SETUID/CAP_SETGID, so the
-	 * kernel only lets it swap among the ids it has (all the same one) and
-	 * answers EPERM to any other: setuid(getuid()) and setreuid(-1, -1),
-	 * which privilege-dropping code and subprocess(user=...) make, work as
-	 * for any unprivileged user.  setgroups and capset stay denied. */
-	"setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid",
+	/* The file-system ids: without CAP_SETUID the kernel keeps them at the
+	 * caller's own and answers with the old value either way. */
 	"setfsuid", "setfsgid",
 	"getpid", "getppid", "gettid", "getuid", "geteuid",
 	"getgid", "getegid", "getresuid", "getresgid", "getgroups", "setsid",
@@ -77,6 +71,13 @@ static const char *const allowed[] = {
 	"set_tid_address", "set_robust_list", "rseq", "futex", "sched_yield",
 	"sched_getaffinity", "sched_setaffinity", "sched_getparam",
 	"sched_getscheduler", "sched_get_priority_max", "sched_get_priority_min",
+	"sched_rr_get_interval", "sched_getattr",
+	/* Setting the scheduling policy: with RLIMIT_RTPRIO 0 (set for every
+	 * sandbox) and no CAP_SYS_NICE the kernel allows only the ordinary
+	 * policies (SCHED_OTHER, BATCH, IDLE), which never raise the caller's
+	 * claim on the CPU; posix_spawn with a scheduler setting makes these.
+	 * sched_setattr (deadline scheduling, utilization clamps) is denied. */
+	"sched_setscheduler", "sched_setparam",
 	"getpriority", "setpriority", "getrusage", "getrlimit", "setrlimit",
 	"prlimit64",
 	/* time and signals */
@@ -118,7 +119,7 @@ static const char *const denied[] = {
 	"inotify_add_watch", "inotify_rm_watch", "settimeofday", "clock_settime", "adjtimex",
 	"clock_adjtime", "sethostname", "setdomainname", "lookup_dcookie",
 	"landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self",
-	"seccomp", "setgroups", "capset",
+	"seccomp", "setgroups", "capset", "sched_setattr",
 	/* Writing extended attributes: no program here needs them (copies
 	 * ignore EPERM), and the security.* namespace inside user namespaces
 	 * (file capabilities) has a history of kernel bugs. */
@@ -161,6 +162,19 @@ static const char *const denied[] = {
  *   n_tty for every ordinary program, and setting another makes the host
  *   kernel load its module (n_gsm, n_hdlc, slip...: a history of bugs).
  * - personality only to query or set PER_LINUX.
+ * - the id calls (setuid, setreuid, setresuid and the gid ones) and the
+ *   owner calls (chown, fchown, lchown, fchownat) only with ids that change
+ *   nothing: -1 or the sandbox's own JAIL_UID/JAIL_GID, which every process
+ *   of every sandbox has.  The kernel would allow no other id anyway (no
+ *   sandbox process holds CAP_SETUID, CAP_SETGID or CAP_CHOWN), but answers
+ *   EINVAL for an id its user namespace does not map and EPERM for one it
+ *   does, so the answer would differ between the cold and the warm path and
+ *   from outside, where an unprivileged user always gets EPERM: the filter
+ *   gives that EPERM.  What changes nothing then works as for any user:
+ *   setuid(getuid()), setreuid(-1, -1) (privilege-dropping code,
+ *   subprocess(user=...)), chown of one's own file to oneself (shutil,
+ *   tar), and fchown on a bad descriptor answers EBADF.  setgroups and
+ *   capset stay denied.
  * - fcntl except F_NOTIFY (dnotify): see the inotify note above.
  * - fadvise64 with advice that only reads ahead or describes the access
  *   pattern.  POSIX_FADV_DONTNEED drops clean pages of the file from the
@@ -176,7 +190,8 @@ static const char *const denied[] = {
  *   it is reviewed. */
 static const char *const conditional[] = {
 	"clone", "socket", "socketpair", "ioctl", "personality", "fcntl",
-	"fadvise64", NULL
+	"fadvise64", "setuid", "setgid", "setreuid", "setregid", "setresuid",
+	"setresgid", "chown", "fchown", "lchown", "fchownat", NULL
 };
 
 /* The kernel's own mask for the type argument of socket() (net.h, not
@@ -269,6 +284,24 @@ static int add_rules(scmp_filter_ctx ctx, unsigned *nallowed, char *err,
 	LOAD(offsetof(struct seccomp_data, nr)), \
 	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (sysno), 0, (len))
 
+/* One id argument of an OWN_IDS block: -1 or id, else to the block's
+ * EPERM; left counts the id arguments still to check, this one included. */
+#define OWN_ID(arg, id, left) \
+	LOAD(ARG_LO(arg)), \
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffu, 1, 0), \
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (id), 0, 3 * (left) - 2)
+#define OWN_IDS_END \
+	BPF_JUMP(BPF_JMP | BPF_JA | BPF_K, 1, 0, 0), \
+	RET_ERRNO(EPERM)
+/* A call whose n id arguments must each change nothing (conditional[]). */
+#define OWN_IDS_1(sysno, a0, id0) \
+	FOR_SYSCALL(sysno, 5), OWN_ID(a0, id0, 1), OWN_IDS_END
+#define OWN_IDS_2(sysno, a0, id0, a1, id1) \
+	FOR_SYSCALL(sysno, 8), OWN_ID(a0, id0, 2), OWN_ID(a1, id1, 1), OWN_IDS_END
+#define OWN_IDS_3(sysno, id) \
+	FOR_SYSCALL(sysno, 11), OWN_ID(0, id, 3), OWN_ID(1, id, 2), OWN_ID(2, id, 1), \
+	OWN_IDS_END
+
 /* Argument checks run before libseccomp's program.  Each block ends in a
  * return or falls through to the next; the low 32 bits of an argument are
  * what the kernel reads for these int-typed arguments (x86_64 is little
@@ -352,6 +385,17 @@ static const struct sock_filter prologue[] = {
 	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffu, 2, 0),
 	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PER_LINUX, 1, 0),
 	RET_ERRNO(EPERM),
+
+	OWN_IDS_1(__NR_setuid, 0, JAIL_UID),
+	OWN_IDS_1(__NR_setgid, 0, JAIL_GID),
+	OWN_IDS_2(__NR_setreuid, 0, JAIL_UID, 1, JAIL_UID),
+	OWN_IDS_2(__NR_setregid, 0, JAIL_GID, 1, JAIL_GID),
+	OWN_IDS_3(__NR_setresuid, JAIL_UID),
+	OWN_IDS_3(__NR_setresgid, JAIL_GID),
+	OWN_IDS_2(__NR_chown, 1, JAIL_UID, 2, JAIL_GID),
+	OWN_IDS_2(__NR_lchown, 1, JAIL_UID, 2, JAIL_GID),
+	OWN_IDS_2(__NR_fchown, 1, JAIL_UID, 2, JAIL_GID),
+	OWN_IDS_2(__NR_fchownat, 2, JAIL_UID, 3, JAIL_GID),
 };
 
 /* Export libseccomp's program as raw BPF (2.5 has no in-memory export, so

@@ -30,7 +30,7 @@
 #include "jail/jail.h"
 #include "jail/policy.h"
 
-enum { TEMPLATE_NRLIMITS = 8 };
+enum { TEMPLATE_NRLIMITS = 12 };
 
 struct template_request {
 	int stdout_fd, stderr_fd, ctl_fd, status_fd, sync_fd;

@@ -8,8 +8,9 @@ its kernel is too old.  On every path (cold run, cold session, warm
 session) with the same limits:
 
 * listxattr answers for itself (shutil.copy2 works), xattr writes EPERM;
-* chown of one's own file works, of a bad fd EBADF, to root fails;
-  setreuid(-1, -1) works, setuid(0) fails;
+* chown of one's own file works, of a bad fd EBADF, to anyone else EPERM;
+  setreuid(-1, -1) and setuid(getuid()) work, setuid(0) and
+  subprocess(user=65534) answer EPERM;
 * os.openpty works in a devpts instance of the sandbox's own (nosuid,
   noexec, ptmx 0666, bounded), not the host's; TIOCSETD is refused;
 * route netlink works in the sandbox's own network namespace (loopback
@@ -17,7 +18,9 @@ session) with the same limits:
 * pidfd_open, splice work;
 * the CA certificates and /etc/os-release are there, /etc/ssl/private
   is not;
-* RLIMIT_NPROC is the session's pids limit, cold and warm alike.
+* RLIMIT_NPROC is the session's pids limit, cold and warm alike;
+* the ordinary scheduling policies can be set, real-time ones cannot
+  (RLIMIT_RTPRIO 0).
 """
 import json
 import os
@@ -44,8 +47,12 @@ out['setxattr'] = err(lambda: os.setxattr('/tmp/src', 'user.x', b'1'))
 out['chown_own'] = err(lambda: os.chown('/tmp/src', os.getuid(), os.getgid()))
 out['fchown_badfd'] = err(lambda: os.fchown(999, os.getuid(), os.getgid()))
 out['chown_root'] = err(lambda: os.chown('/tmp/src', 0, 0))
+out['chown_nobody'] = err(lambda: os.chown('/tmp/src', 65534, -1))
 out['setreuid'] = err(lambda: (os.setreuid(-1, -1), os.setregid(-1, -1)))
+out['setuid_own'] = err(lambda: (os.setgid(os.getgid()), os.setuid(os.getuid())))
 out['setuid_root'] = err(lambda: os.setuid(0))
+import subprocess
+out['subprocess_user'] = err(lambda: subprocess.run(['true'], user=65534))
 m, s = os.openpty()
 out['ttyname'] = os.ttyname(s)
 os.write(m, b'hello\n')
@@ -67,6 +74,10 @@ out['certs'] = ssl.create_default_context().cert_store_stats()['x509_ca']
 out['os_release'] = 'ID=debian' in open('/etc/os-release').read()
 out['ssl_private'] = os.path.exists('/etc/ssl/private')
 out['nproc'] = resource.getrlimit(resource.RLIMIT_NPROC)
+out['rtprio'] = resource.getrlimit(resource.RLIMIT_RTPRIO)
+out['sched_other'] = err(lambda: os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0)))
+out['sched_fifo'] = err(lambda: os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1)))
+out['sched_rr_interval'] = err(lambda: os.sched_rr_get_interval(0))
 print('PROBE ' + json.dumps(out))
 '''
 
@@ -107,11 +118,14 @@ def test_ordinary_calls(path, servers, tmp_path, host_guard):
     want('setxattr', lambda v: v == 'EPERM', 'EPERM')
     want('chown_own', lambda v: v == 'ok', 'a chown that changes nothing to work')
     want('fchown_badfd', lambda v: v == 'EBADF', 'EBADF')
-    # EPERM where root is mapped in the sandbox's user namespace (cold),
-    # EINVAL where it is not (warm): the kernel's answer either way
-    want('chown_root', lambda v: v in ('EPERM', 'EINVAL'), 'a refusal from the kernel')
+    # EPERM as outside, on both paths (the kernel would say EINVAL where
+    # its user namespace does not map the id, as on the warm path)
+    want('chown_root', lambda v: v == 'EPERM', 'EPERM')
+    want('chown_nobody', lambda v: v == 'EPERM', 'EPERM')
     want('setreuid', lambda v: v == 'ok', 'setreuid(-1, -1) to work')
-    want('setuid_root', lambda v: v in ('EPERM', 'EINVAL'), 'a refusal from the kernel')
+    want('setuid_own', lambda v: v == 'ok', 'setuid(getuid()) to work')
+    want('setuid_root', lambda v: v == 'EPERM', 'EPERM')
+    want('subprocess_user', lambda v: v == 'EPERM', 'EPERM (subprocess(user=65534))')
     want('ttyname', lambda v: v.startswith('/dev/pts/'), 'a pty')
     want('pty_echo', lambda v: v.strip() == 'hello', 'the pty to carry data')
     want('tiocsetd', lambda v: v == 'EPERM', 'EPERM')
@@ -141,6 +155,10 @@ def test_ordinary_calls(path, servers, tmp_path, host_guard):
     want('os_release', lambda v: v is True, '/etc/os-release')
     want('ssl_private', lambda v: v is False, 'no /etc/ssl/private')
     want('nproc', lambda v: v == [LIMITS['pids']] * 2, f'RLIMIT_NPROC = pids = {LIMITS["pids"]}')
+    want('rtprio', lambda v: v == [0, 0], 'no real-time priority')
+    want('sched_other', lambda v: v == 'ok', 'the ordinary policy to be settable')
+    want('sched_fifo', lambda v: v == 'EPERM', 'EPERM from the kernel (RLIMIT_RTPRIO 0)')
+    want('sched_rr_interval', lambda v: v == 'ok', 'sched_rr_get_interval to work')
     assert not problems, f'{path}:\n' + '\n'.join(problems)
 
 
@@ -175,3 +193,24 @@ def test_ptys_are_bounded(servers, host_guard):
     assert r['status'] == 'ok', H.describe(r)
     n, code = r['stdout'].split()
     assert int(n) <= 64 and code == 'ENOSPC', H.describe(r)
+
+
+def test_nproc_counts_each_session_apart(servers, host_guard):
+    """Warm sandboxes are forks of one template, but RLIMIT_NPROC counts
+    each one's processes in its own user namespace: two sessions can each
+    hold most of their limit at once (one shared count would stop the
+    second at the first's leftover)."""
+    srv = servers('serve-warm')
+    limits = H.api_limits(dict(LIMITS, timeout=30))
+    hold = ("import subprocess, resource\n"
+            "held = [subprocess.Popen(['sleep', '120']) for _ in range(30)]\n"
+            "(len(held), resource.getrlimit(resource.RLIMIT_NPROC)[0])")
+    sids = [srv.api.session(limits=limits) for _ in range(2)]
+    try:
+        for sid in sids:
+            r = srv.api.execute(sid, hold)
+            assert r['status'] == 'ok', H.describe(r)
+            assert r['results'][0]['text/plain'] == f"(30, {LIMITS['pids']})", H.describe(r)
+    finally:
+        for sid in sids:
+            srv.api.delete(f'/v1/sessions/{sid}')

@@ -153,12 +153,27 @@ static void refused_calls(void)
 	EXPECT(syscall(SYS_fsetxattr, 0, "user.x", "", 0, 0), EPERM);
 	EXPECT(syscall(SYS_removexattr, "/tmp", "user.x"), EPERM);
 	EXPECT(syscall(SYS_setgroups, 0, NULL), EPERM);
+	/* ids other than -1 and the sandbox's own, also in the high half */
+	EXPECT(syscall(SYS_setuid, 0), EPERM);
+	EXPECT(syscall(SYS_setgid, 0), EPERM);
+	EXPECT(syscall(SYS_setreuid, -1, 0), EPERM);
+	EXPECT(syscall(SYS_setregid, 0, -1), EPERM);
+	EXPECT(syscall(SYS_setresuid, -1, -1, 0), EPERM);
+	EXPECT(syscall(SYS_setresgid, 1000, 0, 1000), EPERM);
+	EXPECT(syscall(SYS_setuid, (1ul << 32) | 0), EPERM);
+	EXPECT(syscall(SYS_chown, "/nonexistent", 0, -1), EPERM);
+	EXPECT(syscall(SYS_lchown, "/nonexistent", -1, 0), EPERM);
+	EXPECT(syscall(SYS_fchown, -1, 65534, -1), EPERM);
+	EXPECT(syscall(SYS_fchownat, AT_FDCWD, "/nonexistent", 1000, 0, 0), EPERM);
 	EXPECT(syscall(SYS_vmsplice, 0, NULL, 0, 0), EPERM);
 	/* personality: no READ_IMPLIES_EXEC or address-space tricks */
 	EXPECT(personality(READ_IMPLIES_EXEC), EPERM);
 	EXPECT(personality(ADDR_NO_RANDOMIZE), EPERM);
-	/* a call on neither list */
-	EXPECT(syscall(SYS_sched_setattr, 0, NULL, 0), ENOSYS);
+	/* deadline scheduling and utilization clamps */
+	EXPECT(syscall(SYS_sched_setattr, 0, NULL, 0), EPERM);
+	/* a call on neither list (it tells which pages of a shared file are
+	 * cached; glibc has no fallback that ENOSYS would break) */
+	EXPECT(syscall(SYS_mincore, NULL, 0, NULL), ENOSYS);
 }
 
 static void allowed_calls(void)
@@ -213,13 +228,24 @@ static void allowed_calls(void)
 	if (syscall(SYS_listxattr, "/", NULL, 0) < 0 && (errno == ENOSYS || errno == EPERM))
 		_exit(11);
 	if (syscall(SYS_flistxattr, -1, NULL, 0) != -1 || errno != EBADF ||
-	    syscall(SYS_fchown, -1, 0, 0) != -1 || errno != EBADF ||
+	    syscall(SYS_fchown, -1, -1, -1) != -1 || errno != EBADF ||
+	    syscall(SYS_chown, "/nonexistent", 1000, 1000) != -1 || errno != ENOENT ||
+	    syscall(SYS_fchownat, AT_FDCWD, "/nonexistent", -1, 1000, 0) != -1 ||
+	    errno != ENOENT ||
 	    syscall(SYS_splice, -1, NULL, -1, NULL, 1, 0) != -1 || errno != EBADF ||
 	    syscall(SYS_tee, -1, -1, 1, 0) != -1 || errno != EBADF ||
 	    syscall(SYS_pidfd_open, -1, 0) != -1 || errno != EINVAL)
 		_exit(12);
+	{
+		struct sched_param sp = { .sched_priority = 0 };
+		struct timespec ts;
+
+		if (sched_setscheduler(0, SCHED_OTHER, &sp) != 0 || sched_setparam(0, &sp) != 0 ||
+		    sched_rr_get_interval(0, &ts) != 0)
+			_exit(15);
+	}
 	if (syscall(SYS_setreuid, -1, -1) != 0 || syscall(SYS_setregid, -1, -1) != 0 ||
-	    syscall(SYS_setresuid, -1, -1, -1) != 0 || syscall(SYS_setuid, getuid()) != 0)
+	    syscall(SYS_setresuid, -1, -1, -1) != 0 || syscall(SYS_setresgid, -1, -1, -1) != 0)
 		_exit(13);
 	{
 		int pfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
@@ -234,6 +260,10 @@ static void allowed_calls(void)
 	if (pid == 0)
 		_exit(0);
 	waitpid(pid, NULL, 0);
+	/* last: this child (root) becomes the sandbox's own ids */
+	if (syscall(SYS_setgid, 1000) != 0 || syscall(SYS_setuid, 1000) != 0 ||
+	    syscall(SYS_setresuid, 1000, 1000, -1) != 0)
+		_exit(16);
 }
 
 static void i386_call(void)
