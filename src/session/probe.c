@@ -230,7 +230,7 @@ static bool attempt(struct probe *p)
 	pthread_mutex_lock(&p->lock);
 	p->found = found;
 	if (!found)
-		snprintf(p->error, sizeof(p->error), "cannot tell what the sandboxes have: %s",
+		snprintf(p->error, sizeof(p->error), "cannot tell what the sandboxes have: %.200s",
 			 r != SM_OK ? (err[0] ? err : sm_result_message(r)) :
 			 err[0] ? err : "the probe printed something else");
 	p->done = true;
