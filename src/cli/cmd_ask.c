@@ -285,8 +285,8 @@ int cmd_ask(int argc, char **argv)
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
 		die(EXIT_PETRI, "cannot initialize libcurl");
 	cli_local_config(&l, config_path);
+	log_set_level(verbose ? LOG_DEBUG : LOG_WARN);	/* before any thread logs */
 	cli_local_start(&l);
-	log_set_level(verbose ? LOG_DEBUG : LOG_WARN);
 	file_list = json_array();
 	if (!file_list || tools_new(l.sm, &l.cfg, &tools) < 0) {
 		snprintf(err, sizeof(err), "out of memory");

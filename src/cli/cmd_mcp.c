@@ -83,9 +83,10 @@ int cmd_mcp(int argc, char **argv)
 		die(125, "signalfd: %s", strerror(errno));
 
 	cli_local_config(&l, config_path);
+	/* Before any thread of the session manager may log. */
+	log_set_level(verbose ? LOG_DEBUG : l.cfg.log_level);
 	cli_local_start(&l);
 	json_decref(smgr_found(l.sm, 0));	/* for tools/list, in the background */
-	log_set_level(verbose ? LOG_DEBUG : l.cfg.log_level);
 	if (mcp_conn_new(l.sm, &l.cfg, "stdio", &conn) < 0)
 		die(125, "out of memory");
 	log_info("serving MCP on stdio");
