@@ -250,6 +250,7 @@ int mcp_stdio_serve(struct mcp_conn *c, int in_fd, int out_fd, int stop_fd)
 {
 	struct stdio_conn sc = { .conn = c, .out_fd = out_fd };
 	pthread_t th;
+	size_t queued;
 	int r;
 
 	pthread_mutex_init(&sc.write_lock, NULL);
@@ -276,12 +277,13 @@ int mcp_stdio_serve(struct mcp_conn *c, int in_fd, int out_fd, int stop_fd)
 		sc.queued = 0;
 	}
 	sc.draining = true;
+	queued = sc.queued;	/* the worker takes from the queue once unlocked */
 	pthread_cond_signal(&sc.cond);
 	pthread_mutex_unlock(&sc.lock);
 	if (sc.stop)
 		mcp_conn_close(c);
 	else
-		log_info("mcp: end of input: finishing %zu queued call(s)", sc.queued);
+		log_info("mcp: end of input: finishing %zu queued call(s)", queued);
 	pthread_join(th, NULL);
 	mcp_conn_close(c);
 
