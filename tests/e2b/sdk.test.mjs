@@ -254,6 +254,20 @@ describe(`E2B SDK ${which}: e2b ${versions.e2b}, code-interpreter ${versions.ci}
       assert.equal(z.error.name, 'ZeroDivisionError');
     });
 
+    test('JavaScript and R through runCode: their value, output, charts and errors', T, async () => {
+      let e = await run(sbx, 'const xs = [1, 2, 3];\nconsole.log("sum", xs.reduce((a, b) => a + b))\nxs.length',
+        { language: 'js' });
+      assert.equal(e.text, '3');
+      assert.equal(e.logs.stdout.join(''), 'sum 6\n');
+      e = await run(sbx, 'null.x', { language: 'javascript' });
+      assert.equal(e.error.name, 'TypeError');
+      e = await run(sbx, 'x <- c(3, 5)\nmean(x)\nplot(x)', { language: 'r' });
+      assert.equal(e.logs.stdout.join(''), '[1] 4\n');
+      assert.ok(e.results.some((r) => r.png), 'the plot comes back as a PNG');
+      e = await run(sbx, 'stop("no")', { language: 'r' });
+      assert.equal(e.error.value, 'no');
+    });
+
     test('code runs in /home/user, where the files API writes', T, async () => {
       const e = await run(sbx, 'import os\nprint(os.getcwd())');
       assert.equal(e.logs.stdout.join('').trim(), HOME);
