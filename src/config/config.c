@@ -504,16 +504,17 @@ static int check_defaults_within_max(struct petri_config *c, char *err, size_t e
 	return 0;
 }
 
-/* Every live sandbox has a host uid of its own: the sessions, the pool
- * and the warm templates (one retiring while the next starts) must fit. */
+/* Every live sandbox has a host uid of its own: the sessions, the pool,
+ * the warm templates (one retiring while the next starts) and the probe
+ * (session/probe.c) must fit. */
 static int check_uid_range(struct petri_config *c, char *err, size_t errlen)
 {
-	uint64_t need = (uint64_t)c->max_sessions + c->pool_size + 2;
+	uint64_t need = (uint64_t)c->max_sessions + c->pool_size + 3;
 
 	if (c->uid_count < need) {
 		snprintf(err, errlen, "uid_count = %u in [sandbox] is too small: max_sessions + "
-			 "pool_size + 2 = %llu sandboxes can live at once, and each needs a "
-			 "host uid of its own", c->uid_count, (unsigned long long)need);
+			 "pool_size + 3 = %llu sandboxes can live at once (2 templates and the "
+			 "probe besides), and each needs a host uid of its own", c->uid_count, (unsigned long long)need);
 		return -EINVAL;
 	}
 	return 0;

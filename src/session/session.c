@@ -60,6 +60,8 @@ struct smgr {
 	struct session **v;
 	size_t n, cap;
 	size_t oneshots;		/* reserved or running */
+	size_t probes;			/* petri's own one-shots (probe.c): outside
+					 * max_sessions, inside the uid range */
 	struct box **oneshot_boxes;	/* running, killed on shutdown */
 	size_t noneshot_boxes, caponeshot_boxes;
 	size_t starting;		/* sessions being spawned */
@@ -479,16 +481,20 @@ static int new_id(char *id)
 }
 
 /* Reserve room for one more sandbox under the cap. */
-static enum sm_result reserve(struct smgr *m, bool oneshot)
+enum reserve_for { FOR_SESSION, FOR_ONESHOT, FOR_PROBE };
+
+static enum sm_result reserve(struct smgr *m, enum reserve_for what)
 {
 	enum sm_result r = SM_OK;
 
 	pthread_mutex_lock(&m->lock);
 	if (m->stopping)
 		r = SM_STOPPING;
+	else if (what == FOR_PROBE)
+		m->probes++;	/* never a client's slot (config.c counts its uid) */
 	else if (m->n + m->oneshots + m->starting >= m->cfg->max_sessions)
 		r = SM_CAPACITY;
-	else if (oneshot)
+	else if (what == FOR_ONESHOT)
 		m->oneshots++;
 	else
 		m->starting++;
@@ -544,7 +550,7 @@ enum sm_result smgr_create(struct smgr *m, const struct session_params *p,
 	enum sm_result r;
 
 	*out = NULL;
-	if ((r = reserve(m, false)) != SM_OK)
+	if ((r = reserve(m, FOR_SESSION)) != SM_OK)
 		return r;
 	s = calloc(1, sizeof(*s));
 	if (!s || new_id(s->id) < 0) {
@@ -1085,12 +1091,12 @@ enum sm_result session_run(struct smgr *m, struct session *s, const struct box_e
 /* A sandbox for one execution, counted against the session cap and killed
  * by smgr_shutdown() while it lives. */
 static enum sm_result oneshot_begin(struct smgr *m, const struct petri_limits *lim,
-				    struct box **out, char *err, size_t errlen)
+				    bool internal, struct box **out, char *err, size_t errlen)
 {
 	enum sm_result r;
 
 	*out = NULL;
-	if ((r = reserve(m, true)) != SM_OK)
+	if ((r = reserve(m, internal ? FOR_PROBE : FOR_ONESHOT)) != SM_OK)
 		return r;
 	r = spawn(m, lim, NULL, out, err, errlen);
 	pthread_mutex_lock(&m->lock);
@@ -1109,6 +1115,8 @@ static enum sm_result oneshot_begin(struct smgr *m, const struct petri_limits *l
 		r = SM_STOPPING;
 	if (r == SM_OK)
 		m->oneshot_boxes[m->noneshot_boxes++] = *out;
+	else if (internal)
+		m->probes--;
 	else
 		m->oneshots--;
 	pthread_mutex_unlock(&m->lock);
@@ -1119,7 +1127,7 @@ static enum sm_result oneshot_begin(struct smgr *m, const struct petri_limits *l
 	return r;
 }
 
-static void oneshot_end(struct smgr *m, struct box *b)
+static void oneshot_end(struct smgr *m, struct box *b, bool internal)
 {
 	pthread_mutex_lock(&m->lock);
 	for (size_t i = 0; i < m->noneshot_boxes; i++)
@@ -1127,7 +1135,10 @@ static void oneshot_end(struct smgr *m, struct box *b)
 			m->oneshot_boxes[i] = m->oneshot_boxes[--m->noneshot_boxes];
 			break;
 		}
-	m->oneshots--;
+	if (internal)
+		m->probes--;
+	else
+		m->oneshots--;
 	pthread_mutex_unlock(&m->lock);
 	dispose(m, b);
 }
@@ -1164,9 +1175,10 @@ enum sm_result smgr_oneshot(struct smgr *m, const struct oneshot *o,
 	enum sm_result r;
 
 	ex.one_shot = true;	/* a timeout kills at once: nothing is kept */
-	if ((r = exec_slot_take(m)) != SM_OK)
+	/* petri's own (the probe) takes no client's slot. */
+	if (!o->internal && (r = exec_slot_take(m)) != SM_OK)
 		return r;
-	if ((r = oneshot_begin(m, &o->limits, &b, err, errlen)) != SM_OK ||
+	if ((r = oneshot_begin(m, &o->limits, o->internal, &b, err, errlen)) != SM_OK ||
 	    (r = put_files(b, o, err, errlen)) != SM_OK)
 		goto out;
 	started_at = clock_wall_s();
@@ -1194,7 +1206,8 @@ enum sm_result smgr_oneshot(struct smgr *m, const struct oneshot *o,
 		r = SM_NO_MEMORY;
 out:
 	if (b)
-		oneshot_end(m, b);
-	exec_slot_give(m);
+		oneshot_end(m, b, o->internal);
+	if (!o->internal)
+		exec_slot_give(m);
 	return r;
 }

@@ -204,3 +204,20 @@ def test_a_session_in_a_long_named_language(api):
     assert r.status_code == 201 and r.json()["language"] == name, r.text
     res = api.execute(r.json()["id"], "echo $((6 * 7))")      # the session's language
     assert res["stdout"] == "42\n", res
+
+
+def test_the_probe_takes_no_clients_slot(make_server):
+    """While the probe runs (a version command that takes its 10 s), a
+    server of one session and one execution still serves its client, and
+    a version command that never ends is killed, not waited for."""
+    srv = make_server("[server]\nmax_sessions = 1\nmax_executions = 1\n"
+                      "[language.slow]\nfile = x\nrun = true\nversion = sleep 600 & sleep 600\n")
+    api = srv.api()
+    sid = api.session()
+    assert api.execute(sid, "6 * 7")["results"][0]["text/plain"] == "42"
+    r = api.post("/v1/sessions", {})
+    assert r.status_code == 429, r.text         # the one slot is the client's own
+    found = api.get("/v1/languages").json()     # waits for the probe, bounded
+    slow = {lang["name"]: lang for lang in found["languages"]}["slow"]
+    assert slow["version"] is None and slow["available"] is False, found
+    assert found["packages"], found

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import memcg  # noqa: E402
 
 LEASE_DIR = '/run/petri/uids'
-COUNT = 50                      # max_sessions 40 + pool 1 + 2 templates, and room
+COUNT = 50                      # max_sessions 40 + pool 1 + 2 templates + the probe, and room
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason='uid ranges need root')
 

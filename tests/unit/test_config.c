@@ -50,7 +50,7 @@ START_TEST(test_file)
 		     "[limits]\nmemory_mb = 256\ncpu = 0.5\n"
 		     "[max_limits]\nmemory_mb = 512\n"
 		     "[sandbox]\nro_bind = /srv\nenv = A=b=c\nenv = B=\ncgroups = false\n"
-		     "uid_base = 300000\nuid_count = 9\n");
+		     "uid_base = 300000\nuid_count = 10\n");
 	ck_assert_msg(config_load(&c, path, err, sizeof(err)) == 0, "%s", err);
 	unlink(path);
 	ck_assert_str_eq(c.listen, "unix:/run/p.sock");
@@ -60,7 +60,7 @@ START_TEST(test_file)
 	ck_assert_uint_eq(c.max_sessions, 7);
 	ck_assert_str_eq(c.record, "/var/lib/petri/r.sqlite");
 	ck_assert(c.idle_timeout_s == 30 && c.pool_size == 0 && !c.warm && !c.cgroups);
-	ck_assert(c.uid_base == 300000 && c.uid_count == 9);	/* 7 + 0 + 2 fit */
+	ck_assert(c.uid_base == 300000 && c.uid_count == 10);	/* 7 + 0 + 3 fit */
 	ck_assert(c.defaults.memory_mb == 256 && c.defaults.cpu == 0.5 && c.max.memory_mb == 512);
 	ck_assert_str_eq(c.ro_binds[0], "/srv");
 	ck_assert_ptr_null(c.ro_binds[1]);
@@ -82,8 +82,8 @@ START_TEST(test_refused)
 		"[sandbox]\nuid_base = 0\n",		/* never root */
 		"[sandbox]\nuid_count = 0\n",
 		"[sandbox]\nuid_count = 1000001\n",
-		/* 100 sessions + a pool of 2 + 2 templates need 104 uids */
-		"[sandbox]\nuid_count = 103\n",
+		/* 100 sessions + a pool of 2 + 2 templates + the probe need 105 */
+		"[sandbox]\nuid_count = 104\n",
 		"[server]\nmax_sessions = 500\n[sandbox]\nuid_count = 501\n",
 		"[sandbox]\ncgroup_parent = ../x\n",
 		"[sandbox]\nenv = 1A=b\n",
