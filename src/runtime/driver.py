@@ -1255,24 +1255,21 @@ def program_results(results, returncode):
     error.json it left names the error of a failed run).  main.txt and
     error.json are looked for by name; of the rest, the first
     LEFT_RESULT_MAX the directory lists, in the order of their names."""
-    entries = []
+    names = []
     try:
         with os.scandir(results) as it:
             for entry in it:
                 if entry.name not in ('main.txt', 'error.json'):
-                    entries.append(entry)
-                    if len(entries) >= LEFT_RESULT_MAX:
+                    names.append(entry.name)
+                    if len(names) >= LEFT_RESULT_MAX:
                         note('more than %d files in $PETRI_RESULTS: the rest were '
                              'left out' % LEFT_RESULT_MAX)
                         break
     except OSError:
         pass
-    entries.sort(key=lambda e: e.name)
-    entries.append(os.path.join(results, 'main.txt'))
-    for entry in entries:
-        name = os.path.basename(entry if isinstance(entry, str) else entry.path)
+    for name in sorted(names) + ['main.txt']:
         mime = next((m for suffix, m in LEFT_TYPES if name.endswith(suffix)), None)
-        data = read_left(entry, REPR_MAX, name) if mime else None
+        data = read_left(os.path.join(results, name), REPR_MAX, name) if mime else None
         if data is None:
             continue
         if mime in BINARY_TYPES:
@@ -1289,10 +1286,9 @@ def program_results(results, returncode):
     return program_status(returncode)
 
 
-def read_left(entry, limit, name=None):
+def read_left(path, limit, name=None):
     """A regular file's bytes, if it is one and at most limit bytes (a
     larger one is noted, under name)."""
-    path = entry if isinstance(entry, str) else entry.path
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
@@ -1314,8 +1310,8 @@ def read_left(entry, limit, name=None):
         os.close(fd)
 
 
-def send_left_error(entry):
-    data = read_left(entry, LEFT_ERROR_MAX)
+def send_left_error(path):
+    data = read_left(path, LEFT_ERROR_MAX)
     try:
         error = json.loads(data) if data is not None else None
     except ValueError:
@@ -1361,15 +1357,6 @@ def kill_group(proc):
     except OSError:
         pass
     proc.wait()
-
-
-def run_program(argv):
-    """Run argv with the driver's stdout/stderr; exit code of the exec."""
-    proc = spawn(argv)
-    exc = run_user(proc.wait)
-    if exc is not None:
-        return abandon(proc, exc)
-    return program_status(proc.returncode)
 
 
 def abandon(proc, exc):
