@@ -98,17 +98,25 @@ const struct language *lang_by_path(const char *path)
 
 /* ---- what a configuration may add -------------------------------------- */
 
+static bool letter(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* Letters, digits and + - _ . only: the alphabet of names and files. */
+static bool plain(const char *s)
+{
+	for (; *s; s++)
+		if (!(letter(*s) || (*s >= '0' && *s <= '9') || strchr("+-_.", *s)))
+			return false;
+	return true;
+}
+
 static bool name_ok(const char *s)
 {
 	size_t n = strlen(s);
 
-	if (n == 0 || n > LANG_NAME_MAX || !((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')))
-		return false;
-	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-		      (*s >= '0' && *s <= '9') || strchr("+-_.", *s)))
-			return false;
-	return true;
+	return n > 0 && n <= LANG_NAME_MAX && letter(*s) && plain(s);
 }
 
 /* A plain file name, optionally in the private directory: no path of the
@@ -122,13 +130,7 @@ static bool file_ok(const char *f)
 		return false;
 	if (!strncmp(f, "{tmp}/", 6))
 		f += 6;
-	if (!*f || *f == '.' || *f == '-')
-		return false;
-	for (; *f; f++)
-		if (!((*f >= 'a' && *f <= 'z') || (*f >= 'A' && *f <= 'Z') ||
-		      (*f >= '0' && *f <= '9') || strchr("+-_.", *f)))
-			return false;
-	return true;
+	return *f && *f != '.' && *f != '-' && plain(f);
 }
 
 /* One line of printable ASCII: what the driver takes as a command (it
