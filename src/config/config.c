@@ -111,6 +111,21 @@ static int push_list(char ***list, size_t *n, const char *v)
 	return r;
 }
 
+/* push_list(), then every value it added must pass ok(), and the list may
+ * hold at most max: a repeatable key of a bounded list. */
+static bool push_list_checked(char ***list, size_t *n, const char *v,
+			      bool (*ok)(const char *), size_t max)
+{
+	size_t before = *n;
+
+	if (push_list(list, n, v) < 0)
+		return false;
+	for (size_t i = before; i < *n; i++)
+		if (!ok((*list)[i]))
+			return false;
+	return *n <= max;
+}
+
 static int load_keys_file(struct petri_config *c, const char *path)
 {
 	FILE *f = fopen(path, "r");
@@ -403,17 +418,9 @@ const char *const *config_preload(const struct petri_config *c)
  * the default; an empty value preloads nothing). */
 static bool set_preload(struct parse *p, const char *v)
 {
-	struct petri_config *c = p->cfg;
-	size_t before;
-
-	c->preload_set = true;
-	before = c->npreload;
-	if (push_list(&c->preload, &c->npreload, v) < 0)
-		return false;
-	for (size_t i = before; i < c->npreload; i++)
-		if (!config_preload_name_ok(c->preload[i]))
-			return false;
-	return c->npreload <= CONFIG_PRELOAD_MAX;
+	p->cfg->preload_set = true;
+	return push_list_checked(&p->cfg->preload, &p->cfg->npreload, v,
+				 config_preload_name_ok, CONFIG_PRELOAD_MAX);
 }
 
 /* A directory named on sys.path (PETRI_PYTHON_PATH, ':'-separated) and in
@@ -432,16 +439,9 @@ static bool set_python(struct parse *p, const char *name, const char *v)
 {
 	struct petri_config *c = p->cfg;
 
-	if (!strcmp(name, "path")) {
-		size_t before = c->npython_path;
-
-		if (push_list(&c->python_path, &c->npython_path, v) < 0)
-			return false;
-		for (size_t i = before; i < c->npython_path; i++)
-			if (!plain_dir_name(c->python_path[i]))
-				return false;
-		return c->npython_path <= CONFIG_PYTHON_PATH_MAX;
-	}
+	if (!strcmp(name, "path"))
+		return push_list_checked(&c->python_path, &c->npython_path, v, plain_dir_name,
+					 CONFIG_PYTHON_PATH_MAX);
 	if (!strcmp(name, "wheelhouse")) {
 		if (!plain_dir_name(v) || strlen(v) >= sizeof(c->wheelhouse))
 			return false;
