@@ -99,6 +99,22 @@ def log(msg):
 
 # ------------------------------------------------------------------ machine
 
+def bwrap_base():
+    """bwrap with every namespace of its own, no capabilities, /usr and the
+    root's links to it (/bin, /lib...) read-only: what each peer run adds
+    to (also bench/languages.py)."""
+    a = ['bwrap', '--unshare-all', '--die-with-parent', '--new-session',
+         '--cap-drop', 'ALL',
+         '--ro-bind', '/usr', '/usr']
+    for link in ('bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32'):
+        p = '/' + link
+        if os.path.islink(p):
+            a += ['--symlink', os.readlink(p), p]
+        elif os.path.isdir(p):
+            a += ['--ro-bind', p, p]
+    return a
+
+
 def read(path, default=''):
     try:
         with open(path) as f:
@@ -636,15 +652,7 @@ class Peers:
         self.unavailable = {}   # name -> reason
 
     def bwrap_argv(self):
-        a = ['bwrap', '--unshare-all', '--die-with-parent', '--new-session',
-             '--cap-drop', 'ALL',
-             '--ro-bind', '/usr', '/usr']
-        for link in ('bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32'):
-            p = '/' + link
-            if os.path.islink(p):
-                a += ['--symlink', os.readlink(p), p]
-            elif os.path.isdir(p):
-                a += ['--ro-bind', p, p]
+        a = bwrap_base()
         # The same few host files as petri's synthesized /etc
         # (src/jail/mounts.c): numpy finds its BLAS through
         # /etc/alternatives, Debian's matplotlib reads /etc/matplotlibrc.

@@ -21,6 +21,8 @@ import tempfile
 import time
 import urllib.request
 
+from bench import bwrap_base
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 CASES = {
@@ -29,15 +31,8 @@ CASES = {
 }
 
 
-def bwrap_prefix(tmp):
-    a = ['bwrap', '--unshare-all', '--die-with-parent', '--new-session', '--cap-drop', 'ALL',
-         '--ro-bind', '/usr', '/usr']
-    for link in ('bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32'):
-        p = '/' + link
-        if os.path.islink(p):
-            a += ['--symlink', os.readlink(p), p]
-        elif os.path.isdir(p):
-            a += ['--ro-bind', p, p]
+def bwrap_prefix():
+    a = bwrap_base()
     # What petri's /etc has for these runtimes (src/jail/mounts.c).
     for f in ('/etc/ld.so.cache', '/etc/ld.so.conf', '/etc/ld.so.conf.d', '/etc/alternatives',
               '/etc/localtime', '/etc/R', '/etc/fonts'):
@@ -67,7 +62,7 @@ def main():
             url = re.search(r'(http://\S+)', proc.stdout.readline()).group(1)
             urllib.request.urlopen(url + '/v1/languages', timeout=60).read()  # the probe is done
             time.sleep(3)       # the warm template is up
-            results = run_all(url, bwrap_prefix(tmp), args.runs)
+            results = run_all(url, bwrap_prefix(), args.runs)
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(60)
