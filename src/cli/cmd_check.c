@@ -26,16 +26,13 @@ static const char *yes(bool b) { return b ? "yes" : "no"; }
  * languages with their versions, the packages (session/probe.h). */
 static json_t *find_out(struct box *box)
 {
-	struct box_exec ex = {
-		.language = lang_default(), .timeout_s = PROBE_TIMEOUT_S,
-		.output_cap = PROBE_OUTPUT_MAX, .cancel_fd = -1,
-	};
+	struct box_exec ex;
 	struct result res;
 	json_t *found = NULL, *d;
 	char *code = probe_code();
 
 	if (box && code && result_init(&res) == 0) {
-		ex.code = code;
+		ex = probe_exec(code);
 		if (box_exec(box, &ex, NULL, &res) == 0 && res.status == RESULT_OK)
 			found = probe_parse(res.out.data.data, res.out.data.len);
 		result_release(&res);

@@ -87,6 +87,14 @@ char *probe_code(void)
 	return code.data;
 }
 
+struct box_exec probe_exec(const char *code)
+{
+	return (struct box_exec){
+		.language = lang_default(), .code = code, .timeout_s = PROBE_TIMEOUT_S,
+		.output_cap = PROBE_OUTPUT_MAX, .cancel_fd = -1,
+	};
+}
+
 static bool short_string(const json_t *v)
 {
 	return json_is_string(v) && json_string_length(v) <= FIELD_MAX &&
@@ -212,10 +220,7 @@ static bool attempt(struct probe *p)
 
 	if (code && result_init(&res) == 0) {
 		o.limits = p->limits;
-		o.ex = (struct box_exec){
-			.language = lang_default(), .code = code, .timeout_s = PROBE_TIMEOUT_S,
-			.output_cap = PROBE_OUTPUT_MAX, .cancel_fd = -1,
-		};
+		o.ex = probe_exec(code);
 		o.internal = true;
 		r = smgr_oneshot(p->m, &o, NULL, &res, err, sizeof(err));
 		if (r == SM_OK && res.status == RESULT_OK)

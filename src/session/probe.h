@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "exec/limits.h"
+#include "runtime/box.h"
 
 struct smgr;
 
@@ -20,6 +21,10 @@ struct smgr;
 
 /* The probe's code, for the table of languages as it is now; free() it. */
 char *probe_code(void);
+
+/* Its execution: code (from probe_code()) in Python, with the probe's
+ * timeout and output cap; no cancel descriptor. */
+struct box_exec probe_exec(const char *code);
 
 /* What the probe printed, checked: {"python": "3.11.2", "packages":
  * {NAME: VERSION}, "languages": {NAME: "first line of its version" or
