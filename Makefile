@@ -14,7 +14,7 @@
 
 CC      ?= cc
 PYTHON  ?= /usr/bin/python3
-PKGS    := libseccomp jansson libmicrohttpd libcurl sqlite3 inih
+PKGS    := libseccomp jansson libmicrohttpd libcurl sqlite3 inih libarchive
 
 ifeq ($(SAN),1)
 BUILD    ?= build-san

@@ -8,11 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "api/http.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "runtime/archive.h"
 #include "runtime/files.h"
 
 
@@ -88,7 +90,8 @@ struct download {
 	struct stream_hub *hub;
 	pthread_mutex_t lock;
 	int fd;				/* -1 once let go */
-	struct session *s;		/* a reference while fd is open */
+	struct ws_archive *ar;		/* instead of fd: an archive; NULL */
+	struct session *s;		/* a reference while fd or ar is open */
 	uint64_t size;
 };
 
@@ -101,6 +104,8 @@ static struct session *download_let_go(struct download *d)
 	if (d->fd >= 0)
 		close(d->fd);
 	d->fd = -1;
+	ws_archive_free(d->ar);
+	d->ar = NULL;
 	d->s = NULL;
 	return s;
 }
@@ -140,6 +145,29 @@ static ssize_t download_read(void *cls, uint64_t pos, char *out, size_t max)
 	return n;
 }
 
+/* An archive's next bytes: as many as it makes in a bounded piece of work
+ * (the event thread's), the end, or an error that cuts the stream (the
+ * client sees a chunked body end without its last chunk). */
+static ssize_t archive_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+	struct download *d = cls;
+	struct session *s = NULL;
+	ssize_t n = MHD_CONTENT_READER_END_WITH_ERROR;
+
+	(void)pos;
+	pthread_mutex_lock(&d->lock);
+	if (d->s && session_ended(d->s))
+		s = download_let_go(d);
+	if (d->ar) {
+		n = ws_archive_read(d->ar, out, max);
+		n = n > 0 ? n : n == 0 ? MHD_CONTENT_READER_END_OF_STREAM
+			    : MHD_CONTENT_READER_END_WITH_ERROR;
+	}
+	pthread_mutex_unlock(&d->lock);
+	session_put(s);
+	return n;
+}
+
 static void download_free(void *cls)
 {
 	struct download *d = cls;
@@ -150,12 +178,43 @@ static void download_free(void *cls)
 	free(d);
 }
 
+/* A response that sends fd (size bytes) or ar (to its end) of s, owning
+ * it from here, even when it fails (NULL). */
+static struct MHD_Response *download_new(struct api_req *rq, struct session *s, int fd,
+					 struct ws_archive *ar, uint64_t size)
+{
+	struct download *d = calloc(1, sizeof(*d));
+	struct MHD_Response *resp;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		ws_archive_free(ar);
+		return NULL;
+	}
+	pthread_mutex_init(&d->lock, NULL);
+	d->watch.tick = download_tick;
+	d->hub = rq->streams;
+	d->fd = fd;
+	d->ar = ar;
+	d->s = session_ref(s);
+	d->size = size;
+	stream_hub_watch(d->hub, &d->watch);
+	/* From here download_free() owns d, the file and the reference. */
+	resp = ar ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, DOWNLOAD_BLOCK,
+						      archive_read, d, download_free)
+		  : MHD_create_response_from_callback(size, DOWNLOAD_BLOCK, download_read, d,
+						      download_free);
+	if (!resp)
+		download_free(d);
+	return resp;
+}
+
 int files_send(struct api_req *rq, struct session *s, const char *path,
 	       enum MHD_Result *queued)
 {
 	struct files_user u = user_of(s);
 	struct MHD_Response *resp;
-	struct download *d;
 	uint64_t size;
 	int fd, r;
 
@@ -165,25 +224,8 @@ int files_send(struct api_req *rq, struct session *s, const char *path,
 		close(fd);
 		return -EFBIG;
 	}
-	d = calloc(1, sizeof(*d));
-	if (!d) {
-		close(fd);
+	if (!(resp = download_new(rq, s, fd, NULL, size)))
 		return -ENOMEM;
-	}
-	pthread_mutex_init(&d->lock, NULL);
-	d->watch.tick = download_tick;
-	d->hub = rq->streams;
-	d->fd = fd;
-	d->s = session_ref(s);
-	d->size = size;
-	stream_hub_watch(d->hub, &d->watch);
-	/* From here download_free() owns d, the file and the reference. */
-	resp = MHD_create_response_from_callback(size, DOWNLOAD_BLOCK, download_read, d,
-						 download_free);
-	if (!resp) {
-		download_free(d);
-		return -ENOMEM;
-	}
 	MHD_add_response_header(resp, "Content-Type", files_content_type(path));
 	/* Code wrote it: never let a browser run it in our origin. */
 	MHD_add_response_header(resp, "Content-Security-Policy", "sandbox");
@@ -225,6 +267,9 @@ static enum MHD_Result download(struct api_req *rq, struct session *s, const cha
 
 struct api_upload {
 	struct session_upload *up;	/* NULL: the body is dropped */
+	/* POST .../archive: the name the archive is written under, for the
+	 * driver to extract (session_unpack()); "" for a file. */
+	char archive[sizeof(BOX_ARCHIVE_PREFIX) + 32];
 	struct petri_limits limits;	/* the session's, for the messages */
 	char id[SESSION_ID_LEN + 1];	/* the session's, for the cap per session */
 	int err;			/* why the upload failed; 0 */
@@ -234,25 +279,32 @@ struct api_upload {
 	bool stalled;			/* set by the waiter: no progress in time */
 };
 
-/* "/v1/sessions/<id>/files/<path>": the id and the path, else NULL. */
-static const char *upload_target(const char *url, char id[SESSION_ID_LEN + 1])
+/* PUT "/v1/sessions/<id>/files/<path>": the id and the path; POST
+ * "/v1/sessions/<id>/archive": the id and "" (*archive set); else NULL. */
+static const char *upload_target(const char *method, const char *url,
+				 char id[SESSION_ID_LEN + 1], bool *archive)
 {
 	const char *p = url + 13, *slash;
 
+	*archive = false;
 	if (strncmp(url, "/v1/sessions/", 13) || !(slash = strchr(p, '/')) ||
-	    slash == p || (size_t)(slash - p) > SESSION_ID_LEN || strncmp(slash, "/files/", 7) ||
-	    !slash[7])
+	    slash == p || (size_t)(slash - p) > SESSION_ID_LEN)
+		return NULL;
+	if (!strcmp(method, "POST") && !strcmp(slash, "/archive"))
+		*archive = true;
+	else if (strcmp(method, "PUT") || strncmp(slash, "/files/", 7) || !slash[7])
 		return NULL;
 	memcpy(id, p, (size_t)(slash - p));
 	id[slash - p] = '\0';
-	return slash + 7;
+	return *archive ? "" : slash + 7;
 }
 
 bool files_upload_wanted(const struct api_req *rq)
 {
 	char id[SESSION_ID_LEN + 1];
+	bool archive;
 
-	return !strcmp(rq->method, "PUT") && upload_target(rq->url, id);
+	return upload_target(rq->method, rq->url, id, &archive) != NULL;
 }
 
 static void reap_later(struct files_waiter *w, struct session_upload *sup);
@@ -273,9 +325,11 @@ enum MHD_Result files_upload_start(struct api_req *rq)
 {
 	const char *cl = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "Content-Length");
 	char id[SESSION_ID_LEN + 1], why[160];
-	const char *path = upload_target(rq->url, id);
+	bool archive;
+	const char *path = upload_target(rq->method, rq->url, id, &archive);
 	struct api_upload *up;
 	struct session *s;
+	uint8_t rnd[8];
 
 	if (cl && strtoull(cl, NULL, 10) > rq->cfg->max_file_bytes)
 		return http_error(rq, 413, "too_large", "the file is larger than the %llu MiB "
@@ -284,6 +338,19 @@ enum MHD_Result files_upload_start(struct api_req *rq)
 	if (!up)
 		return MHD_NO;
 	rq->upload = up;
+	if (archive) {
+		/* A name of its own in /work, which the driver looks for. */
+		if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+			up->err = -EIO;	/* the upload fails: not started */
+			return MHD_YES;
+		}
+		snprintf(up->archive, sizeof(up->archive), "%s%016llx", BOX_ARCHIVE_PREFIX,
+			 (unsigned long long)rnd[0] << 56 | (unsigned long long)rnd[1] << 48 |
+			 (unsigned long long)rnd[2] << 40 | (unsigned long long)rnd[3] << 32 |
+			 (unsigned long long)rnd[4] << 24 | (unsigned long long)rnd[5] << 16 |
+			 (unsigned long long)rnd[6] << 8 | rnd[7]);
+		path = up->archive;
+	}
 	if (!path || files_check_path(path, false, why, sizeof(why)) < 0 ||
 	    smgr_lookup(rq->sm, id, &s, why, sizeof(why)) != SM_OK)
 		return MHD_YES;
@@ -586,28 +653,54 @@ void files_upload_end(struct api_req *rq)
 	free(rq->upload);
 	rq->upload = NULL;
 }
-static enum MHD_Result upload(struct api_req *rq, const char *path)
+static enum MHD_Result upload_failed(struct api_req *rq, const char *path, int r,
+				     bool ended);
+
+/* Commit the upload that streamed in: 0, or why not (what upload_failed()
+ * answers). */
+static int upload_commit(struct api_req *rq, bool *ended)
 {
 	struct api_upload *up = rq->upload;
-	bool ended = false;
 	int r;
 
+	*ended = false;
 	if (!up)
-		return http_error(rq, 500, "internal", "the upload was not started");
+		return -ECHILD;
 	if (up->too_large)
-		return http_error(rq, 413, "too_large", "the file is larger than the %llu MiB "
-				  "upload limit", (unsigned long long)(rq->cfg->max_file_bytes >> 20));
+		return -EFBIG;
 	r = up->err;
 	if (!r && !up->up)	/* the session appeared between start and route */
 		r = -EAGAIN;
 	if (!r) {
-		r = session_upload_finish(up->up, true, &ended);
+		r = session_upload_finish(up->up, true, ended);
 		up->up = NULL;
 	}
+	return r;
+}
+
+static enum MHD_Result upload(struct api_req *rq, const char *path)
+{
+	bool ended;
+	int r = upload_commit(rq, &ended);
+
+	if (r < 0)
+		return upload_failed(rq, path, r, ended);
+	return http_json(rq, 201, json_pack("{s:s, s:I}", "path", path, "size",
+					    (json_int_t)rq->upload->size));
+}
+
+static enum MHD_Result upload_failed(struct api_req *rq, const char *path, int r,
+				     bool ended)
+{
+	struct api_upload *up = rq->upload;
+
+	if (!up)
+		return http_error(rq, 500, "internal", "the upload was not started");
 	switch (r) {
-	case 0:
-		return http_json(rq, 201, json_pack("{s:s, s:I}", "path", path, "size",
-						    (json_int_t)up->size));
+	case -EFBIG:
+		return http_error(rq, 413, "too_large", "the %s is larger than the %llu MiB "
+				  "upload limit", up->archive[0] ? "archive" : "file",
+				  (unsigned long long)(rq->cfg->max_file_bytes >> 20));
 	case -ENOMEM:
 		return http_error(rq, 413, "out_of_memory", "the file does not fit in the "
 				  "session's memory limit (%u MiB, which /work counts against): %s",
@@ -700,4 +793,98 @@ enum MHD_Result handle_files(struct api_req *rq, struct session *s, const char *
 		return http_empty(rq, 204);
 	}
 	return http_not_allowed(rq, "GET, PUT, DELETE");
+}
+
+/* ---- archives: POST and GET /v1/sessions/{id}/archive -------------------
+ *
+ * An archive streams in as an upload does, to a name of its own in /work
+ * (charged to the session), and is then extracted by the session's driver,
+ * inside the sandbox (session_unpack()): its parsing, its checks and its
+ * cost are the session's.  A download is made here, as the stream goes
+ * (src/runtime/archive.h), and let go like a file's when the session ends. */
+
+static enum MHD_Result archive_out(struct api_req *rq, struct session *s, const char *dir)
+{
+	const char *format = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND,
+							 "format");
+	struct files_user u = user_of(s);
+	struct MHD_Response *resp;
+	struct ws_archive *ar;
+	bool gzip;
+	int r;
+
+	if (!format || !strcmp(format, "tar.gz") || !strcmp(format, "tgz"))
+		gzip = true;
+	else if (!strcmp(format, "tar"))
+		gzip = false;
+	else
+		return http_error(rq, 400, "invalid_request", "format is tar.gz (the default) "
+				  "or tar, not '%.40s'", format);
+	r = ws_archive_open(&u, session_work_fd(s), dir, gzip, rq->cfg->archive_max_entries,
+			    &ar);
+	if (r == -E2BIG)
+		return http_error(rq, 413, "too_large", "'%.300s' holds more than %u entries "
+				  "(archive_max_entries) or %u MiB of names: download a "
+				  "directory of it", dir, rq->cfg->archive_max_entries,
+				  ARCHIVE_NAMES_MAX >> 20);
+	if (r == -ENOMEM)
+		return http_error(rq, 500, "internal", "out of memory");
+	if (r < 0)
+		return file_error(rq, r, dir);
+	if (!(resp = download_new(rq, s, -1, ar, 0)))
+		return http_error(rq, 500, "internal", "out of memory");
+	MHD_add_response_header(resp, "Content-Type", gzip ? "application/gzip"
+							   : "application/x-tar");
+	MHD_add_response_header(resp, "Content-Disposition", gzip
+				? "attachment; filename=\"workspace.tar.gz\""
+				: "attachment; filename=\"workspace.tar\"");
+	MHD_add_response_header(resp, "Content-Security-Policy", "sandbox");
+	session_touch(s);
+	return http_queue(rq, 200, resp);
+}
+
+static enum MHD_Result archive_in(struct api_req *rq, struct session *s, const char *dir)
+{
+	struct api_upload *up = rq->upload;
+	struct files_user u = user_of(s);
+	json_t *summary;
+	char err[512] = "";
+	enum sm_result r;
+	bool ended;
+	int w = upload_commit(rq, &ended);
+
+	if (w < 0)
+		return upload_failed(rq, "the archive", w, ended);
+	r = session_unpack(rq->sm, s, up->archive, dir, &summary, err, sizeof(err));
+	switch (r) {
+	case SM_OK:
+		session_touch(s);
+		json_object_set_new(summary, "path", json_string(dir));
+		json_object_set_new(summary, "size", json_integer((json_int_t)up->size));
+		return http_json(rq, 201, summary);
+	case SM_INVALID:
+		return http_error(rq, 400, "invalid_archive", "%s", err);
+	case SM_TOO_LARGE:
+		return http_error(rq, 413, "archive_too_large", "%s", err);
+	default:
+		/* The driver never saw it (busy, gone): it goes now. */
+		files_delete(&u, session_work_fd(s), up->archive);
+		return http_session_error(rq, r, err);
+	}
+}
+
+enum MHD_Result handle_archive(struct api_req *rq, struct session *s)
+{
+	const char *dir = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "path");
+	char why[160];
+
+	if (!dir)
+		dir = "";
+	if (files_check_path(dir, true, why, sizeof(why)) < 0)
+		return http_error(rq, 400, "invalid_path", "%s", why);
+	if (!strcmp(rq->method, "GET"))
+		return archive_out(rq, s, dir);
+	if (!strcmp(rq->method, "POST"))
+		return archive_in(rq, s, dir);
+	return http_not_allowed(rq, "GET, POST");
 }

@@ -277,6 +277,8 @@ enum MHD_Result handle_session(struct api_req *rq, const char *id, const char *r
 					       set_lifetime(rq, s, true);
 	} else if (!strcmp(rest, "/execute")) {
 		answered = strcmp(m, "POST") ? http_not_allowed(rq, "POST") : execute(rq, s);
+	} else if (!strcmp(rest, "/archive")) {
+		answered = handle_archive(rq, s);
 	} else if (!strcmp(rest, "/files") || !strcmp(rest, "/files/")) {
 		answered = handle_files(rq, s, "", true);
 	} else if (!strncmp(rest, "/files/", 7)) {

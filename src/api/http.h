@@ -107,6 +107,9 @@ enum MHD_Result handle_sessions(struct api_req *rq);
 enum MHD_Result handle_executions(struct api_req *rq);
 enum MHD_Result handle_session(struct api_req *rq, const char *id, const char *rest);
 enum MHD_Result handle_oneshot(struct api_req *rq);
+/* GET (a tar.gz of ?path=) and POST (an archive extracted into ?path=)
+ * /v1/sessions/{id}/archive (files.c). */
+enum MHD_Result handle_archive(struct api_req *rq, struct session *s);
 enum MHD_Result handle_files(struct api_req *rq, struct session *s, const char *path,
 			     bool is_list);
 enum MHD_Result handle_mcp(struct api_req *rq);

@@ -358,15 +358,16 @@ static enum MHD_Result route(struct api_req *rq)
 
 /* ---- libmicrohttpd callbacks ------------------------------------------ */
 
-/* PUT /v1/sessions/{id}/files/{path}: a raw upload, not JSON. */
+/* PUT /v1/sessions/{id}/files/{path} and POST /v1/sessions/{id}/archive:
+ * raw uploads, not JSON. */
 static bool is_upload(const char *method, const char *url)
 {
 	const char *p;
 
-	if (strcmp(method, "PUT") || strncmp(url, "/v1/sessions/", 13))
+	if (strncmp(url, "/v1/sessions/", 13) || !(p = strchr(url + 13, '/')))
 		return false;
-	p = strchr(url + 13, '/');
-	return p && !strncmp(p, "/files/", 7);
+	return (!strcmp(method, "PUT") && !strncmp(p, "/files/", 7)) ||
+	       (!strcmp(method, "POST") && !strcmp(p, "/archive"));
 }
 
 /* Answered on the event thread: nothing here waits. */

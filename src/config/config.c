@@ -22,6 +22,8 @@ void config_defaults(struct petri_config *c)
 	c->max_executions = 16;
 	c->max_body_bytes = 64ull << 20;
 	c->max_file_bytes = 64ull << 20;
+	c->archive_max_entries = 100000;
+	c->archive_max_ratio = 200;
 	c->max_return_file_bytes = 4ull << 20;
 	c->max_return_files_bytes = 8ull << 20;
 	c->shutdown_grace_s = 10;
@@ -246,6 +248,10 @@ static bool set_server(struct parse *p, const char *name, const char *v)
 		c->max_file_bytes = (uint64_t)mb << 20;
 		return true;
 	}
+	if (!strcmp(name, "archive_max_entries"))
+		return num_u32(v, 1, 10000000, &c->archive_max_entries);
+	if (!strcmp(name, "archive_max_ratio"))
+		return num_u32(v, 1, 1000000, &c->archive_max_ratio);
 	if (!strcmp(name, "max_return_file_kb")) {
 		if (!num_u32(v, 1, 1u << 20, &mb))
 			return false;

@@ -2,7 +2,8 @@
  *
  *   [server]   listen, api_keys, api_keys_file, max_sessions,
  *              max_executions, max_body_mb, max_file_mb, shutdown_grace_s,
- *              log_level, record, max_return_file_kb, max_return_files_mb
+ *              log_level, record, max_return_file_kb, max_return_files_mb,
+ *              archive_max_entries, archive_max_ratio
  *              HTTP: max_json_kb, max_buffered_mb, http_threads, http_workers,
  *              http_timeout_s, max_connections, max_connections_per_ip,
  *              allowed_hosts, allowed_origins
@@ -40,6 +41,11 @@ struct petri_config {
 	uint32_t max_executions;
 	uint64_t max_body_bytes;
 	uint64_t max_file_bytes;
+	/* An archive extracted into a session (docs/api.md#archives): its
+	 * entries, and how many times its size it may expand to (beyond
+	 * 16 MiB); the bytes are bounded by the session's disk limit. */
+	uint32_t archive_max_entries;
+	uint32_t archive_max_ratio;
 	/* A one-shot's written files returned inline ("return_files"): each,
 	 * and all of one answer together. */
 	uint64_t max_return_file_bytes;

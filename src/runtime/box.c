@@ -509,7 +509,19 @@ static int send_exec(struct run *run, double deadline)
 		json_decref(req);
 		return -EINVAL;	/* a variable that is not UTF-8 */
 	}
-	if (lang->file && json_object_set_new(req, "program", lang_program_json(lang)) < 0) {
+	if (run->ex->unpack) {
+		const struct box_unpack *u = run->ex->unpack;
+
+		r = json_object_set_new(req, "unpack", json_pack(
+			"{s:s, s:s, s:I, s:I, s:I}", "archive", u->archive, "dest", u->dest,
+			"max_entries", (json_int_t)u->max_entries, "max_bytes",
+			(json_int_t)u->max_bytes, "max_ratio", (json_int_t)u->max_ratio));
+		if (r < 0) {
+			json_decref(req);
+			return -EINVAL;	/* a destination that is not UTF-8 */
+		}
+	} else if (lang->file &&
+		   json_object_set_new(req, "program", lang_program_json(lang)) < 0) {
 		json_decref(req);
 		return -ENOMEM;
 	}

@@ -14,6 +14,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "jail/jail.h"
 #include "runtime/result.h"
@@ -65,6 +66,18 @@ struct box_events {
 	void (*error)(void *ctx, const json_t *error);
 };
 
+/* An archive to extract instead of code (session_unpack()): the driver
+ * checks every entry and extracts it all or nothing (docs/api.md#archives,
+ * docs/protocol.md).  archive: a name in /work that starts with
+ * BOX_ARCHIVE_PREFIX, written there by the host and removed by the driver;
+ * dest: a path in /work, checked with files_check_path() ("": /work). */
+#define BOX_ARCHIVE_PREFIX ".petri-archive-"
+struct box_unpack {
+	const char *archive;
+	const char *dest;
+	uint64_t max_entries, max_bytes, max_ratio;
+};
+
 struct box_exec {
 	const char *language;		/* a name of lang_table (no alias) */
 	const char *code;
@@ -86,6 +99,7 @@ struct box_exec {
 	const char *context;
 	bool fresh;
 	const char *cwd;
+	const struct box_unpack *unpack;	/* NULL: run code */
 };
 
 #define BOX_OUTPUT_CAP_DEFAULT	(1u << 20)

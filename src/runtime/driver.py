@@ -639,6 +639,25 @@ def check_exec_frame(frame):
         reject('exec frame: "cwd" must be an absolute path')
     if not isinstance(frame.get('fresh', False), bool):
         reject('exec frame: "fresh" must be a boolean')
+    if 'unpack' in frame:
+        check_unpack(frame['unpack'])
+
+
+def check_unpack(job):
+    if not isinstance(job, dict) or set(job) != {'archive', 'dest', 'max_entries',
+                                                 'max_bytes', 'max_ratio'}:
+        reject('exec frame: "unpack" must be an object of archive, dest and the caps')
+    name = job['archive']
+    if not (isinstance(name, str) and name.startswith(UNPACK_ARCHIVE) and '/' not in name
+            and len(name) <= 64):
+        reject('exec frame: unpack "archive" must be a name the supervisor chose')
+    if not (isinstance(job['dest'], str) and len(job['dest']) <= 4096
+            and '\0' not in job['dest'] and '..' not in job['dest'].split('/')):
+        reject('exec frame: unpack "dest" must be a path in /work')
+    for cap in ('max_entries', 'max_bytes', 'max_ratio'):
+        value = job[cap]
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            reject('exec frame: unpack "%s" must be a positive integer' % cap)
 
 
 def check_program(program):
@@ -1439,6 +1458,409 @@ def compiler_tail(output):
     return ''.join(lines[-COMPILER_TAIL_LINES:])
 
 
+# ---------------------------------------------------------------- archives
+
+class ArchiveRefused(Exception):
+    """An archive that is not extracted, and why (the message); name is
+    the error's: ArchiveTooLarge for one over a cap, else ArchiveRefused."""
+
+    def __init__(self, message, name='ArchiveRefused'):
+        Exception.__init__(self, message)
+        self.name = name
+
+
+UNPACK_PREFIX = '.petri-unpack-'   # the staging directory, in /work
+UNPACK_ARCHIVE = '.petri-archive-' # the archive the supervisor wrote (box.h)
+RATIO_FLOOR = 16 << 20             # below this many bytes no ratio is too high
+COPY_BLOCK = 1 << 20
+CENTRAL_MAX = 64 << 20            # a zip's central directory, at most
+
+
+def run_unpack(job):
+    """Extract the archive job['archive'] (a file the supervisor wrote in
+    /work, removed after) into job['dest'], all or nothing: every entry is
+    checked and counted before anything is written (a first pass over a
+    tar, the central directory of a zip), extracted into a staging
+    directory, then moved into place (docs/api.md#archives).  Interruptible
+    like user code: an interrupt leaves nothing behind."""
+    archive_modules()
+    archive = os.path.join('/work', job['archive'])
+    done, stage = {}, []
+    try:
+        exc = run_user(unpack, archive, job, done, stage)
+    finally:
+        if stage:
+            shutil.rmtree(stage[0], ignore_errors=True)
+        try:
+            os.unlink(archive)
+        except OSError:
+            pass
+    if exc is None:
+        publish({'application/json': json.dumps(done)}, main=True)
+        return 0
+    if isinstance(exc, KeyboardInterrupt):
+        send_error('KeyboardInterrupt', 'interrupted: nothing was extracted', '')
+        return 130
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        exc = ArchiveRefused('the workspace is full: the archive does not fit in the '
+                             "session's disk limit", 'ArchiveTooLarge')
+    elif not isinstance(exc, ArchiveRefused):
+        exc = ArchiveRefused('the archive cannot be extracted: %s' % describe(exc))
+    send_error(exc.name, str(exc), '')
+    return 1
+
+
+def unpack(archive, job, done, stage):
+    dest = job['dest'].strip('/')
+    kind = archive_kind(archive)
+    size = os.stat(archive).st_size
+    if kind == 'zip':
+        zip_count(archive, job['max_entries'])
+    reader = zip_entries if kind == 'zip' else tar_entries
+    plan = unpack_plan(reader(archive), job, size)
+    check_workspace(plan, dest)
+    stage.append(make_stage())
+    extract(reader(archive), stage[0])
+    into = os.path.join('/work', dest)
+    os.makedirs(into, 0o755, exist_ok=True)
+    merge(stage[0], into)
+    done.update({'format': kind, 'entries': len(plan.entries), 'files': plan.files,
+                 'directories': plan.dirs, 'links': plan.links, 'bytes': plan.bytes})
+
+
+def archive_modules():
+    """What only archives need, imported on the first (tarfile costs ms)."""
+    global errno, lzma, struct, tarfile, time, zipfile, zlib
+    import errno, lzma, struct, tarfile, time, zipfile, zlib
+
+
+def archive_kind(path):
+    with open(path, 'rb') as file:
+        head = file.read(4)
+    if head in (b'PK\x03\x04', b'PK\x05\x06'):
+        return 'zip'
+    if head[:2] == b'\x1f\x8b':
+        return 'tar.gz'
+    if head[:3] == b'BZh':
+        return 'tar.bz2'
+    if head == b'\xfd7zX':
+        return 'tar.xz'
+    if head[:4] == b'\x28\xb5\x2f\xfd':
+        raise ArchiveRefused('zstd-compressed archives are not supported: '
+                             'send tar, tar.gz, tar.bz2, tar.xz or zip')
+    return 'tar'
+
+
+class Plan:
+    def __init__(self):
+        self.entries = []          # (name, kind) in the archive's order
+        self.kinds = {}            # name -> 'file', 'dir', 'link', 'hardlink'
+        self.files = self.dirs = self.links = self.bytes = 0
+
+
+def entry_name(raw):
+    """An entry's path, normalized (no '.', empty or trailing components),
+    or None for the archive's root itself; refused when absolute, with a
+    '..', a control character or over the length limits."""
+    if not isinstance(raw, str):
+        raise ArchiveRefused('an entry has no name')
+    shown = raw[:200]
+    if raw.startswith('/'):
+        raise ArchiveRefused("'%s' is an absolute path" % shown)
+    if any(ord(c) < 32 or c == '\x7f' or '\udc80' <= c <= '\udcff' for c in raw):
+        raise ArchiveRefused("'%s' has a control character or is not UTF-8" % shown.encode(
+            'utf-8', 'backslashreplace').decode())
+    parts = [p for p in raw.split('/') if p not in ('', '.')]
+    if '..' in parts:
+        raise ArchiveRefused("'%s' has a '..' component" % shown)
+    if not parts:
+        return None
+    name = '/'.join(parts)
+    if len(name.encode()) > 4000 or any(len(p.encode()) > 255 for p in parts):
+        raise ArchiveRefused("'%s...' is too long a path" % shown)
+    return name
+
+
+def check_link(name, target, dest):
+    """A symbolic link stays inside /work: a relative target whose '..'
+    come first only, ending inside /work from the link's directory (which
+    is a real directory: nothing is extracted through a link)."""
+    if not target or target.startswith('/') or '\0' in target or len(target) > 4000:
+        raise ArchiveRefused("'%s' is a symbolic link to an absolute path or to nothing"
+                             % name[:200])
+    parts = [p for p in target.split('/') if p not in ('', '.')]
+    ups = 0
+    while ups < len(parts) and parts[ups] == '..':
+        ups += 1
+    if '..' in parts[ups:]:
+        raise ArchiveRefused("'%s' is a symbolic link with '..' after a name: %s"
+                             % (name[:200], target[:200]))
+    depth = len([p for p in dest.split('/') if p]) + name.count('/')
+    if ups > depth:
+        raise ArchiveRefused("'%s' is a symbolic link out of the workspace: %s"
+                             % (name[:200], target[:200]))
+
+
+def unpack_plan(entries, job, size):
+    """Pass one: every entry checked and counted, nothing written."""
+    plan = Plan()
+    max_entries, max_bytes = job['max_entries'], job['max_bytes']
+    for raw, kind, length, link, _mode, _mtime, _data in entries:
+        name = entry_name(raw)
+        if name is None:
+            continue
+        if kind not in ('file', 'dir', 'link', 'hardlink'):
+            raise ArchiveRefused("'%s' is a %s: only files, directories and links are "
+                                 "extracted" % (name[:200], KIND_WORDS[kind]))
+        if len(plan.entries) >= max_entries:
+            raise ArchiveRefused('the archive has more than %d entries' % max_entries, 'ArchiveTooLarge')
+        if length > max_bytes - plan.bytes:
+            raise ArchiveRefused('the archive expands to more than %d MiB (the '
+                                 'session\'s disk limit)' % (max_bytes >> 20), 'ArchiveTooLarge')
+        plan.bytes += length
+        if plan.bytes > RATIO_FLOOR and plan.bytes > job['max_ratio'] * max(size, 1):
+            raise ArchiveRefused('the archive expands more than %d times (%d bytes to '
+                                 'more than %d): refused as a compression bomb'
+                                 % (job['max_ratio'], size, plan.bytes), 'ArchiveTooLarge')
+        parent = name.rpartition('/')[0]
+        while parent:                   # its directories are directories
+            had = plan.kinds.get(parent)
+            if had == 'dir':
+                break                   # and so are theirs
+            if had is not None:
+                raise ArchiveRefused("'%s' is inside '%s', which the archive makes a %s"
+                                     % (name[:200], parent[:200], KIND_WORDS[had]))
+            plan.kinds[parent] = 'dir'
+            parent = parent.rpartition('/')[0]
+        had = plan.kinds.get(name)
+        if had is not None and (had == 'dir') != (kind == 'dir'):
+            raise ArchiveRefused("'%s' is in the archive twice, as a %s and as a %s"
+                                 % (name[:200], KIND_WORDS[had], KIND_WORDS[kind]))
+        if kind == 'link':
+            check_link(name, link, job['dest'])
+        elif kind == 'hardlink':
+            try:
+                target = entry_name(link)
+            except ArchiveRefused:
+                target = None
+            if target is None or plan.kinds.get(target) not in ('file', 'hardlink'):
+                raise ArchiveRefused("'%s' is a hard link to '%s', which is not a file "
+                                     "earlier in the archive" % (name[:200], str(link)[:200]))
+        plan.kinds[name] = kind
+        plan.entries.append((name, kind))
+        plan.files += kind in ('file', 'hardlink')
+        plan.dirs += kind == 'dir'
+        plan.links += kind == 'link'
+    return plan
+
+
+KIND_WORDS = {'file': 'file', 'dir': 'directory', 'link': 'symbolic link',
+              'hardlink': 'file', 'device': 'device', 'fifo': 'FIFO', 'other': 'special file'}
+
+
+def check_workspace(plan, dest):
+    """Nothing in the workspace is in the way: every directory an entry
+    goes into is a directory there (not a link, so nothing is written
+    through one), and no directory would be replaced by a file, nor a file
+    or a link by a directory."""
+    seen = {}
+
+    def kind_at(rel):
+        if rel not in seen:
+            try:
+                mode = os.lstat(os.path.join('/work', rel)).st_mode
+                seen[rel] = ('dir' if stat.S_ISDIR(mode) else
+                             'link' if stat.S_ISLNK(mode) else 'file')
+            except (FileNotFoundError, NotADirectoryError):
+                seen[rel] = None
+        return seen[rel]
+
+    def check_dirs(parts, name):
+        for i in range(1, len(parts) + 1):
+            d = '/'.join(parts[:i])
+            had = kind_at(d)
+            if had is None:
+                return False            # new from here on
+            if had != 'dir':
+                raise ArchiveRefused("'%s' is a %s in the workspace, not a directory to "
+                                     "extract %s into" % (d[:200], KIND_WORDS[had], name))
+        return True
+
+    base = [p for p in dest.split('/') if p]
+    if not check_dirs(base, 'the archive'):
+        return                          # dest is new: nothing is in the way
+    for name, kind in plan.entries:
+        parts = base + name.split('/')
+        if check_dirs(parts[:-1], "'%s'" % name[:200]):
+            had = kind_at('/'.join(parts))
+            if had is not None and (had == 'dir') != (kind == 'dir'):
+                raise ArchiveRefused("'%s' is a %s in the workspace and a %s in the archive"
+                                     % ('/'.join(parts)[:200], KIND_WORDS[had],
+                                        KIND_WORDS[kind]))
+
+
+def make_stage():
+    while True:
+        path = '/work/%s%s' % (UNPACK_PREFIX, os.urandom(8).hex())
+        try:
+            os.mkdir(path, 0o700)
+            return path
+        except FileExistsError:
+            continue
+
+
+def extract(entries, stage):
+    """Pass two: write what pass one admitted (the same entries, read
+    again) into stage, which only this process writes to."""
+    dirs = []
+    for raw, kind, _length, link, mode, mtime, data in entries:
+        name = entry_name(raw)
+        if name is None:
+            continue
+        path = os.path.join(stage, name)
+        parent = os.path.dirname(path)
+        if parent != stage and not os.path.isdir(parent):
+            os.makedirs(parent, 0o755)
+        if kind == 'dir':
+            try:
+                os.mkdir(path, 0o700)
+            except FileExistsError:
+                pass
+            dirs.append((path, (mode & 0o777) | 0o700, mtime))
+            continue
+        if os.path.lexists(path):
+            os.unlink(path)             # a later entry of the same name wins
+        if kind == 'link':
+            os.symlink(link, path)
+        elif kind == 'hardlink':
+            os.link(os.path.join(stage, entry_name(link)), path, follow_symlinks=False)
+            continue
+        else:
+            # No set-user-id, set-group-id or sticky bit; owner can write.
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW |
+                         os.O_CLOEXEC, (mode & 0o777) | 0o600)
+            with open(fd, 'wb') as out:
+                with data() as src:
+                    shutil.copyfileobj(src, out, COPY_BLOCK)
+            os.chmod(path, (mode & 0o777) | 0o600)
+        if mtime is not None:
+            os.utime(path, (mtime, mtime), follow_symlinks=False)
+    for path, dmode, mtime in reversed(dirs):
+        os.chmod(path, dmode)
+        if mtime is not None:
+            os.utime(path, (mtime, mtime))
+
+
+def merge(src, dst):
+    """Move what src holds into dst: new names in one rename each, a file
+    over a file, a directory into a directory."""
+    with os.scandir(src) as it:
+        names = [e.name for e in it]
+    for name in names:
+        s, d = os.path.join(src, name), os.path.join(dst, name)
+        if os.path.isdir(s) and not os.path.islink(s) and os.path.isdir(d) \
+                and not os.path.islink(d):
+            merge(s, d)
+        else:
+            os.rename(s, d)
+
+
+def tar_entries(path):
+    """(name, kind, size, link, mode, mtime, data) of each entry; data
+    opens its content.  In pass one the content is skipped, not read
+    (tarfile seeks; a compressed stream decompresses, within the byte
+    budget that pass one checks before going on)."""
+    try:
+        tf = tarfile.open(path, 'r:*')
+    except tarfile.ReadError:
+        raise ArchiveRefused('this is not an archive petri reads: send tar, tar.gz, '
+                             'tar.bz2, tar.xz or zip') from None
+    with tf:
+        while True:
+            m = tf.next()
+            if m is None:
+                return
+            tf.members = []             # pass one must not keep 100,000 TarInfo
+            if m.isreg():
+                kind = 'file'
+            elif m.isdir():
+                kind = 'dir'
+            elif m.issym():
+                kind = 'link'
+            elif m.islnk():
+                kind = 'hardlink'
+            elif m.ischr() or m.isblk():
+                kind = 'device'
+            elif m.isfifo():
+                kind = 'fifo'
+            else:
+                kind = 'other'
+            yield (m.name, kind, m.size if kind == 'file' else 0, m.linkname, m.mode,
+                   m.mtime if isinstance(m.mtime, (int, float)) else None,
+                   lambda m=m: tf.extractfile(m))
+
+
+def zip_count(path, limit):
+    """Count the central directory's entries before zipfile reads it (it
+    keeps every entry in memory): refused past limit."""
+    with open(path, 'rb') as fp:
+        end = zipfile._EndRecData(fp)
+        if end is None:
+            raise ArchiveRefused('the zip archive has no end of central directory')
+        size = end[zipfile._ECD_SIZE]
+        if end[zipfile._ECD_ENTRIES_TOTAL] > limit or size > CENTRAL_MAX:
+            raise ArchiveRefused('the archive has more than %d entries' % limit,
+                                 'ArchiveTooLarge')
+        start = end[zipfile._ECD_LOCATION] - size
+        if end[zipfile._ECD_SIGNATURE] == zipfile.stringEndArchive64:
+            start -= zipfile.sizeEndCentDir64 + zipfile.sizeEndCentDir64Locator
+        fp.seek(max(start, 0))
+        central = fp.read(size)
+    pos = count = 0
+    while pos + 46 <= len(central) and central[pos:pos + 4] == b'PK\x01\x02':
+        names, extra, comment = struct.unpack_from('<HHH', central, pos + 28)
+        pos += 46 + names + extra + comment
+        count += 1
+        if count > limit:
+            raise ArchiveRefused('the archive has more than %d entries' % limit,
+                                 'ArchiveTooLarge')
+
+
+def zip_entries(path):
+    with zipfile.ZipFile(path) as zf:
+        infos = zf.infolist()
+        for info in infos:
+            unix = info.external_attr >> 16 if info.create_system == 3 else 0
+            fmt = stat.S_IFMT(unix)
+            if info.flag_bits & 1:
+                raise ArchiveRefused("'%s' is encrypted" % info.filename[:200])
+            if info.is_dir() or fmt == stat.S_IFDIR:
+                kind = 'dir'
+            elif fmt == stat.S_IFLNK:
+                kind = 'link'
+            elif fmt in (0, stat.S_IFREG):
+                kind = 'file'
+            elif fmt in (stat.S_IFCHR, stat.S_IFBLK):
+                kind = 'device'
+            elif fmt == stat.S_IFIFO:
+                kind = 'fifo'
+            else:
+                kind = 'other'
+            link = None
+            if kind == 'link':
+                if info.file_size > 4000:
+                    raise ArchiveRefused("'%s' is a symbolic link too long to be one"
+                                         % info.filename[:200])
+                link = zf.read(info).decode('utf-8', 'surrogateescape')
+            mode = unix & 0o777 if unix else (0o755 if kind == 'dir' else 0o644)
+            try:
+                mtime = time.mktime(info.date_time + (0, 0, -1))
+            except (OverflowError, ValueError):
+                mtime = None
+            yield (info.filename, kind, info.file_size if kind == 'file' else 0, link,
+                   mode, mtime, lambda info=info: zf.open(info))
+
+
 # ---------------------------------------------------------------- session
 
 def handle_exec(request):
@@ -1458,7 +1880,9 @@ def handle_exec(request):
     try:
         if home:
             os.chdir(request['cwd'])    # programs start there too
-        if 'program' in request:
+        if 'unpack' in request:
+            exit_code = run_unpack(request['unpack'])
+        elif 'program' in request:
             exit_code = run_program_language(request['code'], request['program'])
         else:
             exit_code = run_python(request['id'], request['code'])

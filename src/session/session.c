@@ -1057,7 +1057,7 @@ enum sm_result session_run(struct smgr *m, struct session *s, const struct box_e
 		snprintf(reason, reasonlen, "%s", BOX_EINVAL_REASON);
 	pthread_mutex_unlock(&s->lock);
 	exec_slot_give(m);
-	if (r == 0)
+	if (r == 0 && !ex->unpack)	/* an archive is no execution of code */
 		finished(m, s, ex, &s->limits, started_at, res);
 
 	if (died) {
@@ -1084,6 +1084,85 @@ enum sm_result session_run(struct smgr *m, struct session *s, const struct box_e
 			session_put(s);
 	}
 	return exec_result(r);
+}
+
+/* ---- archives --------------------------------------------------------- */
+
+/* What the driver said of an unpack (a result it made: hostile like any):
+ * SM_OK with the summary, or SM_INVALID / SM_TOO_LARGE and why in err. */
+static enum sm_result unpack_outcome(const struct session *s, const struct result *res,
+				     json_t **summary, char *err, size_t errlen)
+{
+	const json_t *e = res->error;
+	const char *name = json_string_value(json_object_get(e, "name"));
+	const char *msg = json_string_value(json_object_get(e, "message"));
+	json_t *bundle, *v, *out;
+	const char *text, *k;
+	bool bad = false;
+
+	switch (res->status) {
+	case RESULT_OK:
+		break;
+	case RESULT_TIMEOUT:
+		snprintf(err, errlen, "extracting the archive took longer than the session's "
+			 "timeout (%g s): nothing was extracted", s->limits.timeout_s);
+		return SM_TOO_LARGE;
+	case RESULT_OOM:
+		snprintf(err, errlen, "extracting the archive ran out of the session's memory "
+			 "(%u MiB): %s", s->limits.memory_mb, res->reason);
+		return SM_TOO_LARGE;
+	default:
+		if (!name || !msg) {
+			snprintf(err, errlen, "the archive was not extracted: %s",
+				 res->reason[0] ? res->reason : "the sandbox failed");
+			return SM_INVALID;
+		}
+		snprintf(err, errlen, "%s", msg);
+		return !strcmp(name, "ArchiveTooLarge") ? SM_TOO_LARGE : SM_INVALID;
+	}
+	bundle = res->main_result >= 0 ? json_array_get(res->results, (size_t)res->main_result)
+				       : NULL;
+	text = json_string_value(json_object_get(bundle, "application/json"));
+	out = text && strlen(text) < 1024 ? json_loads(text, 0, NULL) : NULL;
+	/* Counts, and the format's name: nothing else. */
+	json_object_foreach(out, k, v)
+		if (!(json_is_integer(v) && json_integer_value(v) >= 0) &&
+		    !(!strcmp(k, "format") && json_is_string(v)))
+			bad = true;
+	if (!json_is_object(out) || bad) {
+		json_decref(out);
+		snprintf(err, errlen, "the sandbox gave no account of the archive");
+		return SM_INVALID;
+	}
+	*summary = out;
+	return SM_OK;
+}
+
+enum sm_result session_unpack(struct smgr *m, struct session *s, const char *archive,
+			      const char *dest, json_t **summary, char *err, size_t errlen)
+{
+	struct box_unpack job = {
+		.archive = archive, .dest = dest, .max_entries = m->cfg->archive_max_entries,
+		.max_bytes = (uint64_t)s->limits.disk_mb << 20,
+		.max_ratio = m->cfg->archive_max_ratio,
+	};
+	struct box_exec ex = {
+		.language = "python", .code = "", .timeout_s = s->limits.timeout_s,
+		.cancel_fd = -1, .unpack = &job,
+	};
+	struct result res;
+	enum sm_result r;
+
+	*summary = NULL;
+	if (result_init(&res) < 0)
+		return SM_NO_MEMORY;
+	r = session_exec(m, s, &ex, NULL, &res, err, errlen);
+	if (r == SM_OK)
+		r = unpack_outcome(s, &res, summary, err, errlen);
+	result_release(&res);
+	if (r == SM_OK || r == SM_INVALID || r == SM_TOO_LARGE)
+		box_note_host_write(s->box);
+	return r;
 }
 
 /* ---- one-shots -------------------------------------------------------- */

@@ -176,6 +176,17 @@ void session_upload_cancel(struct session_upload *up);
 int session_upload_exit_fd(const struct session_upload *up);
 bool session_upload_reap(struct session_upload *up);
 
+/* Extract an archive that an upload left in the session's /work (archive:
+ * a BOX_ARCHIVE_PREFIX name, removed whatever happens) into dest (checked
+ * with files_check_path(); "": /work), all or nothing, by the session's own
+ * driver inside its limits (docs/api.md#archives).  It claims the session as
+ * an execution does (SM_BUSY, SM_GONE...) and is not recorded.  SM_OK with
+ * *summary (a new reference: format, entries, files, directories, links,
+ * bytes); SM_INVALID (a refused or broken archive) or SM_TOO_LARGE (over a
+ * cap: entries, bytes, expansion, memory, time) with why in err. */
+enum sm_result session_unpack(struct smgr *m, struct session *s, const char *archive,
+			      const char *dest, json_t **summary, char *err, size_t errlen);
+
 /* A one-shot (request.h): a fresh sandbox with the request's limits, its
  * files written into /work, one execution, and then the sandbox is gone.
  * It takes an execution slot and counts against the session cap while it

@@ -1,0 +1,255 @@
+/* archive — a directory of /work as a tar(.gz) stream (archive.h). */
+#include "runtime/archive.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/buf.h"
+#include "util/utf8.h"
+
+#define BLOCK (64u << 10)	/* of a file, per step */
+
+/* One listed entry, packed in a buf: its header, then the path relative to
+ * the directory (NUL-terminated), then a symlink's target (likewise). */
+struct packed {
+	uint32_t mode;
+	uint32_t path_len, target_len;	/* without their NULs */
+	int64_t mtime;
+};
+
+struct ws_archive {
+	struct files_user u;
+	int work_fd;		/* our own duplicate */
+	char dir[FILES_PATH_MAX + 1];
+	struct buf list;	/* struct packed + names, one after another */
+	size_t entries, next;	/* offset in list of the next entry */
+	struct archive *w;
+	struct buf out;		/* what libarchive wrote, not yet read */
+	size_t out_pos;
+	int fd;			/* the file whose data is being written; -1 */
+	char *block;		/* BLOCK bytes of it */
+	uint64_t left;		/* of its data */
+	off_t pos;
+	bool closed;		/* the trailer is written */
+	int err;
+};
+
+struct lister {
+	struct ws_archive *a;
+	size_t skip;		/* the directory's own prefix, "dir/" */
+};
+
+static int list_one(void *ctx, const char *path, const struct stat *st, const char *target)
+{
+	struct lister *l = ctx;
+	struct ws_archive *a = l->a;
+	struct packed p = {
+		.mode = st->st_mode, .mtime = st->st_mtime, .path_len = strlen(path + l->skip),
+		.target_len = S_ISLNK(st->st_mode) ? strlen(target) : 0,
+	};
+
+	if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode) && !S_ISLNK(st->st_mode))
+		return 0;	/* FIFOs, sockets, devices: not archived */
+	if (a->list.len + sizeof(p) + p.path_len + p.target_len + 2 > ARCHIVE_NAMES_MAX)
+		return -E2BIG;
+	if (buf_append(&a->list, &p, sizeof(p)) < 0 ||
+	    buf_append(&a->list, path + l->skip, p.path_len + 1) < 0 ||
+	    buf_append(&a->list, p.target_len ? target : "", p.target_len + 1) < 0)
+		return -ENOMEM;
+	a->entries++;
+	return 0;
+}
+
+static la_ssize_t on_write(struct archive *w, void *ctx, const void *data, size_t n)
+{
+	struct ws_archive *a = ctx;
+
+	(void)w;
+	if (a->out_pos == a->out.len) {
+		a->out.len = 0;
+		a->out_pos = 0;
+	}
+	return buf_append(&a->out, data, n) < 0 ? -1 : (la_ssize_t)n;
+}
+
+int ws_archive_open(const struct files_user *u, int work_fd, const char *dir, bool gzip,
+		    size_t max_entries, struct ws_archive **out)
+{
+	struct ws_archive *a = calloc(1, sizeof(*a));
+	struct stat st;
+	struct lister l;
+	int r;
+
+	*out = NULL;
+	if (!a)
+		return -ENOMEM;
+	a->u = *u;
+	a->fd = -1;
+	if (!(a->block = malloc(BLOCK))) {
+		free(a);
+		return -ENOMEM;
+	}
+	snprintf(a->dir, sizeof(a->dir), "%s", dir);
+	if ((a->work_fd = fcntl(work_fd, F_DUPFD_CLOEXEC, 3)) < 0) {
+		a->work_fd = -1;
+		r = -errno;
+		goto fail;
+	}
+	if (*dir) {
+		char target[2];
+
+		if ((r = files_stat(u, work_fd, dir, &st, target, sizeof(target))) < 0)
+			goto fail;
+		if (!S_ISDIR(st.st_mode)) {
+			r = -ENOTDIR;
+			goto fail;
+		}
+	}
+	l = (struct lister){ .a = a, .skip = *dir ? strlen(dir) + 1 : 0 };
+	if ((r = files_walk(u, work_fd, dir, FILES_TREE_DEPTH, max_entries, list_one, &l)) < 0)
+		goto fail;
+	r = -ENOMEM;
+	if (!(a->w = archive_write_new()))
+		goto fail;
+	if (archive_write_set_format_pax_restricted(a->w) != ARCHIVE_OK ||
+	    (gzip && (archive_write_add_filter_gzip(a->w) != ARCHIVE_OK ||
+		      /* The daemon's CPU: fast compression. */
+		      archive_write_set_filter_option(a->w, "gzip", "compression-level",
+						      "1") != ARCHIVE_OK)) ||
+	    archive_write_set_bytes_in_last_block(a->w, 1) != ARCHIVE_OK ||
+	    archive_write_open(a->w, a, NULL, on_write, NULL) != ARCHIVE_OK)
+		goto fail;
+	*out = a;
+	return 0;
+fail:
+	ws_archive_free(a);
+	return r;
+}
+
+size_t ws_archive_entries(const struct ws_archive *a)
+{
+	return a->entries;
+}
+
+/* The header of the next listed entry, and for a file opens it. */
+static int next_entry(struct ws_archive *a)
+{
+	struct packed p;
+	const char *path, *target;
+	char full[FILES_PATH_MAX + 1];
+	struct archive_entry *e;
+	uint64_t size = 0;
+	int r = 0;
+
+	memcpy(&p, a->list.data + a->next, sizeof(p));
+	path = a->list.data + a->next + sizeof(p);
+	target = path + p.path_len + 1;
+	a->next += sizeof(p) + p.path_len + p.target_len + 2;
+	if (S_ISREG(p.mode)) {
+		if (snprintf(full, sizeof(full), "%s%s%s", a->dir, *a->dir ? "/" : "", path) >=
+		    (int)sizeof(full))
+			return 0;
+		/* Changed since it was listed (gone, no longer a file): left out. */
+		if (files_open(&a->u, a->work_fd, full, &a->fd, &size) < 0)
+			return 0;
+	}
+	if (!(e = archive_entry_new2(a->w)))
+		return -ENOMEM;
+	/* A name that is not UTF-8 goes as its bytes (libarchive warns and
+	 * marks that entry's header binary). */
+	if (utf8_valid(path, p.path_len))
+		archive_entry_set_pathname_utf8(e, path);
+	else
+		archive_entry_set_pathname(e, path);
+	archive_entry_set_filetype(e, S_ISREG(p.mode) ? AE_IFREG : S_ISDIR(p.mode) ? AE_IFDIR
+										: AE_IFLNK);
+	archive_entry_set_perm(e, p.mode & 0777);
+	archive_entry_set_mtime(e, p.mtime, 0);
+	archive_entry_set_uid(e, 0);
+	archive_entry_set_gid(e, 0);
+	if (S_ISLNK(p.mode) && utf8_valid(target, p.target_len))
+		archive_entry_set_symlink_utf8(e, target);
+	else if (S_ISLNK(p.mode))
+		archive_entry_set_symlink(e, target);
+	archive_entry_set_size(e, (la_int64_t)size);
+	if (archive_write_header(a->w, e) < ARCHIVE_WARN)
+		r = -EIO;
+	archive_entry_free(e);
+	a->left = size;
+	a->pos = 0;
+	return r;
+}
+
+/* One block of the open file; at its end (or on a short read: the file
+ * shrank) close it: libarchive pads what the header promised. */
+static int file_block(struct ws_archive *a)
+{
+	char *block = a->block;
+	size_t want = a->left < BLOCK ? (size_t)a->left : BLOCK;
+	ssize_t n = want ? pread(a->fd, block, want, a->pos) : 0;
+
+	if (n > 0) {
+		if (archive_write_data(a->w, block, (size_t)n) < 0)
+			return -EIO;
+		a->left -= (uint64_t)n;
+		a->pos += n;
+	}
+	if (n <= 0 || a->left == 0) {
+		close(a->fd);
+		a->fd = -1;
+		if (archive_write_finish_entry(a->w) < ARCHIVE_WARN)
+			return -EIO;
+	}
+	return 0;
+}
+
+static int step(struct ws_archive *a)
+{
+	if (a->fd >= 0)
+		return file_block(a);
+	if (a->next < a->list.len)
+		return next_entry(a);
+	a->closed = true;
+	return archive_write_close(a->w) == ARCHIVE_OK ? 0 : -EIO;
+}
+
+ssize_t ws_archive_read(struct ws_archive *a, char *out, size_t max)
+{
+	size_t n;
+
+	/* A few steps at most: each is one block or one header. */
+	for (int i = 0; i < 64 && !a->err && !a->closed && a->out.len - a->out_pos < max; i++)
+		a->err = step(a);
+	if (a->out.len == a->out_pos)
+		return a->err ? a->err : 0;
+	n = a->out.len - a->out_pos;
+	if (n > max)
+		n = max;
+	memcpy(out, a->out.data + a->out_pos, n);
+	a->out_pos += n;
+	return (ssize_t)n;
+}
+
+void ws_archive_free(struct ws_archive *a)
+{
+	if (!a)
+		return;
+	if (a->w)
+		archive_write_free(a->w);	/* closes it if open */
+	if (a->fd >= 0)
+		close(a->fd);
+	if (a->work_fd >= 0)
+		close(a->work_fd);
+	buf_release(&a->list);
+	buf_release(&a->out);
+	free(a->block);
+	free(a);
+}
