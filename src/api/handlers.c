@@ -295,7 +295,8 @@ enum MHD_Result handle_session(struct api_req *rq, const char *id, const char *r
 enum MHD_Result handle_oneshot(struct api_req *rq)
 {
 	static const char *const keys[] = {
-		"code", "language", "files", "limits", "timeout_s", "return_files", "env", NULL
+		"code", "language", "archive", "files", "limits", "timeout_s", "return_files", "env",
+		NULL
 	};
 	enum MHD_Result answered = MHD_NO;
 	json_t *body = http_body_object(rq, &answered);

@@ -5,8 +5,9 @@
  * as text, an exception's traceback goes to stderr, and the exit status is
  * the program's (124 timeout, 137 out of memory, 128+N signal, 125 petri's
  * own failure).  With --json it prints one result object (docs/api.md).
- * --file puts the user's files into /work first; --save-dir keeps the
- * files the code wrote and its images afterwards. */
+ * --file puts the user's files into /work first, --dir a whole project
+ * (as an archive the sandbox's driver extracts, as POST .../archive does);
+ * --save-dir keeps the files the code wrote and its images afterwards. */
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
@@ -52,8 +53,12 @@ static void usage(FILE *f)
 		"      --pids N         process limit (default %u)\n"
 		"      --disk MB        size of /work (default %u)\n"
 		"  -f, --file PATH      put PATH into /work under its name (repeatable)\n"
+		"  -d, --dir PROJECT    PROJECT's tree as /work (copied in: PROJECT is\n"
+		"                       left as it is unless --save-dir names it)\n"
 		"      --save-dir DIR   save the files the code wrote (DIR/files/...) and\n"
-		"                       its images (DIR/result-N.png) in DIR\n"
+		"                       its images (DIR/result-N.png) in DIR; with --dir,\n"
+		"                       the files it wrote or changed at their paths\n"
+		"                       under DIR (--save-dir PROJECT: back in place)\n"
 		"      --config FILE    defaults and maximums of the limits, and the sandbox\n"
 		"                       settings (default: $PETRI_CONFIG, else %s if it\n"
 		"                       exists; docs/configuration.md)\n"
@@ -223,15 +228,16 @@ static void save_one(const char *dir, const char *rel, const char *b64, size_t n
 		fprintf(stderr, "petri run: saved %s/%s\n", dir, rel);
 }
 
-/* Every file the code wrote into DIR/files/, every image result into DIR:
- * the one-shot returned them inline. */
-static void save_outputs(struct result *res, const char *dir)
+/* Every file the code wrote into DIR/files/ (with --dir: DIR/), every
+ * image result into DIR (not with --dir): the one-shot returned them
+ * inline. */
+static void save_outputs(struct result *res, const char *dir, bool project)
 {
 	unsigned images = 0;
 	json_t *v;
 	size_t i;
 
-	json_array_foreach(res->results, i, v) {
+	json_array_foreach(project ? NULL : res->results, i, v) {
 		const char *k;
 		json_t *data;
 
@@ -255,7 +261,7 @@ static void save_outputs(struct result *res, const char *dir)
 				json_string_value(json_object_get(v, "reason")));
 			continue;
 		}
-		snprintf(rel, sizeof(rel), "files/%s", path);
+		snprintf(rel, sizeof(rel), "%s%s", project ? "" : "files/", path);
 		save_one(dir, rel, json_string_value(b64), json_string_length(b64));
 		json_object_del(v, "content_base64");	/* --json lists, as before */
 		json_object_del(v, "truncated");
@@ -283,6 +289,7 @@ int cmd_run(int argc, char **argv)
 		{ "disk", required_argument, NULL, OPT_DISK },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "file", required_argument, NULL, 'f' },
+		{ "dir", required_argument, NULL, 'd' },
 		{ "save-dir", required_argument, NULL, OPT_SAVE_DIR },
 		{ "config", required_argument, NULL, OPT_CONFIG },
 		{ "help", no_argument, NULL, 'h' },
@@ -291,6 +298,7 @@ int cmd_run(int argc, char **argv)
 	struct box_events ev = { .output = on_output, .rich = on_rich, .error = on_error };
 	struct buf code = BUF_INIT;
 	const char *lang_arg = NULL, *inline_code = NULL, *save_dir = NULL, *config = NULL;
+	const char *project = NULL;
 	const struct language *lang = NULL;
 	struct userfile files[USERFILES_MAX] = { 0 };
 	json_t *req = json_object(), *lim = json_object();
@@ -307,7 +315,7 @@ int cmd_run(int argc, char **argv)
 
 	if (!req || !lim || json_object_set(req, "limits", lim) < 0)
 		die(125, "out of memory");
-	while ((c = getopt_long(argc, argv, "+l:t:m:c:f:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+l:t:m:c:f:d:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'l':
 			lang_arg = optarg;
@@ -338,6 +346,9 @@ int cmd_run(int argc, char **argv)
 			if (nfiles == USERFILES_MAX)
 				die(2, "--file: at most %d files", USERFILES_MAX);
 			files[nfiles++].host_path = optarg;
+			break;
+		case 'd':
+			project = optarg;
 			break;
 		case OPT_SAVE_DIR:
 			save_dir = optarg;
@@ -407,6 +418,14 @@ int cmd_run(int argc, char **argv)
 		if (mkdir(save_dir, 0755) < 0 && errno != EEXIST)
 			die(2, "--save-dir: cannot create '%s': %s", save_dir, strerror(errno));
 	}
+	if (project) {
+		struct buf tar = BUF_INIT;
+
+		userfiles_archive(project, l.cfg.archive_max_entries,
+				  (uint64_t)o.limits.disk_mb << 20, &tar);
+		o.archive = (unsigned char *)tar.data;	/* now the request's */
+		o.archive_len = tar.len;
+	}
 	userfiles_load(files, nfiles);
 	put_files(&o, files, nfiles);
 
@@ -429,7 +448,7 @@ int cmd_run(int argc, char **argv)
 		goto out;
 	}
 	if (save_dir)
-		save_outputs(&res, save_dir);
+		save_outputs(&res, save_dir, project != NULL);
 	if (json_out) {
 		json_t *j = result_to_json(&res);
 

@@ -8,6 +8,7 @@
 #define PETRI_USERFILES_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "runtime/files.h"
 #include "util/buf.h"
@@ -26,6 +27,13 @@ struct userfile {
  * with status 2 and a message naming the option. */
 void userfiles_load(struct userfile *v, size_t n);
 void userfiles_release(struct userfile *v, size_t n);
+
+/* --dir DIR: the tree under DIR as a tar in out (names relative to DIR;
+ * files, directories and symlinks, never followed; the rest left out with
+ * a word on stderr), at most max_entries entries and max_bytes of files,
+ * else the command ends with status 2 and why. */
+void userfiles_archive(const char *dir, size_t max_entries, uint64_t max_bytes,
+		       struct buf *out);
 
 /* Write data to dir/rel, making rel's parents; rel is a path out of the
  * sandbox (checked with files_check_path: -EINVAL).  0 or -errno. */

@@ -286,6 +286,33 @@ static bool oneshot_files(const json_t *files, struct oneshot *o, struct request
 	return true;
 }
 
+/* "archive": {"content_base64", "path"?}: extracted into path ("": /work)
+ * before the files are written. */
+static bool oneshot_archive(const json_t *v, struct oneshot *o, struct request_error *e)
+{
+	static const char *const keys[] = { "path", "content_base64", NULL };
+	json_t *data = json_object_get(v, "content_base64"), *path = json_object_get(v, "path");
+	char why[160];
+
+	if (!v || json_is_null(v))
+		return true;
+	if (!json_is_object(v) || !json_is_string(data) || (path && !json_is_string(path)))
+		return refuse(e, "invalid_request", "'archive' must be an object with a string "
+			      "'content_base64' (a tar, tar.gz, tar.bz2, tar.xz or zip) and "
+			      "optionally 'path'");
+	if (!only_keys(v, keys, "archive", e))
+		return false;
+	if (path && files_check_path(json_string_value(path), true, why, sizeof(why)) < 0)
+		return refuse(e, "invalid_path", "archive.path: %s", why);
+	if (path && !(o->archive_dest = strdup(json_string_value(path))))
+		return out_of_memory(e);
+	o->archive = base64_decode(json_string_value(data), json_string_length(data),
+				   &o->archive_len);
+	if (!o->archive)
+		return refuse(e, "invalid_request", "archive.content_base64 is not valid base64");
+	return true;
+}
+
 /* "return_files": true (every file written), false, or a list of fnmatch
  * patterns. */
 static bool return_files(const json_t *v, struct oneshot *o, struct request_error *e)
@@ -329,6 +356,7 @@ bool request_oneshot(const struct petri_config *cfg, const json_t *obj, struct o
 		return false;
 	o->ex.one_shot = true;
 	return return_files(json_object_get(obj, "return_files"), o, e) &&
+	       oneshot_archive(json_object_get(obj, "archive"), o, e) &&
 	       oneshot_files(json_object_get(obj, "files"), o, e);
 }
 
@@ -340,6 +368,8 @@ void oneshot_release(struct oneshot *o)
 		free(o->files[i].data);
 	}
 	free(o->files);
+	free(o->archive);
+	free(o->archive_dest);
 	for (size_t i = 0; i < o->npatterns; i++)
 		free(o->patterns[i]);
 	free(o->patterns);

@@ -76,6 +76,12 @@ struct oneshot_file {
 struct oneshot {
 	struct petri_limits limits;
 	struct box_exec ex;
+	/* An archive (tar, tar.gz, tar.bz2, tar.xz, zip) extracted into
+	 * archive_dest ("" or NULL: /work) first, by the sandbox's driver, as
+	 * POST /v1/sessions/{id}/archive does; NULL: none. */
+	unsigned char *archive;
+	size_t archive_len;
+	char *archive_dest;
 	struct oneshot_file *files;
 	size_t nfiles;
 	bool return_files;		/* the content of the files written */
@@ -88,7 +94,8 @@ struct oneshot {
 };
 
 /* POST /v1/execute's body (and MCP's, petri run's): "code", "language",
- * "limits", "timeout_s", "env", "files" [{path, content_base64}],
+ * "limits", "timeout_s", "env", "archive" {content_base64, path},
+ * "files" [{path, content_base64}],
  * "return_files" (true, false or a list of globs).  Unknown keys are the
  * caller's business (http_only_keys).  Release with oneshot_release(). */
 bool request_oneshot(const struct petri_config *cfg, const json_t *obj, struct oneshot *o,

@@ -120,11 +120,6 @@ static const char *const denied[] = {
 	"clock_adjtime", "sethostname", "setdomainname", "lookup_dcookie",
 	"landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self",
 	"seccomp", "setgroups", "capset", "sched_setattr",
-	/* Writing extended attributes: no program here needs them (copies
-	 * ignore EPERM), and the security.* namespace inside user namespaces
-	 * (file capabilities) has a history of kernel bugs. */
-	"setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr",
-	"fremovexattr",
 	"mbind", "set_mempolicy", "migrate_pages", "move_pages", "vmsplice",
 	"io_setup", "io_submit", "io_getevents", "io_cancel", "io_destroy",
 	"msgget", "msgsnd", "msgrcv", "msgctl", "mq_open", "mq_unlink",
@@ -132,6 +127,18 @@ static const char *const denied[] = {
 	"nfsservctl", "sysfs", "_sysctl", "ustat", "afs_syscall", "tuxcall",
 	"security", "create_module", "get_kernel_syms", "query_module",
 	"modify_ldt",
+	NULL
+};
+
+/* Denied as a filesystem without them denies them, EOPNOTSUPP: writing
+ * extended attributes.  No program here needs them, and the security.*
+ * namespace inside user namespaces (file capabilities) has a history of
+ * kernel bugs.  Tools that copy attributes and ACLs (sed -i, cp -a, tar,
+ * rsync: gnulib's qcopy_acl) take EOPNOTSUPP for "none here" and go on
+ * quietly; EPERM made each of them print an error. */
+static const char *const unsupported[] = {
+	"setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr",
+	"fremovexattr",
 	NULL
 };
 
@@ -269,7 +276,19 @@ static int add_rules(scmp_filter_ctx ctx, unsigned *nallowed, char *err,
 			return r;
 		}
 	}
-	/* clone3 is on neither list: the default action answers ENOSYS. */
+	for (size_t i = 0; unsupported[i]; i++) {
+		int nr = seccomp_syscall_resolve_name(unsupported[i]);
+
+		if (nr == __NR_SCMP_ERROR)
+			continue;
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EOPNOTSUPP), nr, 0);
+		if (r < 0) {
+			snprintf(err, errlen, "seccomp: cannot deny '%s': %s",
+				 unsupported[i], strerror(-r));
+			return r;
+		}
+	}
+	/* clone3 is on no list: the default action answers ENOSYS. */
 	return 0;
 }
 

@@ -1090,7 +1090,7 @@ enum sm_result session_run(struct smgr *m, struct session *s, const struct box_e
 
 /* What the driver said of an unpack (a result it made: hostile like any):
  * SM_OK with the summary, or SM_INVALID / SM_TOO_LARGE and why in err. */
-static enum sm_result unpack_outcome(const struct session *s, const struct result *res,
+static enum sm_result unpack_outcome(const struct petri_limits *lim, const struct result *res,
 				     json_t **summary, char *err, size_t errlen)
 {
 	const json_t *e = res->error;
@@ -1105,11 +1105,11 @@ static enum sm_result unpack_outcome(const struct session *s, const struct resul
 		break;
 	case RESULT_TIMEOUT:
 		snprintf(err, errlen, "extracting the archive took longer than the session's "
-			 "timeout (%g s): nothing was extracted", s->limits.timeout_s);
+			 "timeout (%g s): nothing was extracted", lim->timeout_s);
 		return SM_TOO_LARGE;
 	case RESULT_OOM:
 		snprintf(err, errlen, "extracting the archive ran out of the session's memory "
-			 "(%u MiB): %s", s->limits.memory_mb, res->reason);
+			 "(%u MiB): %s", lim->memory_mb, res->reason);
 		return SM_TOO_LARGE;
 	default:
 		if (!name || !msg) {
@@ -1138,17 +1138,19 @@ static enum sm_result unpack_outcome(const struct session *s, const struct resul
 	return SM_OK;
 }
 
-enum sm_result session_unpack(struct smgr *m, struct session *s, const char *archive,
-			      const char *dest, json_t **summary, char *err, size_t errlen)
+/* Extract archive into dest in the session s (claimed by the call), or, s
+ * NULL, in the one-shot's box b: as session_unpack(). */
+static enum sm_result unpack_in(struct smgr *m, struct session *s, struct box *b,
+				const struct petri_limits *lim, const char *archive,
+				const char *dest, json_t **summary, char *err, size_t errlen)
 {
 	struct box_unpack job = {
 		.archive = archive, .dest = dest, .max_entries = m->cfg->archive_max_entries,
-		.max_bytes = (uint64_t)s->limits.disk_mb << 20,
-		.max_ratio = m->cfg->archive_max_ratio,
+		.max_bytes = (uint64_t)lim->disk_mb << 20, .max_ratio = m->cfg->archive_max_ratio,
 	};
 	struct box_exec ex = {
-		.language = "python", .code = "", .timeout_s = s->limits.timeout_s,
-		.cancel_fd = -1, .unpack = &job,
+		.language = "python", .code = "", .timeout_s = lim->timeout_s, .cancel_fd = -1,
+		.one_shot = !s, .unpack = &job,
 	};
 	struct result res;
 	enum sm_result r;
@@ -1156,13 +1158,22 @@ enum sm_result session_unpack(struct smgr *m, struct session *s, const char *arc
 	*summary = NULL;
 	if (result_init(&res) < 0)
 		return SM_NO_MEMORY;
-	r = session_exec(m, s, &ex, NULL, &res, err, errlen);
+	r = s ? session_exec(m, s, &ex, NULL, &res, err, errlen)
+	      : exec_result(box_exec(b, &ex, NULL, &res));
 	if (r == SM_OK)
-		r = unpack_outcome(s, &res, summary, err, errlen);
+		r = unpack_outcome(lim, &res, summary, err, errlen);
+	else if (r == SM_GONE && !s)
+		snprintf(err, errlen, "%s", box_dead_reason(b));
 	result_release(&res);
 	if (r == SM_OK || r == SM_INVALID || r == SM_TOO_LARGE)
-		box_note_host_write(s->box);
+		box_note_host_write(s ? s->box : b);
 	return r;
+}
+
+enum sm_result session_unpack(struct smgr *m, struct session *s, const char *archive,
+			      const char *dest, json_t **summary, char *err, size_t errlen)
+{
+	return unpack_in(m, s, NULL, &s->limits, archive, dest, summary, err, errlen);
 }
 
 /* ---- one-shots -------------------------------------------------------- */
@@ -1223,6 +1234,39 @@ static void oneshot_end(struct smgr *m, struct box *b, bool internal)
 }
 
 /* The request's files, written into the fresh sandbox as its user. */
+/* The one-shot's archive, extracted into /work by its driver. */
+static enum sm_result put_archive(struct smgr *m, struct box *b, const struct oneshot *o,
+				  char *err, size_t errlen)
+{
+	static const char name[] = BOX_ARCHIVE_PREFIX "oneshot";
+	struct files_user u;
+	json_t *summary;
+	enum sm_result r;
+	int w;
+
+	jail_owner(box_jail(b), &u.uid, &u.gid);
+	if ((w = files_write(&u, jail_work_fd(box_jail(b)), name, o->archive,
+			     o->archive_len)) < 0) {
+		snprintf(err, errlen, "archive: cannot write it into /work: %s", strerror(-w));
+		return w == -ENOSPC || w == -EDQUOT || w == -EFBIG ? SM_TOO_LARGE : SM_INVALID;
+	}
+	r = unpack_in(m, NULL, b, &o->limits, name, o->archive_dest ? o->archive_dest : "",
+		      &summary, err, errlen);
+	json_decref(summary);
+	if (r == SM_GONE) {
+		pthread_mutex_lock(&m->lock);
+		r = m->stopping ? SM_STOPPING : SM_START_FAILED;
+		pthread_mutex_unlock(&m->lock);
+	}
+	if (r == SM_INVALID || r == SM_TOO_LARGE) {
+		char why[sizeof(((struct request_error *)0)->message)];
+
+		snprintf(why, sizeof(why), "archive: %s", err);
+		snprintf(err, errlen, "%s", why);
+	}
+	return r;
+}
+
 static enum sm_result put_files(struct box *b, const struct oneshot *o, char *err,
 				size_t errlen)
 {
@@ -1258,6 +1302,7 @@ enum sm_result smgr_oneshot(struct smgr *m, const struct oneshot *o,
 	if (!o->internal && (r = exec_slot_take(m)) != SM_OK)
 		return r;
 	if ((r = oneshot_begin(m, &o->limits, o->internal, &b, err, errlen)) != SM_OK ||
+	    (o->archive && (r = put_archive(m, b, o, err, errlen)) != SM_OK) ||
 	    (r = put_files(b, o, err, errlen)) != SM_OK)
 		goto out;
 	started_at = clock_wall_s();
