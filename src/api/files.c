@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include "api/http.h"
@@ -269,7 +268,7 @@ struct api_upload {
 	struct session_upload *up;	/* NULL: the body is dropped */
 	/* POST .../archive: the name the archive is written under, for the
 	 * driver to extract (session_unpack()); "" for a file. */
-	char archive[sizeof(BOX_ARCHIVE_PREFIX) + 32];
+	char archive[BOX_ARCHIVE_NAME_LEN];
 	struct petri_limits limits;	/* the session's, for the messages */
 	char id[SESSION_ID_LEN + 1];	/* the session's, for the cap per session */
 	int err;			/* why the upload failed; 0 */
@@ -329,7 +328,6 @@ enum MHD_Result files_upload_start(struct api_req *rq)
 	const char *path = upload_target(rq->method, rq->url, id, &archive);
 	struct api_upload *up;
 	struct session *s;
-	uint8_t rnd[8];
 
 	if (cl && strtoull(cl, NULL, 10) > rq->cfg->max_file_bytes)
 		return http_error(rq, 413, "too_large", "the file is larger than the %llu MiB "
@@ -340,15 +338,8 @@ enum MHD_Result files_upload_start(struct api_req *rq)
 	rq->upload = up;
 	if (archive) {
 		/* A name of its own in /work, which the driver looks for. */
-		if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
-			up->err = -EIO;	/* the upload fails: not started */
-			return MHD_YES;
-		}
-		snprintf(up->archive, sizeof(up->archive), "%s%016llx", BOX_ARCHIVE_PREFIX,
-			 (unsigned long long)rnd[0] << 56 | (unsigned long long)rnd[1] << 48 |
-			 (unsigned long long)rnd[2] << 40 | (unsigned long long)rnd[3] << 32 |
-			 (unsigned long long)rnd[4] << 24 | (unsigned long long)rnd[5] << 16 |
-			 (unsigned long long)rnd[6] << 8 | rnd[7]);
+		if ((up->err = box_archive_name(up->archive)) < 0)
+			return MHD_YES;	/* the upload fails: not started */
 		path = up->archive;
 	}
 	if (!path || files_check_path(path, false, why, sizeof(why)) < 0 ||

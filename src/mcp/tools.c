@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "mcp/render.h"
+#include "runtime/archive.h"
 #include "runtime/box.h"
 #include "runtime/files.h"
 #include "runtime/languages.h"
@@ -67,6 +68,9 @@ static json_t *run_execute(struct tools *, struct session *, json_t *, int, json
 static json_t *run_write_file(struct tools *, struct session *, json_t *, int, json_t **);
 static json_t *run_read_file(struct tools *, struct session *, json_t *, int, json_t **);
 static json_t *run_list_files(struct tools *, struct session *, json_t *, int, json_t **);
+static json_t *run_upload_archive(struct tools *, struct session *, json_t *, int, json_t **);
+static json_t *run_download_archive(struct tools *, struct session *, json_t *, int,
+				    json_t **);
 
 static const struct tool tool_table[] = {
 	{ "execute", "Run code in the sandbox", {
@@ -92,6 +96,16 @@ static const struct tool tool_table[] = {
 		{ "path", ARG_STRING, false, NULL,
 		  "The directory, relative to /work (default: /work itself)." },
 	}, true, false, run_list_files },
+	{ "upload_archive", "Extract an archive (a project) into /work", {
+		{ "content", ARG_STRING, true, NULL,
+		  "The archive, base64: tar, tar.gz, tar.bz2, tar.xz or zip." },
+		{ "path", ARG_STRING, false, NULL,
+		  "The directory to extract into, relative to /work (default: /work itself)." },
+	}, false, false, run_upload_archive },
+	{ "download_archive", "Download a directory of /work as a tar.gz", {
+		{ "path", ARG_STRING, false, NULL,
+		  "The directory, relative to /work (default: /work itself)." },
+	}, true, false, run_download_archive },
 	{ "reset", "Start a fresh sandbox", { { .name = NULL } }, false, true, NULL },
 };
 
@@ -607,6 +621,113 @@ out:
 	return out;
 }
 
+/* ---- archives (docs/api.md#archives) ------------------------------------ */
+
+static json_t *run_upload_archive(struct tools *t, struct session *s, json_t *args,
+				  int cancel_fd, json_t **execution)
+{
+	json_t *content = json_object_get(args, "content"), *summary;
+	struct files_user u = user_of(s);
+	char why[512], name[BOX_ARCHIVE_NAME_LEN];
+	unsigned char *data;
+	const char *dir;
+	enum sm_result sr;
+	json_t *out;
+	size_t len;
+	int r;
+
+	(void)cancel_fd;
+	(void)execution;
+	dir = work_path(str_arg(args, "path", ""), true, why, sizeof(why));
+	if (!dir)
+		return error_result("invalid path '%.300s': %s", str_arg(args, "path", ""), why);
+	data = base64_decode(json_string_value(content), json_string_length(content), &len);
+	if (!data)
+		return error_result("'content' is not valid base64 (standard alphabet, with "
+				    "padding)");
+	if (len > t->cfg->max_file_bytes) {
+		free(data);
+		return error_result("the archive is larger than the %llu MiB limit",
+				    (unsigned long long)(t->cfg->max_file_bytes >> 20));
+	}
+	r = box_archive_name(name);
+	if (r == 0)
+		r = files_write(&u, session_work_fd(s), name, data, len);
+	free(data);
+	if (r < 0)
+		return error_result("cannot write the archive into /work: %s", file_error(r));
+	sr = session_unpack(t->sm, s, name, dir, &summary, why, sizeof(why));
+	if (sr != SM_OK) {
+		if (sr != SM_INVALID && sr != SM_TOO_LARGE)	/* the driver never saw it */
+			files_delete(&u, session_work_fd(s), name);
+		return error_result("the archive was not extracted: %s",
+				    why[0] ? why : sm_result_message(sr));
+	}
+	out = text_result("extracted %lld entries (%lld files, %lld directories, %lld links; "
+			  "%lld bytes) from a %s archive into /work%s%s",
+			  json_integer_value(json_object_get(summary, "entries")),
+			  json_integer_value(json_object_get(summary, "files")),
+			  json_integer_value(json_object_get(summary, "directories")),
+			  json_integer_value(json_object_get(summary, "links")),
+			  json_integer_value(json_object_get(summary, "bytes")),
+			  json_string_value(json_object_get(summary, "format")), *dir ? "/" : "",
+			  dir);
+	json_decref(summary);
+	session_touch(s);
+	return out;
+}
+
+static json_t *run_download_archive(struct tools *t, struct session *s, json_t *args,
+				    int cancel_fd, json_t **execution)
+{
+	struct files_user u = user_of(s);
+	struct buf b = BUF_INIT;
+	struct ws_archive *ar;
+	char why[160], uri[FILES_PATH_MAX + 32], *enc;
+	const char *dir;
+	json_t *out = NULL;
+	ssize_t n = 1;
+	int r;
+
+	(void)cancel_fd;
+	(void)execution;
+	dir = work_path(str_arg(args, "path", ""), true, why, sizeof(why));
+	if (!dir)
+		return error_result("invalid path '%.300s': %s", str_arg(args, "path", ""), why);
+	r = ws_archive_open(&u, session_work_fd(s), dir, true, t->cfg->archive_max_entries, &ar);
+	if (r == -E2BIG)
+		return error_result("/work/%.300s holds more than %u entries: archive a "
+				    "directory of it", dir, t->cfg->archive_max_entries);
+	if (r < 0)
+		return error_result("cannot archive '/work/%.300s': %s", dir, file_error(r));
+	while (n > 0 && b.len <= READ_BLOB_MAX && buf_reserve(&b, 65536) == 0) {
+		n = ws_archive_read(ar, b.data + b.len, 65536);
+		if (n > 0)
+			b.len += (size_t)n;
+	}
+	ws_archive_free(ar);
+	session_touch(s);
+	if (n < 0) {
+		out = error_result("cannot archive '/work/%.300s': %s", dir, strerror((int)-n));
+	} else if (b.len > READ_BLOB_MAX) {
+		out = error_result("the archive of /work/%.300s is larger than the %u MiB a tool "
+				   "result carries: archive a smaller directory, or leave out "
+				   "what the next step does not need", dir, READ_BLOB_MAX >> 20);
+	} else if ((enc = base64_encode(b.data ? b.data : "", b.len, NULL))) {
+		snprintf(uri, sizeof(uri), "file:///work/%s%s", dir, *dir ? ".tar.gz"
+								  : "workspace.tar.gz");
+		snprintf(why, sizeof(why), "/work%s%.100s as a tar.gz (%zu bytes): a base64 "
+			 "resource follows", *dir ? "/" : "", dir, b.len);
+		out = result_of(json_pack("[o, {s:s, s:{s:s, s:s, s:s}}]",
+					  render_text_item(why, strlen(why)), "type", "resource",
+					  "resource", "uri", uri, "mimeType", "application/gzip",
+					  "blob", enc), false);
+		free(enc);
+	}
+	buf_release(&b);
+	return out;
+}
+
 static json_t *run_list_files(struct tools *t, struct session *s, json_t *args, int cancel_fd,
 			      json_t **execution)
 {
@@ -857,6 +978,22 @@ static char *describe(const struct tools *t, const struct tool *tl, const char *
 			"first %u KB), an image (PNG, JPEG, GIF, WebP) as an image, any other file "
 			"as a base64 embedded resource (up to %u MiB).",
 			READ_TEXT_MAX >> 10, READ_BLOB_MAX >> 20);
+	else if (!strcmp(tl->name, "upload_archive"))
+		r = asprintf(&s,
+			"Put a whole project into the sandbox in one call: content is a tar, "
+			"tar.gz, tar.bz2, tar.xz or zip archive in base64, extracted into path "
+			"(a directory of /work, made if missing; default /work).  Files of the "
+			"archive replace files of the same name; nothing is written if any entry "
+			"is refused (absolute paths, '..', links out of /work, devices), or if it "
+			"has more than %u entries, expands past the disk limit or more than %u "
+			"times its size.  At most %llu MiB.",
+			t->cfg->archive_max_entries, t->cfg->archive_max_ratio,
+			(unsigned long long)(t->cfg->max_file_bytes >> 20));
+	else if (!strcmp(tl->name, "download_archive"))
+		r = asprintf(&s,
+			"Take a directory of /work (default: all of it) out of the sandbox in one "
+			"call, as a tar.gz: a base64 embedded resource, up to %u MiB.",
+			READ_BLOB_MAX >> 20);
 	else if (!strcmp(tl->name, "list_files"))
 		r = asprintf(&s,
 			"List a directory of the sandbox's /work (by default /work itself): the "

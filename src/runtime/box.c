@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "runtime/embed.h"
@@ -491,6 +492,17 @@ static void expect_frames(struct run *run)
 	};
 
 	frame_reader_expect(&run->b->fr, &ex);
+}
+
+int box_archive_name(char out[BOX_ARCHIVE_NAME_LEN])
+{
+	uint64_t rnd;
+
+	if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		return -EIO;
+	snprintf(out, BOX_ARCHIVE_NAME_LEN, "%s%016llx", BOX_ARCHIVE_PREFIX,
+		 (unsigned long long)rnd);
+	return 0;
 }
 
 static int send_exec(struct run *run, double deadline)

@@ -72,6 +72,10 @@ struct box_events {
  * BOX_ARCHIVE_PREFIX, written there by the host and removed by the driver;
  * dest: a path in /work, checked with files_check_path() ("": /work). */
 #define BOX_ARCHIVE_PREFIX ".petri-archive-"
+#define BOX_ARCHIVE_NAME_LEN (sizeof(BOX_ARCHIVE_PREFIX) + 16)	/* its NUL too */
+/* A new name for an archive: the prefix and 16 random hex digits.  0, or
+ * -EIO when the kernel gives no random bytes. */
+int box_archive_name(char out[BOX_ARCHIVE_NAME_LEN]);
 struct box_unpack {
 	const char *archive;
 	const char *dest;

@@ -158,7 +158,8 @@ def test_tools_call_params_are_checked(mcp):
 def test_tools_list_schemas(mcp):
     tools = mcp.request("tools/list")["result"]["tools"]
     by_name = {t["name"]: t for t in tools}
-    assert set(by_name) == {"execute", "write_file", "read_file", "list_files", "reset"}
+    assert set(by_name) == {"execute", "write_file", "read_file", "list_files", "upload_archive",
+                            "download_archive", "reset"}
     ex = by_name["execute"]["inputSchema"]
     assert ex == {
         "type": "object", "additionalProperties": False, "required": ["code"],
