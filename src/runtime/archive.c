@@ -225,8 +225,13 @@ ssize_t ws_archive_read(struct ws_archive *a, char *out, size_t max)
 {
 	size_t n;
 
-	/* A few steps at most: each is one block or one header. */
-	for (int i = 0; i < 64 && !a->err && !a->closed && a->out.len - a->out_pos < max; i++)
+	/* Steps (one block or one header each) until there are bytes to give:
+	 * the compressor keeps what it is given until it has a block of its
+	 * own, so a stretch of headers that compress to nothing takes more
+	 * than one block's work (bounded, as the listing is).  0 is only ever
+	 * the end: for libmicrohttpd, "nothing yet" would be a busy loop. */
+	for (int i = 0; !a->err && !a->closed && (a->out.len == a->out_pos || i < 64) &&
+			 a->out.len - a->out_pos < max; i++)
 		a->err = step(a);
 	if (a->out.len == a->out_pos)
 		return a->err ? a->err : 0;
