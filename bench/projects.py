@@ -104,7 +104,7 @@ def petri_once(url, pid, tgz):
             if name == 'download':
                 with tarfile.open(fileobj=io.BytesIO(out)) as t:
                     n = sum(1 for m in t if m.isfile())
-                if n != FILES:
+                if n < FILES:
                     raise RuntimeError(f'petri download: {n} files')
     finally:
         call(url, 'DELETE', f'/v1/sessions/{sid}')
@@ -128,7 +128,7 @@ def bwrap_once(tgz):
         raise RuntimeError(f'bwrap: {err[-2000:]}')
     t = [int(x) / 1e6 for x in m.groups()]
     with tarfile.open(fileobj=io.BytesIO(out.stdout)) as tf:
-        if sum(1 for x in tf if x.isfile()) != FILES:
+        if sum(1 for x in tf if x.isfile()) < FILES:
             raise RuntimeError('bwrap: the tree that came out is not whole')
     # The sandbox's start counts with the upload, its exit with the download.
     return {'upload': t[1] - t[0] + (wall - (t[3] - t[0])) / 2, 'pytest': t[2] - t[1],

@@ -1474,6 +1474,7 @@ UNPACK_ARCHIVE = '.petri-archive-' # the archive the supervisor wrote (box.h)
 RATIO_FLOOR = 16 << 20             # below this many bytes no ratio is too high
 COPY_BLOCK = 1 << 20
 CENTRAL_MAX = 64 << 20            # a zip's central directory, at most
+BAD_NAME_CHARS = None              # control characters, bytes not UTF-8 (archive_modules)
 
 
 def run_unpack(job):
@@ -1520,7 +1521,12 @@ def unpack(archive, job, done, stage):
     plan = unpack_plan(reader(archive), job, size)
     check_workspace(plan, dest)
     stage.append(make_stage())
-    extract(reader(archive), stage[0])
+    if kind == 'zip':
+        with zipfile.ZipFile(archive) as zf:
+            extract(plan, stage[0], lambda info, _size, fd: zip_copy(zf, info, fd))
+    else:
+        with TAR_OPENERS[kind](archive, 'rb') as stream:
+            extract(plan, stage[0], lambda offset, size, fd: tar_copy(stream, offset, size, fd))
     into = os.path.join('/work', dest)
     os.makedirs(into, 0o755, exist_ok=True)
     merge(stage[0], into)
@@ -1530,8 +1536,11 @@ def unpack(archive, job, done, stage):
 
 def archive_modules():
     """What only archives need, imported on the first (tarfile costs ms)."""
-    global errno, lzma, struct, tarfile, time, zipfile, zlib
-    import errno, lzma, struct, tarfile, time, zipfile, zlib
+    global BAD_NAME_CHARS, TAR_OPENERS, errno, lzma, struct, tarfile, time, zipfile, zlib
+    import bz2, errno, gzip, lzma, re, struct, tarfile, time, zipfile, zlib
+    BAD_NAME_CHARS = re.compile('[\x00-\x1f\x7f\udc80-\udcff]')
+    TAR_OPENERS = {'tar': open, 'tar.gz': gzip.open, 'tar.bz2': bz2.open,
+                   'tar.xz': lzma.open}
 
 
 def archive_kind(path):
@@ -1552,8 +1561,11 @@ def archive_kind(path):
 
 
 class Plan:
+    """What pass one admitted, all that pass two needs: it reads the
+    archive's content again, never its headers."""
+
     def __init__(self):
-        self.entries = []          # (name, kind) in the archive's order
+        self.entries = []          # (name, kind, size, link, mode, mtime, where), in order
         self.kinds = {}            # name -> 'file', 'dir', 'link', 'hardlink'
         self.files = self.dirs = self.links = self.bytes = 0
 
@@ -1567,7 +1579,7 @@ def entry_name(raw):
     shown = raw[:200]
     if raw.startswith('/'):
         raise ArchiveRefused("'%s' is an absolute path" % shown)
-    if any(ord(c) < 32 or c == '\x7f' or '\udc80' <= c <= '\udcff' for c in raw):
+    if BAD_NAME_CHARS.search(raw):
         raise ArchiveRefused("'%s' has a control character or is not UTF-8" % shown.encode(
             'utf-8', 'backslashreplace').decode())
     parts = [p for p in raw.split('/') if p not in ('', '.')]
@@ -1605,7 +1617,7 @@ def unpack_plan(entries, job, size):
     """Pass one: every entry checked and counted, nothing written."""
     plan = Plan()
     max_entries, max_bytes = job['max_entries'], job['max_bytes']
-    for raw, kind, length, link, _mode, _mtime, _data in entries:
+    for raw, kind, length, link, mode, mtime, where in entries:
         name = entry_name(raw)
         if name is None:
             continue
@@ -1646,8 +1658,9 @@ def unpack_plan(entries, job, size):
             if target is None or plan.kinds.get(target) not in ('file', 'hardlink'):
                 raise ArchiveRefused("'%s' is a hard link to '%s', which is not a file "
                                      "earlier in the archive" % (name[:200], str(link)[:200]))
+            link = target
         plan.kinds[name] = kind
-        plan.entries.append((name, kind))
+        plan.entries.append((name, kind, length, link, mode, mtime, where))
         plan.files += kind in ('file', 'hardlink')
         plan.dirs += kind == 'dir'
         plan.links += kind == 'link'
@@ -1655,7 +1668,8 @@ def unpack_plan(entries, job, size):
 
 
 KIND_WORDS = {'file': 'file', 'dir': 'directory', 'link': 'symbolic link',
-              'hardlink': 'file', 'device': 'device', 'fifo': 'FIFO', 'other': 'special file'}
+              'hardlink': 'file', 'device': 'device', 'fifo': 'FIFO', 'other': 'special file',
+              'sparse': 'sparse file'}
 
 
 def check_workspace(plan, dest):
@@ -1689,7 +1703,7 @@ def check_workspace(plan, dest):
     base = [p for p in dest.split('/') if p]
     if not check_dirs(base, 'the archive'):
         return                          # dest is new: nothing is in the way
-    for name, kind in plan.entries:
+    for name, kind, *_ in plan.entries:
         parts = base + name.split('/')
         if check_dirs(parts[:-1], "'%s'" % name[:200]):
             had = kind_at('/'.join(parts))
@@ -1709,46 +1723,90 @@ def make_stage():
             continue
 
 
-def extract(entries, stage):
-    """Pass two: write what pass one admitted (the same entries, read
-    again) into stage, which only this process writes to."""
-    dirs = []
-    for raw, kind, _length, link, mode, mtime, data in entries:
-        name = entry_name(raw)
-        if name is None:
-            continue
-        path = os.path.join(stage, name)
-        parent = os.path.dirname(path)
-        if parent != stage and not os.path.isdir(parent):
-            os.makedirs(parent, 0o755)
-        if kind == 'dir':
-            try:
-                os.mkdir(path, 0o700)
-            except FileExistsError:
-                pass
-            dirs.append((path, (mode & 0o777) | 0o700, mtime))
-            continue
-        if os.path.lexists(path):
-            os.unlink(path)             # a later entry of the same name wins
-        if kind == 'link':
-            os.symlink(link, path)
-        elif kind == 'hardlink':
-            os.link(os.path.join(stage, entry_name(link)), path, follow_symlinks=False)
-            continue
-        else:
-            # No set-user-id, set-group-id or sticky bit; owner can write.
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW |
-                         os.O_CLOEXEC, (mode & 0o777) | 0o600)
-            with open(fd, 'wb') as out:
-                with data() as src:
-                    shutil.copyfileobj(src, out, COPY_BLOCK)
-            os.chmod(path, (mode & 0o777) | 0o600)
-        if mtime is not None:
-            os.utime(path, (mtime, mtime), follow_symlinks=False)
+def extract(plan, stage, copy):
+    """Pass two: write what pass one admitted into stage, which only this
+    process writes to; copy(where, size, fd) writes an entry's content.
+    The modes are the entries' own (the umask is 0 meanwhile) without
+    set-user-id, set-group-id or sticky bits, and writable by their owner;
+    directories get theirs last (they must stay writable until then)."""
+    made, written, dirs = {''}, set(), []
+    old_umask = os.umask(0)
+    try:
+        for name, kind, size, link, mode, mtime, where in plan.entries:
+            parent = name.rpartition('/')[0]
+            if parent not in made:
+                make_parents(stage, parent, made)
+            path = stage + '/' + name
+            if kind == 'dir':
+                if name not in made:
+                    os.mkdir(path, 0o700)
+                    made.add(name)
+                dirs.append((path, (mode & 0o777) | 0o700, mtime))
+                continue
+            if name in written:
+                os.unlink(path)         # a later entry of the same name wins
+            written.add(name)
+            if kind == 'link':
+                os.symlink(link, path)
+                if mtime is not None:
+                    os.utime(path, (mtime, mtime), follow_symlinks=False)
+            elif kind == 'hardlink':
+                os.link(stage + '/' + link, path, follow_symlinks=False)
+            else:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW |
+                             os.O_CLOEXEC, (mode & 0o777) | 0o600)
+                try:
+                    copy(where, size, fd)
+                    if mtime is not None:
+                        os.utime(fd, (mtime, mtime))
+                finally:
+                    os.close(fd)
+    finally:
+        os.umask(old_umask)
     for path, dmode, mtime in reversed(dirs):
         os.chmod(path, dmode)
         if mtime is not None:
             os.utime(path, (mtime, mtime))
+
+
+def make_parents(stage, parent, made):
+    """The directories on the way to an entry that the archive does not
+    list itself (or lists later)."""
+    missing = []
+    while parent not in made:
+        missing.append(parent)
+        parent = parent.rpartition('/')[0]
+    for d in reversed(missing):
+        os.mkdir(stage + '/' + d, 0o755)
+        made.add(d)
+
+
+def write_all_fd(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def tar_copy(stream, offset, size, fd):
+    """size bytes at offset of the (decompressed) tar stream: entries come
+    in order, so this only ever reads on (a seek forward decompresses)."""
+    if stream.tell() != offset:
+        stream.seek(offset)
+    while size:
+        chunk = stream.read(min(size, COPY_BLOCK))
+        if not chunk:
+            raise ArchiveRefused('the archive ends inside a file')
+        write_all_fd(fd, chunk)
+        size -= len(chunk)
+
+
+def zip_copy(zf, info, fd):
+    with zf.open(info) as src:
+        while True:
+            chunk = src.read(COPY_BLOCK)
+            if not chunk:
+                return
+            write_all_fd(fd, chunk)
 
 
 def merge(src, dst):
@@ -1766,10 +1824,10 @@ def merge(src, dst):
 
 
 def tar_entries(path):
-    """(name, kind, size, link, mode, mtime, data) of each entry; data
-    opens its content.  In pass one the content is skipped, not read
-    (tarfile seeks; a compressed stream decompresses, within the byte
-    budget that pass one checks before going on)."""
+    """(name, kind, size, link, mode, mtime, offset of the content) of
+    each entry.  The content is skipped, not read (tarfile seeks; a
+    compressed stream decompresses, within the byte budget that pass one
+    checks before going on)."""
     try:
         tf = tarfile.open(path, 'r:*')
     except tarfile.ReadError:
@@ -1795,9 +1853,10 @@ def tar_entries(path):
                 kind = 'fifo'
             else:
                 kind = 'other'
+            if m.issparse():
+                kind = 'sparse'         # its content is not where pass two reads
             yield (m.name, kind, m.size if kind == 'file' else 0, m.linkname, m.mode,
-                   m.mtime if isinstance(m.mtime, (int, float)) else None,
-                   lambda m=m: tf.extractfile(m))
+                   m.mtime if isinstance(m.mtime, (int, float)) else None, m.offset_data)
 
 
 def zip_count(path, limit):
@@ -1858,7 +1917,7 @@ def zip_entries(path):
             except (OverflowError, ValueError):
                 mtime = None
             yield (info.filename, kind, info.file_size if kind == 'file' else 0, link,
-                   mode, mtime, lambda info=info: zf.open(info))
+                   mode, mtime, info)
 
 
 # ---------------------------------------------------------------- session
