@@ -27,6 +27,7 @@
 #include "util/buf.h"
 #include "util/log.h"
 #include "util/num.h"
+#include "util/savefile.h"
 #include "util/utf8.h"
 
 #define PREVIEW_LINES 5
@@ -49,6 +50,8 @@ static void usage(FILE *f)
 		"                       http://127.0.0.1:8000/v1 (default: $PETRI_API_BASE,\n"
 		"                       else " DEFAULT_API_BASE ")\n"
 		"  -f, --file PATH      put PATH into the sandbox's /work (repeatable)\n"
+		"  -d, --dir PROJECT    PROJECT's tree as /work (copied in); with --save-dir,\n"
+		"                       /work as it ends in DIR/workspace.tar.gz\n"
 		"      --max-rounds N   at most N requests to the model (default 10)\n"
 		"      --json           print a transcript object instead\n"
 		"      --save-dir DIR   keep charts and the files the code wrote in DIR\n"
@@ -60,6 +63,59 @@ static void usage(FILE *f)
 		"\n"
 		"The API key comes from $PETRI_API_KEY, else $OPENAI_API_KEY (none: no\n"
 		"Authorization header, as for a local server).  QUESTION '-' reads stdin.\n");
+}
+
+/* ---- a project: --dir in, DIR/workspace.tar.gz out ---------------------- */
+
+/* PROJECT's tree into /work, as petri run --dir puts it (an archive the
+ * sandbox's driver extracts), and a word of it for the model. */
+static int put_project(struct tools *t, const struct petri_config *cfg, const char *project,
+		       struct buf *intro, char *err, size_t errlen)
+{
+	struct buf tar = BUF_INIT;
+	json_t *sum;
+	int r;
+
+	userfiles_archive(project, cfg->archive_max_entries,
+			  (uint64_t)cfg->defaults.disk_mb << 20, &tar);
+	r = tools_unpack(t, tar.data ? tar.data : "", tar.len, "", &sum, err, errlen);
+	buf_release(&tar);
+	if (r < 0)
+		return r;
+	buf_appendf(intro, "A project is in /work (the working directory): %lld files, "
+		    "%lld directories, %lld links, %lld bytes. Run its tests with execute "
+		    "(language bash); a run that writes JUnit XML (pytest --junitxml=FILE) comes "
+		    "back with the failures as data.\n",
+		    json_integer_value(json_object_get(sum, "files")),
+		    json_integer_value(json_object_get(sum, "directories")),
+		    json_integer_value(json_object_get(sum, "links")),
+		    json_integer_value(json_object_get(sum, "bytes")));
+	json_decref(sum);
+	return 0;
+}
+
+/* /work as it ended, as a tar.gz in DIR (what the code changed included). */
+static void save_workspace(struct tools *t, const struct petri_config *cfg, const char *dir,
+			   json_t *transcript, bool quiet)
+{
+	struct buf b = BUF_INIT;
+	char err[512], path[4096 + 32];
+	int r;
+
+	r = tools_archive(t, "", &b, (size_t)cfg->defaults.disk_mb << 20, err, sizeof(err));
+	if (r == 0 && (r = savefile_write(dir, "workspace.tar.gz", b.data ? b.data : "",
+					  b.len)) < 0)
+		snprintf(err, sizeof(err), "%s", strerror(-r));
+	buf_release(&b);
+	if (r < 0) {
+		log_err("--save-dir: the workspace was not saved: %s", err);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/workspace.tar.gz", dir);
+	if (transcript)
+		json_object_set_new(transcript, "workspace_archive", json_string(path));
+	if (!quiet)
+		printf("## saved %s\n", path);
 }
 
 /* ---- printing for a terminal ------------------------------------------- */
@@ -187,6 +243,7 @@ int cmd_ask(int argc, char **argv)
 	};
 	const char *model = env("PETRI_MODEL"), *api_base = env("PETRI_API_BASE");
 	const char *api_key = env("PETRI_API_KEY"), *save_dir = NULL, *config_path = NULL;
+	const char *project = NULL;
 	struct userfile files[USERFILES_MAX] = { 0 };
 	size_t nfiles = 0;
 	unsigned max_rounds = 10, retries = 4, timeout = 300;
@@ -203,7 +260,7 @@ int cmd_ask(int argc, char **argv)
 
 	if (!api_key)
 		api_key = env("OPENAI_API_KEY");
-	while ((c = getopt_long(argc, argv, "+m:f:vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+m:f:d:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'm':
 			model = optarg;
@@ -215,6 +272,9 @@ int cmd_ask(int argc, char **argv)
 			if (nfiles == USERFILES_MAX)
 				die(EXIT_USAGE, "--file: at most %d files", USERFILES_MAX);
 			files[nfiles++].host_path = optarg;
+			break;
+		case 'd':
+			project = optarg;
 			break;
 		case OPT_MAX_ROUNDS:
 			if (!num_u32(optarg, 1, 1000, &max_rounds))
@@ -313,6 +373,11 @@ int cmd_ask(int argc, char **argv)
 							   "size", (json_int_t)data->len));
 	}
 
+	if (project && put_project(tools, &l.cfg, project, &intro, err, sizeof(err)) < 0) {
+		status = EXIT_PETRI;
+		goto out;
+	}
+
 	cc.api_base = api_base;
 	cc.api_key = api_key;
 	cc.timeout_s = timeout;
@@ -342,6 +407,8 @@ int cmd_ask(int argc, char **argv)
 		st = agent_run(&ac, question.data, intro.data ? intro.data : "", &transcript,
 			       err, sizeof(err));
 	}
+	if (project && save_dir != tmpdir && st != AGENT_FAILED)
+		save_workspace(tools, &l.cfg, save_dir, transcript, json_out);
 	if (transcript) {
 		json_object_set_new(transcript, "api_base", json_string(api_base));
 		json_object_set(transcript, "files", file_list);

@@ -623,16 +623,84 @@ out:
 
 /* ---- archives (docs/api.md#archives) ------------------------------------ */
 
+/* Extract an archive into dir of s's /work: written there under a name of
+ * its own, then session_unpack().  0, or -1 with why in err. */
+static int unpack_into(struct tools *t, struct session *s, const void *data, size_t len,
+		       const char *dir, json_t **summary, char *err, size_t errlen)
+{
+	struct files_user u = user_of(s);
+	char name[BOX_ARCHIVE_NAME_LEN];
+	enum sm_result sr;
+	int r;
+
+	*summary = NULL;
+	if (len > t->cfg->max_file_bytes) {
+		snprintf(err, errlen, "the archive is larger than the %llu MiB limit",
+			 (unsigned long long)(t->cfg->max_file_bytes >> 20));
+		return -1;
+	}
+	if ((r = box_archive_name(name)) == 0)
+		r = files_write(&u, session_work_fd(s), name, data, len);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot write the archive into /work: %s", file_error(r));
+		return -1;
+	}
+	err[0] = '\0';
+	sr = session_unpack(t->sm, s, name, dir, summary, err, errlen);
+	session_touch(s);
+	if (sr == SM_OK)
+		return 0;
+	if (sr != SM_INVALID && sr != SM_TOO_LARGE)	/* the driver never saw it */
+		files_delete(&u, session_work_fd(s), name);
+	if (!err[0])
+		snprintf(err, errlen, "%s", sm_result_message(sr));
+	return -1;
+}
+
+/* dir of s's /work as a tar.gz into out, at most max bytes.  0, or -1 with
+ * why in err. */
+static int archive_of(struct tools *t, struct session *s, const char *dir, struct buf *out,
+		      size_t max, char *err, size_t errlen)
+{
+	struct files_user u = user_of(s);
+	struct ws_archive *ar;
+	ssize_t n = 1;
+	int r;
+
+	r = ws_archive_open(&u, session_work_fd(s), dir, true, t->cfg->archive_max_entries, &ar);
+	if (r == -E2BIG) {
+		snprintf(err, errlen, "/work/%.300s holds more than %u entries: archive a "
+			 "directory of it", dir, t->cfg->archive_max_entries);
+		return -1;
+	}
+	if (r < 0) {
+		snprintf(err, errlen, "cannot archive '/work/%.300s': %s", dir, file_error(r));
+		return -1;
+	}
+	while (n > 0 && out->len <= max && buf_reserve(out, 65536) == 0) {
+		n = ws_archive_read(ar, out->data + out->len, 65536);
+		if (n > 0)
+			out->len += (size_t)n;
+	}
+	ws_archive_free(ar);
+	session_touch(s);
+	if (n < 0)
+		snprintf(err, errlen, "cannot archive '/work/%.300s': %s", dir, strerror((int)-n));
+	else if (out->len > max)
+		snprintf(err, errlen, "the archive of /work/%.300s is larger than %zu MiB",
+			 dir, max >> 20);
+	else if (n > 0)
+		snprintf(err, errlen, "out of memory");
+	return n == 0 && out->len <= max ? 0 : -1;
+}
+
 static json_t *run_upload_archive(struct tools *t, struct session *s, json_t *args,
 				  int cancel_fd, json_t **execution)
 {
-	json_t *content = json_object_get(args, "content"), *summary;
-	struct files_user u = user_of(s);
-	char why[512], name[BOX_ARCHIVE_NAME_LEN];
+	json_t *content = json_object_get(args, "content"), *summary, *out;
+	char why[512];
 	unsigned char *data;
 	const char *dir;
-	enum sm_result sr;
-	json_t *out;
 	size_t len;
 	int r;
 
@@ -645,24 +713,10 @@ static json_t *run_upload_archive(struct tools *t, struct session *s, json_t *ar
 	if (!data)
 		return error_result("'content' is not valid base64 (standard alphabet, with "
 				    "padding)");
-	if (len > t->cfg->max_file_bytes) {
-		free(data);
-		return error_result("the archive is larger than the %llu MiB limit",
-				    (unsigned long long)(t->cfg->max_file_bytes >> 20));
-	}
-	r = box_archive_name(name);
-	if (r == 0)
-		r = files_write(&u, session_work_fd(s), name, data, len);
+	r = unpack_into(t, s, data, len, dir, &summary, why, sizeof(why));
 	free(data);
 	if (r < 0)
-		return error_result("cannot write the archive into /work: %s", file_error(r));
-	sr = session_unpack(t->sm, s, name, dir, &summary, why, sizeof(why));
-	if (sr != SM_OK) {
-		if (sr != SM_INVALID && sr != SM_TOO_LARGE)	/* the driver never saw it */
-			files_delete(&u, session_work_fd(s), name);
-		return error_result("the archive was not extracted: %s",
-				    why[0] ? why : sm_result_message(sr));
-	}
+		return error_result("the archive was not extracted: %s", why);
 	out = text_result("extracted %lld entries (%lld files, %lld directories, %lld links; "
 			  "%lld bytes) from a %s archive into /work%s%s",
 			  json_integer_value(json_object_get(summary, "entries")),
@@ -673,46 +727,26 @@ static json_t *run_upload_archive(struct tools *t, struct session *s, json_t *ar
 			  json_string_value(json_object_get(summary, "format")), *dir ? "/" : "",
 			  dir);
 	json_decref(summary);
-	session_touch(s);
 	return out;
 }
 
 static json_t *run_download_archive(struct tools *t, struct session *s, json_t *args,
 				    int cancel_fd, json_t **execution)
 {
-	struct files_user u = user_of(s);
 	struct buf b = BUF_INIT;
-	struct ws_archive *ar;
-	char why[160], uri[FILES_PATH_MAX + 32], *enc;
+	char why[512], uri[FILES_PATH_MAX + 32], *enc;
 	const char *dir;
 	json_t *out = NULL;
-	ssize_t n = 1;
-	int r;
 
 	(void)cancel_fd;
 	(void)execution;
 	dir = work_path(str_arg(args, "path", ""), true, why, sizeof(why));
 	if (!dir)
 		return error_result("invalid path '%.300s': %s", str_arg(args, "path", ""), why);
-	r = ws_archive_open(&u, session_work_fd(s), dir, true, t->cfg->archive_max_entries, &ar);
-	if (r == -E2BIG)
-		return error_result("/work/%.300s holds more than %u entries: archive a "
-				    "directory of it", dir, t->cfg->archive_max_entries);
-	if (r < 0)
-		return error_result("cannot archive '/work/%.300s': %s", dir, file_error(r));
-	while (n > 0 && b.len <= READ_BLOB_MAX && buf_reserve(&b, 65536) == 0) {
-		n = ws_archive_read(ar, b.data + b.len, 65536);
-		if (n > 0)
-			b.len += (size_t)n;
-	}
-	ws_archive_free(ar);
-	session_touch(s);
-	if (n < 0) {
-		out = error_result("cannot archive '/work/%.300s': %s", dir, strerror((int)-n));
-	} else if (b.len > READ_BLOB_MAX) {
-		out = error_result("the archive of /work/%.300s is larger than the %u MiB a tool "
-				   "result carries: archive a smaller directory, or leave out "
-				   "what the next step does not need", dir, READ_BLOB_MAX >> 20);
+	if (archive_of(t, s, dir, &b, READ_BLOB_MAX, why, sizeof(why)) < 0) {
+		out = error_result("%s%s", why, b.len > READ_BLOB_MAX ? " (what a tool result "
+				   "carries): archive a smaller directory, or leave out what the "
+				   "next step does not need" : "");
 	} else if ((enc = base64_encode(b.data ? b.data : "", b.len, NULL))) {
 		snprintf(uri, sizeof(uri), "file:///work/%s%s", dir, *dir ? ".tar.gz"
 								  : "workspace.tar.gz");
@@ -1163,6 +1197,46 @@ int tools_upload(struct tools *t, const char *path, const void *data, size_t len
 	}
 	pthread_mutex_unlock(&t->call);
 	return r < 0 ? r : 0;
+}
+
+int tools_unpack(struct tools *t, const void *data, size_t len, const char *dir,
+		 json_t **summary, char *err, size_t errlen)
+{
+	struct session *s;
+	char note[512];
+	bool restarted;
+	int r = -EIO;
+
+	*summary = NULL;
+	if (files_check_path(dir, true, err, errlen) < 0)
+		return -EINVAL;
+	pthread_mutex_lock(&t->call);
+	if (acquire(t, &s, &restarted, note, sizeof(note), err, errlen) == SM_OK) {
+		r = unpack_into(t, s, data, len, dir, summary, err, errlen) < 0 ? -EINVAL : 0;
+		session_put(s);
+	}
+	pthread_mutex_unlock(&t->call);
+	return r;
+}
+
+int tools_archive(struct tools *t, const char *dir, struct buf *out, size_t max, char *err,
+		  size_t errlen)
+{
+	char sid[SESSION_ID_LEN + 1];
+	struct session *s;
+	int r;
+
+	pthread_mutex_lock(&t->lock);
+	memcpy(sid, t->sid, sizeof(sid));
+	pthread_mutex_unlock(&t->lock);
+	if (!sid[0] || smgr_lookup(t->sm, sid, &s, err, errlen) != SM_OK) {
+		if (!sid[0])
+			snprintf(err, errlen, "no sandbox was started");
+		return -ENOENT;
+	}
+	r = archive_of(t, s, dir, out, max, err, errlen) < 0 ? -EIO : 0;
+	session_put(s);
+	return r;
 }
 
 int tools_download(struct tools *t, const char *path, struct buf *out, size_t max)

@@ -1,5 +1,6 @@
 /* tools — the sandbox tools a model calls: execute, write_file, read_file,
- * list_files and reset, over one sandbox session of the session manager.
+ * list_files, upload_archive, download_archive and reset, over one sandbox
+ * session of the session manager.
  *
  * A `struct tools` is one client's sandbox: the session is created on
  * first use and deleted by tools_free().  When the session ended between
@@ -61,6 +62,15 @@ void tools_last_session(struct tools *t, char out[SESSION_ID_LEN + 1]);
 /* Put a file into /work (for `petri ask --file`).  0 or -errno with err. */
 int tools_upload(struct tools *t, const char *path, const void *data, size_t len,
 		 char *err, size_t errlen);
+/* Extract an archive into dir of /work (for `petri ask --dir`), as the
+ * upload_archive tool does: 0 with *summary (session_unpack()'s), or
+ * -errno with err. */
+int tools_unpack(struct tools *t, const void *data, size_t len, const char *dir,
+		 json_t **summary, char *err, size_t errlen);
+/* dir of /work as a tar.gz into out, at most max bytes: 0, or -errno with
+ * err (-ENOENT: no sandbox). */
+int tools_archive(struct tools *t, const char *dir, struct buf *out, size_t max, char *err,
+		  size_t errlen);
 /* Read a file of /work into out, at most max bytes (-EFBIG beyond). */
 int tools_download(struct tools *t, const char *path, struct buf *out, size_t max);
 
