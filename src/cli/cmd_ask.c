@@ -231,6 +231,7 @@ int cmd_ask(int argc, char **argv)
 		{ "model", required_argument, NULL, 'm' },
 		{ "api-base", required_argument, NULL, OPT_API_BASE },
 		{ "file", required_argument, NULL, 'f' },
+		{ "dir", required_argument, NULL, 'd' },
 		{ "max-rounds", required_argument, NULL, OPT_MAX_ROUNDS },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "save-dir", required_argument, NULL, OPT_SAVE_DIR },
