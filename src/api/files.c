@@ -92,6 +92,8 @@ struct download {
 	struct ws_archive *ar;		/* instead of fd: an archive; NULL */
 	struct session *s;		/* a reference while fd or ar is open */
 	uint64_t size;
+	struct api_server *srv;		/* where held is counted */
+	size_t held;			/* of max_buffered_mb, by ar */
 };
 
 /* Close the file and drop the session (d->lock held); the session is
@@ -105,6 +107,9 @@ static struct session *download_let_go(struct download *d)
 	d->fd = -1;
 	ws_archive_free(d->ar);
 	d->ar = NULL;
+	if (d->held)
+		api_let_go(d->srv, d->held);
+	d->held = 0;
 	d->s = NULL;
 	return s;
 }
@@ -198,8 +203,14 @@ static struct MHD_Response *download_new(struct api_req *rq, struct session *s, 
 	d->ar = ar;
 	d->s = session_ref(s);
 	d->size = size;
+	d->srv = rq->srv;
 	stream_hub_watch(d->hub, &d->watch);
 	/* From here download_free() owns d, the file and the reference. */
+	if (ar && !api_hold(rq->srv, ws_archive_held(ar))) {
+		download_free(d);	/* over the budget of what requests hold */
+		return NULL;
+	}
+	d->held = ar ? ws_archive_held(ar) : 0;	/* until let go */
 	resp = ar ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, DOWNLOAD_BLOCK,
 						      archive_read, d, download_free)
 		  : MHD_create_response_from_callback(size, DOWNLOAD_BLOCK, download_read, d,
@@ -823,7 +834,8 @@ static enum MHD_Result archive_out(struct api_req *rq, struct session *s, const 
 	if (r < 0)
 		return file_error(rq, r, dir);
 	if (!(resp = download_new(rq, s, -1, ar, 0)))
-		return http_error(rq, 500, "internal", "out of memory");
+		return http_error(rq, 503, "busy", "the server holds too much for the requests "
+				  "in flight (max_buffered_mb); retry later");
 	MHD_add_response_header(resp, "Content-Type", gzip ? "application/gzip"
 							   : "application/x-tar");
 	MHD_add_response_header(resp, "Content-Disposition", gzip

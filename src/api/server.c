@@ -386,6 +386,19 @@ static enum MHD_Result too_large(struct api_req *rq)
 			  "limit (max_json_kb)", (unsigned long long)(rq->body_max >> 10));
 }
 
+bool api_hold(struct api_server *srv, size_t n)
+{
+	if (atomic_fetch_add(&srv->buffered, n) + n <= srv->cfg->max_buffered_bytes)
+		return true;
+	atomic_fetch_sub(&srv->buffered, n);
+	return false;
+}
+
+void api_let_go(struct api_server *srv, size_t n)
+{
+	atomic_fetch_sub(&srv->buffered, n);
+}
+
 /* Keep a chunk of the body, within the request's cap and the server's
  * budget for all bodies; past either, drop what was kept and answer at
  * the end. */
@@ -397,8 +410,7 @@ static void keep_chunk(struct api_req *rq, const char *data, size_t n)
 		return;
 	if (rq->body.len + n > rq->body_max) {
 		rq->too_large = true;
-	} else if (atomic_fetch_add(&srv->buffered, n) + n > srv->cfg->max_buffered_bytes) {
-		atomic_fetch_sub(&srv->buffered, n);
+	} else if (!api_hold(srv, n)) {
 		rq->too_busy = true;
 	} else {
 		rq->reserved += n;

@@ -139,6 +139,13 @@ size_t ws_archive_entries(const struct ws_archive *a)
 	return a->entries;
 }
 
+size_t ws_archive_held(const struct ws_archive *a)
+{
+	/* The listing, the block, and what the compressor and its output
+	 * buffer keep (libarchive's and zlib's state, a few blocks). */
+	return a->list.cap + BLOCK + (1u << 20);
+}
+
 /* The header of the next listed entry, and for a file opens it. */
 static int next_entry(struct ws_archive *a)
 {
@@ -230,7 +237,7 @@ ssize_t ws_archive_read(struct ws_archive *a, char *out, size_t max)
 	 * own, so a stretch of headers that compress to nothing takes more
 	 * than one block's work (bounded, as the listing is).  0 is only ever
 	 * the end: for libmicrohttpd, "nothing yet" would be a busy loop. */
-	for (int i = 0; !a->err && !a->closed && (a->out.len == a->out_pos || i < 64) &&
+	for (int i = 0; !a->err && !a->closed && (a->out.len == a->out_pos || i < 16) &&
 			 a->out.len - a->out_pos < max; i++)
 		a->err = step(a);
 	if (a->out.len == a->out_pos)

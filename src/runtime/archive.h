@@ -37,8 +37,10 @@ int ws_archive_open(const struct files_user *u, int work_fd, const char *dir, bo
 /* The next bytes of the stream into out[max]: how many (> 0), 0 at its
  * end, or -errno (the stream cannot go on). */
 ssize_t ws_archive_read(struct ws_archive *a, char *out, size_t max);
-/* Entries listed, for the caller's log. */
+/* Entries listed; and the bytes the archive holds while it lives (its
+ * listing and buffers), for the caller's budget. */
 size_t ws_archive_entries(const struct ws_archive *a);
+size_t ws_archive_held(const struct ws_archive *a);
 void ws_archive_free(struct ws_archive *a);
 
 #endif
