@@ -18,6 +18,7 @@
 #include "util/base64.h"
 #include "util/buf.h"
 #include "util/clock.h"
+#include "util/log.h"
 #include "util/utf8.h"
 
 #define READY_TIMEOUT_S 30.0
@@ -1013,5 +1014,7 @@ finish:
 	 * harmless, and cheaper than making every next execution wait for a
 	 * tick.  Only uploads (box_note_host_write) make it wait. */
 	ws_changed_files(jail_work_fd(b->jail), &wall_start, res->files);
+	if (box_read_tests(b, ex->junit, res) < 0)
+		log_warn("out of memory reading the test reports of an execution");
 	return 0;
 }

@@ -1,16 +1,19 @@
 /* A test report a sandbox wrote: junit_parse (src/runtime/junit.c) on any
- * bytes.
+ * bytes, then the result's "tests" as MCP renders it for a model.
  *
  * Oracle: a report is refused with a reason, or taken with every bound
  * held (cases kept, bytes of their strings, each string's length, valid
- * UTF-8); a report taken is one junit_sniff recognizes. */
+ * UTF-8); a report taken is one junit_sniff recognizes; the rendered text
+ * is valid UTF-8. */
 #include <assert.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "mcp/render.h"
 #include "runtime/junit.h"
+#include "runtime/result.h"
 #include "util/utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -46,7 +49,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *xml = (const char *)data;
 	struct junit j;
+	struct result res;
 	char err[256];
+	bool is_error;
+	json_t *content;
 	int r;
 
 	if (junit_init(&j) < 0)
@@ -59,6 +65,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		assert(junit_parse(&j, xml, size, err, sizeof(err)) == 0);
 	check(&j);
 
+	if (result_init(&res) == 0) {
+		res.tests = junit_to_json(&j);
+		assert(res.tests);
+		content = render_execution(&res, &is_error);
+		if (content) {
+			const char *text = json_string_value(
+				json_object_get(json_array_get(content, 0), "text"));
+
+			assert(text && utf8_valid(text, strlen(text)));
+			json_decref(content);
+		}
+		result_release(&res);
+	}
 	junit_release(&j);
 	return 0;
 }
