@@ -14,7 +14,7 @@
 
 CC      ?= cc
 PYTHON  ?= /usr/bin/python3
-PKGS    := libseccomp jansson libmicrohttpd libcurl sqlite3 inih libarchive
+PKGS    := libseccomp jansson libmicrohttpd libcurl sqlite3 inih libarchive libxml-2.0
 
 ifeq ($(SAN),1)
 BUILD    ?= build-san
@@ -117,7 +117,7 @@ unit: $(BUILD)/unit-tests $(BUILD)/unit-session
 VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --vgdb=no \
             --suppressions=tests/unit/valgrind.supp \
             --errors-for-leak-kinds=definite --trace-children=yes
-VALGRIND_SUITES := buf cgroup codec config languages lease mcp mounts record request util
+VALGRIND_SUITES := buf cgroup codec config junit languages lease mcp mounts record request util
 ifneq ($(SAN),)
 unit-valgrind:
 	@echo "unit-valgrind: skipped in the sanitizer build (valgrind cannot run sanitized code)"

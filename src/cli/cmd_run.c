@@ -59,6 +59,8 @@ static void usage(FILE *f)
 		"                       its images (DIR/result-N.png) in DIR; with --dir,\n"
 		"                       the files it wrote or changed at their paths\n"
 		"                       under DIR (--save-dir PROJECT: back in place)\n"
+		"      --tests junit:PATH  read test results from the JUnit XML report the\n"
+		"                       code writes at PATH in /work (--json: \"tests\")\n"
 		"      --config FILE    defaults and maximums of the limits, and the sandbox\n"
 		"                       settings (default: $PETRI_CONFIG, else %s if it\n"
 		"                       exists; docs/configuration.md)\n"
@@ -278,7 +280,7 @@ static int failed(enum sm_result r, const char *err)
 int cmd_run(int argc, char **argv)
 {
 	enum { OPT_JSON = 256, OPT_CPU_TIME, OPT_CPUS, OPT_PIDS, OPT_DISK, OPT_SAVE_DIR,
-	       OPT_CONFIG };
+	       OPT_CONFIG, OPT_TESTS };
 	static const struct option opts[] = {
 		{ "lang", required_argument, NULL, 'l' },
 		{ "timeout", required_argument, NULL, 't' },
@@ -292,6 +294,7 @@ int cmd_run(int argc, char **argv)
 		{ "dir", required_argument, NULL, 'd' },
 		{ "save-dir", required_argument, NULL, OPT_SAVE_DIR },
 		{ "config", required_argument, NULL, OPT_CONFIG },
+		{ "tests", required_argument, NULL, OPT_TESTS },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -355,6 +358,9 @@ int cmd_run(int argc, char **argv)
 			break;
 		case OPT_CONFIG:
 			config = optarg;
+			break;
+		case OPT_TESTS:
+			json_object_set_new(req, "tests", json_string_nocheck(optarg));
 			break;
 		case 'c':
 			inline_code = optarg;

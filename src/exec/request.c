@@ -207,6 +207,29 @@ static bool code_ok(const json_t *code, struct request_error *e)
 	return true;
 }
 
+/* "tests": "junit:PATH", the report to read after the execution (PATH
+ * relative to /work, or under /work/); NULL or null: the reports among
+ * the files it writes.  *path points into v. */
+static bool tests_spec(const json_t *v, const char **path, struct request_error *e)
+{
+	const char *s = json_string_value(v), *p;
+	char why[160];
+
+	*path = NULL;
+	if (!v || json_is_null(v))
+		return true;
+	if (!s || strncmp(s, "junit:", 6) || strlen(s) != json_string_length(v))
+		return refuse(e, "invalid_request", "'tests' must be \"junit:PATH\": the JUnit XML "
+			      "report the execution writes, relative to /work");
+	p = s + 6;
+	if (!strncmp(p, "/work/", 6))
+		p += 6;
+	if (files_check_path(p, false, why, sizeof(why)) < 0)
+		return refuse(e, "invalid_path", "'tests': %s", why);
+	*path = p;
+	return true;
+}
+
 bool request_exec(const struct petri_config *cfg, const json_t *obj, const char *language,
 		  const struct petri_limits *lim, struct box_exec *ex, struct request_error *e)
 {
@@ -220,7 +243,8 @@ bool request_exec(const struct petri_config *cfg, const json_t *obj, const char 
 	if (!code_ok(code, e) ||
 	    !request_language(json_object_get(obj, "language"), &ex->language, e) ||
 	    !number(obj, "timeout_s", 0.1, lim->timeout_s, " (the sandbox's timeout_s limit)",
-		    &ex->timeout_s, e))
+		    &ex->timeout_s, e) ||
+	    !tests_spec(json_object_get(obj, "tests"), &ex->junit, e))
 		return false;
 	/* Last: nothing fails after it, so a refusal leaves nothing behind. */
 	if (!(env = request_env(cfg, json_object_get(obj, "env"), e)))

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "runtime/junit.h"
 #include "util/utf8.h"
 
 int render_clip(struct buf *out, const char *s, size_t len, size_t max)
@@ -138,6 +139,96 @@ out:
 	return r;
 }
 
+static const char *jstr(const json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s ? s : "";
+}
+
+static long long jint(const json_t *o, const char *key)
+{
+	return (long long)json_integer_value(json_object_get(o, key));
+}
+
+/* One failing case: "FAILED classname::name (file:line)", then its message
+ * indented. */
+static int case_lines(struct buf *b, const json_t *c)
+{
+	const char *status = jstr(c, "status"), *cls = jstr(c, "classname");
+	const char *file = jstr(c, "file"), *msg = jstr(c, "message");
+	struct buf clip = BUF_INIT;
+	int r = -ENOMEM;
+
+	if (buf_appendf(b, "%s %s%s%s", strcmp(status, "error") ? "FAILED" : "ERROR", cls,
+			*cls ? "::" : "", jstr(c, "name")) < 0 ||
+	    (*file && buf_appendf(b, " (%s", file) < 0) ||
+	    (*file && jint(c, "line") > 0 && buf_appendf(b, ":%lld", jint(c, "line")) < 0) ||
+	    (*file && buf_append_str(b, ")") < 0) || buf_append_str(b, "\n") < 0 ||
+	    render_clip(&clip, msg, strlen(msg), RENDER_CASE_MESSAGE_MAX) < 0)
+		goto out;
+	/* The message indented under its case, line by line. */
+	for (const char *p = clip.data ? clip.data : ""; *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+
+		if (buf_append_str(b, "    ") < 0 || buf_append(b, p, n) < 0 ||
+		    buf_append_str(b, "\n") < 0)
+			goto out;
+		p += n + (nl != NULL);
+	}
+	r = 0;
+out:
+	buf_release(&clip);
+	return r;
+}
+
+static const char *plural(long long n, const char *one, const char *many)
+{
+	return n == 1 ? one : many;
+}
+
+/* "tests: 3 passed, 1 failed, 0 errors, 0 skipped", then the failures and
+ * errors (at most RENDER_CASES_MAX); passed cases only as their count. */
+static int tests_section(struct buf *b, const json_t *t)
+{
+	const json_t *cases = json_object_get(t, "cases"), *c;
+	const char *error = json_string_value(json_object_get(t, "error"));
+	long long errors = jint(t, "errors");
+	size_t i, shown = 0, more = 0;
+
+	if (buf_append_str(b, "--- tests ---\n") < 0)
+		return -ENOMEM;
+	if (json_is_array(cases) &&
+	    buf_appendf(b, "tests: %lld passed, %lld failed, %lld %s, %lld skipped\n",
+			jint(t, "passed"), jint(t, "failed"), errors,
+			plural(errors, "error", "errors"), jint(t, "skipped")) < 0)
+		return -ENOMEM;
+	json_array_foreach(cases, i, c) {
+		const char *status = jstr(c, "status");
+
+		if (strcmp(status, "failed") && strcmp(status, "error"))
+			continue;
+		if (shown == RENDER_CASES_MAX) {
+			more++;
+			continue;
+		}
+		if (case_lines(b, c) < 0)
+			return -ENOMEM;
+		shown++;
+	}
+	if (more && buf_appendf(b, "[... %zu more failing %s not shown]\n", more,
+				plural((long long)more, "case", "cases")) < 0)
+		return -ENOMEM;
+	if (json_is_true(json_object_get(t, "truncated")) &&
+	    buf_appendf(b, "[the reports held more cases than petri keeps (%d): the counts "
+			"are whole, the list is not]\n", JUNIT_CASES_MAX) < 0)
+		return -ENOMEM;
+	if (error && buf_appendf(b, "[%s]\n", error) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
 static int files_section(struct buf *b, const json_t *files)
 {
 	size_t i, n = json_array_size(files);
@@ -191,6 +282,8 @@ json_t *render_execution(const struct result *r, bool *is_error)
 		goto fail;
 	if (r->status == RESULT_ERROR && !r->error && r->has_exit_code &&
 	    buf_appendf(&b, "--- error ---\nexit status %d\n", r->exit_code) < 0)
+		goto fail;
+	if (r->tests && tests_section(&b, r->tests) < 0)
 		goto fail;
 	if (files_section(&b, r->files) < 0)
 		goto fail;

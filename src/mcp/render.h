@@ -22,6 +22,8 @@
 #define RENDER_TRACEBACK_MAX	6000		/* bytes of a traceback */
 #define RENDER_IMAGES_MAX	10		/* image items per execution */
 #define RENDER_IMAGE_BYTES_MAX	(8u << 20)	/* base64 bytes, all images together */
+#define RENDER_CASES_MAX	20		/* failing test cases shown */
+#define RENDER_CASE_MESSAGE_MAX	600		/* bytes of a failing case's message */
 
 /* Append s[0..len) to out, at most about max bytes: a longer text keeps
  * its head and its tail, with a line between them saying how much was
@@ -30,9 +32,11 @@ int render_clip(struct buf *out, const char *s, size_t len, size_t max);
 
 /* The MCP content array of a finished execution: first a text item with
  * stdout, stderr, text results, the error (name, message, trimmed
- * traceback), the files written and, for a timeout, oom or kill, the
- * reason; then an image item ({"type":"image","data","mimeType"}) per PNG
- * or JPEG result.  *is_error: the status was not ok. */
+ * traceback), the test results (a line of counts, then the failures and
+ * errors, each with its place and message), the files written and, for a
+ * timeout, oom or kill, the reason; then an image item
+ * ({"type":"image","data","mimeType"}) per PNG or JPEG result.  *is_error:
+ * the status was not ok. */
 json_t *render_execution(const struct result *r, bool *is_error);
 
 /* An MCP content item of type text. */

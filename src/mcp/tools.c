@@ -53,10 +53,12 @@ struct arg {
 	const char *description;
 };
 
+#define TOOL_ARGS_MAX 5
+
 struct tool {
 	const char *name;
 	const char *title;
-	struct arg args[4];
+	struct arg args[TOOL_ARGS_MAX];
 	bool read_only, destructive;
 	json_t *(*run)(struct tools *t, struct session *s, json_t *args, int cancel_fd,
 		       json_t **execution);
@@ -80,6 +82,11 @@ static const struct tool tool_table[] = {
 		  "Wall-clock limit for this call, in seconds." },
 		{ "env", ARG_ENV, false, NULL,
 		  "Environment variables for this call only, as {\"NAME\": \"value\"}." },
+		{ "tests", ARG_STRING, false, NULL,
+		  "Read test results from the JUnit XML report the code writes, as "
+		  "\"junit:PATH\" (relative to /work; e.g. after pytest --junitxml=report.xml, "
+		  "\"junit:report.xml\"). Without it, reports among the files the code wrote are "
+		  "found by themselves." },
 	}, false, false, run_execute },
 	{ "write_file", "Write a file into /work", {
 		{ "path", ARG_STRING, true, NULL,
@@ -194,7 +201,7 @@ static json_t *check_args(const struct tools *t, const struct tool *tl, json_t *
 	json_object_foreach(args, k, v) {
 		const struct arg *a = NULL;
 
-		for (size_t i = 0; i < 4 && tl->args[i].name && !a; i++)
+		for (size_t i = 0; i < TOOL_ARGS_MAX && tl->args[i].name && !a; i++)
 			if (!strcmp(tl->args[i].name, k))
 				a = &tl->args[i];
 		if (!a)
@@ -230,7 +237,7 @@ static json_t *check_args(const struct tools *t, const struct tool *tl, json_t *
 next:
 		;
 	}
-	for (size_t i = 0; i < 4 && tl->args[i].name; i++)
+	for (size_t i = 0; i < TOOL_ARGS_MAX && tl->args[i].name; i++)
 		if (tl->args[i].required && !json_object_get(args, tl->args[i].name))
 			return error_result("invalid arguments for %s: '%s' is required",
 					    tl->name, tl->args[i].name);
@@ -1071,7 +1078,7 @@ static json_t *schema(const struct tools *t, const struct tool *tl)
 {
 	json_t *props = json_object(), *req = json_array(), *sch;
 
-	for (size_t i = 0; i < 4 && tl->args[i].name; i++) {
+	for (size_t i = 0; i < TOOL_ARGS_MAX && tl->args[i].name; i++) {
 		const struct arg *a = &tl->args[i];
 		json_t *p = a->type == ARG_LANGUAGE ? language_schema() :
 			    json_pack("{s:s, s:s}", "type", a->type == ARG_STRING ? "string" :

@@ -203,17 +203,27 @@ static void cut_strings(json_t *o, size_t cap)
 	}
 }
 
-/* Make j fit RECORD_ENTRY_MAX: drop the results and files, cut the
- * streams, the error's message and traceback to cap, and note it.  What
- * is left besides them is small and made by the daemon. */
+/* Make j fit RECORD_ENTRY_MAX: drop the results, the files and the test
+ * cases (their counts stay), cut the streams, the error's message and
+ * traceback to cap, and note it.  What is left besides them is small and
+ * made by the daemon. */
 static void shrink(json_t *j, size_t cap)
 {
-	json_t *error = json_object_get(j, "error");
+	json_t *error = json_object_get(j, "error"), *tests = json_object_get(j, "tests");
 
 	if (json_is_array(json_object_get(j, "results")))
 		json_object_set_new(j, "results", json_array());
 	if (json_is_array(json_object_get(j, "files")))
 		json_object_set_new(j, "files", json_array());
+	if (json_is_array(json_object_get(tests, "cases"))) {
+		/* A copy: the client's result shares the original. */
+		tests = json_copy(tests);
+		if (tests) {
+			json_object_set_new(tests, "cases", json_array());
+			json_object_set_new(tests, "truncated", json_true());
+		}
+		json_object_set_new(j, "tests", tests ? tests : json_null());
+	}
 	cut_strings(j, cap);
 	if (json_is_object(error))
 		cut_strings(error, cap);

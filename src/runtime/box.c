@@ -19,6 +19,7 @@
 #include "util/base64.h"
 #include "util/buf.h"
 #include "util/clock.h"
+#include "util/log.h"
 #include "util/utf8.h"
 
 #define READY_TIMEOUT_S 30.0
@@ -1036,6 +1037,10 @@ finish:
 	 * tick as the next one's start, would be listed by both: rare and
 	 * harmless, and cheaper than making every next execution wait for a
 	 * tick.  Only uploads (box_note_host_write) make it wait. */
+	if (ex->unpack)
+		return 0;	/* what an archive put there is no execution's doing */
 	ws_changed_files(jail_work_fd(b->jail), &wall_start, res->files);
+	if (box_read_tests(b, ex->junit, res) < 0)
+		log_warn("out of memory reading the test reports of an execution");
 	return 0;
 }

@@ -3,7 +3,9 @@
  * box_start() spawns a jail whose main process is the Python driver
  * (docs/protocol.md) and waits for its "ready".  box_exec() sends one piece
  * of code, pumps stdout, stderr and frames until the driver says "done", a
- * limit fires or the sandbox dies, and fills a struct result.  A box that
+ * limit fires or the sandbox dies, and fills a struct result: its files
+ * written and the test reports among them (box_read_tests()) included.
+ * A box that
  * died (crash, OOM, protocol violation, kill after a timeout) stays dead:
  * box_exec() then fails with -EPIPE and box_dead_reason() says why.
  *
@@ -103,6 +105,10 @@ struct box_exec {
 	const char *context;
 	bool fresh;
 	const char *cwd;
+	/* The JUnit XML report to read into the result's "tests" when the
+	 * execution ends, relative to /work and checked (files_check_path);
+	 * NULL: the reports among the files the execution wrote, if any. */
+	const char *junit;
 	const struct box_unpack *unpack;	/* NULL: run code */
 };
 
@@ -155,6 +161,16 @@ void box_env_free(char **env);
  * "reason" instead.  0 or -ENOMEM. */
 int box_files_inline(struct box *b, json_t *files, const char *const *patterns,
 		     size_t npatterns, uint64_t per_file, uint64_t total);
+
+/* The test results an execution left (runtime/junit.h), into res->tests:
+ * the report at path (relative to /work), or with path NULL the reports
+ * among res->files (the first JUNIT_FILES_MAX whose name ends in .xml and
+ * that are reports), each read as the sandbox's user, at most
+ * JUNIT_FILE_MAX bytes each and JUNIT_BYTES_MAX together.  res->tests
+ * stays NULL when no report was asked for or found; a report asked for
+ * that cannot be read, or the first found that is malformed, is named in
+ * its "error".  Called by box_exec(), after the files; 0 or -ENOMEM. */
+int box_read_tests(struct box *b, const char *path, struct result *res);
 
 /* The host just wrote files into /work (an upload): the next execution's
  * "files" must not list them (unless the code changes them). */

@@ -28,6 +28,7 @@ void result_release(struct result *r)
 	json_decref(r->results);
 	json_decref(r->error);
 	json_decref(r->files);
+	json_decref(r->tests);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -132,6 +133,7 @@ json_t *result_to_json(const struct result *r)
 	    json_object_set(o, "results", r->results) ||
 	    json_object_set(o, "error", r->error ? r->error : json_null()) ||
 	    json_object_set(o, "files", r->files) ||
+	    json_object_set(o, "tests", r->tests ? r->tests : json_null()) ||
 	    json_object_set_new(o, "duration_ms", json_integer((json_int_t)r->duration_ms)) ||
 	    json_object_set_new(o, "cpu_ms", json_integer((json_int_t)r->cpu_ms)) ||
 	    json_object_set_new(o, "memory_peak_bytes",

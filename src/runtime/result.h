@@ -37,6 +37,7 @@ struct result {
 	uint64_t results_bytes;
 	json_t *error;		/* {"name","message","traceback"} or NULL */
 	json_t *files;		/* array of {"path","size"} */
+	json_t *tests;		/* the test reports read (box_exec()), or NULL */
 	uint64_t duration_ms, cpu_ms, memory_peak_bytes;
 	char reason[256];	/* why a limit status, or "" */
 };

@@ -41,10 +41,13 @@ def test_fix_a_failing_test_from_the_structured_failure(fake_model, tmp_path):
 
     def read_failure(body):
         text = seen['failure'] = tool_message(body)
-        # The failure as data, before the raw output: which case, where, why.
-        assert '1 failed' in text and '1 passed' in text, text
-        assert 'test_add' in text and 'tests/test_calc.py:5' in text, text
-        assert 'assert -1 == 5' in text, text
+        # The failure as data (the result's "tests", rendered for the model),
+        # not only pytest's own text: which case, where, why.
+        assert '--- tests ---' in text, text
+        tests = text.split('--- tests ---', 1)[1]
+        assert tests.splitlines()[1] == 'tests: 1 passed, 1 failed, 0 errors, 0 skipped', tests
+        assert 'FAILED tests.test_calc::test_add (tests/test_calc.py:5)' in tests, tests
+        assert 'assert -1 == 5' in tests and 'test_zero' not in tests, tests
         return reply_tools(('call_2', 'execute', {'code': FIX, 'language': 'bash'}),
                            content='add subtracts; fixing calc.py.')
 
@@ -59,7 +62,7 @@ def test_fix_a_failing_test_from_the_structured_failure(fake_model, tmp_path):
     assert p.returncode == 0, p.err
     assert len(fake_model.requests) == 3, p.err
     assert 'A project is in /work' in seen['intro'] and '3 files' in seen['intro']
-    assert '2 passed' in seen['fixed'] and 'failed' not in seen['fixed'].split('passed')[0]
+    assert 'tests: 2 passed, 0 failed, 0 errors, 0 skipped' in seen['fixed'], seen['fixed']
     transcript = json.loads(p.out)
     archive = transcript['workspace_archive']
     assert archive == str(save / 'workspace.tar.gz')

@@ -238,3 +238,17 @@ def test_save_dir_keeps_charts_and_written_files(petri_raw, tmp_path):
     assert (out / 'files' / 'sub' / 'total.csv').read_text() == 'a,b,c\n1,2,3\n3,5,8\n'
     err = r.proc.stderr.decode()
     assert f'saved {out}/result-1.png' in err and f'saved {out}/files/sub/total.csv' in err
+
+
+def test_tests_come_back_as_data(petri_json, petri_raw, tmp_path):
+    (tmp_path / 'test_m.py').write_text('def test_ok():\n    pass\n\n'
+                                        'def test_no():\n    assert 1 == 2\n')
+    r = petri_json('python3 -m pytest -q -p no:cacheprovider --junitxml=out.xml',
+                   '--tests', 'junit:out.xml', '-f', tmp_path / 'test_m.py', lang='bash')
+    assert r['status'] == 'error', r.describe()
+    t = r['tests']
+    assert (t['passed'], t['failed'], t['reports']) == (1, 1, ['out.xml']), r.describe()
+    no = [c for c in t['cases'] if c['name'] == 'test_no'][0]
+    assert (no['file'], no['line'], no['message']) == ('test_m.py', 5, 'assert 1 == 2'), no
+    bad = petri_raw(['run', '--tests', 'junit:../x.xml', '-c', '1'])
+    assert bad.rc == 2 and b"'tests'" in bad.proc.stderr

@@ -171,7 +171,9 @@ def test_tools_list_schemas(mcp):
                           "description": ex["properties"]["timeout_s"]["description"]},
             "env": {"type": "object", "additionalProperties": {"type": "string"},
                     "description": ex["properties"]["env"]["description"]},
+            "tests": {"type": "string", "description": ex["properties"]["tests"]["description"]},
         }}
+    assert "junit:" in ex["properties"]["tests"]["description"]
     wf = by_name["write_file"]["inputSchema"]
     assert wf["required"] == ["path", "content"]
     assert wf["properties"]["encoding"]["enum"] == ["utf-8", "base64"]

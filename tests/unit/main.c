@@ -14,6 +14,7 @@ int main(void)
 		codec_suite,
 		config_suite,
 		files_suite,
+		junit_suite,
 		languages_suite,
 		lease_suite,
 		mcp_suite,

@@ -313,6 +313,62 @@ START_TEST(test_render_execution)
 }
 END_TEST
 
+/* Test results: the counts, then only the failures and errors, each with
+ * its place and message. */
+START_TEST(test_render_tests)
+{
+	struct result r;
+	json_t *content, *cases = json_array();
+	bool is_error;
+	const char *text, *fail, *err;
+
+	ck_assert_int_eq(result_init(&r), 0);
+	json_array_append_new(cases, json_pack("{s:s, s:s, s:s, s:s, s:n, s:n}", "name", "test_ok",
+					       "classname", "test_calc", "status", "passed",
+					       "message", "", "file", "line"));
+	json_array_append_new(cases, json_pack("{s:s, s:s, s:s, s:s, s:s, s:i}", "name",
+					       "test_bad", "classname", "test_calc", "status",
+					       "failed", "message", "assert 3 == 4\n+  where 3 = add(1, 2)",
+					       "file", "test_calc.py", "line", 8));
+	json_array_append_new(cases, json_pack("{s:s, s:s, s:s, s:s, s:n, s:n}", "name", "fixture",
+					       "classname", "", "status", "error",
+					       "message", "failed on setup", "file", "line"));
+	json_array_append_new(cases, json_pack("{s:s, s:s, s:s, s:s, s:n, s:n}", "name", "later",
+					       "classname", "c", "status", "skipped",
+					       "message", "not now", "file", "line"));
+	r.tests = json_pack("{s:i, s:i, s:i, s:i, s:o, s:b, s:[s]}", "passed", 3, "failed", 1,
+			    "errors", 1, "skipped", 1, "cases", cases, "truncated", 0,
+			    "reports", "report.xml");
+	r.status = RESULT_ERROR;
+	r.has_exit_code = true;
+	r.exit_code = 1;
+	content = render_execution(&r, &is_error);
+	text = json_string_value(json_object_get(json_array_get(content, 0), "text"));
+	ck_assert_msg(strstr(text, "--- tests ---\ntests: 3 passed, 1 failed, 1 error, 1 skipped\n"),
+		      "%s", text);
+	fail = strstr(text, "FAILED test_calc::test_bad (test_calc.py:8)\n"
+			    "    assert 3 == 4\n    +  where 3 = add(1, 2)\n");
+	err = strstr(text, "ERROR fixture\n    failed on setup\n");
+	ck_assert_msg(fail && err && fail < err, "%s", text);
+	/* Passed and skipped cases are only counted. */
+	ck_assert(!strstr(text, "test_ok") && !strstr(text, "not now"));
+	json_decref(content);
+	result_release(&r);
+
+	/* A report asked for that could not be read. */
+	ck_assert_int_eq(result_init(&r), 0);
+	r.tests = json_pack("{s:[], s:s}", "reports", "error",
+			    "cannot read the test report 'missing.xml': No such file or directory");
+	content = render_execution(&r, &is_error);
+	text = json_string_value(json_object_get(json_array_get(content, 0), "text"));
+	ck_assert_msg(strstr(text, "--- tests ---\n[cannot read the test report 'missing.xml'"),
+		      "%s", text);
+	ck_assert(!strstr(text, "passed"));
+	json_decref(content);
+	result_release(&r);
+}
+END_TEST
+
 Suite *mcp_suite(void)
 {
 	Suite *s = suite_create("mcp");
@@ -327,6 +383,7 @@ Suite *mcp_suite(void)
 	tcase_add_test(tc, test_message_kinds);
 	tcase_add_test(tc, test_render_clip);
 	tcase_add_test(tc, test_render_execution);
+	tcase_add_test(tc, test_render_tests);
 	suite_add_tcase(s, tc);
 	return s;
 }

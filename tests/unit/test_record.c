@@ -186,6 +186,40 @@ START_TEST(test_an_entry_is_bounded_whatever_it_holds)
 }
 END_TEST
 
+/* A result with a megabyte of test cases: the record keeps their counts,
+ * not the cases, and the client's result keeps them all. */
+START_TEST(test_test_cases_give_way_to_their_counts)
+{
+	struct record *rec = open_memory();
+	char *msg = filled(2000, 'm');
+	struct result res;
+	struct record_entry e = { .session = "ses", .language = "bash", .code = "pytest",
+				  .result = &res };
+	json_t *cases = json_array(), *got, *tests;
+
+	ck_assert_int_eq(result_init(&res), 0);
+	for (int i = 0; i < 500; i++)
+		json_array_append_new(cases, json_pack("{s:s, s:s, s:s}", "name", "t",
+						       "status", "failed", "message", msg));
+	res.tests = json_pack("{s:i, s:i, s:i, s:i, s:o, s:b, s:[s]}", "passed", 7, "failed",
+			      500, "errors", 0, "skipped", 0, "cases", cases, "truncated", 0,
+			      "reports", "report.xml");
+	ck_assert_int_eq(record_add(rec, &e), 0);
+	got = only_entry(rec, "ses");
+	tests = json_object_get(json_object_get(got, "result"), "tests");
+	ck_assert_int_eq(json_integer_value(json_object_get(tests, "passed")), 7);
+	ck_assert_int_eq(json_integer_value(json_object_get(tests, "failed")), 500);
+	ck_assert_uint_eq(json_array_size(json_object_get(tests, "cases")), 0);
+	ck_assert(json_is_true(json_object_get(tests, "truncated")));
+	ck_assert_uint_eq(json_array_size(json_object_get(res.tests, "cases")), 500);
+	ck_assert(json_is_false(json_object_get(res.tests, "truncated")));
+	json_decref(got);
+	result_release(&res);
+	free(msg);
+	record_close(rec);
+}
+END_TEST
+
 START_TEST(test_a_long_stream_is_cut_on_a_character)
 {
 	struct record *rec = open_memory();
@@ -415,6 +449,7 @@ Suite *record_suite(void)
 	tcase_add_test(tc, test_budget_bounds_the_record);
 	tcase_add_test(tc, test_a_session_evicts_its_own_first);
 	tcase_add_test(tc, test_an_entry_is_bounded_whatever_it_holds);
+	tcase_add_test(tc, test_test_cases_give_way_to_their_counts);
 	tcase_add_test(tc, test_a_long_stream_is_cut_on_a_character);
 	tcase_add_test(tc, test_a_listing_is_bounded_and_pages);
 	tcase_add_test(tc, test_the_whole_record_lists_newest_first_with_one_shots);

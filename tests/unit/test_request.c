@@ -152,6 +152,45 @@ START_TEST(test_exec)
 }
 END_TEST
 
+/* "tests": "junit:PATH", its path checked as a file's is. */
+START_TEST(test_exec_tests)
+{
+	static const struct {
+		const char *body, *junit, *code;
+	} cases[] = {
+		{ "{\"code\": \"1\"}", NULL, NULL },
+		{ "{\"code\": \"1\", \"tests\": null}", NULL, NULL },
+		{ "{\"code\": \"1\", \"tests\": \"junit:report.xml\"}", "report.xml", NULL },
+		{ "{\"code\": \"1\", \"tests\": \"junit:/work/out/r.xml\"}", "out/r.xml", NULL },
+		{ "{\"code\": \"1\", \"tests\": \"junit:../etc/passwd\"}", NULL, "invalid_path" },
+		{ "{\"code\": \"1\", \"tests\": \"junit:/etc/passwd\"}", NULL, "invalid_path" },
+		{ "{\"code\": \"1\", \"tests\": \"junit:\"}", NULL, "invalid_path" },
+		{ "{\"code\": \"1\", \"tests\": \"tap:out.tap\"}", NULL, "invalid_request" },
+		{ "{\"code\": \"1\", \"tests\": true}", NULL, "invalid_request" },
+	};
+	struct petri_config c;
+	struct request_error e;
+	struct box_exec ex;
+
+	config_defaults(&c);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *j = parse(cases[i].body);
+		bool ok = request_exec(&c, j, "python", &c.defaults, &ex, &e);
+
+		ck_assert_msg(ok == !cases[i].code, "%s", cases[i].body);
+		if (ok && cases[i].junit)
+			ck_assert_str_eq(ex.junit, cases[i].junit);
+		else if (ok)
+			ck_assert_ptr_null(ex.junit);
+		else
+			ck_assert_msg(!strcmp(e.code, cases[i].code) && strstr(e.message, "'tests'"),
+				      "%s: %s %s", cases[i].body, e.code, e.message);
+		request_exec_release(&ex);
+		json_decref(j);
+	}
+}
+END_TEST
+
 START_TEST(test_oneshot)
 {
 	struct petri_config c;
@@ -229,6 +268,7 @@ Suite *request_suite(void)
 	tcase_add_test(tc, test_limits_refused);
 	tcase_add_test(tc, test_config_follows_the_rules);
 	tcase_add_test(tc, test_exec);
+	tcase_add_test(tc, test_exec_tests);
 	tcase_add_test(tc, test_oneshot);
 	tcase_add_test(tc, test_to_jail);
 	tcase_add_test(tc, test_default_path);

@@ -12,6 +12,7 @@ Suite *cgroup_suite(void);
 Suite *codec_suite(void);
 Suite *config_suite(void);
 Suite *files_suite(void);
+Suite *junit_suite(void);
 Suite *languages_suite(void);
 Suite *lease_suite(void);
 Suite *mcp_suite(void);
