@@ -160,7 +160,8 @@ static ssize_t archive_read(void *cls, uint64_t pos, char *out, size_t max)
 		s = download_let_go(d);
 	if (d->ar) {
 		n = ws_archive_read(d->ar, out, max);
-		n = n > 0 ? n : n == 0 ? MHD_CONTENT_READER_END_OF_STREAM
+		/* -EAGAIN: 0, and MHD calls again (each call makes progress). */
+		n = n > 0 ? n : n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : n == -EAGAIN ? 0
 			    : MHD_CONTENT_READER_END_WITH_ERROR;
 	}
 	pthread_mutex_unlock(&d->lock);

@@ -33,7 +33,6 @@ struct ws_archive {
 	size_t entries, next;	/* offset in list of the next entry */
 	struct archive *w;
 	struct buf out;		/* what libarchive wrote, not yet read */
-	size_t out_pos;
 	int fd;			/* the file whose data is being written; -1 */
 	char *block;		/* BLOCK bytes of it */
 	uint64_t left;		/* of its data */
@@ -73,10 +72,6 @@ static la_ssize_t on_write(struct archive *w, void *ctx, const void *data, size_
 	struct ws_archive *a = ctx;
 
 	(void)w;
-	if (a->out_pos == a->out.len) {
-		a->out.len = 0;
-		a->out_pos = 0;
-	}
 	return buf_append(&a->out, data, n) < 0 ? -1 : (la_ssize_t)n;
 }
 
@@ -226,15 +221,17 @@ ssize_t ws_archive_read(struct ws_archive *a, char *out, size_t max)
 	size_t n;
 
 	/* A few steps at most: each is one block or one header. */
-	for (int i = 0; i < 64 && !a->err && !a->closed && a->out.len - a->out_pos < max; i++)
+	for (int i = 0; i < 64 && !a->err && !a->closed && a->out.len < max; i++)
 		a->err = step(a);
-	if (a->out.len == a->out_pos)
-		return a->err ? a->err : 0;
-	n = a->out.len - a->out_pos;
-	if (n > max)
-		n = max;
-	memcpy(out, a->out.data + a->out_pos, n);
-	a->out_pos += n;
+	/* Nothing yet is not the end: gzip hands its output on 64 KiB at a
+	 * time, which may take more input than these steps give it. */
+	if (a->out.len == 0)
+		return a->err ? a->err : a->closed ? 0 : -EAGAIN;
+	n = a->out.len < max ? a->out.len : max;
+	memcpy(out, a->out.data, n);
+	/* What was read goes: the buffer holds one step's output, never
+	 * the stream. */
+	buf_consume(&a->out, n);
 	return (ssize_t)n;
 }
 

@@ -35,7 +35,8 @@ struct ws_archive;
 int ws_archive_open(const struct files_user *u, int work_fd, const char *dir, bool gzip,
 		    size_t max_entries, struct ws_archive **out);
 /* The next bytes of the stream into out[max]: how many (> 0), 0 at its
- * end, or -errno (the stream cannot go on). */
+ * end, -EAGAIN when this bounded piece of work made none yet (call
+ * again), or another -errno (the stream cannot go on). */
 ssize_t ws_archive_read(struct ws_archive *a, char *out, size_t max);
 /* Entries listed, for the caller's log. */
 size_t ws_archive_entries(const struct ws_archive *a);
