@@ -828,6 +828,9 @@ static enum MHD_Result archive_out(struct api_req *rq, struct session *s, const 
 				  "(archive_max_entries) or %u MiB of names: download a "
 				  "directory of it", dir, rq->cfg->archive_max_entries,
 				  ARCHIVE_NAMES_MAX >> 20);
+	if (r == -EBUSY)
+		return http_error(rq, 503, "busy", "the archives being sent hold %u MiB already; "
+				  "retry later", ARCHIVE_HELD_MAX >> 20);
 	if (r == -ENOMEM)
 		return http_error(rq, 500, "internal", "out of memory");
 	if (r < 0)

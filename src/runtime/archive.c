@@ -5,6 +5,7 @@
 #include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,12 @@
 #include "util/utf8.h"
 
 #define BLOCK (64u << 10)	/* of a file, per step */
+/* What an open archive costs besides its listing: libarchive's and zlib's
+ * state and buffers, BLOCK, what a step writes (measured: ~0.4 MiB). */
+#define ARCHIVE_COST (512u << 10)
+
+/* Bytes held by every open archive, charged against ARCHIVE_HELD_MAX. */
+static atomic_size_t held;
 
 /* One listed entry, packed in a buf: its header, then the path relative to
  * the directory (NUL-terminated), then a symlink's target (likewise). */
@@ -39,7 +46,20 @@ struct ws_archive {
 	off_t pos;
 	bool closed;		/* the trailer is written */
 	int err;
+	size_t charged;		/* of held */
 };
+
+/* Charge a for n more bytes: 0, or -EBUSY when every archive at once
+ * would hold more than ARCHIVE_HELD_MAX. */
+static int charge(struct ws_archive *a, size_t n)
+{
+	if (atomic_fetch_add(&held, n) + n > ARCHIVE_HELD_MAX) {
+		atomic_fetch_sub(&held, n);
+		return -EBUSY;
+	}
+	a->charged += n;
+	return 0;
+}
 
 struct lister {
 	struct ws_archive *a;
@@ -54,11 +74,19 @@ static int list_one(void *ctx, const char *path, const struct stat *st, const ch
 		.mode = st->st_mode, .mtime = st->st_mtime, .path_len = strlen(path + l->skip),
 		.target_len = S_ISLNK(st->st_mode) ? strlen(target) : 0,
 	};
+	size_t n = sizeof(p) + p.path_len + p.target_len + 2;
+	int r;
 
 	if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode) && !S_ISLNK(st->st_mode))
 		return 0;	/* FIFOs, sockets, devices: not archived */
-	if (a->list.len + sizeof(p) + p.path_len + p.target_len + 2 > ARCHIVE_NAMES_MAX)
+	if (a->list.len + n > ARCHIVE_NAMES_MAX)
 		return -E2BIG;
+	if (buf_reserve(&a->list, n) < 0)
+		return -ENOMEM;
+	/* What the listing grew to is charged before it is used. */
+	if (a->list.cap + ARCHIVE_COST > a->charged &&
+	    (r = charge(a, a->list.cap + ARCHIVE_COST - a->charged)) < 0)
+		return r;
 	if (buf_append(&a->list, &p, sizeof(p)) < 0 ||
 	    buf_append(&a->list, path + l->skip, p.path_len + 1) < 0 ||
 	    buf_append(&a->list, p.target_len ? target : "", p.target_len + 1) < 0)
@@ -88,13 +116,14 @@ int ws_archive_open(const struct files_user *u, int work_fd, const char *dir, bo
 		return -ENOMEM;
 	a->u = *u;
 	a->fd = -1;
-	if (!(a->block = malloc(BLOCK))) {
-		free(a);
-		return -ENOMEM;
-	}
+	a->work_fd = -1;
+	if ((r = charge(a, ARCHIVE_COST)) < 0)
+		goto fail;
+	r = -ENOMEM;
+	if (!(a->block = malloc(BLOCK)))
+		goto fail;
 	snprintf(a->dir, sizeof(a->dir), "%s", dir);
 	if ((a->work_fd = fcntl(work_fd, F_DUPFD_CLOEXEC, 3)) < 0) {
-		a->work_fd = -1;
 		r = -errno;
 		goto fail;
 	}
@@ -248,5 +277,6 @@ void ws_archive_free(struct ws_archive *a)
 	buf_release(&a->list);
 	buf_release(&a->out);
 	free(a->block);
+	atomic_fetch_sub(&held, a->charged);
 	free(a);
 }
