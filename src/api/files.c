@@ -825,9 +825,10 @@ static enum MHD_Result archive_out(struct api_req *rq, struct session *s, const 
 			    &ar);
 	if (r == -E2BIG)
 		return http_error(rq, 413, "too_large", "'%.300s' holds more than %u entries "
-				  "(archive_max_entries) or %u MiB of names: download a "
-				  "directory of it", dir, rq->cfg->archive_max_entries,
-				  ARCHIVE_NAMES_MAX >> 20);
+				  "(archive_max_entries), %u MiB of names or %u levels: download "
+				  "a directory of it", *dir ? dir : "/work",
+				  rq->cfg->archive_max_entries, ARCHIVE_NAMES_MAX >> 20,
+				  FILES_TREE_DEPTH);
 	if (r == -EBUSY)
 		return http_error(rq, 503, "busy", "the archives being sent hold %u MiB already; "
 				  "retry later", ARCHIVE_HELD_MAX >> 20);
@@ -879,13 +880,17 @@ static enum MHD_Result archive_in(struct api_req *rq, struct session *s, const c
 
 enum MHD_Result handle_archive(struct api_req *rq, struct session *s)
 {
-	const char *dir = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "path");
-	char why[160];
+	const char *path = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "path");
+	char why[160], dir[FILES_PATH_MAX + 1];
+	size_t len;
 
-	if (!dir)
-		dir = "";
-	if (files_check_path(dir, true, why, sizeof(why)) < 0)
+	if (!path)
+		path = "";
+	if (files_check_path(path, true, why, sizeof(why)) < 0)
 		return http_error(rq, 400, "invalid_path", "%s", why);
+	/* "dir/" is dir, as in a listing. */
+	len = strlen(path);
+	snprintf(dir, sizeof(dir), "%.*s", (int)(len && path[len - 1] == '/' ? len - 1 : len), path);
 	if (!strcmp(rq->method, "GET"))
 		return archive_out(rq, s, dir);
 	if (!strcmp(rq->method, "POST"))

@@ -379,9 +379,10 @@ static bool runs_inline(const char *url)
 
 static enum MHD_Result too_large(struct api_req *rq)
 {
-	if (rq->raw_upload)
-		return http_error(rq, 413, "too_large", "the file is larger than the %llu MiB "
-				  "upload limit", (unsigned long long)(rq->body_max >> 20));
+	if (rq->raw_upload)	/* a file is PUT, an archive POSTed */
+		return http_error(rq, 413, "too_large", "the %s is larger than the %llu MiB "
+				  "upload limit", strcmp(rq->method, "POST") ? "file" : "archive",
+				  (unsigned long long)(rq->body_max >> 20));
 	return http_error(rq, 413, "too_large", "the JSON body is larger than the %llu KiB "
 			  "limit (max_json_kb)", (unsigned long long)(rq->body_max >> 10));
 }

@@ -66,6 +66,16 @@ struct lister {
 	size_t skip;		/* the directory's own prefix, "dir/" */
 };
 
+/* Components of a relative path. */
+static unsigned depth_of(const char *path)
+{
+	unsigned n = 1;
+
+	for (; *path; path++)
+		n += *path == '/';
+	return n;
+}
+
 static int list_one(void *ctx, const char *path, const struct stat *st, const char *target)
 {
 	struct lister *l = ctx;
@@ -79,7 +89,9 @@ static int list_one(void *ctx, const char *path, const struct stat *st, const ch
 
 	if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode) && !S_ISLNK(st->st_mode))
 		return 0;	/* FIFOs, sockets, devices: not archived */
-	if (a->list.len + n > ARCHIVE_NAMES_MAX)
+	/* The walk goes one level deeper than an archive may: a tree deeper
+	 * than FILES_TREE_DEPTH is refused, not sent without its depths. */
+	if (a->list.len + n > ARCHIVE_NAMES_MAX || depth_of(path + l->skip) > FILES_TREE_DEPTH)
 		return -E2BIG;
 	if (buf_reserve(&a->list, n) < 0)
 		return -ENOMEM;
@@ -138,7 +150,7 @@ int ws_archive_open(const struct files_user *u, int work_fd, const char *dir, bo
 		}
 	}
 	l = (struct lister){ .a = a, .skip = *dir ? strlen(dir) + 1 : 0 };
-	if ((r = files_walk(u, work_fd, dir, FILES_TREE_DEPTH, max_entries, list_one, &l)) < 0)
+	if ((r = files_walk(u, work_fd, dir, FILES_TREE_DEPTH + 1, max_entries, list_one, &l)) < 0)
 		goto fail;
 	r = -ENOMEM;
 	if (!(a->w = archive_write_new()))

@@ -3,9 +3,10 @@
  *
  * ws_archive_open() lists the tree first (files_walk(): never through a
  * symlink nor into another mount, as the sandbox's user, at most max
- * entries and ARCHIVE_NAMES_MAX bytes of names, else -E2BIG), so that a
- * refusal is an answer and not a cut stream; what every open archive
- * holds, all together, is bounded too (ARCHIVE_HELD_MAX, else -EBUSY).
+ * entries, FILES_TREE_DEPTH levels and ARCHIVE_NAMES_MAX bytes of names,
+ * else -E2BIG), so that a refusal is an answer and not a cut stream; what
+ * every open archive holds, all together, is bounded too
+ * (ARCHIVE_HELD_MAX, else -EBUSY).
  * ws_archive_read() then makes the stream on demand, a bounded piece of
  * work per call (one block of a file, a few headers): each file is opened
  * when its turn comes (files_open(): a regular file inside /work, or it is
