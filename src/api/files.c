@@ -92,8 +92,6 @@ struct download {
 	struct ws_archive *ar;		/* instead of fd: an archive; NULL */
 	struct session *s;		/* a reference while fd or ar is open */
 	uint64_t size;
-	struct api_server *srv;		/* where held is counted */
-	size_t held;			/* of max_buffered_mb, by ar */
 };
 
 /* Close the file and drop the session (d->lock held); the session is
@@ -107,9 +105,6 @@ static struct session *download_let_go(struct download *d)
 	d->fd = -1;
 	ws_archive_free(d->ar);
 	d->ar = NULL;
-	if (d->held)
-		api_let_go(d->srv, d->held);
-	d->held = 0;
 	d->s = NULL;
 	return s;
 }
@@ -164,7 +159,8 @@ static ssize_t archive_read(void *cls, uint64_t pos, char *out, size_t max)
 		s = download_let_go(d);
 	if (d->ar) {
 		n = ws_archive_read(d->ar, out, max);
-		n = n > 0 ? n : n == 0 ? MHD_CONTENT_READER_END_OF_STREAM
+		/* -EAGAIN: 0, and MHD calls again (each call makes progress). */
+		n = n > 0 ? n : n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : n == -EAGAIN ? 0
 			    : MHD_CONTENT_READER_END_WITH_ERROR;
 	}
 	pthread_mutex_unlock(&d->lock);
@@ -203,14 +199,8 @@ static struct MHD_Response *download_new(struct api_req *rq, struct session *s, 
 	d->ar = ar;
 	d->s = session_ref(s);
 	d->size = size;
-	d->srv = rq->srv;
 	stream_hub_watch(d->hub, &d->watch);
 	/* From here download_free() owns d, the file and the reference. */
-	if (ar && !api_hold(rq->srv, ws_archive_held(ar))) {
-		download_free(d);	/* over the budget of what requests hold */
-		return NULL;
-	}
-	d->held = ar ? ws_archive_held(ar) : 0;	/* until let go */
 	resp = ar ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, DOWNLOAD_BLOCK,
 						      archive_read, d, download_free)
 		  : MHD_create_response_from_callback(size, DOWNLOAD_BLOCK, download_read, d,
@@ -826,16 +816,19 @@ static enum MHD_Result archive_out(struct api_req *rq, struct session *s, const 
 			    &ar);
 	if (r == -E2BIG)
 		return http_error(rq, 413, "too_large", "'%.300s' holds more than %u entries "
-				  "(archive_max_entries) or %u MiB of names: download a "
-				  "directory of it", dir, rq->cfg->archive_max_entries,
-				  ARCHIVE_NAMES_MAX >> 20);
+				  "(archive_max_entries), %u MiB of names or %u levels: download "
+				  "a directory of it", *dir ? dir : "/work",
+				  rq->cfg->archive_max_entries, ARCHIVE_NAMES_MAX >> 20,
+				  FILES_TREE_DEPTH);
+	if (r == -EBUSY)
+		return http_error(rq, 503, "busy", "the archives being sent hold %u MiB already; "
+				  "retry later", ARCHIVE_HELD_MAX >> 20);
 	if (r == -ENOMEM)
 		return http_error(rq, 500, "internal", "out of memory");
 	if (r < 0)
 		return file_error(rq, r, dir);
 	if (!(resp = download_new(rq, s, -1, ar, 0)))
-		return http_error(rq, 503, "busy", "the server holds too much for the requests "
-				  "in flight (max_buffered_mb); retry later");
+		return http_error(rq, 500, "internal", "out of memory");
 	MHD_add_response_header(resp, "Content-Type", gzip ? "application/gzip"
 							   : "application/x-tar");
 	MHD_add_response_header(resp, "Content-Disposition", gzip
@@ -878,13 +871,17 @@ static enum MHD_Result archive_in(struct api_req *rq, struct session *s, const c
 
 enum MHD_Result handle_archive(struct api_req *rq, struct session *s)
 {
-	const char *dir = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "path");
-	char why[160];
+	const char *path = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "path");
+	char why[160], dir[FILES_PATH_MAX + 1];
+	size_t len;
 
-	if (!dir)
-		dir = "";
-	if (files_check_path(dir, true, why, sizeof(why)) < 0)
+	if (!path)
+		path = "";
+	if (files_check_path(path, true, why, sizeof(why)) < 0)
 		return http_error(rq, 400, "invalid_path", "%s", why);
+	/* "dir/" is dir, as in a listing. */
+	len = strlen(path);
+	snprintf(dir, sizeof(dir), "%.*s", (int)(len && path[len - 1] == '/' ? len - 1 : len), path);
 	if (!strcmp(rq->method, "GET"))
 		return archive_out(rq, s, dir);
 	if (!strcmp(rq->method, "POST"))

@@ -65,12 +65,6 @@ bool http_same_secret(const char *a, const char *b);
 bool http_key_ok(const struct petri_config *cfg, const char *key);
 
 /* All return the MHD result of queueing the response. */
-/* The server's budget of what requests hold (max_buffered_mb): bodies as
- * they arrive, and an archive download's listing.  hold: false when n more
- * would go over it; every hold is let go of once. */
-bool api_hold(struct api_server *srv, size_t n);
-void api_let_go(struct api_server *srv, size_t n);
-
 /* Queue resp (consumed; NULL: fail) with the common headers. */
 enum MHD_Result http_queue(struct api_req *rq, unsigned status, struct MHD_Response *resp);
 enum MHD_Result http_json(struct api_req *rq, unsigned status, json_t *body);

@@ -379,24 +379,12 @@ static bool runs_inline(const char *url)
 
 static enum MHD_Result too_large(struct api_req *rq)
 {
-	if (rq->raw_upload)
-		return http_error(rq, 413, "too_large", "the file is larger than the %llu MiB "
-				  "upload limit", (unsigned long long)(rq->body_max >> 20));
+	if (rq->raw_upload)	/* a file is PUT, an archive POSTed */
+		return http_error(rq, 413, "too_large", "the %s is larger than the %llu MiB "
+				  "upload limit", strcmp(rq->method, "POST") ? "file" : "archive",
+				  (unsigned long long)(rq->body_max >> 20));
 	return http_error(rq, 413, "too_large", "the JSON body is larger than the %llu KiB "
 			  "limit (max_json_kb)", (unsigned long long)(rq->body_max >> 10));
-}
-
-bool api_hold(struct api_server *srv, size_t n)
-{
-	if (atomic_fetch_add(&srv->buffered, n) + n <= srv->cfg->max_buffered_bytes)
-		return true;
-	atomic_fetch_sub(&srv->buffered, n);
-	return false;
-}
-
-void api_let_go(struct api_server *srv, size_t n)
-{
-	atomic_fetch_sub(&srv->buffered, n);
 }
 
 /* Keep a chunk of the body, within the request's cap and the server's
@@ -410,7 +398,8 @@ static void keep_chunk(struct api_req *rq, const char *data, size_t n)
 		return;
 	if (rq->body.len + n > rq->body_max) {
 		rq->too_large = true;
-	} else if (!api_hold(srv, n)) {
+	} else if (atomic_fetch_add(&srv->buffered, n) + n > srv->cfg->max_buffered_bytes) {
+		atomic_fetch_sub(&srv->buffered, n);
 		rq->too_busy = true;
 	} else {
 		rq->reserved += n;

@@ -675,6 +675,11 @@ static int archive_of(struct tools *t, struct session *s, const char *dir, struc
 	int r;
 
 	r = ws_archive_open(&u, session_work_fd(s), dir, true, t->cfg->archive_max_entries, &ar);
+	if (r == -EBUSY) {
+		snprintf(err, errlen, "the archives being made hold %u MiB already; try again "
+			 "later", ARCHIVE_HELD_MAX >> 20);
+		return -1;
+	}
 	if (r == -E2BIG) {
 		snprintf(err, errlen, "/work/%.300s holds more than %u entries: archive a "
 			 "directory of it", dir, t->cfg->archive_max_entries);
@@ -684,7 +689,7 @@ static int archive_of(struct tools *t, struct session *s, const char *dir, struc
 		snprintf(err, errlen, "cannot archive '/work/%.300s': %s", dir, file_error(r));
 		return -1;
 	}
-	while (n > 0 && out->len <= max && buf_reserve(out, 65536) == 0) {
+	while ((n > 0 || n == -EAGAIN) && out->len <= max && buf_reserve(out, 65536) == 0) {
 		n = ws_archive_read(ar, out->data + out->len, 65536);
 		if (n > 0)
 			out->len += (size_t)n;

@@ -5,6 +5,7 @@
 #include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,12 @@
 #include "util/utf8.h"
 
 #define BLOCK (64u << 10)	/* of a file, per step */
+/* What an open archive costs besides its listing: libarchive's and zlib's
+ * state and buffers, BLOCK, what a step writes (measured: ~0.4 MiB). */
+#define ARCHIVE_COST (512u << 10)
+
+/* Bytes held by every open archive, charged against ARCHIVE_HELD_MAX. */
+static atomic_size_t held;
 
 /* One listed entry, packed in a buf: its header, then the path relative to
  * the directory (NUL-terminated), then a symlink's target (likewise). */
@@ -33,19 +40,41 @@ struct ws_archive {
 	size_t entries, next;	/* offset in list of the next entry */
 	struct archive *w;
 	struct buf out;		/* what libarchive wrote, not yet read */
-	size_t out_pos;
 	int fd;			/* the file whose data is being written; -1 */
 	char *block;		/* BLOCK bytes of it */
 	uint64_t left;		/* of its data */
 	off_t pos;
 	bool closed;		/* the trailer is written */
 	int err;
+	size_t charged;		/* of held */
 };
+
+/* Charge a for n more bytes: 0, or -EBUSY when every archive at once
+ * would hold more than ARCHIVE_HELD_MAX. */
+static int charge(struct ws_archive *a, size_t n)
+{
+	if (atomic_fetch_add(&held, n) + n > ARCHIVE_HELD_MAX) {
+		atomic_fetch_sub(&held, n);
+		return -EBUSY;
+	}
+	a->charged += n;
+	return 0;
+}
 
 struct lister {
 	struct ws_archive *a;
 	size_t skip;		/* the directory's own prefix, "dir/" */
 };
+
+/* Components of a relative path. */
+static unsigned depth_of(const char *path)
+{
+	unsigned n = 1;
+
+	for (; *path; path++)
+		n += *path == '/';
+	return n;
+}
 
 static int list_one(void *ctx, const char *path, const struct stat *st, const char *target)
 {
@@ -55,11 +84,21 @@ static int list_one(void *ctx, const char *path, const struct stat *st, const ch
 		.mode = st->st_mode, .mtime = st->st_mtime, .path_len = strlen(path + l->skip),
 		.target_len = S_ISLNK(st->st_mode) ? strlen(target) : 0,
 	};
+	size_t n = sizeof(p) + p.path_len + p.target_len + 2;
+	int r;
 
 	if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode) && !S_ISLNK(st->st_mode))
 		return 0;	/* FIFOs, sockets, devices: not archived */
-	if (a->list.len + sizeof(p) + p.path_len + p.target_len + 2 > ARCHIVE_NAMES_MAX)
+	/* The walk goes one level deeper than an archive may: a tree deeper
+	 * than FILES_TREE_DEPTH is refused, not sent without its depths. */
+	if (a->list.len + n > ARCHIVE_NAMES_MAX || depth_of(path + l->skip) > FILES_TREE_DEPTH)
 		return -E2BIG;
+	if (buf_reserve(&a->list, n) < 0)
+		return -ENOMEM;
+	/* What the listing grew to is charged before it is used. */
+	if (a->list.cap + ARCHIVE_COST > a->charged &&
+	    (r = charge(a, a->list.cap + ARCHIVE_COST - a->charged)) < 0)
+		return r;
 	if (buf_append(&a->list, &p, sizeof(p)) < 0 ||
 	    buf_append(&a->list, path + l->skip, p.path_len + 1) < 0 ||
 	    buf_append(&a->list, p.target_len ? target : "", p.target_len + 1) < 0)
@@ -73,10 +112,6 @@ static la_ssize_t on_write(struct archive *w, void *ctx, const void *data, size_
 	struct ws_archive *a = ctx;
 
 	(void)w;
-	if (a->out_pos == a->out.len) {
-		a->out.len = 0;
-		a->out_pos = 0;
-	}
 	return buf_append(&a->out, data, n) < 0 ? -1 : (la_ssize_t)n;
 }
 
@@ -93,13 +128,14 @@ int ws_archive_open(const struct files_user *u, int work_fd, const char *dir, bo
 		return -ENOMEM;
 	a->u = *u;
 	a->fd = -1;
-	if (!(a->block = malloc(BLOCK))) {
-		free(a);
-		return -ENOMEM;
-	}
+	a->work_fd = -1;
+	if ((r = charge(a, ARCHIVE_COST)) < 0)
+		goto fail;
+	r = -ENOMEM;
+	if (!(a->block = malloc(BLOCK)))
+		goto fail;
 	snprintf(a->dir, sizeof(a->dir), "%s", dir);
 	if ((a->work_fd = fcntl(work_fd, F_DUPFD_CLOEXEC, 3)) < 0) {
-		a->work_fd = -1;
 		r = -errno;
 		goto fail;
 	}
@@ -114,7 +150,7 @@ int ws_archive_open(const struct files_user *u, int work_fd, const char *dir, bo
 		}
 	}
 	l = (struct lister){ .a = a, .skip = *dir ? strlen(dir) + 1 : 0 };
-	if ((r = files_walk(u, work_fd, dir, FILES_TREE_DEPTH, max_entries, list_one, &l)) < 0)
+	if ((r = files_walk(u, work_fd, dir, FILES_TREE_DEPTH + 1, max_entries, list_one, &l)) < 0)
 		goto fail;
 	r = -ENOMEM;
 	if (!(a->w = archive_write_new()))
@@ -137,13 +173,6 @@ fail:
 size_t ws_archive_entries(const struct ws_archive *a)
 {
 	return a->entries;
-}
-
-size_t ws_archive_held(const struct ws_archive *a)
-{
-	/* The listing, the block, and what the compressor and its output
-	 * buffer keep (libarchive's and zlib's state, a few blocks). */
-	return a->list.cap + BLOCK + (1u << 20);
 }
 
 /* The header of the next listed entry, and for a file opens it. */
@@ -232,21 +261,18 @@ ssize_t ws_archive_read(struct ws_archive *a, char *out, size_t max)
 {
 	size_t n;
 
-	/* Steps (one block or one header each) until there are bytes to give:
-	 * the compressor keeps what it is given until it has a block of its
-	 * own, so a stretch of headers that compress to nothing takes more
-	 * than one block's work (bounded, as the listing is).  0 is only ever
-	 * the end: for libmicrohttpd, "nothing yet" would be a busy loop. */
-	for (int i = 0; !a->err && !a->closed && (a->out.len == a->out_pos || i < 16) &&
-			 a->out.len - a->out_pos < max; i++)
+	/* A few steps at most: each is one block or one header. */
+	for (int i = 0; i < 64 && !a->err && !a->closed && a->out.len < max; i++)
 		a->err = step(a);
-	if (a->out.len == a->out_pos)
-		return a->err ? a->err : 0;
-	n = a->out.len - a->out_pos;
-	if (n > max)
-		n = max;
-	memcpy(out, a->out.data + a->out_pos, n);
-	a->out_pos += n;
+	/* Nothing yet is not the end: gzip hands its output on 64 KiB at a
+	 * time, which may take more input than these steps give it. */
+	if (a->out.len == 0)
+		return a->err ? a->err : a->closed ? 0 : -EAGAIN;
+	n = a->out.len < max ? a->out.len : max;
+	memcpy(out, a->out.data, n);
+	/* What was read goes: the buffer holds one step's output, never
+	 * the stream. */
+	buf_consume(&a->out, n);
 	return (ssize_t)n;
 }
 
@@ -263,5 +289,6 @@ void ws_archive_free(struct ws_archive *a)
 	buf_release(&a->list);
 	buf_release(&a->out);
 	free(a->block);
+	atomic_fetch_sub(&held, a->charged);
 	free(a);
 }

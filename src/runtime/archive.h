@@ -3,13 +3,16 @@
  *
  * ws_archive_open() lists the tree first (files_walk(): never through a
  * symlink nor into another mount, as the sandbox's user, at most max
- * entries and ARCHIVE_NAMES_MAX bytes of names, else -E2BIG), so that a
- * refusal is an answer and not a cut stream.  ws_archive_read() then
- * makes the stream on demand, a bounded piece of work per call (one block
- * of a file, a few headers): each file is opened when its turn comes
- * (files_open(): a regular file inside /work, or it is left out), and its
- * size is what fstat says then; a file that shrinks meanwhile is padded
- * with zeros, one that grows is cut, so the stream is always a valid tar.
+ * entries, FILES_TREE_DEPTH levels and ARCHIVE_NAMES_MAX bytes of names,
+ * else -E2BIG), so that a refusal is an answer and not a cut stream; what
+ * every open archive holds, all together, is bounded too
+ * (ARCHIVE_HELD_MAX, else -EBUSY).
+ * ws_archive_read() then makes the stream on demand, a bounded piece of
+ * work per call (one block of a file, a few headers): each file is opened
+ * when its turn comes (files_open(): a regular file inside /work, or it is
+ * left out), and its size is what fstat says then; a file that shrinks
+ * meanwhile is padded with zeros, one that grows is cut, so the stream is
+ * always a valid tar.
  * Entries carry their permission bits only (no set-user-id, set-group-id
  * or sticky bit), owner 0, and their modification time; symbolic links
  * are stored as links; FIFOs, sockets and devices are left out.
@@ -26,21 +29,25 @@
 #include "runtime/files.h"
 
 #define ARCHIVE_NAMES_MAX (32u << 20)
+/* Every open archive's listing and buffers together, over all downloads:
+ * the daemon's memory for them has this bound whatever the number of
+ * clients (docs/security.md). */
+#define ARCHIVE_HELD_MAX (128u << 20)
 
 struct ws_archive;
 
 /* dir: a path in /work checked with files_check_path() ("": /work), which
  * must be a directory (-ENOTDIR).  Names in the stream are relative to it.
- * 0 or -errno (-E2BIG over the bounds, -ENOENT, -ENOMEM). */
+ * 0 or -errno (-E2BIG over the bounds, -EBUSY when the archives open
+ * already hold ARCHIVE_HELD_MAX, -ENOENT, -ENOMEM). */
 int ws_archive_open(const struct files_user *u, int work_fd, const char *dir, bool gzip,
 		    size_t max_entries, struct ws_archive **out);
 /* The next bytes of the stream into out[max]: how many (> 0), 0 at its
- * end, or -errno (the stream cannot go on). */
+ * end, -EAGAIN when this bounded piece of work made none yet (call
+ * again), or another -errno (the stream cannot go on). */
 ssize_t ws_archive_read(struct ws_archive *a, char *out, size_t max);
-/* Entries listed; and the bytes the archive holds while it lives (its
- * listing and buffers), for the caller's budget. */
+/* Entries listed, for the caller's log. */
 size_t ws_archive_entries(const struct ws_archive *a);
-size_t ws_archive_held(const struct ws_archive *a);
 void ws_archive_free(struct ws_archive *a);
 
 #endif

@@ -1867,9 +1867,12 @@ def zip_count(path, limit):
         if end is None:
             raise ArchiveRefused('the zip archive has no end of central directory')
         size = end[zipfile._ECD_SIZE]
-        if end[zipfile._ECD_ENTRIES_TOTAL] > limit or size > CENTRAL_MAX:
+        if end[zipfile._ECD_ENTRIES_TOTAL] > limit:
             raise ArchiveRefused('the archive has more than %d entries' % limit,
                                  'ArchiveTooLarge')
+        if size > CENTRAL_MAX:
+            raise ArchiveRefused('the zip archive\'s central directory is larger than %d MiB'
+                                 % (CENTRAL_MAX >> 20), 'ArchiveTooLarge')
         start = end[zipfile._ECD_LOCATION] - size
         if end[zipfile._ECD_SIGNATURE] == zipfile.stringEndArchive64:
             start -= zipfile.sizeEndCentDir64 + zipfile.sizeEndCentDir64Locator

@@ -1088,17 +1088,29 @@ enum sm_result session_run(struct smgr *m, struct session *s, const struct box_e
 
 /* ---- archives --------------------------------------------------------- */
 
+/* Is s one of list (NULL-terminated)? */
+static bool one_of(const char *s, const char *const *list)
+{
+	for (; *list; list++)
+		if (!strcmp(s, *list))
+			return true;
+	return false;
+}
+
 /* What the driver said of an unpack (a result it made: hostile like any):
  * SM_OK with the summary, or SM_INVALID / SM_TOO_LARGE and why in err. */
 static enum sm_result unpack_outcome(const struct petri_limits *lim, const struct result *res,
 				     json_t **summary, char *err, size_t errlen)
 {
+	static const char *const counts[] = { "entries", "files", "directories", "links", "bytes",
+					     NULL };
+	static const char *const formats[] = { "tar", "tar.gz", "tar.bz2", "tar.xz", "zip", NULL };
 	const json_t *e = res->error;
 	const char *name = json_string_value(json_object_get(e, "name"));
 	const char *msg = json_string_value(json_object_get(e, "message"));
-	json_t *bundle, *v, *out;
-	const char *text, *k;
-	bool bad = false;
+	json_t *bundle, *out;
+	const char *text, *format;
+	bool bad;
 
 	switch (res->status) {
 	case RESULT_OK:
@@ -1124,12 +1136,15 @@ static enum sm_result unpack_outcome(const struct petri_limits *lim, const struc
 				       : NULL;
 	text = json_string_value(json_object_get(bundle, "application/json"));
 	out = text && strlen(text) < 1024 ? json_loads(text, 0, NULL) : NULL;
-	/* Counts, and the format's name: nothing else. */
-	json_object_foreach(out, k, v)
-		if (!(json_is_integer(v) && json_integer_value(v) >= 0) &&
-		    !(!strcmp(k, "format") && json_is_string(v)))
-			bad = true;
-	if (!json_is_object(out) || bad) {
+	/* The counts and one of the formats' names: nothing else. */
+	format = json_string_value(json_object_get(out, "format"));
+	bad = !format || json_object_size(out) != 6;	/* the format and five counts */
+	for (size_t i = 0; !bad && counts[i]; i++) {
+		json_t *v = json_object_get(out, counts[i]);
+
+		bad = !json_is_integer(v) || json_integer_value(v) < 0;
+	}
+	if (!json_is_object(out) || bad || !one_of(format, formats)) {
 		json_decref(out);
 		snprintf(err, errlen, "the sandbox gave no account of the archive");
 		return SM_INVALID;

@@ -8,9 +8,11 @@ validates against the declared schema.  A response the document does not
 declare fails the test.
 """
 import base64
+import io
 import json
 import os
 import re
+import tarfile
 import threading
 import time
 from datetime import datetime
@@ -206,8 +208,8 @@ def test_document_structure():
                 "/v1/sessions/{id}/keepalive",
                 "/v1/sessions/{id}/execute", "/v1/sessions/{id}/executions",
                 "/v1/sessions/{id}/files",
-                "/v1/sessions/{id}/files/{path}", "/v1/execute", "/v1/executions",
-                "/v1/languages"}
+                "/v1/sessions/{id}/files/{path}", "/v1/sessions/{id}/archive", "/v1/execute",
+                "/v1/executions", "/v1/languages"}
     assert set(DOC["paths"]) == expected
     op_ids = []
     for template, item in DOC["paths"].items():
@@ -230,7 +232,7 @@ def test_document_structure():
                 assert "401" in op["responses"], f"{m} {template} lacks 401"
     assert len(op_ids) == len(set(op_ids))
     for name in ("Session", "Result", "MimeBundle", "Error", "FileEntry", "FileList",
-                 "CreateSessionRequest", "ExecuteRequest", "OneShotRequest"):
+                 "ArchiveSummary", "CreateSessionRequest", "ExecuteRequest", "OneShotRequest"):
         assert name in DOC["components"]["schemas"], name
     for name in ("CreateSessionRequest", "ExecuteRequest", "OneShotRequest", "OneShotFile",
                  "LimitsRequest"):
@@ -515,6 +517,76 @@ def test_files(api):
     assert r.status_code == 404 and error_code(r) == "session_not_found"
 
 
+def tar_gz(*members):
+    """A tar.gz of (TarInfo, bytes or None)."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as t:
+        for ti, data in members:
+            t.addfile(ti, io.BytesIO(data) if data is not None else None)
+    return out.getvalue()
+
+
+def tar_member(name, data=None, **attrs):
+    ti = tarfile.TarInfo(name)
+    ti.size = len(data) if data is not None else 0
+    for k, v in attrs.items():
+        setattr(ti, k, v)
+    return ti, data
+
+
+def test_archives(api, make_server):
+    sid = api.session()
+    base = f"/v1/sessions/{sid}/archive"
+    body = tar_gz(tar_member("f.txt", b"hello"), tar_member("l", type=tarfile.SYMTYPE, linkname="f.txt"))
+    r = api.request("POST", base, data=body, params={"path": "proj"})
+    assert r.status_code == 201, r.text
+    assert check(r) == {"format": "tar.gz", "entries": 2, "files": 1, "directories": 0,
+                        "links": 1, "bytes": 5, "path": "proj", "size": len(body)}
+    for params, ctype in (({}, "application/gzip"), ({"format": "tar", "path": "proj"},
+                                                     "application/x-tar")):
+        r = api.get(base, params=params)
+        assert r.status_code == 200 and r.headers["Content-Type"] == ctype
+        with tarfile.open(fileobj=io.BytesIO(check(r))) as t:
+            assert "f.txt" in [n.rsplit("/", 1)[-1] for n in t.getnames()]
+
+    # a file of 1 GiB, by its header: more than the session's disk
+    huge = tar_member("huge")[0]
+    huge.size = 1 << 30
+    unknown = "/v1/sessions/ses_00000000000000000000000000000000/archive"
+    cases = [
+        (api.request("POST", base, data=b"not an archive"), 400, "invalid_archive"),
+        (api.request("POST", base, data=huge.tobuf()), 413, "archive_too_large"),
+        (api.request("POST", base, data=body, params={"path": "../x"}), 400, "invalid_path"),
+        (api.request("POST", unknown, data=body), 404, "session_not_found"),
+        (api.get(base, params={"format": "zip"}), 400, "invalid_request"),
+        (api.get(base, params={"path": "proj/f.txt"}), 400, "not_a_directory"),
+        (api.get(base, params={"path": "nope"}), 404, "file_not_found"),
+        (api.get(base, params={"path": "/etc"}), 400, "invalid_path"),
+        (api.get(unknown), 404, "session_not_found"),
+        (api.request("PUT", base), 405, "method_not_allowed"),
+        (api.request("PUT", base, params={"path": "/etc"}), 400, "invalid_path"),
+    ]
+    for r, status, code in cases:
+        assert (r.status_code, error_code(r)) == (status, code), (r.request.method, r.request.url)
+
+    t = keep_busy(api, sid, {})
+    r = api.request("POST", base, data=body)
+    assert r.status_code == 409 and error_code(r) == "session_busy"
+    t.join()
+
+    small = make_server("[server]\nmax_file_mb = 1\narchive_max_entries = 1\n")
+    small_api = type(api)(small.url)
+    sid = small_api.session()
+    r = small_api.request("POST", f"/v1/sessions/{sid}/archive", data=body)
+    assert r.status_code == 413 and error_code(r) == "archive_too_large"
+    r = small_api.request("POST", f"/v1/sessions/{sid}/archive", data=b"\0" * (2 << 20))
+    assert r.status_code == 413 and error_code(r) == "too_large"
+    assert small_api.put(f"/v1/sessions/{sid}/files/a", data=b"a").status_code == 201
+    assert small_api.put(f"/v1/sessions/{sid}/files/b", data=b"b").status_code == 201
+    r = small_api.get(f"/v1/sessions/{sid}/archive")
+    assert r.status_code == 413 and error_code(r) == "too_large"
+
+
 def test_one_shot_execute(api):
     body = {"code": "import pandas as pd\ndf = pd.read_csv('in/d.csv')\n"
                     "df.to_csv('out.csv', index=False)\nprint(int(df.a.sum()))",
@@ -633,15 +705,22 @@ def test_not_found_and_method_not_allowed(api):
         assert (r.status_code, error_code(r)) == (status, code), r.request.url
 
 
-def test_busy_session_is_409(api):
-    sid = api.session()
-    out = {}
+def keep_busy(api, sid, out):
+    """Start a 1.5 s execution in sid on a thread (its response goes into
+    out["r"]); return the thread once the session says it is busy."""
     t = threading.Thread(target=lambda: out.update(r=api.post(
         f"/v1/sessions/{sid}/execute", {"code": "import time; time.sleep(1.5)"})))
     t.start()
     deadline = time.time() + 5
     while check(api.get(f"/v1/sessions/{sid}"))["status"] != "busy" and time.time() < deadline:
         time.sleep(0.05)
+    return t
+
+
+def test_busy_session_is_409(api):
+    sid = api.session()
+    out = {}
+    t = keep_busy(api, sid, out)
     r = api.post(f"/v1/sessions/{sid}/execute", {"code": "1"})
     assert r.status_code == 409 and error_code(r) == "session_busy"
     r = api.post(f"/v1/sessions/{sid}/execute", {"code": "1"}, headers={"Accept": "text/event-stream"})
@@ -658,6 +737,10 @@ def test_expired_session_is_410_with_the_reason(api):
     assert check(r)["error"] == {"code": "session_gone",
                                  "message": "the session was idle too long and was ended"}
     r = api.put(f"/v1/sessions/{sid}/files/x", data=b"x")
+    assert r.status_code == 410 and error_code(r) == "session_gone"
+    r = api.get(f"/v1/sessions/{sid}/archive")
+    assert r.status_code == 410 and error_code(r) == "session_gone"
+    r = api.request("POST", f"/v1/sessions/{sid}/archive", data=b"x")
     assert r.status_code == 410 and error_code(r) == "session_gone"
 
 
