@@ -56,7 +56,7 @@ function scenarios(connect) {
     assert.ok(client.getServerCapabilities().tools);
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name).sort();
-    assert.deepEqual(names, ['execute', 'list_files', 'read_file', 'reset', 'write_file']);
+    assert.deepEqual(names, ['execute', 'list_files', 'processes', 'read_file', 'reset', 'write_file']);
     for (const t of tools) {
       assert.equal(t.inputSchema.type, 'object', t.name);
       assert.equal(t.inputSchema.additionalProperties, false, t.name);
