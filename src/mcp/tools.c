@@ -832,13 +832,15 @@ void tools_last_session(struct tools *t, char out[SESSION_ID_LEN + 1])
 #define FOUND_WAIT_S 20.0	/* tools/list waits this long for the probe */
 
 /* "Python packages installed: numpy 1.24.2, ...  Other languages: bash
- * (GNU bash, version 5.2.15...), ...  " from what the sandboxes were found
- * to have (GET /v1/languages); "" when that is not known. */
+ * (GNU bash, version 5.2.15...), ...  Command-line tools: git (git version
+ * 2.39.5); ...  " from what the sandboxes were found to have (GET
+ * /v1/languages); "" when that is not known. */
 static char *found_text(const struct tools *t)
 {
 	json_t *found = t->sm ? smgr_found(t->sm, FOUND_WAIT_S) : NULL, *v;
 	json_t *packages = json_object_get(found, "packages");
 	json_t *langs = json_object_get(found, "languages");
+	json_t *tools = json_object_get(found, "tools");
 	struct buf b = BUF_INIT;
 	size_t i;
 	int r = 0;
@@ -862,6 +864,18 @@ static char *found_text(const struct tools *t)
 		}
 		if (r == 0)
 			r = buf_append_str(&b, " all of them share the working directory /work.  ");
+		if (r == 0 && json_array_size(tools))
+			r = buf_append_str(&b, "Command-line tools (from bash):");
+		json_array_foreach(tools, i, v) {
+			const char *version = json_string_value(json_object_get(v, "version"));
+
+			if (r == 0 && version)
+				r = buf_appendf(&b, " %s (%s);",
+						json_string_value(json_object_get(v, "name")), version);
+		}
+		if (r == 0 && json_array_size(tools))
+			r = buf_append_str(&b, " git commits as 'sandbox' unless the code sets "
+					   "user.name.  ");
 	}
 	json_decref(found);
 	if (r < 0 || !b.data) {

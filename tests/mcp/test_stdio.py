@@ -190,6 +190,7 @@ def test_tools_list_schemas(mcp):
     for dist in ("numpy", "pandas", "matplotlib", "scipy", "seaborn", "scikit-learn"):
         assert f"{dist} {importlib.metadata.version(dist)}" in desc, dist
     assert re.search(r"javascript \(v\d+\.", desc) and re.search(r"\br \(R", desc), desc
+    assert re.search(r"git \(git version \d", desc) and re.search(r"pytest \(pytest \d", desc)
     import jsonschema
     for t in tools:
         jsonschema.Draft202012Validator.check_schema(t["inputSchema"])
