@@ -287,6 +287,22 @@ except OSError as e:
     assert out(api.execute(sid, "print('still')")) == "still\n"
 
 
+def test_background_memory_is_the_sessions(api):
+    """A background process's memory is charged to the session: the next
+    execution's peak includes the 200 MiB it holds."""
+    sid = api.session(language="bash", limits={"memory_mb": 512})
+    out(api.execute(sid, "python3 -c 'import time; b = bytearray(200 << 20); "
+                         "b[::4096] = b\"x\" * len(b[::4096]); open(\"held\", \"w\").close(); "
+                         "time.sleep(1000)' &"))
+    assert out(api.execute(sid, "while [ ! -e held ]; do sleep 0.05; done; echo held")) == "held\n"
+    res = api.execute(sid, "true")
+    if res["memory_peak_bytes"] == 0:
+        pytest.skip("no memory accounting here (no cgroups)")
+    assert res["memory_peak_bytes"] >= 200 << 20, res
+    p = find(api, sid, "python3", "-c")
+    assert p and p["rss_bytes"] >= 200 << 20, p
+
+
 def test_a_thousand_processes_and_hostile_commands_stay_bounded(tmp_path):
     """1100 processes (more than a listing describes), one with a 4000-byte
     command line, one whose command is not UTF-8: the answer describes 1024,
