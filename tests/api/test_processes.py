@@ -226,6 +226,10 @@ def test_unknown_pids_threads_and_bad_requests(api):
 
 # ---- nothing outlives the session --------------------------------------------------
 
+# A process listed right after the execution that started it ends may still
+# be in its execve (its command line is empty meanwhile): tests wait for the
+# command they look for.
+
 def background_processes_end_with_the_session(api):
     sid = api.session(language="bash")
     marker = f"{secrets.randbelow(10**6)}.25"
@@ -256,7 +260,8 @@ def test_without_cgroups_the_same(make_server):
     api = srv.api()
     sid = api.session(language="bash")
     out(api.execute(sid, "sleep 1000 &\necho ok"))
-    p = find(api, sid, "sleep", "1000")
+    # Until the child has exec'd sleep: the execution may end before.
+    p = wait_for(lambda: find(api, sid, "sleep", "1000"), 30)
     assert p, listing(api, sid)
     assert api.delete(f"/v1/sessions/{sid}/processes/{p['pid']}").status_code == 202
     assert wait_for(lambda: find(api, sid, "sleep") is None, 30), listing(api, sid)
@@ -315,7 +320,11 @@ def test_a_thousand_processes_and_hostile_commands_stay_bounded(tmp_path):
                                                             "timeout_s": 300})
         script = ('(exec -a "$(head -c 4000 /dev/zero | tr "\\0" x)" sleep 1000) &\n'
                   "(exec -a $'\\xff\\xfe\\x01name' sleep 1000) &\n"
-                  "for i in $(seq 1100); do sleep 1000 & done\necho started")
+                  "for i in $(seq 1100); do sleep 1000 & done\n"
+                  # every child has exec'd sleep (its command line is
+                  # empty while it does)
+                  "until [ \"$(pgrep -xc sleep)\" -ge 1102 ]; do sleep 0.1; done\n"
+                  "echo started")
         assert out(api.execute(sid, script, timeout_s=300)) == "started\n"
         r = api.get(f"/v1/sessions/{sid}/processes")
         assert r.status_code == 200, r.text[:500]

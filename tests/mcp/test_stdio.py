@@ -202,7 +202,13 @@ def test_processes_lists_and_stops_a_background_server(mcp):
     res = mcp.execute("python3 -m http.server 8002 --bind 127.0.0.1 >/dev/null 2>&1 &\n"
                       "sleep 1000 &\necho ok", language="bash")
     assert res["isError"] is False, text_of(res)
-    t = text_of(mcp.call("processes"))
+    # Both children may still be in their execve when the call returns.
+    t = ""
+    for _ in range(200):
+        t = text_of(mcp.call("processes"))
+        if "http.server 8002" in t and "sleep 1000" in t:
+            break
+        time.sleep(0.05)
     assert t.startswith("2 processes besides petri's own"), t
     line = next(li for li in t.splitlines() if "http.server 8002" in li)
     pid = int(line.split()[0])
