@@ -62,7 +62,7 @@ UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/%.o)
 # libpetri.a, so that no real box or jail can come in with an archive member.
 SESSION_UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/unit/session/*.c)) \
 	$(patsubst %,$(BUILD)/src/%.o,session/session session/spawner session/probe record/record \
-		runtime/result runtime/languages config/config exec/limits util/base64 util/buf util/clock \
+		runtime/result runtime/processes runtime/languages config/config exec/limits util/base64 util/buf util/clock \
 		util/log util/metrics util/num util/timefmt util/utf8)
 
 all: $(BUILD)/petri
@@ -117,7 +117,7 @@ unit: $(BUILD)/unit-tests $(BUILD)/unit-session
 VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --vgdb=no \
             --suppressions=tests/unit/valgrind.supp \
             --errors-for-leak-kinds=definite --trace-children=yes
-VALGRIND_SUITES := buf cgroup codec config junit languages lease mcp mounts record request util
+VALGRIND_SUITES := buf cgroup codec config junit languages lease mcp mounts procs record request util
 ifneq ($(SAN),)
 unit-valgrind:
 	@echo "unit-valgrind: skipped in the sanitizer build (valgrind cannot run sanitized code)"

@@ -23,6 +23,8 @@ const char *http_sm_code(enum sm_result r, int *status)
 		[SM_INVALID] = { 400, "invalid_request" },
 		[SM_TOO_LARGE] = { 413, "too_large" },
 		[SM_NO_MEMORY] = { 500, "internal" },
+		[SM_NO_PROCESS] = { 404, "process_not_found" },
+		[SM_PROTECTED] = { 403, "process_protected" },
 	};
 
 	if (status)
@@ -34,7 +36,8 @@ const char *http_sm_message(enum sm_result r, const char *reason)
 {
 	/* A reason says more than the generic sentence where there is one;
 	 * not found, busy and over capacity have none. */
-	bool own = r == SM_GONE || r == SM_START_FAILED || r == SM_INVALID || r == SM_TOO_LARGE;
+	bool own = r == SM_GONE || r == SM_START_FAILED || r == SM_INVALID || r == SM_TOO_LARGE ||
+		   r == SM_NO_PROCESS || r == SM_PROTECTED;
 
 	return own && reason && *reason ? reason : sm_result_message(r);
 }
@@ -247,6 +250,46 @@ static enum MHD_Result executions(struct api_req *rq, const char *id)
 					    "truncated", truncated));
 }
 
+/* GET /v1/sessions/{id}/processes: what the session's code left running;
+ * DELETE .../processes/{pid}[?signal=NAME]: a signal to one of them (TERM
+ * unless named), answered at once (202): the process may take its time to
+ * end, or handle the signal.  pid is the sandbox's number. */
+static enum MHD_Result processes(struct api_req *rq, struct session *s, const char *pid_arg)
+{
+	const char *sig_arg, *signame;
+	struct request_error e;
+	char reason[256] = "";
+	json_t *list, *pidv, *sigv;
+	enum MHD_Result answered;
+	enum sm_result r;
+	int pid, sig;
+
+	if (!pid_arg) {
+		if (strcmp(rq->method, "GET"))
+			return http_not_allowed(rq, "GET");
+		r = session_processes(s, &list, reason, sizeof(reason));
+		return r == SM_OK ? http_json(rq, 200, list) : http_session_error(rq, r, reason);
+	}
+	if (strcmp(rq->method, "DELETE"))
+		return http_not_allowed(rq, "DELETE");
+	sig_arg = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "signal");
+	pidv = http_string(pid_arg);
+	sigv = sig_arg ? http_string(sig_arg) : NULL;
+	if (!pidv || (sig_arg && !sigv)) {
+		answered = http_error(rq, 500, "internal", "out of memory");
+	} else if (!request_pid(pidv, &pid, &e) || !request_signal(sigv, &sig, &signame, &e)) {
+		answered = http_request_error(rq, &e);
+	} else {
+		r = session_signal_process(s, pid, sig, reason, sizeof(reason));
+		answered = r == SM_OK ? http_json(rq, 202, json_pack("{s:i, s:s}", "pid", pid,
+								      "signal", signame)) :
+					http_session_error(rq, r, reason);
+	}
+	json_decref(pidv);
+	json_decref(sigv);
+	return answered;
+}
+
 enum MHD_Result handle_session(struct api_req *rq, const char *id, const char *rest)
 {
 	enum MHD_Result answered = MHD_NO;
@@ -281,6 +324,10 @@ enum MHD_Result handle_session(struct api_req *rq, const char *id, const char *r
 		answered = strcmp(m, "POST") ? http_not_allowed(rq, "POST") : execute(rq, s);
 	} else if (!strcmp(rest, "/archive")) {
 		answered = handle_archive(rq, s);
+	} else if (!strcmp(rest, "/processes")) {
+		answered = processes(rq, s, NULL);
+	} else if (!strncmp(rest, "/processes/", 11)) {
+		answered = processes(rq, s, rest + 11);
 	} else if (!strcmp(rest, "/files") || !strcmp(rest, "/files/")) {
 		answered = handle_files(rq, s, "", true);
 	} else if (!strncmp(rest, "/files/", 7)) {

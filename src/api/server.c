@@ -137,13 +137,7 @@ enum MHD_Result http_json(struct api_req *rq, unsigned status, json_t *body)
 
 json_t *http_string(const char *s)
 {
-	struct buf clean = BUF_INIT;
-	json_t *j = NULL;
-
-	if (utf8_sanitize(&clean, s, strlen(s)) == 0)
-		j = json_stringn(clean.data ? clean.data : "", clean.len);
-	buf_release(&clean);
-	return j;
+	return utf8_json_string(s, strlen(s));
 }
 
 enum MHD_Result http_error(struct api_req *rq, unsigned status, const char *code,

@@ -44,10 +44,11 @@ static json_t *find_out(struct box *box)
 }
 
 /* "languages:       python (also py, python3): 3.11.2," one to a line,
- * then the packages, six to a line. */
+ * then the tools likewise, then the packages, six to a line. */
 static void print_found(const json_t *found)
 {
 	const json_t *langs = json_object_get(found, "languages");
+	const json_t *tools = json_object_get(found, "tools");
 	const json_t *packages = json_object_get(found, "packages"), *v;
 	size_t i;
 
@@ -68,6 +69,20 @@ static void print_found(const json_t *found)
 		printf(": %s", version ? version : "NOT FOUND in the sandbox");
 	}
 	printf("\n");
+	if (json_is_array(tools)) {
+		printf("tools:           ");
+		json_array_foreach(tools, i, v) {
+			const char *version = json_string_value(json_object_get(v, "version"));
+
+			printf("%s%s: %s", i ? ",\n                 " : "",
+			       json_string_value(json_object_get(v, "name")),
+			       version ? version : "NOT FOUND in the sandbox");
+		}
+		printf("\n");
+	} else {
+		printf("tools:           unknown (%s)\n",
+		       json_string_value(json_object_get(found, "error")));
+	}
 	if (!json_is_array(packages)) {
 		printf("packages:        unknown (%s)\n",
 		       json_string_value(json_object_get(found, "error")));

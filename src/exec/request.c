@@ -1,11 +1,14 @@
 #include "exec/request.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "runtime/files.h"
 #include "runtime/languages.h"
@@ -112,6 +115,48 @@ bool request_language(const json_t *v, const char **name, struct request_error *
 	}
 	*name = l->name;
 	return true;
+}
+
+bool request_pid(const json_t *v, int *pid, struct request_error *e)
+{
+	const char *s = json_string_value(v);
+	long long n = -1;
+
+	if (json_is_integer(v)) {
+		n = json_integer_value(v);
+	} else if (s && *s && strlen(s) <= 10 && strspn(s, "0123456789") == strlen(s)) {
+		n = strtoll(s, NULL, 10);
+	}
+	if (n < 1 || n > INT_MAX)
+		return refuse(e, "invalid_request", "a process is named by its pid, a number from "
+			      "1 to %d (as GET /v1/sessions/{id}/processes lists it)", INT_MAX);
+	*pid = (int)n;
+	return true;
+}
+
+bool request_signal(const json_t *v, int *sig, const char **name, struct request_error *e)
+{
+	static const struct { const char *name; int sig; } table[] = {
+		{ "TERM", SIGTERM }, { "KILL", SIGKILL }, { "INT", SIGINT }, { "HUP", SIGHUP },
+		{ "QUIT", SIGQUIT }, { "USR1", SIGUSR1 }, { "USR2", SIGUSR2 },
+	};
+	const char *s = json_string_value(v);
+
+	if (!v || json_is_null(v)) {
+		*sig = SIGTERM;
+		*name = "TERM";
+		return true;
+	}
+	if (s && !strncasecmp(s, "SIG", 3))
+		s += 3;
+	for (size_t i = 0; s && i < sizeof(table) / sizeof(table[0]); i++)
+		if (!strcasecmp(s, table[i].name)) {
+			*sig = table[i].sig;
+			*name = table[i].name;
+			return true;
+		}
+	return refuse(e, "invalid_request", "'signal' must be one of TERM (the default), KILL, "
+		      "INT, HUP, QUIT, USR1, USR2");
 }
 
 static bool env_name_ok(const char *k)

@@ -67,6 +67,15 @@ void request_exec_release(struct box_exec *ex);
 bool request_lifetime(const struct petri_config *cfg, const json_t *obj, double *idle,
 		      double *life, struct request_error *e);
 
+/* Stopping a session's process: its pid as the sandbox numbers it (v a
+ * JSON integer, or a string of decimal digits as a URL path carries it),
+ * from 1 to INT_MAX; and the signal sent, by name (v a string: "TERM",
+ * "KILL", "INT", "HUP", "QUIT", "USR1", "USR2", with or without "SIG",
+ * any case; NULL or null: TERM), its number into *sig and its name (without
+ * "SIG") into *name. */
+bool request_pid(const json_t *v, int *pid, struct request_error *e);
+bool request_signal(const json_t *v, int *sig, const char **name, struct request_error *e);
+
 /* A one-shot: a fresh sandbox, files put in, one execution, the files it
  * wrote (optionally) returned, the sandbox gone. */
 struct oneshot_file {

@@ -26,6 +26,7 @@
 #include "jail/lease.h"
 #include "jail/mounts.h"
 #include "jail/policy.h"
+#include "jail/procs.h"
 #include "jail/safe.h"
 #include "jail/template.h"
 #include "util/log.h"
@@ -46,6 +47,7 @@ struct jail {
 	int pidfd;
 	int sync_fd;			/* kept open: its EOF tells pid 1 we died */
 	int status_fd, stdout_fd, stderr_fd, ctl_fd, work_fd;
+	int proc_fd;			/* the sandbox's own /proc (procs.h) */
 	struct cg *cg;
 	struct lease lease;		/* the host uid of its processes */
 	uid_t uid;			/* that uid (leased or not), and gid */
@@ -337,7 +339,7 @@ static struct jail *jail_alloc(struct jail_host *host)
 	j->host = host;
 	j->pid = -1;
 	j->pidfd = j->sync_fd = j->status_fd = j->stdout_fd = -1;
-	j->stderr_fd = j->ctl_fd = j->work_fd = -1;
+	j->stderr_fd = j->ctl_fd = j->work_fd = j->proc_fd = -1;
 	j->lease.fd = -1;
 	pthread_mutex_init(&j->fork_lock, NULL);
 	return j;
@@ -419,6 +421,10 @@ static int start_sandbox(struct jail *j, char *err, size_t errlen)
 			 strerror(errno));
 		return -errno;
 	}
+	/* Now, before any code of the sandbox runs.  Without it the sandbox
+	 * works, but its processes cannot be listed (jail_procs()). */
+	if ((r = procs_open(j->pid, &j->proc_fd)) < 0)
+		log_warn("cannot open the /proc of sandbox %d: %s", (int)j->pid, strerror(-r));
 	{
 		int fds[] = { j->status_fd, j->stdout_fd, j->stderr_fd, j->ctl_fd };
 
@@ -573,6 +579,16 @@ int jail_fork_charged(struct jail *j, int (*fn)(void *arg), void *arg, pid_t *pi
 	return r;
 }
 
+int jail_procs(struct jail *j, struct jail_proc *out, size_t max, size_t *total)
+{
+	return procs_list(j->proc_fd, out, max, total);
+}
+
+int jail_proc_signal(struct jail *j, pid_t pid, int sig)
+{
+	return procs_signal(j->proc_fd, pid, sig);
+}
+
 void jail_owner(const struct jail *j, uid_t *uid, gid_t *gid)
 {
 	*uid = j->uid;
@@ -722,6 +738,7 @@ static void jail_destroy(struct jail *j)
 	close_fd(&j->stderr_fd);
 	close_fd(&j->ctl_fd);
 	close_fd(&j->work_fd);
+	close_fd(&j->proc_fd);
 	pthread_mutex_destroy(&j->fork_lock);
 	free(j);
 }

@@ -214,6 +214,46 @@ int jail_kill(struct jail *j);
  * without waiting: the fast first half of jail_kill(). */
 void jail_stop(struct jail *j);
 
+/* The processes of a sandbox, numbered as the sandbox numbers them.  pid 1
+ * is its init, and the main process is always pid 2: pid 1 forks it before
+ * anything else runs in the namespace, and the sandbox ends with it. */
+#define JAIL_INIT_PID 1
+#define JAIL_MAIN_PID 2
+#define JAIL_PROCS_MAX 1024	/* described by one jail_procs(), at most */
+#define JAIL_PROC_CMD_MAX 512	/* bytes of a command line kept */
+
+struct jail_proc {
+	pid_t pid;
+	pid_t ppid;		/* 0: none in the sandbox (pid 1's parent) */
+	char state;		/* /proc/PID/stat's letter: R S D Z T t X I ... */
+	uint32_t threads;
+	char name[16];		/* the kernel's command name: any bytes, NUL-ended */
+	/* The command line, each argument NUL-terminated as the process left
+	 * it (a process may rewrite it: any bytes); at most
+	 * JAIL_PROC_CMD_MAX bytes, cut says it was longer. */
+	char cmd[JAIL_PROC_CMD_MAX];
+	size_t cmd_len;
+	bool cmd_cut;
+	double started_at;	/* seconds since the epoch */
+	double elapsed_s;
+	uint64_t rss_bytes;
+	uint64_t cpu_ns;	/* user + system */
+};
+
+/* The sandbox's processes other than pid 1 and the main process, in the
+ * order of their pids: at most max (<= JAIL_PROCS_MAX) described into out,
+ * *total says how many there were.  Reads the sandbox's own /proc (see
+ * src/jail/procs.h), bounded in what it reads of each; a process that ends
+ * meanwhile is left out.  Returns the number described, or -errno
+ * (-EOPNOTSUPP: this sandbox's /proc could not be opened).  Any thread may
+ * call it and jail_proc_signal() while another runs an execution. */
+int jail_procs(struct jail *j, struct jail_proc *out, size_t max, size_t *total);
+/* Send sig to the process pid of the sandbox (its number inside).  0;
+ * -ESRCH when the sandbox has no such process (a thread of one is not
+ * one); -EPERM for pid 1 and the main process, which end only with the
+ * sandbox (jail_kill()).  Never reaches a process outside the sandbox. */
+int jail_proc_signal(struct jail *j, pid_t pid, int sig);
+
 struct jail_usage {
 	uint64_t cpu_ns;	/* user + system, all processes */
 	uint64_t memory_peak;	/* bytes, since the last jail_reset_peak() */

@@ -259,7 +259,13 @@ static int plan_etc(struct mount_plan *p, const char *hostname)
 			   "passwd: files\ngroup: files\nshadow: files\nhosts: files\n"
 			   "networks: files\nprotocols: files\nservices: files\n")) ||
 	    (r = plan_text(p, "/etc/hosts", hosts)) ||
-	    (r = plan_text(p, "/etc/hostname", name)))
+	    (r = plan_text(p, "/etc/hostname", name)) ||
+	    /* git refuses to commit without an author, and a project's tests
+	     * often make commits: an identity for the sandbox's user, at the
+	     * lowest precedence (a `git config` of the code's own wins). */
+	    (r = plan_text(p, "/etc/gitconfig",
+			   "[user]\n\tname = " JAIL_USER "\n\temail = " JAIL_USER
+			   "@petri.invalid\n[init]\n\tdefaultBranch = main\n")))
 		return r;
 	for (size_t i = 0; host_etc[i]; i++)
 		if ((r = plan_host_path(p, host_etc[i])) < 0)

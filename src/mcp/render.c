@@ -37,6 +37,74 @@ json_t *render_text_item(const char *s, size_t len)
 	return item;
 }
 
+/* "42 s", "12 min", "3.5 h": how long a process has run. */
+static int age(struct buf *b, double s)
+{
+	if (s < 120)
+		return buf_appendf(b, "%6.0f s  ", s);
+	if (s < 7200)
+		return buf_appendf(b, "%6.0f min", s / 60);
+	return buf_appendf(b, "%6.1f h  ", s / 3600);
+}
+
+/* s on one line: control characters as '?'. */
+static int one_line(struct buf *b, const char *s)
+{
+	for (size_t n; *s; s += n) {
+		n = strcspn(s, "\x01\x02\x03\x04\x05\x06\x07\x08\t\n\x0b\x0c\r\x0e\x0f\x10"
+			    "\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f\x7f");
+		if (buf_append(b, s, n) < 0 || (s[n] && buf_append(b, "?", 1) < 0))
+			return -ENOMEM;
+		n += s[n] != '\0';
+	}
+	return 0;
+}
+
+int render_processes(struct buf *out, const json_t *list)
+{
+	const json_t *procs = json_object_get(list, "processes"), *p, *arg;
+	size_t i = 0, k;
+	json_int_t count = json_integer_value(json_object_get(list, "count"));
+
+	if (buf_appendf(out, "%lld process%s besides petri's own (pid 1, the sandbox's init, "
+			"and pid 2, the driver running your code):\n", (long long)count,
+			count == 1 ? "" : "es") < 0)
+		return -ENOMEM;
+	if (json_array_size(procs) && buf_append_str(out, "    pid    ppid  state           age     memory  "
+				"command\n") < 0)
+		return -ENOMEM;
+	json_array_foreach(procs, i, p) {
+		if (i == RENDER_PROCESSES_MAX)
+			break;
+		if (buf_appendf(out, "%7lld %7lld  %-12s ",
+				(long long)json_integer_value(json_object_get(p, "pid")),
+				(long long)json_integer_value(json_object_get(p, "ppid")),
+				json_string_value(json_object_get(p, "state"))) < 0 ||
+		    age(out, json_number_value(json_object_get(p, "elapsed_s"))) < 0 ||
+		    buf_appendf(out, " %6.1f MiB  ",
+				(double)json_integer_value(json_object_get(p, "rss_bytes")) /
+				(1 << 20)) < 0)
+			return -ENOMEM;
+		/* Valid UTF-8 already, but chosen by the process: one line. */
+		json_array_foreach(json_object_get(p, "command"), k, arg)
+			if ((k && buf_append(out, " ", 1) < 0) ||
+			    one_line(out, json_string_value(arg)) < 0)
+				return -ENOMEM;
+		if (!json_array_size(json_object_get(p, "command")) &&
+		    (buf_append(out, "[", 1) < 0 ||
+		     one_line(out, json_string_value(json_object_get(p, "name"))) < 0 ||
+		     buf_append(out, "]", 1) < 0))
+			return -ENOMEM;
+		if (buf_append_str(out, json_is_true(json_object_get(p, "command_truncated")) ?
+				   " [...]\n" : "\n") < 0)
+			return -ENOMEM;
+	}
+	if ((json_int_t)i < count &&
+	    buf_appendf(out, "[%lld more not shown]\n", (long long)(count - (json_int_t)i)) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
 /* A section: "--- name ---\n" then the text, ending in a newline. */
 static int section(struct buf *b, const char *name, const char *s, size_t len, size_t max)
 {

@@ -39,6 +39,12 @@ int render_clip(struct buf *out, const char *s, size_t len, size_t max);
  * the status was not ok. */
 json_t *render_execution(const struct result *r, bool *is_error);
 
+/* The processes of a session (runtime/processes.h's object) as a table
+ * for a model: one line each, pid, parent, state, age, memory, command;
+ * at most RENDER_PROCESSES_MAX lines.  Appended to out: 0 or -ENOMEM. */
+#define RENDER_PROCESSES_MAX	200
+int render_processes(struct buf *out, const json_t *list);
+
 /* An MCP content item of type text. */
 json_t *render_text_item(const char *s, size_t len);
 

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,9 +42,9 @@ static char python_version[32];
 /* ---- the tool table ---------------------------------------------------- */
 
 /* ARG_LANGUAGE: a string, a name or alias of the table of languages.  ARG_ENV: an
- * object of string values.  Values are checked here for their type only;
+ * object of string values.  ARG_PID: an integer, a process of the sandbox.  Values are checked here for their type only;
  * what they may be is the request model's to say (exec/request.h). */
-enum arg_type { ARG_STRING, ARG_NUMBER, ARG_LANGUAGE, ARG_ENV };
+enum arg_type { ARG_STRING, ARG_NUMBER, ARG_LANGUAGE, ARG_ENV, ARG_PID };
 
 struct arg {
 	const char *name;
@@ -65,6 +66,7 @@ struct tool {
 };
 
 static const char *const encodings[] = { "utf-8", "base64", NULL };
+static const char *const signals[] = { "TERM", "KILL", NULL };
 
 static json_t *run_execute(struct tools *, struct session *, json_t *, int, json_t **);
 static json_t *run_write_file(struct tools *, struct session *, json_t *, int, json_t **);
@@ -73,6 +75,7 @@ static json_t *run_list_files(struct tools *, struct session *, json_t *, int, j
 static json_t *run_upload_archive(struct tools *, struct session *, json_t *, int, json_t **);
 static json_t *run_download_archive(struct tools *, struct session *, json_t *, int,
 				    json_t **);
+static json_t *run_processes(struct tools *, struct session *, json_t *, int, json_t **);
 
 static const struct tool tool_table[] = {
 	{ "execute", "Run code in the sandbox", {
@@ -113,6 +116,12 @@ static const struct tool tool_table[] = {
 		{ "path", ARG_STRING, false, NULL,
 		  "The directory, relative to /work (default: /work itself)." },
 	}, true, false, run_download_archive },
+	{ "processes", "List or stop background processes", {
+		{ "stop", ARG_PID, false, NULL,
+		  "The pid of a process to stop first (as the list shows it)." },
+		{ "signal", ARG_STRING, false, signals,
+		  "How to stop it: TERM (the default: it may clean up) or KILL." },
+	}, false, false, run_processes },
 	{ "reset", "Start a fresh sandbox", { { .name = NULL } }, false, true, NULL },
 };
 
@@ -230,6 +239,10 @@ static json_t *check_args(const struct tools *t, const struct tool *tl, json_t *
 						    "%s%s%s", tl->name, a->name, a->choices[0],
 						    a->choices[1] ? ", " : "",
 						    a->choices[1] ? a->choices[1] : "");
+		} else if (a->type == ARG_PID) {
+			if (!json_is_integer(v) || json_integer_value(v) < 1)
+				return error_result("invalid arguments for %s: '%s' must be a pid, "
+						    "a whole number from 1", tl->name, a->name);
 		} else if (!json_is_number(v)) {
 			return error_result("invalid arguments for %s: '%s' must be a number",
 					    tl->name, a->name);
@@ -826,6 +839,48 @@ out:
 	return out;
 }
 
+/* ---- processes ----------------------------------------------------------- */
+
+static json_t *run_processes(struct tools *t, struct session *s, json_t *args, int cancel_fd,
+			     json_t **execution)
+{
+	json_t *stop = json_object_get(args, "stop"), *list = NULL, *out = NULL;
+	struct request_error e;
+	const char *signame;
+	char reason[256] = "";
+	struct buf b = BUF_INIT;
+	enum sm_result r;
+	int pid, sig;
+
+	(void)cancel_fd;
+	(void)execution;
+	if (stop && !json_is_null(stop)) {
+		if (!request_pid(stop, &pid, &e) ||
+		    !request_signal(json_object_get(args, "signal"), &sig, &signame, &e))
+			return error_result("invalid arguments for processes: %s", e.message);
+		r = session_signal_process(s, pid, sig, reason, sizeof(reason));
+		if (r != SM_OK)
+			return error_result("cannot stop process %d: %s", pid,
+					    reason[0] ? reason : sm_result_message(r));
+		if (buf_appendf(&b, "Sent SIG%s to process %d: it may take a moment to end%s.\n\n",
+				signame, pid, sig == SIGKILL ? "" : " (or handle the signal: "
+				"stop it with signal KILL if it stays)") < 0)
+			goto out;
+	}
+	r = session_processes(s, &list, reason, sizeof(reason));
+	if (r != SM_OK) {
+		out = error_result("cannot list the processes: %s",
+				   reason[0] ? reason : sm_result_message(r));
+		goto out;
+	}
+	if (render_processes(&b, list) == 0)
+		out = text_result("%s", b.data);
+out:
+	json_decref(list);
+	buf_release(&b);
+	return out;
+}
+
 /* ---- public ------------------------------------------------------------ */
 
 int tools_new(struct smgr *sm, const struct petri_config *cfg, struct tools **out)
@@ -944,13 +999,15 @@ void tools_last_session(struct tools *t, char out[SESSION_ID_LEN + 1])
 #define FOUND_WAIT_S 20.0	/* tools/list waits this long for the probe */
 
 /* "Python packages installed: numpy 1.24.2, ...  Other languages: bash
- * (GNU bash, version 5.2.15...), ...  " from what the sandboxes were found
- * to have (GET /v1/languages); "" when that is not known. */
+ * (GNU bash, version 5.2.15...), ...  Command-line tools: git (git version
+ * 2.39.5); ...  " from what the sandboxes were found to have (GET
+ * /v1/languages); "" when that is not known. */
 static char *found_text(const struct tools *t)
 {
 	json_t *found = t->sm ? smgr_found(t->sm, FOUND_WAIT_S) : NULL, *v;
 	json_t *packages = json_object_get(found, "packages");
 	json_t *langs = json_object_get(found, "languages");
+	json_t *tools = json_object_get(found, "tools");
 	struct buf b = BUF_INIT;
 	size_t i;
 	int r = 0;
@@ -974,6 +1031,18 @@ static char *found_text(const struct tools *t)
 		}
 		if (r == 0)
 			r = buf_append_str(&b, " all of them share the working directory /work.  ");
+		if (r == 0 && json_array_size(tools))
+			r = buf_append_str(&b, "Command-line tools (from bash):");
+		json_array_foreach(tools, i, v) {
+			const char *version = json_string_value(json_object_get(v, "version"));
+
+			if (r == 0 && version)
+				r = buf_appendf(&b, " %s (%s);",
+						json_string_value(json_object_get(v, "name")), version);
+		}
+		if (r == 0 && json_array_size(tools))
+			r = buf_append_str(&b, " git commits as 'sandbox' unless the code sets "
+					   "user.name.  ");
 	}
 	json_decref(found);
 	if (r < 0 || !b.data) {
@@ -1040,6 +1109,15 @@ static char *describe(const struct tools *t, const struct tool *tl, const char *
 			"Take a directory of /work (default: all of it) out of the sandbox in one "
 			"call, as a tar.gz: a base64 embedded resource, up to %u MiB.",
 			READ_BLOB_MAX >> 20);
+	else if (!strcmp(tl->name, "processes"))
+		r = asprintf(&s,
+			"List the processes running in the sandbox besides petri's own: servers "
+			"and jobs that code started in the background (`cmd &` in bash, "
+			"subprocess.Popen in Python) keep running between calls, and code of a "
+			"later call reaches a server over 127.0.0.1.  One line each: pid, parent "
+			"pid, state, age, memory and command line.  With stop, send that process "
+			"a signal first (TERM by default, or KILL).  Everything ends when the "
+			"sandbox does.");
 	else if (!strcmp(tl->name, "list_files"))
 		r = asprintf(&s,
 			"List a directory of the sandbox's /work (by default /work itself): the "
@@ -1087,7 +1165,8 @@ static json_t *schema(const struct tools *t, const struct tool *tl)
 		const struct arg *a = &tl->args[i];
 		json_t *p = a->type == ARG_LANGUAGE ? language_schema() :
 			    json_pack("{s:s, s:s}", "type", a->type == ARG_STRING ? "string" :
-				      a->type == ARG_ENV ? "object" : "number", "description",
+				      a->type == ARG_ENV ? "object" :
+				      a->type == ARG_PID ? "integer" : "number", "description",
 				      a->description);
 
 		if (p && a->type == ARG_ENV)
@@ -1101,6 +1180,8 @@ static json_t *schema(const struct tools *t, const struct tool *tl)
 				json_array_append_new(e, json_string(a->choices[k]));
 			json_object_set_new(p, "enum", e);
 		}
+		if (p && a->type == ARG_PID)
+			json_object_set_new(p, "minimum", json_integer(1));
 		if (p && a->type == ARG_NUMBER) {
 			json_object_set_new(p, "minimum", json_real(0.1));
 			json_object_set_new(p, "maximum", json_real(timeout_max(t)));

@@ -19,16 +19,51 @@
 #define PACKAGES_MAX 5000	/* distributions kept from the probe */
 #define FIELD_MAX 200		/* a name, a version, a version line */
 
+/* The command-line tools a project's tests need besides the languages'
+ * runtimes (docs/projects.md), each with the command that prints its
+ * version: the probe runs each in the sandbox, so a tool it names works
+ * there, not only on the host. */
+static const struct probe_tool {
+	const char *name, *command;
+} tool_table[] = {
+	{ "git", "git --version" },
+	{ "make", "make --version" },
+	{ "gcc", "gcc --version" },
+	{ "g++", "g++ --version" },
+	{ "pkg-config", "pkg-config --version" },
+	{ "pytest", "python3 -m pytest --version" },
+	{ "npm", "npm --version" },
+	{ "jq", "jq --version" },
+	{ "sqlite3", "sqlite3 --version" },
+	{ "rg", "rg --version" },
+	{ "patch", "patch --version" },
+	{ "diff", "diff --version" },
+	{ "tar", "tar --version" },
+	{ "unzip", "unzip -v" },
+};
+#define NTOOLS (sizeof(tool_table) / sizeof(tool_table[0]))
+
+static bool is_tool(const char *name)
+{
+	for (size_t i = 0; i < NTOOLS; i++)
+		if (!strcmp(tool_table[i].name, name))
+			return true;
+	return false;
+}
+
 /* The probe: Python's version and every installed distribution as
  * importlib.metadata finds them on the driver's sys.path (Debian's
  * dist-packages, the operator's [python] path), then each program
- * language's `version` command (first line of its output; null when it
- * fails: the runtime is not installed).  LANGS is spliced in as JSON. */
+ * language's `version` command and each tool's (first line of its
+ * output; null when it fails: not installed, or it does not run).  LANGS
+ * and TOOLS are spliced in as JSON. */
 static const char probe_head[] =
 	"import importlib.metadata as md, json, os, signal, subprocess, sys, time\n"
-	"LANGS = json.loads(%s)\n";
+	"LANGS = json.loads(%s)\n"
+	"TOOLS = json.loads(%s)\n";
 static const char probe_body[] =
-	"found = {'python': '%d.%d.%d' % sys.version_info[:3], 'packages': {}, 'languages': {}}\n"
+	"found = {'python': '%d.%d.%d' % sys.version_info[:3], 'packages': {}, 'languages': {},\n"
+	"         'tools': {}}\n"
 	"for d in md.distributions():\n"
 	"    try:\n"
 	"        name, version = d.metadata['Name'], d.version\n"
@@ -37,7 +72,8 @@ static const char probe_body[] =
 	"    if name and version and len(found['packages']) < 5000:\n"
 	"        found['packages'].setdefault(str(name)[:200], str(version)[:200])\n"
 	/* Each command in a process group of its own, killed with whatever
-	 * it started; all of them within 40 s (the probe has 60). */
+	 * it started; all of them, languages and tools, within 40 s (the
+	 * probe has 60). */
 	"def version(command, left):\n"
 	"    if left <= 0:\n"
 	"        return None\n"
@@ -57,33 +93,50 @@ static const char probe_body[] =
 	"    text = (out or err).decode('utf-8', 'replace').strip()\n"
 	"    return text.splitlines()[0][:200] if p.returncode == 0 and text else None\n"
 	"end = time.monotonic() + 40\n"
-	"for name, command in LANGS.items():\n"
-	"    try:\n"
-	"        found['languages'][name] = version(command, end - time.monotonic())\n"
-	"    except Exception:\n"
-	"        found['languages'][name] = None\n"
+	"for kind, table in (('languages', LANGS), ('tools', TOOLS)):\n"
+	"    for name, command in table.items():\n"
+	"        try:\n"
+	"            found[kind][name] = version(command, end - time.monotonic())\n"
+	"        except Exception:\n"
+	"            found[kind][name] = None\n"
 	"print(json.dumps(found))\n";
+
+/* A JSON string of the JSON object {name: command} (consumed): a Python
+ * literal as it stands, to free(); NULL when out of memory. */
+static char *quoted_json(json_t *table)
+{
+	char *list = table ? json_dumps(table, JSON_COMPACT) : NULL, *quoted = NULL;
+	json_t *text = list ? json_string(list) : NULL;
+
+	if (text)
+		quoted = json_dumps(text, JSON_ENCODE_ANY);
+	json_decref(text);
+	json_decref(table);
+	free(list);
+	return quoted;
+}
 
 char *probe_code(void)
 {
-	json_t *langs = json_object(), *text = NULL;
-	char *list = NULL, *quoted = NULL;
+	json_t *langs = json_object(), *tools = json_object();
+	char *quoted_langs, *quoted_tools;
 	struct buf code = BUF_INIT;
 
 	for (size_t i = 0; langs && i < lang_count(); i++)
 		if (lang_at(i)->version)
 			json_object_set_new(langs, lang_at(i)->name, json_string(lang_at(i)->version));
-	/* A JSON string of the JSON object: a Python literal as it stands. */
-	if (!langs || !(list = json_dumps(langs, JSON_COMPACT)) ||
-	    !(text = json_string(list)) || !(quoted = json_dumps(text, JSON_ENCODE_ANY)) ||
-	    buf_appendf(&code, probe_head, quoted) < 0 || buf_append_str(&code, probe_body) < 0) {
+	for (size_t i = 0; tools && i < NTOOLS; i++)
+		json_object_set_new(tools, tool_table[i].name, json_string(tool_table[i].command));
+	quoted_langs = quoted_json(langs);
+	quoted_tools = quoted_json(tools);
+	if (!quoted_langs || !quoted_tools ||
+	    buf_appendf(&code, probe_head, quoted_langs, quoted_tools) < 0 ||
+	    buf_append_str(&code, probe_body) < 0) {
 		buf_release(&code);
 		code.data = NULL;
 	}
-	json_decref(langs);
-	json_decref(text);
-	free(list);
-	free(quoted);
+	free(quoted_langs);
+	free(quoted_tools);
 	return code.data;
 }
 
@@ -106,18 +159,22 @@ json_t *probe_parse(const char *out, size_t len)
 	json_t *found = len <= PROBE_OUTPUT_MAX ? json_loadb(out, len, 0, NULL) : NULL;
 	json_t *packages = json_object_get(found, "packages");
 	json_t *langs = json_object_get(found, "languages");
+	json_t *tools = json_object_get(found, "tools");
 	const char *k;
 	json_t *v;
 
 	if (!json_is_object(found) || !short_string(json_object_get(found, "python")) ||
 	    !json_is_object(packages) || json_object_size(packages) > PACKAGES_MAX ||
-	    !json_is_object(langs))
+	    !json_is_object(langs) || !json_is_object(tools))
 		goto bad;
 	json_object_foreach(packages, k, v)
 		if (strlen(k) > FIELD_MAX || !short_string(v))
 			goto bad;
 	json_object_foreach(langs, k, v)
 		if (!lang_find(k) || !(json_is_null(v) || short_string(v)))
+			goto bad;
+	json_object_foreach(tools, k, v)
+		if (!is_tool(k) || !(json_is_null(v) || short_string(v)))
 			goto bad;
 	return found;
 bad:
@@ -165,6 +222,19 @@ static json_t *package_list(const json_t *packages)
 	return list;
 }
 
+/* [{"name", "version"}] in the table's order, version null for a tool
+ * not found. */
+static json_t *tool_list(const json_t *tools)
+{
+	json_t *list = json_array();
+
+	for (size_t i = 0; list && i < NTOOLS; i++)
+		json_array_append_new(list, json_pack("{s:s, s:O?}", "name", tool_table[i].name,
+						      "version", json_object_get(tools,
+										 tool_table[i].name)));
+	return list;
+}
+
 json_t *probe_describe(const json_t *found, const char *error)
 {
 	json_t *langs = json_array(), *versions = json_object_get(found, "languages");
@@ -184,8 +254,9 @@ json_t *probe_describe(const json_t *found, const char *error)
 			json_object_set_new(entry, "available", json_boolean(json_is_string(version)));
 		json_array_append_new(langs, entry);
 	}
-	d = json_pack("{s:o, s:o}", "languages", langs, "packages",
-		      found ? package_list(json_object_get(found, "packages")) : json_null());
+	d = json_pack("{s:o, s:o, s:o}", "languages", langs, "packages",
+		      found ? package_list(json_object_get(found, "packages")) : json_null(),
+		      "tools", found ? tool_list(json_object_get(found, "tools")) : json_null());
 	if (d && error)
 		json_object_set_new(d, "error", json_string(error));
 	return d;

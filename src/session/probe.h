@@ -1,7 +1,8 @@
 /* What the sandboxes have, found by running one: Python's version and the
- * packages it can import (with their versions), and the version of each
- * language's runtime.  A probe is an ordinary Python execution in a fresh
- * sandbox, as a one-shot's, so it sees exactly what a session sees: the
+ * packages it can import (with their versions), the version of each
+ * language's runtime and of each command-line tool of a fixed table.  A
+ * probe is an ordinary Python execution in a fresh sandbox, as a
+ * one-shot's, so it sees exactly what a session sees: the
  * host's packages, the operator's binds and [python] path, the table of
  * languages (runtime/languages.h).  GET /v1/languages, MCP's tool
  * description and petri check say what it found (docs/languages.md). */
@@ -28,12 +29,15 @@ struct box_exec probe_exec(const char *code);
 
 /* What the probe printed, checked: {"python": "3.11.2", "packages":
  * {NAME: VERSION}, "languages": {NAME: "first line of its version" or
- * null}}; NULL when the output is not that.  Bounded: a sandbox wrote it. */
+ * null}, "tools": {NAME: likewise}}; NULL when the output is not that.
+ * Bounded: a sandbox wrote it. */
 json_t *probe_parse(const char *out, size_t len);
 
 /* The answer of GET /v1/languages: every language of the table with its
- * version as found, and the packages sorted by name.  found NULL: not
- * known (error says why: still probing, or the probe failed). */
+ * version as found, the packages sorted by name, and the command-line
+ * tools a project's tests need (git, make, gcc... in a fixed table) with
+ * theirs, null for one not found.  found NULL: not known (error says why:
+ * still probing, or the probe failed). */
 json_t *probe_describe(const json_t *found, const char *error);
 
 /* A probe running in the background in a one-shot sandbox of m with these

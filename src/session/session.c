@@ -12,6 +12,7 @@
 
 #include "record/record.h"
 #include "runtime/files.h"
+#include "runtime/processes.h"
 #include "session/pool.h"
 #include "session/probe.h"
 #include "session/spawner.h"
@@ -113,6 +114,10 @@ const char *sm_result_message(enum sm_result r)
 		return "a file does not fit in the sandbox's /work";
 	case SM_NO_MEMORY:
 		return "out of memory";
+	case SM_NO_PROCESS:
+		return "the session has no such process";
+	case SM_PROTECTED:
+		return "the process is petri's own: it ends with the session";
 	}
 	return "unknown";
 }
@@ -723,26 +728,90 @@ void session_times(struct session *s, double *created, double *last_used,
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* Is s alive (s->lock held)?  Then it is marked used now: SM_OK; else
+ * SM_NOT_FOUND (deleted) or SM_GONE with the reason. */
+static enum sm_result use_locked(struct session *s, char *reason, size_t reasonlen)
+{
+	if (s->deleted)
+		return SM_NOT_FOUND;
+	if (s->dead) {
+		snprintf(reason, reasonlen, "%s", s->dead_reason);
+		return SM_GONE;
+	}
+	s->last_used = clock_wall_s();
+	return SM_OK;
+}
+
+static enum sm_result use(struct session *s, char *reason, size_t reasonlen)
+{
+	enum sm_result r;
+
+	pthread_mutex_lock(&s->lock);
+	r = use_locked(s, reason, reasonlen);
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
 enum sm_result session_set_lifetime(struct session *s, double idle_timeout_s,
 				    double max_lifetime_s, char *reason, size_t reasonlen)
 {
-	enum sm_result r = SM_OK;
+	enum sm_result r;
 
 	pthread_mutex_lock(&s->lock);
-	if (s->deleted) {
-		r = SM_NOT_FOUND;
-	} else if (s->dead) {
-		snprintf(reason, reasonlen, "%s", s->dead_reason);
-		r = SM_GONE;
-	} else {
-		if (idle_timeout_s > 0)
-			s->idle_timeout_s = idle_timeout_s;
-		if (max_lifetime_s > 0)
-			s->max_lifetime_s = max_lifetime_s;
-		s->last_used = clock_wall_s();
-	}
+	r = use_locked(s, reason, reasonlen);
+	if (r == SM_OK && idle_timeout_s > 0)
+		s->idle_timeout_s = idle_timeout_s;
+	if (r == SM_OK && max_lifetime_s > 0)
+		s->max_lifetime_s = max_lifetime_s;
 	pthread_mutex_unlock(&s->lock);
 	return r;
+}
+
+/* What processes_list() or processes_signal() said, for s. */
+static enum sm_result processes_result(struct session *s, int rc, char *reason,
+				       size_t reasonlen)
+{
+	enum sm_result r;
+
+	if (rc == 0)
+		return SM_OK;
+	if (rc == -ENOMEM)
+		return SM_NO_MEMORY;
+	if (rc == -ESRCH && !reason[0])
+		snprintf(reason, reasonlen, "the session has no such process");
+	if (rc == -ESRCH)
+		return SM_NO_PROCESS;
+	if (rc == -EPERM)
+		return SM_PROTECTED;
+	if ((r = use(s, reason, reasonlen)) != SM_OK)	/* it ended meanwhile */
+		return r;
+	snprintf(reason, reasonlen, "the processes of this session cannot be seen: %s",
+		 strerror(-rc));
+	return SM_INVALID;
+}
+
+enum sm_result session_processes(struct session *s, json_t **out, char *reason,
+				 size_t reasonlen)
+{
+	enum sm_result r = use(s, reason, reasonlen);
+
+	*out = NULL;
+	if (r != SM_OK)
+		return r;
+	reason[0] = '\0';
+	return processes_result(s, processes_list(s->box, out), reason, reasonlen);
+}
+
+enum sm_result session_signal_process(struct session *s, int pid, int sig, char *reason,
+				      size_t reasonlen)
+{
+	enum sm_result r = use(s, reason, reasonlen);
+
+	if (r != SM_OK)
+		return r;
+	reason[0] = '\0';
+	return processes_result(s, processes_signal(s->box, pid, sig, reason, reasonlen),
+				reason, reasonlen);
 }
 
 bool session_ended(struct session *s)

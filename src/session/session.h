@@ -53,6 +53,8 @@ enum sm_result {
 	SM_INVALID,		/* the request cannot run: see err */
 	SM_TOO_LARGE,		/* a file does not fit in /work: see err */
 	SM_NO_MEMORY,		/* the daemon is out of memory */
+	SM_NO_PROCESS,		/* the session has no such process */
+	SM_PROTECTED,		/* the process is petri's own: see the reason */
 };
 
 /* A sentence for r, for when there is no reason more precise. */
@@ -128,6 +130,17 @@ json_t *smgr_all_executions(struct smgr *m, enum record_scope scope, int limit,
  * writes of /work while code runs see whatever the code does. */
 int session_work_fd(struct session *s);
 void session_file_owner(struct session *s, uid_t *uid, gid_t *gid);
+/* The processes the session's code left running (every process of its
+ * sandbox but pid 1 and the driver, runtime/processes.h), and a signal to
+ * one of them by its pid inside.  Neither claims the session: they work
+ * while an execution runs, and count as use.  SM_OK (with *out, a new
+ * reference), SM_NOT_FOUND (deleted), SM_GONE (reason), SM_NO_PROCESS,
+ * SM_PROTECTED (pid 1 or the driver: reason says which), SM_INVALID (the
+ * sandbox's processes cannot be seen: reason), SM_NO_MEMORY. */
+enum sm_result session_processes(struct session *s, json_t **out, char *reason,
+				 size_t reasonlen);
+enum sm_result session_signal_process(struct session *s, int pid, int sig, char *reason,
+				      size_t reasonlen);
 /* Mark the session used now (file transfers count as use). */
 void session_touch(struct session *s);
 /* When the session was created (seconds since the epoch), last used, and

@@ -122,6 +122,19 @@ int utf8_sanitize(struct buf *out, const char *s, size_t n)
 	return buf_append(out, s + run, n - run);
 }
 
+json_t *utf8_json_string(const char *s, size_t n)
+{
+	struct buf clean = BUF_INIT;
+	json_t *j = NULL;
+
+	if (utf8_valid(s, n))
+		return json_stringn(s, n);
+	if (utf8_sanitize(&clean, s, n) == 0)
+		j = json_stringn(clean.data ? clean.data : "", clean.len);
+	buf_release(&clean);
+	return j;
+}
+
 int utf8_carry_take(struct utf8_carry *c, const char *s, size_t n, struct buf *out)
 {
 	struct buf joined = BUF_INIT;

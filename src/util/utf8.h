@@ -2,6 +2,7 @@
 #ifndef PETRI_UTF8_H
 #define PETRI_UTF8_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -18,6 +19,9 @@ bool utf8_valid(const char *s, size_t n);
 size_t utf8_cut(const char *s, size_t n);
 /* Append s to out with every invalid byte replaced by U+FFFD. */
 int utf8_sanitize(struct buf *out, const char *s, size_t n);
+/* s[0..n), any bytes, as a JSON string sanitized so (jansson refuses what
+ * is not UTF-8); NULL when out of memory. */
+json_t *utf8_json_string(const char *s, size_t n);
 
 /* Text that arrives in chunks cut anywhere (a program's output): the first
  * bytes of a character cut at a chunk's end wait here for the rest, so that

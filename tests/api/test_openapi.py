@@ -208,8 +208,9 @@ def test_document_structure():
                 "/v1/sessions/{id}/keepalive",
                 "/v1/sessions/{id}/execute", "/v1/sessions/{id}/executions",
                 "/v1/sessions/{id}/files",
-                "/v1/sessions/{id}/files/{path}", "/v1/sessions/{id}/archive", "/v1/execute",
-                "/v1/executions", "/v1/languages"}
+                "/v1/sessions/{id}/files/{path}", "/v1/sessions/{id}/archive",
+                "/v1/sessions/{id}/processes", "/v1/sessions/{id}/processes/{pid}",
+                "/v1/execute", "/v1/executions", "/v1/languages"}
     assert set(DOC["paths"]) == expected
     op_ids = []
     for template, item in DOC["paths"].items():
@@ -585,6 +586,36 @@ def test_archives(api, make_server):
     assert small_api.put(f"/v1/sessions/{sid}/files/b", data=b"b").status_code == 201
     r = small_api.get(f"/v1/sessions/{sid}/archive")
     assert r.status_code == 413 and error_code(r) == "too_large"
+
+
+def test_processes(api):
+    sid = api.session(language="bash")
+    base = f"/v1/sessions/{sid}/processes"
+    r = api.get(base)
+    assert r.status_code == 200 and check(r) == {"processes": [], "count": 0, "truncated": False}
+    res = check(api.post(f"/v1/sessions/{sid}/execute",
+                         {"code": "sleep 1000 &\n(exec -a $'\\xff' sleep 1000) &"}))
+    assert res["status"] == "ok"
+    listing = check(api.get(base))
+    assert listing["count"] == 2 and len(listing["processes"]) == 2, listing
+    pid = listing["processes"][0]["pid"]
+    r = api.delete(f"{base}/{pid}", params={"signal": "kill"})
+    assert r.status_code == 202 and check(r) == {"pid": pid, "signal": "KILL"}
+    cases = [
+        (api.delete(f"{base}/1"), 403, "process_protected"),
+        (api.delete(f"{base}/2"), 403, "process_protected"),
+        (api.delete(f"{base}/999999"), 404, "process_not_found"),
+        (api.delete(f"{base}/x"), 400, "invalid_request"),
+        (api.delete(f"{base}/5", params={"signal": "STOP"}), 400, "invalid_request"),
+        (api.post(base), 405, "method_not_allowed"),
+        (api.get(f"{base}/5"), 405, "method_not_allowed"),
+        (api.get("/v1/sessions/ses_00000000000000000000000000000000/processes"), 404,
+         "session_not_found"),
+        (api.delete("/v1/sessions/ses_00000000000000000000000000000000/processes/5"), 404,
+         "session_not_found"),
+    ]
+    for r, status, code in cases:
+        assert (r.status_code, error_code(r)) == (status, code), r.request.url
 
 
 def test_one_shot_execute(api):

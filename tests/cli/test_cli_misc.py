@@ -39,6 +39,15 @@ def test_check_says_the_sandbox_works(petri_raw):
     assert re.search(r'^\s+r \(also R\): R', text, re.M), text
     assert re.search(r'^packages:\s+\d+ Python packages', text, re.M), text
     assert re.search(r'\bnumpy \d', text) and re.search(r'\bseaborn \d', text), text
+    # The tools a project's tests need, each as a sandbox ran it: one table.
+    table = text[text.index('\ntools:'):text.index('\npackages:')]
+    assert re.search(r'^tools:\s+git: git version \d', table, re.M), table
+    for line in (r'make: GNU Make \d', r'gcc: gcc \(', r'g\+\+: g\+\+ \(', r'pkg-config: \d',
+                 r'pytest: pytest \d', r'npm: \d+\.', r'jq: jq-\d', r'sqlite3: 3\.',
+                 r'rg: ripgrep \d', r'patch: GNU patch \d', r'diff: diff \(GNU diffutils\)',
+                 r'tar: tar \(GNU tar\)', r'unzip: UnZip \d'):
+        assert re.search(r'^\s+' + line, table, re.M), (line, table)
+    assert 'NOT FOUND' not in table, table   # scripts/deps installs every one
 
 
 def test_check_json(petri_raw):
@@ -61,6 +70,11 @@ def test_check_json(petri_raw):
     import importlib.metadata
     assert packages['numpy'] == importlib.metadata.version('numpy')
     assert 'seaborn' in packages and 'scikit-learn' in packages
+    tools = {t['name']: t['version'] for t in info['tools']}
+    assert list(tools) == ['git', 'make', 'gcc', 'g++', 'pkg-config', 'pytest', 'npm', 'jq',
+                           'sqlite3', 'rg', 'patch', 'diff', 'tar', 'unzip'], tools
+    assert all(tools.values()), tools
+    assert tools['git'].startswith('git version ') and tools['pytest'].startswith('pytest ')
     # The range sandboxes lease their host uids from, and how much of it
     # no daemon of this host holds.
     assert info['uid_map']['uid_count'] == 65536

@@ -22,7 +22,7 @@
 FUZZ_CC     ?= clang
 FUZZ_BUILD  := build/fuzz
 FUZZ_OUT    := tests/fuzz/out
-FUZZ_NAMES  := frame jstring result path url body config mcp chat multipart junit
+FUZZ_NAMES  := frame jstring result path url body config mcp chat multipart junit procs
 FUZZ_TIME   ?= 300
 FUZZ_SMOKE_TIME ?= 8
 
@@ -52,6 +52,7 @@ FUZZ_FLAGS_mcp    := -dict=tests/fuzz/json.dict -max_len=8192
 FUZZ_FLAGS_chat   := -dict=tests/fuzz/json.dict -max_len=8192
 FUZZ_FLAGS_multipart := -max_len=16384
 FUZZ_FLAGS_junit  := -dict=tests/fuzz/junit.dict -max_len=16384
+FUZZ_FLAGS_procs  := -max_len=2048
 
 fuzz-build: $(FUZZ_BINS)
 

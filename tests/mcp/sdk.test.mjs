@@ -56,8 +56,8 @@ function scenarios(connect) {
     assert.ok(client.getServerCapabilities().tools);
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name).sort();
-    assert.deepEqual(names, ['download_archive', 'execute', 'list_files', 'read_file', 'reset',
-      'upload_archive', 'write_file']);
+    assert.deepEqual(names, ['download_archive', 'execute', 'list_files', 'processes', 'read_file',
+      'reset', 'upload_archive', 'write_file']);
     for (const t of tools) {
       assert.equal(t.inputSchema.type, 'object', t.name);
       assert.equal(t.inputSchema.additionalProperties, false, t.name);

@@ -159,7 +159,7 @@ def test_tools_list_schemas(mcp):
     tools = mcp.request("tools/list")["result"]["tools"]
     by_name = {t["name"]: t for t in tools}
     assert set(by_name) == {"execute", "write_file", "read_file", "list_files", "upload_archive",
-                            "download_archive", "reset"}
+                            "download_archive", "processes", "reset"}
     ex = by_name["execute"]["inputSchema"]
     assert ex == {
         "type": "object", "additionalProperties": False, "required": ["code"],
@@ -179,6 +179,8 @@ def test_tools_list_schemas(mcp):
     assert wf["properties"]["encoding"]["enum"] == ["utf-8", "base64"]
     assert by_name["reset"]["inputSchema"] == {"type": "object", "properties": {},
                                                "additionalProperties": False}
+    assert by_name["processes"]["inputSchema"]["properties"]["stop"]["type"] == "integer"
+    assert by_name["processes"]["inputSchema"]["properties"]["signal"]["enum"] == ["TERM", "KILL"]
     assert by_name["read_file"]["annotations"]["readOnlyHint"] is True
     assert by_name["reset"]["annotations"]["destructiveHint"] is True
     desc = by_name["execute"]["description"]
@@ -190,9 +192,54 @@ def test_tools_list_schemas(mcp):
     for dist in ("numpy", "pandas", "matplotlib", "scipy", "seaborn", "scikit-learn"):
         assert f"{dist} {importlib.metadata.version(dist)}" in desc, dist
     assert re.search(r"javascript \(v\d+\.", desc) and re.search(r"\br \(R", desc), desc
+    assert re.search(r"git \(git version \d", desc) and re.search(r"pytest \(pytest \d", desc)
     import jsonschema
     for t in tools:
         jsonschema.Draft202012Validator.check_schema(t["inputSchema"])
+
+
+def test_processes_lists_and_stops_a_background_server(mcp):
+    res = mcp.call("processes")
+    assert res["isError"] is False and text_of(res).startswith("0 processes besides"), res
+    res = mcp.execute("python3 -m http.server 8002 --bind 127.0.0.1 >/dev/null 2>&1 &\n"
+                      "sleep 1000 &\necho ok", language="bash")
+    assert res["isError"] is False, text_of(res)
+    # Both children may still be in their execve when the call returns.
+    t = ""
+    for _ in range(200):
+        t = text_of(mcp.call("processes"))
+        if "http.server 8002" in t and "sleep 1000" in t:
+            break
+        time.sleep(0.05)
+    assert t.startswith("2 processes besides petri's own"), t
+    line = next(li for li in t.splitlines() if "http.server 8002" in li)
+    pid = int(line.split()[0])
+    assert "python3 -m http.server 8002 --bind 127.0.0.1" in line, line
+    # A later call reaches it over loopback.
+    fetch = ("import socket, time, urllib.request\n"
+             "for _ in range(300):\n"
+             "    try:\n"
+             "        socket.create_connection(('127.0.0.1', 8002), timeout=1).close(); break\n"
+             "    except OSError:\n"
+             "        time.sleep(0.05)\n"
+             "print(urllib.request.urlopen('http://127.0.0.1:8002/').status)")
+    assert "200" in text_of(mcp.execute(fetch))
+    res = mcp.call("processes", {"stop": pid, "signal": "KILL"})
+    assert res["isError"] is False and f"Sent SIGKILL to process {pid}" in text_of(res), res
+    # Gone once pid 1 has reaped it (a zombie until then).
+    t = ""
+    for _ in range(200):
+        t = text_of(mcp.call("processes"))
+        if t.startswith("1 process besides"):
+            break
+        time.sleep(0.05)
+    assert "http.server" not in t and t.startswith("1 process besides"), t
+    for args, words in (({"stop": 1}, "init"), ({"stop": 2}, "driver"),
+                        ({"stop": 999999}, "no process 999999"),
+                        ({"stop": "4"}, "must be a pid"), ({"stop": 0}, "must be a pid"),
+                        ({"stop": 5, "signal": "HUP"}, "must be one of TERM, KILL")):
+        res = mcp.call("processes", args)
+        assert res["isError"] is True and words in text_of(res), (args, text_of(res))
 
 
 def test_output_is_cut_for_a_model_with_head_tail_and_a_note(mcp):

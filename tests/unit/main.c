@@ -21,6 +21,7 @@ int main(void)
 		mounts_suite,
 		multipart_suite,
 		policy_suite,
+		procs_suite,
 		record_suite,
 		request_suite,
 		util_suite,

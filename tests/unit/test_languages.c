@@ -2,12 +2,14 @@
  * message, and that the documents built into the binary agree with it — the
  * OpenAPI document's enums and the driver's own list — and so does MCP's
  * tools/list, whatever is edited first. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "config/config.h"
 #include "mcp/mcp.h"
 #include "runtime/embed.h"
 #include "runtime/languages.h"
+#include "session/probe.h"
 #include "unit.h"
 #include "util/buf.h"
 
@@ -265,6 +267,52 @@ START_TEST(operator_languages)
 }
 END_TEST
 
+/* What the probe printed, as a sandbox could print it: the tools of its
+ * table each with a version or null (not found), nothing else accepted;
+ * described in the table's order, every tool named, null where not found. */
+START_TEST(probe_finds_the_tools)
+{
+	static const char ok[] =
+		"{\"python\": \"3.11.2\", \"packages\": {\"numpy\": \"1.24.2\"}, "
+		"\"languages\": {\"bash\": \"GNU bash\"}, "
+		"\"tools\": {\"git\": \"git version 2.39.5\", \"unzip\": null}}";
+	static const char *const bad[] = {
+		"{\"python\": \"3\", \"packages\": {}, \"languages\": {}}",
+		"{\"python\": \"3\", \"packages\": {}, \"languages\": {}, \"tools\": []}",
+		"{\"python\": \"3\", \"packages\": {}, \"languages\": {}, "
+		"\"tools\": {\"nmap\": \"7\"}}",
+		"{\"python\": \"3\", \"packages\": {}, \"languages\": {}, "
+		"\"tools\": {\"git\": 2}}",
+	};
+	char *code = probe_code();
+	json_t *found, *d, *tools, *t;
+	size_t i;
+
+	/* The probe asks for every tool of the table. */
+	ck_assert(code && strstr(code, "git --version") && strstr(code, "unzip -v"));
+	free(code);
+	found = probe_parse(ok, strlen(ok));
+	ck_assert_ptr_nonnull(found);
+	d = probe_describe(found, NULL);
+	tools = json_object_get(d, "tools");
+	ck_assert_uint_ge(json_array_size(tools), 14);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(tools, 0), "name")), "git");
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(tools, 0), "version")),
+			 "git version 2.39.5");
+	json_array_foreach(tools, i, t)
+		if (strcmp(json_string_value(json_object_get(t, "name")), "git"))
+			ck_assert(json_is_null(json_object_get(t, "version")));
+	json_decref(d);
+	json_decref(found);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(!probe_parse(bad[i], strlen(bad[i])), "%s", bad[i]);
+	/* Not known yet: null, as the packages. */
+	d = probe_describe(NULL, "still finding out");
+	ck_assert(json_is_null(json_object_get(d, "tools")));
+	json_decref(d);
+}
+END_TEST
+
 Suite *languages_suite(void)
 {
 	Suite *s = suite_create("languages");
@@ -276,6 +324,7 @@ Suite *languages_suite(void)
 	tcase_add_test(tc, operator_languages);
 	tcase_add_test(tc, driver_runs_every_language);
 	tcase_add_test(tc, mcp_reads_the_table);
+	tcase_add_test(tc, probe_finds_the_tools);
 	suite_add_tcase(s, tc);
 	return s;
 }

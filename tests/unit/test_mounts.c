@@ -69,6 +69,8 @@ START_TEST(test_plan_layout)
 	ck_assert_ptr_nonnull(e);
 	ck_assert_ptr_nonnull(strstr(e->data, "sandbox:x:1000:1000"));
 	ck_assert_ptr_null(strstr(e->data, "root:x:0:0:root:/root"));
+	e = find(&p, MOUNT_FILE, "/etc/gitconfig");
+	ck_assert(e && strstr(e->data, "email = sandbox@petri.invalid"));
 	/* /proc/sys read-only, the kernel's secrets masked */
 	e = find(&p, MOUNT_BIND, "/proc/sys");
 	ck_assert(e && (e->flags & MOUNT_F_SELF) && !(e->flags & MOUNT_F_RW));

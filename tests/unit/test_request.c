@@ -1,6 +1,7 @@
 /* The request model (src/exec/request.c, limits.c): one set of rules for
  * every front end, checked here on the functions they all call. */
 #include <jansson.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -243,6 +244,52 @@ START_TEST(test_to_jail)
 }
 END_TEST
 
+/* A process to stop: its pid (a JSON integer, or digits as a URL path
+ * carries them) and the signal, by a name of the short list. */
+START_TEST(test_pid_and_signal)
+{
+	static const char *const bad_pids[] = {
+		"0", "-1", "2147483648", "1.5", "\"\"", "\"4x\"", "\"-4\"", "\"+4\"",
+		"\" 4\"", "\"99999999999\"", "null", "true", "[4]",
+	};
+	static const char *const bad_signals[] = {
+		"\"SEGV\"", "\"STOP\"", "\"9\"", "9", "\"\"", "\"SIG\"", "\"TERMX\"", "[]",
+	};
+	struct request_error e;
+	const char *name;
+	json_t *v;
+	int pid, sig;
+
+	v = parse("4");
+	ck_assert(request_pid(v, &pid, &e) && pid == 4);
+	json_decref(v);
+	v = parse("\"2147483647\"");
+	ck_assert(request_pid(v, &pid, &e) && pid == 2147483647);
+	json_decref(v);
+	for (size_t i = 0; i < sizeof(bad_pids) / sizeof(bad_pids[0]); i++) {
+		v = parse(bad_pids[i]);
+		ck_assert_msg(!request_pid(v, &pid, &e), "%s", bad_pids[i]);
+		ck_assert_str_eq(e.code, "invalid_request");
+		json_decref(v);
+	}
+	ck_assert(request_signal(NULL, &sig, &name, &e) && sig == SIGTERM);
+	ck_assert_str_eq(name, "TERM");
+	v = parse("\"sigkill\"");
+	ck_assert(request_signal(v, &sig, &name, &e) && sig == SIGKILL);
+	ck_assert_str_eq(name, "KILL");
+	json_decref(v);
+	v = parse("\"HUP\"");
+	ck_assert(request_signal(v, &sig, &name, &e) && sig == SIGHUP);
+	json_decref(v);
+	for (size_t i = 0; i < sizeof(bad_signals) / sizeof(bad_signals[0]); i++) {
+		v = parse(bad_signals[i]);
+		ck_assert_msg(!request_signal(v, &sig, &name, &e), "%s", bad_signals[i]);
+		ck_assert_ptr_nonnull(strstr(e.message, "'signal' must be one of"));
+		json_decref(v);
+	}
+}
+END_TEST
+
 START_TEST(test_default_path)
 {
 	char buf[4096];
@@ -271,6 +318,7 @@ Suite *request_suite(void)
 	tcase_add_test(tc, test_exec_tests);
 	tcase_add_test(tc, test_oneshot);
 	tcase_add_test(tc, test_to_jail);
+	tcase_add_test(tc, test_pid_and_signal);
 	tcase_add_test(tc, test_default_path);
 	suite_add_tcase(s, tc);
 	return s;

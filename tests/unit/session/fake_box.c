@@ -281,6 +281,32 @@ void jail_owner(const struct jail *j, uid_t *uid, gid_t *gid)
 	*uid = *gid = (uid_t)(FAKE_FD_BASE + j->box->slot);
 }
 
+int jail_procs(struct jail *j, struct jail_proc *out, size_t max, size_t *total)
+{
+	static const char cmd[] = "sleep\0" "1000";
+
+	*total = 0;
+	if (!box_alive(j->box) || max == 0)
+		return 0;
+	memset(out, 0, sizeof(*out));
+	out->pid = FAKE_PID;
+	out->ppid = JAIL_INIT_PID;
+	out->state = 'S';
+	out->threads = 1;
+	snprintf(out->name, sizeof(out->name), "sleep");
+	memcpy(out->cmd, cmd, sizeof(cmd));
+	out->cmd_len = sizeof(cmd);
+	*total = 1;
+	return 1;
+}
+
+int jail_proc_signal(struct jail *j, pid_t pid, int sig)
+{
+	if (pid == JAIL_INIT_PID || pid == JAIL_MAIN_PID)
+		return -EPERM;
+	return pid == FAKE_PID && box_alive(j->box) ? 0 : -ESRCH;
+}
+
 /* The configuration's check of its binds; these tests configure none. */
 int jail_bind_check(const char *path, bool want_dir, char *why, size_t whylen)
 {

@@ -19,6 +19,10 @@
  * An upload past the box's memory limit fails with -ENOMEM and counts as
  * the kernel's OOM kill of the sandbox (jail_usage()).
  *
+ * Its processes (jail_procs()): FAKE_PID, running `sleep 1000`; a signal
+ * to it succeeds, pid 1 and 2 are refused as petri's own, any other pid is
+ * no process.  A dead box has none.
+ *
  * Unlike a real box, a stopped box is dead at once (box_alive() is false
  * right after box_stop(), not only once an execution noticed). */
 #ifndef PETRI_FAKE_BOX_H
@@ -32,6 +36,7 @@ struct box;
 
 #define FAKE_DIED_REASON "the runtime crashed (fake)"
 #define FAKE_WRITTEN "out.csv"
+#define FAKE_PID 7
 
 /* Make every box_start() fail (or succeed again). */
 void fake_box_fail_starts(bool fail);

@@ -15,6 +15,7 @@
 #include <check.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -401,6 +402,51 @@ START_TEST(test_delete)
 }
 END_TEST
 
+/* What the processes of a session are to the session manager: listed and
+ * signalled without a claim (an execution may run), petri's own refused
+ * with a reason, nothing once the session is deleted. */
+START_TEST(test_processes)
+{
+	struct session *s;
+	struct job j;
+	json_t *list, *p;
+	char reason[256] = "";
+
+	start(4, 4);
+	s = create(60, 60);
+	job_start(&j, s, "block", -1);
+	fake_box_wait_blocked(1);
+	ck_assert_int_eq(session_processes(s, &list, reason, sizeof(reason)), SM_OK);
+	ck_assert_int_eq(json_integer_value(json_object_get(list, "count")), 1);
+	ck_assert(json_is_false(json_object_get(list, "truncated")));
+	p = json_array_get(json_object_get(list, "processes"), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(p, "pid")), FAKE_PID);
+	ck_assert_str_eq(json_string_value(json_object_get(p, "state")), "sleeping");
+	ck_assert_str_eq(json_string_value(json_array_get(json_object_get(p, "command"), 1)),
+			 "1000");
+	json_decref(list);
+	ck_assert_int_eq(session_signal_process(s, FAKE_PID, SIGTERM, reason, sizeof(reason)),
+			 SM_OK);
+	ck_assert_int_eq(session_signal_process(s, 1, SIGTERM, reason, sizeof(reason)),
+			 SM_PROTECTED);
+	ck_assert_ptr_nonnull(strstr(reason, "init"));
+	ck_assert_int_eq(session_signal_process(s, 2, SIGKILL, reason, sizeof(reason)),
+			 SM_PROTECTED);
+	ck_assert_ptr_nonnull(strstr(reason, "driver"));
+	ck_assert_int_eq(session_signal_process(s, 99, SIGTERM, reason, sizeof(reason)),
+			 SM_NO_PROCESS);
+	ck_assert_int_eq(smgr_delete(m, session_id(s)), SM_OK);
+	job_join(&j);
+	result_release(&j.res);
+	ck_assert_int_eq(session_processes(s, &list, reason, sizeof(reason)), SM_NOT_FOUND);
+	ck_assert_ptr_null(list);
+	ck_assert_int_eq(session_signal_process(s, FAKE_PID, SIGTERM, reason, sizeof(reason)),
+			 SM_NOT_FOUND);
+	session_put(s);
+	finish();
+}
+END_TEST
+
 START_TEST(test_died_during_an_execution)
 {
 	struct session *s;
@@ -735,6 +781,7 @@ static Suite *session_suite(void)
 	tcase_add_test(tc, test_busy);
 	tcase_add_test(tc, test_invalid_code_keeps_the_session);
 	tcase_add_test(tc, test_delete);
+	tcase_add_test(tc, test_processes);
 	tcase_add_test(tc, test_died_during_an_execution);
 	tcase_add_test(tc, test_died_between_executions);
 	tcase_add_test(tc, test_upload_over_memory_ends_the_session);
