@@ -38,6 +38,7 @@ struct ws_archive {
 	char dir[FILES_PATH_MAX + 1];
 	struct buf list;	/* struct packed + names, one after another */
 	size_t entries, next;	/* offset in list of the next entry */
+	uint64_t bytes_left;	/* of file content still to send, of max_bytes */
 	struct archive *w;
 	struct buf out;		/* what libarchive wrote, not yet read */
 	int fd;			/* the file whose data is being written; -1 */
@@ -64,6 +65,7 @@ static int charge(struct ws_archive *a, size_t n)
 struct lister {
 	struct ws_archive *a;
 	size_t skip;		/* the directory's own prefix, "dir/" */
+	uint64_t bytes_left;	/* of max_bytes, by the sizes listed */
 };
 
 /* Components of a relative path. */
@@ -93,6 +95,10 @@ static int list_one(void *ctx, const char *path, const struct stat *st, const ch
 	 * than FILES_TREE_DEPTH is refused, not sent without its depths. */
 	if (a->list.len + n > ARCHIVE_NAMES_MAX || depth_of(path + l->skip) > FILES_TREE_DEPTH)
 		return -E2BIG;
+	if (S_ISREG(st->st_mode) && (uint64_t)st->st_size > l->bytes_left)
+		return -E2BIG;	/* more than /work holds: holes, or hard links */
+	if (S_ISREG(st->st_mode))
+		l->bytes_left -= (uint64_t)st->st_size;
 	if (buf_reserve(&a->list, n) < 0)
 		return -ENOMEM;
 	/* What the listing grew to is charged before it is used. */
@@ -116,7 +122,7 @@ static la_ssize_t on_write(struct archive *w, void *ctx, const void *data, size_
 }
 
 int ws_archive_open(const struct files_user *u, int work_fd, const char *dir, bool gzip,
-		    size_t max_entries, struct ws_archive **out)
+		    size_t max_entries, uint64_t max_bytes, struct ws_archive **out)
 {
 	struct ws_archive *a = calloc(1, sizeof(*a));
 	struct stat st;
@@ -149,9 +155,10 @@ int ws_archive_open(const struct files_user *u, int work_fd, const char *dir, bo
 			goto fail;
 		}
 	}
-	l = (struct lister){ .a = a, .skip = *dir ? strlen(dir) + 1 : 0 };
+	l = (struct lister){ .a = a, .skip = *dir ? strlen(dir) + 1 : 0, .bytes_left = max_bytes };
 	if ((r = files_walk(u, work_fd, dir, FILES_TREE_DEPTH + 1, max_entries, list_one, &l)) < 0)
 		goto fail;
+	a->bytes_left = max_bytes;
 	r = -ENOMEM;
 	if (!(a->w = archive_write_new()))
 		goto fail;
@@ -196,6 +203,10 @@ static int next_entry(struct ws_archive *a)
 		/* Changed since it was listed (gone, no longer a file): left out. */
 		if (files_open(&a->u, a->work_fd, full, &a->fd, &size) < 0)
 			return 0;
+		/* Grown since it was listed: cut, within what is left. */
+		if (size > a->bytes_left)
+			size = a->bytes_left;
+		a->bytes_left -= size;
 	}
 	if (!(e = archive_entry_new2(a->w)))
 		return -ENOMEM;

@@ -323,6 +323,41 @@ def test_a_big_download_streams_in_bounded_memory(jailed, host_guard):
     srv.api.delete(f'/v1/sessions/{sid}')
 
 
+
+# A 60 MiB hole (RLIMIT_FSIZE keeps one file within the disk limit) and
+# hard links to it: 64 MiB of /work whose files add up to 1.2 GB.
+AMPLIFY = r'''
+import os
+with open('/work/hole', 'wb') as f:
+    f.truncate(60 << 20)
+for i in range(20):
+    os.link('/work/hole', '/work/link%02d' % i)
+'''
+
+
+@pytest.mark.parametrize('fmt', ['tar', 'tar.gz'])
+def test_holes_and_hard_links_do_not_amplify_a_download(jailed, host_guard, fmt):
+    """A download carries at most what the session's /work can hold (its
+    disk limit): a workspace of hard links to a hole was a 1.2 GB stream
+    per 64 MiB (6 TB with archive_max_entries links), made by the daemon's
+    CPU, not the session's, for as long as the client read."""
+    srv, _ = jailed
+    sid = srv.api.session()
+    res = srv.api.execute(sid, AMPLIFY)
+    assert res['status'] == 'ok', H.describe(res)
+    with srv.api.get(f'/v1/sessions/{sid}/archive', params={'format': fmt}, stream=True,
+                     timeout=60) as r:
+        assert r.status_code == 413, f'{r.status_code}: streamed instead of refused'
+        err = r.json()['error']
+    assert err['code'] == 'too_large' and 'disk limit' in err['message'], err
+    # within the disk limit, the same tree downloads
+    assert srv.api.execute(sid, "import os\nfor i in range(20): os.unlink('/work/link%02d' % i)"
+                           )['status'] == 'ok'
+    r = srv.api.get(f'/v1/sessions/{sid}/archive', params={'format': fmt}, timeout=120)
+    assert r.status_code == 200, r.text[:500]
+    assert srv.neighbour_ok() is None
+    srv.api.delete(f'/v1/sessions/{sid}')
+
 FORGE = r'''
 import gc, json
 g = next(o for o in gc.get_objects()
