@@ -4,7 +4,6 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,8 +33,7 @@ struct packed {
 
 struct ws_archive {
 	struct files_user u;
-	int work_fd;		/* our own duplicate */
-	char dir[FILES_PATH_MAX + 1];
+	int dir_fd;		/* the directory archived (O_PATH) */
 	struct buf list;	/* struct packed + names, one after another */
 	size_t entries, next;	/* offset in list of the next entry */
 	uint64_t bytes_left;	/* of file content still to send, of max_bytes */
@@ -134,17 +132,12 @@ int ws_archive_open(const struct files_user *u, int work_fd, const char *dir, bo
 		return -ENOMEM;
 	a->u = *u;
 	a->fd = -1;
-	a->work_fd = -1;
+	a->dir_fd = -1;
 	if ((r = charge(a, ARCHIVE_COST)) < 0)
 		goto fail;
 	r = -ENOMEM;
 	if (!(a->block = malloc(BLOCK)))
 		goto fail;
-	snprintf(a->dir, sizeof(a->dir), "%s", dir);
-	if ((a->work_fd = fcntl(work_fd, F_DUPFD_CLOEXEC, 3)) < 0) {
-		r = -errno;
-		goto fail;
-	}
 	if (*dir) {
 		char target[2];
 
@@ -154,6 +147,11 @@ int ws_archive_open(const struct files_user *u, int work_fd, const char *dir, bo
 			r = -ENOTDIR;
 			goto fail;
 		}
+	}
+	/* Files are opened from it, the way to it resolved once. */
+	if ((a->dir_fd = files_open_dir(u, work_fd, dir)) < 0) {
+		r = a->dir_fd;
+		goto fail;
 	}
 	l = (struct lister){ .a = a, .skip = *dir ? strlen(dir) + 1 : 0, .bytes_left = max_bytes };
 	if ((r = files_walk(u, work_fd, dir, FILES_TREE_DEPTH + 1, max_entries, list_one, &l)) < 0)
@@ -187,7 +185,6 @@ static int next_entry(struct ws_archive *a)
 {
 	struct packed p;
 	const char *path, *target;
-	char full[FILES_PATH_MAX + 1];
 	struct archive_entry *e;
 	uint64_t size = 0;
 	int r = 0;
@@ -197,11 +194,9 @@ static int next_entry(struct ws_archive *a)
 	target = path + p.path_len + 1;
 	a->next += sizeof(p) + p.path_len + p.target_len + 2;
 	if (S_ISREG(p.mode)) {
-		if (snprintf(full, sizeof(full), "%s%s%s", a->dir, *a->dir ? "/" : "", path) >=
-		    (int)sizeof(full))
-			return 0;
-		/* Changed since it was listed (gone, no longer a file): left out. */
-		if (files_open(&a->u, a->work_fd, full, &a->fd, &size) < 0)
+		/* Changed since it was listed (gone, no longer a file, a link
+		 * on the way): left out. */
+		if (files_open_listed(&a->u, a->dir_fd, path, &a->fd, &size) < 0)
 			return 0;
 		/* Grown since it was listed: cut, within what is left. */
 		if (size > a->bytes_left)
@@ -295,8 +290,8 @@ void ws_archive_free(struct ws_archive *a)
 		archive_write_free(a->w);	/* closes it if open */
 	if (a->fd >= 0)
 		close(a->fd);
-	if (a->work_fd >= 0)
-		close(a->work_fd);
+	if (a->dir_fd >= 0)
+		close(a->dir_fd);
 	buf_release(&a->list);
 	buf_release(&a->out);
 	free(a->block);
