@@ -813,13 +813,14 @@ static enum MHD_Result archive_out(struct api_req *rq, struct session *s, const 
 		return http_error(rq, 400, "invalid_request", "format is tar.gz (the default) "
 				  "or tar, not '%.40s'", format);
 	r = ws_archive_open(&u, session_work_fd(s), dir, gzip, rq->cfg->archive_max_entries,
-			    &ar);
+			    (uint64_t)session_limits(s)->disk_mb << 20, &ar);
 	if (r == -E2BIG)
 		return http_error(rq, 413, "too_large", "'%.300s' holds more than %u entries "
-				  "(archive_max_entries), %u MiB of names or %u levels: download "
-				  "a directory of it", *dir ? dir : "/work",
+				  "(archive_max_entries), %u MiB of names, %u levels or %u MiB of "
+				  "files (the session's disk limit; sparse files and hard links count "
+				  "their full size): download a directory of it", *dir ? dir : "/work",
 				  rq->cfg->archive_max_entries, ARCHIVE_NAMES_MAX >> 20,
-				  FILES_TREE_DEPTH);
+				  FILES_TREE_DEPTH, session_limits(s)->disk_mb);
 	if (r == -EBUSY)
 		return http_error(rq, 503, "busy", "the archives being sent hold %u MiB already; "
 				  "retry later", ARCHIVE_HELD_MAX >> 20);

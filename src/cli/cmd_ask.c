@@ -340,8 +340,6 @@ int cmd_ask(int argc, char **argv)
 	 * error with nothing to clean up. */
 	userfiles_load(files, nfiles);
 
-	if (!save_dir && !(save_dir = mkdtemp(tmpdir)))
-		die(EXIT_PETRI, "cannot create a directory for charts: %s", strerror(errno));
 	log_set_prefix("petri ask");
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
 		die(EXIT_PETRI, "cannot initialize libcurl");
@@ -376,6 +374,13 @@ int cmd_ask(int argc, char **argv)
 
 	if (project && put_project(tools, &l.cfg, project, &intro, err, sizeof(err)) < 0) {
 		status = EXIT_PETRI;
+		goto out;
+	}
+	/* After the project: a --dir that cannot be archived ends the
+	 * command (userfiles_archive() dies) with nothing made to remove. */
+	if (!save_dir && !(save_dir = mkdtemp(tmpdir))) {
+		snprintf(err, sizeof(err), "cannot create a directory for charts: %s",
+			 strerror(errno));
 		goto out;
 	}
 

@@ -224,7 +224,10 @@ static void save_one(const char *dir, const char *rel, const char *b64, size_t n
 	if ((data = base64_decode(b64, n, &len)))
 		r = userfiles_save(dir, rel, data, len);
 	free(data);
-	if (r < 0)
+	if (r == -EPERM)
+		log_err("--save-dir: %s/%s not saved: git runs what a .git directory holds, "
+			"so the sandbox does not write it", dir, rel);
+	else if (r < 0)
 		log_err("--save-dir: cannot save %s/%s: %s", dir, rel, strerror(-r));
 	else
 		fprintf(stderr, "petri run: saved %s/%s\n", dir, rel);

@@ -687,15 +687,18 @@ static int archive_of(struct tools *t, struct session *s, const char *dir, struc
 	ssize_t n = 1;
 	int r;
 
-	r = ws_archive_open(&u, session_work_fd(s), dir, true, t->cfg->archive_max_entries, &ar);
+	r = ws_archive_open(&u, session_work_fd(s), dir, true, t->cfg->archive_max_entries,
+			    (uint64_t)session_limits(s)->disk_mb << 20, &ar);
 	if (r == -EBUSY) {
 		snprintf(err, errlen, "the archives being made hold %u MiB already; try again "
 			 "later", ARCHIVE_HELD_MAX >> 20);
 		return -1;
 	}
 	if (r == -E2BIG) {
-		snprintf(err, errlen, "/work/%.300s holds more than %u entries: archive a "
-			 "directory of it", dir, t->cfg->archive_max_entries);
+		snprintf(err, errlen, "/work/%.300s holds more than %u entries or more than "
+			 "%u MiB of files (the disk limit; sparse files and hard links count "
+			 "their full size): archive a directory of it", dir,
+			 t->cfg->archive_max_entries, session_limits(s)->disk_mb);
 		return -1;
 	}
 	if (r < 0) {

@@ -4,7 +4,6 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,10 +33,10 @@ struct packed {
 
 struct ws_archive {
 	struct files_user u;
-	int work_fd;		/* our own duplicate */
-	char dir[FILES_PATH_MAX + 1];
+	int dir_fd;		/* the directory archived (O_PATH) */
 	struct buf list;	/* struct packed + names, one after another */
 	size_t entries, next;	/* offset in list of the next entry */
+	uint64_t bytes_left;	/* of file content still to send, of max_bytes */
 	struct archive *w;
 	struct buf out;		/* what libarchive wrote, not yet read */
 	int fd;			/* the file whose data is being written; -1 */
@@ -64,6 +63,7 @@ static int charge(struct ws_archive *a, size_t n)
 struct lister {
 	struct ws_archive *a;
 	size_t skip;		/* the directory's own prefix, "dir/" */
+	uint64_t bytes_left;	/* of max_bytes, by the sizes listed */
 };
 
 /* Components of a relative path. */
@@ -93,6 +93,10 @@ static int list_one(void *ctx, const char *path, const struct stat *st, const ch
 	 * than FILES_TREE_DEPTH is refused, not sent without its depths. */
 	if (a->list.len + n > ARCHIVE_NAMES_MAX || depth_of(path + l->skip) > FILES_TREE_DEPTH)
 		return -E2BIG;
+	if (S_ISREG(st->st_mode) && (uint64_t)st->st_size > l->bytes_left)
+		return -E2BIG;	/* more than /work holds: holes, or hard links */
+	if (S_ISREG(st->st_mode))
+		l->bytes_left -= (uint64_t)st->st_size;
 	if (buf_reserve(&a->list, n) < 0)
 		return -ENOMEM;
 	/* What the listing grew to is charged before it is used. */
@@ -116,7 +120,7 @@ static la_ssize_t on_write(struct archive *w, void *ctx, const void *data, size_
 }
 
 int ws_archive_open(const struct files_user *u, int work_fd, const char *dir, bool gzip,
-		    size_t max_entries, struct ws_archive **out)
+		    size_t max_entries, uint64_t max_bytes, struct ws_archive **out)
 {
 	struct ws_archive *a = calloc(1, sizeof(*a));
 	struct stat st;
@@ -128,17 +132,12 @@ int ws_archive_open(const struct files_user *u, int work_fd, const char *dir, bo
 		return -ENOMEM;
 	a->u = *u;
 	a->fd = -1;
-	a->work_fd = -1;
+	a->dir_fd = -1;
 	if ((r = charge(a, ARCHIVE_COST)) < 0)
 		goto fail;
 	r = -ENOMEM;
 	if (!(a->block = malloc(BLOCK)))
 		goto fail;
-	snprintf(a->dir, sizeof(a->dir), "%s", dir);
-	if ((a->work_fd = fcntl(work_fd, F_DUPFD_CLOEXEC, 3)) < 0) {
-		r = -errno;
-		goto fail;
-	}
 	if (*dir) {
 		char target[2];
 
@@ -149,9 +148,15 @@ int ws_archive_open(const struct files_user *u, int work_fd, const char *dir, bo
 			goto fail;
 		}
 	}
-	l = (struct lister){ .a = a, .skip = *dir ? strlen(dir) + 1 : 0 };
+	/* Files are opened from it, the way to it resolved once. */
+	if ((a->dir_fd = files_open_dir(u, work_fd, dir)) < 0) {
+		r = a->dir_fd;
+		goto fail;
+	}
+	l = (struct lister){ .a = a, .skip = *dir ? strlen(dir) + 1 : 0, .bytes_left = max_bytes };
 	if ((r = files_walk(u, work_fd, dir, FILES_TREE_DEPTH + 1, max_entries, list_one, &l)) < 0)
 		goto fail;
+	a->bytes_left = max_bytes;
 	r = -ENOMEM;
 	if (!(a->w = archive_write_new()))
 		goto fail;
@@ -180,7 +185,6 @@ static int next_entry(struct ws_archive *a)
 {
 	struct packed p;
 	const char *path, *target;
-	char full[FILES_PATH_MAX + 1];
 	struct archive_entry *e;
 	uint64_t size = 0;
 	int r = 0;
@@ -190,12 +194,14 @@ static int next_entry(struct ws_archive *a)
 	target = path + p.path_len + 1;
 	a->next += sizeof(p) + p.path_len + p.target_len + 2;
 	if (S_ISREG(p.mode)) {
-		if (snprintf(full, sizeof(full), "%s%s%s", a->dir, *a->dir ? "/" : "", path) >=
-		    (int)sizeof(full))
+		/* Changed since it was listed (gone, no longer a file, a link
+		 * on the way): left out. */
+		if (files_open_listed(&a->u, a->dir_fd, path, &a->fd, &size) < 0)
 			return 0;
-		/* Changed since it was listed (gone, no longer a file): left out. */
-		if (files_open(&a->u, a->work_fd, full, &a->fd, &size) < 0)
-			return 0;
+		/* Grown since it was listed: cut, within what is left. */
+		if (size > a->bytes_left)
+			size = a->bytes_left;
+		a->bytes_left -= size;
 	}
 	if (!(e = archive_entry_new2(a->w)))
 		return -ENOMEM;
@@ -284,8 +290,8 @@ void ws_archive_free(struct ws_archive *a)
 		archive_write_free(a->w);	/* closes it if open */
 	if (a->fd >= 0)
 		close(a->fd);
-	if (a->work_fd >= 0)
-		close(a->work_fd);
+	if (a->dir_fd >= 0)
+		close(a->dir_fd);
 	buf_release(&a->list);
 	buf_release(&a->out);
 	free(a->block);

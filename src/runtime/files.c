@@ -81,6 +81,15 @@ static int open_in(int work_fd, const char *path, int flags, mode_t mode)
 	return files_open_in(work_fd, path, flags, mode, sys_openat2);
 }
 
+/* openat2() through no symbolic link at all: ELOOP at the first. */
+static int sys_openat2_no_symlinks(int dirfd, const char *path, const struct open_how *how)
+{
+	struct open_how h = *how;
+
+	h.resolve |= RESOLVE_NO_SYMLINKS;
+	return sys_openat2(dirfd, path, &h);
+}
+
 int files_check_path(const char *path, bool allow_empty, char *why, size_t whylen)
 {
 	size_t len = strlen(path), comp = 0;
@@ -660,10 +669,11 @@ bool files_sink_reap(struct files_sink *k)
 	return true;
 }
 
-static int open_as(int work_fd, const char *path, int *out, uint64_t *size)
+static int open_as(int work_fd, const char *path, bool links, int *out, uint64_t *size)
 {
 	struct stat st;
-	int fd = open_in(work_fd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
+	int fd = files_open_in(work_fd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0,
+			       links ? sys_openat2 : sys_openat2_no_symlinks);
 
 	*out = -1;
 	if (fd < 0)
@@ -687,7 +697,26 @@ int files_open(const struct files_user *u, int work_fd, const char *path, int *o
 	       uint64_t *size)
 {
 	struct files_user old = become(u);
-	int r = open_as(work_fd, path, out, size);
+	int r = open_as(work_fd, path, true, out, size);
+
+	restore(&old);
+	return r;
+}
+
+int files_open_dir(const struct files_user *u, int work_fd, const char *dir)
+{
+	struct files_user old = become(u);
+	int fd = open_in(work_fd, dir[0] ? dir : ".", O_PATH | O_DIRECTORY, 0);
+
+	restore(&old);
+	return fd;
+}
+
+int files_open_listed(const struct files_user *u, int work_fd, const char *path, int *out,
+		      uint64_t *size)
+{
+	struct files_user old = become(u);
+	int r = open_as(work_fd, path, false, out, size);
 
 	restore(&old);
 	return r;

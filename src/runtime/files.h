@@ -106,6 +106,17 @@ bool files_sink_reap(struct files_sink *k);
  * -EINVAL (not a regular file). */
 int files_open(const struct files_user *u, int work_fd, const char *path, int *fd,
 	       uint64_t *size);
+/* The directory dir of /work ("": /work) as an O_PATH descriptor, to open
+ * files from (as work_fd): an fd or -errno. */
+int files_open_dir(const struct files_user *u, int work_fd, const char *dir);
+/* As files_open(), but through no symbolic link (-ELOOP): for a path a
+ * walk listed (files_walk()), each of whose components was a directory
+ * then.  What the sandbox made of them since costs one walk of the path's
+ * own components, never the 40 links of up to 4 KiB of ".." hops each
+ * that files_open() would resolve (milliseconds per open, on the thread
+ * that streams an archive). */
+int files_open_listed(const struct files_user *u, int work_fd, const char *path, int *fd,
+		      uint64_t *size);
 
 /* List a directory ("" for /work): an array of {"path", "size", "type":
  * "file"|"directory"|"symlink"|"other", "modified_at"} sorted by path.

@@ -834,6 +834,88 @@ static bool encoding_read(const char *data, size_t len, xmlCharEncoding *force,
 	return false;
 }
 
+/* The document as code units: bytes (UTF-8 and ISO-8859-1, where every
+ * byte below 0x80 is that character) or UTF-16's, for the markup's ASCII. */
+struct units {
+	const unsigned char *d;
+	size_t n;
+	int width;		/* 1 or 2 */
+	bool big_endian;
+};
+
+static unsigned unit(const struct units *u, size_t i)
+{
+	if (u->width == 1)
+		return u->d[i];
+	return u->big_endian ? (unsigned)u->d[2 * i] << 8 | u->d[2 * i + 1]
+			     : u->d[2 * i] | (unsigned)u->d[2 * i + 1] << 8;
+}
+
+static bool units_at(const struct units *u, size_t i, const char *s)
+{
+	for (; *s; s++, i++)
+		if (i >= u->n || unit(u, i) != (unsigned char)*s)
+			return false;
+	return true;
+}
+
+/* Past the first s at or after i (u->n when there is none). */
+static size_t units_past(const struct units *u, size_t i, const char *s)
+{
+	for (; i < u->n; i++)
+		if (units_at(u, i, s))
+			return i + strlen(s);
+	return u->n;
+}
+
+/* Where the first start tag of data with more than JUNIT_ATTRS_MAX
+ * attributes begins (its '=' outside quoted values; comments, CDATA
+ * sections and processing instructions skipped), len when none has, in
+ * one pass: libxml2 2.9 compares each attribute of a tag with every one
+ * before it, before any handler of ours runs. */
+static size_t attrs_excess(const char *data, size_t len)
+{
+	xmlCharEncoding enc = len >= 4 ? xmlDetectCharEncoding((const xmlChar *)data, 4) :
+					 XML_CHAR_ENCODING_NONE;
+	struct units u = { .d = (const unsigned char *)data, .width = 1 };
+
+	if (enc == XML_CHAR_ENCODING_UTF16LE || enc == XML_CHAR_ENCODING_UTF16BE) {
+		u.width = 2;
+		u.big_endian = enc == XML_CHAR_ENCODING_UTF16BE;
+	}
+	u.n = len / (size_t)u.width;
+	for (size_t i = 0; i < u.n;) {
+		unsigned quote = 0, attrs = 0;
+
+		if (unit(&u, i) != '<') {
+			i++;
+		} else if (units_at(&u, i, "<!--")) {
+			i = units_past(&u, i + 4, "-->");
+		} else if (units_at(&u, i, "<![CDATA[")) {
+			i = units_past(&u, i + 9, "]]>");
+		} else if (units_at(&u, i, "<?")) {
+			i = units_past(&u, i + 2, "?>");
+		} else {
+			size_t tag = i;
+
+			for (i++; i < u.n; i++) {
+				unsigned c = unit(&u, i);
+
+				if (quote) {
+					quote = c == quote ? 0 : quote;
+				} else if (c == '"' || c == '\'') {
+					quote = c;
+				} else if (c == '=' && ++attrs > JUNIT_ATTRS_MAX) {
+					return tag * (size_t)u.width;
+				} else if (c == '>' || c == '<') {
+					break;	/* a '<' is the next tag's (malformed) */
+				}
+			}
+		}
+	}
+	return len;
+}
+
 /* err[errlen] = s, valid UTF-8, cut on a character boundary. */
 static void set_err(char *err, size_t errlen, const char *s)
 {
@@ -881,6 +963,16 @@ static int parse(struct junit *j, const char *data, size_t len, bool sniff, char
 		set_err(err, errlen, p->why);
 		free(p);
 		return -ENOMSG;
+	}
+	if ((off = attrs_excess(data, len)) < len) {
+		/* Whether it is a report, from what comes before that tag (a
+		 * root that has too many attributes is none). */
+		r = !sniff && junit_sniff(data, off < 4096 ? off : 4096) ? -EINVAL : -ENOMSG;
+		snprintf(p->why, sizeof(p->why), "an element has more than %d attributes",
+			 JUNIT_ATTRS_MAX);
+		set_err(err, errlen, p->why);
+		free(p);
+		return r;
 	}
 	p->j = j;
 	p->sniff = sniff;

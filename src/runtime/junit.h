@@ -10,7 +10,10 @@
  * laughs, no XXE), the only entities are XML's five predefined ones, there
  * is no network (XML_PARSE_NONET), no XInclude, and libxml2's messages go
  * to the caller's err, never to the daemon's stderr.  Elements nest at most
- * JUNIT_DEPTH_MAX deep.
+ * JUNIT_DEPTH_MAX deep and have at most JUNIT_ATTRS_MAX attributes, counted
+ * before libxml2 reads the document (its check for duplicates costs the
+ * square of their number: one tag of 180,000 attributes, 1.9 MB, was 13 s
+ * of the daemon's CPU).
  *
  * A report is a root <testsuites> or <testsuite>; <testcase> elements
  * anywhere under it (nested suites, or node's cases right under the root)
@@ -44,6 +47,9 @@
 						 * parsing costs the daemon (at most
 						 * about 0.25 s of CPU) */
 #define JUNIT_DEPTH_MAX		64		/* elements nested in a report */
+#define JUNIT_ATTRS_MAX		256		/* attributes (and namespaces) of
+						 * one element: libxml2 checks each
+						 * against those before it */
 #define JUNIT_CASES_MAX		1000		/* cases kept, all reports together */
 #define JUNIT_TEXT_MAX		(1u << 20)	/* bytes of their strings */
 #define JUNIT_NAME_MAX		512		/* name, classname, file */
@@ -65,7 +71,8 @@ void junit_release(struct junit *j);
 /* Parse the report data[0, len) and add its cases to j: 0; -ENOMSG when
  * it is not a report (not XML, or its root element is not <testsuites> or
  * <testsuite>); -EINVAL when it is one but malformed or refused (too deep,
- * a DTD), with why in err; -ENOMEM.  On failure nothing of it is added. */
+ * too many attributes, a DTD), with why in err; -ENOMEM.  On failure
+ * nothing of it is added. */
 int junit_parse(struct junit *j, const char *data, size_t len, char *err, size_t errlen);
 
 /* Whether data[0, len), maybe the head of a longer file, starts as a

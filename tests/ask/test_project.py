@@ -10,7 +10,9 @@ import subprocess
 import sys
 import tarfile
 
-from askhelp import reply_text, reply_tools, run_ask
+import pytest
+
+from askhelp import PETRI, reply_text, reply_tools, run_ask
 
 TEST = ('from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n'
         'def test_zero():\n    assert add(0, 0) == 0\n')
@@ -84,4 +86,22 @@ def test_a_project_that_cannot_go_in_is_a_clear_error(fake_model, tmp_path):
     p = run_ask(['--model', 'm', '--api-base', fake_model.base, '--dir',
                  str(tmp_path / 'missing'), 'Q'])
     assert p.returncode == 2 and '--dir' in p.err, p.err
+    assert fake_model.requests == []
+
+
+def test_a_project_that_cannot_go_in_leaves_nothing_in_tmp(fake_model, tmp_path):
+    """The charts' directory (/tmp/petri-ask-XXXXXX, without --save-dir) is
+    made after the project went in: a --dir refused left one behind per run.
+    /tmp is a tmpfs of this run's own (a mount namespace), so what is left
+    there is this run's."""
+    import shutil
+    if os.geteuid() != 0 or not shutil.which('unshare'):
+        pytest.skip('a private /tmp needs root and unshare')
+    script = ('mount -t tmpfs petri-test /tmp && "$0" ask --model m --api-base "$1" --dir "$2" Q; '
+              'echo "rc=$?"; ls -A /tmp')
+    p = subprocess.run(['unshare', '-m', '--propagation', 'private', 'sh', '-c', script, PETRI,
+                        fake_model.base, str(tmp_path / 'missing')], capture_output=True, timeout=120)
+    out = p.stdout.decode().split()
+    assert out[0] == 'rc=2', p.stderr.decode()
+    assert out[1:] == [], f'left in /tmp: {out[1:]}'
     assert fake_model.requests == []
