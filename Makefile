@@ -117,16 +117,19 @@ unit: $(BUILD)/unit-tests $(BUILD)/unit-session
 VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --vgdb=no \
             --suppressions=tests/unit/valgrind.supp \
             --errors-for-leak-kinds=definite --trace-children=yes
-VALGRIND_SUITES := buf cgroup codec config junit languages lease mcp mounts procs record request util
+# record first: under valgrind it takes longest (SQLite), the rest alongside.
+VALGRIND_SUITES := record buf cgroup codec config junit languages lease mcp mounts procs request util
 ifneq ($(SAN),)
 unit-valgrind:
 	@echo "unit-valgrind: skipped in the sanitizer build (valgrind cannot run sanitized code)"
 else
+# Each suite is a process of its own, VALGRIND_JOBS at a time (memcheck
+# runs one thread per process: one per core); xargs fails if any does.
+VALGRIND_JOBS ?= 2
 unit-valgrind: $(BUILD)/unit-tests $(BUILD)/unit-session
-	@for s in $(VALGRIND_SUITES); do \
-		CK_RUN_SUITE=$$s $(VALGRIND) $(BUILD)/unit-tests || exit 1; \
-	done
-	$(VALGRIND) $(BUILD)/unit-session
+	@printf '%s\n' $(VALGRIND_SUITES) session | xargs -P $(VALGRIND_JOBS) -I{} sh -c \
+		'if [ {} = session ]; then exec $(VALGRIND) $(BUILD)/unit-session; fi; \
+		 CK_RUN_SUITE={} exec $(VALGRIND) $(BUILD)/unit-tests'
 endif
 
 # Black-box tests run the real binary (PETRI_BIN) with pytest from Debian.
@@ -156,7 +159,7 @@ faults: $(BUILD)/petri
 # MCP: raw-protocol tests, and the official MCP TypeScript SDK as a client
 # (installed with npm ci from tests/mcp/package-lock.json when missing).
 tests/mcp/node_modules: tests/mcp/package.json tests/mcp/package-lock.json
-	cd tests/mcp && npm ci --no-audit --no-fund
+	cd tests/mcp && npm ci --prefer-offline --no-audit --no-fund
 	@touch $@
 
 mcp-test: $(BUILD)/petri tests/mcp/node_modules
@@ -167,7 +170,7 @@ mcp-test: $(BUILD)/petri tests/mcp/node_modules
 # pinned in tests/e2b/{new,old}/package-lock.json, against petri serve.
 # Not in `make test` yet: the E2B routes are issue 11.
 tests/e2b/%/node_modules: tests/e2b/%/package.json tests/e2b/%/package-lock.json
-	cd tests/e2b/$* && npm ci --no-audit --no-fund
+	cd tests/e2b/$* && npm ci --prefer-offline --no-audit --no-fund
 	@touch $@
 
 e2b-test: $(BUILD)/petri tests/e2b/new/node_modules tests/e2b/old/node_modules
