@@ -243,6 +243,25 @@ const char *const *policy_denied_names(size_t *count)
 	return denied;
 }
 
+/* Every call of names (those this kernel's libseccomp knows) fails with
+ * error. */
+static int deny(scmp_filter_ctx ctx, const char *const *names, int error, char *err,
+		size_t errlen)
+{
+	for (size_t i = 0; names[i]; i++) {
+		int nr = seccomp_syscall_resolve_name(names[i]), r;
+
+		if (nr == __NR_SCMP_ERROR)
+			continue;
+		if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(error), nr, 0)) < 0) {
+			snprintf(err, errlen, "seccomp: cannot deny '%s': %s", names[i],
+				 strerror(-r));
+			return r;
+		}
+	}
+	return 0;
+}
+
 static int add_rules(scmp_filter_ctx ctx, unsigned *nallowed, char *err,
 		     size_t errlen)
 {
@@ -264,30 +283,9 @@ static int add_rules(scmp_filter_ctx ctx, unsigned *nallowed, char *err,
 			(*nallowed)++;
 		}
 	}
-	for (size_t i = 0; denied[i]; i++) {
-		int nr = seccomp_syscall_resolve_name(denied[i]);
-
-		if (nr == __NR_SCMP_ERROR)
-			continue;
-		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
-		if (r < 0) {
-			snprintf(err, errlen, "seccomp: cannot deny '%s': %s",
-				 denied[i], strerror(-r));
-			return r;
-		}
-	}
-	for (size_t i = 0; unsupported[i]; i++) {
-		int nr = seccomp_syscall_resolve_name(unsupported[i]);
-
-		if (nr == __NR_SCMP_ERROR)
-			continue;
-		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EOPNOTSUPP), nr, 0);
-		if (r < 0) {
-			snprintf(err, errlen, "seccomp: cannot deny '%s': %s",
-				 unsupported[i], strerror(-r));
-			return r;
-		}
-	}
+	if ((r = deny(ctx, denied, EPERM, err, errlen)) < 0 ||
+	    (r = deny(ctx, unsupported, EOPNOTSUPP, err, errlen)) < 0)
+		return r;
 	/* clone3 is on no list: the default action answers ENOSYS. */
 	return 0;
 }
