@@ -13,6 +13,7 @@ Results: a table on stdout, bench/results/<date>-<host>[-quick].md and .json.
 """
 import argparse
 import collections
+import contextlib
 import datetime
 import http.client
 import json
@@ -31,6 +32,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -113,6 +115,28 @@ def bwrap_base():
         elif os.path.isdir(p):
             a += ['--ro-bind', p, p]
     return a
+
+
+@contextlib.contextmanager
+def small_serve(petri, prefix):
+    """A `petri serve` of a bench's own (its default configuration, warm, at
+    most 10 sessions, on a free loopback port), once its probe is done and
+    its warm template up: (url, pid); SIGTERM when the bench is done (also
+    bench/languages.py and bench/projects.py)."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        cfg = os.path.join(tmp, 'petri.ini')
+        with open(cfg, 'w') as f:
+            f.write('[server]\nmax_sessions = 10\n[sandbox]\nuid_count = 64\n')
+        proc = subprocess.Popen([petri, 'serve', '--listen', '127.0.0.1:0', '--config', cfg],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        try:
+            url = re.search(r'(http://\S+)', proc.stdout.readline()).group(1)
+            urllib.request.urlopen(url + '/v1/languages', timeout=60).read()  # the probe
+            time.sleep(3)       # the warm template is up
+            yield url, proc.pid
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(60)
 
 
 def read(path, default=''):

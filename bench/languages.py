@@ -13,15 +13,12 @@ import argparse
 import datetime
 import json
 import os
-import re
-import signal
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 
-from bench import bwrap_base
+from bench import bwrap_base, small_serve
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -52,20 +49,8 @@ def main():
     ap.add_argument('--petri', default=os.path.join(ROOT, 'build', 'petri'))
     ap.add_argument('--runs', type=int, default=20)
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory(prefix='petri-bench-lang-') as tmp:
-        cfg = os.path.join(tmp, 'petri.ini')
-        with open(cfg, 'w') as f:
-            f.write('[server]\nmax_sessions = 10\n[sandbox]\nuid_count = 64\n')
-        proc = subprocess.Popen([args.petri, 'serve', '--listen', '127.0.0.1:0', '--config', cfg],
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        try:
-            url = re.search(r'(http://\S+)', proc.stdout.readline()).group(1)
-            urllib.request.urlopen(url + '/v1/languages', timeout=60).read()  # the probe is done
-            time.sleep(3)       # the warm template is up
-            results = run_all(url, bwrap_prefix(), args.runs)
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(60)
+    with small_serve(args.petri, 'petri-bench-lang-') as (url, _pid):
+        results = run_all(url, bwrap_prefix(), args.runs)
     write(results)
 
 

@@ -23,15 +23,13 @@ import json
 import os
 import random
 import re
-import signal
 import subprocess
 import sys
 import tarfile
-import tempfile
 import time
 import urllib.request
 
-from bench import bwrap_base
+from bench import bwrap_base, small_serve
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -141,27 +139,15 @@ def main():
     ap.add_argument('--runs', type=int, default=5)
     args = ap.parse_args()
     tgz = project_tgz()
-    with tempfile.TemporaryDirectory(prefix='petri-bench-proj-') as tmp:
-        cfg = os.path.join(tmp, 'petri.ini')
-        with open(cfg, 'w') as f:
-            f.write('[server]\nmax_sessions = 10\n[sandbox]\nuid_count = 64\n')
-        proc = subprocess.Popen([args.petri, 'serve', '--listen', '127.0.0.1:0', '--config', cfg],
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        try:
-            url = re.search(r'(http://\S+)', proc.stdout.readline()).group(1)
-            urllib.request.urlopen(url + '/v1/languages', timeout=60).read()  # the probe is done
-            time.sleep(3)       # the warm template is up
-            p, c, b = [], [], []
-            for i in range(args.runs + 1):
-                steps, cpu = petri_once(url, proc.pid, tgz)
-                bw = bwrap_once(tgz)
-                if i >= 1:
-                    p.append(steps)
-                    c.append(cpu)
-                    b.append(bw)
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(60)
+    p, c, b = [], [], []
+    with small_serve(args.petri, 'petri-bench-proj-') as (url, pid):
+        for i in range(args.runs + 1):
+            steps, cpu = petri_once(url, pid, tgz)
+            bw = bwrap_once(tgz)
+            if i >= 1:
+                p.append(steps)
+                c.append(cpu)
+                b.append(bw)
     write(len(tgz), p, c, b)
 
 
