@@ -14,7 +14,7 @@
 
 CC      ?= cc
 PYTHON  ?= /usr/bin/python3
-PKGS    := libseccomp jansson libmicrohttpd libcurl sqlite3 inih libarchive libxml-2.0
+PKGS    := libseccomp jansson libmicrohttpd libcurl sqlite3 inih libarchive libxml-2.0 libcrypto
 
 ifeq ($(SAN),1)
 BUILD    ?= build-san
@@ -61,7 +61,7 @@ UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/%.o)
 # a binary of its own, linked from objects named here and not from
 # libpetri.a, so that no real box or jail can come in with an archive member.
 SESSION_UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/unit/session/*.c)) \
-	$(patsubst %,$(BUILD)/src/%.o,session/session session/spawner session/probe record/record \
+	$(patsubst %,$(BUILD)/src/%.o,session/session session/spawner session/probe record/record record/chain \
 		runtime/result runtime/processes runtime/languages config/config exec/limits util/base64 util/buf util/clock \
 		util/log util/metrics util/num util/timefmt util/utf8)
 
@@ -135,6 +135,9 @@ endif
 # Black-box tests run the real binary (PETRI_BIN) with pytest from Debian.
 PYTEST := $(PYTHON) -m pytest -q -ra -p no:cacheprovider
 PYTEST_JOBS ?= 2
+# The daemons the tests start keep their execution records (persistent by
+# default, docs/record.md) here rather than in the machine's state directory.
+export STATE_DIRECTORY := $(abspath $(BUILD))/test-state
 
 # One pytest run per directory: each has a conftest.py of its own, and test
 # modules import helpers from theirs by name.

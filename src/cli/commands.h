@@ -14,6 +14,7 @@ int cmd_policy(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_mcp(int argc, char **argv);
 int cmd_ask(int argc, char **argv);
+int cmd_record(int argc, char **argv);
 
 /* Shared by commands: start the jail host or die with a clear message
  * (cgroup settings from PETRI_NO_CGROUPS and PETRI_CGROUP_PARENT, or from

@@ -24,6 +24,7 @@ static const struct command commands[] = {
 	{ "policy", cmd_policy, "print the system calls the sandbox allows" },
 	{ "mcp", cmd_mcp, "serve the Model Context Protocol on stdio (for MCP clients)" },
 	{ "ask", cmd_ask, "let a model answer a question by running code, step by step" },
+	{ "record", cmd_record, "verify and export the execution record petri serve keeps" },
 	{ NULL, NULL, NULL },
 };
 

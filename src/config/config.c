@@ -45,6 +45,8 @@ void config_defaults(struct petri_config *c)
 		.timeout_s = 600, .output_kb = 8192,
 	};
 	c->cgroups = true;
+	c->record_max_attachment_bytes = 1u << 20;
+	c->record_default = config_state_path("record.sqlite", c->record, sizeof(c->record)) != NULL;
 }
 
 struct parse {
@@ -228,6 +230,21 @@ static bool set_server(struct parse *p, const char *name, const char *v)
 		if (strlen(v) >= sizeof(c->record) || (v[0] && v[0] != '/'))
 			return false;
 		snprintf(c->record, sizeof(c->record), "%s", v);
+		c->record_default = false;
+		return true;
+	}
+	if (!strcmp(name, "record_max_mb")) {
+		if (!num_u32(v, 1, 1u << 20, &mb))
+			return false;
+		c->record_max_bytes = (uint64_t)mb << 20;
+		return true;
+	}
+	if (!strcmp(name, "record_keep_days"))
+		return num_double(v, 0, 36500, &c->record_keep_days);
+	if (!strcmp(name, "record_max_attachment_kb")) {
+		if (!num_u32(v, 0, 64u << 10, &mb))
+			return false;
+		c->record_max_attachment_bytes = (uint64_t)mb << 10;
 		return true;
 	}
 	if (!strcmp(name, "api_keys_file"))
@@ -713,6 +730,30 @@ int config_check_listen(const struct petri_config *cfg, char *err, size_t errlen
 		 "can reach it could run code; set api_keys in [server], or listen on a "
 		 "loopback address or a unix socket", cfg->listen);
 	return -EPERM;
+}
+
+const char *config_state_path(const char *name, char *buf, size_t len)
+{
+	const char *sd = getenv("STATE_DIRECTORY"), *xdg = getenv("XDG_STATE_HOME");
+	const char *home = getenv("HOME");
+	int n;
+
+	if (sd && sd[0] == '/')
+		/* systemd names several directories with colons: the first. */
+		n = snprintf(buf, len, "%.*s/%s", (int)strcspn(sd, ":"), sd, name);
+	else if (geteuid() == 0)
+		n = snprintf(buf, len, "/var/lib/petri/%s", name);
+	else if (xdg && xdg[0] == '/')
+		n = snprintf(buf, len, "%s/petri/%s", xdg, name);
+	else if (home && home[0] == '/')
+		n = snprintf(buf, len, "%s/.local/state/petri/%s", home, name);
+	else
+		n = -1;
+	if (n <= 0 || (size_t)n >= len) {
+		buf[0] = '\0';
+		return NULL;
+	}
+	return buf;
 }
 
 const char *config_default_path(char *buf, size_t len)

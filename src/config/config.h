@@ -2,7 +2,8 @@
  *
  *   [server]   listen, api_keys, api_keys_file, max_sessions,
  *              max_executions, max_body_mb, max_file_mb, shutdown_grace_s,
- *              log_level, record, max_return_file_kb, max_return_files_mb,
+ *              log_level, record, record_max_mb, record_keep_days,
+ *              record_max_attachment_kb, max_return_file_kb, max_return_files_mb,
  *              archive_max_entries, archive_max_ratio
  *              HTTP: max_json_kb, max_buffered_mb, http_threads, http_workers,
  *              http_timeout_s, max_connections, max_connections_per_ip,
@@ -52,7 +53,15 @@ struct petri_config {
 	uint64_t max_return_files_bytes;
 	double shutdown_grace_s;
 	enum log_level log_level;
-	char record[512];	/* execution record file; "": in memory */
+	/* The execution record (src/record/record.h): its file, "" for
+	 * memory; by default config_state_path()'s record.sqlite.  Its
+	 * bounds: bytes (0: the record's default), days (0: none), and the
+	 * base64 bytes of one image or file it keeps. */
+	char record[512];
+	bool record_default;	/* record is the default path */
+	uint64_t record_max_bytes;
+	double record_keep_days;
+	uint64_t record_max_attachment_bytes;
 
 	/* The HTTP server's budgets (src/api, docs/configuration.md). */
 	uint64_t max_json_bytes;	/* a JSON request body */
@@ -119,6 +128,12 @@ void config_release(struct petri_config *cfg);
  * (defaults only) when that file does not exist, or when PETRI_CONFIG is
  * set but empty.  Into buf. */
 const char *config_default_path(char *buf, size_t len);
+
+/* The file NAME in petri's state directory: $STATE_DIRECTORY (systemd's
+ * StateDirectory=), else /var/lib/petri as root, else
+ * $XDG_STATE_HOME/petri or ~/.local/state/petri.  buf, or NULL when none
+ * fits or none can be named. */
+const char *config_state_path(const char *name, char *buf, size_t len);
 
 /* [python] preload: at most CONFIG_PRELOAD_MAX modules, each a dotted
  * Python identifier (ASCII) of at most CONFIG_PRELOAD_NAME_MAX bytes. */

@@ -3,21 +3,29 @@
  * check exactly what ran behind an answer (GET /v1/sessions/{id}/executions
  * for one session, GET /v1/executions for all of it, one-shots included).
  *
- * SQLite: in memory by default, or a file that outlives the daemon
- * ([server] record = PATH).  Outputs are stored as the result object without
- * image data (a note says how large it was).
+ * SQLite: a file that outlives the daemon (by default in the state
+ * directory, docs/record.md), or memory.  Outputs are stored as the result
+ * object; images and returned files are kept up to `attachment_max` bytes of
+ * base64 each (past it, a note says how large they were).
+ *
+ * Evidence, not only a log (src/record/chain.h): every entry carries the
+ * digest of its content and the link of the chain through every entry
+ * before it, and the head of the chain is signed with a key kept beside the
+ * file.  record_verify() checks all of it.
  *
  * What a tenant can make the record hold is bounded three ways (docs/security.md):
  *   - an entry: its code and its result are each at most RECORD_ENTRY_MAX
- *     bytes as stored, with a flag saying what was cut, whatever the
- *     execution returned (streams, error message and traceback, escapes);
- *   - the record: at most `keep` entries and `budget` bytes (RECORD_KEEP_*,
- *     RECORD_BUDGET_*); over either, the oldest go;
- *   - a session: at most 1/RECORD_SHARE of both; over it, the session's
- *     own oldest go first, so that one session cannot evict everyone's
+ *     bytes as stored (besides the attachments), with a flag saying what
+ *     was cut, whatever the execution returned;
+ *   - the record: at most `max_entries` entries and `max_bytes` bytes, and
+ *     none older than `keep_days`; past any, the oldest go, and the chain
+ *     starts where they ended;
+ *   - a session: at most 1/RECORD_SHARE of both; past it, the session's
+ *     own oldest go first (each leaves a signed gap, so that the chain
+ *     still verifies), so that one session cannot evict everyone's
  *     history.  One-shot runs (no session) share one such quota.
  * A listing is bounded by RECORD_LIST_MAX bytes and says when it stopped
- * early.  Thread-safe. */
+ * early.  Thread-safe; several daemons may share one file. */
 #ifndef PETRI_RECORD_H
 #define PETRI_RECORD_H
 
@@ -26,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "record/chain.h"
 #include "runtime/result.h"
 
 #define RECORD_ENTRY_MAX (256u << 10)	/* bytes of code, of result, per entry */
@@ -44,6 +53,9 @@
  * 2 MiB): the bound is there so that one tenant cannot fill the disk. */
 #define RECORD_BUDGET_FILE (4ull << 30)
 #define RECORD_SHARE 4			/* a session holds at most 1/4 of the record */
+/* The images and files one entry keeps, together, whatever each may be. */
+#define RECORD_ATTACH_TOTAL (4u << 20)
+#define RECORD_ATTACH_DEFAULT (1u << 20)	/* each, by default */
 
 /* The entries of one listing, counted as the JSON they are sent as: what
  * one request makes the daemon build (the tree, its text and the HTTP
@@ -52,8 +64,22 @@
 
 struct record;
 
-/* path: a file, or NULL/"" for memory.  0 or -errno with a message. */
-int record_open(const char *path, struct record **out, char *err, size_t errlen);
+struct record_options {
+	const char *path;		/* a file; NULL or "": memory */
+	/* Open what is there and change nothing (verify, export): no
+	 * schema, no trimming, no key made. */
+	bool readonly;
+	/* The directory of path is made (0700) if missing: the default
+	 * state directory. */
+	bool make_dir;
+	int64_t max_entries, max_bytes;	/* 0: RECORD_KEEP_*, RECORD_BUDGET_* */
+	double keep_days;		/* 0: no bound by age */
+	size_t attachment_max;		/* bytes of base64 of one image or file */
+};
+
+/* 0 or -errno with a message.  A file's head is logged when it opens and
+ * when it closes (docs/record.md). */
+int record_open(const struct record_options *o, struct record **out, char *err, size_t errlen);
 void record_close(struct record *rec);
 
 struct record_entry {
@@ -101,5 +127,29 @@ struct record_usage {
 	int64_t entries, bytes;
 };
 int record_usage(struct record *rec, bool all, const char *session, struct record_usage *out);
+
+/* What record_verify() found. */
+struct record_check {
+	int64_t entries;		/* entries checked */
+	int64_t gaps;			/* entries removed to make room, between them */
+	int64_t first, last;		/* their seqs; first > last when none */
+	int64_t start;			/* the seq the chain starts at */
+	int64_t head_seq;
+	/* 0: intact; else the seq of the first entry that is not what the
+	 * chain says, and why. */
+	int64_t broken;
+	char why[256];
+	char head[CHAIN_HEX_LEN];	/* the link of the last entry */
+	char key[64];			/* the id of the key that signed the head */
+	bool signature_checked;
+};
+
+/* Check the whole chain: every entry's digest and link in seq order, that
+ * no seq is missing but in a gap the key signed, and the head and its
+ * signature against key (NULL: the key beside the file).  With expect_seq > 0, also that the chain passed
+ * through expect_link at that seq (a head from the log).  0 (see
+ * out->broken) or -errno with a message in out->why. */
+int record_verify(struct record *rec, const struct chain_key *key, int64_t expect_seq,
+		  const unsigned char *expect_link, struct record_check *out);
 
 #endif

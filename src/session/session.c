@@ -382,7 +382,12 @@ int smgr_new(const struct petri_config *cfg, struct jail_host *host,
 		r = -ENOMEM;
 		goto fail;
 	}
-	if ((r = record_open(cfg->record, &m->record, err, errlen)) < 0)
+	if ((r = record_open(&(struct record_options){
+			.path = cfg->record, .make_dir = cfg->record_default,
+			.max_bytes = (int64_t)cfg->record_max_bytes,
+			.keep_days = cfg->record_keep_days,
+			.attachment_max = cfg->record_max_attachment_bytes,
+		     }, &m->record, err, errlen)) < 0)
 		goto fail;
 	r = spawner_new(host, ncpu > 0 ? (unsigned)(ncpu * 2) : 2, &m->spawner);
 	if (r < 0) {
@@ -1402,16 +1407,16 @@ enum sm_result smgr_oneshot(struct smgr *m, const struct oneshot *o,
 	}
 	if (r != SM_OK)
 		goto out;
-	if (!o->internal)
-		finished(m, NULL, &ex, &o->limits, started_at, res);
-	/* After the record took its copy: file contents are the client's,
-	 * not the record's. */
+	/* Before the record takes its copy: it keeps the files' contents, as
+	 * it keeps images, up to its attachment bound. */
 	if (o->return_files &&
 	    box_files_inline(b, res->files, (const char *const *)o->patterns, o->npatterns,
 			     o->return_file_max ? o->return_file_max : m->cfg->max_return_file_bytes,
 			     o->return_total_max ? o->return_total_max :
 						   m->cfg->max_return_files_bytes) < 0)
 		r = SM_NO_MEMORY;
+	if (!o->internal)
+		finished(m, NULL, &ex, &o->limits, started_at, res);
 out:
 	if (b)
 		oneshot_end(m, b, o->internal);

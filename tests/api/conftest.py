@@ -71,10 +71,15 @@ class Server:
         if re.search(r"^\s*warm\s*=\s*(false|no|off|0)\s*$", config, re.M | re.I):
             self._warm.set()
         with petri_lock():
+            # Each daemon keeps its record in a state directory of its own
+            # (the record is persistent by default), so that a listing
+            # shows its own executions only.
+            self.state_dir = tmp_path / ("state" if n == 0 else f"state-{n}")
+            env = {**os.environ, "STATE_DIRECTORY": str(self.state_dir)}
             self.proc = subprocess.Popen(
                 [PETRI, "serve", "--listen", "127.0.0.1:0", "--config", str(self.config_path), *extra_args],
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
-                preexec_fn=preexec_fn)
+                preexec_fn=preexec_fn, env=env)
             self._drain = threading.Thread(target=self._read_stderr, daemon=True)
             self._drain.start()
             line = self.proc.stdout.readline()

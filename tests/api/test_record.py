@@ -2,6 +2,7 @@
 session ran, also after it ended, in memory or in a SQLite file that
 outlives the daemon; GET /v1/executions lists all of it, newest first,
 one-shot runs (under no session) included."""
+import base64
 import json
 import os
 import re
@@ -50,8 +51,9 @@ def test_record_lists_code_and_results_in_order(api):
     assert first["status"] == "error"
     assert first["result"]["stdout"] == "héllo\n"
     assert first["result"]["error"]["name"] == "ZeroDivisionError"
-    png = first["result"]["results"][0]["image/png"]
-    assert png.startswith("[") and "not recorded" in png       # the image itself is not kept
+    # The chart itself is kept (up to record_max_attachment_kb).
+    png = base64.b64decode(first["result"]["results"][0]["image/png"])
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
     assert first["limits"]["memory_mb"] >= 32
     assert second["code"] == "echo hi" and second["result"]["stdout"] == "hi\n"
     # limit keeps the most recent
@@ -80,6 +82,27 @@ def test_record_errors(api):
     assert r.status_code == 404 and r.json()["error"]["code"] == "session_not_found"
     r = api.post(f"/v1/sessions/{sid}/executions", {})
     assert r.status_code == 405 and r.headers["Allow"] == "GET"
+
+
+def test_images_and_files_past_the_attachment_bound_are_noted(make_server):
+    srv = make_server("[server]\nrecord =\nrecord_max_attachment_kb = 1\n")
+    api = srv.api()
+    sid = api.session()
+    api.execute(sid, "import matplotlib.pyplot as plt\nplt.plot([1, 2])")
+    r = api.post("/v1/execute", {"code": "open('small.txt', 'w').write('hi')\n"
+                                         "open('big.bin', 'wb').write(bytes(4096))",
+                                 "return_files": ["*.txt", "*.bin"]})
+    assert r.status_code == 200, r.text
+    entry = api.get(f"/v1/sessions/{sid}/executions").json()["executions"][0]
+    pngs = [b["image/png"] for b in entry["result"]["results"] if "image/png" in b]
+    assert len(pngs) == 1 and "not recorded" in pngs[0], entry["result"]
+    oneshot = api.get("/v1/executions", params={"session": "none"}).json()["executions"][0]
+    files = {f["path"]: f for f in oneshot["result"]["files"]}
+    assert base64.b64decode(files["small.txt"]["content_base64"]) == b"hi"
+    assert "not recorded" in files["big.bin"]["content_base64"]
+    # The client got both whole.
+    got = {f["path"]: f for f in r.json()["files"]}
+    assert len(base64.b64decode(got["big.bin"]["content_base64"])) == 4096
 
 
 def test_record_in_a_file_survives_a_restart(make_server, tmp_path):

@@ -38,7 +38,8 @@ BIG_CODE = 'print("\\x01" * 250000)\n#' + '\x01' * 250000
 
 @pytest.fixture
 def server(tmp_path):
-    with H.jailed_server(tmp_path, 'record', CG_LIMIT) as (srv, cg):
+    # The in-memory record: what it costs is the daemon's memory.
+    with H.jailed_server(tmp_path, 'record', CG_LIMIT, extra_config='[server]\nrecord =\n') as (srv, cg):
         srv.cg = cg
         yield srv
 

@@ -33,7 +33,9 @@ START_TEST(test_defaults)
 	ck_assert(c.warm && c.cgroups);
 	ck_assert_uint_eq(c.uid_count, JAIL_UID_COUNT_DEFAULT);
 	ck_assert_uint_le(c.defaults.memory_mb, c.max.memory_mb);
-	ck_assert_str_eq(c.record, "");
+	/* The record is kept in the state directory unless told otherwise. */
+	ck_assert(c.record_default);
+	ck_assert(strstr(c.record, "/petri/record.sqlite") != NULL);
 	config_release(&c);
 }
 END_TEST

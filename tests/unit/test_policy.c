@@ -5,6 +5,8 @@
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -333,10 +335,31 @@ START_TEST(test_x32_kills)
 }
 END_TEST
 
+/* Does this kernel take the 32-bit entry point at all?  Without the filter:
+ * a kernel built or booted without IA32 emulation (or a hypervisor that
+ * does not pass int 0x80 on) answers it with SIGSEGV, and there is then
+ * nothing for the filter to refuse. */
+static bool has_i386_entry(void)
+{
+	int st;
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		i386_call();
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) && WEXITSTATUS(st) == 5;
+}
+
 START_TEST(test_i386_kills)
 {
 	int st;
 
+	if (!has_i386_entry()) {
+		fprintf(stderr, "skipped test_i386_kills: this kernel has no 32-bit syscall "
+			"entry (int 0x80 is SIGSEGV without any filter)\n");
+		return;
+	}
 	build();
 	st = in_child(i386_call);
 	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS, "status %#x", st);

@@ -19,7 +19,7 @@ static struct record *open_memory(void)
 	struct record *rec;
 	char err[256];
 
-	ck_assert_int_eq(record_open(NULL, &rec, err, sizeof(err)), 0);
+	ck_assert_int_eq(record_open(&(struct record_options){ 0 }, &rec, err, sizeof(err)), 0);
 	return rec;
 }
 
@@ -417,7 +417,7 @@ START_TEST(test_a_file_of_an_older_petri_opens)
 		" VALUES ('old', 1.0, 'bash', 'echo hi', 'ok', '{\"stdout\":\"hi\\n\"}');",
 		NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
-	ck_assert_int_eq(record_open(path, &rec, err, sizeof(err)), 0);
+	ck_assert_int_eq(record_open(&(struct record_options){ .path = path }, &rec, err, sizeof(err)), 0);
 	ck_assert_int_eq(usage(rec, true, NULL).entries, 1);
 	ck_assert_int_gt(usage(rec, true, NULL).bytes, 7 + 15);
 	add(rec, "old", 10, 10, 'a');
@@ -428,13 +428,15 @@ START_TEST(test_a_file_of_an_older_petri_opens)
 	json_decref(l);
 	record_close(rec);
 	/* Reopened, it knows what it holds. */
-	ck_assert_int_eq(record_open(path, &rec, err, sizeof(err)), 0);
+	ck_assert_int_eq(record_open(&(struct record_options){ .path = path }, &rec, err, sizeof(err)), 0);
 	ck_assert_int_eq(usage(rec, true, NULL).entries, 2);
 	record_close(rec);
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/record.sqlite-wal", dir);
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/record.sqlite-shm", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/record.sqlite.key", dir);
 	unlink(path);
 	ck_assert_int_eq(rmdir(dir), 0);
 }
