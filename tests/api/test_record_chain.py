@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from conftest import PETRI
+from conftest import PETRI, Server
 
 GENESIS = bytes(32)
 
@@ -68,12 +68,13 @@ def record_in(tmp_path):
 COLUMNS = "seq, session, started_at, language, code, code_truncated, status, limits, result"
 
 
-@pytest.fixture
-def kept(make_server, tmp_path):
+@pytest.fixture(scope="module")
+def kept(tmp_path_factory):
     """A record a real daemon wrote: a session's executions and a one-shot,
-    the daemon stopped; (config path, record path, the daemon's stderr)."""
-    path, conf = record_in(tmp_path)
-    srv = make_server(f"[server]\nrecord = {path}\n")
+    the daemon stopped; (config path, record path, the daemon's stderr).
+    Shared: the tests read it, or change copies of it."""
+    path, conf = record_in(tmp_path_factory.mktemp("kept"))
+    srv = Server(path.parent.parent, f"[server]\nrecord = {path}\n")
     api = srv.api()
     sid = api.session()
     for i in range(4):
@@ -189,8 +190,9 @@ def test_without_the_key_the_signature_cannot_be_checked(kept, tmp_path):
     assert code == 2 and "key" in out, out
 
 
-def test_a_restart_keeps_the_record_and_the_chain(make_server, kept):
-    conf, path, _ = kept
+def test_a_restart_keeps_the_record_and_the_chain(make_server, kept, tmp_path):
+    conf = tampered(tmp_path, kept[1], "", "restarted")
+    path = conf.parent / "record.sqlite"
     srv = make_server(f"[server]\nrecord = {path}\n")
     api = srv.api()
     api.post("/v1/execute", {"code": "print('after the restart')"})

@@ -37,6 +37,8 @@ static void start(uint32_t max_sessions, uint32_t max_executions)
 
 	config_defaults(&cfg);
 	cfg.warm = false;	/* no pool: every sandbox through the spawner */
+	cfg.record[0] = '\0';	/* the record in memory: nothing kept on disk */
+	cfg.record_default = false;
 	cfg.max_sessions = max_sessions;
 	cfg.max_executions = max_executions;
 	ck_assert_msg(smgr_new(&cfg, NULL, &m, err, sizeof(err)) == 0, "smgr_new: %s", err);
