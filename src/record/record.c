@@ -20,6 +20,8 @@ struct record {
 	sqlite3_stmt *scan_all, *cut_all, *scan_session, *cut_session, *usage_session;
 	int64_t keep, budget;
 	int64_t entries, bytes;		/* what it holds now */
+	record_hook on_add;		/* record_on_add(), under lock */
+	void *on_add_arg;
 };
 
 /* `bytes`: what the row costs (record_add), summed without reading the
@@ -422,10 +424,26 @@ int record_add(struct record *rec, const struct record_entry *e)
 	}
 	pthread_mutex_lock(&rec->lock);
 	rc = insert_locked(rec, e, result, limits);
+	if (rc == 0 && rec->on_add) {
+		struct record_added added = {
+			.seq = sqlite3_last_insert_rowid(rec->db), .session = e->session,
+			.language = e->language, .status = result_status_name(e->result->status),
+		};
+
+		rec->on_add(rec->on_add_arg, &added);
+	}
 	pthread_mutex_unlock(&rec->lock);
 	free(result);
 	free(limits);
 	return rc;
+}
+
+void record_on_add(struct record *rec, record_hook fn, void *arg)
+{
+	pthread_mutex_lock(&rec->lock);
+	rec->on_add = fn;
+	rec->on_add_arg = arg;
+	pthread_mutex_unlock(&rec->lock);
 }
 
 /* The bytes json_dumps() writes for the string s (its quotes aside). */
