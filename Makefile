@@ -92,13 +92,14 @@ $(BUILD)/_petri.so: $(EXT_SRC) $(wildcard src/jail/*.h src/util/*.h)
 		-I$(PY_INCLUDE) -shared -o $@ $(EXT_SRC) -Wl,-z,relro,-z,now -lseccomp
 
 # Embedded in the binary, so that petri is one file: the Python driver, the
-# template extension and the OpenAPI document.
+# template extension, the OpenAPI document and the web page (src/web).
 $(BUILD)/src/runtime/embed.o: src/runtime/embed.S src/runtime/driver.py docs/openapi.json \
 			      src/runtime/run.js src/runtime/profile.R \
+			      src/web/index.html src/web/app.js src/web/app.css \
 			      $(BUILD)/_petri.so
 	@mkdir -p $(dir $@)
 	@echo "  AS      $<"
-	@$(CC) -c -o $@ -Isrc/runtime -Idocs -I$(BUILD) $<
+	@$(CC) -c -o $@ -Isrc/runtime -Idocs -Isrc/web -I$(BUILD) $<
 
 $(BUILD)/unit-tests: $(UNIT_OBJ) $(BUILD)/libpetri.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(shell pkg-config --libs check)
