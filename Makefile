@@ -4,7 +4,8 @@
 #   make SAN=1        ASan + UBSan build                 -> build-san/petri
 #   make SAN=thread   ThreadSanitizer build              -> build-tsan/petri
 #   make test         unit tests + black-box tests against build/petri (the
-#                     MCP and E2B SDKs from npm included, CPython's own
+#                     MCP and E2B SDKs from npm and the web page in
+#                     chromium included, CPython's own
 #                     regression tests inside and bare)
 #   make test-san     the suite under ASan+UBSan, the API and fault tiers
 #                     under ThreadSanitizer
@@ -92,13 +93,14 @@ $(BUILD)/_petri.so: $(EXT_SRC) $(wildcard src/jail/*.h src/util/*.h)
 		-I$(PY_INCLUDE) -shared -o $@ $(EXT_SRC) -Wl,-z,relro,-z,now -lseccomp
 
 # Embedded in the binary, so that petri is one file: the Python driver, the
-# template extension and the OpenAPI document.
+# template extension, the OpenAPI document and the web page (src/web).
 $(BUILD)/src/runtime/embed.o: src/runtime/embed.S src/runtime/driver.py docs/openapi.json \
 			      src/runtime/run.js src/runtime/profile.R \
+			      src/web/index.html src/web/app.js src/web/app.css \
 			      $(BUILD)/_petri.so
 	@mkdir -p $(dir $@)
 	@echo "  AS      $<"
-	@$(CC) -c -o $@ -Isrc/runtime -Idocs -I$(BUILD) $<
+	@$(CC) -c -o $@ -Isrc/runtime -Idocs -Isrc/web -I$(BUILD) $<
 
 $(BUILD)/unit-tests: $(UNIT_OBJ) $(BUILD)/libpetri.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(shell pkg-config --libs check)
@@ -169,6 +171,21 @@ mcp-test: $(BUILD)/petri tests/mcp/node_modules
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/mcp
 	cd tests/mcp && PETRI_BIN=$(abspath $(BUILD)/petri) node --test sdk.test.mjs
 
+# The web page (docs/web.md) in Debian's chromium, driven by playwright-core
+# (pinned in tests/web/package-lock.json), against petri serve: one browser
+# and one daemon per file, the files in parallel.  web-screenshots also
+# saves the main views into docs/ (web-session.png, web-overview.png).
+tests/web/node_modules: tests/web/package.json tests/web/package-lock.json
+	cd tests/web && npm ci --prefer-offline --no-audit --no-fund
+	@touch $@
+
+web-test: $(BUILD)/petri tests/web/node_modules
+	cd tests/web && PETRI_BIN=$(abspath $(BUILD)/petri) node --test page.test.mjs keys.test.mjs
+
+web-screenshots: $(BUILD)/petri tests/web/node_modules
+	cd tests/web && PETRI_BIN=$(abspath $(BUILD)/petri) PETRI_WEB_SCREENSHOTS=$(abspath docs) \
+		node --test page.test.mjs
+
 # The official E2B JS SDKs (e2b, @e2b/code-interpreter), newest and oldest
 # pinned in tests/e2b/{new,old}/package-lock.json, against petri serve.
 # Not in `make test` yet: the E2B routes are issue 11.
@@ -190,7 +207,7 @@ cpython-test: $(BUILD)/petri
 ask-test: $(BUILD)/petri
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/ask
 
-test: unit unit-valgrind blackbox hostile cpython-test faults mcp-test e2b-test ask-test fuzz-smoke
+test: unit unit-valgrind blackbox hostile cpython-test faults mcp-test web-test e2b-test ask-test fuzz-smoke
 
 # The whole suite under ASan+UBSan; then the tiers where the daemon's
 # threads meet (the API and the faults) under ThreadSanitizer.
@@ -212,6 +229,6 @@ clean:
 
 include tests/fuzz/fuzz.mk
 
-.PHONY: all unit unit-valgrind blackbox api-test hostile cpython-test faults mcp-test e2b-test ask-test test test-san clean fuzz fuzz-smoke
+.PHONY: all unit unit-valgrind blackbox api-test hostile cpython-test faults mcp-test web-test web-screenshots e2b-test ask-test test test-san clean fuzz fuzz-smoke
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -16,6 +16,7 @@ struct mcp_registry;
 struct stream_hub;
 struct files_waiter;
 struct e2b;
+struct events;
 
 /* One request, from its headers to on_completed (server.c owns it).  A
  * handler that can block runs on a worker (worker.c) while MHD keeps the
@@ -29,6 +30,7 @@ struct api_req {
 	struct stream_hub *streams;	/* SSE streams (stream.c) */
 	struct files_waiter *waiter;	/* uploads waiting for a writer (files.c) */
 	struct e2b *e2b;		/* E2B sandboxes (e2b.c) */
+	struct events *events;		/* GET /v1/events (events.c) */
 	int e2b_kind;			/* enum e2b_kind: E2B_NONE, or which E2B route */
 	char e2b_sid[SESSION_ID_LEN + 1];	/* the sandbox its token opened */
 	bool opaque_body;		/* a body the handler parses (multipart,
@@ -98,6 +100,11 @@ bool guard_request(struct api_req *rq, const char *listen_host, enum MHD_Result 
 /* An error for /mcp in JSON-RPC form (mcp.c). */
 enum MHD_Result mcp_http_refuse(struct api_req *rq, unsigned status, const char *msg);
 
+/* Has the client of a stream whose socket is fd hung up?  Without output
+ * to write, MHD would notice only at the next keepalive; the streams look
+ * at their sockets each second instead (stream.c). */
+bool http_client_gone(int fd);
+
 /* Does the client want Server-Sent Events? */
 bool http_wants_sse(struct api_req *rq);
 
@@ -113,6 +120,9 @@ enum MHD_Result handle_archive(struct api_req *rq, struct session *s);
 enum MHD_Result handle_files(struct api_req *rq, struct session *s, const char *path,
 			     bool is_list);
 enum MHD_Result handle_mcp(struct api_req *rq);
+/* The web page's static files (web.c): is url one of them, and serve it. */
+bool web_is_asset(const char *url);
+enum MHD_Result handle_web(struct api_req *rq);
 /* Answer with a stream; the execution runs on this worker afterwards
  * (rq->after).  Busy, gone and over capacity are answered as errors before
  * any byte of the stream.  stream_execute(): the native API's Server-Sent

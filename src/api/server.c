@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "api/e2b.h"
+#include "api/events.h"
 #include "api/http.h"
 #include "api/openapi.h"
 #include "api/worker.h"
@@ -60,6 +61,7 @@ struct api_server {
 	struct stream_hub *streams;
 	struct files_waiter *waiter;
 	struct e2b *e2b;		/* the E2B front end's sandboxes */
+	struct events *events;		/* GET /v1/events */
 	char listen_host[256];		/* the Host it answers to by default; "*": any */
 };
 
@@ -311,6 +313,10 @@ static enum MHD_Result route(struct api_req *rq)
 	}
 	if (rq->e2b_kind != E2B_NONE)
 		return e2b_route(rq);
+	if (web_is_asset(url))
+		return handle_web(rq);
+	if (!strcmp(url, "/v1/events"))
+		return handle_events(rq);
 	if (!strcmp(url, "/mcp"))
 		return handle_mcp(rq);
 	if (!strcmp(url, "/v1/sessions"))
@@ -364,11 +370,13 @@ static bool is_upload(const char *method, const char *url)
 	       (!strcmp(method, "POST") && !strcmp(p, "/archive"));
 }
 
-/* Answered on the event thread: nothing here waits. */
+/* Answered on the event thread: nothing here waits (an event stream
+ * suspends its connection when it has nothing to send). */
 static bool runs_inline(const char *url)
 {
 	return !strcmp(url, "/healthz") || !strcmp(url, "/metrics") ||
-	       !strcmp(url, "/v1/openapi.json");
+	       !strcmp(url, "/v1/openapi.json") || !strcmp(url, "/v1/events") ||
+	       web_is_asset(url);
 }
 
 static enum MHD_Result too_large(struct api_req *rq)
@@ -447,7 +455,8 @@ static enum MHD_Result on_headers(struct api_server *srv, struct api_req *rq)
 		 * control plane, a sandbox's token on the data plane. */
 		return e2b_authorize(rq, &answered) ? MHD_YES : answered;
 	}
-	if (strcmp(rq->url, "/healthz") && !authorized(rq)) {
+	/* The web page's files hold no data: the page asks for the key. */
+	if (strcmp(rq->url, "/healthz") && !web_is_asset(rq->url) && !authorized(rq)) {
 		metrics_inc(M_REJECT_AUTH);
 		return http_error(rq, 401, "unauthorized",
 				  "a valid API key is required: Authorization: Bearer <key>");
@@ -504,6 +513,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		rq->streams = srv->streams;
 		rq->waiter = srv->waiter;
 		rq->e2b = srv->e2b;
+		rq->events = srv->events;
 		rq->conn = conn;
 		rq->method = method;
 		rq->url = url;
@@ -765,6 +775,7 @@ int api_start(const struct petri_config *cfg, struct smgr *sm,
 	srv->listen_fd = fd;
 	set_listen_host(srv, cfg->listen);
 	if ((r = stream_hub_new(&srv->streams)) < 0 || (r = files_waiter_new(&srv->waiter)) < 0 ||
+	    (r = events_new(sm, srv->streams, &srv->events)) < 0 ||
 	    (r = workers_start(cfg->http_workers ? cfg->http_workers : cfg->max_executions + 16,
 			       route, &srv->workers)) < 0) {
 		snprintf(err, errlen, "cannot start the HTTP server's threads: %s", strerror(-r));
@@ -791,6 +802,7 @@ int api_start(const struct petri_config *cfg, struct smgr *sm,
 	return 0;
 fail:
 	workers_free(srv->workers);
+	events_free(srv->events);
 	if (srv->waiter) {
 		files_waiter_stop(srv->waiter);
 		files_waiter_free(srv->waiter);
@@ -808,6 +820,9 @@ void api_quiesce(struct api_server *srv)
 {
 	atomic_store(&srv->quiescing, true);
 	MHD_quiesce_daemon(srv->daemon);
+	/* An event stream would last forever: end them now, so that the
+	 * requests in flight are those that will end. */
+	events_stop(srv->events);
 }
 
 unsigned api_active(const struct api_server *srv)
@@ -835,6 +850,7 @@ void api_stop(struct api_server *srv)
 	files_waiter_stop(srv->waiter);
 	MHD_stop_daemon(srv->daemon);
 	workers_free(srv->workers);
+	events_free(srv->events);	/* its streams went with MHD */
 	stream_hub_free(srv->streams);
 	files_waiter_free(srv->waiter);
 	close(srv->listen_fd);

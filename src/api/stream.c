@@ -256,9 +256,7 @@ static void run_stream(void *arg)
 	stream_put(st);
 }
 
-/* Has the client hung up?  Without output to write, MHD would notice only
- * at the next keepalive; we look at the socket every second instead. */
-static bool client_gone(int fd)
+bool http_client_gone(int fd)
 {
 	struct pollfd pfd = { .fd = fd, .events = POLLRDHUP };
 
@@ -283,7 +281,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
 		st->keepalive_at = clock_mono_s() + KEEPALIVE_S;
 	} else if (st->finished) {
 		n = MHD_CONTENT_READER_END_OF_STREAM;
-	} else if (client_gone(st->client_fd) || atomic_load(&st->hub->stopping)) {
+	} else if (http_client_gone(st->client_fd) || atomic_load(&st->hub->stopping)) {
 		n = MHD_CONTENT_READER_END_WITH_ERROR;
 	} else if (klen && clock_mono_s() >= st->keepalive_at && max >= klen) {
 		n = (ssize_t)klen;

@@ -31,10 +31,12 @@
  *   pool lock -> session manager lock -> a session's lock
  *                                     -> a box's stop lock
  *   stream hub lock -> a stream's lock
+ *                   -> the event streams' lock (src/api/events.c)
+ *   the record's lock -> the event streams' lock
  *
  * An execution holds only its own session's busy flag, never the table.
  * Leaves taken alone: the disposer queue, the spawner queue, the upload
- * waiter's list, the MCP registry, the record, the metrics histograms.
+ * waiter's list, the MCP registry, the metrics histograms.
  * docs/architecture.md says why each thread exists and what each lock
  * guards.
  *

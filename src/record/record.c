@@ -33,6 +33,9 @@ struct record {
 	double keep_days;
 	size_t attach_max;
 	int64_t entries, bytes;		/* what it holds, as of the last change */
+	int64_t last_seq;		/* the entry this daemon added last */
+	record_hook on_add;		/* record_on_add(), under lock */
+	void *on_add_arg;
 };
 
 /* `bytes`: what the row costs (record_add), summed without reading the
@@ -912,6 +915,7 @@ static int insert_locked(struct record *rec, const struct record_entry *e, const
 	}
 	rec->entries = c.entries;
 	rec->bytes = c.bytes;
+	rec->last_seq = r.seq;
 	return 0;
 }
 
@@ -934,10 +938,26 @@ int record_add(struct record *rec, const struct record_entry *e)
 	}
 	pthread_mutex_lock(&rec->lock);
 	rc = insert_locked(rec, e, result, limits);
+	if (rc == 0 && rec->on_add) {
+		struct record_added added = {
+			.seq = rec->last_seq, .session = e->session,
+			.language = e->language, .status = result_status_name(e->result->status),
+		};
+
+		rec->on_add(rec->on_add_arg, &added);
+	}
 	pthread_mutex_unlock(&rec->lock);
 	free(result);
 	free(limits);
 	return rc;
+}
+
+void record_on_add(struct record *rec, record_hook fn, void *arg)
+{
+	pthread_mutex_lock(&rec->lock);
+	rec->on_add = fn;
+	rec->on_add_arg = arg;
+	pthread_mutex_unlock(&rec->lock);
 }
 
 /* The bytes json_dumps() writes for the string s (its quotes aside). */

@@ -152,4 +152,19 @@ struct record_check {
 int record_verify(struct record *rec, const struct chain_key *key, int64_t expect_seq,
 		  const unsigned char *expect_link, struct record_check *out);
 
+/* What record_add() committed, for a watcher (record_on_add).  Borrowed
+ * for the duration of the call. */
+struct record_added {
+	int64_t seq;
+	const char *session;		/* NULL: a one-shot run */
+	const char *language;
+	const char *status;		/* the result's status name */
+};
+typedef void (*record_hook)(void *arg, const struct record_added *added);
+/* Call fn(arg, ...) after each entry that record_add() committed (fn NULL:
+ * no more).  fn runs on the adding thread under the record's lock: it must
+ * not block nor call the record.  Once this returns, the previous hook is
+ * not running and is not called again. */
+void record_on_add(struct record *rec, record_hook fn, void *arg);
+
 #endif

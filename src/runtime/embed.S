@@ -1,7 +1,8 @@
 /* Files embedded so that petri is one binary: the Python driver
  * (docs/protocol.md), the JavaScript and R helpers (docs/languages.md), the
  * template's C extension (src/runtime/pyext.c) and
- * the OpenAPI document (docs/openapi.json).  See src/runtime/embed.h. */
+ * the OpenAPI document (docs/openapi.json) and the web page's static files
+ * (src/web, docs/web.md).  See src/runtime/embed.h. */
 	.section .rodata
 	.global petri_driver_py
 	.type petri_driver_py, @object
@@ -51,6 +52,36 @@ petri_openapi_json:
 	.global petri_openapi_json_end
 	.type petri_openapi_json_end, @object
 petri_openapi_json_end:
+	.byte 0
+
+	.global petri_web_index_html
+	.type petri_web_index_html, @object
+	.balign 16
+petri_web_index_html:
+	.incbin "index.html"
+	.global petri_web_index_html_end
+	.type petri_web_index_html_end, @object
+petri_web_index_html_end:
+	.byte 0
+
+	.global petri_web_app_js
+	.type petri_web_app_js, @object
+	.balign 16
+petri_web_app_js:
+	.incbin "app.js"
+	.global petri_web_app_js_end
+	.type petri_web_app_js_end, @object
+petri_web_app_js_end:
+	.byte 0
+
+	.global petri_web_app_css
+	.type petri_web_app_css, @object
+	.balign 16
+petri_web_app_css:
+	.incbin "app.css"
+	.global petri_web_app_css_end
+	.type petri_web_app_css_end, @object
+petri_web_app_css_end:
 	.byte 0
 
 	.section .note.GNU-stack, "", @progbits

@@ -12,5 +12,11 @@ extern const char petri_pyext_so[];
 extern const char petri_pyext_so_end[];
 extern const char petri_openapi_json[];
 extern const char petri_openapi_json_end[];
+extern const char petri_web_index_html[];
+extern const char petri_web_index_html_end[];
+extern const char petri_web_app_js[];
+extern const char petri_web_app_js_end[];
+extern const char petri_web_app_css[];
+extern const char petri_web_app_css_end[];
 
 #endif

@@ -1043,6 +1043,11 @@ json_t *smgr_all_executions(struct smgr *m, enum record_scope scope, int limit,
 	return record_list_all(m->record, scope, limit, before, truncated);
 }
 
+void smgr_on_record(struct smgr *m, record_hook fn, void *arg)
+{
+	record_on_add(m->record, fn, arg);
+}
+
 enum sm_result session_claim(struct smgr *m, struct session *s, char *reason,
 			     size_t reasonlen)
 {

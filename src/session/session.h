@@ -124,6 +124,9 @@ json_t *smgr_executions(struct smgr *m, const char *id, int limit, int64_t befor
  * (null for a one-shot); bounds as above (record_list_all()). */
 json_t *smgr_all_executions(struct smgr *m, enum record_scope scope, int limit,
 			    int64_t before, bool *truncated);
+/* Watch what the record commits (record_on_add(): fn under the record's
+ * lock, NULL to stop). */
+void smgr_on_record(struct smgr *m, record_hook fn, void *arg);
 
 /* File access: the workspace fd and the host ids files must belong to.
  * Calls are serialized with executions only by the kernel: reads and

@@ -210,7 +210,7 @@ def test_document_structure():
                 "/v1/sessions/{id}/files",
                 "/v1/sessions/{id}/files/{path}", "/v1/sessions/{id}/archive",
                 "/v1/sessions/{id}/processes", "/v1/sessions/{id}/processes/{pid}",
-                "/v1/execute", "/v1/executions", "/v1/languages"}
+                "/v1/execute", "/v1/executions", "/v1/events", "/v1/languages"}
     assert set(DOC["paths"]) == expected
     op_ids = []
     for template, item in DOC["paths"].items():

@@ -1,0 +1,161 @@
+"""The web page's files and the event stream (docs/web.md): the page is
+served with a strict Content-Security-Policy and without a key, nothing else
+is; GET /v1/events tells what the record committed, is authorized like the
+API, bounded in number, and ends at shutdown.  tests/web drives the page
+itself in a browser."""
+import json
+import re
+import threading
+import time
+
+import requests
+
+CSP_DIRECTIVES = ["default-src 'none'", "script-src 'self'", "style-src 'self'",
+                  "img-src 'self' data:", "connect-src 'self'", "frame-ancestors 'none'",
+                  "base-uri 'none'", "form-action 'none'"]
+ASSETS = {"/": "text/html", "/ui/app.js": "text/javascript", "/ui/app.css": "text/css"}
+
+
+def read_events(resp, until, limit=50):
+    """(name, data) events of a streamed response until until(name, data).
+    One line iterator per response: iter_lines() buffers what it read."""
+    if not hasattr(resp, "_web_lines"):
+        resp._web_lines = resp.iter_lines(decode_unicode=True)
+    name, seen = None, []
+    for line in resp._web_lines:
+        if line.startswith("event: "):
+            name = line[7:]
+        elif line.startswith("data: "):
+            data = json.loads(line[6:])
+            seen.append((name, data))
+            if until(name, data) or len(seen) >= limit:
+                return seen
+    return seen
+
+
+def test_the_page_is_served_with_a_strict_policy(server):
+    for path, ctype in ASSETS.items():
+        r = requests.get(server.url + path, timeout=30)
+        assert r.status_code == 200, path
+        assert r.headers["Content-Type"].startswith(ctype), path
+        csp = r.headers["Content-Security-Policy"]
+        for d in CSP_DIRECTIVES:
+            assert d in [p.strip() for p in csp.split(";")], (path, d, csp)
+        assert "unsafe" not in csp and "*" not in csp and "http" not in csp
+        assert r.headers["X-Content-Type-Options"] == "nosniff"
+        assert r.headers["Referrer-Policy"] == "no-referrer"
+        assert r.headers["X-Frame-Options"] == "DENY"
+    html = requests.get(server.url + "/", timeout=30).text
+    # Nothing inline for the policy to refuse: scripts by src, no style,
+    # no handler attributes.
+    assert re.findall(r"<script\b[^>]*>", html) == ['<script src="/ui/app.js" defer>']
+    assert not re.search(r"<style\b|\sstyle=|\son[a-z]+=", html, re.I)
+    js = requests.get(server.url + "/ui/app.js", timeout=30).text
+    assert "innerHTML" not in js.replace("never innerHTML", "")
+    assert "eval(" not in js and "new Function" not in js
+
+
+def test_other_paths_are_not_the_page(server):
+    assert requests.get(server.url + "/index.html", timeout=30).status_code == 404
+    assert requests.get(server.url + "/ui/other.js", timeout=30).status_code == 404
+    r = requests.post(server.url + "/", timeout=30)
+    assert r.status_code == 405 and r.headers["Allow"] == "GET, HEAD"
+
+
+def test_keys_the_page_is_free_the_data_and_the_events_are_not(make_server):
+    srv = make_server("[server]\napi_keys = web-key-1\n")
+    for path in ASSETS:
+        assert requests.get(srv.url + path, timeout=30).status_code == 200, path
+    for path in ("/v1/events", "/v1/sessions", "/v1/executions", "/ui/other.js"):
+        assert requests.get(srv.url + path, timeout=30).status_code == 401, path
+        r = requests.get(srv.url + path, headers={"Authorization": "Bearer nope"}, timeout=30)
+        assert r.status_code == 401, path
+    with requests.get(srv.url + "/v1/events", headers={"Authorization": "Bearer web-key-1"},
+                      stream=True, timeout=30) as r:
+        assert r.status_code == 200
+        assert r.headers["Content-Type"] == "text/event-stream"
+        assert read_events(r, lambda n, d: True) == [("heartbeat", {"sessions": 0})]
+
+
+def test_the_browser_rules_hold_for_the_page_and_the_events(server):
+    port = server.url.rsplit(":", 1)[1]
+    evil_origin = {"Origin": "http://evil.example"}
+    assert requests.get(server.url + "/v1/events", headers=evil_origin, timeout=30).status_code == 403
+    assert requests.get(server.url + "/", headers={"Host": f"evil.example:{port}"},
+                        timeout=30).status_code == 403
+    same = {"Origin": server.url}
+    with requests.get(server.url + "/v1/events", headers=same, stream=True, timeout=30) as r:
+        assert r.status_code == 200
+
+
+def test_events_say_what_the_record_committed(server, api):
+    with requests.get(server.url + "/v1/events", stream=True, timeout=60) as r:
+        assert r.status_code == 200
+        first = read_events(r, lambda n, d: n == "heartbeat")
+        assert first[-1][0] == "heartbeat"
+        out = api.post("/v1/execute", {"code": "print('web-1')"})
+        assert out.status_code == 200
+        sid = api.session()
+        api.execute(sid, "1/0")
+        assert api.delete(f"/v1/sessions/{sid}").status_code == 204
+        seen = read_events(r, lambda n, d: n == "session" and d["state"] == "deleted")
+    got = [(n, d) for n, d in seen if n != "heartbeat"]
+    assert [n for n, _ in got] == ["execution", "session", "execution", "session"]
+    one, created, run, deleted = (d for _, d in got)
+    assert one["session"] is None and one["status"] == "ok" and one["language"] == "python"
+    assert created == {"id": sid, "state": "created"}
+    assert run["session"] == sid and run["status"] == "error" and run["seq"] > one["seq"]
+    assert deleted == {"id": sid, "state": "deleted"}
+    # seq is the record's own.
+    listed = api.get("/v1/executions?limit=2").json()["executions"]
+    assert [e["seq"] for e in listed] == [run["seq"], one["seq"]]
+
+
+def test_event_streams_are_bounded(make_server):
+    srv = make_server()
+    opened = []
+    try:
+        for _ in range(32):
+            r = requests.get(srv.url + "/v1/events", stream=True, timeout=30)
+            assert r.status_code == 200
+            opened.append(r)
+        r = requests.get(srv.url + "/v1/events", stream=True, timeout=30)
+        assert r.status_code == 429
+        assert r.json()["error"]["code"] == "too_many_streams"
+        assert r.headers["Retry-After"] == "1"
+        # The API still answers, and a closed stream makes room (the
+        # server notices the hang-up within about a second).
+        assert requests.get(srv.url + "/v1/sessions", timeout=30).status_code == 200
+        opened.pop().close()
+        deadline = time.monotonic() + 30
+        while True:
+            r = requests.get(srv.url + "/v1/events", stream=True, timeout=30)
+            if r.status_code == 200:
+                opened.append(r)
+                break
+            r.close()
+            assert time.monotonic() < deadline, "a closed stream never made room"
+            time.sleep(0.2)
+    finally:
+        for r in opened:
+            r.close()
+
+
+def test_event_streams_end_at_shutdown(make_server):
+    srv = make_server()
+    r = requests.get(srv.url + "/v1/events", stream=True, timeout=60)
+    assert r.status_code == 200
+    ended = threading.Event()
+
+    def drain():
+        for _ in r.iter_lines():
+            pass
+        ended.set()
+
+    t = threading.Thread(target=drain, daemon=True)
+    t.start()
+    code, err = srv.stop()
+    t.join(30)
+    assert ended.is_set(), "the event stream outlived the server"
+    assert code == 0, err[-3000:]
+    r.close()
