@@ -1038,6 +1038,11 @@ json_t *smgr_all_executions(struct smgr *m, enum record_scope scope, int limit,
 	return record_list_all(m->record, scope, limit, before, truncated);
 }
 
+struct record *smgr_record(struct smgr *m)
+{
+	return m->record;
+}
+
 enum sm_result session_claim(struct smgr *m, struct session *s, char *reason,
 			     size_t reasonlen)
 {

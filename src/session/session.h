@@ -124,6 +124,9 @@ json_t *smgr_executions(struct smgr *m, const char *id, int limit, int64_t befor
  * (null for a one-shot); bounds as above (record_list_all()). */
 json_t *smgr_all_executions(struct smgr *m, enum record_scope scope, int limit,
 			    int64_t before, bool *truncated);
+/* The record itself, for what reads it in pages (record/export.h); it
+ * lives as long as m. */
+struct record *smgr_record(struct smgr *m);
 
 /* File access: the workspace fd and the host ids files must belong to.
  * Calls are serialized with executions only by the kernel: reads and
