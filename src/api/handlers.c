@@ -312,6 +312,8 @@ enum MHD_Result handle_session(struct api_req *rq, const char *id, const char *r
 	}
 	if (!strcmp(rest, "/executions"))
 		return executions(rq, id);
+	if (!strcmp(rest, "/export"))
+		return handle_session_export(rq, id);
 	s = http_session(rq, id, &answered);
 	if (!s)
 		return answered;

@@ -108,11 +108,15 @@ bool http_client_gone(int fd);
 /* Does the client want Server-Sent Events? */
 bool http_wants_sse(struct api_req *rq);
 
-/* Handlers (handlers.c, files.c, stream.c, record.c). */
+/* Handlers (handlers.c, files.c, stream.c, record.c, export.c). */
 enum MHD_Result handle_sessions(struct api_req *rq);
 /* GET /v1/executions: the whole record, newest first. */
 enum MHD_Result handle_executions(struct api_req *rq);
 enum MHD_Result handle_session(struct api_req *rq, const char *id, const char *rest);
+/* GET /v1/sessions/{id}/export and GET /v1/executions/export (the one-shot
+ * runs): the record as a notebook, a page or JSON Lines (export.c). */
+enum MHD_Result handle_session_export(struct api_req *rq, const char *id);
+enum MHD_Result handle_oneshots_export(struct api_req *rq);
 enum MHD_Result handle_oneshot(struct api_req *rq);
 /* GET (a tar.gz of ?path=) and POST (an archive extracted into ?path=)
  * /v1/sessions/{id}/archive (files.c). */

@@ -323,6 +323,8 @@ static enum MHD_Result route(struct api_req *rq)
 		return handle_sessions(rq);
 	if (!strcmp(url, "/v1/executions"))
 		return handle_executions(rq);
+	if (!strcmp(url, "/v1/executions/export"))
+		return handle_oneshots_export(rq);
 	if (!strcmp(url, "/v1/languages")) {
 		json_t *found;
 

@@ -8,6 +8,8 @@
 
 #include "config/config.h"
 
+#include <stdio.h>
+
 int cmd_run(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_policy(int argc, char **argv);
@@ -15,6 +17,21 @@ int cmd_serve(int argc, char **argv);
 int cmd_mcp(int argc, char **argv);
 int cmd_ask(int argc, char **argv);
 int cmd_record(int argc, char **argv);
+
+/* A table of commands (main.c's; a command's subcommands, as petri
+ * record's), ended by a NULL name.  cli_dispatch() runs the one argv[1]
+ * names with the arguments after it and returns its status; --help, -h
+ * and help print usage to stdout (0); none or an unknown name print it to
+ * stderr (2).  cli_list() prints the table's names and help, aligned. */
+struct cli_command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *help;
+};
+int cli_dispatch(const char *prog, const struct cli_command *table,
+		 void (*usage_of)(FILE *f),
+		 int argc, char **argv);
+void cli_list(FILE *f, const struct cli_command *table);
 
 /* Shared by commands: start the jail host or die with a clear message
  * (cgroup settings from PETRI_NO_CGROUPS and PETRI_CGROUP_PARENT, or from
@@ -28,7 +45,8 @@ struct jail_host *cli_jail_host_with(const struct jail_host_config *cfg);
 
 /* A jail host and a session manager in this process (petri serve, mcp,
  * ask, run).  cli_local_config() loads the configuration file (NULL: the
- * default path of config_default_path(), else the defaults) or dies; the caller may adjust l->cfg and block signals, then
+ * default path of config_default_path(), else the defaults) or dies; the
+ * caller may adjust l->cfg and block signals, then
  * cli_local_start() starts the host and the sessions' threads, or dies. */
 struct smgr;
 struct cli_local {

@@ -11,13 +11,7 @@
 #define PETRI_VERSION "0.1.0"
 #endif
 
-struct command {
-	const char *name;
-	int (*fn)(int argc, char **argv);
-	const char *help;
-};
-
-static const struct command commands[] = {
+static const struct cli_command commands[] = {
 	{ "run", cmd_run, "run code in a fresh sandbox and print what came out" },
 	{ "check", cmd_check, "report what this host supports and what petri will do" },
 	{ "serve", cmd_serve, "serve the HTTP API: stateful sessions, files, streaming" },
@@ -31,8 +25,7 @@ static const struct command commands[] = {
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: petri <command> [options]\n\ncommands:\n");
-	for (const struct command *c = commands; c->name; c++)
-		fprintf(f, "  %-8s %s\n", c->name, c->help);
+	cli_list(f, commands);
 	fprintf(f, "\n'petri <command> --help' describes a command.\n");
 }
 
@@ -76,24 +69,37 @@ struct jail_host *cli_jail_host_with(const struct jail_host_config *cfg)
 	return host;
 }
 
-int main(int argc, char **argv)
+void cli_list(FILE *f, const struct cli_command *table)
+{
+	for (const struct cli_command *c = table; c->name; c++)
+		fprintf(f, "  %-8s %s\n", c->name, c->help);
+}
+
+int cli_dispatch(const char *prog, const struct cli_command *table,
+		 void (*usage_of)(FILE *f),
+		 int argc, char **argv)
 {
 	if (argc < 2) {
-		usage(stderr);
+		usage_of(stderr);
 		return 2;
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-		usage(stdout);
+		usage_of(stdout);
 		return 0;
 	}
-	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+	for (const struct cli_command *c = table; c->name; c++)
+		if (!strcmp(argv[1], c->name))
+			return c->fn(argc - 1, argv + 1);
+	fprintf(stderr, "%s: unknown command '%s'\n", prog, argv[1]);
+	usage_of(stderr);
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version"))) {
 		printf("petri %s\n", PETRI_VERSION);
 		return 0;
 	}
-	for (const struct command *c = commands; c->name; c++)
-		if (!strcmp(argv[1], c->name))
-			return c->fn(argc - 1, argv + 1);
-	fprintf(stderr, "petri: unknown command '%s'\n", argv[1]);
-	usage(stderr);
-	return 2;
+	return cli_dispatch("petri", commands, usage, argc, argv);
 }

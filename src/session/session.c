@@ -1048,6 +1048,11 @@ void smgr_on_record(struct smgr *m, record_hook fn, void *arg)
 	record_on_add(m->record, fn, arg);
 }
 
+struct record *smgr_record(struct smgr *m)
+{
+	return m->record;
+}
+
 enum sm_result session_claim(struct smgr *m, struct session *s, char *reason,
 			     size_t reasonlen)
 {

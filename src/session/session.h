@@ -128,6 +128,10 @@ json_t *smgr_all_executions(struct smgr *m, enum record_scope scope, int limit,
  * lock, NULL to stop). */
 void smgr_on_record(struct smgr *m, record_hook fn, void *arg);
 
+/* The record itself, for what reads it in pages (record/export.h); it
+ * lives as long as m. */
+struct record *smgr_record(struct smgr *m);
+
 /* File access: the workspace fd and the host ids files must belong to.
  * Calls are serialized with executions only by the kernel: reads and
  * writes of /work while code runs see whatever the code does. */

@@ -207,10 +207,10 @@ def test_document_structure():
     expected = {"/healthz", "/metrics", "/v1/openapi.json", "/v1/sessions", "/v1/sessions/{id}",
                 "/v1/sessions/{id}/keepalive",
                 "/v1/sessions/{id}/execute", "/v1/sessions/{id}/executions",
-                "/v1/sessions/{id}/files",
+                "/v1/sessions/{id}/export", "/v1/sessions/{id}/files",
                 "/v1/sessions/{id}/files/{path}", "/v1/sessions/{id}/archive",
                 "/v1/sessions/{id}/processes", "/v1/sessions/{id}/processes/{pid}",
-                "/v1/execute", "/v1/executions", "/v1/events", "/v1/languages"}
+                "/v1/execute", "/v1/executions", "/v1/events", "/v1/executions/export", "/v1/languages"}
     assert set(DOC["paths"]) == expected
     op_ids = []
     for template, item in DOC["paths"].items():
@@ -677,6 +677,26 @@ def test_the_execution_record(api):
         assert r.status_code == 400 and error_code(r) == "invalid_request", params
     r = api.post("/v1/executions", {})
     assert r.status_code == 405 and error_code(r) == "method_not_allowed"
+
+
+def test_the_record_export(api):
+    sid = api.session()
+    check(api.post(f"/v1/sessions/{sid}/execute", {"code": "print(1)"}))
+    check(api.post("/v1/execute", {"code": "print(2)"}))
+    for fmt in ("ipynb", "html", "jsonl"):
+        check(api.get(f"/v1/sessions/{sid}/export", params={"format": fmt}))
+        check(api.get("/v1/executions/export", params={"format": fmt, "since": "2020-01-01"}))
+    for params in ({}, {"format": "pdf"}, {"format": "html", "since": "yesterday"}):
+        r = api.get("/v1/executions/export", params=params)
+        check(r)
+        assert r.status_code == 400 and error_code(r) == "invalid_request", params
+    r = api.get(f"/v1/sessions/{sid}/export", params={"format": "jsonl", "until": "2030-01-01"})
+    check(r)
+    assert r.status_code == 400
+    r = api.get("/v1/sessions/ses_00000000000000000000000000000000/export", params={"format": "html"})
+    check(r)
+    assert r.status_code == 404
+    check(api.post("/v1/executions/export", {}))
 
 
 def test_bad_requests(api):

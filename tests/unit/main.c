@@ -13,6 +13,7 @@ int main(void)
 		cgroup_suite,
 		codec_suite,
 		config_suite,
+		export_suite,
 		files_suite,
 		junit_suite,
 		languages_suite,

@@ -35,7 +35,7 @@ START_TEST(test_defaults)
 	ck_assert_uint_le(c.defaults.memory_mb, c.max.memory_mb);
 	/* The record is kept in the state directory unless told otherwise. */
 	ck_assert(c.record_default);
-	ck_assert(strstr(c.record, "/petri/record.sqlite") != NULL);
+	ck_assert(strstr(c.record, "/record.sqlite") != NULL);
 	config_release(&c);
 }
 END_TEST

@@ -11,6 +11,7 @@ Suite *buf_suite(void);
 Suite *cgroup_suite(void);
 Suite *codec_suite(void);
 Suite *config_suite(void);
+Suite *export_suite(void);
 Suite *files_suite(void);
 Suite *junit_suite(void);
 Suite *languages_suite(void);
