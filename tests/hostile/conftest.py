@@ -32,6 +32,22 @@ def markers(tmp_path_factory):
 
 
 @pytest.fixture(scope='session')
+def host_lacks(tmp_path_factory):
+    """lacks(feature): why this kernel cannot take an attack that needs
+    FEATURE (the sentence the test reports), or None when it can.  Probed
+    outside any sandbox, once per worker (hostile.HOST_FEATURES)."""
+    known = {}
+
+    def lacks(feature):
+        if feature not in known:
+            probe, missing = H.HOST_FEATURES[feature]
+            known[feature] = None if probe(tmp_path_factory.mktemp(feature)) else missing
+        return known[feature]
+
+    return lacks
+
+
+@pytest.fixture(scope='session')
 def servers(tmp_path_factory):
     started = {}
 

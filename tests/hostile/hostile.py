@@ -9,6 +9,8 @@ serve-warm  a `petri serve` session forked from the template (the default)
 
 Host-side views
 ---------------
+HOST_FEATURES  what an attack may need of the kernel (the 32-bit syscall
+               entry), probed outside any sandbox (conftest's host_lacks).
 HostSnapshot   hashes of host files a sandbox must never change (and the
                kernel knobs it must never turn), the LISTEN sockets of the
                host's network namespace owned by a sandbox uid.
@@ -38,6 +40,7 @@ import requests
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 CORPUS = HERE / 'corpus'
+SWEEP_C = HERE / 'sweep' / 'syscall_sweep.c'
 PETRI = os.environ.get('PETRI_BIN') or str(ROOT / 'build' / 'petri')
 PYTHON = '/usr/bin/python3'
 SANDBOX_UID_MIN = 2_000_000_000          # JAIL_UID_BASE_DEFAULT in src/jail/jail.h
@@ -280,6 +283,37 @@ def sandbox_listeners():
     return {k: uid for k, uid in listen_sockets().items() if uid >= SANDBOX_UID_MIN}
 
 
+# Why an attack cannot be made on this kernel, as the tier says it.
+NO_I386_ENTRY = ('this kernel has no 32-bit syscall entry (int 0x80 is SIGSEGV without '
+                 'any filter)')
+
+
+def i386_entry(workdir):
+    """Does this kernel take int 0x80?  Asked OUTSIDE any sandbox, with no
+    filter in place: the sweep's `--i386-getpid` (one getpid through int
+    0x80, in a child).  A kernel without IA32 emulation, or booted or
+    virtualised so that int 0x80 does not reach it, answers SIGSEGV: then
+    no i386 call ever reaches a sandbox's filter, and a SIGSEGV inside is
+    the call not running rather than the filter failing to kill it."""
+    exe = Path(workdir) / 'i386_getpid'
+    subprocess.run(['gcc', '-O1', '-o', str(exe), str(SWEEP_C)], check=True,
+                   capture_output=True)
+    p = subprocess.run([str(exe), '--i386-getpid'], capture_output=True, text=True,
+                       timeout=60)
+    m = re.fullmatch(r'SWEEP i386 20 (\S+) (\S+)\n', p.stderr)
+    assert p.returncode == 0 and m, f'the int 0x80 probe said {p.returncode} {p.stderr!r}'
+    if m.group(1) == 'ret':
+        return True
+    if m.groups() == ('sig', str(int(signal.SIGSEGV))):
+        return False
+    raise AssertionError(f'int 0x80 getpid outside any sandbox: {m.group(1)} {m.group(2)}')
+
+
+# The host features an attack may need (the corpus header `needs`): the
+# probe, given a scratch directory, and what the tier says when it is missing.
+HOST_FEATURES = {'i386-entry': (i386_entry, NO_I386_ENTRY)}
+
+
 class HostSnapshot:
     """What the host looks like, for a before/after comparison."""
 
@@ -330,6 +364,11 @@ class Program:
       truncated  stdout|stderr: that stream must come back truncated
       xfail    `PATH... -- REASON`: a known escape or bug on those paths
                (strict: the day it is fixed the test says so)
+      needs    a host feature the attack needs (`i386-entry`).  A program
+               that finds it cannot make its attack says `LACKS: ...` on
+               stderr; that stands in for the marker only where the host,
+               probed outside any sandbox, truly lacks the feature (the
+               test then warns why), and is a failure anywhere else
     Any `ESCAPE` in the output means the program did what it must not."""
 
     def __init__(self, path):
@@ -341,7 +380,7 @@ class Program:
         for line in self.source.splitlines()[:40]:
             m = HEADER_RE.match(line)
             if m and m.group(1) in ('attack', 'expect', 'status', 'limits', 'marker',
-                                    'paths', 'exact', 'truncated', 'xfail'):
+                                    'paths', 'exact', 'truncated', 'xfail', 'needs'):
                 self.meta.setdefault(m.group(1), m.group(2))
         assert 'attack' in self.meta and 'expect' in self.meta, f'{self.name}: header'
         self.statuses = set(self.meta.get('status', 'ok').replace(',', ' ').split())
@@ -357,6 +396,8 @@ class Program:
             import ast
             self.exact = ast.literal_eval(self.meta['exact'])
         self.truncated = self.meta.get('truncated')
+        self.needs = self.meta.get('needs')
+        assert self.needs in (None, *HOST_FEATURES), f'{self.name}: needs {self.needs}'
         # `xfail: PATH... -- REASON`: a known escape or bug on those paths
         self.xfail = {}
         if 'xfail' in self.meta:

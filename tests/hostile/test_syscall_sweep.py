@@ -13,7 +13,12 @@ is compared with `petri policy` (names turned into numbers with the host's
   another errno, a signal other than SIGSYS, a block) means it ran;
 * a number the header does not name must be denied (ENOSYS);
 * nothing on the x86_64 ABI may be killed (SIGSYS), and every x32 and i386
-  call must be (SIGSYS): the filter kills a foreign ABI outright;
+  call must be (SIGSYS): the filter kills a foreign ABI outright.  One
+  exception, probed on the host outside any sandbox (hostile.i386_entry):
+  a kernel with no 32-bit entry answers int 0x80 with SIGSEGV before any
+  filter sees it, so there an i386 SIGSEGV is the call not running, is
+  accepted, and the test says so in a warning; where the host takes int
+  0x80, SIGSYS is required;
 * calls that end or block the caller by design (exit, pause, ...) are not
   made and count as what their name says.
 
@@ -23,13 +28,13 @@ import errno
 import re
 import signal
 import subprocess
-from pathlib import Path
+import warnings
 
 import pytest
 
 import hostile as H
 
-SWEEP_C = Path(__file__).resolve().parent / 'sweep' / 'syscall_sweep.c'
+SWEEP_C = H.SWEEP_C
 UNISTD = '/usr/include/x86_64-linux-gnu/asm/unistd_64.h'
 LIMITS = dict(H.DEFAULT_LIMITS, timeout=90, pids=64, memory=512, output_kb=1024)
 
@@ -40,6 +45,8 @@ FILTER_EOPNOTSUPP = {'setxattr', 'lsetxattr', 'fsetxattr', 'removexattr', 'lremo
 # Allowed calls that answer EPERM from the kernel itself for the sweep's
 # arguments (so EPERM alone cannot tell them from a denial): none known.
 KERNEL_EPERM = set()
+KILLED = ('sig', str(int(signal.SIGSYS)))          # the filter's answer to a foreign ABI
+NO_ENTRY = ('sig', str(int(signal.SIGSEGV)))       # int 0x80 on a kernel without the entry
 # Numbers newer than the host's header that the kernel runs WITHOUT asking
 # seccomp at all (kernel/seccomp.c, seccomp_is_const_allow passthrough):
 # uretprobe (335, Linux 6.11) and uprobe (336, 6.16) only work from the
@@ -93,7 +100,10 @@ def ran(outcome, detail, name=None):
     return outcome in ('ret', 'exit')
 
 
-def compare(rows, declared, table):
+def compare(rows, declared, table, no_i386=None):
+    """The differences from the policy, and the allowed calls seen.
+    no_i386: why this kernel takes no i386 call at all (then SIGSEGV is
+    accepted for them), or None."""
     problems = []
     allowed_seen = set()
     names = set(table.values())
@@ -140,8 +150,11 @@ def compare(rows, declared, table):
         if not probed:
             problems.append(f'no {abi} call was made')
         for nr, (outcome, detail) in sorted(probed):
-            if (outcome, detail) != ('sig', str(int(signal.SIGSYS))):
-                problems.append(f'{abi} {nr:#x}: {outcome} {detail}, expected SIGSYS')
+            if (outcome, detail) == KILLED:
+                continue
+            if abi == 'i386' and no_i386 and (outcome, detail) == NO_ENTRY:
+                continue
+            problems.append(f'{abi} {nr:#x}: {outcome} {detail}, expected SIGSYS')
     return problems, allowed_seen
 
 
@@ -150,16 +163,22 @@ def policy():
     return declared_policy(), syscall_table()
 
 
-def report(path, rows, declared, problems, allowed_seen):
+def report(path, rows, declared, problems, allowed_seen, no_i386=None):
     x32 = sum(1 for (a, _) in rows if a == 'x32')
     i386 = sum(1 for (a, _) in rows if a == 'i386')
     print(f'\n[{path}] x86_64 numbers 0..511: {len(allowed_seen)} ran, '
           f'{len(declared)} declared; {x32} x32 and {i386} i386 calls')
+    segv = sum(1 for (a, _), v in rows.items() if a == 'i386' and v == NO_ENTRY)
+    if no_i386 and segv:
+        warnings.warn(f'[{path}] {segv} of {i386} i386 calls ended with SIGSEGV, not '
+                      f'SIGSYS, accepted: {no_i386}, so the filter\'s kill of the i386 '
+                      f'ABI is not exercised here')
 
 
 @pytest.mark.parametrize('path', H.PATHS)
-def test_syscall_sweep(path, policy, servers, host_guard):
+def test_syscall_sweep(path, policy, servers, host_guard, host_lacks):
     declared, table = policy
+    no_i386 = host_lacks('i386-entry')
     source = SWEEP_C.read_text()
     if path == 'run':
         result, _, _ = H.petri_run(SWEEP_C, 'c', LIMITS, timeout=300)
@@ -171,17 +190,18 @@ def test_syscall_sweep(path, policy, servers, host_guard):
         srv.api.delete(f'/v1/sessions/{sid}')
     rows, done = parse(H.out_bytes(result, 'stderr').decode('utf-8', 'replace'))
     assert result['status'] == 'ok' and done, H.describe(result)
-    problems, allowed_seen = compare(rows, declared, table)
-    report(path, rows, declared, problems, allowed_seen)
+    problems, allowed_seen = compare(rows, declared, table, no_i386)
+    report(path, rows, declared, problems, allowed_seen, no_i386)
     assert not problems, f'{len(problems)} differences:\n' + '\n'.join(problems)
     assert allowed_seen == declared & set(table.values())
 
 
 @pytest.mark.parametrize('path', ('serve-cold', 'serve-warm'))
-def test_syscall_sweep_from_node(path, policy, servers, host_guard):
+def test_syscall_sweep_from_node(path, policy, servers, host_guard, host_lacks):
     """The same sweep, started by a JavaScript execution: what Node.js and
     the programs it starts may call is the policy, no more."""
     declared, table = policy
+    no_i386 = host_lacks('i386-entry')
     srv = servers(path)
     sid = srv.api.session(limits=H.api_limits(LIMITS))
     H.SessionWatch(srv.api, sid, warm=(path == 'serve-warm'))
@@ -195,6 +215,6 @@ def test_syscall_sweep_from_node(path, policy, servers, host_guard):
     rows, done = parse(H.out_bytes(result, 'stderr').decode('utf-8', 'replace'))
     assert result['status'] == 'ok' and done, H.describe(result)
     assert result['results'] == [{'text/plain': '0'}], H.describe(result)
-    problems, allowed_seen = compare(rows, declared, table)
-    report(f'{path}, from node', rows, declared, problems, allowed_seen)
+    problems, allowed_seen = compare(rows, declared, table, no_i386)
+    report(f'{path}, from node', rows, declared, problems, allowed_seen, no_i386)
     assert not problems, f'{len(problems)} differences:\n' + '\n'.join(problems)
