@@ -267,7 +267,7 @@ def test_cli_errors(daemon, sid, tmp_path):
     assert out.returncode == 1 and b"gone.sqlite" in out.stderr and b"No such file" in out.stderr
     assert not (tmp_path / "gone.sqlite").exists()
     memory = tmp_path / "memory.ini"
-    memory.write_text("[server]\n")
+    memory.write_text("[server]\nrecord =\n")
     out = cli("--oneshots", "--format", "jsonl", config=memory)
     assert out.returncode == 1 and b"in memory" in out.stderr
     help_ = subprocess.run([PETRI, "record", "--help"], capture_output=True, timeout=30)
