@@ -148,7 +148,7 @@ def test_404_unknown_session(api, path):
     assert error_of(r.content)["code"] == "session_not_found"
 
 
-@pytest.mark.parametrize("path", ["/", "/v2/sessions", "/v1", "/v1/session", "/v1/sessions/{sid}/nope",
+@pytest.mark.parametrize("path", ["/ui/", "/index.html", "/v2/sessions", "/v1", "/v1/session", "/v1/sessions/{sid}/nope",
                                   "/v1/sessions/{sid}/execute/x", "/healthz/x", "/metrics/"])
 def test_404_unknown_endpoint(api, sid, path):
     r = api.get(path.format(sid=sid))
