@@ -51,6 +51,7 @@ def test_fifty_sessions_with_a_hostile_neighbour(make_server):
 
     hostile_done = threading.Event()
     hostile_log = []
+    hostile_last = []       # the hostile session the steps ended in
 
     def hostile():
         a = srv.api()
@@ -80,6 +81,7 @@ def test_fifty_sessions_with_a_hostile_neighbour(make_server):
                 if st not in ok:
                     errors.append(f"hostile {name}: {r.status_code} {r.text[:300]}")
                 if st == "oom":
+                    sid = None
                     break
                 # A timeout either interrupts the code (the session is kept)
                 # or, when the code does not stop within the grace (five
@@ -95,6 +97,7 @@ def test_fifty_sessions_with_a_hostile_neighbour(make_server):
                     sid = a.session(limits={"timeout_s": 3})
                 elif not reason.endswith("the session kept") or gone:
                     errors.append(f"hostile {name}: reason {reason!r}, gone: {gone}")
+            hostile_last.append(sid)
             # A python fork bomb in a fresh session: it cannot be interrupted
             # (every child runs on), so the session is ended, by the clock or
             # by the memory its copies take.
@@ -166,8 +169,12 @@ def test_fifty_sessions_with_a_hostile_neighbour(make_server):
     assert max(lat_ms) < 10_000, max(lat_ms)
     assert len(hostile_log) == 5, hostile_log
     # Everyone but the hostile sessions is still there, and nothing leaked
-    # into the counters: no execution of a neighbour ended badly.
+    # into the counters: no execution of a neighbour ended badly.  The
+    # hostile session is there too if its last step timed out and was
+    # interrupted (a memory bomb on a machine too loaded to reach the limit
+    # within 3 s) rather than ended.
+    kept = [s for s in hostile_last if s and api.get(f"/v1/sessions/{s}").status_code == 200]
     m = api.get("/metrics").text
-    assert metric(m, "petri_sessions_live") == N_SESSIONS - 1
+    assert metric(m, "petri_sessions_live") == N_SESSIONS - 1 + len(kept)
     assert metric(m, "petri_executions_running") == 0
     assert metric(m, "petri_requests_rejected_total", reason="capacity") == 0
