@@ -70,7 +70,8 @@ static const char *const ctrl_names[C_COUNT] = {
 #define CPU_MIN_QUOTA_US 1000u	/* the kernel refuses less than 1 ms */
 #define KILL_TIMEOUT_MS 2000	/* the default of cg_manager_set_kill_timeout() */
 #define POLL_MS 5
-#define RMDIR_TRIES 50		/* x POLL_MS: a quarter of a second */
+#define RMDIR_TRIES 400		/* x POLL_MS: two seconds (40 zombies released at once on a
+				 * loaded machine took longer than a quarter) */
 #define NAME_TRIES 16
 #define SMALL_FILE 4096		/* every keyed or single-value file fits */
 
