@@ -23,8 +23,11 @@ export async function startServer(config = '') {
   const dir = mkdtempSync(join(tmpdir(), 'petri-web-'));
   const cfg = join(dir, 'petri.ini');
   writeFileSync(cfg, config);
+  // A record of its own (persistent by default): the page shows this
+  // daemon's executions only, and it goes with dir.
   const proc = spawn(PETRI, ['serve', '--listen', '127.0.0.1:0', '--config', cfg],
-    { stdio: ['ignore', 'pipe', 'pipe'] });
+    { stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, STATE_DIRECTORY: join(dir, 'state') } });
   let stderr = '';
   const warm = new Promise((res) => {
     proc.stderr.on('data', (d) => {
