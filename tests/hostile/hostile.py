@@ -33,6 +33,7 @@ import signal
 import subprocess
 import threading
 import time
+import weakref
 from pathlib import Path
 
 import requests
@@ -645,6 +646,12 @@ class SessionWatch:
         self.pidns = int(m.group(1))
         self.pids = procs_in_pidns(self.pidns)
         assert self.pids, 'no host process in the session pid namespace'
+        # Hold the namespace: the kernel reuses a freed namespace's inode
+        # number, and the pool's next sandbox (two python3 processes) took
+        # this one's within the settle time, so they looked left behind.
+        fd = os.open(f'/proc/{self.pids[0]}/ns/pid', os.O_RDONLY)
+        weakref.finalize(self, os.close, fd)
+        assert os.fstat(fd).st_ino == self.pidns, 'the session pid 1 changed under the watch'
         self.cgroups = sorted({d for p in self.pids for d in petri_cgroups_of(p)})
         assert self.cgroups, f'the session has no petri cgroup: {proc_cgroups(self.pids[0])}'
 
