@@ -414,7 +414,7 @@ int cmd_run(int argc, char **argv)
 	/* The limits of the configuration, checked as petri serve checks a
 	 * request.  One sandbox, started cold: no pool, no template. */
 	l.cfg.warm = false;
-	l.cfg.pool_size = 0;
+	l.cfg.pool_min = l.cfg.pool_max = 0;
 	l.cfg.record[0] = '\0';
 	l.cfg.max_sessions = 1;
 	if (!request_oneshot(&l.cfg, req, &o, &e))

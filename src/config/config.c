@@ -31,7 +31,9 @@ void config_defaults(struct petri_config *c)
 	c->log_level = LOG_INFO;
 	c->idle_timeout_s = 600;
 	c->max_lifetime_s = 3600;
-	c->pool_size = 2;
+	c->pool_min = CONFIG_POOL_MIN_DEFAULT;
+	c->pool_max = CONFIG_POOL_MAX_DEFAULT;
+	c->pool_window_s = 10;
 	c->warm = true;
 	c->uid_count = JAIL_UID_COUNT_DEFAULT;
 	/* What a session, a one-shot, petri run and petri mcp get when
@@ -55,6 +57,10 @@ struct parse {
 	size_t errlen;
 	const char *path;
 	bool failed;
+	/* [sessions]: which of the pool's sizes the file sets, and its
+	 * pool_size (check_pool() makes sense of them). */
+	bool pool_size_set, pool_min_set, pool_max_set;
+	uint32_t pool_size;
 };
 
 static bool parse_bool(const char *v, bool *out)
@@ -476,6 +482,13 @@ static bool set_python(struct parse *p, const char *name, const char *v)
 	return false;
 }
 
+/* pool_size, pool_min, pool_max: noted as set, for check_pool(). */
+static bool set_pool_count(bool *set, const char *v, uint32_t *out)
+{
+	*set = true;
+	return num_u32(v, 0, CONFIG_POOL_MAX, out);
+}
+
 static int handler(void *user, const char *section, const char *name,
 		   const char *value)
 {
@@ -490,7 +503,13 @@ static int handler(void *user, const char *section, const char *name,
 		else if (!strcmp(name, "max_lifetime_s"))
 			ok = num_double(value, 1, 365 * 86400, &p->cfg->max_lifetime_s);
 		else if (!strcmp(name, "pool_size"))
-			ok = num_u32(value, 0, 1000, &p->cfg->pool_size);
+			ok = set_pool_count(&p->pool_size_set, value, &p->pool_size);
+		else if (!strcmp(name, "pool_min"))
+			ok = set_pool_count(&p->pool_min_set, value, &p->cfg->pool_min);
+		else if (!strcmp(name, "pool_max"))
+			ok = set_pool_count(&p->pool_max_set, value, &p->cfg->pool_max);
+		else if (!strcmp(name, "pool_window_s"))
+			ok = num_double(value, 1, 3600, &p->cfg->pool_window_s);
 		else if (!strcmp(name, "warm"))
 			ok = parse_bool(value, &p->cfg->warm);
 		else
@@ -527,17 +546,41 @@ static int check_defaults_within_max(struct petri_config *c, char *err, size_t e
 	return 0;
 }
 
-/* Every live sandbox has a host uid of its own: the sessions, the pool,
- * the warm templates (one retiring while the next starts) and the probe
- * (session/probe.c) must fit. */
+/* pool_size is the fixed size of configurations older than pool_min and
+ * pool_max: it is both, and naming it beside either is ambiguous. */
+static int check_pool(const struct parse *p, char *err, size_t errlen)
+{
+	struct petri_config *c = p->cfg;
+
+	if (p->pool_size_set && (p->pool_min_set || p->pool_max_set)) {
+		snprintf(err, errlen, "%s: pool_size in [sessions] is a fixed pool (pool_min = "
+			 "pool_max = pool_size): set either pool_size or pool_min and pool_max, "
+			 "not both", p->path);
+		return -EINVAL;
+	}
+	if (p->pool_size_set)
+		c->pool_min = c->pool_max = p->pool_size;
+	if (c->pool_min > c->pool_max) {
+		snprintf(err, errlen, "%s: pool_min = %u in [sessions] is above pool_max = %u%s",
+			 p->path, c->pool_min, c->pool_max,
+			 p->pool_max_set ? "" : " (its default): set pool_max too");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Every live sandbox has a host uid of its own: the sessions, the pool at
+ * its largest, the warm templates (one retiring while the next starts) and
+ * the probe (session/probe.c) must fit. */
 static int check_uid_range(struct petri_config *c, char *err, size_t errlen)
 {
-	uint64_t need = (uint64_t)c->max_sessions + c->pool_size + 3;
+	uint64_t need = (uint64_t)c->max_sessions + c->pool_max + 3;
 
 	if (c->uid_count < need) {
 		snprintf(err, errlen, "uid_count = %u in [sandbox] is too small: max_sessions + "
-			 "pool_size + 3 = %llu sandboxes can live at once (2 templates and the "
-			 "probe besides), and each needs a host uid of its own", c->uid_count, (unsigned long long)need);
+			 "pool_max + 3 = %llu sandboxes can live at once (the pool at its largest, "
+			 "2 templates and the probe besides), and each needs a host uid of its own",
+			 c->uid_count, (unsigned long long)need);
 		return -EINVAL;
 	}
 	return 0;
@@ -646,6 +689,7 @@ int config_load(struct petri_config *c, const char *path, char *err, size_t errl
 		return -EINVAL;
 	}
 	if ((r = check_defaults_within_max(c, err, errlen)) < 0 ||
+	    (r = check_pool(&p, err, errlen)) < 0 ||
 	    (r = check_uid_range(c, err, errlen)) < 0 ||
 	    (r = check_languages(c, path, err, errlen)) < 0 ||
 	    (r = check_binds(c, path, err, errlen)) < 0)

@@ -8,7 +8,8 @@
  *              HTTP: max_json_kb, max_buffered_mb, http_threads, http_workers,
  *              http_timeout_s, max_connections, max_connections_per_ip,
  *              allowed_hosts, allowed_origins
- *   [sessions] idle_timeout_s, max_lifetime_s, pool_size, warm
+ *   [sessions] idle_timeout_s, max_lifetime_s, pool_min, pool_max,
+ *              pool_window_s, pool_size (a fixed pool_min = pool_max), warm
  *   [limits]   memory_mb, cpu, pids, disk_mb, timeout_s, output_kb
  *              (defaults for new sessions)
  *   [max_limits] the same keys: the most a client may ask for
@@ -78,7 +79,11 @@ struct petri_config {
 
 	double idle_timeout_s;
 	double max_lifetime_s;
-	uint32_t pool_size;
+	/* Warm sandboxes kept ready (session/pool.h): at least pool_min, at
+	 * most pool_max, by the take rate over pool_window_s.  pool_size = N
+	 * in the file is pool_min = pool_max = N. */
+	uint32_t pool_min, pool_max;
+	double pool_window_s;
 	bool warm;		/* fork sandboxes from a template when possible */
 
 	struct petri_limits defaults;
@@ -110,6 +115,12 @@ struct petri_config {
 	size_t npreload;
 	bool preload_set;	/* the file said preload: the default is gone */
 };
+
+/* The pool's sizes: pool_min and pool_max's defaults, and the most either
+ * may be. */
+#define CONFIG_POOL_MIN_DEFAULT 2
+#define CONFIG_POOL_MAX_DEFAULT 8
+#define CONFIG_POOL_MAX 1000
 
 /* At most this many of each: every one is a mount in every sandbox. */
 #define CONFIG_RO_BINDS_MAX 64

@@ -1,6 +1,22 @@
+/* pool — the template and the ready sandboxes; see pool.h.
+ *
+ * The thread's loop, with the lock held except where it says:
+ *
+ *   start the template if there is none (or it died) and a retry is due;
+ *   drop ready sandboxes that died (their status descriptor is readable);
+ *   compute the target (poolrate.h) and bound it by the room the cap leaves;
+ *   free the oldest above it, or fork one more below it (lock dropped);
+ *   else wait in poll() (lock dropped) on wake_fd and the ready sandboxes'
+ *   status descriptors, at most a second (the template's liveness, the
+ *   shrink after a burst).
+ *
+ * wake_fd is an eventfd that pool_take() and pool_poke() write and the
+ * thread empties before it looks at anything: a wake-up that comes while
+ * the thread is busy leaves it readable, so none is lost, without a lock. */
 #include "session/pool.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <stdint.h>
@@ -10,32 +26,47 @@
 #include <unistd.h>
 
 #include "runtime/zygote.h"
+#include "session/poolrate.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/metrics.h"
 
-#define RETRY_S 30
+#define RETRY_S 30		/* no template: try to start one again */
+#define LOOK_S 1.0		/* the template's liveness; the slow shrink */
 
 struct pool {
 	struct jail_host *host;
 	struct pool_config cfg;
 	pthread_mutex_t lock;
-	pthread_cond_t wake, idle;
+	pthread_cond_t idle;
 	struct zygote *z;		/* NULL: none running */
 	unsigned users;			/* zygote_fork() calls on z in flight */
-	struct box **ready;
+	struct box **ready;		/* oldest first; cfg.max slots */
 	size_t nready;
+	struct pollfd *pfd;		/* the thread's: wake_fd and one per ready */
+	struct poolrate rate;
+	double retry_at;		/* no template: when to try again */
 	bool stopping;
 	int stop_fd;			/* readable once stopping: cuts a start short */
+	int wake_fd;			/* readable: look again now (see above) */
 	bool warned;			/* the "no warm path" warning was given */
 	pthread_t thread;
 };
 
-static void wait_for(struct pool *p, double seconds)
+static void wake(struct pool *p)
 {
-	struct timespec until = clock_deadline(seconds);
+	if (write(p->wake_fd, &(uint64_t){ 1 }, sizeof(uint64_t)) < 0 && errno != EAGAIN)
+		log_warn("cannot wake the pool's thread: %s", strerror(errno));
+}
 
-	pthread_cond_timedwait(&p->wake, &p->lock, &until);
+/* Dead, or dying: its driver has exited (pid 1 reported it on the status
+ * descriptor) or pid 1 itself is gone (end of file there).  One poll(),
+ * no round trip with the sandbox. */
+static bool gone(struct box *b)
+{
+	struct pollfd pfd = { .fd = jail_status_fd(box_jail(b)), .events = POLLIN };
+
+	return !box_alive(b) || poll(&pfd, 1, 0) > 0;
 }
 
 /* With the lock held: take z away from everyone, then stop it. */
@@ -64,6 +95,8 @@ static void ensure_template(struct pool *p)
 			 "forked keep running)");
 		metrics_inc(M_ZYGOTE_RESTARTS);
 		retire_template(p);
+	} else if (clock_mono_s() < p->retry_at) {
+		return;
 	}
 	pthread_mutex_unlock(&p->lock);
 	r = zygote_start(p->host, &p->cfg.defaults, p->cfg.preload, p->stop_fd, &z, err,
@@ -74,6 +107,7 @@ static void ensure_template(struct pool *p)
 			log_warn("no warm path (%s): every sandbox starts cold; retrying "
 				 "every %d s", err, RETRY_S);
 		p->warned = true;
+		p->retry_at = clock_mono_s() + RETRY_S;
 		return;
 	}
 	if (p->stopping) {
@@ -87,12 +121,38 @@ static void ensure_template(struct pool *p)
 	p->z = z;
 }
 
+/* With the lock held: take ready[i] out and free it (lock dropped). */
+static void discard(struct pool *p, size_t i)
+{
+	struct box *b = p->ready[i];
+
+	memmove(p->ready + i, p->ready + i + 1, (--p->nready - i) * sizeof(*p->ready));
+	metrics_gauge_add(M_POOL_READY, -1);
+	pthread_mutex_unlock(&p->lock);
+	box_free(b);
+	pthread_mutex_lock(&p->lock);
+}
+
+static void drop_dead(struct pool *p)
+{
+	for (size_t i = 0; i < p->nready;) {
+		if (!gone(p->ready[i])) {
+			i++;
+			continue;
+		}
+		log_warn("a warm sandbox died while it waited in the pool; forking another");
+		discard(p, i);
+		i = 0;	/* the lock was dropped: look at them all again */
+	}
+}
+
 /* Fork one sandbox for the pool; the lock is dropped meanwhile. */
 static void fill_one(struct pool *p)
 {
 	struct zygote *z = p->z;
 	struct box *b = NULL;
 	char err[512];
+	double t0 = clock_mono_s();
 	int r;
 
 	p->users++;
@@ -105,8 +165,30 @@ static void fill_one(struct pool *p)
 		log_warn("cannot fork a warm sandbox: %s", err);
 		return;
 	}
+	poolrate_refilled(&p->rate, clock_mono_s() - t0);
 	p->ready[p->nready++] = b;
 	metrics_gauge_add(M_POOL_READY, 1);
+}
+
+/* The lock is dropped while it waits; wake_fd is emptied before it takes
+ * the lock again, so that whatever woke it is seen. */
+static void wait_event(struct pool *p, double seconds)
+{
+	nfds_t n = 0;
+	uint64_t count;
+
+	p->pfd[n++] = (struct pollfd){ .fd = p->wake_fd, .events = POLLIN };
+	for (size_t i = 0; i < p->nready; i++)
+		p->pfd[n++] = (struct pollfd){ .fd = jail_status_fd(box_jail(p->ready[i])),
+					       .events = POLLIN };
+	pthread_mutex_unlock(&p->lock);
+	/* A descriptor closed meanwhile (its sandbox taken and freed) is at
+	 * worst a spurious wake-up: drop_dead() looks again with the lock. */
+	if (poll(p->pfd, n, (int)(seconds * 1000) + 1) < 0 && errno != EINTR)
+		log_warn("the pool's thread cannot wait: %s", strerror(errno));
+	if (read(p->wake_fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
+		log_warn("the pool's thread cannot read its wake-ups: %s", strerror(errno));
+	pthread_mutex_lock(&p->lock);
 }
 
 static void *run(void *arg)
@@ -115,29 +197,41 @@ static void *run(void *arg)
 
 	pthread_mutex_lock(&p->lock);
 	while (!p->stopping) {
-		size_t room, target;
+		double now;
+		size_t room;
+		struct poolrate_target t;
 
 		ensure_template(p);
+		drop_dead(p);
+		now = clock_mono_s();
 		room = p->cfg.room(p->cfg.ctx);
-		target = p->cfg.size < room ? p->cfg.size : room;
-		/* Over the room the cap leaves: give back the oldest. */
-		while (p->nready > target) {
-			struct box *b = p->ready[0];
-
-			memmove(p->ready, p->ready + 1, --p->nready * sizeof(*p->ready));
-			metrics_gauge_add(M_POOL_READY, -1);
-			pthread_mutex_unlock(&p->lock);
-			box_free(b);
-			pthread_mutex_lock(&p->lock);
+		t = poolrate_target(&p->rate, now, p->cfg.min, p->cfg.max);
+		if (t.fill > room)
+			t.fill = (unsigned)room;
+		if (t.keep > room)
+			t.keep = (unsigned)room;
+		metrics_gauge_set(M_POOL_TARGET, (long)t.fill);
+		metrics_value_set(M_POOL_TAKE_RATE, poolrate_rate(&p->rate, now));
+		metrics_value_set(M_POOL_MISSES, poolrate_misses(&p->rate, now));
+		metrics_value_set(M_POOL_REFILL_SECONDS, p->rate.refill_s);
+		if (p->nready > t.keep) {
+			discard(p, 0);		/* the oldest */
+			continue;
 		}
-		if (p->z && p->nready < target && !p->stopping) {
+		if (p->z && p->nready < t.fill && !p->stopping) {
 			fill_one(p);
 			continue;
 		}
 		/* stopping may have been set while the lock was dropped
-		 * (a template starting): its wake-up is gone, do not wait. */
-		if (!p->stopping)
-			wait_for(p, p->z ? 1.0 : RETRY_S);
+		 * (a template starting): do not wait then. */
+		if (!p->stopping) {
+			double until_retry = p->retry_at - now;
+
+			if (p->z || until_retry > LOOK_S)
+				wait_event(p, LOOK_S);
+			else
+				wait_event(p, until_retry > 0 ? until_retry : 0);
+		}
 	}
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
@@ -152,14 +246,24 @@ int pool_new(struct jail_host *host, const struct pool_config *cfg, struct pool 
 		return -ENOMEM;
 	p->host = host;
 	p->cfg = *cfg;
-	p->ready = calloc(cfg->size ? cfg->size : 1, sizeof(*p->ready));
+	if (p->cfg.min > p->cfg.max)
+		p->cfg.min = p->cfg.max;
+	poolrate_init(&p->rate, cfg->window_s);
+	p->ready = calloc(cfg->max ? cfg->max : 1, sizeof(*p->ready));
+	p->pfd = calloc((size_t)cfg->max + 1, sizeof(*p->pfd));
 	pthread_mutex_init(&p->lock, NULL);
-	pthread_cond_init(&p->wake, NULL);
 	pthread_cond_init(&p->idle, NULL);
 	p->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (!p->ready || p->stop_fd < 0 || pthread_create(&p->thread, NULL, run, p) != 0) {
+	p->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (!p->ready || !p->pfd || p->stop_fd < 0 || p->wake_fd < 0 ||
+	    pthread_create(&p->thread, NULL, run, p) != 0) {
 		if (p->stop_fd >= 0)
 			close(p->stop_fd);
+		if (p->wake_fd >= 0)
+			close(p->wake_fd);
+		pthread_cond_destroy(&p->idle);
+		pthread_mutex_destroy(&p->lock);
+		free(p->pfd);
 		free(p->ready);
 		free(p);
 		return -ENOMEM;
@@ -174,22 +278,26 @@ void pool_free(struct pool *p)
 		return;
 	pthread_mutex_lock(&p->lock);
 	p->stopping = true;
-	pthread_cond_broadcast(&p->wake);
 	pthread_mutex_unlock(&p->lock);
+	wake(p);
 	if (write(p->stop_fd, &(uint64_t){ 1 }, sizeof(uint64_t)) < 0)
 		log_warn("cannot interrupt the template's start");
 	pthread_join(p->thread, NULL);
 	close(p->stop_fd);
+	close(p->wake_fd);
 	for (size_t i = 0; i < p->nready; i++)
 		box_free(p->ready[i]);
 	metrics_gauge_add(M_POOL_READY, -(long)p->nready);
+	metrics_gauge_set(M_POOL_TARGET, 0);
+	metrics_value_set(M_POOL_TAKE_RATE, 0);
+	metrics_value_set(M_POOL_MISSES, 0);
 	pthread_mutex_lock(&p->lock);
 	if (p->z)
 		retire_template(p);
 	pthread_mutex_unlock(&p->lock);
+	free(p->pfd);
 	free(p->ready);
 	pthread_cond_destroy(&p->idle);
-	pthread_cond_destroy(&p->wake);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
 }
@@ -198,17 +306,20 @@ int pool_take(struct pool *p, const struct box_config *cfg, bool is_default,
 	      struct box **out, char *err, size_t errlen)
 {
 	struct zygote *z;
+	double t0;
 	int r;
 
 	*out = NULL;
 	pthread_mutex_lock(&p->lock);
+	/* The newest first: the oldest go when the pool shrinks. */
 	while (is_default && p->nready > 0) {
 		struct box *b = p->ready[--p->nready];
 
 		metrics_gauge_add(M_POOL_READY, -1);
-		if (box_alive(b)) {
-			pthread_cond_signal(&p->wake);	/* refill */
+		if (!gone(b)) {
+			poolrate_take(&p->rate, clock_mono_s(), false);
 			pthread_mutex_unlock(&p->lock);
+			wake(p);	/* refill */
 			*out = b;
 			return 0;
 		}
@@ -216,32 +327,30 @@ int pool_take(struct pool *p, const struct box_config *cfg, bool is_default,
 		box_free(b);
 		pthread_mutex_lock(&p->lock);
 	}
+	if (is_default)
+		poolrate_take(&p->rate, clock_mono_s(), true);
 	z = p->z;
 	if (!z || p->stopping) {
 		pthread_mutex_unlock(&p->lock);
 		return -EAGAIN;
 	}
 	p->users++;
-	pthread_cond_signal(&p->wake);
 	pthread_mutex_unlock(&p->lock);
+	wake(p);
+	t0 = clock_mono_s();
 	r = zygote_fork(z, cfg, out, err, errlen);
 	pthread_mutex_lock(&p->lock);
+	if (r == 0 && is_default)
+		poolrate_refilled(&p->rate, clock_mono_s() - t0);
 	if (--p->users == 0)
 		pthread_cond_broadcast(&p->idle);
 	pthread_mutex_unlock(&p->lock);
 	return r;
 }
 
-/* The thread holds p->lock from reading the room until it waits, so a poke
- * that follows a change of the room is never lost.  Without a template
- * there is nothing to refill from: no poke, or every session's end would
- * retry a template start the thread only retries every RETRY_S. */
 void pool_poke(struct pool *p)
 {
-	pthread_mutex_lock(&p->lock);
-	if (p->z)
-		pthread_cond_signal(&p->wake);
-	pthread_mutex_unlock(&p->lock);
+	wake(p);
 }
 
 bool pool_warm(struct pool *p)

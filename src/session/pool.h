@@ -3,8 +3,22 @@
  * run never waits for a fork.
  *
  * One thread keeps the template running (restarting it when it dies, saying
- * so in the log and the metrics) and the pool full, in the background.  The
- * pool never holds more than the room the session cap leaves (room()). */
+ * so in the log and the metrics) and the pool full, in the background.  How
+ * full follows demand (session/poolrate.h): about the sandboxes taken while
+ * one refill runs, plus one, within [min, max]; back to min once idle, the
+ * oldest freed first.  The pool never holds more than the room the session
+ * cap leaves (room()): each ready sandbox counts against it.
+ *
+ * The thread refills as soon as something changes, never on a tick: a take
+ * (pool_take), a sandbox leaving (pool_poke), a ready sandbox dying (it
+ * watches their status descriptors).  Only the template's liveness and the
+ * slow shrink after a burst are looked at once a second.
+ *
+ * A ready sandbox has said "ready" (box_adopt()), which its driver says
+ * only after its warm-up (driver.py's warm_up(): one execution through the
+ * driver's own frame reader and writer, on a socket pair of its own, that
+ * pays the first run's copy-on-write faults): the fork and the warm-up are
+ * the pool thread's time, and a take costs no round trip with the sandbox. */
 #ifndef PETRI_POOL_H
 #define PETRI_POOL_H
 
@@ -17,7 +31,9 @@
 struct pool;
 
 struct pool_config {
-	unsigned size;				/* sandboxes kept ready */
+	unsigned min, max;			/* sandboxes kept ready: bounds */
+	double window_s;			/* the take rate's window
+						 * (poolrate.h) */
 	struct box_config defaults;		/* what a pooled sandbox has */
 	const char *const *preload;		/* what the template imports
 						 * (zygote_start); must outlive
@@ -38,8 +54,8 @@ int pool_take(struct pool *p, const struct box_config *cfg, bool is_default,
 	      struct box **out, char *err, size_t errlen);
 
 /* The room grew (a sandbox left): wake the pool's thread to refill now.
- * pool_take() wakes it itself.  Never call with the session manager's lock
- * held: the thread takes it (through room()) under the pool's lock. */
+ * pool_take() wakes it itself.  Takes no lock: any thread may call it,
+ * holding any lock. */
 void pool_poke(struct pool *p);
 
 /* Is a template running? */

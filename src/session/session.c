@@ -155,16 +155,22 @@ static const char **merge_env(const struct smgr *m, const char *const *extra)
 
 /* ---- references ------------------------------------------------------- */
 
+/* Room under the cap was given back (a sandbox left, or a reservation
+ * that got none): the pool refills now, not on a tick. */
+static void room_grew(struct smgr *m)
+{
+	if (m->pool)
+		pool_poke(m->pool);
+}
+
 /* Kill b now; reap it and remove its cgroup on the disposer thread.  The
- * sandbox no longer counts against the cap: the pool may refill now rather
- * than on its next tick. */
+ * sandbox no longer counts against the cap. */
 static void dispose(struct smgr *m, struct box *b)
 {
 	if (!b)
 		return;
 	jail_stop(box_jail(b));
-	if (m->pool)
-		pool_poke(m->pool);
+	room_grew(m);
 	pthread_mutex_lock(&m->dispose_lock);
 	if (m->ndoomed == m->capdoomed) {
 		size_t cap = m->capdoomed ? m->capdoomed * 2 : 64;
@@ -350,8 +356,9 @@ static size_t room_left(void *ctx)
 
 static int start_pool(struct smgr *m)
 {
-	struct pool_config pc = { .size = m->cfg->pool_size, .room = room_left, .ctx = m,
-				  .preload = config_preload(m->cfg) };
+	struct pool_config pc = { .min = m->cfg->pool_min, .max = m->cfg->pool_max,
+				  .window_s = m->cfg->pool_window_s, .room = room_left,
+				  .ctx = m, .preload = config_preload(m->cfg) };
 
 	m->pool_env = merge_env(m, NULL);
 	if (!m->pool_env)
@@ -614,6 +621,7 @@ unreserve:
 	pthread_mutex_lock(&m->lock);
 	m->starting--;
 	pthread_mutex_unlock(&m->lock);
+	room_grew(m);
 	return r;
 }
 
@@ -1313,6 +1321,8 @@ static enum sm_result oneshot_begin(struct smgr *m, const struct petri_limits *l
 		box_free(*out);
 		*out = NULL;
 	}
+	if (r != SM_OK && !internal)
+		room_grew(m);
 	return r;
 }
 

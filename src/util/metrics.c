@@ -17,12 +17,16 @@ struct histogram {
 
 static atomic_ullong counters[M_COUNTER_COUNT];
 static atomic_long gauges[M_GAUGE_COUNT];
+static _Atomic double values[M_VALUE_COUNT];
 static struct histogram histograms[M_HISTOGRAM_COUNT];
 static pthread_mutex_t hlock = PTHREAD_MUTEX_INITIALIZER;
 
 void metrics_inc(enum metric_counter c) { atomic_fetch_add(&counters[c], 1); }
 void metrics_gauge_add(enum metric_gauge g, long d) { atomic_fetch_add(&gauges[g], d); }
+void metrics_gauge_set(enum metric_gauge g, long v) { atomic_store(&gauges[g], v); }
 long metrics_gauge_get(enum metric_gauge g) { return atomic_load(&gauges[g]); }
+void metrics_value_set(enum metric_value v, double x) { atomic_store(&values[v], x); }
+double metrics_value_get(enum metric_value v) { return atomic_load(&values[v]); }
 
 void metrics_observe(enum metric_histogram h, double s)
 {
@@ -69,6 +73,18 @@ int metrics_render(struct buf *o)
 		"# HELP petri_pool_ready Pre-forked sandboxes waiting in the pool.\n"
 		"# TYPE petri_pool_ready gauge\n"
 		"petri_pool_ready %ld\n"
+		"# HELP petri_pool_target Sandboxes the pool aims to keep ready now (from the take rate, within pool_min and pool_max and the room max_sessions leaves).\n"
+		"# TYPE petri_pool_target gauge\n"
+		"petri_pool_target %ld\n"
+		"# HELP petri_pool_take_rate Sandboxes asked of the pool a second (exponentially weighted over pool_window_s).\n"
+		"# TYPE petri_pool_take_rate gauge\n"
+		"petri_pool_take_rate %.4f\n"
+		"# HELP petri_pool_misses Recent takes that found the pool empty (weighted over pool_window_s like the rate).\n"
+		"# TYPE petri_pool_misses gauge\n"
+		"petri_pool_misses %.4f\n"
+		"# HELP petri_pool_refill_seconds Time one refill of the pool takes (smoothed).\n"
+		"# TYPE petri_pool_refill_seconds gauge\n"
+		"petri_pool_refill_seconds %.4f\n"
 		"# HELP petri_sessions_created_total Sessions created.\n"
 		"# TYPE petri_sessions_created_total counter\n"
 		"petri_sessions_created_total %llu\n"
@@ -104,7 +120,10 @@ int metrics_render(struct buf *o)
 		"# TYPE petri_zygote_restarts_total counter\n"
 		"petri_zygote_restarts_total %llu\n",
 		metrics_gauge_get(M_SESSIONS_LIVE), metrics_gauge_get(M_EXECUTIONS_RUNNING),
-		metrics_gauge_get(M_POOL_READY), get(M_SESSIONS_CREATED),
+		metrics_gauge_get(M_POOL_READY), metrics_gauge_get(M_POOL_TARGET),
+		metrics_value_get(M_POOL_TAKE_RATE), metrics_value_get(M_POOL_MISSES),
+		metrics_value_get(M_POOL_REFILL_SECONDS),
+		get(M_SESSIONS_CREATED),
 		get(M_SESSIONS_EXPIRED_IDLE), get(M_SESSIONS_EXPIRED_LIFETIME),
 		get(M_SESSIONS_DELETED), get(M_SESSIONS_DIED),
 		get(M_SESSIONS_EXPIRED_IDLE) + get(M_SESSIONS_EXPIRED_LIFETIME),

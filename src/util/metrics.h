@@ -24,7 +24,16 @@ enum metric_gauge {
 	M_SESSIONS_LIVE,
 	M_EXECUTIONS_RUNNING,
 	M_POOL_READY,
+	M_POOL_TARGET,		/* what the pool aims to keep ready now */
 	M_GAUGE_COUNT
+};
+
+/* Gauges that are not whole numbers. */
+enum metric_value {
+	M_POOL_TAKE_RATE,	/* sandboxes asked of the pool a second */
+	M_POOL_MISSES,		/* of them, recently found none ready (weighted) */
+	M_POOL_REFILL_SECONDS,	/* one refill, smoothed */
+	M_VALUE_COUNT
 };
 
 enum metric_histogram {
@@ -35,7 +44,10 @@ enum metric_histogram {
 
 void metrics_inc(enum metric_counter c);
 void metrics_gauge_add(enum metric_gauge g, long delta);
+void metrics_gauge_set(enum metric_gauge g, long value);
 long metrics_gauge_get(enum metric_gauge g);
+void metrics_value_set(enum metric_value v, double value);
+double metrics_value_get(enum metric_value v);
 void metrics_observe(enum metric_histogram h, double seconds);
 
 /* The Prometheus exposition text.  0 or -ENOMEM. */

@@ -85,7 +85,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	assert(!c.cgroup_parent[0] || (c.cgroup_parent[0] == '/' && !strstr(c.cgroup_parent, "..")));
 	assert(c.uid_base == 0 || c.uid_base >= 100000);
 	assert(c.uid_count >= 1 && c.uid_count <= JAIL_UID_COUNT_MAX &&
-	       c.uid_count >= (uint64_t)c.max_sessions + c.pool_size + 3);
+	       c.uid_count >= (uint64_t)c.max_sessions + c.pool_max + 3 &&
+	       c.pool_min <= c.pool_max && c.pool_max <= CONFIG_POOL_MAX);
 	for (size_t i = 0; i < c.nro_binds; i++)
 		assert(c.ro_binds[i][0] == '/');
 	for (size_t i = 0; i < c.nenv; i++)

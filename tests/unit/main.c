@@ -22,6 +22,7 @@ int main(void)
 		mounts_suite,
 		multipart_suite,
 		policy_suite,
+		poolrate_suite,
 		procs_suite,
 		record_suite,
 		request_suite,

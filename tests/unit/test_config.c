@@ -61,7 +61,7 @@ START_TEST(test_file)
 	ck_assert_str_eq(c.api_keys[2], "three");
 	ck_assert_uint_eq(c.max_sessions, 7);
 	ck_assert_str_eq(c.record, "/var/lib/petri/r.sqlite");
-	ck_assert(c.idle_timeout_s == 30 && c.pool_size == 0 && !c.warm && !c.cgroups);
+	ck_assert(c.idle_timeout_s == 30 && c.pool_min == 0 && c.pool_max == 0 && !c.warm && !c.cgroups);
 	ck_assert(c.uid_base == 300000 && c.uid_count == 10);	/* 7 + 0 + 3 fit */
 	ck_assert(c.defaults.memory_mb == 256 && c.defaults.cpu == 0.5 && c.max.memory_mb == 512);
 	ck_assert_str_eq(c.ro_binds[0], "/srv");
@@ -84,8 +84,9 @@ START_TEST(test_refused)
 		"[sandbox]\nuid_base = 0\n",		/* never root */
 		"[sandbox]\nuid_count = 0\n",
 		"[sandbox]\nuid_count = 1000001\n",
-		/* 100 sessions + a pool of 2 + 2 templates + the probe need 105 */
-		"[sandbox]\nuid_count = 104\n",
+		/* 100 sessions + a pool of at most 8 + 2 templates + the probe
+		 * need 111 */
+		"[sandbox]\nuid_count = 110\n",
 		"[server]\nmax_sessions = 500\n[sandbox]\nuid_count = 501\n",
 		"[sandbox]\ncgroup_parent = ../x\n",
 		"[sandbox]\nenv = 1A=b\n",
@@ -115,6 +116,74 @@ START_TEST(test_refused)
 		unlink(path);
 	}
 	ck_assert_int_lt(config_load(&c, "/nonexistent/petri.ini", err, sizeof(err)), 0);
+}
+END_TEST
+
+static void load_ok(struct petri_config *c, const char *text)
+{
+	char err[512];
+
+	write_config(text);
+	ck_assert_msg(config_load(c, path, err, sizeof(err)) == 0, "%s: %s", text, err);
+	unlink(path);
+}
+
+/* The message config_load() gives for text, which it must refuse. */
+static const char *load_refused(const char *text)
+{
+	static char err[512];
+	struct petri_config c;
+
+	write_config(text);
+	ck_assert_msg(config_load(&c, path, err, sizeof(err)) < 0, "accepted: %s", text);
+	unlink(path);
+	return err;
+}
+
+START_TEST(test_pool_sizes)
+{
+	struct petri_config c;
+	const char *e;
+
+	ck_assert_int_eq(config_load(&c, NULL, (char[64]){ 0 }, 64), 0);
+	ck_assert_uint_eq(c.pool_min, CONFIG_POOL_MIN_DEFAULT);
+	ck_assert_uint_eq(c.pool_max, CONFIG_POOL_MAX_DEFAULT);
+	ck_assert(c.pool_window_s == 10);
+	config_release(&c);
+	/* pool_size: a fixed pool, as before pool_min and pool_max. */
+	load_ok(&c, "[sessions]\npool_size = 5\n");
+	ck_assert(c.pool_min == 5 && c.pool_max == 5);
+	config_release(&c);
+	load_ok(&c, "[sessions]\npool_min = 0\npool_max = 20\npool_window_s = 2.5\n");
+	ck_assert(c.pool_min == 0 && c.pool_max == 20 && c.pool_window_s == 2.5);
+	config_release(&c);
+	load_ok(&c, "[sessions]\npool_max = 1\npool_min = 1\n");
+	ck_assert(c.pool_min == 1 && c.pool_max == 1);
+	config_release(&c);
+	/* pool_max alone, and the uid range counts the pool at its largest. */
+	load_ok(&c, "[server]\nmax_sessions = 10\n[sessions]\npool_max = 4\n"
+		    "[sandbox]\nuid_count = 17\n");
+	ck_assert(c.pool_min == 2 && c.pool_max == 4);
+	config_release(&c);
+
+	e = load_refused("[sessions]\npool_size = 2\npool_max = 4\n");
+	ck_assert_msg(strstr(e, "either pool_size or pool_min and pool_max"), "%s", e);
+	e = load_refused("[sessions]\npool_min = 1\npool_size = 2\n");
+	ck_assert_msg(strstr(e, "either pool_size or pool_min and pool_max"), "%s", e);
+	e = load_refused("[sessions]\npool_min = 5\npool_max = 4\n");
+	ck_assert_msg(strstr(e, "pool_min = 5 in [sessions] is above pool_max = 4"), "%s", e);
+	ck_assert_msg(!strstr(e, "default"), "%s", e);
+	e = load_refused("[sessions]\npool_min = 9\n");
+	ck_assert_msg(strstr(e, "above pool_max = 8 (its default): set pool_max too"), "%s", e);
+	e = load_refused("[server]\nmax_sessions = 10\n[sessions]\npool_max = 5\n"
+			 "[sandbox]\nuid_count = 17\n");
+	ck_assert_msg(strstr(e, "max_sessions + pool_max + 3 = 18"), "%s", e);
+	e = load_refused("[sessions]\npool_max = 1001\n");
+	ck_assert_msg(strstr(e, "pool_max = 1001"), "%s", e);
+	load_refused("[sessions]\npool_min = -1\n");
+	load_refused("[sessions]\npool_window_s = 0.5\n");
+	load_refused("[sessions]\npool_window_s = 3601\n");
+	load_refused("[sessions]\npool_window_s = nan\n");
 }
 END_TEST
 
@@ -297,6 +366,7 @@ Suite *config_suite(void)
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_file);
 	tcase_add_test(tc, test_refused);
+	tcase_add_test(tc, test_pool_sizes);
 	tcase_add_test(tc, test_python_and_binds);
 	tcase_add_test(tc, test_preload);
 	tcase_add_test(tc, test_long_line);
