@@ -249,7 +249,6 @@ def make_user_namespace():
 PRELOAD_MAX = 64
 PRELOAD_NAME_MAX = 128
 PRELOAD_ERROR_MAX = 160        # per module in the ready message (zygote.c's buffer)
-TEMPLATE_MSG_MAX = 65536
 FORKED = False                 # this driver was forked from a template
 
 
@@ -276,9 +275,10 @@ def zygote_main(names):
     command line ([python] preload), then make a sandbox per request with
     the C extension _petri; never run user code.
 
-    The control socket is SOCK_SEQPACKET: one JSON request per message,
-    with the new sandbox's five descriptors attached.  Each request is
-    answered with {"ok": true} or {"ok": false, "error": ...}.
+    The control socket is SOCK_SEQPACKET: one fork request per message (a
+    fixed binary struct, src/jail/template.h), with the new sandbox's five
+    descriptors attached.  Each request is answered with {"ok": true} or
+    {"ok": false, "error": ...}.
     """
     import gc
     import json
@@ -305,43 +305,26 @@ def zygote_main(names):
                           'preload_failed': failed}).encode())
     _signal.signal(_signal.SIGCHLD, _signal.SIG_IGN)     # children reap themselves
     while True:
-        try:
-            msg, fds, _, _ = socket.recv_fds(sock, TEMPLATE_MSG_MAX, 8)
-        except OSError:
+        # The requests and the direct forks, in C (pyext.c): this process
+        # touches few of its pages between forks, and each one it touches
+        # is copied once per live sandbox.
+        got = _petri.serve(CONTROL_FD)
+        if got is None:
             return 0
-        if not msg:
-            return 0
-        try:
-            request = json.loads(msg)
-            args = fork_arguments(request, fds)
-        except (ValueError, TypeError, KeyError) as exc:
-            for fd in fds:
-                os.close(fd)
-            sock.send(json.dumps({'ok': False, 'error': str(exc)}).encode())
-            continue
-        if single_threaded():
-            # pid 1 straight from here: one copy of this process fewer.
+        if got == 0:
+            sock.detach()               # fd 3 is the session's now
+            return session_main()
+        # Threads (a threaded BLAS): fork through the runtime first, so
+        # that their locks are in order in the copy.
+        request, fds = got
+        pid = os.fork()
+        if pid == 0:
+            sock.detach()               # fd 3 is about to become the session's
             try:
-                pid = _petri.fork(*args, True)
-            except OSError as exc:
-                for fd in fds:
-                    os.close(fd)
-                sock.send(json.dumps({'ok': False, 'error': str(exc)}).encode())
-                continue
-            if pid == 0:
-                sock.detach()           # fd 3 is the session's now
-                return session_main()
-        else:
-            # Threads (a threaded BLAS): fork through the runtime first, so
-            # that their locks are in order in the copy.
-            pid = os.fork()
-            if pid == 0:
-                sock.detach()           # fd 3 is about to become the session's
-                try:
-                    _petri.fork(*args, False)
-                except BaseException:
-                    os._exit(125)
-                return session_main()
+                _petri.fork(request, fds)
+            except BaseException:
+                os._exit(125)
+            return session_main()
         for fd in fds:
             os.close(fd)
         sock.send(b'{"ok":true}')
@@ -399,24 +382,6 @@ def warm_up():
         handle_exec({'type': 'exec', 'id': 0, 'language': 'python', 'code': 'None'})  # noqa: F821
     finally:
         write_all = real
-
-
-def single_threaded():
-    try:
-        return len(os.listdir('/proc/self/task')) == 1
-    except OSError:
-        return False
-
-
-def fork_arguments(request, fds):
-    """Check a fork request from the supervisor; the arguments of _petri.fork."""
-    if request.get('type') != 'fork' or len(fds) != 5:
-        raise ValueError('a fork request needs type "fork" and five descriptors')
-    limits = [tuple(int(v) for v in item) for item in request['rlimits']]
-    if any(len(item) != 3 for item in limits):
-        raise ValueError('bad rlimits')
-    return (tuple(fds), int(request['work_bytes']), int(request['tmp_bytes']),
-            int(request['inodes']), limits, str(request['hostname']), int(request['uid']))
 
 
 def session_main():
