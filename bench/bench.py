@@ -1707,7 +1707,7 @@ class Suite:
         if idle is not None and total:
             data['cpu_per_oneshot_s'] = (u1 - u0 - idle * (t1 - t0)) / total
         if tool == 'perf':
-            data.update(cpuprofile.perf_shares(rec.out, roots | {srv.pid}))
+            data.update(cpuprofile.perf_shares(rec.out, srv.pid, roots))
             os.unlink(rec.out)
             log('   %d one-shots (%.0f/s, petri CPU %s each while profiled); %d of %d samples '
                 'are petri\'s process tree (%d processes): kernel %.0f %%, user %.0f %%' % (
@@ -1716,6 +1716,8 @@ class Suite:
                     100 * (data['kernel_share'] or 0), 100 * (data['user_share'] or 0)))
             log('   by process name: ' + ', '.join('%s %.0f %%' % (c, 100 * v)
                                                     for c, v in data['by_comm']))
+            log('   by forks below the server: ' + ', '.join(
+                '%d %s %.0f %%' % (d, c, 100 * v) for d, c, v in data['by_depth']))
             for title, key in (('self', 'self'), ('inclusive (callers too)', 'inclusive')):
                 log('   top symbols, %s:' % title)
                 for name, v in data[key][:15]:
@@ -2094,13 +2096,17 @@ def render_profile(pr, load):
         return L + ['']
     n = pr['samples_petri']
     L.append('%d of %d samples are petri\'s process tree (%d processes): kernel %.0f %%, '
-             'user %.0f %%; by process name: %s. Self = the function the sample was in '
+             'user %.0f %%; by process name: %s; by forks below the server (0 is the '
+             'server) and name, from 0.5 %%: %s. '
+             'Self = the function the sample was in '
              '(past the interrupt-enable frame where a timer sample lands on a VM); '
              'inclusive = the sample\'s stack contains it (kernel stacks are whole, '
              'user ones mostly not: Debian\'s python3 has no frame pointers).' % (
                  n, pr['samples_all'], pr['processes_petri'], 100 * (pr['kernel_share'] or 0),
                  100 * (pr['user_share'] or 0),
-                 ', '.join('%s %.0f %%' % (c, 100 * v) for c, v in pr['by_comm'])))
+                 ', '.join('%s %.0f %%' % (c, 100 * v) for c, v in pr['by_comm']),
+                 ', '.join('%d %s %.1f %%' % (d, c, 100 * v)
+                           for d, c, v in pr.get('by_depth', []))))
     L.append('')
     L.append('| # | self | share | inclusive | share |')
     L.append('| ---: | --- | ---: | --- | ---: |')

@@ -131,6 +131,15 @@ def tree_of(parents, roots):
     return inside
 
 
+def depth_of(pid, parents, roots):
+    """How many forks below a root pid is (0: a root)."""
+    d = 0
+    while pid not in roots and pid in parents and d < 10000:
+        pid = parents[pid]
+        d += 1
+    return d
+
+
 def label(sym, dso):
     if dso == '[kernel.kallsyms]' or dso.startswith('[kernel'):
         return '[k] ' + sym
@@ -138,9 +147,11 @@ def label(sym, dso):
     return '[.] %s (%s)' % (sym if sym != '[unknown]' else '?', name)
 
 
-def perf_shares(data_path, roots, top=25):
+def perf_shares(data_path, server, others=(), top=25):
     """Parse `perf script` of data_path: shares of the samples of the
-    process tree of roots (pids)."""
+    process tree of the server's pid (and of the pids in others, the
+    processes of its cgroup when the recording started)."""
+    roots = {server} | set(others)
     p = subprocess.Popen(['perf', 'script', '-i', data_path, '--show-task-events',
                           '-F', 'comm,pid,tid,ip,sym,dso'],
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
@@ -175,9 +186,13 @@ def perf_shares(data_path, roots, top=25):
     mine = [s for s in samples if s[0] in tree]
     n = len(mine)
     self_c, incl_c, comm_c = collections.Counter(), collections.Counter(), collections.Counter()
+    depth_c = collections.Counter()
     kernel = 0
     for pid, comm, frames in mine:
         comm_c[comm] += 1
+        # Which generation below the server (its helper, the template, the
+        # sandboxes' processes...), and under which name.
+        depth_c[(depth_of(pid, parents, {server}), comm)] += 1
         if frames and frames[0][1].startswith('[kernel'):
             kernel += 1
         own = next((f for f in frames if not IRQ_ENABLE.search(f[0])),
@@ -195,6 +210,8 @@ def perf_shares(data_path, roots, top=25):
         'kernel_share': kernel / n if n else None,
         'user_share': 1 - kernel / n if n else None,
         'by_comm': shares(comm_c, 8),
+        'by_depth': sorted((d, comm, c / n) for (d, comm), c in depth_c.items()
+                           if c / n >= 0.005) if n else [],
         'self': shares(self_c, top),
         'inclusive': shares(incl_c, top),
         'markers': {m: (incl_c.get('[k] ' + m, 0) / n if n else 0.0) for m in MARKERS},
