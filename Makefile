@@ -229,10 +229,11 @@ test-san:
 api-test: $(BUILD)/petri
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/api
 
-# Benchmarks against peers (bench/README.md); BENCH_QUICK=1 for a short run.
+# Benchmarks against peers, with a CPU profile of petri (bench/README.md);
+# BENCH_QUICK=1 for a short run.
 bench: $(BUILD)/petri
 	bench/deps
-	$(PYTHON) bench/bench.py --petri $(abspath $(BUILD)/petri)
+	$(PYTHON) bench/bench.py --profile --petri $(abspath $(BUILD)/petri)
 .PHONY: bench
 
 clean:
