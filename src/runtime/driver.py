@@ -295,6 +295,13 @@ def zygote_main(names):
     # copy) the pages they live on in every session.
     gc.collect()
     gc.freeze()
+    # Cheaper to copy at every fork and to tear down at every exit: see
+    # collapse() in pyext.c.  Once, before the first sandbox; without it
+    # the template works as well, its forks cost more.
+    try:
+        huge = _petri.collapse()
+    except (OSError, MemoryError):
+        huge = 0
     leftover = open_descriptors()
     if leftover:
         fatal('the template holds descriptors %s after its imports; sandboxes '
@@ -302,7 +309,8 @@ def zygote_main(names):
     sock = socket.socket(fileno=CONTROL_FD)
     version = '%d.%d.%d' % sys.version_info[:3]
     sock.send(json.dumps({'type': 'ready', 'python': version,
-                          'preload_failed': failed}).encode())
+                          'preload_failed': failed,
+                          'huge_pages_mib': huge >> 20}).encode())
     _signal.signal(_signal.SIGCHLD, _signal.SIG_IGN)     # children reap themselves
     while True:
         # The requests and the direct forks, in C (pyext.c): this process

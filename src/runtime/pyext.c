@@ -5,7 +5,8 @@
  * template mode (driver.py --zygote).  It exposes serve(), the template's
  * loop over fork requests, and fork(), for a request serve() hands back;
  * both run the jail's template_fork() (src/jail/template.c): the jail's
- * logic stays in C, the template only calls it.
+ * logic stays in C, the template only calls it.  And collapse(), which
+ * puts the template's memory into huge pages once, after its imports.
  *
  * The seccomp filter is built once, at import, from the same policy code
  * the supervisor uses. */
@@ -16,7 +17,9 @@
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -192,9 +195,131 @@ static PyObject *py_fork(PyObject *self, PyObject *args)
 	return PyLong_FromLong(0);
 }
 
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25	/* Linux 6.1; older headers lack it */
+#endif
+
+#define HUGE_SIZE (2ul << 20)		/* a PMD on x86-64 and arm64 (4 KiB pages) */
+#define HUGE_MIN_RESIDENT 256		/* of its 512 small pages; see below */
+
+/* How many of the small pages of [start, start + HUGE_SIZE) are in memory;
+ * -1 if the kernel will not say. */
+static int resident_pages(unsigned long start, unsigned long page)
+{
+	unsigned char vec[HUGE_SIZE / 4096];
+	unsigned long n = HUGE_SIZE / page;
+	int count = 0;
+
+	if (n > sizeof(vec) || mincore((void *)start, HUGE_SIZE, vec) < 0)
+		return -1;
+	for (unsigned long i = 0; i < n; i++)
+		count += vec[i] & 1;
+	return count;
+}
+
+/* Collapse the 2 MiB blocks of one mapping that are at least half in
+ * memory; add the bytes collapsed to *done. */
+static void collapse_range(unsigned long start, unsigned long end, unsigned long page,
+			   unsigned long long *done)
+{
+	unsigned long a = (start + HUGE_SIZE - 1) & ~(HUGE_SIZE - 1);
+
+	for (; a + HUGE_SIZE <= end; a += HUGE_SIZE) {
+		int resident = resident_pages(a, page);
+
+		if (resident < 0 || (unsigned long)resident * page < HUGE_MIN_RESIDENT * 4096ul)
+			continue;
+		/* EINVAL (no THP, or not for this mapping), EAGAIN, ENOMEM (no
+		 * free huge page now): the block stays in small pages. */
+		if (madvise((void *)a, HUGE_SIZE, MADV_COLLAPSE) == 0)
+			*done += HUGE_SIZE;
+	}
+}
+
+/* collapse() -> the number of bytes now in huge pages
+ *
+ * Every sandbox is a fork of this process, and a fork copies (and an exit
+ * tears down) one page-table entry per 4 KiB page of private memory, but
+ * one entry per 2 MiB huge page: put the template's private anonymous
+ * memory (the heap, the interpreter's and numpy's buffers) into
+ * transparent huge pages, once, after the imports.  MADV_COLLAPSE works
+ * whatever the system's THP mode (it obeys only "never") and without
+ * MADV_HUGEPAGE, which would also give the sandboxes' own new memory huge
+ * pages: 2 MiB of private memory where a session asked for a few bytes.
+ * A sandbox that writes to a shared huge page gets a 4 KiB copy (the
+ * kernel splits its mapping, not the page), so a session's private memory
+ * does not grow; so does the template where it writes after a fork, so
+ * only what it never writes again stays huge (docs/configuration.md).
+ *
+ * A collapse fills the gaps of a block, so only blocks at least half in
+ * memory are collapsed: the template grows by less than a MiB for each
+ * 512 entries fewer per fork, and a mostly empty thread stack is left
+ * alone, as are the main stack and file mappings.  Call it before the
+ * first fork: a collapse copies the block, which, shared with a live
+ * sandbox, would cost both the copy and the memory. */
+static PyObject *py_collapse(PyObject *self, PyObject *args)
+{
+	unsigned long long done = 0;
+	unsigned long *ranges = NULL, page;
+	size_t n = 0, cap = 0;
+	char *line = NULL;
+	size_t linecap = 0;
+	PyObject *res = NULL;
+	FILE *f;
+
+	(void)self;
+	(void)args;
+	page = (unsigned long)sysconf(_SC_PAGESIZE);
+	if (!(f = fopen("/proc/self/maps", "re")))
+		return PyErr_SetFromErrnoWithFilename(PyExc_OSError, "/proc/self/maps");
+	/* The list first, the calls after: nothing changes the mappings while
+	 * the file is read. */
+	while (getline(&line, &linecap, f) > 0) {
+		unsigned long start, end, inode;
+		char perms[5], name[32];
+		int used = 0;
+
+		name[0] = '\0';
+		if (sscanf(line, "%lx-%lx %4s %*x %*x:%*x %lu %n", &start, &end, perms, &inode,
+			   &used) != 4)
+			continue;
+		if (used > 0)
+			sscanf(line + used, "%31s", name);
+		/* Private, writable, anonymous: unnamed, or the brk heap. */
+		if (strcmp(perms, "rw-p") || inode != 0 || (name[0] && strcmp(name, "[heap]")) ||
+		    end - start < HUGE_SIZE)
+			continue;
+		if (n == cap) {
+			unsigned long *more;
+
+			cap = cap ? 2 * cap : 64;
+			if (!(more = realloc(ranges, cap * 2 * sizeof(*ranges)))) {
+				PyErr_NoMemory();
+				goto out;
+			}
+			ranges = more;
+		}
+		ranges[2 * n] = start;
+		ranges[2 * n + 1] = end;
+		n++;
+	}
+	Py_BEGIN_ALLOW_THREADS
+	for (size_t i = 0; i < n; i++)
+		collapse_range(ranges[2 * i], ranges[2 * i + 1], page, &done);
+	Py_END_ALLOW_THREADS
+	res = PyLong_FromUnsignedLongLong(done);
+out:
+	free(line);
+	free(ranges);
+	fclose(f);
+	return res;
+}
+
 static PyMethodDef methods[] = {
 	{ "serve", py_serve, METH_VARARGS, "Serve fork requests (see pyext.c)." },
 	{ "fork", py_fork, METH_VARARGS, "Make a sandbox from this template (see pyext.c)." },
+	{ "collapse", py_collapse, METH_NOARGS,
+	  "Put this template's private memory into huge pages (see pyext.c)." },
 	{ NULL, NULL, 0, NULL },
 };
 
