@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/rseq.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -94,6 +95,20 @@ int template_decode(const struct template_wire *w, size_t len, const int fds[5],
 	rq->hostname = w->hostname;
 	rq->uid = w->uid;
 	return 0;
+}
+
+/* C, right after the jump: register glibc's rseq area again.  The kernel
+ * gave B none (CLONE_VM drops it) and so none to its fork C, while glibc
+ * in C still believes its thread registered: sched_getcpu() would name
+ * the template's CPU at the fork for ever, and a per-CPU rseq section
+ * would run unprotected.  The area is the template's copy, in C's memory. */
+static void rseq_again(void)
+{
+	unsigned int len = __rseq_size < 32 ? 32 : __rseq_size;
+
+	if (__rseq_size > 0)
+		(void)syscall(SYS_rseq, (char *)__builtin_thread_pointer() + __rseq_offset,
+			      len, 0, RSEQ_SIG);
 }
 
 /* B's stack.  B runs in the template's memory while the template waits
@@ -189,6 +204,7 @@ int template_fork(const struct template_request *rq, const struct policy *pol,
 	if (__builtin_setjmp(ctx.back)) {
 		/* C, the sandbox's main process: a copy of the template made
 		 * by B's fork(), in B's namespaces and cgroup. */
+		rseq_again();
 		return init_forked_main(ctx.a);
 	}
 	/* B shares our memory and we wait until it execs petri-init (or

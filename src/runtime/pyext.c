@@ -36,7 +36,7 @@ static bool single_threaded(void)
 {
 	char buf[1024];
 	ssize_t n;
-	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC), field = 2;
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC), field = 3;
 	char *p;
 
 	if (fd < 0)
@@ -49,6 +49,8 @@ static bool single_threaded(void)
 	p = strrchr(buf, ')');	/* the command name may hold anything */
 	if (!p)
 		return false;
+	/* The first word after it is field 3 (the state): skip 3 to 19.
+	 * Counting from 2 read field 21, always 0: no fork was direct. */
 	for (p++; *p && field < 20; field++) {
 		while (*p == ' ')
 			p++;

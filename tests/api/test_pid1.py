@@ -44,6 +44,22 @@ for pid in os.listdir('/proc'):
 print(len(zombies))
 '''
 
+# sched_getcpu() of the driver's main thread, pinned to each CPU in turn:
+# glibc reads it from the thread's rseq area, which the kernel keeps up to
+# date only while the area is registered (B, cloned with CLONE_VM, had none
+# to hand on to its fork, the driver).
+CPUS = r'''
+import ctypes, json, os
+libc = ctypes.CDLL(None)
+allowed = sorted(os.sched_getaffinity(0))[:4]
+seen = {}
+for cpu in allowed:
+    os.sched_setaffinity(0, {cpu})
+    seen[cpu] = libc.sched_getcpu()
+os.sched_setaffinity(0, set(allowed))
+print(json.dumps(seen))
+'''
+
 # A module whose import starts a thread: the template is not single-threaded
 # then, and forks through the runtime first.
 THREADS_MODULE = '''
@@ -69,11 +85,34 @@ def test_pid1_of_a_warm_sandbox_is_petri_init(make_server, threads):
         check(make_server(f'[python]\npath = {lib}\npreload = {preload}\n'), threads)
 
 
+def forked_by_the_template(srv):
+    """For each petri-init of the daemon's tree (host pids): does its
+    parent run the template (a direct fork), rather than being the
+    template's pid 1 (B reparented when the runtime's child exits)?"""
+    out = {}
+    for pid in srv.descendants():
+        try:
+            with open(f'/proc/{pid}/comm') as f:
+                if f.read().strip() != 'petri-init':
+                    continue
+            with open(f'/proc/{pid}/stat') as f:
+                ppid = int(f.read().rsplit(')', 1)[1].split()[1])
+            with open(f'/proc/{ppid}/cmdline', 'rb') as f:
+                out[pid] = b'--zygote' in f.read()
+        except OSError:
+            pass
+    return out
+
+
 def check(srv, threads):
     assert 'warm template ready' in srv.stderr_text()
     api = srv.api()
     sid = api.session()
     got = probe(api, sid)
+    # A single-threaded template forks straight from itself (no copy of it
+    # but the driver); one with threads through a child of its own.
+    direct = forked_by_the_template(srv)
+    assert direct and set(direct.values()) == {not threads}, direct
     assert got['warm'], got
     assert got['threads_module'] == threads, got
     assert (got['name'], got['cmdline']) == ('petri-init', 'petri-init'), got
@@ -81,6 +120,10 @@ def check(srv, threads):
     # A copy of the interpreter is tens of MiB resident; petri-init a few
     # pages (the bound leaves room for the static C library).
     assert got['rss_kb'] < 4096, got
+    r = api.execute(sid, CPUS)
+    assert r['status'] == 'ok', r
+    seen = json.loads(r['stdout'])
+    assert all(int(cpu) == got for cpu, got in seen.items()), seen
     r = api.execute(sid, ORPHANS)
     assert r['status'] == 'ok' and r['stdout'].strip() == '0', r
     # A second session: the template goes on forking after the first.
