@@ -409,8 +409,8 @@ void init_forked_pid1(const struct init_args *a, pid_t main_pid)
 
 	/* The signalfd now, with the mask it serves: the sandbox's seccomp
 	 * filter, loaded below, does not allow making one. */
-	if ((sfd = reap_signals(&mask)) < 0 || sigprocmask(SIG_SETMASK, &mask, NULL) < 0) {
-		errno = sfd < 0 ? -sfd : errno;
+	if ((sfd = reap_signals(&mask)) < 0) {
+		errno = -sfd;
 		goto fail;
 	}
 	{

@@ -816,6 +816,7 @@ static int send_fork_request(struct jail *tmpl, const struct jail_config *cfg,
 	struct cmsghdr *c;
 	const char *hostname = cfg->hostname ? cfg->hostname : "petri";
 
+	_Static_assert((int)TEMPLATE_NRLIMITS >= (int)INIT_NRLIMITS, "a fork request holds every rlimit");
 	memset(&a, 0, sizeof(a));
 	plan_rlimits(&a, &cfg->limits, &tmpl->host->info);
 	memset(&w, 0, sizeof(w));

@@ -8,13 +8,14 @@
  *
  *   petri-init SYNC_FD STATUS_FD SIGNAL_FD MAIN_PID
  *
- * It arrives with the signals of reap_signals() blocked and their signalfd
+ * It arrives with every signal blocked and the signalfd of reap_signals()
  * made (by its predecessor: the seccomp filter allows no new one),
  * SIGCHLD at its default, no capability, no_new_privs and the filter in
  * force; built without the
  * sanitizers and linked statically (Makefile), it needs no file of the
  * sandbox but itself. */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -36,6 +37,7 @@ static int arg_int(const char *s)
 int main(int argc, char **argv)
 {
 	int sync_fd, status_fd, sfd, main_pid;
+	sigset_t mask;
 
 	/* Not dumpable (the file is not readable to us, which already says
 	 * so at exec; this says it again): nothing inside may trace us or
@@ -48,5 +50,9 @@ int main(int argc, char **argv)
 	main_pid = arg_int(argv[4]);
 	if (sync_fd < 0 || status_fd < 0 || sfd < 0 || main_pid <= 0)
 		_exit(125);	/* the kernel kills the sandbox with us */
+	/* The handlers are the defaults now: block only what we serve. */
+	reap_mask(&mask);
+	if (sigprocmask(SIG_SETMASK, &mask, NULL) < 0)
+		_exit(125);
 	reap_serve(sfd, sync_fd, status_fd, main_pid, false);
 }

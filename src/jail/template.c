@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/rseq.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -65,6 +66,8 @@ int template_decode(const struct template_wire *w, size_t len, const int fds[5],
 	memset(rq, 0, sizeof(*rq));
 	if (len != sizeof(*w) || w->magic != TEMPLATE_WIRE_MAGIC || w->reserved)
 		why = "not a fork request";
+	else if (w->uid < JAIL_UID)
+		why = "bad uid";	/* below: the template's own ids */
 	else if (w->nrlimits > TEMPLATE_NRLIMITS)
 		why = "too many rlimits";
 	else if (!hostname_ok(w->hostname, sizeof(w->hostname)))
@@ -111,9 +114,30 @@ static void rseq_again(void)
 			      len, 0, RSEQ_SIG);
 }
 
-/* B's stack.  B runs in the template's memory while the template waits
- * (CLONE_VFORK); its own frames never reach the template's stack. */
-static char pid1_stack[64 << 10] __attribute__((aligned(16)));
+/* B's stack, mapped once, with a guard page below it: B runs in the
+ * template's memory while the template waits (CLONE_VFORK), and an
+ * overflow must fault rather than write over the template's data. */
+#define PID1_STACK_SIZE (64u << 10)
+static char *pid1_stack_top;
+
+static int pid1_stack(void)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	char *p;
+
+	if (pid1_stack_top)
+		return 0;
+	p = mmap(NULL, PID1_STACK_SIZE + (size_t)page, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	if (mprotect(p, (size_t)page, PROT_NONE) < 0) {
+		munmap(p, PID1_STACK_SIZE + (size_t)page);
+		return -errno;
+	}
+	pid1_stack_top = p + (size_t)page + PID1_STACK_SIZE;
+	return 0;
+}
 
 struct fork_ctx {
 	const struct init_args *a;
@@ -123,8 +147,9 @@ struct fork_ctx {
 /* B: pid 1 of the new namespaces, in the template's memory.  Tell the
  * supervisor who we are, wait for "go" (we are in the sandbox's cgroup
  * then), fork C, then become petri-init.  System calls only, and glibc's
- * fork(): C goes on running the template's code, which needs glibc's
- * bookkeeping of a new process (its thread id above all). */
+ * _Fork(): C goes on running the template's code, which needs glibc's
+ * bookkeeping of a new process (its thread id above all).  Every signal
+ * stays blocked until the exec: the handlers here are the template's. */
 static int pid1_entry(void *arg)
 {
 	struct fork_ctx *ctx = arg;
@@ -148,7 +173,10 @@ static int pid1_entry(void *arg)
 	/* Our children must tell us when they end (the template ignores
 	 * SIGCHLD; we have our own copy of its dispositions). */
 	signal(SIGCHLD, SIG_DFL);
-	main_pid = fork();
+	/* _Fork(): glibc's bookkeeping of the new process (its thread id,
+	 * the robust list) without the at-fork handlers, which would run
+	 * here in the template's live memory. */
+	main_pid = _Fork();
 	if (main_pid == 0)
 		__builtin_longjmp(ctx->back, 1);	/* C: back to template_fork() */
 	if (main_pid < 0) {
@@ -209,7 +237,13 @@ int template_fork(const struct template_request *rq, const struct policy *pol,
 	}
 	/* B shares our memory and we wait until it execs petri-init (or
 	 * dies): no copy of this process is made but C. */
-	pid = clone(pid1_entry, pid1_stack + sizeof(pid1_stack),
+	if ((r = pid1_stack()) < 0) {
+		mount_plan_release(&plan);
+		if (direct)
+			return r;
+		_exit(125);
+	}
+	pid = clone(pid1_entry, pid1_stack_top,
 		    flags | CLONE_VM | CLONE_VFORK | SIGCHLD, &ctx);
 	r = pid < 0 ? -errno : pid;
 	mount_plan_release(&plan);
