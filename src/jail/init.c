@@ -320,38 +320,9 @@ __attribute__((noreturn)) static void become_pid1(const struct init_args *a)
  * areas of our copy (fields 48-51 of /proc/self/stat). */
 static void blank_command_line(void)
 {
-	char buf[1024];
-	unsigned long long v[4] = { 0 };
-	ssize_t n;
-	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-	char *p;
-	int field = 2;
+	unsigned long long v[4];
 
-	if (fd < 0)
-		return;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = '\0';
-	p = strrchr(buf, ')');	/* the command name may hold anything */
-	if (!p)
-		return;
-	for (p++; *p && field < 51; ) {
-		while (*p == ' ')
-			p++;
-		field++;
-		if (field >= 48) {
-			unsigned long long x = 0;
-
-			while (*p >= '0' && *p <= '9')
-				x = x * 10 + (unsigned long long)(*p++ - '0');
-			v[field - 48] = x;
-		}
-		while (*p && *p != ' ')
-			p++;
-	}
-	if (field != 51 || v[0] >= v[1] || v[2] >= v[3])
+	if (safe_stat_fields(48, 4, v) < 0 || v[0] >= v[1] || v[2] >= v[3])
 		return;
 	memset((void *)(uintptr_t)v[0], 0, (size_t)(v[1] - v[0]));
 	memset((void *)(uintptr_t)v[2], 0, (size_t)(v[3] - v[2]));

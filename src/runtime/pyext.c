@@ -25,6 +25,7 @@
 
 #include "jail/landlock.h"
 #include "jail/policy.h"
+#include "jail/safe.h"
 #include "jail/template.h"
 
 static struct policy policy;
@@ -34,32 +35,9 @@ static int landlock_version;
  * clone of a threaded process could copy a lock another thread holds. */
 static bool single_threaded(void)
 {
-	char buf[1024];
-	ssize_t n;
-	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC), field = 3;
-	char *p;
+	unsigned long long threads;
 
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	p = strrchr(buf, ')');	/* the command name may hold anything */
-	if (!p)
-		return false;
-	/* The first word after it is field 3 (the state): skip 3 to 19.
-	 * Counting from 2 read field 21, always 0: no fork was direct. */
-	for (p++; *p && field < 20; field++) {
-		while (*p == ' ')
-			p++;
-		while (*p && *p != ' ')
-			p++;
-	}
-	while (*p == ' ')
-		p++;
-	return field == 20 && p[0] == '1' && p[1] == ' ';
+	return safe_stat_fields(20, 1, &threads) == 0 && threads == 1;
 }
 
 static void reply(int sock, const char *error)
