@@ -54,7 +54,8 @@ LDLIBS  += $(PKG_LIBS) -lpthread -lm
 
 MAIN_SRC := src/cli/main.c
 EXT_MAIN := src/runtime/pyext.c
-LIB_SRC  := $(filter-out $(MAIN_SRC) $(EXT_MAIN),$(shell find src -name '*.c' | sort))
+PID1_MAIN := src/jail/pid1.c
+LIB_SRC  := $(filter-out $(MAIN_SRC) $(EXT_MAIN) $(PID1_MAIN),$(shell find src -name '*.c' | sort))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/src/runtime/embed.o
 UNIT_SRC := $(filter-out tests/unit/session/%,$(shell find tests/unit -name '*.c' | sort))
 UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/%.o)
@@ -84,7 +85,7 @@ $(BUILD)/%.o: %.c
 # Debian's CPython and never with sanitizers (it is loaded by python3, not
 # by petri).
 PY_INCLUDE := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
-EXT_SRC    := $(EXT_MAIN) src/jail/template.c src/jail/init.c src/jail/mounts.c \
+EXT_SRC    := $(EXT_MAIN) src/jail/template.c src/jail/init.c src/jail/reap.c src/jail/mounts.c \
               src/jail/landlock.c src/jail/policy.c src/jail/safe.c src/util/buf.c
 $(BUILD)/_petri.so: $(EXT_SRC) $(wildcard src/jail/*.h src/util/*.h)
 	@mkdir -p $(dir $@)
@@ -92,12 +93,22 @@ $(BUILD)/_petri.so: $(EXT_SRC) $(wildcard src/jail/*.h src/util/*.h)
 	@$(CC) -std=gnu11 -g -O2 -D_FORTIFY_SOURCE=2 $(WARNINGS) $(HARDEN) -fPIC -Isrc \
 		-I$(PY_INCLUDE) -shared -o $@ $(EXT_SRC) -Wl,-z,relro,-z,now -lseccomp
 
+# pid 1 of the sandboxes a template forks (src/jail/pid1.c): a static
+# program of its own, so that it needs no file inside the sandbox, and never
+# built with sanitizers (it runs under the sandbox's seccomp filter).
+PID1_SRC := $(PID1_MAIN) src/jail/reap.c src/jail/safe.c
+$(BUILD)/petri-init: $(PID1_SRC) $(wildcard src/jail/*.h)
+	@mkdir -p $(dir $@)
+	@echo "  CCLD    $@"
+	@$(CC) -std=gnu11 -O2 -D_FORTIFY_SOURCE=2 $(WARNINGS) $(HARDEN) -Isrc \
+		-static-pie -o $@ $(PID1_SRC) -Wl,-z,relro,-z,now
+
 # Embedded in the binary, so that petri is one file: the Python driver, the
 # template extension, the OpenAPI document and the web page (src/web).
 $(BUILD)/src/runtime/embed.o: src/runtime/embed.S src/runtime/driver.py docs/openapi.json \
 			      src/runtime/run.js src/runtime/profile.R \
 			      src/web/index.html src/web/app.js src/web/app.css \
-			      $(BUILD)/_petri.so
+			      $(BUILD)/_petri.so $(BUILD)/petri-init
 	@mkdir -p $(dir $@)
 	@echo "  AS      $<"
 	@$(CC) -c -o $@ -Isrc/runtime -Idocs -Isrc/web -I$(BUILD) $<
@@ -218,10 +229,11 @@ test-san:
 api-test: $(BUILD)/petri
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/api
 
-# Benchmarks against peers (bench/README.md); BENCH_QUICK=1 for a short run.
+# Benchmarks against peers, with a CPU profile of petri (bench/README.md);
+# BENCH_QUICK=1 for a short run.
 bench: $(BUILD)/petri
 	bench/deps
-	$(PYTHON) bench/bench.py --petri $(abspath $(BUILD)/petri)
+	$(PYTHON) bench/bench.py --profile --petri $(abspath $(BUILD)/petri)
 .PHONY: bench
 
 clean:

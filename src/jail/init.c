@@ -22,25 +22,8 @@
 #include <unistd.h>
 
 #include "jail/landlock.h"
+#include "jail/reap.h"
 #include "jail/safe.h"
-
-/* Signals pid 1 passes on to the main process.  Everything else aimed at
- * pid 1 from inside is ignored by the kernel (pid 1 has no handler). */
-static const int forwarded[] = {
-	SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT,
-};
-
-void init_send_record(int fd, char tag, int32_t value, const char *text)
-{
-	struct init_record rec;
-
-	memset(&rec, 0, sizeof(rec));
-	rec.tag = tag;
-	rec.value = value;
-	if (text)
-		safe_strlcat(rec.text, text, sizeof(rec.text));
-	(void)safe_write_all(fd, &rec, sizeof(rec));
-}
 
 __attribute__((noreturn)) static void fail(const struct init_args *a,
 					   const char *msg)
@@ -223,67 +206,6 @@ run:
 	_exit(127);
 }
 
-/* Reap everything; return when the main process is gone, its status in
- * *wstatus. */
-static int reap(pid_t main_pid, int *wstatus)
-{
-	int st, done = 0;
-	pid_t p;
-
-	while ((p = waitpid(-1, &st, WNOHANG)) > 0)
-		if (p == main_pid) {
-			*wstatus = st;
-			done = 1;
-		}
-	return done;
-}
-
-/* pid 1's life after set-up: reap orphans, forward signals, and end the
- * sandbox when the main process ends or the supervisor goes away. */
-__attribute__((noreturn)) static void serve_as_init(const struct init_args *a,
-						    pid_t main_pid, int sfd)
-{
-	struct pollfd pfd[2] = {
-		{ .fd = sfd, .events = POLLIN },
-		{ .fd = a->sync_fd, .events = POLLIN },
-	};
-	struct signalfd_siginfo si;
-	int wstatus = 0;
-
-	for (;;) {
-		if (poll(pfd, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		if (pfd[1].revents)	/* supervisor gone: end everything */
-			break;
-		if (!(pfd[0].revents & POLLIN))
-			continue;
-		if (read(sfd, &si, sizeof(si)) != sizeof(si))
-			continue;
-		if (si.ssi_signo != SIGCHLD) {
-			if (main_pid > 0)
-				kill(main_pid, (int)si.ssi_signo);
-			continue;
-		}
-		if (reap(main_pid, &wstatus)) {
-			init_send_record(a->status_fd, INIT_EXIT, wstatus, NULL);
-			/* A template's sandboxes live on after it: they are
-			 * pid namespaces under ours.  Keep reaping until the
-			 * supervisor lets go of us. */
-			if (a->mode != INIT_TEMPLATE)
-				break;
-			main_pid = -1;
-		}
-	}
-	/* Whatever the main process left behind goes with it. */
-	kill(-1, SIGKILL);
-	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
-		;
-	_exit(0);
-}
-
 /* pid 1 of a forked sandbox, its mounts made with the template's
  * capabilities: leave the template's user namespace (shared by every
  * sandbox of the template) for one of our own.  Become our leased ids in
@@ -321,14 +243,15 @@ static int enter_own_userns(const struct init_args *a, char *err, size_t errlen)
 	return 0;
 }
 
-/* After "go": the part pid 1 does in every mode.  Returns only in the
- * main process of a forked sandbox. */
-static int become_pid1(const struct init_args *a)
+/* The namespaces' set-up after "go", with the caller's capabilities:
+ * the cgroup view, the mounts (a new root, or fresh /proc, /tmp, /work
+ * and /dev/shm over a template's), the hostname and loopback.  A forked
+ * sandbox then gives up the template's user namespace.  On failure the
+ * error goes to the status fd and the process exits. */
+static void set_up_namespaces(const struct init_args *a)
 {
 	char err[240];
-	sigset_t mask;
-	pid_t main_pid;
-	int sfd, r;
+	int r;
 
 	/* Our cgroup is final now: make it the root of our cgroup view. */
 	if (unshare(CLONE_NEWCGROUP) < 0)
@@ -348,34 +271,33 @@ static int become_pid1(const struct init_args *a)
 	 * capabilities, which this gives up. */
 	if (a->mode == INIT_FORKED && enter_own_userns(a, err, sizeof(err)) < 0)
 		fail(a, err);
+}
 
+/* After "go": pid 1 of a cold sandbox or a template.  Never returns. */
+__attribute__((noreturn)) static void become_pid1(const struct init_args *a)
+{
+	sigset_t mask;
+	pid_t main_pid;
+	int sfd;
+
+	set_up_namespaces(a);
 	/* SIGCHLD must not be ignored, or the kernel reaps our children
-	 * itself and never tells us (a template ignores it, and we are its
-	 * copy). */
+	 * itself and never tells us. */
 	signal(SIGCHLD, SIG_DFL);
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGCHLD);
-	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
-		sigaddset(&mask, forwarded[i]);
-	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
-		fail(a, "cannot block signals");
-	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
-	if (sfd < 0)
-		fail(a, "cannot create a signalfd");
+	if ((sfd = reap_signals(&mask)) < 0)
+		fail(a, "cannot set up pid 1's signals");
 
 	init_send_record(a->status_fd, INIT_READY, 0, NULL);
-	/* Cold: not fork(), whose allocator locks another thread of the
-	 * original process may have held when we were cloned; the main
-	 * process execs anyway.  Forked: fork(), because the main process
-	 * goes on running the template's code, which needs glibc's own
-	 * bookkeeping of the new process (its thread id above all). */
-	main_pid = a->mode == INIT_FORKED ? fork() :
-		   (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, 0);
+	/* Not fork(), whose allocator locks another thread of the original
+	 * process may have held when we were cloned; the main process execs
+	 * anyway. */
+	main_pid = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, 0);
 	if (main_pid < 0)
 		fail(a, "cannot fork the main process");
 	if (main_pid == 0) {
 		close(sfd);
-		return start_main(a);
+		start_main(a);
+		_exit(127);	/* start_main() execs or exits */
 	}
 
 	/* pid 1 keeps only what it needs and gives up the rest. */
@@ -383,13 +305,13 @@ static int become_pid1(const struct init_args *a)
 	close(a->stderr_fd);
 	close(a->ctl_fd);
 	if (drop_privileges(a->run_uid, a->run_gid) < 0 ||
-	    (a->mode != INIT_FORKED && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) ||
+	    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 ||
 	    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 ||
 	    policy_load(a->policy) < 0) {
 		kill(main_pid, SIGKILL);
 		fail(a, "pid 1 cannot drop its privileges");
 	}
-	serve_as_init(a, main_pid, sfd);
+	reap_serve(sfd, a->sync_fd, a->status_fd, main_pid, a->mode == INIT_TEMPLATE);
 }
 
 /* pid 1 of a cold sandbox is a copy of the supervisor that never execs:
@@ -398,38 +320,9 @@ static int become_pid1(const struct init_args *a)
  * areas of our copy (fields 48-51 of /proc/self/stat). */
 static void blank_command_line(void)
 {
-	char buf[1024];
-	unsigned long long v[4] = { 0 };
-	ssize_t n;
-	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-	char *p;
-	int field = 2;
+	unsigned long long v[4];
 
-	if (fd < 0)
-		return;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = '\0';
-	p = strrchr(buf, ')');	/* the command name may hold anything */
-	if (!p)
-		return;
-	for (p++; *p && field < 51; ) {
-		while (*p == ' ')
-			p++;
-		field++;
-		if (field >= 48) {
-			unsigned long long x = 0;
-
-			while (*p >= '0' && *p <= '9')
-				x = x * 10 + (unsigned long long)(*p++ - '0');
-			v[field - 48] = x;
-		}
-		while (*p && *p != ' ')
-			p++;
-	}
-	if (field != 51 || v[0] >= v[1] || v[2] >= v[3])
+	if (safe_stat_fields(48, 4, v) < 0 || v[0] >= v[1] || v[2] >= v[3])
 		return;
 	memset((void *)(uintptr_t)v[0], 0, (size_t)(v[1] - v[0]));
 	memset((void *)(uintptr_t)v[2], 0, (size_t)(v[3] - v[2]));
@@ -454,21 +347,73 @@ void init_main(const struct init_args *a)
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		fail(a, "cannot set the parent-death signal");
 	become_pid1(a);
-	_exit(125);	/* only a forked sandbox's main process gets here */
 }
 
-int init_forked(const struct init_args *a)
+int init_forked_wait(const struct init_args *a)
 {
-	int keep[] = { a->sync_fd, a->status_fd, a->stdout_fd, a->stderr_fd, a->ctl_fd };
 	char go;
+
+	/* The supervisor moves us into our cgroup, then says go.  EOF means
+	 * it died first. */
+	return read(a->sync_fd, &go, 1) == 1 ? 0 : -EPIPE;
+}
+
+int init_forked_main(const struct init_args *a)
+{
+	int keep[] = { a->status_fd, a->stdout_fd, a->stderr_fd, a->ctl_fd };
 
 	sort_fds(keep, sizeof(keep) / sizeof(keep[0]));
 	close_all_but(keep, sizeof(keep) / sizeof(keep[0]));
-	/* The supervisor moves us into our cgroup, then says go.  No
-	 * parent-death signal here: our parent is a short-lived helper; the
-	 * template's pid 1 holds the pid namespaces we live in, and it dies
-	 * with the supervisor.  EOF on the sync pipe means it died first. */
-	if (read(a->sync_fd, &go, 1) != 1)
-		_exit(125);
-	return become_pid1(a);
+	set_up_namespaces(a);
+	init_send_record(a->status_fd, INIT_READY, 0, NULL);
+	return start_main(a);
+}
+
+void init_forked_pid1(const struct init_args *a, pid_t main_pid)
+{
+	static const char path[] = JAIL_PID1_PATH;
+	char sync_num[24], status_num[24], sfd_num[24], main_num[24];
+	const char *envp[] = { NULL };
+	char err[240];
+	sigset_t mask;
+	int sfd, r;
+
+	/* The signalfd now, with the mask it serves: the sandbox's seccomp
+	 * filter, loaded below, does not allow making one. */
+	if ((sfd = reap_signals(&mask)) < 0) {
+		errno = -sfd;
+		goto fail;
+	}
+	{
+		int keep[] = { a->sync_fd, a->status_fd, sfd };
+
+		sort_fds(keep, sizeof(keep) / sizeof(keep[0]));
+		close_all_but(keep, sizeof(keep) / sizeof(keep[0]));
+	}
+	if (fcntl(a->sync_fd, F_SETFD, 0) < 0 || fcntl(a->status_fd, F_SETFD, 0) < 0 ||
+	    fcntl(sfd, F_SETFD, 0) < 0 || chdir("/") < 0)
+		goto fail;
+	/* As the sandbox's leased uid in the template's namespace (the host
+	 * uid of everything inside) with no capability, no_new_privs and the
+	 * sandbox's seccomp filter: what pid 1 of every sandbox holds. */
+	if ((r = drop_privileges(a->lease_uid, a->lease_gid)) < 0 ||
+	    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 ||
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+	    policy_load(a->policy) < 0)
+		goto fail;
+	{
+		const char *argv[] = {
+			"petri-init", safe_utoa((unsigned)a->sync_fd, sync_num),
+			safe_utoa((unsigned)a->status_fd, status_num),
+			safe_utoa((unsigned)sfd, sfd_num),
+			safe_utoa((unsigned)main_pid, main_num), NULL,
+		};
+
+		execve(path, (char *const *)argv, (char *const *)envp);
+	}
+fail:
+	safe_fail(err, sizeof(err), "pid 1 cannot start", path, errno);
+	init_send_record(a->status_fd, INIT_ERROR, 0, err);
+	kill(main_pid, SIGKILL);
+	_exit(125);
 }

@@ -35,9 +35,9 @@ enum init_mode {
 	INIT_TEMPLATE,	/* a template: the main process keeps its capabilities
 			 * in the user namespace (it makes sandboxes) and has no
 			 * seccomp; pid 1 outlives it, for the sandboxes made */
-	INIT_FORKED,	/* a sandbox made by a template: pid 1 refreshes the
-			 * mounts it inherited; the main process returns to
-			 * its caller instead of exec */
+	INIT_FORKED,	/* a sandbox made by a template: the main process
+			 * refreshes the mounts it inherited and returns to its
+			 * caller instead of exec; pid 1 execs petri-init */
 };
 
 struct init_args {
@@ -55,8 +55,9 @@ struct init_args {
 				 * or a template's own uid in its namespace */
 	gid_t run_gid;
 	/* INIT_FORKED: the sandbox's leased ids in the template's user
-	 * namespace.  pid 1 becomes them once its mounts are made, then
-	 * makes a user namespace of its own that maps run_uid to them. */
+	 * namespace.  The main process becomes them once the mounts are
+	 * made, then makes a user namespace of its own that maps run_uid to
+	 * them; pid 1 becomes them, and stays in the template's. */
 	uid_t lease_uid;
 	gid_t lease_gid;
 	struct {
@@ -74,12 +75,24 @@ struct init_args {
  * "go", set up, and become pid 1.  Never returns. */
 __attribute__((noreturn)) void init_main(const struct init_args *a);
 
-/* For INIT_FORKED, in a process that is pid 1 of fresh namespaces and in
- * its cgroup already: set up, fork the main process and return 0 in it
- * (with fds 0-3 in place and every privilege dropped); pid 1 never
- * returns.  On failure the error is reported on the status fd and the
- * process exits. */
-int init_forked(const struct init_args *a);
+/* INIT_FORKED (template.c): a sandbox forked from a template is made of
+ * B, pid 1 of its fresh namespaces, cloned with the template's memory
+ * (CLONE_VM), and C, B's fork, the one copy of the template's process.
+ *
+ * In B: wait for "go" (the supervisor has moved B into its cgroup):
+ * 0, or -EPIPE if the supervisor is gone. */
+int init_forked_wait(const struct init_args *a);
+
+/* In B, once C is forked: give up every privilege and exec petri-init
+ * (JAIL_PID1_PATH, src/jail/pid1.c), which serves as pid 1 for the life
+ * of the sandbox.  Never returns; a failure is reported on the status fd
+ * and kills C. */
+__attribute__((noreturn)) void init_forked_pid1(const struct init_args *a, pid_t main_pid);
+
+/* In C: set up the namespaces (they are B's, and so C's), report ready
+ * and return 0 with fds 0-3 in place and every privilege dropped.  On
+ * failure the error is reported on the status fd and the process exits. */
+int init_forked_main(const struct init_args *a);
 
 /* Report one record on the status fd (async-signal-safe). */
 void init_send_record(int fd, char tag, int32_t value, const char *text);

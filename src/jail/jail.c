@@ -396,11 +396,9 @@ static void channels_close(struct channels *c)
 		close_fd(&fd[i]);
 }
 
-/* pid 1 is waiting for "go": put it in its cgroup, start it, wait until it
- * is set up, and open its workspace.  Common to both ways of making one. */
-static int start_sandbox(struct jail *j, char *err, size_t errlen)
+/* pid 1 is waiting for "go": put it in its cgroup and start it. */
+static int sandbox_go(struct jail *j, char *err, size_t errlen)
 {
-	char path[64];
 	int r;
 
 	if (j->cg && (r = cg_add_pid(j->cg, j->pid)) < 0) {
@@ -412,6 +410,15 @@ static int start_sandbox(struct jail *j, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot start the sandbox: %s", strerror(errno));
 		return -errno;
 	}
+	return 0;
+}
+
+/* After "go": wait until the sandbox is set up, and open its workspace. */
+static int sandbox_ready(struct jail *j, char *err, size_t errlen)
+{
+	char path[64];
+	int r;
+
 	if ((r = wait_ready(j, err, errlen)) < 0)
 		return r;
 	snprintf(path, sizeof(path), "/proc/%d/root" JAIL_WORKDIR, (int)j->pid);
@@ -432,6 +439,14 @@ static int start_sandbox(struct jail *j, char *err, size_t errlen)
 			fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK);
 	}
 	return 0;
+}
+
+/* Common to both ways of making a sandbox. */
+static int start_sandbox(struct jail *j, char *err, size_t errlen)
+{
+	int r = sandbox_go(j, err, errlen);
+
+	return r < 0 ? r : sandbox_ready(j, err, errlen);
 }
 
 int jail_spawn(struct jail_host *host, const struct jail_config *cfg,
@@ -614,8 +629,14 @@ int jail_read_status(struct jail *j, struct jail_exit *ex)
 			return -EPIPE;	/* pid 1 gone without a word */
 		if (n != (ssize_t)sizeof(rec))
 			return -EPROTO;
+		if (rec.tag == INIT_ERROR) {
+			/* A late error: of the main process, or of a forked
+			 * sandbox's pid 1 on its way to petri-init. */
+			rec.text[sizeof(rec.text) - 1] = '\0';
+			log_warn("sandbox %d: %s", (int)j->pid, rec.text);
+		}
 		if (rec.tag != INIT_EXIT)
-			continue;	/* a late error record of the main process */
+			continue;
 		j->exit_seen = true;
 		j->exit.exited = true;
 		j->exit.wstatus = rec.value;
@@ -780,56 +801,51 @@ static int wait_readable(int fd, int timeout_ms)
 	return r < 0 ? -errno : r == 0 ? -ETIMEDOUT : 0;
 }
 
-/* The fork request: one message with the five descriptors.  uid is the
- * new sandbox's, as the template's user namespace sees it. */
+/* The fork request (struct template_wire): one message with the five
+ * descriptors.  uid is the new sandbox's, as the template's user namespace
+ * sees it. */
 static int send_fork_request(struct jail *tmpl, const struct jail_config *cfg,
 			     uid_t uid, const int fds[5])
 {
 	struct init_args a;	/* only to compute the rlimits, as for a cold one */
+	struct template_wire w;
 	char cbuf[CMSG_SPACE(5 * sizeof(int))];
-	struct iovec iov;
+	struct iovec iov = { .iov_base = &w, .iov_len = sizeof(w) };
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
 			      .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
 	struct cmsghdr *c;
-	json_t *req, *lims;
-	char *text;
-	ssize_t n;
+	const char *hostname = cfg->hostname ? cfg->hostname : "petri";
 
+	_Static_assert((int)TEMPLATE_NRLIMITS >= (int)INIT_NRLIMITS, "a fork request holds every rlimit");
 	memset(&a, 0, sizeof(a));
 	plan_rlimits(&a, &cfg->limits, &tmpl->host->info);
-	lims = json_array();
+	memset(&w, 0, sizeof(w));
+	w.magic = TEMPLATE_WIRE_MAGIC;
+	w.uid = uid;
+	w.work_bytes = cfg->limits.work_bytes;
+	w.tmp_bytes = cfg->limits.tmp_bytes;
+	w.inodes = cfg->limits.inodes ? cfg->limits.inodes : 65536;
 	/* All of them, RLIMIT_NPROC too: a forked sandbox has a user namespace
 	 * of its own, where the kernel counts its processes apart from every
 	 * other sandbox's, so it gets the limits a cold one gets. */
-	for (int i = 0; lims && i < a.nrlimits; i++)
-		json_array_append_new(lims, json_pack("[i, I, I]", a.rlimits[i].resource,
-						      (json_int_t)a.rlimits[i].lim.rlim_cur,
-						      (json_int_t)a.rlimits[i].lim.rlim_max));
-	req = json_pack("{s:s, s:I, s:I, s:I, s:I, s:o, s:s}", "type", "fork",
-			"uid", (json_int_t)uid,
-			"work_bytes", (json_int_t)cfg->limits.work_bytes,
-			"tmp_bytes", (json_int_t)cfg->limits.tmp_bytes,
-			"inodes", (json_int_t)(cfg->limits.inodes ? cfg->limits.inodes : 65536),
-			"rlimits", lims, "hostname", cfg->hostname ? cfg->hostname : "petri");
-	text = req ? json_dumps(req, JSON_COMPACT) : NULL;
-	json_decref(req);
-	if (!text)
-		return -ENOMEM;
-	iov.iov_base = text;
-	iov.iov_len = strlen(text);
+	for (int i = 0; i < a.nrlimits && i < TEMPLATE_NRLIMITS; i++) {
+		w.rlimits[i].resource = a.rlimits[i].resource;
+		w.rlimits[i].soft = a.rlimits[i].lim.rlim_cur;
+		w.rlimits[i].hard = a.rlimits[i].lim.rlim_max;
+		w.nrlimits++;
+	}
+	if (strlen(hostname) >= sizeof(w.hostname))
+		return -ENAMETOOLONG;
+	memcpy(w.hostname, hostname, strlen(hostname));
 	memset(cbuf, 0, sizeof(cbuf));
 	c = CMSG_FIRSTHDR(&msg);
-	if (!c) {
-		free(text);
+	if (!c)
 		return -EINVAL;
-	}
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
 	c->cmsg_len = CMSG_LEN(5 * sizeof(int));
 	memcpy(CMSG_DATA(c), fds, 5 * sizeof(int));
-	n = sendmsg(tmpl->ctl_fd, &msg, MSG_NOSIGNAL);
-	free(text);
-	return n < 0 ? -errno : 0;
+	return sendmsg(tmpl->ctl_fd, &msg, MSG_NOSIGNAL) < 0 ? -errno : 0;
 }
 
 /* {"ok": true} or {"ok": false, "error": "..."} from the template. */
@@ -862,25 +878,50 @@ static int read_fork_reply(struct jail *tmpl, char *err, size_t errlen)
 }
 
 /* The new pid 1's pid in our namespace, from the credentials the kernel
- * attached (and translated) to its first byte. */
-static pid_t receive_pid(int fd)
+ * attached (and translated) to its first byte on the sandbox's control
+ * socket.  The template may answer meanwhile: at once when it refuses, or
+ * when it forks through a child of its own; a direct fork answers only
+ * once pid 1 has left its memory, after "go".  *answered says whether its
+ * answer has been read. */
+static pid_t receive_pid(struct jail *tmpl, struct jail *j, bool *answered, char *err,
+			 size_t errlen)
 {
 	char cbuf[CMSG_SPACE(sizeof(struct ucred))], byte;
 	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
 			      .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct pollfd pfd[2] = {
+		{ .fd = j->ctl_fd, .events = POLLIN },
+		{ .fd = tmpl->ctl_fd, .events = POLLIN },
+	};
 	struct cmsghdr *c;
 	struct ucred cred;
+	int r;
 
-	if (wait_readable(fd, SPAWN_TIMEOUT_MS) < 0 || recvmsg(fd, &msg, 0) != 1)
-		return -1;
-	for (c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS &&
-		    c->cmsg_len == CMSG_LEN(sizeof(cred))) {
-			memcpy(&cred, CMSG_DATA(c), sizeof(cred));
-			return cred.pid > 0 ? cred.pid : -1;
+	for (;;) {
+		do
+			r = poll(pfd, *answered ? 1 : 2, SPAWN_TIMEOUT_MS);
+		while (r < 0 && errno == EINTR);
+		if (r <= 0) {
+			snprintf(err, errlen, "the forked sandbox did not report");
+			return -ETIMEDOUT;
 		}
-	return -1;
+		if (pfd[0].revents)
+			break;
+		*answered = true;
+		if ((r = read_fork_reply(tmpl, err, errlen)) < 0)
+			return r;
+	}
+	if (recvmsg(j->ctl_fd, &msg, 0) == 1)
+		for (c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
+			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS &&
+			    c->cmsg_len == CMSG_LEN(sizeof(cred))) {
+				memcpy(&cred, CMSG_DATA(c), sizeof(cred));
+				if (cred.pid > 0)
+					return cred.pid;
+			}
+	snprintf(err, errlen, "the forked sandbox did not report");
+	return -EPROTO;
 }
 
 int jail_fork(struct jail *tmpl, const struct jail_config *cfg, struct jail **out,
@@ -889,7 +930,8 @@ int jail_fork(struct jail *tmpl, const struct jail_config *cfg, struct jail **ou
 	struct channels ch;
 	struct jail *j = NULL;
 	int one = 1, zero = 0, r;
-	bool locked = false;
+	bool locked = false, asked = false, answered = false;
+	char err2[256];
 	pid_t pid;
 
 	*out = NULL;
@@ -933,16 +975,10 @@ int jail_fork(struct jail *tmpl, const struct jail_config *cfg, struct jail **ou
 			goto fail;
 		}
 	}
+	asked = true;
 	channels_hand_over(&ch, j);
-	if ((r = read_fork_reply(tmpl, err, errlen)) < 0)
-		goto fail;
-	pthread_mutex_unlock(&tmpl->fork_lock);
-	locked = false;
-
-	pid = receive_pid(j->ctl_fd);
-	if (pid <= 0) {
-		r = -EPROTO;
-		snprintf(err, errlen, "the forked sandbox did not report");
+	if ((pid = receive_pid(tmpl, j, &answered, err, errlen)) < 0) {
+		r = pid;
 		goto fail;
 	}
 	setsockopt(j->ctl_fd, SOL_SOCKET, SO_PASSCRED, &zero, sizeof(zero));
@@ -957,15 +993,35 @@ int jail_fork(struct jail *tmpl, const struct jail_config *cfg, struct jail **ou
 	j->tmpl = tmpl;
 	tmpl->forks_alive++;
 	pthread_mutex_unlock(&templates_lock);
-	if ((r = start_sandbox(j, err, errlen)) < 0)
+	if ((r = sandbox_go(j, err, errlen)) < 0)
+		goto fail;
+	if (!answered && (r = read_fork_reply(tmpl, err, errlen)) < 0)
+		goto fail;
+	answered = true;
+	/* The template is free for the next request while this one sets up. */
+	pthread_mutex_unlock(&tmpl->fork_lock);
+	locked = false;
+	if ((r = sandbox_ready(j, err, errlen)) < 0)
 		goto fail;
 	*out = j;
 	return 0;
 fail:
-	if (locked)
-		pthread_mutex_unlock(&tmpl->fork_lock);
 	channels_close(&ch);
-	jail_free(j);
+	jail_free(j);	/* pid 1 sees EOF on "go" and ends: the template resumes */
+	if (locked) {
+		/* Its answer to this request must not be taken for the next
+		 * one's: read it now.  A template that does not answer in
+		 * turn is told to end (pid 1 passes SIGTERM on to it; pid 1
+		 * itself stays, for the sandboxes it holds), and the pool
+		 * starts another. */
+		int r2 = asked && !answered ? read_fork_reply(tmpl, err2, sizeof(err2)) : 0;
+
+		if (r2 == -ETIMEDOUT) {
+			log_warn("the template lost track of a fork request: stopping it");
+			jail_signal(tmpl, SIGTERM);
+		}
+		pthread_mutex_unlock(&tmpl->fork_lock);
+	}
 	return r;
 }
 

@@ -71,6 +71,10 @@
 /* Where the workspace is mounted inside; the main process starts there. */
 #define JAIL_WORKDIR "/work"
 #define JAIL_HOME_ALIAS "/home/user"	/* JAIL_WORKDIR again, by E2B's name */
+/* pid 1 of a sandbox forked from a template (src/jail/pid1.c): a template's
+ * jail_config must carry it among its files, executable and not readable
+ * to the sandbox (mode 0711). */
+#define JAIL_PID1_PATH "/opt/petri/petri-init"
 
 struct jail_limits {
 	uint64_t memory_bytes;	/* cgroup memory limit, swap included; 0: none */
@@ -278,9 +282,10 @@ void jail_free(struct jail *j);
  * template's memory is inherited by every later sandbox.  Like jail_spawn(), blocks
  * until the sandbox is set up.  Requires cgroups (-EINVAL otherwise).
  * Sandboxes made this way live in user namespaces of their own, children of
- * the template's (which maps the whole uid range: each one's pid 1 becomes
- * its leased uid there, then maps JAIL_UID to it in a namespace of its own),
- * and in pid namespaces under the template's pid 1: jail_free() of the
+ * the template's (which maps the whole uid range: each one's main process
+ * becomes its leased uid there, then maps JAIL_UID to it in a namespace of
+ * its own; its pid 1, petri-init, stays in the template's as that uid), and
+ * in pid namespaces under the template's pid 1: jail_free() of the
  * template stops the template but keeps pid 1 until the last of them is
  * freed. */
 int jail_fork(struct jail *tmpl, const struct jail_config *cfg, struct jail **out,

@@ -118,3 +118,37 @@ int safe_mkdir_p(const char *path, mode_t mode)
 	}
 	return 0;
 }
+
+int safe_stat_fields(int first, int n, unsigned long long *v)
+{
+	char buf[1024];
+	ssize_t len;
+	int fd, field = 2;
+	char *p;
+
+	if (first < 3 || n < 1 || (fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return -1;
+	buf[len] = '\0';
+	p = strrchr(buf, ')');	/* field 2, the command name, may hold anything */
+	if (!p)
+		return -1;
+	for (p++; *p && field < first + n - 1; ) {
+		while (*p == ' ')
+			p++;
+		field++;
+		if (field >= first) {
+			unsigned long long x = 0;
+
+			while (*p >= '0' && *p <= '9')
+				x = x * 10 + (unsigned long long)(*p++ - '0');
+			v[field - first] = x;
+		}
+		while (*p && *p != ' ')
+			p++;
+	}
+	return field == first + n - 1 ? 0 : -1;
+}

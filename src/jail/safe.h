@@ -14,6 +14,10 @@ size_t safe_strlcat(char *dst, const char *src, size_t dstlen);
 int safe_join(char *dst, size_t dstlen, const char *a, const char *b);
 /* Unsigned decimal into buf (>= 21 bytes); returns buf. */
 char *safe_utoa(unsigned long long v, char *buf);
+/* Fields first .. first + n - 1 of /proc/self/stat (numbered as proc(5)
+ * numbers them, from 1; each a decimal number, from field 3 on) into v[].
+ * 0, or -1 when they cannot be read. */
+int safe_stat_fields(int first, int n, unsigned long long *v);
 /* err = "<what> '<subject>': <strerror(errnum)>", truncated to errlen.
  * subject may be NULL.  Returns -errnum, for `return safe_fail(...)`. */
 int safe_fail(char *err, size_t errlen, const char *what, const char *subject,

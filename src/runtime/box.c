@@ -289,12 +289,16 @@ int box_jail_config(const struct box_config *cfg, struct jail_config *jc,
 		.path = "/opt/petri/_petri.so", .data = petri_pyext_so,
 		.len = (size_t)(petri_pyext_so_end - petri_pyext_so), .mode = 0755,
 	};
+	parts->files[4] = (struct jail_file){
+		.path = JAIL_PID1_PATH, .data = petri_pid1,
+		.len = (size_t)(petri_pid1_end - petri_pid1), .mode = 0711,
+	};
 	memset(jc, 0, sizeof(*jc));
 	jc->argv = with_extension ? template_argv : argv;
 	jc->envp = env;
 	jc->limits = cfg->limits;
 	jc->files = parts->files;
-	jc->nfiles = with_extension ? 4 : 3;
+	jc->nfiles = with_extension ? 5 : 3;
 	jc->ro_binds = binds;
 	return 0;
 }

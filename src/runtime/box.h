@@ -50,7 +50,8 @@ struct box_config {
  * caller's, alive until jail_spawn() returns. */
 struct box_jail_parts {
 	const char *env[BOX_ENV_MAX];
-	struct jail_file files[4];	/* driver, run.js, profile.R, extension */
+	struct jail_file files[5];	/* driver, run.js, profile.R; a template's
+					 * extension and petri-init */
 	const char *binds[BOX_BINDS_MAX + 1];
 	char python_path[32 + BOX_PYTHON_PATH_MAX * 1024];	/* PETRI_PYTHON_PATH= */
 	char find_links[32 + 1024];				/* PIP_FIND_LINKS= */

@@ -250,7 +250,6 @@ def make_user_namespace():
 PRELOAD_MAX = 64
 PRELOAD_NAME_MAX = 128
 PRELOAD_ERROR_MAX = 160        # per module in the ready message (zygote.c's buffer)
-TEMPLATE_MSG_MAX = 65536
 FORKED = False                 # this driver was forked from a template
 
 
@@ -277,9 +276,10 @@ def zygote_main(names):
     command line ([python] preload), then make a sandbox per request with
     the C extension _petri; never run user code.
 
-    The control socket is SOCK_SEQPACKET: one JSON request per message,
-    with the new sandbox's five descriptors attached.  Each request is
-    answered with {"ok": true} or {"ok": false, "error": ...}.
+    The control socket is SOCK_SEQPACKET: one fork request per message (a
+    fixed binary struct, src/jail/template.h), with the new sandbox's five
+    descriptors attached.  Each request is answered with {"ok": true} or
+    {"ok": false, "error": ...}.
     """
     import gc
     import json
@@ -296,6 +296,13 @@ def zygote_main(names):
     # copy) the pages they live on in every session.
     gc.collect()
     gc.freeze()
+    # Cheaper to copy at every fork and to tear down at every exit: see
+    # collapse() in pyext.c.  Once, before the first sandbox; without it
+    # the template works as well, its forks cost more.
+    try:
+        huge = _petri.collapse()
+    except (OSError, MemoryError):
+        huge = 0
     leftover = open_descriptors()
     if leftover:
         fatal('the template holds descriptors %s after its imports; sandboxes '
@@ -303,46 +310,30 @@ def zygote_main(names):
     sock = socket.socket(fileno=CONTROL_FD)
     version = '%d.%d.%d' % sys.version_info[:3]
     sock.send(json.dumps({'type': 'ready', 'python': version,
-                          'preload_failed': failed}).encode())
+                          'preload_failed': failed,
+                          'huge_pages_mib': huge >> 20}).encode())
     _signal.signal(_signal.SIGCHLD, _signal.SIG_IGN)     # children reap themselves
     while True:
-        try:
-            msg, fds, _, _ = socket.recv_fds(sock, TEMPLATE_MSG_MAX, 8)
-        except OSError:
+        # The requests and the direct forks, in C (pyext.c): this process
+        # touches few of its pages between forks, and each one it touches
+        # is copied once per live sandbox.
+        got = _petri.serve(CONTROL_FD)
+        if got is None:
             return 0
-        if not msg:
-            return 0
-        try:
-            request = json.loads(msg)
-            args = fork_arguments(request, fds)
-        except (ValueError, TypeError, KeyError) as exc:
-            for fd in fds:
-                os.close(fd)
-            sock.send(json.dumps({'ok': False, 'error': str(exc)}).encode())
-            continue
-        if single_threaded():
-            # pid 1 straight from here: one copy of this process fewer.
+        if got == 0:
+            sock.detach()               # fd 3 is the session's now
+            return session_main()
+        # Threads (a threaded BLAS): fork through the runtime first, so
+        # that their locks are in order in the copy.
+        request, fds = got
+        pid = os.fork()
+        if pid == 0:
+            sock.detach()               # fd 3 is about to become the session's
             try:
-                pid = _petri.fork(*args, True)
-            except OSError as exc:
-                for fd in fds:
-                    os.close(fd)
-                sock.send(json.dumps({'ok': False, 'error': str(exc)}).encode())
-                continue
-            if pid == 0:
-                sock.detach()           # fd 3 is the session's now
-                return session_main()
-        else:
-            # Threads (a threaded BLAS): fork through the runtime first, so
-            # that their locks are in order in the copy.
-            pid = os.fork()
-            if pid == 0:
-                sock.detach()           # fd 3 is about to become the session's
-                try:
-                    _petri.fork(*args, False)
-                except BaseException:
-                    os._exit(125)
-                return session_main()
+                _petri.fork(request, fds)
+            except BaseException:
+                os._exit(125)
+            return session_main()
         for fd in fds:
             os.close(fd)
         sock.send(b'{"ok":true}')
@@ -417,24 +408,6 @@ def warm_up():
         os.close(saved)
         ours.close()
         theirs.close()
-
-
-def single_threaded():
-    try:
-        return len(os.listdir('/proc/self/task')) == 1
-    except OSError:
-        return False
-
-
-def fork_arguments(request, fds):
-    """Check a fork request from the supervisor; the arguments of _petri.fork."""
-    if request.get('type') != 'fork' or len(fds) != 5:
-        raise ValueError('a fork request needs type "fork" and five descriptors')
-    limits = [tuple(int(v) for v in item) for item in request['rlimits']]
-    if any(len(item) != 3 for item in limits):
-        raise ValueError('bad rlimits')
-    return (tuple(fds), int(request['work_bytes']), int(request['tmp_bytes']),
-            int(request['inodes']), limits, str(request['hostname']), int(request['uid']))
 
 
 def session_main():

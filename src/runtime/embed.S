@@ -1,6 +1,7 @@
 /* Files embedded so that petri is one binary: the Python driver
  * (docs/protocol.md), the JavaScript and R helpers (docs/languages.md), the
- * template's C extension (src/runtime/pyext.c) and
+ * template's C extension (src/runtime/pyext.c), the pid 1 of its sandboxes
+ * (src/jail/pid1.c),
  * the OpenAPI document (docs/openapi.json) and the web page's static files
  * (src/web, docs/web.md).  See src/runtime/embed.h. */
 	.section .rodata
@@ -42,6 +43,16 @@ petri_pyext_so:
 	.global petri_pyext_so_end
 	.type petri_pyext_so_end, @object
 petri_pyext_so_end:
+	.byte 0
+
+	.global petri_pid1
+	.type petri_pid1, @object
+	.balign 16
+petri_pid1:
+	.incbin "petri-init"
+	.global petri_pid1_end
+	.type petri_pid1_end, @object
+petri_pid1_end:
 	.byte 0
 
 	.global petri_openapi_json

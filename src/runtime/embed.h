@@ -10,6 +10,8 @@ extern const char petri_profile_r[];
 extern const char petri_profile_r_end[];
 extern const char petri_pyext_so[];
 extern const char petri_pyext_so_end[];
+extern const char petri_pid1[];
+extern const char petri_pid1_end[];
 extern const char petri_openapi_json[];
 extern const char petri_openapi_json_end[];
 extern const char petri_web_index_html[];

@@ -52,6 +52,18 @@ static void log_preload_failures(const json_t *failed)
 			 json_string_value(json_object_get(f, "error")) ?: "?");
 }
 
+/* How much of its memory the template put into huge pages (collapse() in
+ * src/runtime/pyext.c). */
+static void log_huge_pages(const json_t *mib)
+{
+	if (json_integer_value(mib) > 0)
+		log_info("the warm template put %lld MiB of its memory into huge pages",
+			 (long long)json_integer_value(mib));
+	else
+		log_info("the warm template has no memory in huge pages (too little to "
+			 "collapse, transparent_hugepage \"never\", or a kernel before 6.1)");
+}
+
 static int wait_template_ready(struct zygote *z, int cancel_fd, char *err, size_t errlen)
 {
 	struct pollfd pfd[2] = {
@@ -92,6 +104,7 @@ static int wait_template_ready(struct zygote *z, int cancel_fd, char *err, size_
 	snprintf(z->python, sizeof(z->python), "%s",
 		 json_string_value(json_object_get(msg, "python")) ?: "");
 	log_preload_failures(json_object_get(msg, "preload_failed"));
+	log_huge_pages(json_object_get(msg, "huge_pages_mib"));
 	r = 0;
 out:
 	json_decref(msg);

@@ -310,25 +310,29 @@ def test_metrics_count_sessions_and_executions(make_server):
     assert m0.status_code == 200 and m0.headers["Content-Type"].startswith("text/plain")
     assert metric(m0.text, "petri_sessions_created_total") == 0
     a = api.session()
-    b = api.session(limits={"timeout_s": 0.5, "memory_mb": 64})
+    b = api.session(limits={"timeout_s": 0.5})
+    # The memory bomb has a session of its own with time to reach its limit:
+    # on a loaded machine half a second ended it as a timeout.
+    c = api.session(limits={"timeout_s": 60, "memory_mb": 64})
     api.execute(a, "1")
     api.execute(a, "print(2)")
     api.execute(a, "1/0")
     api.execute(a, "exit 3", language="bash")
     api.execute(b, "import time\ntime.sleep(5)")
-    api.execute(b, "x = bytearray(400 << 20)\nx[::4096] = b'y' * len(x[::4096])")
+    api.execute(c, "x = bytearray(400 << 20)\nx[::4096] = b'y' * len(x[::4096])")
     api.post("/v1/execute", {"code": "3"})
     api.post(f"/v1/sessions/{a}/execute", {"code": 1})             # 400
     api.get("/v1/sessions/ses_" + "1" * 32)                         # 404
     api.delete(f"/v1/sessions/{a}")
+    api.delete(f"/v1/sessions/{b}")
     m = api.get("/metrics").text
-    assert metric(m, "petri_sessions_created_total") == 2
+    assert metric(m, "petri_sessions_created_total") == 3
     assert metric(m, "petri_executions_total", status="ok") == 3
     assert metric(m, "petri_executions_total", status="error") == 2
     assert metric(m, "petri_executions_total", status="timeout") == 1
     assert metric(m, "petri_executions_total", status="oom") == 1
     assert metric(m, "petri_executions_total", status="killed") == 0
-    assert metric(m, "petri_sessions_ended_total", reason="deleted") == 1
+    assert metric(m, "petri_sessions_ended_total", reason="deleted") == 2
     assert metric(m, "petri_sessions_ended_total", reason="died") == 1
     assert metric(m, "petri_sessions_live") == 0
     assert metric(m, "petri_executions_running") == 0

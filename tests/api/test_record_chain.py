@@ -89,9 +89,14 @@ def tampered(tmp_path, path, sql, name):
     """A copy of the record with sql applied, and a config naming it."""
     d = tmp_path / name
     d.mkdir()
-    for f in os.listdir(path.parent):
-        shutil.copy2(path.parent / f, d / f)
     copy = d / path.name
+    # SQLite's own copy, not the files': a reader of the original (a
+    # verify) makes and removes its -wal and -shm files as it goes.
+    src, db = sqlite3.connect(f"file:{path}?mode=ro", uri=True), sqlite3.connect(copy)
+    src.backup(db)
+    src.close()
+    db.close()
+    shutil.copy2(path.parent / (path.name + ".key"), d / (path.name + ".key"))
     with sqlite3.connect(copy) as db:
         db.executescript(sql)
     conf = d / "petri.ini"

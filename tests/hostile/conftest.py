@@ -62,13 +62,13 @@ def servers(tmp_path_factory):
         why = srv.neighbour_ok()
         if why:
             problems.append(f'{path}: at the end: {why}')
-        tree_pid = srv.proc.pid
+        tag = H.cgroup_tag(srv.proc.pid)
         code = srv.stop()
         if code != 0:
             problems.append(f'{path}: petri serve exited {code}: {srv.stderr_text()[-3000:]}')
-        left = H.wait_until(lambda: not H.run_leftovers(tree_pid), timeout=H.SETTLE_S)
+        left = H.wait_until(lambda: not H.run_leftovers(tag), timeout=H.SETTLE_S)
         if not left:
-            problems.append(f'{path}: left behind: {H.run_leftovers(tree_pid)}')
+            problems.append(f'{path}: left behind: {H.run_leftovers(tag)}')
     assert not problems, '\n'.join(problems)
 
 

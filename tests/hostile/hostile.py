@@ -440,7 +440,8 @@ def strict_json(text):
 # ---------------------------------------------------------------- petri run
 
 def petri_run(program_path, lang, limits, timeout=None, extra=()):
-    """`petri run --json` on a file: (result dict, host pid, completed)."""
+    """`petri run --json` on a file: (result dict, its cgroup_tag(), the
+    completed Popen)."""
     args = [PETRI, 'run', '--json', '-l', lang, '-t', str(limits['timeout']),
             '-m', str(limits['memory']), '--pids', str(limits['pids']),
             '--disk', str(limits['disk']), '--cpus', str(limits['cpu']), *extra,
@@ -449,6 +450,7 @@ def petri_run(program_path, lang, limits, timeout=None, extra=()):
         p = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, env=petri_env())
         STARTED.add(p.pid)
+        tag = cgroup_tag(p.pid)
         try:
             out, err = p.communicate(timeout=timeout or limits['timeout'] + 60)
         except subprocess.TimeoutExpired:
@@ -457,19 +459,32 @@ def petri_run(program_path, lang, limits, timeout=None, extra=()):
             raise AssertionError(f'petri run did not finish: {err[-2000:]!r}')
     lines = out.decode('utf-8').splitlines()
     assert len(lines) == 1, f'petri run printed {len(lines)} lines; stderr {err[-2000:]!r}'
-    return strict_json(lines[0]), p.pid, p
+    return strict_json(lines[0]), tag, p
 
 
-def run_leftovers(petri_pid):
-    """Processes and cgroups of a finished `petri run` that still exist."""
-    tag = f'/petri/p{petri_pid}-'
-    procs = [pid for pid in sandbox_procs() if any(tag in d for d in proc_cgroups(pid))]
+def cgroup_tag(pid):
+    """The name prefix of the cgroups petri process `pid` makes,
+    "p<pid>-<start time>-", as src/jail/cgroup.c's make_tag() writes it.
+    The start time tells this process from an earlier one that had the same
+    pid and died leaving cgroups for the next daemon's sweep.  Read it while
+    the process exists (alive, or a zombie its parent has not reaped)."""
+    stat = _read(f'/proc/{pid}/stat')
+    assert stat, f'pid {pid} is gone: its cgroup tag cannot be read'
+    start = stat[stat.rindex(')') + 2:].split()[19]      # field 22, starttime
+    return f'p{pid}-{start}-'
+
+
+def run_leftovers(tag):
+    """Processes and cgroups, named by cgroup_tag(), of a petri process that
+    has finished."""
+    procs = [pid for pid in sandbox_procs()
+             if any(f'/petri/{tag}' in d for d in proc_cgroups(pid))]
     dirs = []
     for ctrl in os.listdir(CGROUP_FS):
         for dirpath, dirnames, _ in os.walk(os.path.join(CGROUP_FS, ctrl)):
             if os.path.basename(dirpath) == 'petri':
                 dirs += [os.path.join(dirpath, d) for d in dirnames
-                         if d.startswith(f'p{petri_pid}-')]
+                         if d.startswith(tag)]
                 dirnames[:] = []
     return procs + dirs
 

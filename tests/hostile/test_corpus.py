@@ -80,10 +80,10 @@ def check_result(prog, result, path, host_lacks):
 def test_corpus(prog, path, servers, host_guard, host_lacks):
     problems = []
     if path == 'run':
-        result, ppid, _ = H.petri_run(prog.path, prog.lang, prog.limits)
+        result, tag, _ = H.petri_run(prog.path, prog.lang, prog.limits)
         problems += check_result(prog, result, path, host_lacks)
-        if not H.wait_until(lambda: not H.run_leftovers(ppid)):
-            problems.append(f'left behind by petri run: {H.run_leftovers(ppid)}')
+        if not H.wait_until(lambda: not H.run_leftovers(tag)):
+            problems.append(f'left behind by petri run: {H.run_leftovers(tag)}')
     else:
         srv = servers(path)
         sid = srv.api.session(limits=H.api_limits(prog.limits))

@@ -91,15 +91,18 @@ FILE = 8 * MIB
 def test_a_stalled_download_lets_go_of_an_ended_session(jailed_server, end):
     srv, cg = jailed_server
     api = srv.api
-    body = {'limits': {'disk_mb': 512, 'memory_mb': 1024}}
+    # Time enough to write 256 MiB on a loaded machine (CI saw 7 s).
+    body = {'limits': {'disk_mb': 512, 'memory_mb': 1024, 'timeout_s': 120}}
     if end == 'expire':
         body['idle_timeout_s'] = 5
     r = api.post('/v1/sessions', body)
     assert r.status_code == 201, r.text
     sid = r.json()['id']
     base = cgroup_usage(cg)
-    res = api.execute(sid, f"open('/work/big', 'wb').write(b'x' * {BIG})\n"
-                           f"open('/work/f', 'wb').write(b'y' * {FILE})")
+    res = api.execute(sid, f"chunk = b'x' * {MIB}\n"
+                           f"with open('/work/big', 'wb') as f:\n"
+                           f"    for _ in range({BIG // MIB}): f.write(chunk)\n"
+                           f"open('/work/f', 'wb').write(b'y' * {FILE})", timeout_s=120)
     assert res['status'] == 'ok', H.describe(res)
     full = cgroup_usage(cg)
     assert full - base > BIG * 0.9, 'the files are not charged to the cgroup'

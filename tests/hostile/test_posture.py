@@ -143,15 +143,16 @@ def test_posture_cold_run(tmp_path, host_guard):
     with H.petri_lock():
         p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=H.petri_env())
         H.STARTED.add(p.pid)
+        tag = H.cgroup_tag(p.pid)
         try:
-            tag = f'/petri/p{p.pid}-'
             pids = wait_for_sleep(lambda: [q for q in H.sandbox_procs()
-                                           if any(tag in d for d in H.proc_cgroups(q))])
+                                           if any(f'/petri/{tag}' in d
+                                                  for d in H.proc_cgroups(q))])
             problems = inspect(pids)
         finally:
             p.send_signal(signal.SIGINT)        # petri run cleans up on Ctrl-C
             p.communicate(timeout=60)
-    assert H.wait_until(lambda: not H.run_leftovers(p.pid)), H.run_leftovers(p.pid)
+    assert H.wait_until(lambda: not H.run_leftovers(tag)), H.run_leftovers(tag)
     assert not problems, '\n'.join(problems)
 
 

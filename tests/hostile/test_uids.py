@@ -305,7 +305,7 @@ def test_kill_9_leaves_nothing_the_next_start_keeps(tmp_path):
     try:
         held = lease_files(base)
         assert held, 'a running daemon holds no lease'
-        pid = d.srv.proc.pid
+        tag = H.cgroup_tag(d.srv.proc.pid)
         d.srv.proc.send_signal(signal.SIGKILL)
     finally:
         d.stop()
@@ -315,8 +315,8 @@ def test_kill_9_leaves_nothing_the_next_start_keeps(tmp_path):
     # No process of it is left; its empty cgroups and its lease files stay
     # until a daemon starts and sweeps them (the next one here, or another
     # test's: the cgroup parent and the lease directory are the host's).
-    assert H.wait_until(lambda: not [p for p in H.run_leftovers(pid) if isinstance(p, int)]), \
-        H.run_leftovers(pid)
+    assert H.wait_until(lambda: not [p for p in H.run_leftovers(tag) if isinstance(p, int)]), \
+        H.run_leftovers(tag)
     # Its files stay, unlocked, until a daemon starts and sweeps them (another
     # test's daemon may have done it already: the directory is the host's).
     for uid in lease_files(base):
@@ -333,7 +333,7 @@ def test_kill_9_leaves_nothing_the_next_start_keeps(tmp_path):
         # its own, has given its uid back).
         assert last not in lease_files(base)
         assert H.wait_until(lambda: len(lease_files(base)) == 1), lease_files(base)
-        assert not H.run_leftovers(pid), H.run_leftovers(pid)
+        assert not H.run_leftovers(tag), H.run_leftovers(tag)
     finally:
         assert e.stop() == 0
     assert H.wait_until(lambda: not lease_files(base)), lease_files(base)
