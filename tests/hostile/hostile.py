@@ -534,6 +534,21 @@ class Api:
         return strict_json(r.text)
 
 
+def starved(result, timeout_s):
+    """A timeout that says more about the machine than about the program:
+    the sandbox got under a quarter of a CPU for the whole of its wall-clock
+    limit (CI shares its two cores; a fork bomb once got 0.76 s of CPU in
+    its 8 s).  A program stuck in a way that matters times out again when
+    run once more with four times the time."""
+    return (result.get('status') == 'timeout' and
+            (result.get('cpu_ms') or 0) < timeout_s * 1000 / 4)
+
+
+def longer(limits, factor=4):
+    """The same limits with `factor` times the time."""
+    return dict(limits, timeout=limits['timeout'] * factor)
+
+
 def api_limits(limits):
     return {'memory_mb': limits['memory'], 'cpu': limits['cpu'], 'pids': limits['pids'],
             'disk_mb': limits['disk'], 'timeout_s': limits['timeout'],

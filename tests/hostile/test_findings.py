@@ -99,7 +99,9 @@ def test_no_session_reads_another_sessions_env(path, tmp_path, host_guard):
         secret = 'sk-' + secrets.token_hex(12)
         a = srv.api.session(env={'TOPSECRET': secret})
         # an env of its own makes B a fresh fork, made after A's
-        b = srv.api.session(env={'OTHER': 'x'})
+        # The scan reads all of B's memory; a loaded machine must not turn
+        # its verdict into a timeout.
+        b = srv.api.session(env={'OTHER': 'x'}, limits={'timeout_s': 120})
         H.SessionWatch(srv.api, b, warm=(path == 'serve-warm'))
         half = len(secret) // 2
         r = srv.api.execute(b, SCAN % (secret[:half].encode().hex(), secret[half:].encode().hex()))
