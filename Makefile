@@ -10,11 +10,18 @@
 #   make test-san     the suite under ASan+UBSan, the API and fault tiers
 #                     under ThreadSanitizer
 #   make unit         C unit tests only
+#   make dist         the release tarball petri-$(VERSION).tar.gz (DISTDIR=.)
 #
 # Dependencies come from Debian packages: scripts/deps installs them.
 
 CC      ?= cc
 PYTHON  ?= /usr/bin/python3
+# What petri reports itself as (scripts/version: git describe, or the
+# VERSION file of a release tarball); `make VERSION=...` overrides it.
+VERSION := $(shell scripts/version)
+ifneq ($(words $(VERSION)),1)
+$(error no version: scripts/version failed, or VERSION= is not one word)
+endif
 PKGS    := libseccomp jansson libmicrohttpd libcurl sqlite3 inih libarchive libxml-2.0 libcrypto
 
 ifeq ($(SAN),1)
@@ -65,7 +72,7 @@ UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/%.o)
 SESSION_UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/unit/session/*.c)) \
 	$(patsubst %,$(BUILD)/src/%.o,session/session session/spawner session/probe record/record record/chain \
 		runtime/result runtime/processes runtime/languages config/config exec/limits util/base64 util/buf util/clock \
-		util/log util/metrics util/num util/timefmt util/utf8)
+		util/log util/metrics util/num util/timefmt util/utf8 util/version)
 
 all: $(BUILD)/petri
 
@@ -80,6 +87,18 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
 	@$(CC) $(CFLAGS) -c -o $@ $<
+
+# The version, for src/util/version.c alone.  The header is rewritten only
+# when the string changes (FORCE runs the check on every make; cmp keeps the
+# file, and so its time, when it says the same), so that a build stays
+# incremental and a new commit recompiles one file.
+$(BUILD)/version-string.h: FORCE
+	@mkdir -p $(dir $@)
+	@printf '#define PETRI_VERSION "%s"\n' '$(VERSION)' > $@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else echo "  GEN     $@ ($(VERSION))"; mv $@.tmp $@; fi
+$(BUILD)/src/util/version.o: $(BUILD)/version-string.h
+$(BUILD)/src/util/version.o: CFLAGS += -I$(BUILD)
+FORCE:
 
 # The template's C extension (warm path): the jail code it needs, built for
 # Debian's CPython and never with sanitizers (it is loaded by python3, not
@@ -159,7 +178,7 @@ blackbox: $(BUILD)/petri
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/cli
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/api
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/analyst
-	$(PYTEST) tests/docs
+	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) tests/docs
 
 # The adversarial tier: hostile programs on the cold path, cold sessions and
 # warm sessions; the syscall sweep; the posture of a running sandbox.
@@ -239,8 +258,27 @@ bench: $(BUILD)/petri
 clean:
 	rm -rf build build-san build-tsan
 
+# The release tarball: the tracked files as they are in the work tree
+# (git stash create: uncommitted changes to tracked files included, untracked
+# files not), under petri-$(VERSION)/, plus a VERSION file that
+# scripts/version reads where there is no .git.  An unpacked copy builds
+# with `make` and reports the same version.
+DISTDIR ?= .
+DIST    := petri-$(VERSION)
+dist:
+	@git rev-parse --git-dir >/dev/null 2>&1 || { echo "make dist: needs a git checkout" >&2; exit 1; }
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	tree=$$(git stash create); \
+	git archive --format=tar --prefix=$(DIST)/ $${tree:-HEAD} > "$$tmp/dist.tar"; \
+	mkdir "$$tmp/$(DIST)"; echo '$(VERSION)' > "$$tmp/$(DIST)/VERSION"; \
+	tar --append -f "$$tmp/dist.tar" -C "$$tmp" --owner=0 --group=0 --numeric-owner \
+	    --mtime="@$$(git log -1 --format=%ct $${tree:-HEAD})" $(DIST)/VERSION; \
+	gzip -n -9 < "$$tmp/dist.tar" > "$$tmp/dist.tar.gz"; \
+	mv "$$tmp/dist.tar.gz" "$(DISTDIR)/$(DIST).tar.gz"
+	@echo "  DIST    $(DISTDIR)/$(DIST).tar.gz"
+
 include tests/fuzz/fuzz.mk
 
-.PHONY: all unit unit-valgrind blackbox api-test hostile cpython-test faults mcp-test web-test web-screenshots e2b-test ask-test test test-san clean fuzz fuzz-smoke
+.PHONY: FORCE dist all unit unit-valgrind blackbox api-test hostile cpython-test faults mcp-test web-test web-screenshots e2b-test ask-test test test-san clean fuzz fuzz-smoke
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -12,10 +12,7 @@
 
 #include "util/buf.h"
 #include "util/utf8.h"
-
-#ifndef PETRI_VERSION
-#define PETRI_VERSION "0.1.0"
-#endif
+#include "util/version.h"
 
 struct chat_client {
 	struct chat_config cfg;
@@ -171,10 +168,11 @@ int chat_complete(struct chat_client *c, json_t *request, json_t **response,
 {
 	char *body = json_dumps(request, JSON_COMPACT);
 	struct curl_slist *headers = NULL;
-	char why[512] = "";
+	char why[512] = "", agent[128];
 	int r = -EIO;
 
 	*response = NULL;
+	snprintf(agent, sizeof(agent), "petri/%s", petri_version());	/* curl copies it */
 	if (!body)
 		return -ENOMEM;
 	headers = curl_slist_append(headers, "Content-Type: application/json");
@@ -200,7 +198,7 @@ int chat_complete(struct chat_client *c, json_t *request, json_t **response,
 		curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
 		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
-		curl_easy_setopt(h, CURLOPT_USERAGENT, "petri/" PETRI_VERSION);
+		curl_easy_setopt(h, CURLOPT_USERAGENT, agent);
 		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(c->cfg.timeout_s * 1000));
 		curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 30000L);
 		curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");

@@ -45,6 +45,7 @@
 #include "util/log.h"
 #include "util/metrics.h"
 #include "util/utf8.h"
+#include "util/version.h"
 
 struct api_server {
 	const struct petri_config *cfg;
@@ -289,7 +290,8 @@ static enum MHD_Result route(struct api_req *rq)
 	if (!strcmp(url, "/healthz")) {
 		if (strcmp(m, "GET"))
 			return http_not_allowed(rq, "GET");
-		return http_json(rq, 200, json_pack("{s:s, s:I}", "status", "ok", "sessions",
+		return http_json(rq, 200, json_pack("{s:s, s:s, s:I}", "status", "ok",
+						    "version", petri_version(), "sessions",
 						    (json_int_t)smgr_count(rq->sm)));
 	}
 	if (!strcmp(url, "/metrics")) {

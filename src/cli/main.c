@@ -6,10 +6,7 @@
 #include "cli/commands.h"
 #include "jail/jail.h"
 #include "util/log.h"
-
-#ifndef PETRI_VERSION
-#define PETRI_VERSION "0.1.0"
-#endif
+#include "util/version.h"
 
 static const struct cli_command commands[] = {
 	{ "run", cmd_run, "run code in a fresh sandbox and print what came out" },
@@ -98,7 +95,7 @@ int cli_dispatch(const char *prog, const struct cli_command *table,
 int main(int argc, char **argv)
 {
 	if (argc >= 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version"))) {
-		printf("petri %s\n", PETRI_VERSION);
+		printf("petri %s\n", petri_version());
 		return 0;
 	}
 	return cli_dispatch("petri", commands, usage, argc, argv);

@@ -15,10 +15,7 @@
 #include "mcp/tools.h"
 #include "util/clock.h"
 #include "util/log.h"
-
-#ifndef PETRI_VERSION
-#define PETRI_VERSION "0.1.0"
-#endif
+#include "util/version.h"
 
 #define CANCELLED_MAX 64	/* cancellations remembered for requests not yet run */
 
@@ -224,7 +221,7 @@ static json_t *initialize(struct mcp_conn *c, json_t *id, json_t *params)
 		"{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}",
 		"protocolVersion", got,
 		"capabilities", "tools", "listChanged", false,
-		"serverInfo", "name", "petri", "title", "petri sandbox", "version", PETRI_VERSION,
+		"serverInfo", "name", "petri", "title", "petri sandbox", "version", petri_version(),
 		"instructions",
 		"petri runs code in an isolated sandbox that keeps its state: use the execute tool "
 		"to run Python (numpy, pandas, matplotlib, scipy, openpyxl), bash or C; charts come "

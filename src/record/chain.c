@@ -49,7 +49,7 @@ static void field(struct chain_hasher *h, unsigned char tag, const void *p, size
 	put(h, p, n);
 }
 
-struct chain_hasher *chain_begin(void)
+struct chain_hasher *chain_begin(const char *domain)
 {
 	struct chain_hasher *h = calloc(1, sizeof(*h));
 
@@ -60,7 +60,7 @@ struct chain_hasher *chain_begin(void)
 		free(h);
 		return NULL;
 	}
-	field(h, TAG_TEXT, CHAIN_DOMAIN, strlen(CHAIN_DOMAIN));
+	field(h, TAG_TEXT, domain, strlen(domain));
 	return h;
 }
 

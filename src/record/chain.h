@@ -4,8 +4,10 @@
  *
  *   digest  SHA-256 over the entry's fields, each written with its type
  *           and its length, so that no two different entries share an
- *           encoding (CHAIN_DOMAIN first, for the same reason across
- *           versions).
+ *           encoding (a domain text first, for the same reason across
+ *           versions of the encoding: CHAIN_DOMAIN for an entry that
+ *           names the petri that wrote it, CHAIN_DOMAIN_V1 for one kept
+ *           by a petri before that).
  *   link    SHA-256(the previous link || digest): changing, removing,
  *           inserting or reordering an entry changes every link after it.
  *           The first entry's previous link is CHAIN_GENESIS, 32 zero
@@ -29,13 +31,14 @@
 
 #define CHAIN_HASH_LEN 32
 #define CHAIN_HEX_LEN (2 * CHAIN_HASH_LEN + 1)
-#define CHAIN_DOMAIN "petri-record-entry-v1"
+#define CHAIN_DOMAIN "petri-record-entry-v2"
+#define CHAIN_DOMAIN_V1 "petri-record-entry-v1"
 
 struct chain_hasher;
 
-/* A digest under way: add each field in order, then finish.  NULL when
- * out of memory. */
-struct chain_hasher *chain_begin(void);
+/* A digest under way, domain (CHAIN_DOMAIN*) its first field: add each
+ * field in order, then finish.  NULL when out of memory. */
+struct chain_hasher *chain_begin(const char *domain);
 void chain_add_null(struct chain_hasher *h);
 void chain_add_int(struct chain_hasher *h, int64_t v);
 void chain_add_real(struct chain_hasher *h, double v);	/* its exact bits */

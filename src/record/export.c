@@ -397,6 +397,7 @@ static json_t *cell_petri(const json_t *entry)
 {
 	static const char *const from_entry[] = {
 		"seq", "session", "language", "started_at", "status", "code_truncated", "limits",
+		"engine",
 	};
 	static const char *const from_result[] = {
 		"exit_code", "signal", "duration_ms", "cpu_ms", "memory_peak_bytes", "reason",
@@ -725,6 +726,10 @@ static int html_entry(struct export *x, const json_t *e)
 				(long long)json_integer_value(exit_code));
 	if (!r && json_is_integer(sig))
 		r = buf_appendf(b, " &middot; signal %lld", (long long)json_integer_value(sig));
+	if (!r && str(e, "engine"))
+		r = buf_append_str(b, " &middot; petri ");
+	if (!r && str(e, "engine"))
+		r = esc(b, str(e, "engine"));
 	if (!r)
 		r = buf_append_str(b, "</p>\n");
 	if (!r && json_is_object(json_object_get(e, "limits"))) {

@@ -15,6 +15,7 @@
 #include "util/log.h"
 #include "util/timefmt.h"
 #include "util/utf8.h"
+#include "util/version.h"
 
 struct record {
 	sqlite3 *db;
@@ -38,7 +39,9 @@ struct record {
 	void *on_add_arg;
 };
 
-/* `bytes`: what the row costs (record_add), summed without reading the
+/* `engine`: the petri that wrote the entry (petri_version()); NULL in
+ * entries kept by a petri before it was recorded.
+ * `bytes`: what the row costs (record_add), summed without reading the
  * rows: the index covers it.  `digest` and `link`: the chain (chain.h).
  * `gap_link` and `gap_sig`: the entry before this one went to make room
  * for its session's newer ones; this is the link it had, signed, so that
@@ -65,7 +68,8 @@ static const char schema[] =
 	"  digest TEXT,"
 	"  link TEXT,"
 	"  gap_link TEXT,"
-	"  gap_sig TEXT);"
+	"  gap_sig TEXT,"
+	"  engine TEXT);"
 	"CREATE TABLE IF NOT EXISTS chain ("
 	"  id INTEGER PRIMARY KEY CHECK (id = 1),"
 	"  start_seq INTEGER NOT NULL,"
@@ -95,16 +99,26 @@ static const char add_chain[] =
 	"ALTER TABLE executions ADD COLUMN gap_link TEXT;"
 	"ALTER TABLE executions ADD COLUMN gap_sig TEXT;";
 
+/* A file written before entries named their engine. */
+static const char add_engine[] = "ALTER TABLE executions ADD COLUMN engine TEXT;";
+/* The same, for a reader that may not change the file (verify, export):
+ * the entries as they would be, engine NULL, in the connection's own
+ * temporary schema, which a name finds before the file's. */
+static const char view_engine[] =
+	"CREATE TEMP VIEW executions AS SELECT *, NULL AS engine FROM main.executions;";
+
 static const char indexes[] =
 	"DROP INDEX IF EXISTS executions_session;"
 	"CREATE INDEX IF NOT EXISTS executions_session_bytes"
 	"  ON executions(session, seq, bytes);";
 
 #define LIST_COLUMNS \
-	"seq, started_at, language, code, status, limits, result, code_truncated, session"
-/* What an entry's digest covers, in this order (entry_digest()). */
+	"seq, started_at, language, code, status, limits, result, code_truncated, session, engine"
+/* What an entry's digest covers, in this order (entry_digest()); the
+ * columns of a walk (walk()) follow them. */
 #define DIGEST_COLUMNS \
-	"seq, session, started_at, language, code, code_truncated, status, limits, result"
+	"seq, session, started_at, language, code, code_truncated, status, limits, result, engine"
+enum { COL_DIGEST = 10, COL_LINK, COL_GAP_LINK, COL_GAP_SIG };
 
 static const struct {
 	size_t off;
@@ -113,8 +127,8 @@ static const struct {
 } statements[] = {
 	{ offsetof(struct record, insert),
 	  "INSERT INTO executions (seq, session, started_at, language, code, code_truncated,"
-	  " status, limits, result, bytes, digest, link)"
-	  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)", true },
+	  " status, limits, result, bytes, digest, link, engine)"
+	  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)", true },
 	/* The same parameters, each listing the columns row_json() reads:
 	 * ?1 the session (where it is one), ?2 before, ?3 limit. */
 	{ offsetof(struct record, list),
@@ -250,10 +264,13 @@ static void add_column(struct chain_hasher *h, sqlite3_stmt *st, int col, bool t
 		chain_add_int(h, sqlite3_column_int64(st, col));
 }
 
-/* The digest of a row of DIGEST_COLUMNS (from column 0 of st), as stored. */
+/* The digest of a row of DIGEST_COLUMNS (from column 0 of st), as stored:
+ * an entry without an engine was kept by an older petri, whose digest
+ * stopped at the result (docs/record.md). */
 static bool row_digest(sqlite3_stmt *st, unsigned char out[CHAIN_HASH_LEN])
 {
-	struct chain_hasher *h = chain_begin();
+	bool engine = sqlite3_column_type(st, 9) != SQLITE_NULL;
+	struct chain_hasher *h = chain_begin(engine ? CHAIN_DOMAIN : CHAIN_DOMAIN_V1);
 
 	if (!h)
 		return false;
@@ -266,6 +283,8 @@ static bool row_digest(sqlite3_stmt *st, unsigned char out[CHAIN_HASH_LEN])
 	add_column(h, st, 6, true);
 	add_column(h, st, 7, true);
 	add_column(h, st, 8, true);
+	if (engine)
+		add_column(h, st, 9, true);
 	return chain_finish(h, out);
 }
 
@@ -277,7 +296,7 @@ struct row {
 	const char *language, *code;
 	size_t code_len;
 	bool code_truncated;
-	const char *status, *limits, *result;
+	const char *status, *limits, *result, *engine;
 };
 
 static void add_text_or_null(struct chain_hasher *h, const char *s, size_t n)
@@ -290,7 +309,7 @@ static void add_text_or_null(struct chain_hasher *h, const char *s, size_t n)
 
 static bool entry_digest(const struct row *r, unsigned char out[CHAIN_HASH_LEN])
 {
-	struct chain_hasher *h = chain_begin();
+	struct chain_hasher *h = chain_begin(CHAIN_DOMAIN);
 
 	if (!h)
 		return false;
@@ -303,6 +322,7 @@ static bool entry_digest(const struct row *r, unsigned char out[CHAIN_HASH_LEN])
 	chain_add_text(h, r->status, strlen(r->status));
 	add_text_or_null(h, r->limits, r->limits ? strlen(r->limits) : 0);
 	chain_add_text(h, r->result, strlen(r->result));
+	chain_add_text(h, r->engine, strlen(r->engine));
 	return chain_finish(h, out);
 }
 
@@ -334,7 +354,7 @@ static int chain_existing(struct record *rec)
 		}
 		c.head_seq = sqlite3_column_int64(scan, 0);
 		c.entries++;
-		c.bytes += sqlite3_column_int64(scan, 9);
+		c.bytes += sqlite3_column_int64(scan, 10);
 		sqlite3_bind_int64(put, 1, c.head_seq);
 		bind_hex(put, 2, digest);
 		bind_hex(put, 3, c.head_link);
@@ -414,9 +434,23 @@ static int make_parent(const char *path, char *err, size_t errlen)
 	}
 }
 
-static int open_db(struct record *rec, const struct record_options *o, char *err, size_t errlen)
+/* What a file of an older petri lacks: fix, run when the executions have
+ * no such column.  An SQLite result code. */
+static int add_missing(sqlite3 *db, const char *column, const char *fix)
 {
 	sqlite3_stmt *probe = NULL;
+	char sql[64];
+	int rc = SQLITE_OK;
+
+	snprintf(sql, sizeof(sql), "SELECT %s FROM executions", column);
+	if (sqlite3_prepare_v2(db, sql, -1, &probe, NULL) != SQLITE_OK)
+		rc = sqlite3_exec(db, fix, NULL, NULL, NULL);
+	sqlite3_finalize(probe);
+	return rc;
+}
+
+static int open_db(struct record *rec, const struct record_options *o, char *err, size_t errlen)
+{
 	struct chain_row c;
 	char *kp;
 	int rc, r;
@@ -443,19 +477,16 @@ static int open_db(struct record *rec, const struct record_options *o, char *err
 		rc = sqlite3_busy_timeout(rec->db, 10000);
 	if (rc == SQLITE_OK && !rec->readonly) {
 		rc = sqlite3_exec(rec->db, schema, NULL, NULL, NULL);
-		if (rc == SQLITE_OK &&
-		    sqlite3_prepare_v2(rec->db, "SELECT bytes FROM executions", -1, &probe,
-				       NULL) != SQLITE_OK)
-			rc = sqlite3_exec(rec->db, add_bytes, NULL, NULL, NULL);
-		sqlite3_finalize(probe);
-		probe = NULL;
-		if (rc == SQLITE_OK &&
-		    sqlite3_prepare_v2(rec->db, "SELECT link FROM executions", -1, &probe,
-				       NULL) != SQLITE_OK)
-			rc = sqlite3_exec(rec->db, add_chain, NULL, NULL, NULL);
-		sqlite3_finalize(probe);
+		if (rc == SQLITE_OK)
+			rc = add_missing(rec->db, "bytes", add_bytes);
+		if (rc == SQLITE_OK)
+			rc = add_missing(rec->db, "link", add_chain);
+		if (rc == SQLITE_OK)
+			rc = add_missing(rec->db, "engine", add_engine);
 		if (rc == SQLITE_OK)
 			rc = sqlite3_exec(rec->db, indexes, NULL, NULL, NULL);
+	} else if (rc == SQLITE_OK) {
+		rc = add_missing(rec->db, "engine", view_engine);
 	}
 	for (size_t i = 0; rc == SQLITE_OK && i < NSTATEMENTS; i++)
 		if (!rec->readonly || !statements[i].writes)
@@ -863,11 +894,11 @@ static int insert_locked(struct record *rec, const struct record_entry *e, const
 		.session = e->session, .started_at = e->started_at, .language = e->language,
 		.code = e->code, .code_len = keep, .code_truncated = keep < n,
 		.status = result_status_name(e->result->status), .limits = limits,
-		.result = result,
+		.result = result, .engine = petri_version(),
 	};
 	int64_t bytes = (int64_t)(keep + strlen(result) + (limits ? strlen(limits) : 0) +
 				  strlen(e->language) + (e->session ? strlen(e->session) : 0) +
-				  RECORD_ROW_OVERHEAD);
+				  strlen(r.engine) + RECORD_ROW_OVERHEAD);
 	unsigned char digest[CHAIN_HASH_LEN];
 	struct chain_row c;
 	int rc;
@@ -894,6 +925,7 @@ static int insert_locked(struct record *rec, const struct record_entry *e, const
 		sqlite3_bind_int64(st, 10, bytes);
 		bind_hex(st, 11, digest);
 		bind_hex(st, 12, c.head_link);
+		sqlite3_bind_text(st, 13, r.engine, -1, SQLITE_STATIC);
 		rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
 		done(st);
 	}
@@ -984,8 +1016,9 @@ static json_t *row_json(sqlite3_stmt *st)
 	char when[TIMEFMT_LEN];
 	json_t *limits = column_json(st, 5), *result = column_json(st, 6);
 	const char *session = (const char *)sqlite3_column_text(st, 8);
+	const char *engine = (const char *)sqlite3_column_text(st, 9);
 
-	return json_pack("{s:I, s:o, s:o, s:s, s:s, s:b, s:s, s:o, s:o}",
+	return json_pack("{s:I, s:o, s:o, s:s, s:s, s:b, s:s, s:o, s:o, s:o}",
 			 "seq", (json_int_t)sqlite3_column_int64(st, 0),
 			 "session", session ? json_string(session) : json_null(),
 			 "started_at", json_string(timefmt_rfc3339(sqlite3_column_double(st, 1),
@@ -995,7 +1028,8 @@ static json_t *row_json(sqlite3_stmt *st)
 			 "code_truncated", sqlite3_column_int(st, 7) != 0,
 			 "status", (const char *)sqlite3_column_text(st, 4),
 			 "limits", limits ? limits : json_null(),
-			 "result", result ? result : json_null());
+			 "result", result ? result : json_null(),
+			 "engine", engine ? json_string(engine) : json_null());
 }
 
 /* The rows of a listing statement (session: its ?1, or NULL), newest
@@ -1100,17 +1134,17 @@ static bool gap_ok(const struct chain_key *key, sqlite3_stmt *st, int64_t seq,
 {
 	char text[CHAIN_TEXT_LEN];
 
-	if (!chain_unhex((const char *)sqlite3_column_text(st, 11), link))
+	if (!chain_unhex((const char *)sqlite3_column_text(st, COL_GAP_LINK), link))
 		return false;
 	chain_gap_text(seq, link, text);
-	return key && chain_check(key, text, (const char *)sqlite3_column_text(st, 12));
+	return key && chain_check(key, text, (const char *)sqlite3_column_text(st, COL_GAP_SIG));
 }
 
 /* A record in memory has no key: nothing but the daemon can reach it. */
 static bool unsigned_gap_ok(const struct record *rec, sqlite3_stmt *st,
 			    unsigned char link[CHAIN_HASH_LEN])
 {
-	return !rec->file && chain_unhex((const char *)sqlite3_column_text(st, 11), link);
+	return !rec->file && chain_unhex((const char *)sqlite3_column_text(st, COL_GAP_LINK), link);
 }
 
 /* Walk the rows in seq order from the chain's start: each digest from the
@@ -1169,7 +1203,7 @@ static int walk(struct record *rec, const struct chain_key *key, const struct ch
 				}
 			}
 		}
-		if (!chain_unhex((const char *)sqlite3_column_text(st, 9), stored) ||
+		if (!chain_unhex((const char *)sqlite3_column_text(st, COL_DIGEST), stored) ||
 		    !row_digest(st, digest) || memcmp(digest, stored, CHAIN_HASH_LEN)) {
 			broken(out, seq, "entry %lld's content is not what its digest says: it "
 			       "was changed", (long long)seq);
@@ -1179,7 +1213,7 @@ static int walk(struct record *rec, const struct chain_key *key, const struct ch
 			rc = SQLITE_NOMEM;
 			break;
 		}
-		if (!chain_unhex((const char *)sqlite3_column_text(st, 10), stored) ||
+		if (!chain_unhex((const char *)sqlite3_column_text(st, COL_LINK), stored) ||
 		    memcmp(link, stored, CHAIN_HASH_LEN)) {
 			broken(out, seq, "entry %lld does not follow from the one before it: an "
 			       "entry was changed, inserted, removed or moved", (long long)seq);

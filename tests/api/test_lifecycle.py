@@ -15,6 +15,7 @@ import pytest
 
 from apihelp import (PETRI, SSE, cgroup_dirs, error_of, metric, petri_lock, raw, still_alive,
                      unix_request, wait_for)
+import version  # noqa: E402 -- tests/version.py, on the path conftest.py sets
 
 
 # ---- expiry ----------------------------------------------------------------
@@ -339,7 +340,16 @@ def test_metrics_count_sessions_and_executions(make_server):
     assert metric(m, "petri_requests_rejected_total", reason="bad_request") >= 1
     assert metric(m, "petri_requests_rejected_total", reason="not_found") >= 1
     assert metric(m, "petri_execution_duration_seconds_count") == 7
-    assert api.get("/healthz").json() == {"status": "ok", "sessions": 0}
+    assert api.get("/healthz").json() == {"status": "ok", "version": version.reported(PETRI),
+                                          "sessions": 0}
+
+
+def test_healthz_names_the_version(api):
+    """/healthz says which petri answers: what `petri --version` prints,
+    which is what the source tree it was built from says it is."""
+    r = api.get("/healthz")
+    assert r.status_code == 200
+    assert r.json()["version"] == version.reported(PETRI) == version.of_source()
 
 
 # ---- the log ----------------------------------------------------------------------

@@ -20,6 +20,11 @@ import time
 import pytest
 
 from conftest import PETRI, Server
+import version  # noqa: E402 -- tests/version.py, on the path conftest.py sets
+
+
+def petri_version():
+    return version.reported(PETRI)
 
 GENESIS = bytes(32)
 
@@ -40,10 +45,11 @@ def field(tag, data):
 
 
 def digest(row):
-    """The digest docs/record.md defines, from a row of its columns."""
-    seq, session, started_at, language, code, truncated, status, limits, result = row
+    """The digest docs/record.md defines, from a row of its columns: with
+    the engine that wrote it, or (an entry of an older petri) without."""
+    seq, session, started_at, language, code, truncated, status, limits, result, engine = row
     h = hashlib.sha256()
-    h.update(field(3, b"petri-record-entry-v1"))
+    h.update(field(3, b"petri-record-entry-v1" if engine is None else b"petri-record-entry-v2"))
     h.update(bytes([1]) + struct.pack(">q", seq))
     h.update(field(0, b"") if session is None else field(3, session.encode()))
     h.update(bytes([2]) + struct.pack(">d", started_at))
@@ -53,6 +59,8 @@ def digest(row):
     h.update(field(3, status.encode()))
     h.update(field(0, b"") if limits is None else field(3, limits.encode()))
     h.update(field(3, result.encode()))
+    if engine is not None:
+        h.update(field(3, engine.encode()))
     return h.digest()
 
 
@@ -65,7 +73,7 @@ def record_in(tmp_path):
     return path, conf
 
 
-COLUMNS = "seq, session, started_at, language, code, code_truncated, status, limits, result"
+COLUMNS = "seq, session, started_at, language, code, code_truncated, status, limits, result, engine"
 
 
 @pytest.fixture(scope="module")
@@ -124,10 +132,12 @@ def test_the_chain_is_the_documented_format(kept):
         rows = db.execute(f"SELECT {COLUMNS}, digest, link FROM executions ORDER BY seq").fetchall()
     link = GENESIS
     for row in rows:
-        d = digest(row[:9])
-        assert d.hex() == row[9], row[0]
+        d = digest(row[:10])
+        assert d.hex() == row[10], row[0]
         link = hashlib.sha256(link + d).digest()
-        assert link.hex() == row[10], row[0]
+        assert link.hex() == row[11], row[0]
+    # Every entry names the petri that wrote it.
+    assert {row[9] for row in rows} == {petri_version()}
     _, body = verify_json(conf)
     assert body["head"] == link.hex() and body["head_seq"] == 5
 
@@ -136,6 +146,9 @@ def test_the_chain_is_the_documented_format(kept):
     ("code", "UPDATE executions SET code = 'print(666)' WHERE seq = 3;", 3),
     ("result", "UPDATE executions SET result = replace(result, '20', '21') WHERE seq = 3;", 3),
     ("status", "UPDATE executions SET status = 'error' WHERE seq = 2;", 2),
+    ("engine", "UPDATE executions SET engine = '0.0.1' WHERE seq = 4;", 4),
+    # An entry passed off as one of a petri that did not record engines.
+    ("engine-null", "UPDATE executions SET engine = NULL WHERE seq = 2;", 2),
     ("deleted", "DELETE FROM executions WHERE seq = 2;", 2),
     ("deleted-last", "DELETE FROM executions WHERE seq = 5;", 5),
     ("inserted", "UPDATE executions SET seq = seq + 10 WHERE seq >= 3;"
@@ -270,3 +283,40 @@ def test_verify_errors(tmp_path):
     assert code == 2 and "SEQ:SHA256" in out, out
     code, out = verify(conf, "--key", "ed25519:short")
     assert code == 2 and "key id" in out, out
+
+
+def rechain(db, start_link=GENESIS):
+    """Recompute every digest and link of db and its head, as the daemon
+    would have (the head is left unsigned)."""
+    link = start_link
+    for row in db.execute(f"SELECT {COLUMNS} FROM executions ORDER BY seq").fetchall():
+        d = digest(row)
+        link = hashlib.sha256(link + d).digest()
+        db.execute("UPDATE executions SET digest = ?, link = ? WHERE seq = ?",
+                   (d.hex(), link.hex(), row[0]))
+    db.execute("UPDATE chain SET head_link = ?", (link.hex(),))
+
+
+def test_a_record_of_an_older_petri_verifies_and_grows(make_server, kept, tmp_path):
+    """Entries kept before entries named their engine (engine null, the v1
+    digest) still verify, read-only also from a file without the engine
+    column; and a daemon adds its own entries after them."""
+    conf = tampered(tmp_path, kept[1], "UPDATE executions SET engine = NULL;", "older")
+    path = conf.parent / "record.sqlite"
+    with sqlite3.connect(path) as db:
+        rechain(db)
+    make_server(f"[server]\nrecord = {path}\n[sessions]\nwarm = false\n").stop()   # signs the head
+    # The file as an older petri left it: no engine column.
+    old = tampered(tmp_path, path, "ALTER TABLE executions DROP COLUMN engine;", "no-column")
+    code, body = verify_json(old)
+    assert code == 0 and body["entries"] == 5, body
+    with sqlite3.connect(old.parent / "record.sqlite") as db:     # read-only: unchanged
+        assert "engine" not in [c[1] for c in db.execute("PRAGMA table_info(executions)")]
+    srv = make_server(f"[server]\nrecord = {path}\n")
+    api = srv.api()
+    assert api.post("/v1/execute", {"code": "print('new')"}).status_code == 200
+    listed = api.get("/v1/executions").json()["executions"]
+    assert [e["engine"] for e in listed] == [petri_version()] + [None] * 5
+    srv.stop()
+    code, body = verify_json(conf)
+    assert code == 0 and body["entries"] == 6, body

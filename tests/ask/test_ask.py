@@ -3,8 +3,12 @@ petri sends (tool schema, tool results, message order, Authorization) and
 what it prints; retries, errors, malformed tool calls and the round limit."""
 import json
 import os
+import sys
 
-from askhelp import reply_text, reply_tools, run_ask
+from askhelp import PETRI, reply_text, reply_tools, run_ask
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import version  # noqa: E402 -- tests/version.py
 
 CSV = "region,amount\nnorth,10\nsouth,20\neast,30\n"
 
@@ -48,6 +52,7 @@ def test_question_to_verified_answer(fake_model, tmp_path):
         assert path == "/v1/chat/completions"
         assert headers["Authorization"] == "Bearer sk-test-123"
         assert headers["Content-Type"] == "application/json"
+        assert headers["User-Agent"] == f"petri/{version.reported(PETRI)}"
         assert body["model"] == "test-model"
         assert body["tool_choice"] == "auto"
     tools = seen["first"]["tools"]

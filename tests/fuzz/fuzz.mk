@@ -61,6 +61,10 @@ $(FUZZ_BUILD)/src/%.o: src/%.c
 	@echo "  FUZZCC  $<"
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
 
+# The version string: the main build's header (the top-level Makefile).
+$(FUZZ_BUILD)/src/util/version.o: $(BUILD)/version-string.h
+$(FUZZ_BUILD)/src/util/version.o: FUZZ_CFLAGS += -I$(BUILD)
+
 $(FUZZ_BUILD)/libpetri-fuzz.a: $(FUZZ_LIB_OBJ)
 	@rm -f $@
 	@ar rcs $@ $^

@@ -2,13 +2,18 @@
 errors, the lifecycle, version negotiation, batches, cancellation, expiry
 and shutdown."""
 import json
+import os
 import re
 import signal
+import sys
 import time
 
 import pytest
 
-from mcphelp import VERSIONS, text_of
+from mcphelp import PETRI, VERSIONS, text_of
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from version import of_source, reported  # noqa: E402 -- tests/version.py
 
 INIT = {"protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "pytest", "version": "1"}}
@@ -73,7 +78,9 @@ def test_a_supported_version_is_answered_with_itself(make_mcp, version):
     r = m.initialize(version)["result"]
     assert r["protocolVersion"] == version
     assert r["capabilities"] == {"tools": {"listChanged": False}}
-    assert r["serverInfo"]["name"] == "petri" and r["serverInfo"]["version"]
+    # The server names itself as `petri --version` does (docs/releasing.md).
+    assert r["serverInfo"]["name"] == "petri"
+    assert r["serverInfo"]["version"] == reported(PETRI) == of_source()
 
 
 @pytest.mark.parametrize("version", ["1999-01-01", "2025-12-31", "latest", ""])

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "record/record.h"
+#include "util/version.h"
 #include "unit.h"
 
 #define KIB 1024u
@@ -398,6 +399,7 @@ END_TEST
 START_TEST(test_a_file_of_an_older_petri_opens)
 {
 	char dir[] = "/tmp/petri-record-XXXXXX", path[64], err[256];
+	struct record_check check;
 	struct record *rec;
 	sqlite3 *db;
 	bool truncated;
@@ -425,11 +427,19 @@ START_TEST(test_a_file_of_an_older_petri_opens)
 	ck_assert_uint_eq(json_array_size(l), 2);
 	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(l, 0), "code")),
 			 "echo hi");
+	/* The old entry names no engine (its digest is the one of its time);
+	 * the new one names this petri. */
+	ck_assert(json_is_null(json_object_get(json_array_get(l, 0), "engine")));
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(l, 1), "engine")),
+			 petri_version());
 	json_decref(l);
 	record_close(rec);
-	/* Reopened, it knows what it holds. */
+	/* Reopened, it knows what it holds, and both digests verify. */
 	ck_assert_int_eq(record_open(&(struct record_options){ .path = path }, &rec, err, sizeof(err)), 0);
 	ck_assert_int_eq(usage(rec, true, NULL).entries, 2);
+	ck_assert_int_eq(record_verify(rec, NULL, 0, NULL, &check), 0);
+	ck_assert_msg(check.broken == 0, "%s", check.why);
+	ck_assert_int_eq(check.entries, 2);
 	record_close(rec);
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/record.sqlite-wal", dir);
