@@ -10,12 +10,14 @@
 #   make test-san     the suite under ASan+UBSan, the API and fault tiers
 #                     under ThreadSanitizer
 #   make unit         C unit tests only
+#   make install      install under PREFIX (/usr/local), DESTDIR honoured;
+#   make uninstall    make deb: a Debian package (packaging/packaging.mk)
 #
 # Dependencies come from Debian packages: scripts/deps installs them.
 
 CC      ?= cc
 PYTHON  ?= /usr/bin/python3
-PKGS    := libseccomp jansson libmicrohttpd libcurl sqlite3 inih libarchive libxml-2.0 libcrypto
+PKGS    := libseccomp jansson libmicrohttpd libcurl sqlite3 inih libarchive libxml-2.0 libcrypto libsystemd
 
 ifeq ($(SAN),1)
 BUILD    ?= build-san
@@ -218,7 +220,14 @@ cpython-test: $(BUILD)/petri
 ask-test: $(BUILD)/petri
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/ask
 
-test: unit unit-valgrind blackbox hostile cpython-test faults mcp-test web-test e2b-test ask-test fuzz-smoke
+# make install and uninstall into a temporary DESTDIR, the systemd unit
+# (systemd-analyze verify, its capabilities, sd_notify), make deb, and the
+# package installed on this host and purged (as root, when no petri package
+# is installed already).  Serially: one package at a time.
+install-test: $(BUILD)/petri
+	PETRI_BUILD=$(BUILD) $(PYTEST) tests/install
+
+test: unit unit-valgrind blackbox hostile cpython-test faults mcp-test web-test e2b-test ask-test install-test fuzz-smoke
 
 # The whole suite under ASan+UBSan; then the tiers where the daemon's
 # threads meet (the API and the faults) under ThreadSanitizer.
@@ -240,7 +249,8 @@ clean:
 	rm -rf build build-san build-tsan
 
 include tests/fuzz/fuzz.mk
+include packaging/packaging.mk
 
-.PHONY: all unit unit-valgrind blackbox api-test hostile cpython-test faults mcp-test web-test web-screenshots e2b-test ask-test test test-san clean fuzz fuzz-smoke
+.PHONY: all unit unit-valgrind blackbox api-test hostile cpython-test faults mcp-test web-test web-screenshots e2b-test ask-test install-test test test-san clean fuzz fuzz-smoke
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
