@@ -11,6 +11,8 @@
 #                     under ThreadSanitizer
 #   make unit         C unit tests only
 #   make dist         the release tarball petri-$(VERSION).tar.gz (DISTDIR=.)
+#   make install      install under PREFIX (/usr/local), DESTDIR honoured;
+#   make uninstall    make deb: a Debian package (packaging/packaging.mk)
 #
 # Dependencies come from Debian packages: scripts/deps installs them.
 
@@ -22,7 +24,7 @@ VERSION := $(shell scripts/version)
 ifneq ($(words $(VERSION)),1)
 $(error no version: scripts/version failed, or VERSION= is not one word)
 endif
-PKGS    := libseccomp jansson libmicrohttpd libcurl sqlite3 inih libarchive libxml-2.0 libcrypto
+PKGS    := libseccomp jansson libmicrohttpd libcurl sqlite3 inih libarchive libxml-2.0 libcrypto libsystemd
 
 ifeq ($(SAN),1)
 BUILD    ?= build-san
@@ -237,7 +239,14 @@ cpython-test: $(BUILD)/petri
 ask-test: $(BUILD)/petri
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/ask
 
-test: unit unit-valgrind blackbox hostile cpython-test faults mcp-test web-test e2b-test ask-test fuzz-smoke
+# make install and uninstall into a temporary DESTDIR, the systemd unit
+# (systemd-analyze verify, its capabilities, sd_notify), make deb, and the
+# package installed on this host and purged (as root, when no petri package
+# is installed already).  Serially: one package at a time.
+install-test: $(BUILD)/petri
+	PETRI_BUILD=$(BUILD) $(PYTEST) tests/install
+
+test: unit unit-valgrind blackbox hostile cpython-test faults mcp-test web-test e2b-test ask-test install-test fuzz-smoke
 
 # The whole suite under ASan+UBSan; then the tiers where the daemon's
 # threads meet (the API and the faults) under ThreadSanitizer.
@@ -278,7 +287,8 @@ dist:
 	@echo "  DIST    $(DISTDIR)/$(DIST).tar.gz"
 
 include tests/fuzz/fuzz.mk
+include packaging/packaging.mk
 
-.PHONY: FORCE dist all unit unit-valgrind blackbox api-test hostile cpython-test faults mcp-test web-test web-screenshots e2b-test ask-test test test-san clean fuzz fuzz-smoke
+.PHONY: FORCE dist all unit unit-valgrind blackbox api-test hostile cpython-test faults mcp-test web-test web-screenshots e2b-test ask-test install-test test test-san clean fuzz fuzz-smoke
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -44,7 +44,11 @@
  * then kill every sandbox (executions still running end as killed), wait
  * for their responses to go out, free everything and exit 0.  api_stop()
  * returns only when the API's worker threads and streams have let go of
- * their sessions, so the session manager is freed after the last user. */
+ * their sessions, so the session manager is freed after the last user.
+ *
+ * Under systemd (Type=notify, packaging/petri.service) the daemon says
+ * READY=1 once it listens and STOPPING=1 when the shutdown begins
+ * (sd_notify(3); without $NOTIFY_SOCKET both do nothing). */
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
@@ -54,6 +58,8 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
+
+#include <systemd/sd-daemon.h>
 
 #include "api/api.h"
 #include "cli/commands.h"
@@ -152,6 +158,9 @@ int cmd_serve(int argc, char **argv)
 	log_info("serving on %s (%s, max %u sessions)", api_address(srv),
 		 l.cfg.napi_keys ? "API keys required" : "no API keys: local only",
 		 l.cfg.max_sessions);
+	/* Ready means accepting connections: the warm template may still be
+	 * starting, and the server answers cold meanwhile. */
+	sd_notifyf(0, "READY=1\nSTATUS=listening on %s", api_address(srv));
 
 	for (;;) {
 		if (sigwait(&stop, &sig) != 0)
@@ -161,6 +170,7 @@ int cmd_serve(int argc, char **argv)
 		log_info("SIGHUP ignored: restart petri to change its configuration");
 	}
 	log_info("%s: stopping (grace %g s)", strsignal(sig), l.cfg.shutdown_grace_s);
+	sd_notify(0, "STOPPING=1\nSTATUS=stopping");
 	api_quiesce(srv);
 	wait_idle(srv, l.cfg.shutdown_grace_s);
 	smgr_shutdown(l.sm);

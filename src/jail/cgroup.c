@@ -48,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -66,6 +67,7 @@ static const char *const ctrl_names[C_COUNT] = {
 #define V1_LIMIT_CTRLS (BIT(C_MEMORY) | BIT(C_PIDS) | BIT(C_CPU) | BIT(C_CPUACCT))
 
 #define DEFAULT_LEAF "/petri"
+#define SUPERVISOR_LEAF "supervisor"	/* v2, delegated: where petri itself goes */
 #define CPU_PERIOD_US 100000u
 #define CPU_MIN_QUOTA_US 1000u	/* the kernel refuses less than 1 ms */
 #define KILL_TIMEOUT_MS 2000	/* the default of cg_manager_set_kill_timeout() */
@@ -487,16 +489,15 @@ static int cgpath_normalize(const char *in, char *out, size_t outlen)
 	return 0;
 }
 
-/* Our own cgroup in the v1 hierarchy of ctrl, normalized, from
- * /proc/self/cgroup ("id:ctrl,ctrl:/path").  "" (the root) when it is not
- * listed or does not exist under mount: a /proc/self/cgroup that does not
- * match the mount (no cgroup namespace in a container) must not make us
- * build a phantom path. */
-static void own_cgroup(enum ctrl c, const char *mount, char *out, size_t len)
+/* Our own cgroup in the v1 hierarchy of controller name, or with name NULL
+ * in the v2 one (the "0::/path" line), normalized, from /proc/self/cgroup
+ * ("id:ctrl,ctrl:/path").  "" (the root) when it is not listed or does not
+ * exist under mount: a /proc/self/cgroup that does not match the mount (no
+ * cgroup namespace in a container) must not make us build a phantom path. */
+static void own_cgroup(const char *name, const char *mount, char *out, size_t len)
 {
 	char buf[8192], dir[PATH_MAX];
-	const char *name = ctrl_names[c];
-	size_t nlen = strlen(name);
+	size_t nlen = name ? strlen(name) : 0;
 	struct stat st;
 
 	out[0] = '\0';
@@ -504,28 +505,52 @@ static void own_cgroup(enum ctrl c, const char *mount, char *out, size_t len)
 		return;
 	for (char *line = buf; line && *line;) {
 		char *nl = strchr(line, '\n'), *ctrls, *path;
+		bool match = false;
 
 		if (nl)
 			*nl = '\0';
 		ctrls = strchr(line, ':');
 		path = ctrls ? strchr(ctrls + 1, ':') : NULL;
-		line = nl ? nl + 1 : NULL;
-		if (!path)
+		if (!path) {
+			line = nl ? nl + 1 : NULL;
 			continue;
+		}
 		*path++ = '\0';
-		for (char *t = ctrls + 1; *t;) {
+		if (!name)
+			match = ctrls == line + 1 && line[0] == '0' && !ctrls[1];
+		for (char *t = ctrls + 1; name && *t && !match;) {
 			size_t n = strcspn(t, ",");
 
-			if (n == nlen && !strncmp(t, name, n)) {
-				if (cgpath_normalize(path, out, len) ||
-				    file_path(dir, sizeof(dir), mount, out) ||
-				    stat(dir, &st) || !S_ISDIR(st.st_mode))
-					out[0] = '\0';
-				return;
-			}
+			match = n == nlen && !strncmp(t, name, n);
 			t += n + (t[n] == ',');
 		}
+		if (match) {
+			if (cgpath_normalize(path, out, len) ||
+			    file_path(dir, sizeof(dir), mount, out) ||
+			    stat(dir, &st) || !S_ISDIR(st.st_mode))
+				out[0] = '\0';
+			return;
+		}
+		line = nl ? nl + 1 : NULL;
 	}
+}
+
+/* systemd marks a cgroup it hands over to a unit (Delegate=yes) with the
+ * extended attribute trusted.delegate = "1" (a user manager, which cannot
+ * write trusted.*, with user.delegate).  Only the owner of the cgroup can
+ * set either, so the mark is as trustworthy as the directory itself. */
+static bool delegated(const char *dir)
+{
+	static const char *const names[] = { "trusted.delegate", "user.delegate" };
+	char v[8];
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		ssize_t n = getxattr(dir, names[i], v, sizeof(v));
+
+		if (n >= 1 && v[0] == '1')
+			return true;
+	}
+	return false;
 }
 
 /* mkdir -p of mount + rel, where rel is normalized; mount must exist. */
@@ -637,6 +662,55 @@ static int v2_setup(struct cg_manager *m, const char *root, const char *rel,
 	return 0;
 }
 
+/* v2 with no parent configured, in a cgroup delegated to us (a systemd
+ * unit with Delegate=yes): the sandboxes go in it, so that the unit's own
+ * limits hold for them, stopping the unit reaches them, and nothing is made
+ * in the part of the tree that systemd manages.  cgroup v2 lets only a
+ * cgroup without processes of its own give controllers to its children, so
+ * we first move ourselves into a leaf of it, SUPERVISOR_LEAF (the name that
+ * systemd's DelegateSubgroup= would give it; a petri already in such a leaf
+ * of a delegated cgroup stays there).  The controllers are those systemd
+ * delegated; no level above is written.  Returns 1 when set up, 0 when our
+ * cgroup is not delegated (nothing touched), or a negative errno. */
+static int v2_delegated_setup(struct cg_manager *m, const char *root,
+			      char *err, size_t errlen)
+{
+	char own[PATH_MAX], dir[PATH_MAX], leaf[PATH_MAX], buf[SMALL_FILE], pid[24];
+	char *slash;
+	int rc;
+
+	own_cgroup(NULL, root, own, sizeof(own));
+	if (snprintf(dir, sizeof(dir), "%s%s", root, own) >= (int)sizeof(dir))
+		return 0;
+	if (!delegated(dir)) {
+		slash = strrchr(own, '/');
+		if (!slash || strcmp(slash + 1, SUPERVISOR_LEAF))
+			return 0;
+		dir[strlen(dir) - strlen(slash)] = '\0';	/* own's parent */
+		if (!delegated(dir))
+			return 0;
+	} else {
+		if (file_path(leaf, sizeof(leaf), dir, SUPERVISOR_LEAF))
+			return -ENAMETOOLONG;
+		snprintf(pid, sizeof(pid), "%d", (int)getpid());
+		rc = mkdir(leaf, 0755) < 0 && errno != EEXIST ? -errno : 0;
+		if (!rc)
+			rc = write_file(leaf, "cgroup.procs", pid);
+		if (rc) {
+			set_err(err, errlen, "cannot move petri into '%s' of its delegated cgroup: %s",
+				leaf, strerror(-rc));
+			return rc;
+		}
+	}
+	rc = v2_setup(m, dir, "",
+		      read_file(dir, "cgroup.controllers", buf, sizeof(buf)) >= 0 ?
+		      parse_ctrl_list(buf) & V2_CTRLS : 0, err, errlen);
+	if (rc)
+		return rc;
+	log_info("cgroups: sandboxes under '%s', delegated to petri", dir);
+	return 1;
+}
+
 static int v1_setup(struct cg_manager *m, const char *root, const char *rel,
 		    unsigned present, char *err, size_t errlen)
 {
@@ -670,7 +744,7 @@ static int v1_setup(struct cg_manager *m, const char *root, const char *rel,
 		} else {
 			size_t len;
 
-			own_cgroup((enum ctrl)c, mount, own, sizeof(own));
+			own_cgroup(ctrl_names[c], mount, own, sizeof(own));
 			len = strlen(own);
 			if (len + sizeof(DEFAULT_LEAF) > sizeof(own))
 				return -ENAMETOOLONG;
@@ -777,8 +851,12 @@ int cg_manager_new(const char *fs_root, const char *parent,
 	m->version = detect(root, &v2, &v1);
 	switch (m->version) {
 	case JAIL_CG_V2:
-		rc = v2_setup(m, root, parent && *parent ? rel : DEFAULT_LEAF,
-			      v2, err, errlen);
+		if (parent && *parent)
+			rc = v2_setup(m, root, rel, v2, err, errlen);
+		else if ((rc = v2_delegated_setup(m, root, err, errlen)) == 0)
+			rc = v2_setup(m, root, DEFAULT_LEAF, v2, err, errlen);
+		else if (rc > 0)
+			rc = 0;
 		break;
 	case JAIL_CG_V1:
 		rc = v1_setup(m, root, parent && *parent ? rel : NULL, v1,

@@ -13,9 +13,13 @@
  *       subtree_control of every level from the root down to <parent>.
  *   v1: <root>/<ctrl>/<parent>/p...  for each of memory, pids, cpu, cpuacct
  *       and freezer that is mounted.
- * Default <parent>: v2 "/petri"; v1 the caller's own cgroup in each
- * hierarchy followed by "/petri" (so limits placed on petri itself still
- * hold for its sandboxes).
+ * Default <parent>: v2 the caller's own cgroup when it is delegated to it
+ * (systemd's Delegate=yes marks it with the xattr trusted.delegate), after
+ * moving the caller into its leaf "supervisor" (v2 gives controllers only
+ * to the children of a cgroup without processes), else "/petri"; v1 the
+ * caller's own cgroup in each hierarchy followed by "/petri".  Either way
+ * limits placed on petri itself (a unit's MemoryMax=) still hold for its
+ * sandboxes where the host lets them.
  *
  * The sweep trusts /proc/<pid>: use one parent per pid namespace (two
  * petri daemons in different pid namespaces must not share a parent).

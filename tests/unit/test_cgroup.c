@@ -38,6 +38,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -380,6 +381,50 @@ START_TEST(test_v2_fake_nested_parent_and_partial)
 	ck_file(cg_path(cg), "pids.max", "<missing>");
 	ck_file(cg_path(cg), "cpu.max", "<missing>");
 	fake_destroy(cg, root, false);
+	cg_manager_free(m);
+}
+END_TEST
+
+/* A cgroup delegated to us (systemd's Delegate=yes marks it with the
+ * xattr trusted.delegate; user.delegate where we may not write trusted.*):
+ * petri moves itself into its leaf "supervisor", enables the controllers
+ * in it and makes sandboxes beside that leaf; nothing under /petri.  Our
+ * own v2 cgroup is the fake root here: the one /proc/self/cgroup names
+ * does not exist in the fake tree. */
+START_TEST(test_v2_fake_delegated)
+{
+	struct cg_limits lim = { 8 * MiB, 16, 0 };
+	char root[PATH_MAX], leaf[PATH_MAX], pid[24];
+	struct cg_manager *m;
+	struct cg *cg;
+
+	fake_v2(root, sizeof(root), "v2d", "cpu memory pids\n");
+	if (setxattr(root, "trusted.delegate", "1", 1, 0) < 0 &&
+	    setxattr(root, "user.delegate", "1", 1, 0) < 0) {
+		fprintf(stderr, "test_cgroup: skip fake delegated: no xattrs on '%s': %s\n",
+			root, strerror(errno));
+		return;
+	}
+	m = manager(root, NULL);
+	ck_assert_str_eq(cg_parent_dir(m), root);
+	ck_assert(cg_has_memory(m) && cg_has_pids(m) && cg_has_cpu(m));
+	pathf(leaf, sizeof(leaf), "%s/supervisor", root);
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	ck_file(leaf, "cgroup.procs", pid);
+	ck_file(root, "cgroup.subtree_control", "+memory +pids +cpu");
+	ck_assert(!existsf("%s/petri", root));
+	ck_assert_int_eq(cg_create(m, &lim, &cg), 0);
+	ck_assert_str_eq(base_name(cg_path(cg)) - 1, cg_path(cg) + strlen(root));
+	ck_file(cg_path(cg), "memory.max", "8388608");
+	fake_destroy(cg, root, false);
+	cg_manager_free(m);
+
+	/* Without the mark the same tree is not ours: the default parent. */
+	ck_assert_int_eq(removexattr(root, "trusted.delegate") == 0 ||
+			 removexattr(root, "user.delegate") == 0, 1);
+	m = manager(root, NULL);
+	pathf(leaf, sizeof(leaf), "%s/petri", root);
+	ck_assert_str_eq(cg_parent_dir(m), leaf);
 	cg_manager_free(m);
 }
 END_TEST
@@ -1439,6 +1484,77 @@ START_TEST(test_real_v2_unified)
 }
 END_TEST
 
+/* In a child moved into dir (as systemd starts a unit's main process in
+ * its cgroup), or into dir/supervisor: cg_manager_new() on the v2 mount
+ * must put the sandboxes under dir and leave the child in dir/supervisor.
+ * Returns the child's exit status: 0, or the number of the step that
+ * failed. */
+static int delegated_child(const char *dir, bool in_leaf)
+{
+	char path[PATH_MAX], own[PATH_MAX], buf[4096], pid[24], err[256];
+	struct cg_limits lim = { 0, 8, 0 };
+	struct cg_manager *m;
+	struct cg *cg;
+	int status;
+	pid_t kid;
+	int fd;
+
+	kid = raw_fork();
+	ck_assert_int_ge(kid, 0);
+	if (kid == 0) {
+		pathf(path, sizeof(path), "%s%s", dir, in_leaf ? "/supervisor" : "");
+		snprintf(pid, sizeof(pid), "%d", (int)getpid());
+		fd = open(strcat(path, "/cgroup.procs"), O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || write(fd, pid, strlen(pid)) != (ssize_t)strlen(pid))
+			_exit(2);
+		close(fd);
+		if (cg_manager_new(REAL_V2, NULL, &m, err, sizeof(err)) < 0) {
+			fprintf(stderr, "delegated child: %s\n", err);
+			_exit(3);
+		}
+		if (strcmp(cg_parent_dir(m), dir)) {
+			fprintf(stderr, "delegated child: parent '%s', not '%s'\n", cg_parent_dir(m), dir);
+			_exit(4);
+		}
+		pathf(own, sizeof(own), "0::%s/supervisor\n", dir + strlen(REAL_V2));
+		fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
+		buf[fd < 0 ? 0 : read(fd, buf, sizeof(buf) - 1)] = '\0';
+		if (!strstr(buf, own))
+			_exit(5);
+		if (cg_create(m, &lim, &cg) < 0 || strncmp(cg_path(cg), dir, strlen(dir)) ||
+		    cg_path(cg)[strlen(dir)] != '/' || strchr(cg_path(cg) + strlen(dir) + 1, '/'))
+			_exit(6);
+		if (cg_destroy(cg) < 0)
+			_exit(7);
+		cg_manager_free(m);
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(kid, &status, 0), kid);
+	ck_assert(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+START_TEST(test_real_v2_delegated)
+{
+	char dir[PATH_MAX];
+
+	if (real_skip(REAL_V2, "real v2 delegated"))
+		return;
+	pathf(dir, sizeof(dir), "%s%s", REAL_V2, real_prefix);
+	mkdirf("%s", dir);
+	ck_assert_msg(setxattr(dir, "trusted.delegate", "1", 1, 0) == 0,
+		      "setxattr '%s': %s", dir, strerror(errno));
+	ck_assert_int_eq(delegated_child(dir, false), 0);
+	ck_assert(existsf("%s/supervisor", dir));
+	ck_assert(!existsf("%s/petri", dir));
+	/* Started in the leaf already (DelegateSubgroup=supervisor): the same. */
+	ck_assert_int_eq(delegated_child(dir, true), 0);
+	ck_assert_int_eq(rmdir(strcat(dir, "/supervisor")), 0);
+	real_cleanup(real_prefix);
+	ck_assert(!existsf("%s%s", REAL_V2, real_prefix));
+}
+END_TEST
+
 /* ---- fixtures ----------------------------------------------------------- */
 
 static void fake_setup(void)
@@ -1483,6 +1599,7 @@ Suite *cgroup_suite(void)
 	tcase_set_timeout(fake, 20);
 	tcase_add_test(fake, test_v2_fake_create);
 	tcase_add_test(fake, test_v2_fake_nested_parent_and_partial);
+	tcase_add_test(fake, test_v2_fake_delegated);
 	tcase_add_test(fake, test_v2_fake_stats_and_peak_reset);
 	tcase_add_test(fake, test_v2_fake_kill_hostile_procs);
 	tcase_add_test(fake, test_procs_parsing);
@@ -1510,6 +1627,7 @@ Suite *cgroup_suite(void)
 	tcase_add_test(real, test_real_v1_join);
 	tcase_add_test(real, test_real_v1_default_parent);
 	tcase_add_test(real, test_real_v2_unified);
+	tcase_add_test(real, test_real_v2_delegated);
 	suite_add_tcase(s, real);
 	return s;
 }
