@@ -93,7 +93,9 @@ class Server:
         self.pids = set()
         # Tests run against a daemon whose warm template is up (the default
         # configuration's steady state), not against the cold start-up path.
-        self._warm.wait(15)
+        # A loaded CI machine has taken over 15 s to import the template's
+        # preload; the wait ends at the log line.
+        self._warm.wait(120)
 
     def _read_stderr(self):
         for line in self.proc.stderr:
