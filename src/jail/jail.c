@@ -545,6 +545,13 @@ int jail_spawn(struct jail_host *host, const struct jail_config *cfg,
 	}
 	if ((r = start_sandbox(j, err, errlen)) < 0)
 		goto fail;
+	/* The workspace and /proc are open: pid 1 may start the main process
+	 * and stop being dumpable (init.c, become_pid1()). */
+	if (write(j->sync_fd, "o", 1) != 1) {
+		r = -errno;
+		snprintf(err, errlen, "cannot start the sandbox: %s", strerror(errno));
+		goto fail;
+	}
 	mount_plan_release(&plan);
 	if (is_template) {
 		j->is_template = true;

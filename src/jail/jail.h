@@ -22,8 +22,10 @@
  *                                         tmpfs root; pivot_root; old root
  *                                         detached; hostname; loopback up
  *                                   <---  "ready" on the status pipe
- *     open /proc/<pid1>/root/work         fork the main process:
- *     (the workspace, for file I/O)         setsid, fds 0-3, rlimits, caps
+ *     open /proc/<pid1>/root/work
+ *     (the workspace, for file I/O)
+ *     and its /proc; "opened" -------->   fork the main process:
+ *                                           setsid, fds 0-3, rlimits, caps
  *                                           dropped, uid 1000, no_new_privs,
  *                                           Landlock, seccomp, execve(argv)
  *                                         pid 1 drops its own privileges and
