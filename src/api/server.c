@@ -290,9 +290,10 @@ static enum MHD_Result route(struct api_req *rq)
 	if (!strcmp(url, "/healthz")) {
 		if (strcmp(m, "GET"))
 			return http_not_allowed(rq, "GET");
-		return http_json(rq, 200, json_pack("{s:s, s:s, s:I}", "status", "ok",
+		return http_json(rq, 200, json_pack("{s:s, s:s, s:I, s:b}", "status", "ok",
 						    "version", petri_version(), "sessions",
-						    (json_int_t)smgr_count(rq->sm)));
+						    (json_int_t)smgr_count(rq->sm),
+						    "cgroups", smgr_cgroups(rq->sm)));
 	}
 	if (!strcmp(url, "/metrics")) {
 		struct buf b = BUF_INIT;

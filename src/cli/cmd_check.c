@@ -22,6 +22,34 @@ static double now_ms(void)
 
 static const char *yes(bool b) { return b ? "yes" : "no"; }
 
+#define CHECK_WIDTH 78	/* columns of the report */
+
+/* text from column col (where the caller's line has got to), broken at
+ * spaces before CHECK_WIDTH, continued 17 columns in, ended by '\n'. */
+static void print_wrapped(size_t col, const char *text)
+{
+	if (!*text)
+		putchar('\n');
+	while (*text) {
+		size_t room = col < CHECK_WIDTH - 20 ? CHECK_WIDTH - col : 20;
+		size_t n = strlen(text);
+
+		if (n > room) {
+			size_t cut = room;
+
+			while (cut > 0 && text[cut] != ' ')
+				cut--;
+			n = cut ? cut : strcspn(text, " ");
+		}
+		printf("%.*s\n", (int)n, text);
+		text += n;
+		text += strspn(text, " ");
+		if (*text)
+			printf("%17s", "");
+		col = 17;
+	}
+}
+
 /* What the cold sandbox has, as petri serve's probe finds it: the
  * languages with their versions, the packages (session/probe.h). */
 static json_t *find_out(struct box *box)
@@ -102,13 +130,14 @@ int cmd_check(int argc, char **argv)
 	bool json_out = argc > 1 && !strcmp(argv[1], "--json");
 	struct jail_host *host;
 	const struct jail_host_info *in;
+	struct jail_host_config hc;
 	struct box_config cfg = { 0 };
 	struct box *box = NULL, *warm = NULL;
 	struct zygote *z = NULL;
 	struct cli_local l;
 	json_t *found = NULL;
 	const char *const *preload;
-	char err[512] = "", zerr[512] = "";
+	char err[512] = "", zerr[512] = "", losses[1024];
 	double t0, spawn_ms, zygote_ms = 0, fork_ms = 0;
 	long uids_free;
 	int r, zr;
@@ -117,8 +146,9 @@ int cmd_check(int argc, char **argv)
 		fprintf(stderr, "usage: petri check [--json]\n");
 		return strcmp(argv[1], "--help") ? 2 : 0;
 	}
-	cli_local_config(&l, NULL);	/* the operator's languages and binds */
-	host = cli_jail_host();
+	cli_local_config(&l, NULL);	/* the operator's languages, binds, cgroups */
+	cli_host_config(&l.cfg, &hc);
+	host = cli_jail_host_with(&hc);
 	in = jail_host_info(host);
 	uids_free = jail_host_uids_free(host);	/* before our own sandboxes */
 	/* A session's sandbox, as petri serve starts it with this
@@ -185,18 +215,28 @@ int cmd_check(int argc, char **argv)
 		printf(" (unprivileged: sandbox uid %u maps to your uid %u, in every\n"
 		       "                 sandbox: they share its per-user kernel quotas)\n",
 		       JAIL_UID, (unsigned)in->host_uid);
-	if (in->cgroup == JAIL_CG_NONE)
-		printf("cgroups:         none (%s)\n"
-		       "                 without them memory, process and CPU limits are\n"
-		       "                 rlimits per process, peak memory and CPU time are\n"
-		       "                 measured less precisely, and teardown relies on\n"
-		       "                 the pid namespace alone\n", in->cg_problem);
-	else
+	/* Before the sandbox line: that sandbox runs with what is said here. */
+	cli_cgroup_losses(in, losses, sizeof(losses));
+	if (in->cgroup == JAIL_CG_NONE) {
+		printf("cgroups:         off: ");
+		print_wrapped(17 + 5, in->cg_problem);
+		printf("                 the fallback is used, rlimits: ");
+		print_wrapped(17 + 31, losses);
+	} else {
 		printf("cgroups:         v%d under %s\n"
 		       "                 memory %s, swap accounting %s, pids %s, cpu %s\n",
 		       (int)in->cgroup, in->cg_parent, yes(in->cg_memory),
 		       yes(in->cg_swap), yes(in->cg_pids), yes(in->cg_cpu));
-	if (in->cgroup != JAIL_CG_NONE && !in->cg_swap)
+		if (in->cg_problem[0]) {
+			printf("                 ");
+			print_wrapped(17, in->cg_problem);
+		}
+		if (losses[0]) {
+			printf("                 without them: ");
+			print_wrapped(17 + 14, losses);
+		}
+	}
+	if (in->cgroup != JAIL_CG_NONE && in->cg_memory && !in->cg_swap)
 		printf("                 without swap accounting a process can exceed the\n"
 		       "                 memory limit by using swap\n");
 	printf("seccomp:         %s, %u system calls allowed (petri policy lists them)\n",

@@ -33,15 +33,20 @@ int cli_dispatch(const char *prog, const struct cli_command *table,
 		 int argc, char **argv);
 void cli_list(FILE *f, const struct cli_command *table);
 
-/* Shared by commands: start the jail host or die with a clear message
- * (cgroup settings from PETRI_NO_CGROUPS and PETRI_CGROUP_PARENT, or from
- * cfg), warn loudly when cgroups are missing, sweep stale cgroups. */
+/* Shared by commands: start the jail host or die with a clear message,
+ * warn loudly (once) when cgroups are off or lack controllers, sweep stale
+ * cgroups.  cli_host_config() fills the host's settings from the
+ * configuration, overridden by PETRI_NO_CGROUPS and PETRI_CGROUP_PARENT. */
 struct jail_host;
 struct jail_host_config;
-struct jail_host *cli_jail_host(void);
+struct jail_host_info;
 /* PETRI_NO_CGROUPS is set (and not "0"). */
 bool cli_env_no_cgroups(void);
+void cli_host_config(const struct petri_config *cfg, struct jail_host_config *hc);
 struct jail_host *cli_jail_host_with(const struct jail_host_config *cfg);
+/* What the sandboxes lose to missing cgroups or controllers, as one
+ * sentence of clauses joined by "; " into out; "" when nothing. */
+void cli_cgroup_losses(const struct jail_host_info *in, char *out, size_t len);
 
 /* A jail host and a session manager in this process (petri serve, mcp,
  * ask, run).  cli_local_config() loads the configuration file (NULL: the

@@ -23,6 +23,20 @@ void cli_local_config(struct cli_local *l, const char *config_path)
 	lang_configure(l->cfg.languages, l->cfg.nlanguages);
 }
 
+void cli_host_config(const struct petri_config *cfg, struct jail_host_config *hc)
+{
+	memset(hc, 0, sizeof(*hc));
+	hc->uid_base = cfg->uid_base;
+	hc->uid_count = cfg->uid_count;
+	hc->cgroup_parent = cfg->cgroup_parent;
+	hc->no_cgroups = !cfg->cgroups;
+	/* The environment's word over the file's, for every command. */
+	if (getenv("PETRI_CGROUP_PARENT"))
+		hc->cgroup_parent = getenv("PETRI_CGROUP_PARENT");
+	if (cli_env_no_cgroups())
+		hc->no_cgroups = true;
+}
+
 void cli_local_start(struct cli_local *l)
 {
 	struct jail_host_config hc = { 0 };
@@ -35,15 +49,7 @@ void cli_local_start(struct cli_local *l)
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	signal(SIGPIPE, SIG_IGN);
-	hc.uid_base = l->cfg.uid_base;
-	hc.uid_count = l->cfg.uid_count;
-	hc.cgroup_parent = l->cfg.cgroup_parent;
-	hc.no_cgroups = !l->cfg.cgroups;
-	/* The environment's word over the file's, for every command. */
-	if (getenv("PETRI_CGROUP_PARENT"))
-		hc.cgroup_parent = getenv("PETRI_CGROUP_PARENT");
-	if (cli_env_no_cgroups())
-		hc.no_cgroups = true;
+	cli_host_config(&l->cfg, &hc);
 	l->host = cli_jail_host_with(&hc);
 	if (smgr_new(&l->cfg, l->host, &l->sm, err, sizeof(err)) < 0)
 		die(125, "%s", err);

@@ -33,33 +33,59 @@ bool cli_env_no_cgroups(void)
 	return no_cg && *no_cg && strcmp(no_cg, "0") != 0;
 }
 
-struct jail_host *cli_jail_host(void)
+/* Append "; " (unless first) and text to out, which holds *n bytes. */
+static void add_clause(char *out, size_t len, size_t *n, const char *text)
 {
-	struct jail_host_config cfg = {
-		.cgroup_parent = getenv("PETRI_CGROUP_PARENT"),
-		.no_cgroups = cli_env_no_cgroups(),
-	};
+	if (*n < len)
+		*n += (size_t)snprintf(out + *n, len - *n, "%s%s", *n ? "; " : "", text);
+}
 
-	return cli_jail_host_with(&cfg);
+void cli_cgroup_losses(const struct jail_host_info *in, char *out, size_t len)
+{
+	const bool none = in->cgroup == JAIL_CG_NONE;
+	size_t n = 0;
+
+	out[0] = '\0';
+	if (none || !in->cg_memory)
+		add_clause(out, len, &n,
+			   "memory is capped per process (RLIMIT_DATA), not per sandbox, so "
+			   "its processes together can use more, a memory bomb ends as a "
+			   "MemoryError (status error, not oom) and no peak memory is measured");
+	if (none || !in->cg_pids)
+		add_clause(out, len, &n,
+			   "processes are capped by RLIMIT_NPROC alone, and there is no warm "
+			   "path (its sandboxes need the pids controller)");
+	if (none || !in->cg_cpu)
+		add_clause(out, len, &n, "no CPU quota (limits.cpu is not enforced)");
+	if (none)
+		add_clause(out, len, &n,
+			   "no CPU time of the sandbox is measured (--cpu-time is not enforced; "
+			   "the wall-clock timeout is), and no cgroup kills the whole process "
+			   "tree (the pid namespace still ends it with its pid 1)");
 }
 
 struct jail_host *cli_jail_host_with(const struct jail_host_config *cfg)
 {
 	struct jail_host *host;
-	char err[512];
+	char err[512], losses[1024];
 	const struct jail_host_info *in;
 
 	if (jail_host_init(cfg, &host, err, sizeof(err)) < 0)
 		die(125, "%s", err);
 	in = jail_host_info(host);
+	/* Once per process, at start: what the sandboxes lose. */
+	cli_cgroup_losses(in, losses, sizeof(losses));
 	if (in->cgroup == JAIL_CG_NONE)
-		log_warn("no cgroups (%s): memory, process and CPU limits fall back "
-			 "to rlimits, which are per process and weaker",
-			 in->cg_problem);
+		log_warn("cgroups are off (%s); falling back to rlimits: %s",
+			 in->cg_problem, losses);
+	else if (losses[0])
+		log_warn("cgroups lack controllers%s%s%s: %s", in->cg_problem[0] ? " (" : "",
+			 in->cg_problem, in->cg_problem[0] ? ")" : "", losses);
 	if (!in->privileged)
 		log_warn("not running as root: every sandbox runs as your uid %u, so they "
 			 "all share its per-user kernel quotas (fds in flight, epoll "
-			 "watches, pipe buffers); one can exhaust them for all",
+			 "watches, pipe buffers) and one can exhaust them for all; and "
+			 "there is no warm path: every sandbox starts cold",
 			 (unsigned)in->host_uid);
 	if (jail_host_sweep(host) < 0)
 		log_warn("could not sweep stale sandbox cgroups");

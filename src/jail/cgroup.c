@@ -26,9 +26,12 @@
  * removing files is not a cgroup's business.  Tests on fake trees therefore
  * remove the files themselves before cg_destroy()/cg_sweep().
  *
- * Sandboxes cannot make cgroups of their own (cgroupfs belongs to host root
- * and is not delegated), so a sandbox cgroup never has children: kill and
- * rmdir need not recurse.
+ * Sandboxes cannot make cgroups of their own (no cgroup file system is
+ * mounted in their mount namespace and they cannot mount one; as root,
+ * cgroupfs also belongs to host root, not to their uids), so a sandbox
+ * cgroup never has children: kill and rmdir need not recurse.  Without
+ * root, in a delegated subtree, the cgroups we make belong to our uid,
+ * which is the sandboxes' host uid too: only the first reason holds then.
  *
  * Thread safety: a manager is read-only after cg_manager_new() apart from
  * the atomic sequence counter of names; each cg belongs to one thread,
@@ -67,7 +70,7 @@ static const char *const ctrl_names[C_COUNT] = {
 #define V1_LIMIT_CTRLS (BIT(C_MEMORY) | BIT(C_PIDS) | BIT(C_CPU) | BIT(C_CPUACCT))
 
 #define DEFAULT_LEAF "/petri"
-#define SUPERVISOR_LEAF "supervisor"	/* v2, delegated: where petri itself goes */
+#define SUPERVISOR_LEAF "petri-supervisor"	/* v2_delegated(): where petri moves itself */
 #define CPU_PERIOD_US 100000u
 #define CPU_MIN_QUOTA_US 1000u	/* the kernel refuses less than 1 ms */
 #define KILL_TIMEOUT_MS 2000	/* the default of cg_manager_set_kill_timeout() */
@@ -88,6 +91,7 @@ struct cg_manager {
 	char tag[48];			/* "p<pid>-<starttime>" */
 	atomic_uint seq;
 	unsigned kill_timeout_ms;	/* copied into each cg */
+	char note[512];			/* cg_manager_note() */
 };
 
 struct cg {
@@ -489,49 +493,49 @@ static int cgpath_normalize(const char *in, char *out, size_t outlen)
 	return 0;
 }
 
-/* Our own cgroup in the v1 hierarchy of controller name, or with name NULL
- * in the v2 one (the "0::/path" line), normalized, from /proc/self/cgroup
- * ("id:ctrl,ctrl:/path").  "" (the root) when it is not listed or does not
- * exist under mount: a /proc/self/cgroup that does not match the mount (no
- * cgroup namespace in a container) must not make us build a phantom path. */
-static void own_cgroup(const char *name, const char *mount, char *out, size_t len)
+/* Our own cgroup in the v1 hierarchy that lists the controller name, or
+ * (name "") in the v2 one, normalized, from self: the text of
+ * /proc/self/cgroup ("id:ctrl,ctrl:/path"; v2's line is "0::/path").  ""
+ * (the root) when it is not listed or does not exist under mount: a
+ * /proc/self/cgroup that does not match the mount (no cgroup namespace in a
+ * container) must not make us build a phantom path. */
+static void own_cgroup(const char *name, const char *self, const char *mount,
+		       char *out, size_t len)
 {
 	char buf[8192], dir[PATH_MAX];
-	size_t nlen = name ? strlen(name) : 0;
+	size_t nlen = strlen(name);
 	struct stat st;
 
 	out[0] = '\0';
-	if (read_file("/proc/self", "cgroup", buf, sizeof(buf)) < 0)
+	if (snprintf(buf, sizeof(buf), "%s", self) >= (int)sizeof(buf))
 		return;
 	for (char *line = buf; line && *line;) {
-		char *nl = strchr(line, '\n'), *ctrls, *path;
+		char *nl = strchr(line, '\n'), *start = line, *ctrls, *path;
 		bool match = false;
 
 		if (nl)
 			*nl = '\0';
 		ctrls = strchr(line, ':');
 		path = ctrls ? strchr(ctrls + 1, ':') : NULL;
-		if (!path) {
-			line = nl ? nl + 1 : NULL;
+		line = nl ? nl + 1 : NULL;
+		if (!path)
 			continue;
-		}
 		*path++ = '\0';
-		if (!name)
-			match = ctrls == line + 1 && line[0] == '0' && !ctrls[1];
-		for (char *t = ctrls + 1; name && *t && !match;) {
+		if (!nlen)
+			match = !ctrls[1] && ctrls == start + 1 && start[0] == '0';
+		for (char *t = ctrls + 1; nlen && *t && !match;) {
 			size_t n = strcspn(t, ",");
 
 			match = n == nlen && !strncmp(t, name, n);
 			t += n + (t[n] == ',');
 		}
-		if (match) {
-			if (cgpath_normalize(path, out, len) ||
-			    file_path(dir, sizeof(dir), mount, out) ||
-			    stat(dir, &st) || !S_ISDIR(st.st_mode))
-				out[0] = '\0';
-			return;
-		}
-		line = nl ? nl + 1 : NULL;
+		if (!match)
+			continue;
+		if (cgpath_normalize(path, out, len) ||
+		    file_path(dir, sizeof(dir), mount, out) ||
+		    stat(dir, &st) || !S_ISDIR(st.st_mode))
+			out[0] = '\0';
+		return;
 	}
 }
 
@@ -551,6 +555,26 @@ static bool delegated(const char *dir)
 			return true;
 	}
 	return false;
+}
+
+/* Is our own v2 cgroup (or, once we have moved into SUPERVISOR_LEAF, its
+ * parent) one that systemd delegated to us?  Then a root petri nests its
+ * sandboxes in it too, as an unprivileged one always does: the unit's own
+ * limits hold for them, stopping the unit reaches them, and nothing is made
+ * in the part of the tree systemd manages. */
+static bool marked_delegated(const char *root, const char *self)
+{
+	char own[PATH_MAX], dir[PATH_MAX];
+	char *slash;
+
+	own_cgroup("", self, root, own, sizeof(own));
+	if (!own[0])
+		return false;
+	slash = strrchr(own, '/');
+	if (slash && !strcmp(slash + 1, SUPERVISOR_LEAF))
+		*slash = '\0';
+	return snprintf(dir, sizeof(dir), "%s%s", root, own) < (int)sizeof(dir) &&
+	       delegated(dir);
 }
 
 /* mkdir -p of mount + rel, where rel is normalized; mount must exist. */
@@ -615,17 +639,20 @@ static unsigned v2_enable(const char *dir, unsigned want)
 	return want;
 }
 
-static int v2_setup(struct cg_manager *m, const char *root, const char *rel,
-		    unsigned want, char *err, size_t errlen)
+/* The parent top + rel (both normalized, top "" for the root) under root:
+ * made level by level below top, and the controllers in want enabled for
+ * the children of top and of every level below it, down to the parent
+ * itself, whose children are the sandboxes.  The levels above top are
+ * not ours to change (a delegated subtree: see v2_delegated()). */
+static int v2_setup(struct cg_manager *m, const char *root, const char *top,
+		    const char *rel, unsigned want, char *err, size_t errlen)
 {
 	char path[PATH_MAX];
 	const char *p = rel;
 	int rc;
 
-	if (snprintf(path, sizeof(path), "%s", root) >= (int)sizeof(path))
+	if (snprintf(path, sizeof(path), "%s%s", root, top) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
-	/* Each level enables the controllers for the next, down to the parent
-	 * itself, whose children are the sandboxes. */
 	for (;;) {
 		size_t n, len;
 
@@ -662,57 +689,81 @@ static int v2_setup(struct cg_manager *m, const char *root, const char *rel,
 	return 0;
 }
 
-/* v2 with no parent configured, in a cgroup delegated to us (a systemd
- * unit with Delegate=yes): the sandboxes go in it, so that the unit's own
- * limits hold for them, stopping the unit reaches them, and nothing is made
- * in the part of the tree that systemd manages.  cgroup v2 lets only a
- * cgroup without processes of its own give controllers to its children, so
- * we first move ourselves into a leaf of it, SUPERVISOR_LEAF (the name that
- * systemd's DelegateSubgroup= would give it; a petri already in such a leaf
- * of a delegated cgroup stays there).  The controllers are those systemd
- * delegated; no level above is written.  Returns 1 when set up, 0 when our
- * cgroup is not delegated (nothing touched), or a negative errno. */
-static int v2_delegated_setup(struct cg_manager *m, const char *root,
-			      char *err, size_t errlen)
+/* Can we manage the cgroup dir as its delegate: make children in it, move
+ * processes through it, enable controllers for its children?  systemd
+ * hands a delegated cgroup over by giving the delegate these three. */
+static int v2_writable(const char *dir, char *err, size_t errlen)
 {
-	char own[PATH_MAX], dir[PATH_MAX], leaf[PATH_MAX], buf[SMALL_FILE], pid[24];
-	char *slash;
-	int rc;
+	static const char *const names[] = { "", "cgroup.procs", "cgroup.subtree_control" };
+	char path[PATH_MAX];
 
-	own_cgroup(NULL, root, own, sizeof(own));
-	if (snprintf(dir, sizeof(dir), "%s%s", root, own) >= (int)sizeof(dir))
-		return 0;
-	if (!delegated(dir)) {
-		slash = strrchr(own, '/');
-		if (!slash || strcmp(slash + 1, SUPERVISOR_LEAF))
-			return 0;
-		dir[strlen(dir) - strlen(slash)] = '\0';	/* own's parent */
-		if (!delegated(dir))
-			return 0;
-	} else {
-		if (file_path(leaf, sizeof(leaf), dir, SUPERVISOR_LEAF))
-			return -ENAMETOOLONG;
-		snprintf(pid, sizeof(pid), "%d", (int)getpid());
-		rc = mkdir(leaf, 0755) < 0 && errno != EEXIST ? -errno : 0;
-		if (!rc)
-			rc = write_file(leaf, "cgroup.procs", pid);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		int rc = *names[i] ? file_path(path, sizeof(path), dir, names[i]) :
+			 snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path) ?
+			 -ENAMETOOLONG : 0;
+
+		if (!rc && access(path, W_OK) < 0)
+			rc = -errno;
 		if (rc) {
-			set_err(err, errlen, "cannot move petri into '%s' of its delegated cgroup: %s",
-				leaf, strerror(-rc));
+			set_err(err, errlen, "cgroup v2: our cgroup '%s' is not delegated to uid %u "
+				"('%s': %s)", dir, (unsigned)geteuid(), path, strerror(-rc));
 			return rc;
 		}
 	}
-	rc = v2_setup(m, dir, "",
-		      read_file(dir, "cgroup.controllers", buf, sizeof(buf)) >= 0 ?
-		      parse_ctrl_list(buf) & V2_CTRLS : 0, err, errlen);
-	if (rc)
+	return 0;
+}
+
+/* v2 without root: the subtree systemd (or whoever) delegated to us is our
+ * own cgroup, from /proc/self/cgroup.  Sandboxes go under <own>/petri.
+ * A cgroup other than the root may not both hold processes and enable
+ * controllers for its children ("no internal processes"), so, as systemd's
+ * delegation rules ask, we first move ourselves into a leaf of our own,
+ * <own>/petri-supervisor (a petri already there counts <own> as the
+ * delegated cgroup).  Processes of others in <own> (the shell of a terminal
+ * whose scope we share) would still forbid controllers: then none are
+ * enabled, and m->note says so (kill, counting and CPU time still work). */
+static int v2_delegated(struct cg_manager *m, const char *root, const char *self,
+			unsigned want, char *err, size_t errlen)
+{
+	char own[PATH_MAX], dir[PATH_MAX], leaf[PATH_MAX], buf[SMALL_FILE], pid[16];
+	const char *slash;
+	int rc, others;
+
+	own_cgroup("", self, root, own, sizeof(own));
+	if (!own[0])	/* the root (of our cgroup namespace): no such rule */
+		return v2_setup(m, root, "", DEFAULT_LEAF, want, err, errlen);
+	slash = strrchr(own, '/');
+	if (!strcmp(slash + 1, SUPERVISOR_LEAF))
+		own[slash - own] = '\0';
+	if (snprintf(dir, sizeof(dir), "%s%s", root, own) >= (int)sizeof(dir) ||
+	    snprintf(leaf, sizeof(leaf), "%s/" SUPERVISOR_LEAF, dir) >= (int)sizeof(leaf))
+		return -ENAMETOOLONG;
+	if ((rc = v2_writable(dir, err, errlen)) < 0)
 		return rc;
-	log_info("cgroups: sandboxes under '%s', delegated to petri", dir);
-	return 1;
+	/* What was delegated: the controllers our cgroup may enable. */
+	want &= read_file(dir, "cgroup.controllers", buf, sizeof(buf)) >= 0 ?
+		parse_ctrl_list(buf) : 0;
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	if ((mkdir(leaf, 0755) < 0 && errno != EEXIST) ||
+	    (rc = write_file(leaf, "cgroup.procs", pid)) < 0) {
+		rc = rc ? rc : -errno;
+		set_err(err, errlen, "cannot move petri into cgroup '%s': %s", leaf,
+			strerror(-rc));
+		return rc;
+	}
+	others = procs_scan(dir, 0);
+	if (want && others > 0) {
+		set_err(m->note, sizeof(m->note), "other processes share our cgroup '%s', so its "
+			 "children cannot have controllers (cgroup v2 allows no processes "
+			 "in a cgroup that enables them): no memory, pids or cpu limits by "
+			 "cgroup; run petri in a cgroup of its own", dir);
+		want = 0;
+	}
+	return v2_setup(m, root, own, DEFAULT_LEAF, want, err, errlen);
 }
 
 static int v1_setup(struct cg_manager *m, const char *root, const char *rel,
-		    unsigned present, char *err, size_t errlen)
+		    const char *self, unsigned present, char *err, size_t errlen)
 {
 	char mount[PATH_MAX], own[PATH_MAX], dir[PATH_MAX];
 	struct stat st, seen[C_COUNT];
@@ -744,7 +795,7 @@ static int v1_setup(struct cg_manager *m, const char *root, const char *rel,
 		} else {
 			size_t len;
 
-			own_cgroup(ctrl_names[c], mount, own, sizeof(own));
+			own_cgroup(ctrl_names[c], self, mount, own, sizeof(own));
 			len = strlen(own);
 			if (len + sizeof(DEFAULT_LEAF) > sizeof(own))
 				return -ENAMETOOLONG;
@@ -813,7 +864,16 @@ static int make_tag(struct cg_manager *m, char *err, size_t errlen)
 int cg_manager_new(const char *fs_root, const char *parent,
 		   struct cg_manager **out, char *err, size_t errlen)
 {
-	char root[PATH_MAX], rel[PATH_MAX];
+	const struct cg_options o = { .parent = parent };
+
+	return cg_manager_open(fs_root, &o, out, err, errlen);
+}
+
+int cg_manager_open(const char *fs_root, const struct cg_options *o,
+		    struct cg_manager **out, char *err, size_t errlen)
+{
+	char root[PATH_MAX], rel[PATH_MAX], self[8192] = "";
+	const char *parent = o ? o->parent : NULL;
 	struct cg_manager *m = NULL;
 	unsigned v2, v1;
 	size_t len;
@@ -848,18 +908,22 @@ int cg_manager_new(const char *fs_root, const char *parent,
 	rc = make_tag(m, err, errlen);
 	if (rc)
 		goto out;
+	if (o && o->self_cgroup)
+		snprintf(self, sizeof(self), "%s", o->self_cgroup);
+	else if (read_file("/proc/self", "cgroup", self, sizeof(self)) < 0)
+		self[0] = '\0';	/* no own cgroup: the root */
 	m->version = detect(root, &v2, &v1);
 	switch (m->version) {
 	case JAIL_CG_V2:
 		if (parent && *parent)
-			rc = v2_setup(m, root, rel, v2, err, errlen);
-		else if ((rc = v2_delegated_setup(m, root, err, errlen)) == 0)
-			rc = v2_setup(m, root, DEFAULT_LEAF, v2, err, errlen);
-		else if (rc > 0)
-			rc = 0;
+			rc = v2_setup(m, root, "", rel, v2, err, errlen);
+		else if ((o && o->delegated) || marked_delegated(root, self))
+			rc = v2_delegated(m, root, self, v2, err, errlen);
+		else
+			rc = v2_setup(m, root, "", DEFAULT_LEAF, v2, err, errlen);
 		break;
 	case JAIL_CG_V1:
-		rc = v1_setup(m, root, parent && *parent ? rel : NULL, v1,
+		rc = v1_setup(m, root, parent && *parent ? rel : NULL, self, v1,
 			      err, errlen);
 		if (!rc && !m->nhier)
 			rc = -ENOENT;
@@ -890,6 +954,11 @@ void cg_manager_free(struct cg_manager *m)
 	for (size_t h = 0; h < m->nhier; h++)
 		free(m->parent[h]);
 	free(m);
+}
+
+const char *cg_manager_note(const struct cg_manager *m)
+{
+	return m ? m->note : "";
 }
 
 void cg_manager_set_kill_timeout(struct cg_manager *m, unsigned ms)

@@ -13,13 +13,16 @@
  *       subtree_control of every level from the root down to <parent>.
  *   v1: <root>/<ctrl>/<parent>/p...  for each of memory, pids, cpu, cpuacct
  *       and freezer that is mounted.
- * Default <parent>: v2 the caller's own cgroup when it is delegated to it
- * (systemd's Delegate=yes marks it with the xattr trusted.delegate), after
- * moving the caller into its leaf "supervisor" (v2 gives controllers only
- * to the children of a cgroup without processes), else "/petri"; v1 the
- * caller's own cgroup in each hierarchy followed by "/petri".  Either way
- * limits placed on petri itself (a unit's MemoryMax=) still hold for its
- * sandboxes where the host lets them.
+ * Default <parent>: v2 "/petri"; v1 the caller's own cgroup in each
+ * hierarchy followed by "/petri" (so limits placed on petri itself still
+ * hold for its sandboxes).  v2 for a delegate (cg_options.delegated, what an
+ * unprivileged petri asks): the caller's own cgroup, which must be
+ * delegated to it (writable), followed by "/petri"; the caller first moves
+ * itself into "<own>/petri-supervisor", since a v2 cgroup that enables
+ * controllers for its children may hold no process itself.  A root petri
+ * does the same when systemd marked its cgroup as delegated (Delegate=yes
+ * sets the xattr trusted.delegate), so that a unit's limits (MemoryMax=)
+ * hold for its sandboxes and stopping the unit reaches them.
  *
  * The sweep trusts /proc/<pid>: use one parent per pid namespace (two
  * petri daemons in different pid namespaces must not share a parent).
@@ -64,10 +67,27 @@ struct cg_stats {
  * "/petri" (NULL: the default above).  On v2, swap accounting is detected
  * from the parent's memory.swap.max, so a parent of "/" reports none.  A v2
  * tree without any controller is accepted: kill, count and CPU time still
- * work, the cg_has_*() report false and limits fall back to rlimits.  Returns -ENOENT/-EACCES/-EROFS... with
- * a message when cgroups cannot be used. */
+ * work, the cg_has_*() report false and limits fall back to rlimits.
+ * Returns -ENOENT (no hierarchy), -EACCES, -EPERM, -EROFS (not ours to
+ * change)... with a message when cgroups cannot be used.  Success does
+ * not prove that a cgroup can be made and joined (a parent made earlier by
+ * root exists, but is not ours): a caller without root tries one. */
 int cg_manager_new(const char *fs_root, const char *parent,
 		   struct cg_manager **out, char *err, size_t errlen);
+
+struct cg_options {
+	const char *parent;		/* as cg_manager_new()'s */
+	/* v2 without a parent: nest in our own, delegated cgroup (above) */
+	bool delegated;
+	/* The text of /proc/self/cgroup to go by; NULL: read it (tests give
+	 * their own, to place a fake tree's caller) */
+	const char *self_cgroup;
+};
+int cg_manager_open(const char *fs_root, const struct cg_options *o,
+		    struct cg_manager **out, char *err, size_t errlen);
+/* What the manager could not have although cgroups work, as a sentence
+ * ("other processes share our cgroup ..."), or "". */
+const char *cg_manager_note(const struct cg_manager *m);
 void cg_manager_free(struct cg_manager *m);
 /* How long cg_kill() keeps killing before it gives up on a cgroup that
  * does not empty (a task stuck in the kernel); default 2000 ms.  Applies to

@@ -278,6 +278,7 @@ __attribute__((noreturn)) static void become_pid1(const struct init_args *a)
 {
 	sigset_t mask;
 	pid_t main_pid;
+	char go;
 	int sfd;
 
 	set_up_namespaces(a);
@@ -288,6 +289,12 @@ __attribute__((noreturn)) static void become_pid1(const struct init_args *a)
 		fail(a, "cannot set up pid 1's signals");
 
 	init_send_record(a->status_fd, INIT_READY, 0, NULL);
+	/* The supervisor now opens our root's /work and /proc, then says so.
+	 * Without root that works only while we are dumpable (a copy of the
+	 * supervisor, our memory belongs to the host's user namespace), so we
+	 * wait for it before anything can make us otherwise; EOF: it died. */
+	if (read(a->sync_fd, &go, 1) != 1)
+		_exit(125);
 	/* Not fork(), whose allocator locks another thread of the original
 	 * process may have held when we were cloned; the main process execs
 	 * anyway. */
@@ -300,13 +307,15 @@ __attribute__((noreturn)) static void become_pid1(const struct init_args *a)
 		_exit(127);	/* start_main() execs or exits */
 	}
 
-	/* pid 1 keeps only what it needs and gives up the rest. */
+	/* pid 1 keeps only what it needs and gives up the rest.  Undumpable
+	 * first: without root the id change keeps the host uid, and so
+	 * would leave us dumpable, with no capability, to the main process. */
 	close(a->stdout_fd);
 	close(a->stderr_fd);
 	close(a->ctl_fd);
-	if (drop_privileges(a->run_uid, a->run_gid) < 0 ||
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 ||
+	    drop_privileges(a->run_uid, a->run_gid) < 0 ||
 	    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 ||
-	    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 ||
 	    policy_load(a->policy) < 0) {
 		kill(main_pid, SIGKILL);
 		fail(a, "pid 1 cannot drop its privileges");

@@ -66,7 +66,8 @@ struct init_args {
 	} rlimits[INIT_NRLIMITS];
 	int nrlimits;
 	/* Descriptors of the child's ends. */
-	int sync_fd;		/* "go" from the parent; EOF = parent gone */
+	int sync_fd;		/* "go" from the parent, then (cold, template)
+				 * "opened" after READY; EOF = parent gone */
 	int status_fd;		/* records to the parent */
 	int stdout_fd, stderr_fd, ctl_fd;
 };

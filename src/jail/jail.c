@@ -86,6 +86,95 @@ static bool probe_userns(void)
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
+/* Failures that say "cgroups are not this process's to use here" rather
+ * than "something is broken": no hierarchy, not ours to write, read-only.
+ * Only these fall back to rlimits; the rest fail the start. */
+static bool cg_unavailable(int r)
+{
+	return r == -ENOENT || r == -EACCES || r == -EPERM || r == -EROFS;
+}
+
+/* Without root, that the parent exists proves nothing (root may have made
+ * it earlier, and mkdir -p then succeeds): make a cgroup with limits and
+ * move a process into it, as every sandbox will need. */
+static int cg_try(struct cg_manager *m, char *why, size_t whylen)
+{
+	const struct cg_limits lim = { 64u << 20, 16, 1000 };
+	struct cg *cg;
+	int go[2], r, st;
+	pid_t pid;
+	char c;
+
+	if ((r = cg_create(m, &lim, &cg)) < 0) {
+		char whose[48] = "";
+
+		if (r == -EACCES || r == -EPERM)
+			snprintf(whose, sizeof(whose), " (not delegated to uid %u)",
+				 (unsigned)geteuid());
+		snprintf(why, whylen, "cgroup v%d: cannot create a cgroup in '%s': %s%s",
+			 (int)cg_version(m), cg_parent_dir(m), strerror(-r), whose);
+		return r;
+	}
+	if (pipe2(go, O_CLOEXEC) < 0) {
+		r = -errno;
+		snprintf(why, whylen, "cannot make a pipe: %s", strerror(errno));
+		cg_destroy(cg);
+		return r;
+	}
+	/* The child waits for the pipe's EOF: when we close it, or die. */
+	pid = fork();
+	if (pid == 0) {
+		close(go[1]);
+		_exit(read(go[0], &c, 1) < 0);
+	}
+	close(go[0]);
+	r = pid < 0 ? -errno : cg_add_pid(cg, pid);
+	if (r < 0)
+		snprintf(why, whylen, "cgroup v%d: cannot move a process into cgroup '%s': %s",
+			 (int)cg_version(m), cg_path(cg), strerror(-r));
+	close(go[1]);
+	while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	cg_destroy(cg);
+	return r;
+}
+
+/* The cgroup layer: root makes its own parent (cgroup.h); any other user
+ * can only use a subtree delegated to it, and finds out by trying.  What
+ * is not available leaves h->cgm NULL, the reason in cg_problem: limits
+ * fall back to rlimits and the CLI says so.  A real failure is an error. */
+static int host_cgroups(struct jail_host *h, const struct jail_host_config *cfg,
+			char *err, size_t errlen)
+{
+	struct jail_host_info *in = &h->info;
+	const struct cg_options o = {
+		.parent = cfg && cfg->cgroup_parent && *cfg->cgroup_parent ?
+			  cfg->cgroup_parent : NULL,
+		.delegated = !in->privileged,
+	};
+	int r = cg_manager_open("/sys/fs/cgroup", &o, &h->cgm, in->cg_problem,
+				sizeof(in->cg_problem));
+
+	if (r == 0 && !in->privileged)
+		r = cg_try(h->cgm, in->cg_problem, sizeof(in->cg_problem));
+	if (r < 0) {
+		cg_manager_free(h->cgm);
+		h->cgm = NULL;
+		if (cg_unavailable(r))
+			return 0;
+		snprintf(err, errlen, "cgroups: %s", in->cg_problem);
+		return r;
+	}
+	in->cgroup = cg_version(h->cgm);
+	in->cg_memory = cg_has_memory(h->cgm);
+	in->cg_swap = cg_has_swap(h->cgm);
+	in->cg_pids = cg_has_pids(h->cgm);
+	in->cg_cpu = cg_has_cpu(h->cgm);
+	snprintf(in->cg_parent, sizeof(in->cg_parent), "%s", cg_parent_dir(h->cgm));
+	snprintf(in->cg_problem, sizeof(in->cg_problem), "%s", cg_manager_note(h->cgm));
+	return 0;
+}
+
 int jail_host_init(const struct jail_host_config *cfg, struct jail_host **out,
 		   char *err, size_t errlen)
 {
@@ -147,17 +236,8 @@ int jail_host_init(const struct jail_host_config *cfg, struct jail_host **out,
 	if (cfg && cfg->no_cgroups) {
 		snprintf(in->cg_problem, sizeof(in->cg_problem),
 			 "cgroups disabled by configuration");
-	} else if (cg_manager_new("/sys/fs/cgroup",
-				  cfg && cfg->cgroup_parent && *cfg->cgroup_parent ?
-				  cfg->cgroup_parent : NULL,
-				  &h->cgm, in->cg_problem, sizeof(in->cg_problem)) == 0) {
-		in->cgroup = cg_version(h->cgm);
-		in->cg_memory = cg_has_memory(h->cgm);
-		in->cg_swap = cg_has_swap(h->cgm);
-		in->cg_pids = cg_has_pids(h->cgm);
-		in->cg_cpu = cg_has_cpu(h->cgm);
-		snprintf(in->cg_parent, sizeof(in->cg_parent), "%s",
-			 cg_parent_dir(h->cgm));
+	} else if ((r = host_cgroups(h, cfg, err, errlen)) < 0) {
+		goto fail;
 	}
 	*out = h;
 	return 0;
@@ -545,6 +625,13 @@ int jail_spawn(struct jail_host *host, const struct jail_config *cfg,
 	}
 	if ((r = start_sandbox(j, err, errlen)) < 0)
 		goto fail;
+	/* The workspace and /proc are open: pid 1 may start the main process
+	 * and stop being dumpable (init.c, become_pid1()). */
+	if (write(j->sync_fd, "o", 1) != 1) {
+		r = -errno;
+		snprintf(err, errlen, "cannot start the sandbox: %s", strerror(errno));
+		goto fail;
+	}
 	mount_plan_release(&plan);
 	if (is_template) {
 		j->is_template = true;

@@ -22,8 +22,10 @@
  *                                         tmpfs root; pivot_root; old root
  *                                         detached; hostname; loopback up
  *                                   <---  "ready" on the status pipe
- *     open /proc/<pid1>/root/work         fork the main process:
- *     (the workspace, for file I/O)         setsid, fds 0-3, rlimits, caps
+ *     open /proc/<pid1>/root/work
+ *     (the workspace, for file I/O)
+ *     and its /proc; "opened" -------->   fork the main process:
+ *                                           setsid, fds 0-3, rlimits, caps
  *                                           dropped, uid 1000, no_new_privs,
  *                                           Landlock, seccomp, execve(argv)
  *                                         pid 1 drops its own privileges and
@@ -124,7 +126,9 @@ struct jail_host_info {
 	enum jail_cg_version cgroup;
 	bool cg_memory, cg_swap, cg_pids, cg_cpu;
 	char cg_parent[512];		/* where sandbox cgroups are made */
-	char cg_problem[256];		/* why cgroups are off, if they are */
+	/* Why cgroups are off (cgroup NONE: limits are rlimits), or what of
+	 * them is missing although they are on; "" when nothing is. */
+	char cg_problem[512];
 	int landlock_abi;		/* 0: not available */
 	bool seccomp;
 	unsigned seccomp_allowed;	/* syscalls on the allow-list */
@@ -150,9 +154,13 @@ struct jail_host;
 struct jail;
 
 /* Probe the host once per process.  On success *out owns the context; free
- * it with jail_host_free().  A host without cgroups still succeeds (limits
- * fall back to rlimits; info says so); a host without user namespaces or
- * seccomp fails with a message in err. */
+ * it with jail_host_free().  A host whose cgroups this process cannot use
+ * (none mounted; without root, no delegated subtree: not writable, or
+ * read-only) still succeeds: limits fall back to rlimits, info says so
+ * (cgroup JAIL_CG_NONE, cg_problem).  Without root it proves the cgroups
+ * by making one and moving a process into it.  Any other cgroup failure,
+ * and a host without user namespaces or seccomp, fail with a message in
+ * err. */
 int jail_host_init(const struct jail_host_config *cfg, struct jail_host **out,
 		   char *err, size_t errlen);
 void jail_host_free(struct jail_host *host);

@@ -155,6 +155,15 @@ int zygote_start(struct jail_host *host, const struct box_config *cfg,
 	int r;
 
 	*out = NULL;
+	if (!jail_host_info(host)->privileged) {
+		/* A template's main process keeps its capabilities as the
+		 * namespace's root, and its sandboxes each become a uid of
+		 * their own in its namespace: without root we can map one id,
+		 * ours, and an exec as it drops every capability. */
+		snprintf(err, errlen, "the warm path needs root: without it only your own "
+			 "uid can be mapped into a sandbox");
+		return -EOPNOTSUPP;
+	}
 	if (!jail_host_info(host)->cg_pids) {
 		/* Sandboxes of one template are forks of one process
 		 * tree: only a pids cgroup of each bounds them apart

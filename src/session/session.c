@@ -675,6 +675,11 @@ enum sm_result smgr_delete(struct smgr *m, const char *id)
 	return SM_OK;
 }
 
+bool smgr_cgroups(struct smgr *m)
+{
+	return m->host && jail_host_info(m->host)->cgroup != JAIL_CG_NONE;
+}
+
 size_t smgr_count(struct smgr *m)
 {
 	size_t n;

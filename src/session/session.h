@@ -83,6 +83,9 @@ json_t *smgr_list_json(struct smgr *m);
  * each waits at most wait_s for it. */
 json_t *smgr_found(struct smgr *m, double wait_s);
 size_t smgr_count(struct smgr *m);
+/* Does every sandbox get cgroups of its own?  false: its limits are
+ * rlimits (docs/security.md), for want of cgroups this process may use. */
+bool smgr_cgroups(struct smgr *m);
 
 void session_put(struct session *s);
 /* Another reference to s (for work that outlives the caller's). */

@@ -341,7 +341,7 @@ def test_metrics_count_sessions_and_executions(make_server):
     assert metric(m, "petri_requests_rejected_total", reason="not_found") >= 1
     assert metric(m, "petri_execution_duration_seconds_count") == 7
     assert api.get("/healthz").json() == {"status": "ok", "version": version.reported(PETRI),
-                                          "sessions": 0}
+                                          "sessions": 0, "cgroups": True}
 
 
 def test_healthz_names_the_version(api):

@@ -292,12 +292,12 @@ def test_deb_as_a_systemd_service(deb):
             assert r.status_code == 200 and r.json()['stdout'] == '7\n', r.text
             if os.path.exists('/sys/fs/cgroup/cgroup.controllers'):
                 # cgroup v2: petri moved itself into the unit's leaf and
-                # makes its sandboxes beside it.
-                procs = open(f'{cgroup}/supervisor/cgroup.procs').read().split()
+                # makes its sandboxes in "petri" beside it.
+                procs = open(f'{cgroup}/petri-supervisor/cgroup.procs').read().split()
                 assert str(main) in procs
                 deadline = time.monotonic() + 60
-                while not [d for d in os.listdir(cgroup) if d.startswith(f'p{main}-')]:
-                    assert time.monotonic() < deadline, os.listdir(cgroup)
+                while not [d for d in os.listdir(f'{cgroup}/petri') if d.startswith(f'p{main}-')]:
+                    assert time.monotonic() < deadline, os.listdir(f'{cgroup}/petri')
                     time.sleep(0.2)
             systemctl('stop', 'petri')
             assert systemctl('show', '-P', 'Result', 'petri') == 'success'

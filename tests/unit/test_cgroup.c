@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <grp.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -381,50 +382,6 @@ START_TEST(test_v2_fake_nested_parent_and_partial)
 	ck_file(cg_path(cg), "pids.max", "<missing>");
 	ck_file(cg_path(cg), "cpu.max", "<missing>");
 	fake_destroy(cg, root, false);
-	cg_manager_free(m);
-}
-END_TEST
-
-/* A cgroup delegated to us (systemd's Delegate=yes marks it with the
- * xattr trusted.delegate; user.delegate where we may not write trusted.*):
- * petri moves itself into its leaf "supervisor", enables the controllers
- * in it and makes sandboxes beside that leaf; nothing under /petri.  Our
- * own v2 cgroup is the fake root here: the one /proc/self/cgroup names
- * does not exist in the fake tree. */
-START_TEST(test_v2_fake_delegated)
-{
-	struct cg_limits lim = { 8 * MiB, 16, 0 };
-	char root[PATH_MAX], leaf[PATH_MAX], pid[24];
-	struct cg_manager *m;
-	struct cg *cg;
-
-	fake_v2(root, sizeof(root), "v2d", "cpu memory pids\n");
-	if (setxattr(root, "trusted.delegate", "1", 1, 0) < 0 &&
-	    setxattr(root, "user.delegate", "1", 1, 0) < 0) {
-		fprintf(stderr, "test_cgroup: skip fake delegated: no xattrs on '%s': %s\n",
-			root, strerror(errno));
-		return;
-	}
-	m = manager(root, NULL);
-	ck_assert_str_eq(cg_parent_dir(m), root);
-	ck_assert(cg_has_memory(m) && cg_has_pids(m) && cg_has_cpu(m));
-	pathf(leaf, sizeof(leaf), "%s/supervisor", root);
-	snprintf(pid, sizeof(pid), "%d", (int)getpid());
-	ck_file(leaf, "cgroup.procs", pid);
-	ck_file(root, "cgroup.subtree_control", "+memory +pids +cpu");
-	ck_assert(!existsf("%s/petri", root));
-	ck_assert_int_eq(cg_create(m, &lim, &cg), 0);
-	ck_assert_str_eq(base_name(cg_path(cg)) - 1, cg_path(cg) + strlen(root));
-	ck_file(cg_path(cg), "memory.max", "8388608");
-	fake_destroy(cg, root, false);
-	cg_manager_free(m);
-
-	/* Without the mark the same tree is not ours: the default parent. */
-	ck_assert_int_eq(removexattr(root, "trusted.delegate") == 0 ||
-			 removexattr(root, "user.delegate") == 0, 1);
-	m = manager(root, NULL);
-	pathf(leaf, sizeof(leaf), "%s/petri", root);
-	ck_assert_str_eq(cg_parent_dir(m), leaf);
 	cg_manager_free(m);
 }
 END_TEST
@@ -859,6 +816,175 @@ START_TEST(test_detect)
 }
 END_TEST
 
+/* ---- fake v2, delegated ------------------------------------------------- */
+
+/* A v2 tree whose caller sits in <root>/u/app.scope, a cgroup delegated to
+ * it (as systemd's user manager delegates one), offering those controllers. */
+static void fake_delegated(char *root, size_t len, char *own, size_t ownlen,
+			   const char *name, const char *offered)
+{
+	fake_v2(root, len, name, "cpuset cpu io memory pids\n");
+	mkdirf("%s/u", root);
+	pathf(own, ownlen, "%s/u/app.scope", root);
+	mkdirf("%s", own);
+	put(own, "cgroup.controllers", offered);
+	put(own, "cgroup.subtree_control", "");
+	put(own, "cgroup.procs", "");
+}
+
+static struct cg_manager *delegated_manager(const char *root, const char *self)
+{
+	const struct cg_options o = { .delegated = true, .self_cgroup = self };
+	struct cg_manager *m = NULL;
+	char err[512] = "";
+	int rc = cg_manager_open(root, &o, &m, err, sizeof(err));
+
+	ck_assert_msg(rc == 0, "cg_manager_open('%s'): %d %s", root, rc, err);
+	return m;
+}
+
+/* The delegate's own cgroup, not the hierarchy's root, is where its
+ * cgroups go; it moves itself into a leaf first, then enables what was
+ * delegated for <own> and <own>/petri only. */
+START_TEST(test_v2_fake_delegated)
+{
+	/* /proc/self/cgroup of a process under systemd --user, hybrid style:
+	 * a v1 line first, the v2 line last. */
+	static const char self[] = "1:name=systemd:/elsewhere\n0::/u/app.scope\n";
+	struct cg_limits lim = { 64 * MiB, 32, 500 };
+	char root[PATH_MAX], own[PATH_MAX], dir[PATH_MAX], pid[16];
+	struct cg_manager *m;
+	struct cg *cg;
+
+	fake_delegated(root, sizeof(root), own, sizeof(own), "v2d", "cpu memory pids\n");
+	m = delegated_manager(root, self);
+	ck_assert_int_eq(cg_version(m), JAIL_CG_V2);
+	ck_assert(cg_has_memory(m) && cg_has_pids(m) && cg_has_cpu(m));
+	ck_assert_str_eq(cg_manager_note(m), "");
+	pathf(dir, sizeof(dir), "%s/petri", own);
+	ck_assert_str_eq(cg_parent_dir(m), dir);
+	/* Out of <own> before it enables controllers: the leaf holds us. */
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	pathf(dir, sizeof(dir), "%s/petri-supervisor", own);
+	ck_file(dir, "cgroup.procs", pid);
+	ck_file(own, "cgroup.subtree_control", "+memory +pids +cpu");
+	pathf(dir, sizeof(dir), "%s/petri", own);
+	ck_file(dir, "cgroup.subtree_control", "+memory +pids +cpu");
+	/* Above <own> is not ours: untouched. */
+	ck_file(root, "cgroup.subtree_control", "");
+	ck_assert(!existsf("%s/u/cgroup.subtree_control", root));
+	ck_assert(!existsf("%s/petri", root));
+
+	ck_assert_int_eq(cg_create(m, &lim, &cg), 0);
+	ck_assert_int_eq(strncmp(cg_path(cg), dir, strlen(dir)), 0);
+	ck_file(cg_path(cg), "memory.max", "67108864");
+	ck_file(cg_path(cg), "pids.max", "32");
+	fake_destroy(cg, root, false);
+	cg_manager_free(m);
+
+	/* Started again from the leaf (a petri already moved): the same
+	 * delegated cgroup, the same parent. */
+	m = delegated_manager(root, "0::/u/app.scope/petri-supervisor\n");
+	pathf(dir, sizeof(dir), "%s/petri", own);
+	ck_assert_str_eq(cg_parent_dir(m), dir);
+	ck_assert(!existsf("%s/petri-supervisor/petri-supervisor", own));
+	cg_manager_free(m);
+}
+END_TEST
+
+/* A root petri, not asked to be a delegate, in a cgroup that systemd
+ * marked as delegated (Delegate=yes sets the xattr trusted.delegate; a user
+ * manager, which may not write trusted.*, sets user.delegate): the same
+ * nesting as a delegate's.  Without the mark, the default parent. */
+START_TEST(test_v2_fake_marked_delegated)
+{
+	static const char self[] = "0::/u/app.scope\n";
+	const struct cg_options o = { .self_cgroup = self };
+	struct cg_limits lim = { 8 * MiB, 16, 0 };
+	char root[PATH_MAX], own[PATH_MAX], dir[PATH_MAX], err[512] = "";
+	struct cg_manager *m = NULL;
+	struct cg *cg;
+
+	fake_delegated(root, sizeof(root), own, sizeof(own), "v2m", "cpu memory pids\n");
+	if (setxattr(own, "trusted.delegate", "1", 1, 0) < 0 &&
+	    setxattr(own, "user.delegate", "1", 1, 0) < 0) {
+		fprintf(stderr, "test_cgroup: skip fake marked delegated: no xattrs on '%s': %s\n",
+			own, strerror(errno));
+		return;
+	}
+	ck_assert_msg(cg_manager_open(root, &o, &m, err, sizeof(err)) == 0, "%s", err);
+	pathf(dir, sizeof(dir), "%s/petri", own);
+	ck_assert_str_eq(cg_parent_dir(m), dir);
+	ck_assert(existsf("%s/petri-supervisor", own));
+	ck_assert(!existsf("%s/petri", root));
+	ck_assert_int_eq(cg_create(m, &lim, &cg), 0);
+	ck_file(cg_path(cg), "memory.max", "8388608");
+	fake_destroy(cg, root, false);
+	cg_manager_free(m);
+
+	ck_assert_int_eq(removexattr(own, "trusted.delegate") == 0 ||
+			 removexattr(own, "user.delegate") == 0, 1);
+	ck_assert_msg(cg_manager_open(root, &o, &m, err, sizeof(err)) == 0, "%s", err);
+	pathf(dir, sizeof(dir), "%s/petri", root);
+	ck_assert_str_eq(cg_parent_dir(m), dir);
+	cg_manager_free(m);
+}
+END_TEST
+
+/* Only what was delegated (here pids, not memory or cpu); and none in a
+ * cgroup we share with a process of someone else's (the shell of the
+ * terminal whose scope we run in): cgroups without limits, and a note
+ * saying why. */
+START_TEST(test_v2_fake_delegated_some_controllers)
+{
+	char root[PATH_MAX], own[PATH_MAX];
+	struct cg_manager *m;
+
+	fake_delegated(root, sizeof(root), own, sizeof(own), "v2dp", "pids\n");
+	m = delegated_manager(root, "0::/u/app.scope\n");
+	ck_assert(!cg_has_memory(m) && cg_has_pids(m) && !cg_has_cpu(m));
+	ck_file(own, "cgroup.subtree_control", "+pids");
+	cg_manager_free(m);
+
+	fake_delegated(root, sizeof(root), own, sizeof(own), "v2ds", "cpu memory pids\n");
+	put(own, "cgroup.procs", "1\n");
+	m = delegated_manager(root, "0::/u/app.scope\n");
+	ck_assert_int_eq(cg_version(m), JAIL_CG_V2);
+	ck_assert(!cg_has_memory(m) && !cg_has_pids(m) && !cg_has_cpu(m));
+	ck_assert_msg(strstr(cg_manager_note(m), "other processes share our cgroup") &&
+		      strstr(cg_manager_note(m), own), "note: %s", cg_manager_note(m));
+	ck_file(own, "cgroup.subtree_control", "");
+	cg_manager_free(m);
+}
+END_TEST
+
+/* Our cgroup is not delegated to us (a login session's scope belongs to
+ * root): -EACCES, naming it, and nothing made or moved.  Run as nobody,
+ * for access() to say no. */
+START_TEST(test_v2_fake_delegated_not_ours)
+{
+	const struct cg_options o = { .delegated = true, .self_cgroup = "0::/u/app.scope\n" };
+	char root[PATH_MAX], own[PATH_MAX], err[512] = "";
+	struct cg_manager *m = NULL;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "test_cgroup: skip delegated, not ours: not root (cannot become nobody)\n");
+		return;
+	}
+	fake_delegated(root, sizeof(root), own, sizeof(own), "v2dn", "cpu memory pids\n");
+	ck_assert_int_eq(chmod(fake_base, 0755), 0);
+	ck_assert_int_eq(setgroups(0, NULL), 0);
+	ck_assert_int_eq(setresgid(65534, 65534, 65534), 0);
+	ck_assert_int_eq(setresuid(65534, 65534, 65534), 0);
+	ck_assert_int_eq(cg_manager_open(root, &o, &m, err, sizeof(err)), -EACCES);
+	ck_assert_ptr_null(m);
+	ck_assert_msg(strstr(err, own) && strstr(err, "not delegated to uid 65534"),
+		      "message: %s", err);
+	ck_assert(!existsf("%s/petri-supervisor", own));
+	ck_assert(!existsf("%s/petri", own));
+}
+END_TEST
+
 /* ---- naming and sweep --------------------------------------------------- */
 
 START_TEST(test_naming)
@@ -1058,6 +1184,26 @@ static void rmdir_patiently(const char *dir)
 	}
 }
 
+/* Thaw, kill and remove dir and the cgroups below it, deepest first (the
+ * delegated test leaves <prefix>/petri/<sandbox> when it fails). */
+static void remove_tree(const char *dir)
+{
+	char sub[PATH_MAX];
+	struct dirent *e;
+	DIR *d = opendir(dir);
+
+	while (d && (e = readdir(d)))
+		if (e->d_type == DT_DIR && e->d_name[0] != '.') {
+			pathf(sub, sizeof(sub), "%s/%s", dir, e->d_name);
+			remove_tree(sub);
+		}
+	if (d)
+		closedir(d);
+	try_put(dir, "freezer.state", "THAWED");
+	kill_listed(dir);
+	rmdir_patiently(dir);
+}
+
 /* Kill and remove everything under <hierarchy><prefix>; returns how many
  * sandbox cgroups were left there. */
 static int real_cleanup(const char *prefix)
@@ -1077,9 +1223,7 @@ static int real_cleanup(const char *prefix)
 			if (e->d_type != DT_DIR || e->d_name[0] == '.')
 				continue;
 			pathf(dir, sizeof(dir), "%s/%s", base, e->d_name);
-			try_put(dir, "freezer.state", "THAWED");
-			kill_listed(dir);
-			rmdir_patiently(dir);
+			remove_tree(dir);
 			left++;
 		}
 		closedir(d);
@@ -1171,6 +1315,31 @@ static int kid_reap(struct kid *k)
 	close(k->go);
 	close(k->ack);
 	return status;
+}
+
+/* A burning kid that has joined cg, and is its only process. */
+static void kid_join(struct cg *cg, struct kid *k)
+{
+	kid_start(k, KID_BURN);
+	ck_assert_int_eq(cg_add_pid(cg, k->pid), 0);
+	kid_go(k, true);
+	ck_assert(pid_listed(cg_path(cg), k->pid));
+	ck_assert_int_eq(cg_count_procs(cg), 1);
+}
+
+/* cg_kill() takes the kid, cg_destroy() the directory. */
+static void kid_kill_destroy(struct cg *cg, struct kid *k)
+{
+	char dir[PATH_MAX];
+	int status;
+
+	ck_assert_int_eq(cg_kill(cg), 0);
+	ck_assert_int_eq(cg_count_procs(cg), 0);
+	status = kid_reap(k);
+	ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	pathf(dir, sizeof(dir), "%s", cg_path(cg));
+	ck_assert_int_eq(cg_destroy(cg), 0);
+	ck_assert(!existsf("%s", dir));
 }
 
 START_TEST(test_real_v1_lifecycle)
@@ -1446,7 +1615,6 @@ START_TEST(test_real_v2_unified)
 	pid_t dead = dead_pid();
 	struct kid k;
 	struct cg *cg;
-	int status;
 
 	if (real_skip(REAL_V2, "real v2"))
 		return;
@@ -1456,11 +1624,7 @@ START_TEST(test_real_v2_unified)
 	ck_assert_str_eq(cg_parent_dir(m), dir);
 	ck_assert_int_eq(cg_create(m, &lim, &cg), 0);
 
-	kid_start(&k, KID_BURN);
-	ck_assert_int_eq(cg_add_pid(cg, k.pid), 0);
-	kid_go(&k, true);
-	ck_assert(pid_listed(cg_path(cg), k.pid));
-	ck_assert_int_eq(cg_count_procs(cg), 1);
+	kid_join(cg, &k);
 	ck_assert_int_eq(cg_stats(cg, &st), 0);
 	ck_assert_uint_gt(st.cpu_ns, 0);
 	if (!cg_has_memory(m))
@@ -1471,13 +1635,7 @@ START_TEST(test_real_v2_unified)
 	ck_assert(!existsf("%s/p%d-1-0", dir, (int)dead));
 	ck_assert(existsf("%s/cgroup.procs", cg_path(cg)));
 
-	ck_assert_int_eq(cg_kill(cg), 0);
-	ck_assert_int_eq(cg_count_procs(cg), 0);
-	status = kid_reap(&k);
-	ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-	pathf(dir, sizeof(dir), "%s", cg_path(cg));
-	ck_assert_int_eq(cg_destroy(cg), 0);
-	ck_assert(!existsf("%s", dir));
+	kid_kill_destroy(cg, &k);
 	cg_manager_free(m);
 	ck_assert_int_eq(real_cleanup(real_prefix), 0);
 	ck_assert(!existsf("%s%s", REAL_V2, real_prefix));
@@ -1485,8 +1643,9 @@ START_TEST(test_real_v2_unified)
 END_TEST
 
 /* In a child moved into dir (as systemd starts a unit's main process in
- * its cgroup), or into dir/supervisor: cg_manager_new() on the v2 mount
- * must put the sandboxes under dir and leave the child in dir/supervisor.
+ * its cgroup), or into dir/petri-supervisor: cg_manager_new() on the v2 mount
+ * must put the sandboxes under dir/petri and leave the child in
+ * dir/petri-supervisor.
  * Returns the child's exit status: 0, or the number of the step that
  * failed. */
 static int delegated_child(const char *dir, bool in_leaf)
@@ -1502,7 +1661,7 @@ static int delegated_child(const char *dir, bool in_leaf)
 	kid = raw_fork();
 	ck_assert_int_ge(kid, 0);
 	if (kid == 0) {
-		pathf(path, sizeof(path), "%s%s", dir, in_leaf ? "/supervisor" : "");
+		pathf(path, sizeof(path), "%s%s", dir, in_leaf ? "/petri-supervisor" : "");
 		snprintf(pid, sizeof(pid), "%d", (int)getpid());
 		fd = open(strcat(path, "/cgroup.procs"), O_WRONLY | O_CLOEXEC);
 		if (fd < 0 || write(fd, pid, strlen(pid)) != (ssize_t)strlen(pid))
@@ -1512,17 +1671,18 @@ static int delegated_child(const char *dir, bool in_leaf)
 			fprintf(stderr, "delegated child: %s\n", err);
 			_exit(3);
 		}
-		if (strcmp(cg_parent_dir(m), dir)) {
-			fprintf(stderr, "delegated child: parent '%s', not '%s'\n", cg_parent_dir(m), dir);
+		pathf(path, sizeof(path), "%s/petri", dir);
+		if (strcmp(cg_parent_dir(m), path)) {
+			fprintf(stderr, "delegated child: parent '%s', not '%s'\n", cg_parent_dir(m), path);
 			_exit(4);
 		}
-		pathf(own, sizeof(own), "0::%s/supervisor\n", dir + strlen(REAL_V2));
+		pathf(own, sizeof(own), "0::%s/petri-supervisor\n", dir + strlen(REAL_V2));
 		fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
 		buf[fd < 0 ? 0 : read(fd, buf, sizeof(buf) - 1)] = '\0';
 		if (!strstr(buf, own))
 			_exit(5);
-		if (cg_create(m, &lim, &cg) < 0 || strncmp(cg_path(cg), dir, strlen(dir)) ||
-		    cg_path(cg)[strlen(dir)] != '/' || strchr(cg_path(cg) + strlen(dir) + 1, '/'))
+		if (cg_create(m, &lim, &cg) < 0 || strncmp(cg_path(cg), path, strlen(path)) ||
+		    cg_path(cg)[strlen(path)] != '/' || strchr(cg_path(cg) + strlen(path) + 1, '/'))
 			_exit(6);
 		if (cg_destroy(cg) < 0)
 			_exit(7);
@@ -1534,24 +1694,74 @@ static int delegated_child(const char *dir, bool in_leaf)
 	return WEXITSTATUS(status);
 }
 
-START_TEST(test_real_v2_delegated)
+START_TEST(test_real_v2_marked_delegated)
 {
 	char dir[PATH_MAX];
 
-	if (real_skip(REAL_V2, "real v2 delegated"))
+	if (real_skip(REAL_V2, "real v2 marked delegated"))
 		return;
 	pathf(dir, sizeof(dir), "%s%s", REAL_V2, real_prefix);
 	mkdirf("%s", dir);
 	ck_assert_msg(setxattr(dir, "trusted.delegate", "1", 1, 0) == 0,
 		      "setxattr '%s': %s", dir, strerror(errno));
 	ck_assert_int_eq(delegated_child(dir, false), 0);
-	ck_assert(existsf("%s/supervisor", dir));
-	ck_assert(!existsf("%s/petri", dir));
-	/* Started in the leaf already (DelegateSubgroup=supervisor): the same. */
+	ck_assert(existsf("%s/petri-supervisor", dir));
+	/* Started in the leaf already: the same. */
 	ck_assert_int_eq(delegated_child(dir, true), 0);
-	ck_assert_int_eq(rmdir(strcat(dir, "/supervisor")), 0);
+	ck_assert_int_eq(rmdir(strcat(dir, "/petri-supervisor")), 0);
 	real_cleanup(real_prefix);
 	ck_assert(!existsf("%s%s", REAL_V2, real_prefix));
+}
+END_TEST
+
+/* The delegated path on a real cgroup2 hierarchy, as an unprivileged
+ * user: root delegates <unified><prefix> to nobody as systemd does (the
+ * directory and its cgroup.procs, cgroup.subtree_control and
+ * cgroup.threads change owner) and moves the test into it; as nobody, the
+ * manager moves itself into the leaf, makes its parent, and a sandbox
+ * cgroup that a process joins, is counted in and is killed through.  This
+ * host's v2 mount has no controllers (v1 holds them all), so limits are
+ * not exercised here: the fake trees above check what is enabled. */
+START_TEST(test_real_v2_delegated)
+{
+	static const char *const handed[] = {
+		"", "cgroup.procs", "cgroup.subtree_control", "cgroup.threads",
+	};
+	const struct cg_options o = { .delegated = true };
+	struct cg_limits lim = { 0, 0, 0 };
+	char dir[PATH_MAX], path[PATH_MAX], self[4096], want[PATH_MAX], err[512] = "";
+	struct cg_manager *m = NULL;
+	struct kid k;
+	struct cg *cg;
+
+	if (real_skip(REAL_V2, "real v2 delegated"))
+		return;
+	pathf(dir, sizeof(dir), "%s%s", REAL_V2, real_prefix);
+	mkdirf("%s", dir);
+	for (size_t i = 0; i < sizeof(handed) / sizeof(handed[0]); i++) {
+		pathf(path, sizeof(path), "%s%s%s", dir, *handed[i] ? "/" : "", handed[i]);
+		ck_assert_msg(chown(path, 65534, 65534) == 0, "chown '%s': %s", path,
+			      strerror(errno));
+	}
+	put(dir, "cgroup.procs", "0");
+	ck_assert_int_eq(setgroups(0, NULL), 0);
+	ck_assert_int_eq(setresgid(65534, 65534, 65534), 0);
+	ck_assert_int_eq(setresuid(65534, 65534, 65534), 0);
+
+	ck_assert_msg(cg_manager_open(REAL_V2, &o, &m, err, sizeof(err)) == 0,
+		      "cg_manager_open: %s", err);
+	ck_assert_int_eq(cg_version(m), JAIL_CG_V2);
+	pathf(path, sizeof(path), "%s/petri", dir);
+	ck_assert_str_eq(cg_parent_dir(m), path);
+	rd("/proc/self", "cgroup", self, sizeof(self));
+	pathf(want, sizeof(want), "0::%s/petri-supervisor\n", real_prefix);
+	ck_assert_msg(strstr(self, want), "/proc/self/cgroup: %s", self);
+
+	ck_assert_int_eq(cg_create(m, &lim, &cg), 0);
+	kid_join(cg, &k);
+	kid_kill_destroy(cg, &k);
+	cg_manager_free(m);
+	/* The fixture, as root, removes the rest once this process is gone. */
 }
 END_TEST
 
@@ -1599,7 +1809,6 @@ Suite *cgroup_suite(void)
 	tcase_set_timeout(fake, 20);
 	tcase_add_test(fake, test_v2_fake_create);
 	tcase_add_test(fake, test_v2_fake_nested_parent_and_partial);
-	tcase_add_test(fake, test_v2_fake_delegated);
 	tcase_add_test(fake, test_v2_fake_stats_and_peak_reset);
 	tcase_add_test(fake, test_v2_fake_kill_hostile_procs);
 	tcase_add_test(fake, test_procs_parsing);
@@ -1611,6 +1820,10 @@ Suite *cgroup_suite(void)
 	tcase_add_test(fake, test_v1_fake_kill_loop);
 	tcase_add_test(fake, test_v1_fake_kill_frozen);
 	tcase_add_test(fake, test_detect);
+	tcase_add_test(fake, test_v2_fake_delegated);
+	tcase_add_test(fake, test_v2_fake_marked_delegated);
+	tcase_add_test(fake, test_v2_fake_delegated_some_controllers);
+	tcase_add_test(fake, test_v2_fake_delegated_not_ours);
 	tcase_add_test(fake, test_naming);
 	tcase_add_test(fake, test_concurrent_names);
 	tcase_add_test(fake, test_sweep_fake_v2);
@@ -1627,6 +1840,7 @@ Suite *cgroup_suite(void)
 	tcase_add_test(real, test_real_v1_join);
 	tcase_add_test(real, test_real_v1_default_parent);
 	tcase_add_test(real, test_real_v2_unified);
+	tcase_add_test(real, test_real_v2_marked_delegated);
 	tcase_add_test(real, test_real_v2_delegated);
 	suite_add_tcase(s, real);
 	return s;
