@@ -56,10 +56,11 @@ def test_timeout_nonjson_exits_124_with_a_message(petri_raw):
 
 
 def test_cpu_time_limit(petri_json):
-    r = petri_json('while True: pass', '--cpu-time', '1', '--timeout', '20')
+    r = petri_json('while True: pass', '--cpu-time', '1', '--timeout', '120')
     assert r['status'] == 'timeout', r.describe()
-    assert 'cpu' in r['reason'].lower()
-    assert r.wall < 6                          # long before the wall limit
+    # The CPU limit ended it, not the wall-clock one (no timing assertion:
+    # a loaded machine stretches the wall time of one CPU second).
+    assert 'cpu' in r['reason'].lower() and '120' not in r['reason'], r.describe()
     assert r['cpu_ms'] >= 900
 
 
