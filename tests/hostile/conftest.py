@@ -19,7 +19,7 @@ def markers(tmp_path_factory):
     one in /root (sandboxes must not even see /root)."""
     worker = os.environ.get('PYTEST_XDIST_WORKER', 'main')
     token = secrets.token_hex(16).encode()
-    paths = [tmp_path_factory.mktemp('marker') / 'host-marker', f'/root/.petri-hostile-marker-{worker}']
+    paths = [tmp_path_factory.mktemp('marker') / 'host-marker', f'/root/.petri-hostile-marker-{worker}-{os.getpid()}']
     for p in paths:
         with open(p, 'wb') as f:
             f.write(b'petri hostile marker ' + token + b'\n')
