@@ -1,11 +1,13 @@
 /* GET /v1/events: what happens on the server, as Server-Sent Events, for
  * the web page (docs/web.md) and anyone else who watches: an execution
- * recorded, a session created or deleted through the API, and a heartbeat.
+ * recorded, a session created or ended (by any front end, or by expiry or
+ * death), and a heartbeat.
  * Events name what changed, never what it holds: a watcher reads the
  * entries themselves from the listings, with the same key.
  *
  *   event: execution  data: {"seq", "session" (null: one-shot), "language", "status"}
- *   event: session    data: {"id", "state": "created" | "deleted"}
+ *   event: session    data: {"id", "state": "created" | "deleted" | "ended",
+ *                            "reason" (ended only)}
  *   event: heartbeat  data: {"sessions": N}        every HEARTBEAT_S
  *   event: resync     data: {"dropped": N}         the watcher fell behind
  *
@@ -17,12 +19,14 @@
  * second, to notice a client that hung up and to send heartbeats) or
  * events_stop() resume it.
  *
- * The source is the record's hook (record_on_add, via smgr_on_record):
- * it runs on the thread that recorded the execution, under the record's
- * lock, and only appends a few bytes here.
+ * The sources are the record's hook (record_on_add, via smgr_on_record)
+ * and the session manager's (smgr_on_session): each runs on the thread that
+ * recorded the execution or made or ended the session, under the record's
+ * or the manager's lock, and only appends a few bytes here.
  *
- * Locks: the record's, then ev->lock; the hub's, then ev->lock.  The
- * reader takes ev->lock alone (the session count is read before it). */
+ * Locks: the record's, then ev->lock; the manager's, then ev->lock; the
+ * hub's, then ev->lock.  The reader takes ev->lock alone (the session count
+ * is read before it). */
 #include "api/events.h"
 
 #include <errno.h>
@@ -106,9 +110,13 @@ static void on_record(void *arg, const struct record_added *a)
 			  "language", a->language, "status", a->status));
 }
 
-void events_session(struct events *ev, const char *id, const char *state)
+static void on_session(void *arg, const char *id, const char *state, const char *reason)
 {
-	publish(ev, "session", json_pack("{s:s, s:s}", "id", id, "state", state));
+	json_t *data = json_pack("{s:s, s:s}", "id", id, "state", state);
+
+	if (data && reason)
+		json_object_set_new(data, "reason", json_string(reason));
+	publish(arg, "session", data);
 }
 
 /* Each second (the hub's thread, under its lock): let every waiting
@@ -231,6 +239,7 @@ int events_new(struct smgr *sm, struct stream_hub *hub, struct events **out)
 	ev->tick.tick = on_tick;
 	stream_hub_watch(hub, &ev->tick);
 	smgr_on_record(sm, on_record, ev);
+	smgr_on_session(sm, on_session, ev);
 	*out = ev;
 	return 0;
 }
@@ -251,6 +260,7 @@ void events_free(struct events *ev)
 	if (!ev)
 		return;
 	smgr_on_record(ev->sm, NULL, NULL);
+	smgr_on_session(ev->sm, NULL, NULL);
 	stream_hub_unwatch(ev->hub, &ev->tick);
 	if (ev->head)
 		log_warn("http: an event stream outlived the server");

@@ -10,8 +10,6 @@ struct events;
 /* Watch sm's record and tick with hub (both must outlive it).  0 or
  * -ENOMEM. */
 int events_new(struct smgr *sm, struct stream_hub *hub, struct events **out);
-/* A session created or deleted through the API ("created", "deleted"). */
-void events_session(struct events *ev, const char *id, const char *state);
 /* End every stream (at their next read) and refuse new ones: at quiesce. */
 void events_stop(struct events *ev);
 /* After MHD stopped (no stream is left), before the hub is freed. */

@@ -127,7 +127,6 @@ static enum MHD_Result create_session(struct api_req *rq)
 		MHD_add_response_header(resp, "Content-Type", "application/json");
 		MHD_add_response_header(resp, "Location", location);
 		answered = http_queue(rq, 201, resp);
-		events_session(rq->events, session_id(s), "created");
 	}
 out:
 	session_put(s);
@@ -307,7 +306,6 @@ enum MHD_Result handle_session(struct api_req *rq, const char *id, const char *r
 			session_put(s);
 			return http_error(rq, 500, "internal", "the session could not be deleted");
 		}
-		events_session(rq->events, id, "deleted");
 		return http_empty(rq, 204);
 	}
 	if (!strcmp(rest, "/executions"))

@@ -68,6 +68,8 @@ struct smgr {
 	size_t starting;		/* sessions being spawned */
 	struct tombstone *tomb;		/* ring of TOMBSTONES */
 	size_t tomb_next;
+	session_hook on_session;	/* smgr_on_session() */
+	void *on_session_arg;
 	atomic_uint executions;
 	pthread_t reaper;
 	pthread_cond_t stop_cond;
@@ -236,6 +238,8 @@ struct session *session_ref(struct session *s)
 
 /* ---- the table (callers hold m->lock) ---------------------------------- */
 
+/* A session ended (every end comes through here): its reason is kept for
+ * whoever asks next, and the watcher told. */
 static void tombstone_add(struct smgr *m, const char *id, const char *reason, bool deleted)
 {
 	struct tombstone *t = &m->tomb[m->tomb_next++ % TOMBSTONES];
@@ -244,6 +248,9 @@ static void tombstone_add(struct smgr *m, const char *id, const char *reason, bo
 	snprintf(t->reason, sizeof(t->reason), "%s", reason);
 	t->ended = clock_wall_s();
 	t->deleted = deleted;
+	if (m->on_session)
+		m->on_session(m->on_session_arg, id, deleted ? "deleted" : "ended",
+			      deleted ? NULL : reason);
 }
 
 static const struct tombstone *tombstone_find(struct smgr *m, const char *id)
@@ -612,6 +619,8 @@ enum sm_result smgr_create(struct smgr *m, const struct session_params *p,
 	m->v[m->n++] = s;
 	metrics_gauge_add(M_SESSIONS_LIVE, 1);
 	metrics_inc(M_SESSIONS_CREATED);
+	if (m->on_session)
+		m->on_session(m->on_session_arg, s->id, "created", NULL);
 	pthread_mutex_unlock(&m->lock);
 	log_info("session %s created", s->id);
 	*out = session_get(s);
@@ -1059,6 +1068,14 @@ json_t *smgr_all_executions(struct smgr *m, enum record_scope scope, int limit,
 void smgr_on_record(struct smgr *m, record_hook fn, void *arg)
 {
 	record_on_add(m->record, fn, arg);
+}
+
+void smgr_on_session(struct smgr *m, session_hook fn, void *arg)
+{
+	pthread_mutex_lock(&m->lock);
+	m->on_session = fn;
+	m->on_session_arg = arg;
+	pthread_mutex_unlock(&m->lock);
 }
 
 struct record *smgr_record(struct smgr *m)

@@ -130,6 +130,13 @@ json_t *smgr_all_executions(struct smgr *m, enum record_scope scope, int limit,
 /* Watch what the record commits (record_on_add(): fn under the record's
  * lock, NULL to stop). */
 void smgr_on_record(struct smgr *m, record_hook fn, void *arg);
+/* Watch sessions come and go, whichever front end made or ended them:
+ * fn(arg, id, state, reason) with state "created" or "deleted" (reason
+ * NULL), or "ended" (expired or died: the reason later calls are told).  Called
+ * under the manager's lock: fn must not call back into m.  NULL stops. */
+typedef void (*session_hook)(void *arg, const char *id, const char *state,
+			     const char *reason);
+void smgr_on_session(struct smgr *m, session_hook fn, void *arg);
 
 /* The record itself, for what reads it in pages (record/export.h); it
  * lives as long as m. */

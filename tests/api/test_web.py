@@ -111,6 +111,36 @@ def test_events_say_what_the_record_committed(server, api):
     assert [e["seq"] for e in listed] == [run["seq"], one["seq"]]
 
 
+def test_events_announce_every_session_whoever_made_or_ended_it(make_server):
+    """Sessions made by another front end (E2B here), and ended by expiry
+    rather than a client, are announced as the API's own are."""
+    key = "e2b_" + "5" * 40
+    srv = make_server(f"[server]\napi_keys = {key}\n")
+    auth = {"Authorization": f"Bearer {key}"}
+    with requests.get(srv.url + "/v1/events", headers=auth, stream=True, timeout=60) as r:
+        assert r.status_code == 200
+        read_events(r, lambda n, d: n == "heartbeat")
+        made = requests.post(srv.url + "/sandboxes", json={"templateID": "code-interpreter-v1"},
+                             headers={"X-API-KEY": key}, timeout=60)
+        assert made.status_code == 201, made.text
+        seen = read_events(r, lambda n, d: n == "session")
+        e2b_created = seen[-1][1]
+        assert e2b_created["state"] == "created" and "reason" not in e2b_created, seen
+        assert requests.delete(f"{srv.url}/sandboxes/{made.json()['sandboxID']}",
+                               headers={"X-API-KEY": key}, timeout=60).status_code == 204
+        seen = read_events(r, lambda n, d: n == "session")
+        assert seen[-1][1] == {"id": e2b_created["id"], "state": "deleted"}, seen
+        short = requests.post(srv.url + "/v1/sessions", json={"idle_timeout_s": 1},
+                              headers=auth, timeout=60)
+        assert short.status_code == 201, short.text
+        sid = short.json()["id"]
+        seen = read_events(r, lambda n, d: n == "session" and d["state"] == "ended")
+    got = [d for n, d in seen if n == "session"]
+    assert got == [{"id": sid, "state": "created"},
+                   {"id": sid, "state": "ended",
+                    "reason": "the session was idle too long and was ended"}], got
+
+
 def test_event_streams_are_bounded(make_server):
     srv = make_server()
     opened = []
