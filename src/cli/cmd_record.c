@@ -81,23 +81,39 @@ static int fail_usage(const char *fmt, ...)
 	return 2;
 }
 
-/* The record file the configuration names, or NULL after saying why. */
-static const char *record_file(struct petri_config *cfg, const char *config_path)
+/* Load the configuration (config_path, or the default one) into cfg and
+ * find the record file it names, which must exist (this command reads a
+ * record, never makes one).  0: *path is cfg->record (config_release(cfg)
+ * later); otherwise cfg is released after saying why, prefixed with cmd:
+ * 2 when the configuration cannot be read, 1 when it names no record file
+ * or the file cannot be found. */
+static int record_file(struct petri_config *cfg, const char *config_path, const char *cmd,
+		       const char **path)
 {
 	char buf[4096], err[512];
-	const char *path = config_path ? config_path : config_default_path(buf, sizeof(buf));
+	struct stat st;
 
-	if (config_load(cfg, path, err, sizeof(err)) < 0) {
-		fprintf(stderr, "petri record: %s\n", err);
-		return NULL;
+	if (!config_path)
+		config_path = config_default_path(buf, sizeof(buf));
+	if (config_load(cfg, config_path, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s: %s\n", cmd, err);
+		return 2;
 	}
 	if (!cfg->record[0]) {
-		fprintf(stderr, "petri record: the configuration keeps the record in memory "
-			"([server] record = \"\"): there is no file to read\n");
+		fprintf(stderr, "%s: %s keeps the record in memory ([server] record = \"\"): "
+			"there is no file to read\n", cmd,
+			config_path ? config_path : "the default configuration");
 		config_release(cfg);
-		return NULL;
+		return 1;
 	}
-	return cfg->record;
+	if (stat(cfg->record, &st) < 0) {
+		fprintf(stderr, "%s: the record file '%s': %s\n", cmd, cfg->record,
+			strerror(errno));
+		config_release(cfg);
+		return 1;
+	}
+	*path = cfg->record;
+	return 0;
 }
 
 /* Open the record read-only, or NULL after saying why. */
@@ -227,7 +243,7 @@ static int record_verify_cmd(int argc, char **argv)
 		fprintf(stderr, "petri record verify: %s\n", err);
 		return 2;
 	}
-	if (!(path = record_file(&cfg, config_path))) {
+	if (record_file(&cfg, config_path, "petri record verify", &path) != 0) {
 		chain_key_free(key);
 		return 2;
 	}
@@ -257,14 +273,12 @@ static int record_export(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct export_query q = { 0 };
-	const char *config_path = NULL, *format = NULL, *since = NULL, *until = NULL;
-	char err[512], dflt[4096];
+	const char *config_path = NULL, *format = NULL, *since = NULL, *until = NULL, *path;
 	struct petri_config cfg;
 	enum export_format f;
 	struct record *rec = NULL;
 	struct export *x = NULL;
 	bool oneshots = false;
-	struct stat st;
 	int c, r, status = 1;
 
 	opterr = 0;
@@ -303,34 +317,18 @@ static int record_export(int argc, char **argv)
 	if (!export_format_from_name(format, &f))
 		return fail_usage("unknown format '%s': ipynb, html or jsonl", format);
 
-	if (!config_path)
-		config_path = config_default_path(dflt, sizeof(dflt));
-	if (config_load(&cfg, config_path, err, sizeof(err)) < 0) {
-		fprintf(stderr, "petri record export: %s\n", err);
-		return 2;
-	}
-	if (!cfg.record[0]) {
-		fprintf(stderr, "petri record export: %s keeps the record in memory (no [server] "
-			"record file): there is nothing to read\n",
-			config_path ? config_path : "the default configuration");
-		goto out;
-	}
-	/* Read-only: a file that is not there is not made. */
-	if (stat(cfg.record, &st) < 0) {
-		fprintf(stderr, "petri record export: the record file '%s': %s\n", cfg.record,
-			strerror(errno));
-		goto out;
-	}
-	if (!(rec = open_record(cfg.record)))
+	if ((r = record_file(&cfg, config_path, "petri record export", &path)) != 0)
+		return r;
+	if (!(rec = open_record(path)))
 		goto out;
 	if ((r = export_begin(rec, &q, f, &x)) < 0) {
-		fprintf(stderr, "petri record export: reading '%s': %s\n", cfg.record,
+		fprintf(stderr, "petri record export: reading '%s': %s\n", path,
 			strerror(-r));
 		goto out;
 	}
 	if (q.session && export_count(x) == 0) {
 		fprintf(stderr, "petri record export: the record '%s' holds no execution of "
-			"session '%s'\n", cfg.record, q.session);
+			"session '%s'\n", path, q.session);
 		goto out;
 	}
 	if ((r = export_to_file(x, stdout)) < 0) {
