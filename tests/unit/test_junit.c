@@ -558,8 +558,11 @@ START_TEST(test_junit_many_attributes)
 	buf_append(&xml, "\xff\xfe", 2);
 	for (const char *p = "<testsuites><testcase"; *p; p++)
 		buf_append(&xml, (char[]){ *p, 0 }, 2);
-	for (int i = 0; i < 150000; i++)
-		buf_append(&xml, " \0x\0m\0l\0n\0s\0:\0p\0=\0'\0u\0'\0", 26);
+	for (int i = 0; i < 150000; i++) {
+		static const char attr[] = " \0x\0m\0l\0n\0s\0:\0p\0=\0'\0u\0'\0";
+
+		buf_append(&xml, attr, sizeof(attr) - 1);
+	}
 	ck_assert_uint_le(xml.len, JUNIT_FILE_MAX);
 	ck_assert_int_eq(parse(&j, xml.data, xml.len, err, sizeof(err)), -EINVAL);
 	ck_assert_msg(strstr(err, "more than 256 attributes"), "%s", err);
