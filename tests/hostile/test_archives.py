@@ -34,6 +34,7 @@ import archives as A  # noqa: E402
 pytestmark = pytest.mark.skipif(memcg.available() is not None, reason=str(memcg.available()))
 
 CG_LIMIT = 1536 << 20          # the sandboxes of the test count here too
+SANITIZED = os.environ.get('PETRI_SANITIZED') == '1'   # make SAN=1: RSS is not the daemon's own
 # A name no test run on this host shares: what a traversal would create.
 PWN = 'petri-hostile-archive-' + secrets.token_hex(6)
 REG, DIR, SYM, LNK = tarfile.REGTYPE, tarfile.DIRTYPE, tarfile.SYMTYPE, tarfile.LNKTYPE
@@ -288,7 +289,9 @@ def test_stalled_downloads_of_a_huge_listing_hold_a_bounded_amount(jailed, host_
         grew = rss(srv.proc.pid) - rss0
         print(f'statuses {statuses}; daemon RSS +{grew >> 20} MiB')
         assert 200 in statuses and set(statuses) <= {200, 503}, statuses
-        assert grew < 200 << 20, f'+{grew >> 20} MiB for {statuses.count(200)} downloads'
+        # Under ASan the daemon's RSS holds its quarantine and shadow too.
+        assert SANITIZED or grew < 200 << 20, \
+            f'+{grew >> 20} MiB for {statuses.count(200)} downloads'
         r = srv.api.get(f'/v1/sessions/{sid}/archive', timeout=60)
         if r.status_code == 503:
             assert r.json()['error']['code'] == 'busy', r.text
