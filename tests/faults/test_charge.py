@@ -116,6 +116,14 @@ def daemon(tmp_path):
         cg = memcg.MemoryCgroup("charge", cg_limit)
         d = CgDaemon(tmp_path, config, f"charge-{len(started)}", cg)
         started.append(d)
+        # At start the daemon finds what its sandboxes have by running one
+        # (the probe, GET /v1/languages): wait for it and for its cgroups to
+        # go, so that the one a test sees appear is its session's.
+        assert d.api().get("/v1/languages", timeout=90).status_code == 200
+        for _ in range(100):
+            if not cgroup_dirs(d.pid):
+                break
+            time.sleep(0.1)
         return d
 
     yield start
