@@ -3,7 +3,8 @@
 `server` (module-scoped) starts the daemon on a free loopback port with a
 config written for the test, and stops it with SIGTERM afterwards, checking
 that it exits 0 and leaves no sandbox process behind.  `make_server` starts
-one with a custom config (for limits, keys, expiry).  `api` wraps requests.
+one with a custom config (for limits, keys, expiry); its warm template
+preloads nothing unless the config names a `preload` (`light`, below).  `api` wraps requests.
 Server(..., preexec_fn=cg.enter) starts it in a memory cgroup (tests/memcg.py);
 `attacked_server(...)` is that, checked when it ends (no OOM kill, exit 0,
 nothing left behind).
@@ -57,10 +58,19 @@ def sandbox_pids():
     return pids
 
 
+# What `light` appends to a config that names no preload: the template
+# then imports nothing.  Importing the default preload (the data stack) takes
+# a template ~1.7 s of CPU, and ~120 daemons start in this tier alone; the
+# module-scoped `server`, the analyst and hostile tiers keep the default.
+LIGHT = "\n[python]\npreload =\n"
+
+
 class Server:
-    def __init__(self, tmp_path, config="", extra_args=(), preexec_fn=None):
+    def __init__(self, tmp_path, config="", extra_args=(), preexec_fn=None, light=False):
         n = next(_config_names)
         self.config_path = tmp_path / ("petri.ini" if n == 0 else f"petri-{n}.ini")
+        if light and not re.search(r"^\s*preload\s*=", config, re.M):
+            config += LIGHT
         self.config_path.write_text(config)
         self._err = []
         # The daemon starts its warm template in the background: __init__
@@ -196,8 +206,8 @@ def attacked_server(tmp_path, name, limit, config=""):
 def make_server(tmp_path):
     started = []
 
-    def make(config="", extra_args=()):
-        srv = Server(tmp_path, config, extra_args)
+    def make(config="", extra_args=(), light=True):
+        srv = Server(tmp_path, config, extra_args, light=light)
         started.append(srv)
         return srv
 

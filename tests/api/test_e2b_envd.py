@@ -20,7 +20,7 @@ HOME = "/home/user"
 @pytest.fixture(scope="module")
 def srv(tmp_path_factory):
     key = "e2b_" + secrets.token_hex(16)
-    s = Server(tmp_path_factory.mktemp("envd"), f"[server]\napi_keys = {key}\n")
+    s = Server(tmp_path_factory.mktemp("envd"), f"[server]\napi_keys = {key}\n", light=True)
     s.key = key
     yield s
     code, err = s.stop()

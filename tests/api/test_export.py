@@ -33,7 +33,7 @@ CODES = [
 def daemon(tmp_path_factory):
     d = tmp_path_factory.mktemp("export")
     record = d / "record.sqlite"
-    srv = Server(d, f"[server]\nrecord = {record}\n")
+    srv = Server(d, f"[server]\nrecord = {record}\n", light=True)
     srv.record_config = srv.config_path
     yield srv
     code, err = srv.stop()

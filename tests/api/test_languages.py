@@ -32,7 +32,7 @@ version = g++ --version
 @pytest.fixture(scope="module", params=["warm", "cold"])
 def srv(request, tmp_path_factory):
     config = OPERATOR + ("" if request.param == "warm" else "[sessions]\nwarm = false\n")
-    s = Server(tmp_path_factory.mktemp("lang"), config)
+    s = Server(tmp_path_factory.mktemp("lang"), config, light=True)
     yield s
     code, err = s.stop()
     assert code == 0, err[-3000:]

@@ -82,7 +82,7 @@ def kept(tmp_path_factory):
     the daemon stopped; (config path, record path, the daemon's stderr).
     Shared: the tests read it, or change copies of it."""
     path, conf = record_in(tmp_path_factory.mktemp("kept"))
-    srv = Server(path.parent.parent, f"[server]\nrecord = {path}\n")
+    srv = Server(path.parent.parent, f"[server]\nrecord = {path}\n", light=True)
     api = srv.api()
     sid = api.session()
     for i in range(4):
