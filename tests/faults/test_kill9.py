@@ -1,7 +1,10 @@
 """kill -9 of the daemon in the middle of executions: its sandboxes die with
 it (pid 1 has a parent-death signal and watches a pipe only the daemon
 holds), within seconds; the next daemon's start-up sweep removes the dead
-one's cgroups; no mount is left; new sessions work, warm and cold."""
+one's cgroups and the uid leases it held; no mount is left; new sessions
+work, warm and cold."""
+import fcntl
+import os
 import threading
 import time
 
@@ -29,6 +32,37 @@ WHICH_PATH = "'warm' if b'--zygote' in open('/proc/self/cmdline', 'rb').read().s
 
 
 COLD = CONFIG.replace("pool_size = 2", "pool_size = 2\nwarm = false")
+LEASES = "/run/petri/uids"          # a lock file per host uid in use (src/jail/lease.h)
+
+
+def host_uids(pids):
+    uids = set()
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                uids |= {int(ln.split()[1]) for ln in f if ln.startswith("Uid:")}
+        except OSError:
+            pass
+    return uids
+
+
+def unheld_leases(uids):
+    """The lease files of these uids that no process holds (a lock on one
+    is granted): what a dead daemon left and nobody swept."""
+    stale = []
+    for uid in sorted(uids):
+        try:
+            fd = os.open(os.path.join(LEASES, str(uid)), os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            stale.append(uid)
+        except BlockingIOError:
+            pass                  # held: a sandbox of a living daemon has it
+        finally:
+            os.close(fd)
+    return stale
 
 
 @pytest.mark.parametrize("victim", ["warm", "cold"])
@@ -91,6 +125,7 @@ def test_kill9_in_the_middle_of_executions(daemons, victim):
     sandboxes = sandbox_tree(tree)
     dead_tag, dead_pid = srv.tag, srv.pid
     dead_cgroups = cgroup_dirs(dead_pid)
+    dead_uids = host_uids(sandboxes)
     # 6 sessions (+ 2 pooled + the template when warm): a pid 1 and a
     # driver each
     assert len(sandboxes) >= 2 * (6 if victim == "cold" else 9), sandboxes
@@ -110,6 +145,7 @@ def test_kill9_in_the_middle_of_executions(daemons, victim):
         swept = wait_for(lambda: not cgroup_dirs(dead_pid), 10)
         sweep_s = time.monotonic() - t1
         not_swept = cgroup_dirs(dead_pid)
+        stale_leases = unheld_leases(dead_uids)
 
     churn_stop.set()
     sse.close()
@@ -139,6 +175,7 @@ def test_kill9_in_the_middle_of_executions(daemons, victim):
 
     assert left, f"left {cleanup_s:.1f} s after kill -9: {remaining}"
     assert swept, f"the restarted daemon did not sweep {dead_tag}*: {not_swept}"
+    assert dead_uids and not stale_leases, f"uid leases of the dead daemon left: {stale_leases}"
     assert mountinfo() == mounts_before, sorted(set(mountinfo()) - set(mounts_before))
     assert warm_r["status"] == "ok" and warm_r["results"] == [{"text/plain": "'warm'"}], warm_r
     assert warm_r2["results"] == [{"text/plain": "12"}], warm_r2
