@@ -13,6 +13,11 @@ import pytest
 import hostile as H
 
 
+def pytest_configure(config):
+    config.addinivalue_line('markers', 'jail: an attack on the jail alone, whose output the '
+                            'daemon only relays (test_corpus.JAIL_ONLY)')
+
+
 @pytest.fixture(scope='session')
 def markers(tmp_path_factory):
     """Host files no sandbox may change: one in a temporary directory and
