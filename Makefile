@@ -7,6 +7,8 @@
 #                     MCP and E2B SDKs from npm and the web page in
 #                     chromium included, CPython's own
 #                     regression tests inside and bare)
+#   make ci-san       the unit, API and hostile tiers under ASan+UBSan (CI
+#                     runs it after make test: .ci/run)
 #   make test-san     the suite under ASan+UBSan, the API and fault tiers
 #                     under ThreadSanitizer
 #   make unit         C unit tests only
@@ -185,7 +187,7 @@ blackbox: $(BUILD)/petri
 # The adversarial tier: hostile programs on the cold path, cold sessions and
 # warm sessions; the syscall sweep; the posture of a running sandbox.
 hostile: $(BUILD)/petri
-	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/hostile
+	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) $(HOSTILE_SELECT) tests/hostile
 
 # Load and faults: 100 sessions with hostile neighbours, kill -9 of the
 # daemon, the warm template killed under load, SIGTERM under load.  Run
@@ -220,13 +222,14 @@ web-screenshots: $(BUILD)/petri tests/web/node_modules
 
 # The official E2B JS SDKs (e2b, @e2b/code-interpreter), newest and oldest
 # pinned in tests/e2b/{new,old}/package-lock.json, against petri serve.
-# Not in `make test` yet: the E2B routes are issue 11.
 tests/e2b/%/node_modules: tests/e2b/%/package.json tests/e2b/%/package-lock.json
 	cd tests/e2b/$* && npm ci --prefer-offline --no-audit --no-fund
 	@touch $@
 
+# The three SDK runs at once: each spends most of its time waiting (~10 s of
+# CPU in ~65 s one after the other).
 e2b-test: $(BUILD)/petri tests/e2b/new/node_modules tests/e2b/old/node_modules
-	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) tests/e2b
+	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n 3 tests/e2b
 
 # CPython's own regression tests (Debian's libpython3.11-testsuite) for the
 # modules that exercise the sandbox's decisions, bare, in a cold sandbox and
@@ -246,7 +249,35 @@ ask-test: $(BUILD)/petri
 install-test: $(BUILD)/petri
 	PETRI_BUILD=$(BUILD) $(PYTEST) tests/install
 
-test: unit unit-valgrind blackbox hostile cpython-test faults mcp-test web-test e2b-test ask-test install-test fuzz-smoke
+# `make test`: what the tiers run is built first, JOBS at a time; then the
+# tiers, one at a time (several load the machine on purpose, or measure
+# latency), under scripts/leftovers: TMPDIR is a directory of the suite's
+# own, and a file the suite leaves there or in /tmp fails it.  The clients'
+# tiers and the fuzzers' smoke run JOBS at a time: they mostly wait (on
+# node, chromium, a scripted model, dpkg) or each use one core, and measure
+# no latency (~160 s one after the other, ~120 s of CPU).
+JOBS  ?= $(shell nproc)
+CLIENT_TIERS := mcp-test web-test e2b-test ask-test install-test fuzz-smoke
+TIERS := unit unit-valgrind blackbox hostile cpython-test faults clients
+
+clients:
+	@$(MAKE) --no-print-directory -j$(JOBS) --output-sync=target $(CLIENT_TIERS)
+
+test-build: $(BUILD)/petri $(BUILD)/unit-tests $(BUILD)/unit-session
+
+test:
+	@$(MAKE) --no-print-directory -j$(JOBS) test-build fuzz-build
+	@scripts/leftovers $(MAKE) --no-print-directory $(TIERS)
+
+# What CI runs after `make test` (.ci/run): the unit, API and hostile tiers
+# against the ASan+UBSan build, where the daemon meets what clients and
+# sandboxes send; a memory error or undefined behaviour stops the change.
+# Of the hostile corpus, the attacks on the jail alone are left to the
+# release build's run (tests/hostile/test_corpus.py says why).
+CI_SAN_TIERS := unit api-test hostile
+ci-san:
+	@$(MAKE) --no-print-directory SAN=1 -j$(JOBS) test-build
+	@scripts/leftovers $(MAKE) --no-print-directory SAN=1 HOSTILE_SELECT="-m 'not jail'" $(CI_SAN_TIERS)
 
 # The whole suite under ASan+UBSan; then the tiers where the daemon's
 # threads meet (the API and the faults) under ThreadSanitizer.
@@ -289,6 +320,6 @@ dist:
 include tests/fuzz/fuzz.mk
 include packaging/packaging.mk
 
-.PHONY: FORCE dist all unit unit-valgrind blackbox api-test hostile cpython-test faults mcp-test web-test web-screenshots e2b-test ask-test install-test test test-san clean fuzz fuzz-smoke
+.PHONY: FORCE dist all unit unit-valgrind blackbox api-test hostile cpython-test faults mcp-test web-test web-screenshots e2b-test ask-test install-test test test-build clients ci-san test-san clean fuzz fuzz-smoke
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
