@@ -267,17 +267,18 @@ test-build: $(BUILD)/petri $(BUILD)/unit-tests $(BUILD)/unit-session
 
 test:
 	@$(MAKE) --no-print-directory -j$(JOBS) test-build fuzz-build
-	@scripts/leftovers $(MAKE) --no-print-directory $(TIERS)
+	@scripts/leftovers $(MAKE) --no-print-directory -j1 $(TIERS)
 
 # What CI runs after `make test` (.ci/run): the unit, API and hostile tiers
 # against the ASan+UBSan build, where the daemon meets what clients and
 # sandboxes send; a memory error or undefined behaviour stops the change.
-# Of the hostile corpus, the attacks on the jail alone are left to the
-# release build's run (tests/hostile/test_corpus.py says why).
+# Of the hostile corpus it runs the attacks on the daemon (not those on the
+# jail alone), on the cold path (tests/hostile/test_corpus.py says why).
 CI_SAN_TIERS := unit api-test hostile
+CI_SAN_HOSTILE := -m 'not jail' -k 'not run: and not serve-warm:'
 ci-san:
 	@$(MAKE) --no-print-directory SAN=1 -j$(JOBS) test-build
-	@scripts/leftovers $(MAKE) --no-print-directory SAN=1 HOSTILE_SELECT="-m 'not jail'" $(CI_SAN_TIERS)
+	@scripts/leftovers $(MAKE) --no-print-directory -j1 SAN=1 HOSTILE_SELECT="$(CI_SAN_HOSTILE)" $(CI_SAN_TIERS)
 
 # The whole suite under ASan+UBSan; then the tiers where the daemon's
 # threads meet (the API and the faults) under ThreadSanitizer.

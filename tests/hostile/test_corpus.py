@@ -25,6 +25,11 @@ PROGRAMS = H.corpus_programs()
 # learn of the host): the daemon only relays a line of their output, so
 # `make ci-san` leaves them to the release build's run (`-m 'not jail'`) and
 # keeps the exhaustion, output and protocol attacks, which are the daemon's.
+# It runs those on the cold path only: there the jail's own set-up code runs
+# instrumented (in the daemon's child, before the exec), while a warm
+# sandbox comes from the template, which is never built with sanitizers
+# (the daemon's side of the warm path is in the API tier), and `petri run`
+# handles a result with the code the daemon uses.
 JAIL_ONLY = ('priv_', 'net_', 'info_')
 
 
