@@ -370,10 +370,12 @@ int cmd_run(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
-			return 0;
+			status = 0;
+			goto free_request;
 		default:
 			usage(stderr);
-			return 2;
+			status = 2;
+			goto free_request;
 		}
 	}
 	if (inline_code && optind < argc)
@@ -401,7 +403,9 @@ int cmd_run(int argc, char **argv)
 			lang = lang_by_path(path);
 	} else {
 		usage(stderr);
-		return 2;
+		cli_local_stop(&l);
+		status = 2;
+		goto free_request;
 	}
 	/* The code as it is: the runtime refuses what is not UTF-8. */
 	json_object_set_new(req, "code", json_stringn_nocheck(code.data ? code.data : "",
@@ -479,8 +483,9 @@ out:
 	result_release(&res);
 	buf_release(&code);
 	userfiles_release(files, nfiles);
+	close(cancel_fd);
+free_request:
 	json_decref(lim);
 	json_decref(req);
-	close(cancel_fd);
 	return status;
 }
