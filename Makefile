@@ -7,7 +7,7 @@
 #                     MCP and E2B SDKs from npm and the web page in
 #                     chromium included, CPython's own
 #                     regression tests inside and bare)
-#   make ci-san       the unit, API and hostile tiers under ASan+UBSan (CI
+#   make ci-san       the unit, CLI, API and hostile tiers under ASan+UBSan (CI
 #                     runs it after make test: .ci/run)
 #   make test-san     the suite under ASan+UBSan, the API and fault tiers
 #                     under ThreadSanitizer
@@ -256,7 +256,7 @@ install-test: $(BUILD)/petri
 # tiers and the fuzzers' smoke run JOBS at a time: they mostly wait (on
 # node, chromium, a scripted model, dpkg) or each use one core, and measure
 # no latency (~160 s one after the other, ~120 s of CPU).
-JOBS  ?= $(shell nproc)
+JOBS  := $(or $(JOBS),$(shell nproc))
 CLIENT_TIERS := mcp-test web-test e2b-test ask-test install-test fuzz-smoke
 TIERS := unit unit-valgrind blackbox hostile cpython-test faults clients
 
@@ -269,12 +269,12 @@ test:
 	@$(MAKE) --no-print-directory -j$(JOBS) test-build fuzz-build
 	@scripts/leftovers $(MAKE) --no-print-directory -j1 $(TIERS)
 
-# What CI runs after `make test` (.ci/run): the unit, API and hostile tiers
-# against the ASan+UBSan build, where the daemon meets what clients and
+# What CI runs after `make test` (.ci/run): the unit, CLI, API and hostile
+# tiers against the ASan+UBSan build, where petri meets what clients and
 # sandboxes send; a memory error or undefined behaviour stops the change.
 # Of the hostile corpus it runs the attacks on the daemon (not those on the
 # jail alone), on the cold path (tests/hostile/test_corpus.py says why).
-CI_SAN_TIERS := unit api-test hostile
+CI_SAN_TIERS := unit cli-test api-test hostile
 CI_SAN_HOSTILE := -m 'not jail' -k 'not run: and not serve-warm:'
 ci-san:
 	@$(MAKE) --no-print-directory SAN=1 -j$(JOBS) test-build
@@ -288,6 +288,9 @@ test-san:
 
 api-test: $(BUILD)/petri
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/api
+
+cli-test: $(BUILD)/petri
+	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/cli
 
 # Benchmarks against peers, with a CPU profile of petri (bench/README.md);
 # BENCH_QUICK=1 for a short run.
@@ -321,6 +324,6 @@ dist:
 include tests/fuzz/fuzz.mk
 include packaging/packaging.mk
 
-.PHONY: FORCE dist all unit unit-valgrind blackbox api-test hostile cpython-test faults mcp-test web-test web-screenshots e2b-test ask-test install-test test test-build clients ci-san test-san clean fuzz fuzz-smoke
+.PHONY: FORCE dist all unit unit-valgrind blackbox api-test cli-test hostile cpython-test faults mcp-test web-test web-screenshots e2b-test ask-test install-test test test-build clients ci-san test-san clean fuzz fuzz-smoke
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

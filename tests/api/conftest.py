@@ -60,8 +60,11 @@ def sandbox_pids():
 
 # What `light` appends to a config that names no preload: the template
 # then imports nothing.  Importing the default preload (the data stack) takes
-# a template ~1.7 s of CPU, and ~120 daemons start in this tier alone; the
-# module-scoped `server`, the analyst and hostile tiers keep the default.
+# a template ~1.7 s of CPU, and ~120 daemons start in this tier alone.  The
+# module-scoped `server` keeps the default, and so do the tests whose point
+# is what the default costs (test_load, the pool's burst) and the analyst
+# and hostile tiers; a few modules' own servers are light (envd, export,
+# languages, the record chain).
 LIGHT = "\n[python]\npreload =\n"
 
 

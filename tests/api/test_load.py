@@ -25,7 +25,7 @@ def pct(values, p):
 
 
 def test_fifty_sessions_with_a_hostile_neighbour(make_server):
-    srv = make_server(CONFIG)
+    srv = make_server(CONFIG, light=False)   # what forked sessions cost with the default preload
     api = srv.api()
 
     # Create them all at once.

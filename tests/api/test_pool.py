@@ -46,7 +46,8 @@ def pooled_drivers(srv):
 
 def test_target_grows_under_burst_and_shrinks_back(make_server):
     srv = make_server("[server]\nmax_executions = 8\n"
-                      "[sessions]\npool_min = 1\npool_max = 4\npool_window_s = 2\n")
+                      "[sessions]\npool_min = 1\npool_max = 4\npool_window_s = 2\n",
+                      light=False)       # forks that cost what the default's do
     api = srv.api()
     api.get("/v1/languages")            # the probe's one-shot is over
     assert settled(srv, 1), pool(srv)

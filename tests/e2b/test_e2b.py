@@ -1,10 +1,11 @@
 """The official E2B JS SDKs against `petri serve` (issue 11).
 
-One daemon for the module, on a port of its own, in a memory cgroup of its
-own (the isolation probes of sdk.test.mjs attack it from inside its
-sandboxes, and their memory counts there too); node's test runner runs
-sdk.test.mjs once per pinned SDK set (tests/e2b/new, tests/e2b/old, installed
-by `make e2b-test` with npm ci).  The daemon must leave no process behind.
+One daemon per xdist worker (`make e2b-test` runs the three SDK sets at
+once, a worker each), on a port of its own, in a memory cgroup of its own
+(the isolation probes of sdk.test.mjs attack it from inside its sandboxes,
+and their memory counts there too); node's test runner runs sdk.test.mjs
+once per pinned SDK set (tests/e2b/new, tests/e2b/old, installed by `make
+e2b-test` with npm ci).  The daemon must leave no process behind.
 """
 import os
 import re

@@ -119,11 +119,13 @@ def daemon(tmp_path):
         # At start the daemon finds what its sandboxes have by running one
         # (the probe, GET /v1/languages): wait for it and for its cgroups to
         # go, so that the one a test sees appear is its session's.
-        assert d.api().get("/v1/languages", timeout=90).status_code == 200
-        for _ in range(100):
-            if not cgroup_dirs(d.pid):
+        for _ in range(10):         # each answer waits up to 20 s for the probe
+            found = d.api().get("/v1/languages", timeout=90)
+            assert found.status_code == 200, found.text
+            if "error" not in found.json():
                 break
-            time.sleep(0.1)
+        assert "error" not in found.json(), f"the probe did not end: {found.text[-2000:]}"
+        assert wait_for(lambda: not cgroup_dirs(d.pid), 30), cgroup_dirs(d.pid)
         return d
 
     yield start

@@ -46,23 +46,37 @@ def host_uids(pids):
     return uids
 
 
-def unheld_leases(uids):
-    """The lease files of these uids that no process holds (a lock on one
-    is granted): what a dead daemon left and nobody swept."""
-    stale = []
-    for uid in sorted(uids):
+def _unheld(uid):
+    """The inode of uid's lease file if no process holds it, else None.  As
+    the daemon does (lease.c, still_linked): a lock granted on a file that
+    was unlinked meanwhile (a lease given back) is no lease."""
+    path = os.path.join(LEASES, str(uid))
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        st = os.fstat(fd)
         try:
-            fd = os.open(os.path.join(LEASES, str(uid)), os.O_RDONLY | os.O_CLOEXEC)
+            same = os.stat(path).st_ino == st.st_ino and st.st_nlink > 0
         except FileNotFoundError:
-            continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            stale.append(uid)
-        except BlockingIOError:
-            pass                  # held: a sandbox of a living daemon has it
-        finally:
-            os.close(fd)
-    return stale
+            same = False
+        return st.st_ino if same else None
+    except BlockingIOError:
+        return None               # held: a sandbox of a living daemon has it
+    finally:
+        os.close(fd)
+
+
+def unheld_leases(uids):
+    """The lease files of these uids that no process holds, twice 0.5 s
+    apart and the same file both times (a daemon creates a lease file, then
+    locks it): what a dead daemon left and nobody swept."""
+    first = {uid: ino for uid in uids if (ino := _unheld(uid)) is not None}
+    if first:
+        time.sleep(0.5)
+    return sorted(uid for uid, ino in first.items() if _unheld(uid) == ino)
 
 
 @pytest.mark.parametrize("victim", ["warm", "cold"])
