@@ -4,7 +4,8 @@
 config written for the test, and stops it with SIGTERM afterwards, checking
 that it exits 0 and leaves no sandbox process behind.  `make_server` starts
 one with a custom config (for limits, keys, expiry); its warm template
-preloads nothing unless the config names a `preload` (`light`, below).  `api` wraps requests.
+preloads nothing unless the config names a `preload` (`light`, below).
+`api` wraps requests.
 Server(..., preexec_fn=cg.enter) starts it in a memory cgroup (tests/memcg.py);
 `attacked_server(...)` is that, checked when it ends (no OOM kill, exit 0,
 nothing left behind).

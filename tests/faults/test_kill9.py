@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from faulthelp import (SSE, cgroup_dirs, leftovers, mountinfo, petri_lock, sandbox_tree,
-                      wait_for, write_out)
+from faulthelp import (SSE, cgroup_dirs, leftovers, mountinfo, petri_lock, proc_status,
+                       sandbox_tree, wait_for, write_out)
 
 CONFIG = """
 [server]
@@ -36,14 +36,8 @@ LEASES = "/run/petri/uids"          # a lock file per host uid in use (src/jail/
 
 
 def host_uids(pids):
-    uids = set()
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/status") as f:
-                uids |= {int(ln.split()[1]) for ln in f if ln.startswith("Uid:")}
-        except OSError:
-            pass
-    return uids
+    """The real uids these processes run as (those still there)."""
+    return {int(st["Uid"].split()[0]) for st in map(proc_status, pids) if st and "Uid" in st}
 
 
 def _unheld(uid):
