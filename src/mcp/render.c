@@ -122,8 +122,9 @@ static int stream(struct buf *b, const char *name, const struct result_stream *s
 	if (section(b, name, st->data.data, st->data.len, RENDER_STREAM_MAX) < 0)
 		return -ENOMEM;
 	if (st->truncated &&
-	    buf_appendf(b, "[%s: the program wrote %llu bytes; petri kept the first %zu]\n", name,
-			(unsigned long long)st->total, st->data.len) < 0)
+	    buf_appendf(b, "[%s: the program wrote %s%llu bytes; petri kept the first %zu]\n",
+			name, st->stopped ? "more than " : "", (unsigned long long)st->total,
+			st->data.len) < 0)
 		return -ENOMEM;
 	return 0;
 }

@@ -1,12 +1,15 @@
 #include "runtime/box.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <sys/random.h>
@@ -30,6 +33,19 @@
  * counts as a protocol violation. */
 #define CTL_EOF_GRACE_S 1.0
 #define CHUNK 65536		/* one read of a pipe or the control socket */
+/* Output past the cap costs its writer, not the daemon.  A stream is read
+ * for at most this much past its cap (counted and dropped, so that code
+ * that overshoots a little still ends by itself), then not at all: its
+ * writer blocks on the full pipe.  A stream left so, whose pipe stays full
+ * for OUTPUT_STALL_S, has a writer blocked for good: the code is
+ * interrupted as at a timeout, and the reason names the output limit.
+ * While the interrupt's grace runs, such a stream is read a chunk a tick
+ * (OUTPUT_GRACE_READS per second at most), so that what the runtime writes
+ * as it stops (a flush, a diagnostic) does not block it; at the end of the
+ * execution at most one pipe's worth is dropped, so that the next one does
+ * not start with the tail of the flood. */
+#define OUTPUT_OVER_MAX (1u << 20)
+#define OUTPUT_STALL_S 1.0
 /* The daemon's CPU for one execution's frames (reading, parsing, keeping
  * them): a burst, then a rate.  Past it the control channel is not read
  * until the rate catches up, so the sandbox waits on a full socket instead
@@ -471,6 +487,13 @@ struct run {
 	double ctl_eof_at;		/* when the control channel closed, or 0 */
 	double started;			/* CLOCK_MONOTONIC */
 	double frame_cpu_s;		/* the daemon's CPU on its frames so far */
+	/* Per stream (indexed by enum box_stream): past the cap and
+	 * OUTPUT_OVER_MAX, no longer read; since when its pipe is seen full,
+	 * or 0; when the interrupt's grace last read a chunk of it. */
+	bool stopped[3];
+	double full_since[3];
+	double grace_read_at[3];
+	enum box_stream stalled;	/* the stream that stopped the code, or 0 */
 };
 
 /* Seconds until the frames of this execution may cost the daemon more CPU
@@ -746,46 +769,146 @@ static void read_ctl(struct run *run)
 	run->frame_cpu_s += clock_thread_cpu_s() - cpu0;
 }
 
-/* Read what is in a pipe now.  Returns false at EOF. */
+static int stream_fd(const struct run *run, enum box_stream s)
+{
+	return s == BOX_STDOUT ? jail_stdout_fd(run->b->jail) : jail_stderr_fd(run->b->jail);
+}
+
+static bool *stream_eof(struct run *run, enum box_stream s)
+{
+	return s == BOX_STDOUT ? &run->b->out_eof : &run->b->err_eof;
+}
+
+static const char *stream_name(enum box_stream s)
+{
+	return s == BOX_STDOUT ? "stdout" : "stderr";
+}
+
+/* Whether a stream is still read in this execution: not at its end of
+ * file, not past its cap (OUTPUT_OVER_MAX). */
+static bool stream_read(struct run *run, enum box_stream s)
+{
+	return !*stream_eof(run, s) && !run->stopped[s];
+}
+
+/* Read and drop at most max bytes of a stream that is no longer kept,
+ * counting them as written. */
+static void drop_stream(struct run *run, enum box_stream s, size_t max)
+{
+	struct result_stream *rs = s == BOX_STDOUT ? &run->res->out : &run->res->err;
+	char chunk[CHUNK];
+	ssize_t n = 1;
+
+	while (max > 0 && !*stream_eof(run, s) &&
+	       (n = read(stream_fd(run, s), chunk, max < sizeof(chunk) ? max : sizeof(chunk))) > 0) {
+		rs->total += (uint64_t)n;
+		max -= (size_t)n;
+	}
+	if (n == 0)
+		*stream_eof(run, s) = true;
+}
+
+/* Read what is in a pipe now, up to where the stream stops being read.
+ * Returns false at EOF. */
 static bool read_stream(struct run *run, enum box_stream s)
 {
-	int fd = s == BOX_STDOUT ? jail_stdout_fd(run->b->jail) : jail_stderr_fd(run->b->jail);
 	struct result_stream *rs = s == BOX_STDOUT ? &run->res->out : &run->res->err;
-	bool *eof = s == BOX_STDOUT ? &run->b->out_eof : &run->b->err_eof;
+	uint64_t stop_at = (uint64_t)run->output_cap + OUTPUT_OVER_MAX;
 	char chunk[CHUNK];
-	ssize_t n;
+	ssize_t n = -1;
 
-	if (*eof)
+	if (*stream_eof(run, s))
 		return false;
-	while ((n = read(fd, chunk, sizeof(chunk))) > 0) {
+	/* Bounded by the cap, not by the writer: a writer on another core
+	 * refills the pipe as fast as it is read, so "until EAGAIN" could
+	 * last as long as the flood. */
+	while (!run->stopped[s] && (n = read(stream_fd(run, s), chunk, sizeof(chunk))) > 0) {
 		size_t kept = result_stream_add(rs, chunk, (size_t)n, run->output_cap);
 
 		if (kept && run->ev && run->ev->output)
 			run->ev->output(run->ev->ctx, s, chunk, kept);
+		if (rs->total >= stop_at)
+			run->stopped[s] = rs->stopped = true;
 	}
 	if (n == 0)
-		*eof = true;
+		*stream_eof(run, s) = true;
 	return n != 0;
 }
 
-/* After the driver is gone or done: take what the pipes still hold.  When
- * the sandbox is gone, read to EOF (bounded in time); else just what is
- * there now. */
+/* Whether a stream no longer read has a pipe that is full: its writer
+ * (whichever process of the sandbox it is) is blocked.  Within a page of
+ * full, as a writer blocks when no page is left for its bytes; a pipe the
+ * sandbox filled by pages of a few bytes (vmsplice) is not seen so, and
+ * its writer stays blocked until the time limit. */
+static bool pipe_full(int fd)
+{
+	int queued = 0, size = fcntl(fd, F_GETPIPE_SZ);
+
+	return size > 0 && ioctl(fd, FIONREAD, &queued) == 0 && queued + PIPE_BUF > size;
+}
+
+/* Whether a stream past its cap has kept its writer blocked for
+ * OUTPUT_STALL_S: then run->stalled says which. */
+static bool output_stalled(struct run *run, double now)
+{
+	for (enum box_stream s = BOX_STDOUT; s <= BOX_STDERR; s++) {
+		if (!run->stopped[s] || *stream_eof(run, s) || !pipe_full(stream_fd(run, s))) {
+			run->full_since[s] = 0;
+			continue;
+		}
+		if (run->full_since[s] == 0)
+			run->full_since[s] = now;
+		if (now - run->full_since[s] >= OUTPUT_STALL_S) {
+			run->stalled = s;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* During an interrupt's grace: a chunk a tick of each stream no longer
+ * read, so that the runtime's last words do not block it. */
+static void grace_read(struct run *run, double now)
+{
+	for (enum box_stream s = BOX_STDOUT; s <= BOX_STDERR; s++)
+		if (run->stopped[s] && now - run->grace_read_at[s] >= TICK_MS / 1000.0) {
+			run->grace_read_at[s] = now;
+			drop_stream(run, s, CHUNK);
+		}
+}
+
+/* The execution is over and the sandbox lives: drop at most a pipe's worth
+ * of each stream no longer read (the tail of a flood, not the next
+ * execution's output).  A writer that lives on writes its next pipe's
+ * worth into the next execution, which reads it up to its own cap. */
+static void drop_leftover(struct run *run)
+{
+	for (enum box_stream s = BOX_STDOUT; s <= BOX_STDERR; s++) {
+		int size = fcntl(stream_fd(run, s), F_GETPIPE_SZ);
+
+		if (run->stopped[s])
+			drop_stream(run, s, size > 0 ? (size_t)size : CHUNK);
+	}
+}
+
+/* After the driver is gone or done: take what the pipes still hold, of
+ * the streams still read.  When the sandbox is gone, read to EOF (bounded
+ * in time); else just what is there now. */
 static void drain(struct run *run, bool to_eof)
 {
 	double deadline = clock_mono_s() + DRAIN_TIMEOUT_S;
-	bool out_open = true, err_open = true;
+	bool out_open = stream_read(run, BOX_STDOUT), err_open = stream_read(run, BOX_STDERR);
 
 	do {
 		struct pollfd pfd[2] = {
-			{ .fd = run->b->out_eof ? -1 : jail_stdout_fd(run->b->jail), .events = POLLIN },
-			{ .fd = run->b->err_eof ? -1 : jail_stderr_fd(run->b->jail), .events = POLLIN },
+			{ .fd = out_open ? jail_stdout_fd(run->b->jail) : -1, .events = POLLIN },
+			{ .fd = err_open ? jail_stderr_fd(run->b->jail) : -1, .events = POLLIN },
 		};
 
 		if (out_open)
-			out_open = read_stream(run, BOX_STDOUT);
+			out_open = read_stream(run, BOX_STDOUT) && !run->stopped[BOX_STDOUT];
 		if (err_open)
-			err_open = read_stream(run, BOX_STDERR);
+			err_open = read_stream(run, BOX_STDERR) && !run->stopped[BOX_STDERR];
 		if (!to_eof || (!out_open && !err_open))
 			break;
 		poll(pfd, 2, 20);
@@ -799,11 +922,12 @@ static uint64_t cpu_ns_now(struct box *b)
 	return jail_usage(b->jail, &u) == 0 ? u.cpu_ns : 0;
 }
 
-enum stop { STOP_NONE, STOP_TIMEOUT, STOP_CPU, STOP_CANCEL };
+enum stop { STOP_NONE, STOP_TIMEOUT, STOP_CPU, STOP_CANCEL, STOP_OUTPUT };
 
 /* Pump until done, death, or a limit.  Returns why it stopped early.
- * watch_cancel: whether the cancel fd counts (not after it fired once: it
- * stays readable, and the interrupt's grace period must run its course). */
+ * watch_cancel: whether the cancel fd and the limits other than the clock
+ * count (not during the interrupt's grace, which must run its course: the
+ * cancel fd stays readable, the CPU and output stay past their limits). */
 static enum stop pump(struct run *run, double deadline, uint64_t cpu_start,
 		      bool watch_cancel)
 {
@@ -816,8 +940,8 @@ static enum stop pump(struct run *run, double deadline, uint64_t cpu_start,
 		/* A negative fd is not polled: nothing more comes from a stream
 		 * at its end of file, and its POLLHUP would never stop. */
 		struct pollfd pfd[6] = {
-			{ .fd = run->b->out_eof ? -1 : jail_stdout_fd(j), .events = POLLIN },
-			{ .fd = run->b->err_eof ? -1 : jail_stderr_fd(j), .events = POLLIN },
+			{ .fd = stream_read(run, BOX_STDOUT) ? jail_stdout_fd(j) : -1, .events = POLLIN },
+			{ .fd = stream_read(run, BOX_STDERR) ? jail_stderr_fd(j) : -1, .events = POLLIN },
 			{ .fd = run->b->ctl_eof ? -1 : jail_ctl_fd(j), .events = POLLIN },
 			{ .fd = jail_status_fd(j), .events = POLLIN },
 			{ .fd = jail_pidfd(j), .events = POLLIN },
@@ -867,6 +991,10 @@ static enum stop pump(struct run *run, double deadline, uint64_t cpu_start,
 		if (cpu_limit_ns && watch_cancel &&
 		    cpu_ns_now(run->b) - cpu_start >= cpu_limit_ns)
 			return STOP_CPU;
+		if (watch_cancel && !run->done && output_stalled(run, clock_mono_s()))
+			return STOP_OUTPUT;
+		if (!watch_cancel)
+			grace_read(run, clock_mono_s());
 	}
 	return STOP_NONE;
 }
@@ -875,13 +1003,23 @@ static void describe_stop(struct run *run, enum stop why, double secs, const cha
 {
 	const char *limit = why == STOP_CPU ? "CPU time limit" :
 			    why == STOP_CANCEL ? "cancellation" : "time limit";
+	/* A writer blocked past the cap in a way not seen as a full pipe
+	 * waits for the clock: say so beside it. */
+	const char *blocked = run->stopped[BOX_STDOUT] ? " (stdout was past its output limit "
+			      "and no longer read)" : run->stopped[BOX_STDERR] ?
+			      " (stderr was past its output limit and no longer read)" : "";
 
-	if (why == STOP_CANCEL)
+	if (why == STOP_OUTPUT)
+		snprintf(run->res->reason, sizeof(run->res->reason),
+			 "output limit of %zu KiB exceeded on %s (further output blocks "
+			 "its writer); %s", run->output_cap >> 10, stream_name(run->stalled),
+			 what);
+	else if (why == STOP_CANCEL)
 		snprintf(run->res->reason, sizeof(run->res->reason),
 			 "execution cancelled; %s", what);
 	else
 		snprintf(run->res->reason, sizeof(run->res->reason),
-			 "%s of %g s exceeded; %s", limit, secs, what);
+			 "%s of %g s exceeded%s; %s", limit, secs, blocked, what);
 }
 
 /* The driver is gone: say how, in the result and the box. */
@@ -1030,6 +1168,8 @@ int box_exec(struct box *b, const struct box_exec *ex,
 	}
 
 finish:
+	if (!b->dead)
+		drop_leftover(&run);
 	res->duration_ms = (uint64_t)((clock_mono_s() - t0) * 1000.0);
 	if (jail_usage(b->jail, &u1) == 0) {
 		res->cpu_ms = (u1.cpu_ns - u0.cpu_ns) / 1000000;

@@ -22,7 +22,8 @@ enum result_status {
 
 struct result_stream {
 	struct buf data;	/* what was kept, at most the cap */
-	uint64_t total;		/* bytes the program wrote */
+	uint64_t total;		/* bytes the program wrote (at least, if stopped) */
+	bool stopped;		/* past the cap no longer read: its writer blocks */
 	bool truncated;
 };
 

@@ -22,6 +22,7 @@ Every measured number is printed (pytest -s).
 import os
 import sys
 import threading
+import time
 
 import pytest
 
@@ -254,3 +255,95 @@ for i in range(6):
     assert r['results'][-1]['text/plain'].startswith('[further results dropped'), H.describe(r)
     r = server.api.execute(sid, '1+1')
     assert r['results'] == [{'text/plain': '2'}], H.describe(r)
+
+
+# ---- stdout and stderr past the output cap ----------------------------------------------
+#
+# Past `output_kb` (plus the 1 MiB box.c still reads and drops) the daemon
+# stops reading a stream: its writer blocks on the full pipe, and once it
+# has stayed blocked a second the code is interrupted, as at a timeout.
+# Before, the daemon read and dropped the flood for as long as it lasted:
+# 0.55 of a core for a session writing /dev/zero to both streams.
+
+FLOOD_LIMITS = {'timeout_s': 6, 'output_kb': 64}    # a small cap: the answer's
+                                                    # JSON costs little
+OUTPUT_FLOODS = {
+    # the attack of issue 29: /dev/zero to both streams, from processes
+    'bash': ('bash', 'cat /dev/zero & cat /dev/zero >&2; wait'),
+    # Python's own writes, the streams in turn, then a print loop
+    'python': ('python', 'z = bytes(1 << 16)\nwhile True:\n    os.write(1, z); os.write(2, z)'),
+    'print': ('python', 'while True:\n    print("x" * 1000)'),
+}
+# The daemon's CPU over a flood, as a share of the flood's wall time: the
+# daemon's part of the answer (a few ms) over at least a second; the bug
+# it catches is about 0.5.
+FLOOD_CPU_SHARE = 0.2
+
+
+@pytest.mark.parametrize('flood', sorted(OUTPUT_FLOODS))
+def test_output_past_the_cap_costs_the_writer_not_the_daemon(server, flood):
+    language, code = OUTPUT_FLOODS[flood]
+    sid = server.api.session(limits=FLOOD_LIMITS)
+    H.SessionWatch(server.api, sid, warm=server.warm)
+    pid = server.proc.pid
+    before = cpu_s(pid)
+    r = server.api.execute(sid, 'import os\n' + code if language == 'python' else code,
+                           language=language)
+    spent = cpu_s(pid) - before
+    wall = r['duration_ms'] / 1000
+    print(f'\n{"warm" if server.warm else "cold"} {flood} output flood: daemon CPU {spent:.2f} s '
+          f'over {wall:.2f} s ({spent / max(wall, 0.1):.2f} of a core): {r["status"]}, '
+          f'{r["reason"]}')
+    assert r['stdout_truncated'] is True, H.describe(r)
+    assert len(r['stdout'].encode()) <= 64 << 10, H.describe(r)
+    if flood != 'print':
+        assert r['stderr_truncated'] is True, H.describe(r)
+    # Ended for its output, not by the clock, and the result says so.
+    assert r['status'] == 'timeout', H.describe(r)
+    assert 'output limit of 64 KiB' in (r['reason'] or ''), H.describe(r)
+    assert 'session kept' in r['reason'], H.describe(r)
+    assert spent < FLOOD_CPU_SHARE * max(wall, 1.0), \
+        f'the daemon spent {spent:.2f} s of CPU on {wall:.2f} s of an output flood'
+    # The session goes on, and nothing of the flood is left in its pipes.
+    again = server.api.execute(sid, 'import sys\nprint("after")\nprint("err", file=sys.stderr)')
+    assert again['status'] == 'ok', H.describe(again)
+    assert again['stdout'] == 'after\n' and again['stderr'] == 'err\n', H.describe(again)
+    assert server.neighbour_ok() is None
+
+
+def test_a_background_writer_costs_the_daemon_little(server):
+    # A process the code leaves behind floods the session's stdout, also
+    # between executions: each later execution reads at most its cap (and
+    # the 1 MiB past it) of that, not the flood.
+    sid = server.api.session(limits=FLOOD_LIMITS)
+    H.SessionWatch(server.api, sid, warm=server.warm)
+    pid = server.proc.pid
+    r = server.api.execute(sid, 'import subprocess\n'
+                           'subprocess.Popen(["cat", "/dev/zero"], start_new_session=True)\nNone')
+    assert r['status'] in ('ok', 'timeout'), H.describe(r)
+    before = cpu_s(pid)
+    started = time.monotonic()
+    results = [server.api.execute(sid, 'import time\nfor _ in range(20):\n    time.sleep(0.1)')
+               for _ in range(3)]
+    wall = time.monotonic() - started
+    spent = cpu_s(pid) - before
+    print(f'\n{"warm" if server.warm else "cold"}: a background writer: daemon CPU {spent:.2f} s '
+          f'over {wall:.2f} s: {[(x["status"], x["reason"]) for x in results]}')
+    for x in results:
+        assert x['stdout_truncated'] is True, H.describe(x)
+        assert x['status'] in ('ok', 'timeout'), H.describe(x)
+    assert spent < FLOOD_CPU_SHARE * wall, \
+        f'the daemon spent {spent:.2f} s of CPU on {wall:.2f} s of a background flood'
+    # Stopped through the processes API, the writer leaves the session clean.
+    procs = server.api.get(f'/v1/sessions/{sid}/processes').json()['processes']
+    cats = [p['pid'] for p in procs if p['name'] == 'cat']
+    assert cats, procs
+    for p in cats:
+        assert server.api.delete(
+            f'/v1/sessions/{sid}/processes/{p}?signal=KILL').status_code == 202
+    H.wait_until(lambda: not any(p['name'] == 'cat' for p in server.api.get(
+        f'/v1/sessions/{sid}/processes').json()['processes']), timeout=10)
+    server.api.execute(sid, 'None')     # what the writer left in the pipe
+    again = server.api.execute(sid, 'print("after")')
+    assert again['stdout'] == 'after\n', H.describe(again)
+    assert server.neighbour_ok() is None
