@@ -331,9 +331,18 @@ def _check_capped(r, stream, expected_prefix_char):
     assert set(data) <= set(expected_prefix_char + b'\n')
 
 
+def _check_stopped(r, stream):
+    """Past the cap and 1 MiB more, petri stops reading: the writer blocks,
+    and a one-shot is killed for it, the reason naming the limit."""
+    assert r['status'] == 'timeout', r.describe()
+    assert f'output limit of {OUTPUT_CAP >> 10} KiB exceeded on {stream}' in r['reason'], \
+        r.describe()
+    assert r['reason'].endswith('the sandbox was killed'), r.describe()
+
+
 def test_stdout_flood_is_truncated(petri_json):
     r = petri_json('for _ in range(20 * 1024):\n    print("x" * 1023)', '--timeout', '20')
-    assert r['status'] == 'ok', r.describe()
+    _check_stopped(r, 'stdout')
     _check_capped(r, 'stdout', b'x')
     assert r['stderr_truncated'] is False
     assert r.wall < 15
@@ -342,7 +351,7 @@ def test_stdout_flood_is_truncated(petri_json):
 def test_stderr_flood_is_truncated(petri_json):
     r = petri_json('import sys\nfor _ in range(20 * 1024):\n    print("e" * 1023, file=sys.stderr)',
                    '--timeout', '20')
-    assert r['status'] == 'ok', r.describe()
+    _check_stopped(r, 'stderr')
     _check_capped(r, 'stderr', b'e')
     assert r['stdout_truncated'] is False
     assert r.wall < 15
@@ -350,15 +359,24 @@ def test_stderr_flood_is_truncated(petri_json):
 
 def test_giant_line_without_newline_is_truncated(petri_json):
     r = petri_json('import sys\nsys.stdout.write("y" * (20 << 20))\nNone', '--timeout', '20')
-    assert r['status'] == 'ok', r.describe()
+    _check_stopped(r, 'stdout')
     _check_capped(r, 'stdout', b'y')
     assert b'\n' not in r.out_bytes('stdout')
 
 
 def test_stdout_flood_from_bash_is_truncated(petri_json):
     r = petri_json('head -c 20000000 /dev/zero | tr "\\0" b', '--timeout', '20', lang='bash')
-    assert r['status'] == 'ok', r.describe()
+    _check_stopped(r, 'stdout')
     _check_capped(r, 'stdout', b'b')
+
+
+def test_output_a_little_past_the_cap_runs_to_its_end(petri_json):
+    # Half a MiB past the cap is read and dropped: the code is not stopped.
+    r = petri_json('import sys\nsys.stdout.write("o" * (OUT + (512 << 10)))\n"end"'
+                   .replace('OUT', str(OUTPUT_CAP)), '--timeout', '20')
+    assert r['status'] == 'ok' and r['reason'] is None, r.describe()
+    assert r['results'] == [{'text/plain': "'end'"}], r.describe()
+    _check_capped(r, 'stdout', b'o')
 
 
 def test_endless_output_ends_with_the_timeout(petri_json):
