@@ -35,7 +35,8 @@
 #define CHUNK 65536		/* one read of a pipe or the control socket */
 /* Output past the cap costs its writer, not the daemon.  A stream is read
  * for at most this much past its cap (counted and dropped, so that code
- * that overshoots a little still ends by itself), then not at all: its
+ * that overshoots it, a verbose log, still ends by itself: about 2 ms of the
+ * daemon's CPU per stream at a writer's full speed), then not at all: its
  * writer blocks on the full pipe.  A stream left so, whose pipe stays full
  * for OUTPUT_STALL_S, has a writer blocked for good: the code is
  * interrupted as at a timeout, and the reason names the output limit.
@@ -44,7 +45,7 @@
  * as it stops (a flush, a diagnostic) does not block it; at the end of the
  * execution at most one pipe's worth is dropped, so that the next one does
  * not start with the tail of the flood. */
-#define OUTPUT_OVER_MAX (1u << 20)
+#define OUTPUT_OVER_MAX (4u << 20)
 #define OUTPUT_STALL_S 1.0
 /* The daemon's CPU for one execution's frames (reading, parsing, keeping
  * them): a burst, then a rate.  Past it the control channel is not read

@@ -332,7 +332,7 @@ def _check_capped(r, stream, expected_prefix_char):
 
 
 def _check_stopped(r, stream):
-    """Past the cap and 1 MiB more, petri stops reading: the writer blocks,
+    """Past the cap and 4 MiB more, petri stops reading: the writer blocks,
     and a one-shot is killed for it, the reason naming the limit."""
     assert r['status'] == 'timeout', r.describe()
     assert f'output limit of {OUTPUT_CAP >> 10} KiB exceeded on {stream}' in r['reason'], \

@@ -1,5 +1,5 @@
-"""What a sandbox's control channel may cost the daemon (docs/security.md,
-"What a session costs the daemon"; the budget in docs/protocol.md).
+"""What a sandbox's control channel and its output may cost the daemon
+(docs/security.md, "The supervisor"; the budget in docs/protocol.md).
 
 Code in a sandbox can write to fd 3 itself.  Each test here runs a
 `petri serve` of its own inside a memory cgroup of the test's own (1 GiB)
@@ -14,6 +14,11 @@ and attacks it from cold and warm sessions:
   - a thread writes frames between executions: the next one ends at once;
   - honest code with many or big results keeps getting the "[further
     results dropped: ...]" note, never the budget.
+  - a session floods stdout and stderr past the output cap (bash, Python
+    writes, a print loop), or a process it left running does: the daemon's
+    CPU stays a small share of the flood's time, the code is interrupted
+    with the output limit as the reason, and the session's next output is
+    its own.
 
 The CPU bounds are five times the targets (0.2 s of daemon CPU per flooding
 session), so noise cannot fail them while the bugs they catch cost 10 s.
@@ -259,7 +264,7 @@ for i in range(6):
 
 # ---- stdout and stderr past the output cap ----------------------------------------------
 #
-# Past `output_kb` (plus the 1 MiB box.c still reads and drops) the daemon
+# Past `output_kb` (plus the 4 MiB box.c still reads and drops) the daemon
 # stops reading a stream: its writer blocks on the full pipe, and once it
 # has stayed blocked a second the code is interrupted, as at a timeout.
 # Before, the daemon read and dropped the flood for as long as it lasted:
@@ -314,7 +319,7 @@ def test_output_past_the_cap_costs_the_writer_not_the_daemon(server, flood):
 def test_a_background_writer_costs_the_daemon_little(server):
     # A process the code leaves behind floods the session's stdout, also
     # between executions: each later execution reads at most its cap (and
-    # the 1 MiB past it) of that, not the flood.
+    # the 4 MiB past it) of that, not the flood.
     sid = server.api.session(limits=FLOOD_LIMITS)
     H.SessionWatch(server.api, sid, warm=server.warm)
     pid = server.proc.pid

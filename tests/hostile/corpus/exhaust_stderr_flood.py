@@ -1,5 +1,5 @@
 # attack: flood stderr (200 MB in big writes)
-# expect: stderr capped and marked truncated; past the cap and 1 MiB more it is no longer read, so the writer blocks and is interrupted (a one-shot killed), with the output limit as the reason; the daemon keeps answering
+# expect: stderr capped and marked truncated; past the cap and 4 MiB more it is no longer read, so the writer blocks and is interrupted (a one-shot killed), with the output limit as the reason; the daemon keeps answering
 # status: timeout
 # truncated: stderr
 # limits: timeout=30

@@ -1,5 +1,5 @@
 # attack: flood stdout (200 MB) to make the daemon read and drop it
-# expect: petri keeps the output cap and 1 MiB past it, then stops reading: the writer blocks and is interrupted (a one-shot killed), with the output limit as the reason; the daemon's CPU and memory stay bounded
+# expect: petri keeps the output cap and 4 MiB past it, then stops reading: the writer blocks and is interrupted (a one-shot killed), with the output limit as the reason; the daemon's CPU and memory stay bounded
 # status: timeout
 # truncated: stdout
 # limits: timeout=30
