@@ -59,8 +59,9 @@
 #define RECORD_ATTACH_DEFAULT (1u << 20)	/* each, by default */
 
 /* The entries of one listing, counted as the JSON they are sent as: what
- * one request makes the daemon build (the tree, its text and the HTTP
- * server's copy), whatever `limit` says. */
+ * one request makes the daemon build (the rows' text, then the answer in
+ * its order, which the HTTP server sends without a copy), whatever
+ * `limit` says. */
 #define RECORD_LIST_MAX (8u << 20)
 
 struct record;
