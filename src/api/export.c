@@ -8,7 +8,9 @@
  * reads a file, and never waits on a sandbox.  An export holds one page
  * and one entry as written, whatever the record holds; at most
  * EXPORTS_MAX are sent at once, so that what all of them hold is bounded
- * too. */
+ * too.  The first reading stops when the client hangs up (http_gone());
+ * the pages after are read only as fast as the client takes them. */
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,7 +170,9 @@ static bool start(struct api_req *rq, const struct export_query *q, enum export_
 	}
 	if ((r = export_begin(smgr_record(rq->sm), q, f, x)) < 0) {
 		atomic_fetch_sub(&exports_running, 1);
-		*answered = http_error(rq, 500, "internal", "the record cannot be read: %s",
+		/* A client that hung up is answered nothing: close. */
+		*answered = r == -ECANCELED ? MHD_NO :
+			    http_error(rq, 500, "internal", "the record cannot be read: %s",
 				       strerror(-r));
 		return false;
 	}
@@ -177,7 +181,7 @@ static bool start(struct api_req *rq, const struct export_query *q, enum export_
 
 enum MHD_Result handle_session_export(struct api_req *rq, const char *id)
 {
-	struct export_query q = { .session = id };
+	struct export_query q = { .session = id, .gone = http_gone, .gone_arg = rq };
 	enum MHD_Result answered = MHD_NO;
 	enum export_format f;
 	struct session *s;
@@ -204,7 +208,7 @@ enum MHD_Result handle_session_export(struct api_req *rq, const char *id)
 
 enum MHD_Result handle_oneshots_export(struct api_req *rq)
 {
-	struct export_query q = { 0 };
+	struct export_query q = { .gone = http_gone, .gone_arg = rq };
 	enum MHD_Result answered = MHD_NO;
 	enum export_format f;
 	struct export *x;

@@ -224,31 +224,47 @@ out:
  * the client to ask for the older ones with `before`. */
 static enum MHD_Result executions(struct api_req *rq, const char *id)
 {
+	struct record_query q = { .scope = RECORD_SESSION, .session = id };
 	enum MHD_Result answered = MHD_NO;
+	struct buf b = BUF_INIT;
 	struct session *s;
-	json_t *list;
-	uint32_t limit, before;
+	json_t *sid;
+	char *quoted;
+	size_t at;
 	bool truncated;
+	int r;
 
 	if (strcmp(rq->method, "GET"))
 		return http_not_allowed(rq, "GET");
-	if (!http_list_args(rq, &limit, &before, &answered))
+	if (!http_list_args(rq, &q, &answered))
 		return answered;
-	list = smgr_executions(rq->sm, id, (int)limit, before, &truncated);
-	if (!list)
-		return http_error(rq, 500, "internal", "out of memory");
-	if (json_array_size(list) == 0) {
-		/* Nothing recorded: a live session without executions yet, or
-		 * no such session (404), or one that ended with none (410). */
-		s = http_session(rq, id, &answered);
-		if (!s) {
-			json_decref(list);
-			return answered;
-		}
+	/* The id is the client's, from the URL: written as JSON writes it. */
+	sid = http_string(id);
+	quoted = sid ? json_dumps(sid, JSON_ENCODE_ANY) : NULL;
+	json_decref(sid);
+	r = quoted ? buf_appendf(&b, "{\"session\":%s,\"executions\":", quoted) : -ENOMEM;
+	free(quoted);
+	if (r < 0)
+		goto oom;
+	at = b.len;
+	if (!http_list(rq, &q, &b, &truncated, &answered))
+		goto out;
+	if (b.len - at == 2) {
+		/* "[]", nothing recorded: a live session without executions
+		 * yet, or no such session (404), or one that ended with none
+		 * (410). */
+		if (!(s = http_session(rq, id, &answered)))
+			goto out;
 		session_put(s);
 	}
-	return http_json(rq, 200, json_pack("{s:s, s:o, s:b}", "session", id, "executions", list,
-					    "truncated", truncated));
+	if (buf_appendf(&b, ",\"truncated\":%s}", truncated ? "true" : "false") < 0)
+		goto oom;
+	return http_json_buf(rq, 200, &b);
+oom:
+	answered = http_error(rq, 500, "internal", "out of memory");
+out:
+	buf_release(&b);
+	return answered;
 }
 
 /* GET /v1/sessions/{id}/processes: what the session's code left running;

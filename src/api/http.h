@@ -35,6 +35,11 @@ struct api_req {
 	char e2b_sid[SESSION_ID_LEN + 1];	/* the sandbox its token opened */
 	bool opaque_body;		/* a body the handler parses (multipart,
 					 * Connect envelopes), not JSON */
+	int key_index;			/* the API key it came with, in the
+					 * configuration's list; -1: no keys */
+	bool read_slot;			/* holds one of the expensive reads'
+					 * slots (server.c) */
+	int client_fd;			/* its socket, once http_gone() looked */
 	struct MHD_Connection *conn;
 	const char *method;
 	const char *url;
@@ -104,6 +109,12 @@ enum MHD_Result mcp_http_refuse(struct api_req *rq, unsigned status, const char 
  * to write, MHD would notice only at the next keepalive; the streams look
  * at their sockets each second instead (stream.c). */
 bool http_client_gone(int fd);
+
+/* Has the client of rq hung up?  For a handler on a worker (the
+ * connection is suspended: MHD does not notice meanwhile) whose work is
+ * for the client alone, to stop it when nobody waits: the record's
+ * listings and exports (record_query.gone). */
+bool http_gone(void *rq);
 
 /* Does the client want Server-Sent Events? */
 bool http_wants_sse(struct api_req *rq);
@@ -235,9 +246,15 @@ enum MHD_Result http_session_error(struct api_req *rq, enum sm_result r, const c
 enum MHD_Result http_request_error(struct api_req *rq, const struct request_error *e);
 
 /* The `limit` (1 to 1000, default 100) and `before` (a seq, 0: none) of a
- * listing of the execution record (record.c).  On a bad one answers 400
- * and returns false (then return *answered). */
-bool http_list_args(struct api_req *rq, uint32_t *limit, uint32_t *before,
-		    enum MHD_Result *answered);
+ * listing of the execution record, into q (record.c).  On a bad one
+ * answers 400 and returns false (then return *answered). */
+bool http_list_args(struct api_req *rq, struct record_query *q, enum MHD_Result *answered);
+/* Read q's listing for rq, watching its client (http_gone()): true with
+ * the entries' JSON array appended to out, or false with an answer in
+ * *answered (500; MHD_NO, which closes, for a client that hung up). */
+bool http_list(struct api_req *rq, struct record_query *q, struct buf *out, bool *truncated,
+	       enum MHD_Result *answered);
+/* Answer status with the JSON text in b (taken: b is left empty). */
+enum MHD_Result http_json_buf(struct api_req *rq, unsigned status, struct buf *b);
 
 #endif

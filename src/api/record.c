@@ -2,48 +2,89 @@
  * one-shot runs (which no session's listing shows), newest first: what a
  * person checking the server reads from the top.  One session's listing,
  * oldest first, is GET /v1/sessions/{id}/executions (handlers.c); both
- * take the same `limit` and `before`. */
+ * take the same `limit` and `before`.
+ *
+ * What a listing costs is bounded (record.h): at most `limit` rows and
+ * RECORD_LIST_MAX bytes, read through an index, written as text without
+ * parsing what the record stores; it stops when its client hangs up; and
+ * the listings and exports running at once are few (server.c), so that
+ * they never hold the workers that executions need. */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api/http.h"
 #include "util/num.h"
 
-bool http_list_args(struct api_req *rq, uint32_t *limit, uint32_t *before,
-		    enum MHD_Result *answered)
+bool http_list_args(struct api_req *rq, struct record_query *q, enum MHD_Result *answered)
 {
 	const char *limit_arg = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND,
 							      "limit");
 	const char *before_arg = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND,
 							       "before");
+	uint32_t limit = 100, before = 0;
 
-	*limit = 100;
-	*before = 0;
-	if (limit_arg && !num_u32(limit_arg, 1, 1000, limit)) {
+	if (limit_arg && !num_u32(limit_arg, 1, 1000, &limit)) {
 		*answered = http_error(rq, 400, "invalid_request",
 				       "'limit' must be an integer from 1 to 1000");
 		return false;
 	}
-	if (before_arg && !num_u32(before_arg, 1, UINT32_MAX, before)) {
+	if (before_arg && !num_u32(before_arg, 1, UINT32_MAX, &before)) {
 		*answered = http_error(rq, 400, "invalid_request", "'before' must be the seq of "
 				       "an execution (an integer from 1)");
 		return false;
 	}
+	q->limit = (int)limit;
+	q->before = before;
 	return true;
+}
+
+bool http_list(struct api_req *rq, struct record_query *q, struct buf *out, bool *truncated,
+	       enum MHD_Result *answered)
+{
+	int r;
+
+	q->gone = http_gone;
+	q->gone_arg = rq;
+	r = smgr_list_executions(rq->sm, q, out, truncated);
+	if (r == 0)
+		return true;
+	/* Nobody to answer: close. */
+	*answered = r == -ECANCELED ? MHD_NO :
+		    r == -ENOMEM ? http_error(rq, 500, "internal", "out of memory") :
+		    http_error(rq, 500, "internal", "the record cannot be read");
+	return false;
+}
+
+enum MHD_Result http_json_buf(struct api_req *rq, unsigned status, struct buf *b)
+{
+	size_t len;
+	char *text = buf_detach(b, &len);
+	struct MHD_Response *resp;
+
+	if (!text)
+		return http_error(rq, 500, "internal", "out of memory");
+	resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(text);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", "application/json");
+	return http_queue(rq, status, resp);
 }
 
 enum MHD_Result handle_executions(struct api_req *rq)
 {
 	const char *which = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND,
 							 "session");
-	enum record_scope scope = RECORD_ALL;
+	struct record_query q = { .scope = RECORD_ALL };
 	enum MHD_Result answered = MHD_NO;
-	uint32_t limit, before;
+	struct buf b = BUF_INIT;
 	bool truncated;
-	json_t *list;
 
 	if (strcmp(rq->method, "GET"))
 		return http_not_allowed(rq, "GET");
-	if (!http_list_args(rq, &limit, &before, &answered))
+	if (!http_list_args(rq, &q, &answered))
 		return answered;
 	if (which) {
 		/* One session's executions have their own listing: a second
@@ -53,11 +94,19 @@ enum MHD_Result handle_executions(struct api_req *rq)
 			return http_error(rq, 400, "invalid_request",
 					  "'session' must be 'none' (only the one-shot runs); one "
 					  "session's executions are at GET /v1/sessions/{id}/executions");
-		scope = RECORD_ONESHOTS;
+		q.scope = RECORD_ONESHOTS;
 	}
-	list = smgr_all_executions(rq->sm, scope, (int)limit, before, &truncated);
-	if (!list)
+	if (buf_append_str(&b, "{\"executions\":") < 0) {
+		buf_release(&b);
 		return http_error(rq, 500, "internal", "out of memory");
-	return http_json(rq, 200, json_pack("{s:o, s:b}", "executions", list, "truncated",
-					    truncated));
+	}
+	if (!http_list(rq, &q, &b, &truncated, &answered)) {
+		buf_release(&b);
+		return answered;
+	}
+	if (buf_appendf(&b, ",\"truncated\":%s}", truncated ? "true" : "false") < 0) {
+		buf_release(&b);
+		return http_error(rq, 500, "internal", "out of memory");
+	}
+	return http_json_buf(rq, 200, &b);
 }

@@ -64,7 +64,17 @@ struct api_server {
 	struct e2b *e2b;		/* the E2B front end's sandboxes */
 	struct events *events;		/* GET /v1/events */
 	char listen_host[256];		/* the Host it answers to by default; "*": any */
+	/* The expensive reads (listings of the record, exports) in flight,
+	 * in all and per API key (napi_keys of them), and their bounds. */
+	atomic_uint reads;
+	atomic_uint *key_reads;
+	unsigned reads_max;
 };
+
+/* Expensive reads at once: per key, and at most for the daemon (less
+ * when the workers beside max_executions are fewer than twice that). */
+#define READS_PER_KEY 2
+#define READS_MAX 8
 
 /* What jansson may build from one request body: bodies are flat objects
  * (one-shot files at most 100, env at most 64 entries). */
@@ -242,17 +252,25 @@ bool http_same_secret(const char *a, const char *b)
 	return diff == 0;
 }
 
-bool http_key_ok(const struct petri_config *cfg, const char *key)
+/* The index of key in the configuration's list, or -1; every key is
+ * compared, so that the time says nothing of which matched. */
+static int key_index(const struct petri_config *cfg, const char *key)
 {
-	bool ok = false;
+	int found = -1;
 
-	if (cfg->napi_keys == 0)
-		return true;
 	for (size_t i = 0; key && i < cfg->napi_keys; i++)
-		ok |= http_same_secret(key, cfg->api_keys[i]);
-	return ok;
+		if (http_same_secret(key, cfg->api_keys[i]))
+			found = (int)i;
+	return found;
 }
 
+bool http_key_ok(const struct petri_config *cfg, const char *key)
+{
+	return cfg->napi_keys == 0 || key_index(cfg, key) >= 0;
+}
+
+/* Is the request's key one of the server's (or are there none)?  Notes
+ * which in rq->key_index. */
 static bool authorized(struct api_req *rq)
 {
 	const char *h = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "Authorization");
@@ -261,7 +279,75 @@ static bool authorized(struct api_req *rq)
 		return true;
 	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
 		return false;
-	return http_key_ok(rq->cfg, h + 7);
+	rq->key_index = key_index(rq->cfg, h + 7);
+	return rq->key_index >= 0;
+}
+
+/* ---- expensive reads ---------------------------------------------------
+ *
+ * A listing of the record or an export reads up to a page of 8 MiB and
+ * costs milliseconds of CPU each, for a request of a hundred bytes.  So
+ * few may be in flight at once, per key and for the daemon, counted from
+ * the moment they are handed to a worker until their answer is sent:
+ * more are refused at once, on the event thread, and can never fill the
+ * workers' queue ahead of the executions.  One that waits in the queue
+ * or runs when its client hangs up stops there (http_gone()). */
+
+static bool is_expensive_read(const struct api_req *rq)
+{
+	const char *p;
+
+	if (strcmp(rq->method, "GET"))
+		return false;
+	if (!strcmp(rq->url, "/v1/executions") || !strcmp(rq->url, "/v1/executions/export"))
+		return true;
+	if (strncmp(rq->url, "/v1/sessions/", 13) || !(p = strchr(rq->url + 13, '/')))
+		return false;
+	return !strcmp(p, "/executions") || !strcmp(p, "/export");
+}
+
+/* Take a slot for rq: false when the daemon's or its key's are taken. */
+static bool take_read(struct api_server *srv, struct api_req *rq)
+{
+	atomic_uint *key = rq->key_index >= 0 && srv->key_reads ?
+			   &srv->key_reads[rq->key_index] : NULL;
+
+	if (atomic_fetch_add(&srv->reads, 1) >= srv->reads_max) {
+		atomic_fetch_sub(&srv->reads, 1);
+		return false;
+	}
+	if (key && atomic_fetch_add(key, 1) >= READS_PER_KEY) {
+		atomic_fetch_sub(key, 1);
+		atomic_fetch_sub(&srv->reads, 1);
+		return false;
+	}
+	rq->read_slot = true;
+	return true;
+}
+
+static void give_read(struct api_server *srv, struct api_req *rq)
+{
+	if (!rq->read_slot)
+		return;
+	rq->read_slot = false;
+	if (rq->key_index >= 0 && srv->key_reads)
+		atomic_fetch_sub(&srv->key_reads[rq->key_index], 1);
+	atomic_fetch_sub(&srv->reads, 1);
+}
+
+bool http_gone(void *arg)
+{
+	struct api_req *rq = arg;
+
+	if (rq->client_fd < 0) {
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		if (!ci)
+			return false;
+		rq->client_fd = ci->connect_fd;
+	}
+	return http_client_gone(rq->client_fd);
 }
 
 /* ---- routing ---------------------------------------------------------- */
@@ -493,6 +579,12 @@ static enum MHD_Result on_body_done(struct api_server *srv, struct api_req *rq)
 	}
 	if (runs_inline(rq->url))
 		return route(rq);
+	if (is_expensive_read(rq) && !take_read(srv, rq)) {
+		metrics_inc(M_REJECT_CAPACITY);
+		return http_error(rq, 429, "too_many_reads", "too many listings and exports of the "
+				  "record are in flight (at most %u per API key, %u in all): "
+				  "retry when one has ended", READS_PER_KEY, srv->reads_max);
+	}
 	if (!workers_submit(srv->workers, rq))
 		return http_error(rq, 503, "shutting_down", "the server is shutting down");
 	return MHD_YES;
@@ -519,6 +611,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		rq->waiter = srv->waiter;
 		rq->e2b = srv->e2b;
 		rq->events = srv->events;
+		rq->key_index = -1;
+		rq->client_fd = -1;
 		rq->conn = conn;
 		rq->method = method;
 		rq->url = url;
@@ -559,6 +653,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **ctx,
 		return;
 	if (rq->counted)
 		atomic_fetch_sub(&srv->active, 1);
+	give_read(srv, rq);
 	if (rq->resp)
 		MHD_destroy_response(rq->resp);
 	atomic_fetch_sub(&srv->buffered, rq->reserved);
@@ -754,6 +849,7 @@ int api_start(const struct petri_config *cfg, struct smgr *sm,
 	      struct api_server **out, char *err, size_t errlen)
 {
 	struct api_server *srv;
+	unsigned workers, spare;
 	int fd, r;
 
 	*out = NULL;
@@ -764,8 +860,14 @@ int api_start(const struct petri_config *cfg, struct smgr *sm,
 		return -ENOMEM;
 	srv->cfg = cfg;
 	srv->sm = sm;
-	if (mcp_registry_new(sm, cfg, &srv->mcp) < 0 || e2b_new(&srv->e2b) < 0) {
+	workers = cfg->http_workers ? cfg->http_workers : cfg->max_executions + 16;
+	spare = workers > cfg->max_executions ? (workers - cfg->max_executions) / 2 : 0;
+	srv->reads_max = spare < 1 ? 1 : spare > READS_MAX ? READS_MAX : spare;
+	if ((cfg->napi_keys && !(srv->key_reads = calloc(cfg->napi_keys,
+							  sizeof(*srv->key_reads)))) ||
+	    mcp_registry_new(sm, cfg, &srv->mcp) < 0 || e2b_new(&srv->e2b) < 0) {
 		mcp_registry_free(srv->mcp);
+		free(srv->key_reads);
 		free(srv);
 		return -ENOMEM;
 	}
@@ -774,6 +876,7 @@ int api_start(const struct petri_config *cfg, struct smgr *sm,
 	if (fd < 0) {
 		mcp_registry_free(srv->mcp);
 		e2b_free(srv->e2b);
+		free(srv->key_reads);
 		free(srv);
 		return fd;
 	}
@@ -781,8 +884,7 @@ int api_start(const struct petri_config *cfg, struct smgr *sm,
 	set_listen_host(srv, cfg->listen);
 	if ((r = stream_hub_new(&srv->streams)) < 0 || (r = files_waiter_new(&srv->waiter)) < 0 ||
 	    (r = events_new(sm, srv->streams, &srv->events)) < 0 ||
-	    (r = workers_start(cfg->http_workers ? cfg->http_workers : cfg->max_executions + 16,
-			       route, &srv->workers)) < 0) {
+	    (r = workers_start(workers, route, &srv->workers)) < 0) {
 		snprintf(err, errlen, "cannot start the HTTP server's threads: %s", strerror(-r));
 		goto fail;
 	}
@@ -817,6 +919,7 @@ fail:
 	close(fd);
 	mcp_registry_free(srv->mcp);
 	e2b_free(srv->e2b);
+	free(srv->key_reads);
 	free(srv);
 	return r;
 }
@@ -863,5 +966,6 @@ void api_stop(struct api_server *srv)
 		unlink(srv->unix_path);
 	mcp_registry_free(srv->mcp);
 	e2b_free(srv->e2b);
+	free(srv->key_reads);
 	free(srv);
 }

@@ -30,6 +30,8 @@ struct export {
 	enum stage stage;
 	struct buf out;			/* one piece, as written */
 	json_t *langs;			/* the languages of the entries written */
+	bool (*gone)(void *arg);	/* export_query's, during export_begin() */
+	void *gone_arg;
 };
 
 static const char *const format_names[] = { "ipynb", "html", "jsonl" };
@@ -59,22 +61,33 @@ const char *export_content_type(enum export_format f)
 
 /* ---- reading the record ------------------------------------------------ */
 
-/* The EXPORT_PAGE entries before `before` (0: the newest), oldest first. */
-static json_t *fetch(struct export *x, int64_t before, bool *truncated)
+/* The EXPORT_PAGE entries before `before` (0: the newest), oldest first,
+ * or NULL (*err: -ENOMEM, -EIO, -ECANCELED). */
+static json_t *fetch(struct export *x, int64_t before, bool *truncated, int *err)
 {
-	json_t *newest, *page;
+	struct record_query q = {
+		.scope = x->session ? RECORD_SESSION : RECORD_ONESHOTS, .session = x->session,
+		.limit = EXPORT_PAGE, .before = before, .gone = x->gone, .gone_arg = x->gone_arg,
+	};
+	struct buf text = BUF_INIT;
+	json_t *list = NULL, *page;
 	size_t i;
 
-	if (x->session)
-		return record_list(x->rec, x->session, EXPORT_PAGE, before, truncated);
-	newest = record_list_all(x->rec, RECORD_ONESHOTS, EXPORT_PAGE, before, truncated);
-	page = newest ? json_array() : NULL;
-	for (i = json_array_size(newest); page && i > 0; i--)
-		if (json_array_append(page, json_array_get(newest, i - 1))) {
+	*err = record_list_text(x->rec, &q, &text, truncated);
+	if (*err == 0 && !(list = json_loadb(text.data, text.len, 0, NULL)))
+		*err = -ENOMEM;
+	buf_release(&text);
+	if (!list || x->session)	/* a session's pages are oldest first already */
+		return list;
+	page = json_array();
+	for (i = json_array_size(list); page && i > 0; i--)
+		if (json_array_append(page, json_array_get(list, i - 1))) {
 			json_decref(page);
 			page = NULL;
 		}
-	json_decref(newest);
+	json_decref(list);
+	if (!page)
+		*err = -ENOMEM;
 	return page;
 }
 
@@ -102,11 +115,12 @@ static int find_pages(struct export *x)
 
 	for (;;) {
 		bool truncated;
-		json_t *page = fetch(x, before, &truncated), *e;
+		int err;
+		json_t *page = fetch(x, before, &truncated, &err), *e;
 		size_t n = json_array_size(page), i;
 
 		if (!page)
-			return -ENOMEM;
+			return err;
 		if (n == 0) {
 			json_decref(page);
 			return 0;
@@ -151,7 +165,12 @@ int export_begin(struct record *rec, const struct export_query *q, enum export_f
 		export_free(x);
 		return -ENOMEM;
 	}
-	if ((r = find_pages(x)) < 0) {
+	x->gone = q->gone;
+	x->gone_arg = q->gone_arg;
+	r = find_pages(x);
+	x->gone = NULL;		/* export_step() asks nobody: its caller stops it */
+	x->gone_arg = NULL;
+	if (r < 0) {
 		export_free(x);
 		return r;
 	}
@@ -191,12 +210,10 @@ static json_t *next_entry(struct export *x, int *err)
 			x->page = NULL;
 			if (x->next == 0)
 				return NULL;
-			x->page = fetch(x, x->befores[--x->next], &truncated);
+			x->page = fetch(x, x->befores[--x->next], &truncated, err);
 			x->page_at = 0;
-			if (!x->page) {
-				*err = -ENOMEM;
+			if (!x->page)
 				return NULL;
-			}
 		}
 		e = json_array_get(x->page, x->page_at++);
 		/* Pages overlap when entries were evicted between the reads. */

@@ -48,6 +48,10 @@ const char *export_content_type(enum export_format f);
 struct export_query {
 	const char *session;	/* its executions; NULL: the one-shot runs */
 	double since, until;	/* started_at in [since, until); 0: no bound */
+	/* Asked while export_begin() reads the record (as record_query's):
+	 * true ends it with -ECANCELED.  NULL: never.  Not kept after. */
+	bool (*gone)(void *arg);
+	void *gone_arg;
 };
 
 /* Write data[0, len) somewhere: 0, or a negative errno that ends the export. */
@@ -56,7 +60,7 @@ typedef int (*export_sink)(void *arg, const char *data, size_t len);
 struct export;
 
 /* Start exporting what q selects (q is copied) as f: reads the record once
- * through (see above).  0 with *out set, or -ENOMEM / -EIO. */
+ * through (see above).  0 with *out set, or -ENOMEM / -EIO / -ECANCELED. */
 int export_begin(struct record *rec, const struct export_query *q, enum export_format f,
 		 struct export **out);
 /* The entries in range when export_begin() read the record: 0 for a session

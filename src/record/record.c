@@ -992,109 +992,281 @@ void record_on_add(struct record *rec, record_hook fn, void *arg)
 	pthread_mutex_unlock(&rec->lock);
 }
 
-/* The bytes json_dumps() writes for the string s (its quotes aside). */
-static size_t json_escaped_len(const unsigned char *s, size_t n)
-{
-	size_t len = 0;
+/* ---- listings ------------------------------------------------------------
+ *
+ * A listing is written as JSON text straight from the rows: the code and
+ * the short strings escaped here, the result and the limits copied as
+ * stored.  Those two are the daemon's own json_dumps() output (record_add),
+ * so parsing them into a tree to write them again would only cost: jansson
+ * reads about 35 MB/s here, and a page of 1000 entries of ~7 MiB cost a
+ * quarter of a second of the daemon's CPU that way. */
 
+/* s[0, n) as a JSON string, escaped as json_dumps() escapes (JSON_COMPACT)
+ * and with what is not UTF-8 as U+FFFD (jansson would refuse it). */
+static int put_string(struct buf *b, const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s, *end = p + n;
+	int r = buf_append(b, "\"", 1);
+
+	while (r == 0 && p < end) {
+		const unsigned char *run = p;
+		char esc[8];
+
+		while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\')
+			p++;
+		if (p > run && (r = buf_append(b, run, (size_t)(p - run))) < 0)
+			break;
+		if (p == end)
+			break;
+		if (*p >= 0x80) {
+			size_t k = utf8_seq_len(p, (size_t)(end - p));
+
+			r = k ? buf_append(b, p, k) : buf_append(b, "\xef\xbf\xbd", 3);
+			p += k ? k : 1;
+			continue;
+		}
+		switch (*p) {
+		case '"': r = buf_append(b, "\\\"", 2); break;
+		case '\\': r = buf_append(b, "\\\\", 2); break;
+		case '\b': r = buf_append(b, "\\b", 2); break;
+		case '\f': r = buf_append(b, "\\f", 2); break;
+		case '\n': r = buf_append(b, "\\n", 2); break;
+		case '\r': r = buf_append(b, "\\r", 2); break;
+		case '\t': r = buf_append(b, "\\t", 2); break;
+		default:
+			snprintf(esc, sizeof(esc), "\\u%04X", *p);
+			r = buf_append(b, esc, 6);
+		}
+		p++;
+	}
+	return r ? r : buf_append(b, "\"", 1);
+}
+
+/* A text column as a JSON string, or null. */
+static int put_column_string(struct buf *b, sqlite3_stmt *st, int col)
+{
+	const char *t = (const char *)sqlite3_column_text(st, col);
+
+	return t ? put_string(b, t, (size_t)sqlite3_column_bytes(st, col)) :
+		   buf_append(b, "null", 4);
+}
+
+/* A column that holds an object as record_add() wrote it, copied, or null
+ * when it is not one: a text of the daemon's own, checked only for its
+ * shape (an object, no raw control character), so that a damaged file
+ * still gives valid JSON.  What it says is checked by the chain
+ * (record_verify()). */
+static int put_column_object(struct buf *b, sqlite3_stmt *st, int col)
+{
+	const unsigned char *t = sqlite3_column_text(st, col);
+	size_t n = (size_t)sqlite3_column_bytes(st, col);
+
+	if (!t || n < 2 || t[0] != '{' || t[n - 1] != '}')
+		return buf_append(b, "null", 4);
 	for (size_t i = 0; i < n; i++)
-		len += s[i] == '"' || s[i] == '\\' || s[i] == '\n' || s[i] == '\t' ||
-		       s[i] == '\r' || s[i] == '\b' || s[i] == '\f' ? 2 : s[i] < 0x20 ? 6 : 1;
-	return len;
+		if (t[i] < 0x20)
+			return buf_append(b, "null", 4);
+	return buf_append(b, t, n);
 }
 
-static json_t *column_json(sqlite3_stmt *st, int col)
-{
-	const char *text = (const char *)sqlite3_column_text(st, col);
-
-	return text ? json_loads(text, 0, NULL) : NULL;
-}
-
-/* One entry as it is listed, from a row of LIST_COLUMNS. */
-static json_t *row_json(sqlite3_stmt *st)
+/* One entry as it is listed, from a row of LIST_COLUMNS, appended to b. */
+static int put_entry(struct buf *b, sqlite3_stmt *st)
 {
 	char when[TIMEFMT_LEN];
-	json_t *limits = column_json(st, 5), *result = column_json(st, 6);
-	const char *session = (const char *)sqlite3_column_text(st, 8);
-	const char *engine = (const char *)sqlite3_column_text(st, 9);
+	int r;
 
-	return json_pack("{s:I, s:o, s:o, s:s, s:s, s:b, s:s, s:o, s:o, s:o}",
-			 "seq", (json_int_t)sqlite3_column_int64(st, 0),
-			 "session", session ? json_string(session) : json_null(),
-			 "started_at", json_string(timefmt_rfc3339(sqlite3_column_double(st, 1),
-								    when)),
-			 "language", (const char *)sqlite3_column_text(st, 2),
-			 "code", (const char *)sqlite3_column_text(st, 3),
-			 "code_truncated", sqlite3_column_int(st, 7) != 0,
-			 "status", (const char *)sqlite3_column_text(st, 4),
-			 "limits", limits ? limits : json_null(),
-			 "result", result ? result : json_null(),
-			 "engine", engine ? json_string(engine) : json_null());
+	r = buf_appendf(b, "{\"seq\":%lld,\"session\":", (long long)sqlite3_column_int64(st, 0));
+	if (!r)
+		r = put_column_string(b, st, 8);
+	if (!r)
+		r = buf_appendf(b, ",\"started_at\":\"%s\",\"language\":",
+				timefmt_rfc3339(sqlite3_column_double(st, 1), when));
+	if (!r)
+		r = put_column_string(b, st, 2);
+	if (!r)
+		r = buf_append_str(b, ",\"code\":");
+	if (!r)
+		r = put_column_string(b, st, 3);
+	if (!r)
+		r = buf_appendf(b, ",\"code_truncated\":%s,\"status\":",
+				sqlite3_column_int(st, 7) ? "true" : "false");
+	if (!r)
+		r = put_column_string(b, st, 4);
+	if (!r)
+		r = buf_append_str(b, ",\"limits\":");
+	if (!r)
+		r = put_column_object(b, st, 5);
+	if (!r)
+		r = buf_append_str(b, ",\"result\":");
+	if (!r)
+		r = put_column_object(b, st, 6);
+	if (!r)
+		r = buf_append_str(b, ",\"engine\":");
+	if (!r)
+		r = put_column_string(b, st, 9);
+	return r ? r : buf_append(b, "}", 1);
 }
 
-/* The rows of a listing statement (session: its ?1, or NULL), newest
- * first, within limit and RECORD_LIST_MAX bytes.  New reference, or NULL
- * when out of memory. */
-static json_t *list_newest(struct record *rec, sqlite3_stmt *st, const char *session, int limit,
-			   int64_t before, bool *truncated)
+/* SQLite's progress handler during a listing: non-zero interrupts it. */
+static int listing_gone(void *arg)
 {
-	json_t *list = json_array();
-	size_t used = 0;
+	const struct record_query *q = arg;
 
-	*truncated = false;
-	if (!list)
-		return NULL;
-	pthread_mutex_lock(&rec->lock);
+	return q->gone(q->gone_arg);
+}
+
+/* How often a listing asks whether its client is still there: every so
+ * many rows, and every so many SQLite instructions (a plan that skipped
+ * rows without listing them). */
+#define GONE_EVERY_ROWS 16
+#define GONE_EVERY_OPS 20000
+
+static sqlite3_stmt *listing_statement(struct record *rec, enum record_scope scope)
+{
+	return scope == RECORD_SESSION ? rec->list :
+	       scope == RECORD_ONESHOTS ? rec->list_oneshots : rec->list_all;
+}
+
+/* The rows of q, newest first, each entry's text appended to rows and its
+ * start to starts[].  Under the record's lock. */
+static int read_rows(struct record *rec, const struct record_query *q, struct buf *rows,
+		     size_t *starts, size_t *n, bool *truncated)
+{
+	sqlite3_stmt *st = listing_statement(rec, q->scope);
+	int rc, r = 0;
+
 	sqlite3_reset(st);
-	if (session)
-		sqlite3_bind_text(st, 1, session, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, before > 0 ? before : INT64_MAX);
-	sqlite3_bind_int(st, 3, limit);
-	/* Newest first, so that the bound keeps the most recent, as limit
-	 * does; what each would cost is known before it is built.  The first
-	 * always fits (an entry is far below the bound). */
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		size_t cost = json_escaped_len(sqlite3_column_text(st, 3),
-					       (size_t)sqlite3_column_bytes(st, 3)) +
-			      (size_t)sqlite3_column_bytes(st, 5) +
-			      (size_t)sqlite3_column_bytes(st, 6) +
-			      (size_t)sqlite3_column_bytes(st, 8) + RECORD_ROW_OVERHEAD;
+	if (q->scope == RECORD_SESSION)
+		sqlite3_bind_text(st, 1, q->session ? q->session : "", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, q->before > 0 ? q->before : INT64_MAX);
+	sqlite3_bind_int(st, 3, q->limit);
+	if (q->gone)
+		sqlite3_progress_handler(rec->db, GONE_EVERY_OPS, listing_gone, (void *)q);
+	/* Newest first, so that the byte bound keeps the most recent, as
+	 * limit does.  The first entry always fits (an entry is far below
+	 * the bound). */
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		size_t at = rows->len;
 
-		if (used && used + cost > RECORD_LIST_MAX) {
+		if (q->gone && *n % GONE_EVERY_ROWS == 0 && q->gone(q->gone_arg)) {
+			r = -ECANCELED;
+			break;
+		}
+		if ((r = put_entry(rows, st)) < 0)
+			break;
+		if (*n && rows->len + *n + 2 > RECORD_LIST_MAX) {
+			rows->len = at;
 			*truncated = true;
 			break;
 		}
-		used += cost;
-		json_array_append_new(list, row_json(st));
+		starts[(*n)++] = at;
 	}
-	sqlite3_clear_bindings(st);
-	sqlite3_reset(st);
+	if (r == 0 && rc != SQLITE_ROW && rc != SQLITE_DONE)
+		r = rc == SQLITE_INTERRUPT ? -ECANCELED : -EIO;
+	if (q->gone)
+		sqlite3_progress_handler(rec->db, 0, NULL, NULL);
+	done(st);
+	return r;
+}
+
+int record_list_text(struct record *rec, const struct record_query *q, struct buf *out,
+		     bool *truncated)
+{
+	struct buf rows = BUF_INIT;
+	size_t *starts = NULL, n = 0, mark = out->len;
+	bool oldest_first = q->scope == RECORD_SESSION;
+	int r;
+
+	*truncated = false;
+	if (q->limit < 1)
+		return buf_append(out, "[]", 2);
+	if (q->gone && q->gone(q->gone_arg))
+		return -ECANCELED;
+	if (!(starts = malloc((size_t)q->limit * sizeof(*starts))))
+		return -ENOMEM;
+	pthread_mutex_lock(&rec->lock);
+	r = read_rows(rec, q, &rows, starts, &n, truncated);
 	pthread_mutex_unlock(&rec->lock);
+	/* The entries in the scope's order, from the newest-first rows. */
+	if (r == 0)
+		r = buf_reserve(out, rows.len + n + 2);
+	if (r == 0) {
+		buf_append(out, "[", 1);
+		for (size_t i = 0; i < n; i++) {
+			size_t k = oldest_first ? n - 1 - i : i;
+			size_t end = k + 1 < n ? starts[k + 1] : rows.len;
+
+			if (i)
+				buf_append(out, ",", 1);
+			buf_append(out, rows.data + starts[k], end - starts[k]);
+		}
+		buf_append(out, "]", 1);
+	}
+	if (r < 0) {
+		out->len = mark;
+		if (out->data)
+			out->data[mark] = '\0';
+	}
+	buf_release(&rows);
+	free(starts);
+	return r;
+}
+
+int record_explain(struct record *rec, enum record_scope scope, char *out, size_t len)
+{
+	sqlite3_stmt *st = NULL;
+	struct buf sql = BUF_INIT;
+	size_t used = 0;
+	int rc;
+
+	out[0] = '\0';
+	if (buf_appendf(&sql, "EXPLAIN QUERY PLAN %s",
+			sqlite3_sql(listing_statement(rec, scope))) < 0)
+		return -ENOMEM;
+	pthread_mutex_lock(&rec->lock);
+	rc = sqlite3_prepare_v2(rec->db, sql.data, -1, &st, NULL);
+	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *detail = (const char *)sqlite3_column_text(st, 3);
+
+		rc = SQLITE_OK;
+		if (detail && used < len)
+			used += (size_t)snprintf(out + used, len - used, "%s%s", used ? "; " : "",
+						 detail);
+	}
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&rec->lock);
+	buf_release(&sql);
+	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* A listing as a tree: its text, parsed. */
+static json_t *list_tree(struct record *rec, const struct record_query *q, bool *truncated)
+{
+	struct buf text = BUF_INIT;
+	json_t *list = NULL;
+
+	if (record_list_text(rec, q, &text, truncated) == 0)
+		list = json_loadb(text.data, text.len, 0, NULL);
+	buf_release(&text);
 	return list;
 }
 
 json_t *record_list(struct record *rec, const char *session, int limit, int64_t before,
 		    bool *truncated)
 {
-	json_t *newest = list_newest(rec, rec->list, session, limit, before, truncated);
-	json_t *list = newest ? json_array() : NULL;
-	size_t i;
+	struct record_query q = { .scope = RECORD_SESSION, .session = session, .limit = limit,
+				  .before = before };
 
-	if (!list) {
-		json_decref(newest);
-		return NULL;
-	}
-	for (i = json_array_size(newest); i > 0; i--)
-		json_array_append(list, json_array_get(newest, i - 1));
-	json_decref(newest);
-	return list;
+	return list_tree(rec, &q, truncated);
 }
 
 json_t *record_list_all(struct record *rec, enum record_scope scope, int limit, int64_t before,
 			bool *truncated)
 {
-	return list_newest(rec, scope == RECORD_ONESHOTS ? rec->list_oneshots : rec->list_all,
-			   NULL, limit, before, truncated);
+	struct record_query q = { .scope = scope == RECORD_ONESHOTS ? RECORD_ONESHOTS : RECORD_ALL,
+				  .limit = limit, .before = before };
+
+	return list_tree(rec, &q, truncated);
 }
 
 int record_usage(struct record *rec, bool all, const char *session, struct record_usage *out)

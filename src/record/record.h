@@ -36,6 +36,7 @@
 
 #include "record/chain.h"
 #include "runtime/result.h"
+#include "util/buf.h"
 
 #define RECORD_ENTRY_MAX (256u << 10)	/* bytes of code, of result, per entry */
 /* What an entry holds besides code and result (its limits are dropped
@@ -58,8 +59,9 @@
 #define RECORD_ATTACH_DEFAULT (1u << 20)	/* each, by default */
 
 /* The entries of one listing, counted as the JSON they are sent as: what
- * one request makes the daemon build (the tree, its text and the HTTP
- * server's copy), whatever `limit` says. */
+ * one request makes the daemon build (the rows' text, then the answer in
+ * its order, which the HTTP server sends without a copy), whatever
+ * `limit` says. */
 #define RECORD_LIST_MAX (8u << 20)
 
 struct record;
@@ -97,27 +99,60 @@ int record_add(struct record *rec, const struct record_entry *e);
 
 /* A listing is an array of entries {"seq", "session" (null for a one-shot
  * run), "started_at", "language", "code", "code_truncated", "status",
- * "limits", "result"}: seq orders the whole record, over all sessions. */
+ * "limits", "result", "engine"}: seq orders the whole record, over all
+ * sessions.
+ *
+ * What one listing costs is bounded whatever the record holds: at most
+ * `limit` rows (the API allows 1000) and RECORD_LIST_MAX bytes of JSON,
+ * read through an index (record_explain() shows which), the stored result
+ * and limits copied as the daemon wrote them rather than parsed and
+ * written again, and the work stops as soon as nobody waits for it (`gone`
+ * below). */
 
-/* The executions of a session with seq < before (0: no bound), the most
- * recent at most limit of them and at most RECORD_LIST_MAX bytes, oldest
- * first (new reference), or NULL when out of memory.  *truncated says
- * whether the byte bound left older ones out: ask for them with before =
- * the seq of the first one listed. */
+/* What a listing lists. */
+enum record_scope {
+	RECORD_SESSION,		/* one session's executions, OLDEST first */
+	RECORD_ALL,		/* every execution: sessions' and one-shot runs', newest first */
+	RECORD_ONESHOTS,	/* the one-shot runs only, newest first */
+};
+
+struct record_query {
+	enum record_scope scope;
+	const char *session;		/* with RECORD_SESSION */
+	int limit;			/* at most this many entries (>= 1) */
+	int64_t before;			/* only seqs below it; 0: no bound */
+	/* Does anyone still wait for the answer?  Asked now and then while
+	 * the rows are read (from the calling thread, under the record's
+	 * lock: it must be quick and must not call the record); true ends
+	 * the listing with -ECANCELED.  NULL: someone always does. */
+	bool (*gone)(void *arg);
+	void *gone_arg;
+};
+
+/* The listing q asks for, as the JSON text of an array, appended to out:
+ * the most recent at most q->limit entries with seq < q->before and at
+ * most RECORD_LIST_MAX bytes of them, in the scope's order.  *truncated
+ * says whether the byte bound left older ones out: ask for them with
+ * before = the seq of the oldest one listed.  0, or -ENOMEM, -EIO,
+ * -ECANCELED (out is then as it was). */
+int record_list_text(struct record *rec, const struct record_query *q, struct buf *out,
+		     bool *truncated);
+
+/* How SQLite reads the listing of a scope: the lines of EXPLAIN QUERY
+ * PLAN of its statement, joined by "; ", into out (a test proves from it
+ * that every listing reads an index, never the whole table).  0 or
+ * -EIO. */
+int record_explain(struct record *rec, enum record_scope scope, char *out, size_t len);
+
+/* The same as a tree (new reference), or NULL when out of memory or the
+ * record cannot be read: for callers that look inside the entries (an
+ * export, petri ask).  One session's executions, oldest first. */
 json_t *record_list(struct record *rec, const char *session, int limit, int64_t before,
 		    bool *truncated);
 
-/* What record_list_all() lists. */
-enum record_scope {
-	RECORD_ALL,		/* every execution: sessions' and one-shot runs' */
-	RECORD_ONESHOTS,	/* the one-shot runs only */
-};
 
-/* The executions in scope with seq < before (0: no bound), the most recent
- * at most limit of them and at most RECORD_LIST_MAX bytes, NEWEST first
- * (new reference), or NULL when out of memory.  *truncated as for
- * record_list(); the older ones are had with before = the seq of the last
- * one listed. */
+/* The executions in scope (RECORD_ALL or RECORD_ONESHOTS), NEWEST first;
+ * the older ones are had with before = the seq of the last one listed. */
 json_t *record_list_all(struct record *rec, enum record_scope scope, int limit, int64_t before,
 			bool *truncated);
 

@@ -1059,10 +1059,10 @@ json_t *smgr_executions(struct smgr *m, const char *id, int limit, int64_t befor
 	return record_list(m->record, id, limit, before, truncated);
 }
 
-json_t *smgr_all_executions(struct smgr *m, enum record_scope scope, int limit,
-			    int64_t before, bool *truncated)
+int smgr_list_executions(struct smgr *m, const struct record_query *q, struct buf *out,
+			 bool *truncated)
 {
-	return record_list_all(m->record, scope, limit, before, truncated);
+	return record_list_text(m->record, q, out, truncated);
 }
 
 void smgr_on_record(struct smgr *m, record_hook fn, void *arg)

@@ -122,11 +122,11 @@ enum sm_result session_exec(struct smgr *m, struct session *s, const struct box_
  * left older ones out; NULL when out of memory. */
 json_t *smgr_executions(struct smgr *m, const char *id, int limit, int64_t before,
 			bool *truncated);
-/* The whole record, every session's executions and the one-shot runs (or
- * only those: RECORD_ONESHOTS), NEWEST first, each naming its session
- * (null for a one-shot); bounds as above (record_list_all()). */
-json_t *smgr_all_executions(struct smgr *m, enum record_scope scope, int limit,
-			    int64_t before, bool *truncated);
+/* A listing of the record as JSON text (record_list_text()): one
+ * session's, the whole record's or the one-shot runs', bounded and
+ * cancelled as record.h says.  0 or -errno. */
+int smgr_list_executions(struct smgr *m, const struct record_query *q, struct buf *out,
+			 bool *truncated);
 /* Watch what the record commits (record_on_add(): fn under the record's
  * lock, NULL to stop). */
 void smgr_on_record(struct smgr *m, record_hook fn, void *arg);

@@ -3,6 +3,7 @@
  * listing's size whatever `limit` says, for a session and for the whole
  * record (newest first, one-shots included); a file of an older petri
  * opens. */
+#include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -452,6 +453,105 @@ START_TEST(test_a_file_of_an_older_petri_opens)
 }
 END_TEST
 
+/* Every listing reads an index from where its page starts: never the
+ * whole table, never a sort of it (which would cost the whole record for
+ * a page of one entry). */
+START_TEST(test_the_listings_read_an_index)
+{
+	static const enum record_scope scopes[] = { RECORD_SESSION, RECORD_ALL, RECORD_ONESHOTS };
+	struct record *rec = open_memory();
+	char plan[512];
+
+	add(rec, "ses", 10, 10, 'a');
+	for (size_t i = 0; i < sizeof(scopes) / sizeof(scopes[0]); i++) {
+		ck_assert_int_eq(record_explain(rec, scopes[i], plan, sizeof(plan)), 0);
+		ck_assert_msg(strstr(plan, "SEARCH") && !strstr(plan, "SCAN") &&
+			      !strstr(plan, "TEMP B-TREE"), "listing %zu reads: %s", i, plan);
+		ck_assert_msg(scopes[i] == RECORD_ALL ? strstr(plan, "PRIMARY KEY") != NULL :
+			      strstr(plan, "USING INDEX executions_session") != NULL,
+			      "listing %zu reads: %s", i, plan);
+	}
+	record_close(rec);
+}
+END_TEST
+
+struct watcher {
+	int asked, gone_after;
+};
+
+static bool watcher_gone(void *arg)
+{
+	struct watcher *w = arg;
+
+	return ++w->asked > w->gone_after;
+}
+
+/* A listing whose client hangs up stops, and leaves the answer as it was;
+ * one whose client stays is whole, as text that parses. */
+START_TEST(test_a_listing_stops_when_nobody_waits)
+{
+	struct record *rec = open_memory();
+	struct watcher w = { .gone_after = 2 };
+	struct record_query q = { .scope = RECORD_ALL, .limit = 1000, .gone = watcher_gone,
+				  .gone_arg = &w };
+	struct buf out = BUF_INIT;
+	bool truncated;
+	json_t *l;
+
+	for (int i = 0; i < 100; i++)
+		add(rec, i % 2 ? "ses" : NULL, 100, 100, i % 3 ? 'x' : '\n');
+	ck_assert_int_eq(buf_append_str(&out, "head"), 0);
+	ck_assert_int_eq(record_list_text(rec, &q, &out, &truncated), -ECANCELED);
+	ck_assert_uint_eq(out.len, 4);
+	ck_assert_int_le(w.asked, 3);
+	w.gone_after = 1 << 30;
+	buf_reset(&out);
+	ck_assert_int_eq(record_list_text(rec, &q, &out, &truncated), 0);
+	ck_assert(!truncated);
+	ck_assert_ptr_nonnull(l = json_loadb(out.data, out.len, 0, NULL));
+	ck_assert_uint_eq(json_array_size(l), 100);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(l, 0), "seq")), 100);
+	ck_assert_int_ge(w.asked, 100 / 16);
+	json_decref(l);
+	buf_release(&out);
+	record_close(rec);
+}
+END_TEST
+
+/* An entry is written as jansson would write it, whatever bytes its code
+ * holds: escapes, control characters, and what is not UTF-8 as U+FFFD. */
+START_TEST(test_an_entry_is_written_as_json_writes_it)
+{
+	static const char code[] = "a\"b\\c\n\t\x01\x7f\xc3\xa9\xff/\xe2\x82";
+	struct record *rec = open_memory();
+	struct result res;
+	struct record_entry e = { .session = "s\"1", .language = "python", .code = code,
+				  .started_at = 1.0e9, .result = &res };
+	bool truncated;
+	json_t *l, *entry;
+	const char *got;
+
+	ck_assert_int_eq(result_init(&res), 0);
+	result_stream_add(&res.out, "out\n", 4, 4);
+	ck_assert_int_eq(record_add(rec, &e), 0);
+	result_release(&res);
+	ck_assert_ptr_nonnull(l = record_list(rec, "s\"1", 10, 0, &truncated));
+	ck_assert_uint_eq(json_array_size(l), 1);
+	entry = json_array_get(l, 0);
+	got = json_string_value(json_object_get(entry, "code"));
+	/* Each byte that is not UTF-8 one U+FFFD, as utf8_sanitize() does. */
+	ck_assert_str_eq(got, "a\"b\\c\n\t\x01\x7f\xc3\xa9\xef\xbf\xbd/"
+			 "\xef\xbf\xbd\xef\xbf\xbd");
+	ck_assert_str_eq(json_string_value(json_object_get(entry, "session")), "s\"1");
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(entry, "result"),
+							   "stdout")), "out\n");
+	ck_assert_str_eq(json_string_value(json_object_get(entry, "engine")), petri_version());
+	ck_assert(json_is_false(json_object_get(entry, "code_truncated")));
+	json_decref(l);
+	record_close(rec);
+}
+END_TEST
+
 Suite *record_suite(void)
 {
 	Suite *s = suite_create("record");
@@ -467,6 +567,9 @@ Suite *record_suite(void)
 	tcase_add_test(tc, test_the_whole_record_lists_newest_first_with_one_shots);
 	tcase_add_test(tc, test_the_whole_record_is_bounded_and_pages);
 	tcase_add_test(tc, test_a_file_of_an_older_petri_opens);
+	tcase_add_test(tc, test_the_listings_read_an_index);
+	tcase_add_test(tc, test_a_listing_stops_when_nobody_waits);
+	tcase_add_test(tc, test_an_entry_is_written_as_json_writes_it);
 	suite_add_tcase(s, tc);
 	return s;
 }
