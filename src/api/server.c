@@ -435,14 +435,15 @@ static void keep_chunk(struct api_req *rq, const char *data, size_t n)
 
 /* A body held here must come at BODY_PACE bytes a second on average after
  * its first http_timeout_s: a client that sends a byte now and then (never
- * idle for MHD's timeout) does not keep its share of the budget forever. */
+ * idle for MHD's timeout) does not keep its share of the budget forever.
+ * A body already refused holds nothing and is read to its end, to answer. */
 #define BODY_PACE (64u << 10)
 
 static bool body_too_slow(const struct api_req *rq, size_t more)
 {
 	double late = clock_mono_s() - rq->body_since - rq->cfg->http_timeout_s;
 
-	return late > 0 && late * BODY_PACE > (double)(rq->body.len + more);
+	return rq->reserved && late > 0 && late * BODY_PACE > (double)(rq->body.len + more);
 }
 
 /* A JSON body, as it streams in. */

@@ -334,15 +334,18 @@ struct ws_archiver {
 };
 
 /* The child of jail_fork_charged(): the two descriptors at their places,
- * nothing else of the daemon's, and petri itself in a fresh image. */
+ * /dev/null for 0-2 (not the daemon's log), nothing else of the daemon's,
+ * and petri itself in a fresh image. */
 static int writer_exec(void *arg)
 {
 	struct ws_archiver *a = arg;
 	static const char *const envp[] = { NULL };
 	int work = fcntl(a->work_fd, F_DUPFD, 16), out = fcntl(a->out, F_DUPFD, 16);
+	int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
 
-	if (work < 0 || out < 0 || dup2(work, WRITER_WORK_FD) < 0 ||
-	    dup2(out, WRITER_OUT_FD) < 0)
+	if (work < 0 || out < 0 || nul < 0 || dup2(work, WRITER_WORK_FD) < 0 ||
+	    dup2(out, WRITER_OUT_FD) < 0 || dup2(nul, 0) < 0 || dup2(nul, 1) < 0 ||
+	    dup2(nul, 2) < 0)
 		return -errno;
 	if (syscall(SYS_close_range, (unsigned)WRITER_OUT_FD + 1, ~0u, 0u) < 0)
 		return -errno;
@@ -533,11 +536,10 @@ static int write_all(int fd, const char *p, size_t n)
  * for a thread, for the whole process and with nothing to go back to. */
 static int drop_to(uid_t uid, gid_t gid)
 {
+	/* An unprivileged daemon's sandboxes are its own uid: nothing to drop. */
 	if (geteuid() == 0 && (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 ||
 			       setresuid(uid, uid, uid) < 0))
 		return -errno;
-	if (geteuid() != uid && geteuid() != 0)
-		return 0;	/* an unprivileged daemon: its own uid (as files.c) */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		return -errno;
 	return 0;
