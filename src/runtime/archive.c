@@ -587,8 +587,8 @@ int ws_archiver_main(int argc, char **argv)
 		if (n == -EAGAIN)
 			continue;
 		if (n < 0 || write_all(WRITER_OUT_FD, block, (size_t)n) < 0)
-			return EIO;
+			break;
 	}
-	ws_archive_free(a);
-	return 0;
+	ws_archive_free(a);	/* for the leak checker of a sanitized build */
+	return n ? EIO : 0;
 }
