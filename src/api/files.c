@@ -389,10 +389,15 @@ enum MHD_Result files_upload_start(struct api_req *rq)
  * at most WAITING_PER_SESSION waiting, so a tenant with slow writers
  * cannot take every slot of WAITER_MAX from the others.
  *
+ * An archive download waits the other way: its reader found the writer's
+ * pipe empty, and is resumed when it is readable (or after
+ * DOWNLOAD_WAIT_S, to look again).
+ *
  * The thread also reaps the writers of aborted uploads, killed without
- * waiting by upload_stop(): when one's exit fd is readable (or every
- * REAP_POLL_MS on a kernel without pidfds), session_upload_reap() frees
- * it and removes its temporary file. */
+ * waiting by upload_stop(), and of archives whose client went or whose
+ * session ended: when one's exit fd is readable (or every REAP_POLL_MS on
+ * a kernel without pidfds), session_upload_reap() frees it and removes its
+ * temporary file, ws_archiver_reap() frees it. */
 
 #define WAITER_MAX 1024
 #define WAITING_PER_SESSION 4
@@ -635,15 +640,17 @@ static int wait_for_writer(struct api_req *rq, int fd)
 {
 	struct files_waiter *w = rq->waiter;
 	struct api_upload *up = rq->upload;
-	size_t mine = 0;
+	size_t mine = 0, uploads = 0;
 	int r = -EBUSY;
 
 	pthread_mutex_lock(&w->lock);
-	for (size_t i = 0; i < w->n; i++)
+	for (size_t i = 0; i < w->n; i++) {
+		uploads += w->v[i].up != NULL;
 		mine += w->v[i].up && !strcmp(w->v[i].up->id, up->id);
+	}
 	if (mine >= WAITING_PER_SESSION) {
 		r = -EUSERS;
-	} else if (!w->stop && w->n < WAITER_MAX &&
+	} else if (!w->stop && uploads < WAITER_MAX &&
 		   grow((void **)&w->v, &w->cap, w->n, sizeof(*w->v))) {
 		/* Suspended before the waiter can see it, under its lock:
 		 * it cannot resume a connection that is not suspended. */
@@ -659,15 +666,18 @@ static int wait_for_writer(struct api_req *rq, int fd)
 }
 
 /* Suspend conn (from its content reader) until fd is readable, or
- * timeout_s: an archive's writer has made nothing yet.  0, or -EBUSY
- * (too many waiting, stopping, no memory): the caller cuts the stream. */
+ * timeout_s: an archive's writer has made nothing yet.  Not counted in
+ * WAITER_MAX, which is the uploads' (each download waiting is one of
+ * max_connections already): slow writers of one tenant's archives cannot
+ * take the slots of others' uploads.  0, or -EBUSY (stopping, no memory):
+ * the caller cuts the stream. */
 static int wait_readable(struct files_waiter *w, struct MHD_Connection *conn, int fd,
 			 double timeout_s)
 {
 	int r = -EBUSY;
 
 	pthread_mutex_lock(&w->lock);
-	if (!w->stop && w->n < WAITER_MAX && grow((void **)&w->v, &w->cap, w->n, sizeof(*w->v))) {
+	if (!w->stop && grow((void **)&w->v, &w->cap, w->n, sizeof(*w->v))) {
 		MHD_suspend_connection(conn);
 		w->v[w->n++] = (struct waiting){ conn, NULL, fd, POLLIN,
 						 clock_mono_s() + timeout_s };
