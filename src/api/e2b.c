@@ -465,7 +465,7 @@ bool e2b_authorize(struct api_req *rq, enum MHD_Result *answered)
 
 			key = a && !strncasecmp(a, "Bearer ", 7) ? a + 7 : NULL;
 		}
-		if (http_key_ok(rq->cfg, key))
+		if (http_key_find(rq->cfg, key, &rq->key_index))
 			return true;
 		metrics_inc(M_REJECT_AUTH);
 		*answered = e2b_error(rq, 401, "a valid API key is required (E2B_API_KEY, sent "

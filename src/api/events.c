@@ -11,7 +11,9 @@
  *   event: heartbeat  data: {"sessions": N}        every HEARTBEAT_S
  *   event: resync     data: {"dropped": N}         the watcher fell behind
  *
- * Cost: at most EVENTS_MAX streams at once (429 past it), each holding at
+ * Cost: at most EVENTS_MAX streams at once (429 past it), one tenant (an
+ * API key, or a client's address without keys: share.h) at most its share
+ * of them (429 too: one key cannot take every stream), each holding at
  * most PENDING_MAX bytes not yet read; past that its events are dropped and
  * one resync says so (the page then reloads the listings).  No thread per
  * stream: MHD's content reader never waits; with nothing to send it
@@ -50,6 +52,7 @@ struct watcher {
 	unsigned long long dropped;	/* events lost since the last resync */
 	bool suspended;
 	int client_fd;
+	struct share_tenant tenant;	/* holds one of ev->streams for it */
 	double heartbeat_at;		/* monotonic */
 	struct watcher *prev, *next;
 };
@@ -60,7 +63,7 @@ struct events {
 	struct stream_hub *hub;
 	struct hub_watch tick;
 	struct watcher *head;
-	unsigned count;
+	struct share *streams;		/* EVENTS_MAX, shared between tenants */
 	bool stopping;
 };
 
@@ -175,8 +178,8 @@ static void on_free(void *cls)
 		ev->head = w->next;
 	if (w->next)
 		w->next->prev = w->prev;
-	ev->count--;
 	pthread_mutex_unlock(&ev->lock);
+	share_give(ev->streams, &w->tenant, 1);
 	buf_release(&w->out);
 	free(w);
 }
@@ -187,6 +190,7 @@ enum MHD_Result handle_events(struct api_req *rq)
 	const union MHD_ConnectionInfo *ci;
 	struct MHD_Response *resp;
 	struct watcher *w;
+	int r = 0;
 
 	if (strcmp(rq->method, "GET"))
 		return http_not_allowed(rq, "GET");
@@ -197,20 +201,26 @@ enum MHD_Result handle_events(struct api_req *rq)
 	w->ev = ev;
 	w->conn = rq->conn;
 	w->client_fd = ci ? ci->connect_fd : -1;
+	w->tenant = rq->tenant;
 	/* The first bytes at once: a client knows it is connected. */
 	w->heartbeat_at = 0;
 	pthread_mutex_lock(&ev->lock);
-	if (ev->stopping || ev->count >= EVENTS_MAX) {
+	if (ev->stopping || (r = share_take(ev->streams, &w->tenant, 1)) < 0) {
 		bool stopping = ev->stopping;
 
 		pthread_mutex_unlock(&ev->lock);
 		free(w);
 		if (stopping)
 			return http_error(rq, 503, "shutting_down", "the server is shutting down");
+		if (r == -EDQUOT)
+			return http_error(rq, 429, "too_many_streams", "this %s has %llu event "
+					  "streams open, its share of the server's %u; close one or "
+					  "retry later", rq->key_index >= 0 ? "API key" : "client",
+					  (unsigned long long)share_per_tenant(ev->streams),
+					  EVENTS_MAX);
 		return http_error(rq, 429, "too_many_streams", "at most %u event streams are open "
 				  "at once; close one or retry later", EVENTS_MAX);
 	}
-	ev->count++;
 	w->next = ev->head;
 	if (ev->head)
 		ev->head->prev = w;
@@ -226,13 +236,16 @@ enum MHD_Result handle_events(struct api_req *rq)
 	return http_queue(rq, 200, resp);
 }
 
-int events_new(struct smgr *sm, struct stream_hub *hub, struct events **out)
+int events_new(const struct petri_config *cfg, struct smgr *sm, struct stream_hub *hub,
+	       struct events **out)
 {
 	struct events *ev = calloc(1, sizeof(*ev));
 
 	*out = NULL;
-	if (!ev)
+	if (!ev || share_new(EVENTS_MAX, share_of(cfg, EVENTS_MAX), &ev->streams) < 0) {
+		free(ev);
 		return -ENOMEM;
+	}
 	pthread_mutex_init(&ev->lock, NULL);
 	ev->sm = sm;
 	ev->hub = hub;
@@ -264,6 +277,7 @@ void events_free(struct events *ev)
 	stream_hub_unwatch(ev->hub, &ev->tick);
 	if (ev->head)
 		log_warn("http: an event stream outlived the server");
+	share_free(ev->streams);
 	pthread_mutex_destroy(&ev->lock);
 	free(ev);
 }

@@ -7,9 +7,10 @@
 
 struct events;
 
-/* Watch sm's record and tick with hub (both must outlive it).  0 or
- * -ENOMEM. */
-int events_new(struct smgr *sm, struct stream_hub *hub, struct events **out);
+/* Watch sm's record and tick with hub (both must outlive it); share the
+ * streams between cfg's keys.  0 or -ENOMEM. */
+int events_new(const struct petri_config *cfg, struct smgr *sm, struct stream_hub *hub,
+	       struct events **out);
 /* End every stream (at their next read) and refuse new ones: at quiesce. */
 void events_stop(struct events *ev);
 /* After MHD stopped (no stream is left), before the hub is freed. */

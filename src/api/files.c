@@ -83,19 +83,29 @@ static struct files_user user_of(struct session *s)
  * ends with an error: the client sees a truncated body, never a wrong one. */
 
 #define DOWNLOAD_BLOCK (32u << 10)
+/* An archive's reader waits suspended at most this long for its writer
+ * before it looks again (at the session, too). */
+#define DOWNLOAD_WAIT_S 1.0
 
 struct download {
 	struct hub_watch watch;		/* first: the tick is given &watch */
 	struct stream_hub *hub;
+	struct files_waiter *waiter;	/* resumes an archive's connection */
+	struct MHD_Connection *conn;
 	pthread_mutex_t lock;
 	int fd;				/* -1 once let go */
-	struct ws_archive *ar;		/* instead of fd: an archive; NULL */
-	struct session *s;		/* a reference while fd or ar is open */
+	struct ws_archiver *aw;		/* instead of fd: an archive's writer; NULL */
+	struct session *s;		/* a reference while fd or aw is open */
 	uint64_t size;
 };
 
-/* Close the file and drop the session (d->lock held); the session is
- * returned for the caller to put once unlocked. */
+static void reap_archiver_later(struct files_waiter *w, struct ws_archiver *aw);
+static int wait_readable(struct files_waiter *w, struct MHD_Connection *conn, int fd,
+			 double timeout_s);
+
+/* Close the file or kill the archive's writer, and drop the session
+ * (d->lock held); the session is returned for the caller to put once
+ * unlocked. */
 static struct session *download_let_go(struct download *d)
 {
 	struct session *s = d->s;
@@ -103,8 +113,11 @@ static struct session *download_let_go(struct download *d)
 	if (d->fd >= 0)
 		close(d->fd);
 	d->fd = -1;
-	ws_archive_free(d->ar);
-	d->ar = NULL;
+	if (d->aw) {
+		ws_archiver_cancel(d->aw);
+		reap_archiver_later(d->waiter, d->aw);
+	}
+	d->aw = NULL;
 	d->s = NULL;
 	return s;
 }
@@ -144,9 +157,11 @@ static ssize_t download_read(void *cls, uint64_t pos, char *out, size_t max)
 	return n;
 }
 
-/* An archive's next bytes: as many as it makes in a bounded piece of work
- * (the event thread's), the end, or an error that cuts the stream (the
- * client sees a chunked body end without its last chunk). */
+/* An archive's next bytes, as its writer made them: what its pipe holds,
+ * the end, or an error that cuts the stream (the client sees a chunked
+ * body end without its last chunk).  Nothing made yet: the connection is
+ * suspended until the pipe is readable (the waiter thread resumes it), so
+ * MHD does not call again at once, and nothing here waits. */
 static ssize_t archive_read(void *cls, uint64_t pos, char *out, size_t max)
 {
 	struct download *d = cls;
@@ -157,11 +172,14 @@ static ssize_t archive_read(void *cls, uint64_t pos, char *out, size_t max)
 	pthread_mutex_lock(&d->lock);
 	if (d->s && session_ended(d->s))
 		s = download_let_go(d);
-	if (d->ar) {
-		n = ws_archive_read(d->ar, out, max);
-		/* -EAGAIN: 0, and MHD calls again (each call makes progress). */
-		n = n > 0 ? n : n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : n == -EAGAIN ? 0
-			    : MHD_CONTENT_READER_END_WITH_ERROR;
+	if (d->aw) {
+		n = ws_archiver_read(d->aw, out, max);
+		if (n == -EAGAIN)
+			n = wait_readable(d->waiter, d->conn, ws_archiver_fd(d->aw),
+					  DOWNLOAD_WAIT_S) < 0 ? MHD_CONTENT_READER_END_WITH_ERROR : 0;
+		else if (n <= 0)
+			n = n == 0 ? MHD_CONTENT_READER_END_OF_STREAM
+				   : MHD_CONTENT_READER_END_WITH_ERROR;
 	}
 	pthread_mutex_unlock(&d->lock);
 	session_put(s);
@@ -178,10 +196,10 @@ static void download_free(void *cls)
 	free(d);
 }
 
-/* A response that sends fd (size bytes) or ar (to its end) of s, owning
- * it from here, even when it fails (NULL). */
+/* A response that sends fd (size bytes) or what aw writes (to its end) of
+ * s, owning it from here, even when it fails (NULL). */
 static struct MHD_Response *download_new(struct api_req *rq, struct session *s, int fd,
-					 struct ws_archive *ar, uint64_t size)
+					 struct ws_archiver *aw, uint64_t size)
 {
 	struct download *d = calloc(1, sizeof(*d));
 	struct MHD_Response *resp;
@@ -189,19 +207,24 @@ static struct MHD_Response *download_new(struct api_req *rq, struct session *s, 
 	if (!d) {
 		if (fd >= 0)
 			close(fd);
-		ws_archive_free(ar);
+		if (aw) {
+			ws_archiver_cancel(aw);
+			reap_archiver_later(rq->waiter, aw);
+		}
 		return NULL;
 	}
 	pthread_mutex_init(&d->lock, NULL);
 	d->watch.tick = download_tick;
 	d->hub = rq->streams;
+	d->waiter = rq->waiter;
+	d->conn = rq->conn;
 	d->fd = fd;
-	d->ar = ar;
+	d->aw = aw;
 	d->s = session_ref(s);
 	d->size = size;
 	stream_hub_watch(d->hub, &d->watch);
 	/* From here download_free() owns d, the file and the reference. */
-	resp = ar ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, DOWNLOAD_BLOCK,
+	resp = aw ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, DOWNLOAD_BLOCK,
 						      archive_read, d, download_free)
 		  : MHD_create_response_from_callback(size, DOWNLOAD_BLOCK, download_read, d,
 						      download_free);
@@ -366,10 +389,15 @@ enum MHD_Result files_upload_start(struct api_req *rq)
  * at most WAITING_PER_SESSION waiting, so a tenant with slow writers
  * cannot take every slot of WAITER_MAX from the others.
  *
+ * An archive download waits the other way: its reader found the writer's
+ * pipe empty, and is resumed when it is readable (or after
+ * DOWNLOAD_WAIT_S, to look again).
+ *
  * The thread also reaps the writers of aborted uploads, killed without
- * waiting by upload_stop(): when one's exit fd is readable (or every
- * REAP_POLL_MS on a kernel without pidfds), session_upload_reap() frees
- * it and removes its temporary file. */
+ * waiting by upload_stop(), and of archives whose client went or whose
+ * session ended: when one's exit fd is readable (or every REAP_POLL_MS on
+ * a kernel without pidfds), session_upload_reap() frees it and removes its
+ * temporary file, ws_archiver_reap() frees it. */
 
 #define WAITER_MAX 1024
 #define WAITING_PER_SESSION 4
@@ -377,20 +405,27 @@ enum MHD_Result files_upload_start(struct api_req *rq)
 
 struct waiting {
 	struct MHD_Connection *conn;
-	struct api_upload *up;
+	struct api_upload *up;	/* NULL: an archive's reader, not an upload */
 	int fd;
+	short events;		/* POLLOUT: an upload's writer; POLLIN: an archive's */
 	double deadline;	/* CLOCK_MONOTONIC seconds */
+};
+
+/* A killed writer to reap: an upload's, or an archive's. */
+struct reapable {
+	struct session_upload *up;
+	struct ws_archiver *aw;
 };
 
 struct files_waiter {
 	pthread_mutex_t lock;
 	struct waiting *v;
 	size_t n, cap;
-	struct session_upload **reap;	/* aborted, their writers killed */
+	struct reapable *reap;		/* aborted, their writers killed */
 	size_t nreap, reap_cap;
 	struct pollfd *pfd;		/* the thread's own */
 	size_t pfd_cap;
-	struct session_upload **ready;	/* the thread's own: to reap now */
+	struct reapable *ready;		/* the thread's own: to reap now */
 	size_t ready_cap;
 	int wake[2];		/* a byte: the list changed, or stop */
 	bool stop;
@@ -418,31 +453,53 @@ static void wake(struct files_waiter *w)
 		log_warn("cannot wake the upload waiter");
 }
 
-/* Reap sup now: at shutdown, or when it cannot be queued.  Its writer was
- * killed, so this waits for a death, not for the sandbox's pace. */
-static void reap_now(struct session_upload *sup)
+static int reapable_exit_fd(const struct reapable *r)
 {
-	while (!session_upload_reap(sup)) {
-		struct pollfd pfd = { .fd = session_upload_exit_fd(sup), .events = POLLIN };
+	return r->up ? session_upload_exit_fd(r->up) : ws_archiver_exit_fd(r->aw);
+}
+
+static bool reapable_reap(struct reapable *r)
+{
+	return r->up ? session_upload_reap(r->up) : ws_archiver_reap(r->aw);
+}
+
+/* Reap r now: at shutdown, or when it cannot be queued.  Its writer was
+ * killed, so this waits for a death, not for the sandbox's pace. */
+static void reap_now(struct reapable r)
+{
+	while (!reapable_reap(&r)) {
+		struct pollfd pfd = { .fd = reapable_exit_fd(&r), .events = POLLIN };
 
 		poll(&pfd, pfd.fd >= 0 ? 1 : 0, REAP_POLL_MS);
 	}
 }
 
-static void reap_later(struct files_waiter *w, struct session_upload *sup)
+static void reap_queue(struct files_waiter *w, struct reapable r)
 {
 	bool queued = false;
 
 	pthread_mutex_lock(&w->lock);
 	if (!w->stop && grow((void **)&w->reap, &w->reap_cap, w->nreap, sizeof(*w->reap))) {
-		w->reap[w->nreap++] = sup;
+		w->reap[w->nreap++] = r;
 		queued = true;
 	}
 	pthread_mutex_unlock(&w->lock);
 	if (queued)
 		wake(w);
 	else
-		reap_now(sup);
+		reap_now(r);
+}
+
+static void reap_later(struct files_waiter *w, struct session_upload *sup)
+{
+	reap_queue(w, (struct reapable){ .up = sup });
+}
+
+static void reap_archiver_later(struct files_waiter *w, struct ws_archiver *aw)
+{
+	/* Often dead already: then nothing is queued. */
+	if (!ws_archiver_reap(aw))
+		reap_queue(w, (struct reapable){ .aw = aw });
 }
 
 static void *waiter_main(void *arg)
@@ -473,11 +530,11 @@ static void *waiter_main(void *arg)
 			double left = w->v[i].deadline - now;
 			int ms = left <= 0 ? 0 : left * 1000 < timeout ? (int)(left * 1000) + 1 : timeout;
 
-			w->pfd[i] = (struct pollfd){ .fd = w->v[i].fd, .events = POLLOUT };
+			w->pfd[i] = (struct pollfd){ .fd = w->v[i].fd, .events = w->v[i].events };
 			timeout = ms < timeout ? ms : timeout;
 		}
 		for (size_t i = 0; i < nr; i++) {
-			int fd = session_upload_exit_fd(w->reap[i]);
+			int fd = reapable_exit_fd(&w->reap[i]);
 
 			w->pfd[n + i] = (struct pollfd){ .fd = fd, .events = POLLIN };
 			if (fd < 0 && timeout > REAP_POLL_MS)
@@ -502,7 +559,8 @@ static void *waiter_main(void *arg)
 			bool late = now >= w->v[i].deadline;
 
 			if (w->pfd[i].revents || late) {
-				w->v[i].up->stalled = late && !w->pfd[i].revents;
+				if (w->v[i].up)
+					w->v[i].up->stalled = late && !w->pfd[i].revents;
 				MHD_resume_connection(w->v[i].conn);
 				w->v[i] = w->v[--w->n];
 			}
@@ -517,8 +575,8 @@ static void *waiter_main(void *arg)
 			}
 		pthread_mutex_unlock(&w->lock);
 		for (size_t i = 0; i < nready; i++)
-			if (!session_upload_reap(w->ready[i]))
-				reap_later(w, w->ready[i]);	/* not dead yet */
+			if (!reapable_reap(&w->ready[i]))
+				reap_queue(w, w->ready[i]);	/* not dead yet */
 	}
 }
 
@@ -582,21 +640,47 @@ static int wait_for_writer(struct api_req *rq, int fd)
 {
 	struct files_waiter *w = rq->waiter;
 	struct api_upload *up = rq->upload;
-	size_t mine = 0;
+	size_t mine = 0, uploads = 0;
 	int r = -EBUSY;
 
 	pthread_mutex_lock(&w->lock);
-	for (size_t i = 0; i < w->n; i++)
-		mine += !strcmp(w->v[i].up->id, up->id);
+	for (size_t i = 0; i < w->n; i++) {
+		uploads += w->v[i].up != NULL;
+		mine += w->v[i].up && !strcmp(w->v[i].up->id, up->id);
+	}
 	if (mine >= WAITING_PER_SESSION) {
 		r = -EUSERS;
-	} else if (!w->stop && w->n < WAITER_MAX &&
+	} else if (!w->stop && uploads < WAITER_MAX &&
 		   grow((void **)&w->v, &w->cap, w->n, sizeof(*w->v))) {
 		/* Suspended before the waiter can see it, under its lock:
 		 * it cannot resume a connection that is not suspended. */
 		MHD_suspend_connection(rq->conn);
-		w->v[w->n++] = (struct waiting){ rq->conn, up, fd,
+		w->v[w->n++] = (struct waiting){ rq->conn, up, fd, POLLOUT,
 						 clock_mono_s() + rq->cfg->http_timeout_s };
+		r = 0;
+	}
+	pthread_mutex_unlock(&w->lock);
+	if (r == 0)
+		wake(w);
+	return r;
+}
+
+/* Suspend conn (from its content reader) until fd is readable, or
+ * timeout_s: an archive's writer has made nothing yet.  Not counted in
+ * WAITER_MAX, which is the uploads' (each download waiting is one of
+ * max_connections already): slow writers of one tenant's archives cannot
+ * take the slots of others' uploads.  0, or -EBUSY (stopping, no memory):
+ * the caller cuts the stream. */
+static int wait_readable(struct files_waiter *w, struct MHD_Connection *conn, int fd,
+			 double timeout_s)
+{
+	int r = -EBUSY;
+
+	pthread_mutex_lock(&w->lock);
+	if (!w->stop && grow((void **)&w->v, &w->cap, w->n, sizeof(*w->v))) {
+		MHD_suspend_connection(conn);
+		w->v[w->n++] = (struct waiting){ conn, NULL, fd, POLLIN,
+						 clock_mono_s() + timeout_s };
 		r = 0;
 	}
 	pthread_mutex_unlock(&w->lock);
@@ -799,9 +883,9 @@ static enum MHD_Result archive_out(struct api_req *rq, struct session *s, const 
 {
 	const char *format = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND,
 							 "format");
-	struct files_user u = user_of(s);
 	struct MHD_Response *resp;
-	struct ws_archive *ar;
+	struct ws_archiver *aw;
+	size_t entries;
 	bool gzip;
 	int r;
 
@@ -812,8 +896,29 @@ static enum MHD_Result archive_out(struct api_req *rq, struct session *s, const 
 	else
 		return http_error(rq, 400, "invalid_request", "format is tar.gz (the default) "
 				  "or tar, not '%.40s'", format);
-	r = ws_archive_open(&u, session_work_fd(s), dir, gzip, rq->cfg->archive_max_entries,
-			    (uint64_t)session_limits(s)->disk_mb << 20, &ar);
+	/* Listed, then compressed, by a writer charged to the session; this
+	 * worker waits for the listing's outcome (an answer, not a cut
+	 * stream), and the event thread only copies what the writer made. */
+	if ((r = session_archive_begin(s, dir, gzip, rq->cfg->archive_max_entries, &aw)) < 0)
+		return http_error(rq, 500, "internal", "cannot start the archive's writer: %s",
+				  strerror(-r));
+	r = ws_archiver_opened(aw, rq->cfg->http_timeout_s, &entries);
+	if (r < 0) {
+		ws_archiver_cancel(aw);
+		reap_archiver_later(rq->waiter, aw);
+	}
+	if (r == -EAGAIN)
+		return http_error(rq, 429, "too_many_processes", "the session is at its pids "
+				  "limit (%u): the archive's writer needs one process of it",
+				  session_limits(s)->pids);
+	if (r == -ETIMEDOUT)
+		return http_error(rq, 503, "busy", "the archive's writer listed nothing within "
+				  "%g s (http_timeout_s): the session is starved; retry later",
+				  rq->cfg->http_timeout_s);
+	if (r == -ENOMEM)
+		return http_error(rq, 413, "too_large", "the archive's writer went over the "
+				  "session's memory limit (%u MiB), or the session ended; download a "
+				  "directory of it", session_limits(s)->memory_mb);
 	if (r == -E2BIG)
 		return http_error(rq, 413, "too_large", "'%.300s' holds more than %u entries "
 				  "(archive_max_entries), %u MiB of names, %u levels or %u MiB of "
@@ -822,13 +927,13 @@ static enum MHD_Result archive_out(struct api_req *rq, struct session *s, const 
 				  rq->cfg->archive_max_entries, ARCHIVE_NAMES_MAX >> 20,
 				  FILES_TREE_DEPTH, session_limits(s)->disk_mb);
 	if (r == -EBUSY)
-		return http_error(rq, 503, "busy", "the archives being sent hold %u MiB already; "
-				  "retry later", ARCHIVE_HELD_MAX >> 20);
-	if (r == -ENOMEM)
-		return http_error(rq, 500, "internal", "out of memory");
+		return http_error(rq, 503, "busy", "the archive's listing and buffers would hold "
+				  "more than %u MiB; download a directory of it",
+				  ARCHIVE_HELD_MAX >> 20);
 	if (r < 0)
 		return file_error(rq, r, dir);
-	if (!(resp = download_new(rq, s, -1, ar, 0)))
+	log_debug("http: an archive of '%.300s': %zu entries", dir, entries);
+	if (!(resp = download_new(rq, s, -1, aw, 0)))
 		return http_error(rq, 500, "internal", "out of memory");
 	MHD_add_response_header(resp, "Content-Type", gzip ? "application/gzip"
 							   : "application/x-tar");

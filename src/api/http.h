@@ -7,6 +7,7 @@
 #include <microhttpd.h>
 #include <stdbool.h>
 
+#include "api/share.h"
 #include "config/config.h"
 #include "session/session.h"
 #include "util/buf.h"
@@ -36,11 +37,13 @@ struct api_req {
 	bool opaque_body;		/* a body the handler parses (multipart,
 					 * Connect envelopes), not JSON */
 	int key_index;			/* the API key it came with, in the
-					 * configuration's list; -1: no keys */
+					 * configuration's list; -1: no keys,
+					 * or none sent (E2B's data plane) */
 	bool read_slot;			/* holds one of the expensive reads'
 					 * slots (server.c) */
 	int client_fd;			/* its socket, once http_gone() looked */
 	struct MHD_Connection *conn;
+	struct share_tenant tenant;	/* who it is charged to (share.h) */
 	const char *method;
 	const char *url;
 	struct buf body;
@@ -50,6 +53,8 @@ struct api_req {
 	struct api_upload *upload;	/* its state (files.c) */
 	bool too_large;
 	bool too_busy;		/* the server's body budget was spent */
+	bool over_share;	/* its tenant's share of the budget was */
+	double body_since;	/* when its body began (monotonic) */
 	bool answered;		/* a response is queued or kept */
 	bool counted;		/* in the server's active count */
 	/* on a worker */
@@ -70,6 +75,9 @@ struct api_req {
 bool http_same_secret(const char *a, const char *b);
 /* Is key one of the server's API keys (or are there none)? */
 bool http_key_ok(const struct petri_config *cfg, const char *key);
+/* The same, and which: its index into cfg->api_keys, -1 when there are no
+ * keys (or it is not one). */
+bool http_key_find(const struct petri_config *cfg, const char *key, int *index);
 
 /* All return the MHD result of queueing the response. */
 /* Queue resp (consumed; NULL: fail) with the common headers. */

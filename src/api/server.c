@@ -16,7 +16,8 @@
  *
  * Budgets: a JSON body at most max_json_kb, scanned by util/jsoncost
  * before jansson builds it; an upload at most max_file_mb; all bodies held
- * at once at most max_buffered_mb; connections max_connections (the fd
+ * at once at most max_buffered_mb, one tenant (key or address) at most its
+ * share of that (share.h), each coming at least BODY_PACE; connections max_connections (the fd
  * limit is raised to fit), max_connections_per_ip from one address, each
  * idle at most http_timeout_s. */
 #include "api/api.h"
@@ -41,6 +42,7 @@
 #include "api/openapi.h"
 #include "api/worker.h"
 #include "mcp/registry.h"
+#include "util/clock.h"
 #include "util/jsoncost.h"
 #include "util/log.h"
 #include "util/metrics.h"
@@ -56,7 +58,7 @@ struct api_server {
 	char unix_path[108];
 	atomic_bool quiescing;
 	atomic_uint active;
-	atomic_size_t buffered;		/* request body bytes held now */
+	struct share *bodies;		/* request body bytes held now, per tenant */
 	struct mcp_registry *mcp;	/* MCP over HTTP: /mcp */
 	struct api_workers *workers;
 	struct stream_hub *streams;
@@ -252,21 +254,26 @@ bool http_same_secret(const char *a, const char *b)
 	return diff == 0;
 }
 
-/* The index of key in the configuration's list, or -1; every key is
- * compared, so that the time says nothing of which matched. */
-static int key_index(const struct petri_config *cfg, const char *key)
+bool http_key_find(const struct petri_config *cfg, const char *key, int *index)
 {
 	int found = -1;
 
+	*index = -1;
+	if (cfg->napi_keys == 0)
+		return true;
+	/* Every key compared, whichever matches. */
 	for (size_t i = 0; key && i < cfg->napi_keys; i++)
-		if (http_same_secret(key, cfg->api_keys[i]))
+		if (http_same_secret(key, cfg->api_keys[i]) && found < 0)
 			found = (int)i;
-	return found;
+	*index = found;
+	return found >= 0;
 }
 
 bool http_key_ok(const struct petri_config *cfg, const char *key)
 {
-	return cfg->napi_keys == 0 || key_index(cfg, key) >= 0;
+	int index;
+
+	return http_key_find(cfg, key, &index);
 }
 
 /* Is the request's key one of the server's (or are there none)?  Notes
@@ -279,8 +286,7 @@ static bool authorized(struct api_req *rq)
 		return true;
 	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
 		return false;
-	rq->key_index = key_index(rq->cfg, h + 7);
-	return rq->key_index >= 0;
+	return http_key_find(rq->cfg, h + 7, &rq->key_index);
 }
 
 /* ---- expensive reads ---------------------------------------------------
@@ -486,23 +492,37 @@ static enum MHD_Result too_large(struct api_req *rq)
 static void keep_chunk(struct api_req *rq, const char *data, size_t n)
 {
 	struct api_server *srv = rq->srv;
+	int r;
 
-	if (rq->too_large || rq->too_busy)
+	if (rq->too_large || rq->too_busy || rq->over_share)
 		return;
 	if (rq->body.len + n > rq->body_max) {
 		rq->too_large = true;
-	} else if (atomic_fetch_add(&srv->buffered, n) + n > srv->cfg->max_buffered_bytes) {
-		atomic_fetch_sub(&srv->buffered, n);
-		rq->too_busy = true;
+	} else if ((r = share_take(srv->bodies, &rq->tenant, n)) < 0) {
+		rq->over_share = r == -EDQUOT;
+		rq->too_busy = r != -EDQUOT;
 	} else {
 		rq->reserved += n;
 		if (buf_append(&rq->body, data, n) == 0)
 			return;
 		rq->too_busy = true;
 	}
-	atomic_fetch_sub(&srv->buffered, rq->reserved);
+	share_give(srv->bodies, &rq->tenant, rq->reserved);
 	rq->reserved = 0;
 	buf_release(&rq->body);
+}
+
+/* A body held here must come at BODY_PACE bytes a second on average after
+ * its first http_timeout_s: a client that sends a byte now and then (never
+ * idle for MHD's timeout) does not keep its share of the budget forever.
+ * A body already refused holds nothing and is read to its end, to answer. */
+#define BODY_PACE (64u << 10)
+
+static bool body_too_slow(const struct api_req *rq, size_t more)
+{
+	double late = clock_mono_s() - rq->body_since - rq->cfg->http_timeout_s;
+
+	return rq->reserved && late > 0 && late * BODY_PACE > (double)(rq->body.len + more);
 }
 
 /* A JSON body, as it streams in. */
@@ -544,7 +564,10 @@ static enum MHD_Result on_headers(struct api_server *srv, struct api_req *rq)
 	if (rq->e2b_kind != E2B_NONE) {
 		/* E2B's SDKs bring their own credentials: an API key on the
 		 * control plane, a sandbox's token on the data plane. */
-		return e2b_authorize(rq, &answered) ? MHD_YES : answered;
+		if (!e2b_authorize(rq, &answered))
+			return answered;
+		share_tenant_of(rq->conn, rq->key_index, &rq->tenant);
+		return MHD_YES;
 	}
 	/* The web page's files hold no data: the page asks for the key. */
 	if (strcmp(rq->url, "/healthz") && !web_is_asset(rq->url) && !authorized(rq)) {
@@ -552,6 +575,7 @@ static enum MHD_Result on_headers(struct api_server *srv, struct api_req *rq)
 		return http_error(rq, 401, "unauthorized",
 				  "a valid API key is required: Authorization: Bearer <key>");
 	}
+	share_tenant_of(rq->conn, rq->key_index, &rq->tenant);
 	/* An upload streams into its session's writer (files.c), never held
 	 * here: it starts now that the request may be made. */
 	return rq->raw_upload ? files_upload_start(rq) : MHD_YES;
@@ -566,6 +590,11 @@ static enum MHD_Result on_body_done(struct api_server *srv, struct api_req *rq)
 	if (rq->too_busy)
 		return http_error(rq, 503, "busy", "the server holds too many request bodies; "
 				  "retry later");
+	if (rq->over_share)
+		return http_error(rq, 429, "too_many_bodies", "this %s holds its share (%llu KiB) "
+				  "of the request bodies the server keeps at once; finish them or "
+				  "retry later", rq->key_index >= 0 ? "API key" : "client",
+				  (unsigned long long)(share_per_tenant(rq->srv->bodies) >> 10));
 	if (atomic_load(&srv->quiescing))
 		return http_error(rq, 503, "shutting_down", "the server is shutting down");
 	if (!rq->raw_upload && !rq->opaque_body &&
@@ -611,9 +640,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		rq->waiter = srv->waiter;
 		rq->e2b = srv->e2b;
 		rq->events = srv->events;
-		rq->key_index = -1;
 		rq->client_fd = -1;
 		rq->conn = conn;
+		rq->key_index = -1;
+		rq->body_since = clock_mono_s();
 		rq->method = method;
 		rq->url = url;
 		*ctx = rq;
@@ -632,6 +662,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (*upload_size && rq->raw_upload)
 		return files_upload_chunk(rq, upload_data, upload_size);
 	if (*upload_size) {
+		if (body_too_slow(rq, *upload_size)) {
+			log_debug("http: %s %.200s: the body came too slowly; closed", method, url);
+			return MHD_NO;
+		}
 		take_json_chunk(rq, upload_data, *upload_size);
 		*upload_size = 0;
 		return MHD_YES;
@@ -656,7 +690,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **ctx,
 	give_read(srv, rq);
 	if (rq->resp)
 		MHD_destroy_response(rq->resp);
-	atomic_fetch_sub(&srv->buffered, rq->reserved);
+	share_give(srv->bodies, &rq->tenant, rq->reserved);
 	files_upload_end(rq);
 	buf_release(&rq->body);
 	free(rq);
@@ -865,8 +899,11 @@ int api_start(const struct petri_config *cfg, struct smgr *sm,
 	srv->reads_max = spare < 1 ? 1 : spare > READS_MAX ? READS_MAX : spare;
 	if ((cfg->napi_keys && !(srv->key_reads = calloc(cfg->napi_keys,
 							  sizeof(*srv->key_reads)))) ||
-	    mcp_registry_new(sm, cfg, &srv->mcp) < 0 || e2b_new(&srv->e2b) < 0) {
+	    mcp_registry_new(sm, cfg, &srv->mcp) < 0 || e2b_new(&srv->e2b) < 0 ||
+	    share_new(cfg->max_buffered_bytes, share_of(cfg, cfg->max_buffered_bytes),
+		      &srv->bodies) < 0) {
 		mcp_registry_free(srv->mcp);
+		e2b_free(srv->e2b);
 		free(srv->key_reads);
 		free(srv);
 		return -ENOMEM;
@@ -877,13 +914,14 @@ int api_start(const struct petri_config *cfg, struct smgr *sm,
 		mcp_registry_free(srv->mcp);
 		e2b_free(srv->e2b);
 		free(srv->key_reads);
+		share_free(srv->bodies);
 		free(srv);
 		return fd;
 	}
 	srv->listen_fd = fd;
 	set_listen_host(srv, cfg->listen);
 	if ((r = stream_hub_new(&srv->streams)) < 0 || (r = files_waiter_new(&srv->waiter)) < 0 ||
-	    (r = events_new(sm, srv->streams, &srv->events)) < 0 ||
+	    (r = events_new(cfg, sm, srv->streams, &srv->events)) < 0 ||
 	    (r = workers_start(workers, route, &srv->workers)) < 0) {
 		snprintf(err, errlen, "cannot start the HTTP server's threads: %s", strerror(-r));
 		goto fail;
@@ -920,6 +958,7 @@ fail:
 	mcp_registry_free(srv->mcp);
 	e2b_free(srv->e2b);
 	free(srv->key_reads);
+	share_free(srv->bodies);
 	free(srv);
 	return r;
 }
@@ -967,5 +1006,6 @@ void api_stop(struct api_server *srv)
 	mcp_registry_free(srv->mcp);
 	e2b_free(srv->e2b);
 	free(srv->key_reads);
+	share_free(srv->bodies);
 	free(srv);
 }

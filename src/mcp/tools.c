@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -677,40 +678,68 @@ static int unpack_into(struct tools *t, struct session *s, const void *data, siz
 	return -1;
 }
 
-/* dir of s's /work as a tar.gz into out, at most max bytes.  0, or -1 with
- * why in err. */
+/* Kill an archive's writer and reap it: it was killed, so this waits for a
+ * death, not for the sandbox's pace. */
+static void archiver_end(struct ws_archiver *aw)
+{
+	ws_archiver_cancel(aw);
+	while (!ws_archiver_reap(aw)) {
+		struct pollfd pfd = { .fd = ws_archiver_exit_fd(aw), .events = POLLIN };
+
+		poll(&pfd, pfd.fd >= 0 ? 1 : 0, 100);
+	}
+}
+
+/* dir of s's /work as a tar.gz into out, at most max bytes, made by a
+ * writer charged to the session (session_archive_begin(): its CPU and
+ * memory are the session's).  0, or -1 with why in err. */
 static int archive_of(struct tools *t, struct session *s, const char *dir, struct buf *out,
 		      size_t max, char *err, size_t errlen)
 {
-	struct files_user u = user_of(s);
-	struct ws_archive *ar;
+	int step_ms = (int)(t->cfg->http_timeout_s * 1000);
+	struct ws_archiver *aw;
+	size_t entries;
 	ssize_t n = 1;
 	int r;
 
-	r = ws_archive_open(&u, session_work_fd(s), dir, true, t->cfg->archive_max_entries,
-			    (uint64_t)session_limits(s)->disk_mb << 20, &ar);
-	if (r == -EBUSY) {
-		snprintf(err, errlen, "the archives being made hold %u MiB already; try again "
-			 "later", ARCHIVE_HELD_MAX >> 20);
+	if ((r = session_archive_begin(s, dir, true, t->cfg->archive_max_entries, &aw)) < 0) {
+		snprintf(err, errlen, "cannot start the archive's writer: %s", strerror(-r));
 		return -1;
 	}
-	if (r == -E2BIG) {
+	r = ws_archiver_opened(aw, t->cfg->http_timeout_s, &entries);
+	if (r == -EBUSY)
+		snprintf(err, errlen, "the archive's listing and buffers would hold more than "
+			 "%u MiB: archive a directory of it", ARCHIVE_HELD_MAX >> 20);
+	else if (r == -E2BIG)
 		snprintf(err, errlen, "/work/%.300s holds more than %u entries or more than "
 			 "%u MiB of files (the disk limit; sparse files and hard links count "
 			 "their full size): archive a directory of it", dir,
 			 t->cfg->archive_max_entries, session_limits(s)->disk_mb);
-		return -1;
-	}
-	if (r < 0) {
+	else if (r == -EAGAIN)
+		snprintf(err, errlen, "the session is at its pids limit: the archive's writer "
+			 "needs one process of it");
+	else if (r == -ETIMEDOUT)
+		snprintf(err, errlen, "the session listed nothing within %g s: it is starved; "
+			 "try again later", t->cfg->http_timeout_s);
+	else if (r == -ENOMEM)
+		snprintf(err, errlen, "the archive's writer went over the session's memory "
+			 "limit (%u MiB), or the session ended", session_limits(s)->memory_mb);
+	else if (r < 0)
 		snprintf(err, errlen, "cannot archive '/work/%.300s': %s", dir, file_error(r));
+	if (r < 0) {
+		archiver_end(aw);
 		return -1;
 	}
 	while ((n > 0 || n == -EAGAIN) && out->len <= max && buf_reserve(out, 65536) == 0) {
-		n = ws_archive_read(ar, out->data + out->len, 65536);
+		struct pollfd pfd = { .fd = ws_archiver_fd(aw), .events = POLLIN };
+
+		n = ws_archiver_read(aw, out->data + out->len, 65536);
 		if (n > 0)
 			out->len += (size_t)n;
+		else if (n == -EAGAIN && poll(&pfd, 1, step_ms) == 0)
+			n = -ETIMEDOUT;
 	}
-	ws_archive_free(ar);
+	archiver_end(aw);
 	session_touch(s);
 	if (n < 0)
 		snprintf(err, errlen, "cannot archive '/work/%.300s': %s", dir, strerror((int)-n));

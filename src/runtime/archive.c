@@ -4,14 +4,22 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "jail/jail.h"
 #include "util/buf.h"
 #include "util/utf8.h"
 
@@ -297,4 +305,290 @@ void ws_archive_free(struct ws_archive *a)
 	free(a->block);
 	atomic_fetch_sub(&held, a->charged);
 	free(a);
+}
+
+/* ---- the writer process (archive.h) ------------------------------------ */
+
+/* In the writer, after the exec: the workspace's directory and the pipe. */
+#define WRITER_WORK_FD 3
+#define WRITER_OUT_FD 4
+#define WRITER_ARGS 10
+
+/* What the writer says first: the listing's outcome. */
+struct writer_hello {
+	int32_t err;		/* 0 or ws_archive_open()'s -errno */
+	uint32_t entries;
+};
+
+struct ws_archiver {
+	pid_t pid;		/* -1 once reaped */
+	int pidfd;		/* -1: none (an old kernel) */
+	int in;			/* the pipe's read end */
+	int out;		/* its write end, in the parent only until the fork */
+	int work_fd;		/* the jail's, not ours */
+	bool hello;		/* the listing's outcome was read */
+	/* Prepared before the fork: the child only makes system calls. */
+	char num[6][24];
+	char dir[FILES_PATH_MAX + 1];
+	const char *argv[WRITER_ARGS + 1];
+};
+
+/* The child of jail_fork_charged(): the two descriptors at their places,
+ * /dev/null for 0-2 (not the daemon's log), nothing else of the daemon's,
+ * and petri itself in a fresh image. */
+static int writer_exec(void *arg)
+{
+	struct ws_archiver *a = arg;
+	static const char *const envp[] = { NULL };
+	int work = fcntl(a->work_fd, F_DUPFD, 16), out = fcntl(a->out, F_DUPFD, 16);
+	int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (work < 0 || out < 0 || nul < 0 || dup2(work, WRITER_WORK_FD) < 0 ||
+	    dup2(out, WRITER_OUT_FD) < 0 || dup2(nul, 0) < 0 || dup2(nul, 1) < 0 ||
+	    dup2(nul, 2) < 0)
+		return -errno;
+	if (syscall(SYS_close_range, (unsigned)WRITER_OUT_FD + 1, ~0u, 0u) < 0)
+		return -errno;
+	execve("/proc/self/exe", (char *const *)a->argv, (char *const *)envp);
+	return -errno;
+}
+
+static void archiver_free(struct ws_archiver *a)
+{
+	if (a->in >= 0)
+		close(a->in);
+	if (a->out >= 0)
+		close(a->out);
+	if (a->pidfd >= 0)
+		close(a->pidfd);
+	free(a);
+}
+
+int ws_archiver_start(const struct files_user *u, struct jail *j, const char *dir, bool gzip,
+		      size_t max_entries, uint64_t max_bytes, struct ws_archiver **out)
+{
+	struct ws_archiver *a;
+	int p[2], r;
+
+	*out = NULL;
+	if (strlen(dir) > FILES_PATH_MAX)
+		return -ENAMETOOLONG;
+	if (!(a = calloc(1, sizeof(*a))))
+		return -ENOMEM;
+	a->pid = -1;
+	a->pidfd = a->in = a->out = -1;
+	a->work_fd = jail_work_fd(j);
+	snprintf(a->dir, sizeof(a->dir), "%s", dir);
+	snprintf(a->num[0], sizeof(a->num[0]), "%u", (unsigned)u->uid);
+	snprintf(a->num[1], sizeof(a->num[1]), "%u", (unsigned)u->gid);
+	snprintf(a->num[2], sizeof(a->num[2]), "%d", gzip ? 1 : 0);
+	snprintf(a->num[3], sizeof(a->num[3]), "%zu", max_entries);
+	snprintf(a->num[4], sizeof(a->num[4]), "%llu", (unsigned long long)max_bytes);
+	snprintf(a->num[5], sizeof(a->num[5]), "%d", (int)getpid());
+	a->argv[0] = "petri";
+	a->argv[1] = WS_ARCHIVER_COMMAND;
+	for (int i = 0; i < 6; i++)
+		a->argv[2 + i] = a->num[i];
+	a->argv[8] = a->dir;
+	a->argv[9] = NULL;
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	a->in = p[0];
+	a->out = p[1];
+	if ((r = jail_fork_charged(j, writer_exec, a, &a->pid)) < 0)
+		goto fail;
+	close(a->out);
+	a->out = -1;
+	a->pidfd = (int)syscall(SYS_pidfd_open, a->pid, 0);
+	*out = a;
+	return 0;
+fail:
+	if (a->pid > 0) {
+		kill(a->pid, SIGKILL);
+		waitpid(a->pid, NULL, 0);
+	}
+	archiver_free(a);
+	return r;
+}
+
+/* The writer is gone or going (its pipe hit EOF, or it was killed): wait
+ * at most wait_ms for its end and reap it.  Its exit code as -errno (0:
+ * clean), -ENOMEM when it was killed, -EINPROGRESS when it still runs. */
+static int archiver_exit(struct ws_archiver *a, int wait_ms)
+{
+	int st;
+	pid_t r;
+
+	if (a->pid < 0)
+		return 0;
+	if (a->pidfd >= 0 && wait_ms) {
+		struct pollfd pfd = { .fd = a->pidfd, .events = POLLIN };
+
+		poll(&pfd, 1, wait_ms);
+	}
+	while ((r = waitpid(a->pid, &st, WNOHANG)) < 0 && errno == EINTR)
+		;
+	if (r == 0)
+		return -EINPROGRESS;
+	a->pid = -1;
+	if (r < 0)
+		return -ECHILD;
+	if (WIFSIGNALED(st))
+		return -ENOMEM;
+	return WIFEXITED(st) ? -WEXITSTATUS(st) : -EIO;
+}
+
+int ws_archiver_opened(struct ws_archiver *a, double timeout_s, size_t *entries)
+{
+	struct pollfd pfd = { .fd = a->in, .events = POLLIN };
+	struct writer_hello h;
+	ssize_t n;
+	int r;
+
+	*entries = 0;
+	r = poll(&pfd, 1, (int)(timeout_s * 1000));
+	if (r == 0)
+		return -ETIMEDOUT;
+	/* At most PIPE_BUF bytes: written and read whole. */
+	while ((n = read(a->in, &h, sizeof(h))) < 0 && errno == EINTR)
+		;
+	if (n != (ssize_t)sizeof(h)) {
+		/* Gone before a word: at the pids limit (EAGAIN), killed... */
+		r = archiver_exit(a, 1000);
+		return r == -EAGAIN || r == -ENOMEM ? r : -EIO;
+	}
+	if (h.err > 0 || h.err < -4095)
+		return -EPROTO;
+	a->hello = true;
+	*entries = h.entries;
+	fcntl(a->in, F_SETFL, fcntl(a->in, F_GETFL) | O_NONBLOCK);
+	return h.err;
+}
+
+ssize_t ws_archiver_read(struct ws_archiver *a, char *out, size_t max)
+{
+	ssize_t n;
+	int r;
+
+	if (!a->hello)
+		return -EPROTO;
+	while ((n = read(a->in, out, max)) < 0 && errno == EINTR)
+		;
+	if (n > 0)
+		return n;
+	if (n < 0)
+		return errno == EAGAIN ? -EAGAIN : -errno;
+	/* The end of the pipe: a whole stream only if the writer says so.
+	 * It closed the pipe on its way out, so this is a short wait. */
+	r = archiver_exit(a, 1000);
+	return r == -EINPROGRESS ? -EIO : r;
+}
+
+int ws_archiver_fd(const struct ws_archiver *a)
+{
+	return a->in;
+}
+
+void ws_archiver_cancel(struct ws_archiver *a)
+{
+	if (a->pid < 0)
+		return;
+	if (a->pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, a->pidfd, SIGKILL, NULL, 0);
+	else
+		kill(a->pid, SIGKILL);
+}
+
+int ws_archiver_exit_fd(const struct ws_archiver *a)
+{
+	return a->pidfd;
+}
+
+bool ws_archiver_reap(struct ws_archiver *a)
+{
+	ws_archiver_cancel(a);
+	if (archiver_exit(a, 0) == -EINPROGRESS)
+		return false;
+	archiver_free(a);
+	return true;
+}
+
+/* ---- in the writer, after the exec ---- */
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Become the sandbox's user for good: what the daemon's setfsuid() does
+ * for a thread, for the whole process and with nothing to go back to. */
+static int drop_to(uid_t uid, gid_t gid)
+{
+	/* An unprivileged daemon's sandboxes are its own uid: nothing to drop. */
+	if (geteuid() == 0 && (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 ||
+			       setresuid(uid, uid, uid) < 0))
+		return -errno;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		return -errno;
+	return 0;
+}
+
+static bool num_arg(const char *s, unsigned long long max, unsigned long long *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	return *s && !*end && !errno && *v <= max;
+}
+
+int ws_archiver_main(int argc, char **argv)
+{
+	unsigned long long uid, gid, gzip, entries, bytes, parent;
+	static char block[BLOCK];
+	struct writer_hello h = { 0 };
+	struct files_user u;
+	struct ws_archive *a = NULL;
+	ssize_t n;
+
+	if (argc != 9 || strcmp(argv[1], WS_ARCHIVER_COMMAND) ||
+	    !num_arg(argv[2], UINT32_MAX, &uid) || !num_arg(argv[3], UINT32_MAX, &gid) ||
+	    !num_arg(argv[4], 1, &gzip) || !num_arg(argv[5], SIZE_MAX, &entries) ||
+	    !num_arg(argv[6], UINT64_MAX, &bytes) || !num_arg(argv[7], INT32_MAX, &parent) ||
+	    fcntl(WRITER_OUT_FD, F_GETFD) < 0 || fcntl(WRITER_WORK_FD, F_GETFD) < 0) {
+		fprintf(stderr, "petri: %s is run by petri serve, not by hand\n",
+			WS_ARCHIVER_COMMAND);
+		return 2;
+	}
+	/* Dies with the daemon; the setting does not survive the change of
+	 * credentials, so it is made after. */
+	if (drop_to((uid_t)uid, (gid_t)gid) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ||
+	    getppid() != (pid_t)parent)
+		return EPERM;
+	signal(SIGPIPE, SIG_DFL);
+	u = (struct files_user){ .uid = (uid_t)uid, .gid = (gid_t)gid };
+	h.err = ws_archive_open(&u, WRITER_WORK_FD, argv[8], gzip, (size_t)entries, bytes, &a);
+	h.entries = a ? (uint32_t)ws_archive_entries(a) : 0;
+	if (write_all(WRITER_OUT_FD, (const char *)&h, sizeof(h)) < 0 || h.err < 0)
+		return h.err < 0 ? 0 : EPIPE;	/* the refusal is said: a clean end */
+	while ((n = ws_archive_read(a, block, sizeof(block))) != 0) {
+		if (n == -EAGAIN)
+			continue;
+		if (n < 0 || write_all(WRITER_OUT_FD, block, (size_t)n) < 0)
+			break;
+	}
+	ws_archive_free(a);	/* for the leak checker of a sanitized build */
+	return n ? EIO : 0;
 }

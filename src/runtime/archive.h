@@ -55,4 +55,43 @@ ssize_t ws_archive_read(struct ws_archive *a, char *out, size_t max);
 size_t ws_archive_entries(const struct ws_archive *a);
 void ws_archive_free(struct ws_archive *a);
 
+/* ---- the writer process ---------------------------------------------------
+ *
+ * A download's archive is made by a short-lived process charged to the
+ * sandbox (jail_fork_charged(), then an exec of petri itself, so that
+ * libarchive and zlib run in a fresh process and never in a copy of the
+ * daemon's threads): its listing, its compression and its buffers count
+ * against the session's CPU, memory and pids, not the daemon's.  It drops
+ * to the sandbox's user (uid, gid, no groups, no capability, no new
+ * privileges, not dumpable), dies with the daemon (PR_SET_PDEATHSIG), and
+ * writes into a pipe: first the listing's outcome (ws_archive_open()'s
+ * 0 or -errno, and the number of entries), then the stream.  The daemon
+ * only copies bytes from the pipe.
+ *
+ * start: the writer is started, without waiting for it.  opened: waits at
+ * most timeout_s for the listing's outcome: 0, or ws_archive_open()'s
+ * -errno, -EAGAIN (the sandbox is at its pids limit), -ENOMEM (killed: the
+ * sandbox's memory limit, or it ended), -ETIMEDOUT; on a worker only.
+ * read: never waits: > 0 bytes, 0 at the stream's end (the writer exited
+ * cleanly), -EAGAIN (nothing now: wait for ws_archiver_fd() to be
+ * readable), or another -errno (the stream is cut: the writer failed or
+ * was killed).  cancel: kill it, without waiting; then ws_archiver_reap()
+ * until true (it frees a), when ws_archiver_exit_fd() is readable (-1: an
+ * old kernel, try now and then). */
+struct ws_archiver;
+struct jail;
+int ws_archiver_start(const struct files_user *u, struct jail *j, const char *dir, bool gzip,
+		      size_t max_entries, uint64_t max_bytes, struct ws_archiver **out);
+int ws_archiver_opened(struct ws_archiver *a, double timeout_s, size_t *entries);
+ssize_t ws_archiver_read(struct ws_archiver *a, char *out, size_t max);
+int ws_archiver_fd(const struct ws_archiver *a);
+void ws_archiver_cancel(struct ws_archiver *a);
+int ws_archiver_exit_fd(const struct ws_archiver *a);
+bool ws_archiver_reap(struct ws_archiver *a);
+
+/* The writer's own main, after the exec (argv[1] is
+ * WS_ARCHIVER_COMMAND): its exit code. */
+#define WS_ARCHIVER_COMMAND "__archive-writer"
+int ws_archiver_main(int argc, char **argv);
+
 #endif

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "record/record.h"
+#include "runtime/archive.h"
 #include "runtime/files.h"
 #include "runtime/processes.h"
 #include "session/pool.h"
@@ -978,6 +979,16 @@ bool session_upload_reap(struct session_upload *up)
 	session_put(up->s);
 	free(up);
 	return true;
+}
+
+int session_archive_begin(struct session *s, const char *dir, bool gzip, size_t max_entries,
+			  struct ws_archiver **out)
+{
+	struct files_user u;
+
+	session_file_owner(s, &u.uid, &u.gid);
+	return ws_archiver_start(&u, box_jail(s->box), dir, gzip, max_entries,
+				 (uint64_t)s->limits.disk_mb << 20, out);
 }
 
 json_t *session_json(struct session *s)

@@ -206,6 +206,16 @@ void session_upload_cancel(struct session_upload *up);
 int session_upload_exit_fd(const struct session_upload *up);
 bool session_upload_reap(struct session_upload *up);
 
+/* A tar (gzip: tar.gz) of dir of the session's /work, made by a writer
+ * process charged to the session's cgroups (ws_archiver_start() in
+ * src/runtime/archive.h: its CPU and memory are the session's), at most
+ * max_entries entries and the session's disk limit of content.  Does not
+ * wait for the writer; the caller holds a reference to s for as long as
+ * it reads, and cancels the writer when the session ends. */
+struct ws_archiver;
+int session_archive_begin(struct session *s, const char *dir, bool gzip, size_t max_entries,
+			  struct ws_archiver **out);
+
 /* Extract an archive that an upload left in the session's /work (archive:
  * a BOX_ARCHIVE_PREFIX name, removed whatever happens) into dest (checked
  * with files_check_path(); "": /work), all or nothing, by the session's own

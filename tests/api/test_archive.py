@@ -11,6 +11,7 @@ archive was taken or refused.  The malicious archives are in
 tests/hostile/test_archives.py."""
 import io
 import os
+import socket
 import stat
 import sys
 import tarfile
@@ -19,7 +20,7 @@ import threading
 import pytest
 import requests
 
-from apihelp import error_of, wait_for
+from apihelp import cgroup_dirs, error_of, process_tree, wait_for
 from conftest import Server
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -437,6 +438,94 @@ def test_a_download_ends_when_the_session_is_deleted(api):
     r.close()
     assert got < size, got
     refused(download(api, sid), 404, "session_not_found")
+
+
+def archive_writers(daemon_pid):
+    """Pids of the daemon's archive writers (src/runtime/archive.h)."""
+    found = []
+    for pid in process_tree(daemon_pid):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if len(argv) > 1 and argv[1] == b"__archive-writer":
+            found.append(pid)
+    return found
+
+
+def cpu_s(pid):
+    """The daemon's own CPU seconds (its threads; not its reaped children)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def sessions_cpu_s(daemon_pid):
+    """CPU seconds charged to each of the daemon's sessions' cgroups."""
+    usage = {}
+    for d in cgroup_dirs(daemon_pid):
+        try:
+            with open(os.path.join(d, "cpuacct.usage")) as f:
+                usage[d] = int(f.read()) / 1e9
+        except OSError:
+            try:
+                with open(os.path.join(d, "cpu.stat")) as f:
+                    usage[d] = int(dict(line.split() for line in f)["usage_usec"]) / 1e6
+            except (OSError, KeyError):
+                pass
+    return usage
+
+
+def cpu_spent(before, after):
+    """What the cgroups present at both readings spent in between."""
+    return sum(after[d] - before[d] for d in before if d in after)
+
+
+def test_compression_is_charged_to_the_session(make_server):
+    """A tar.gz is made by a writer in the session's cgroups, not on the
+    daemon's event threads: the session pays the compression's CPU, the
+    daemon only copies bytes."""
+    srv = make_server("[sessions]\nwarm = false\n")
+    api = srv.api()
+    sid = api.session(limits={"memory_mb": 512, "disk_mb": 256, "timeout_s": 60})
+    res = api.execute(sid, "import os\nfor i in range(6): open('r%d' % i, 'wb')"
+                      ".write(os.urandom(16 << 20))", timeout_s=60)
+    assert res["status"] == "ok", res
+    daemon0, sessions0 = cpu_s(srv.pid), sessions_cpu_s(srv.pid)
+    r = api.get(f"/v1/sessions/{sid}/archive", timeout=300)
+    assert r.status_code == 200, r.text[:300]
+    daemon = cpu_s(srv.pid) - daemon0
+    sessions = cpu_spent(sessions0, sessions_cpu_s(srv.pid))
+    print(f"{len(r.content) >> 20} MiB of tar.gz: the session's CPU +{sessions:.2f} s, "
+          f"the daemon's +{daemon:.2f} s")
+    with tarfile.open(fileobj=io.BytesIO(r.content), mode="r:gz") as t:
+        assert sorted(t.getnames()) == [f"r{i}" for i in range(6)]
+    # Compressing 96 MiB costs the better part of a second, whoever pays.
+    assert sessions > 0.2, f"the session paid {sessions:.2f} s for the archive"
+    assert daemon < sessions / 2, f"the daemon paid {daemon:.2f} s, the session {sessions:.2f} s"
+    api.delete(f"/v1/sessions/{sid}")
+
+
+def test_a_client_that_hangs_up_leaves_no_writer(server, api):
+    """The writer of an archive nobody reads any more is killed and reaped;
+    while it lived it was in the session's cgroups."""
+    sid = api.session(limits={"memory_mb": 256, "disk_mb": 128})
+    res = api.execute(sid, "open('big', 'wb').write(__import__('os').urandom(48 << 20))")
+    assert res["status"] == "ok", res
+    host, port = server.url.rsplit("/", 1)[1].rsplit(":", 1)
+    c = socket.create_connection((host, int(port)), timeout=60)
+    c.sendall(f"GET /v1/sessions/{sid}/archive HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+    assert c.recv(64).startswith(b"HTTP/1.1 200"), "the download did not start"
+    writers = wait_for(lambda: archive_writers(server.pid), 30)
+    assert len(writers) == 1, writers
+    with open(f"/proc/{writers[0]}/cgroup") as f:
+        assert f"/petri/p{server.pid}-" in f.read()
+    c.close()
+    assert wait_for(lambda: not archive_writers(server.pid), 30), archive_writers(server.pid)
+    # The session is unharmed.
+    assert api.execute(sid, "print(len(open('big', 'rb').read()))")["stdout"] == f"{48 << 20}\n"
+    api.delete(f"/v1/sessions/{sid}")
 
 
 def test_a_tree_deeper_than_64_levels_is_413_not_cut_short(api, sid):

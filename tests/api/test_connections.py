@@ -73,3 +73,74 @@ def test_a_stalled_request_is_closed(make_server):
     api = srv.api()
     r = api.post("/v1/execute", {"code": "import time; time.sleep(4); print('done')"})
     assert r.status_code == 200 and r.json()["stdout"] == "done\n", r.text
+
+
+def held_body(port, key, size, src="127.0.0.1"):
+    """A POST whose body of size bytes lacks its last byte: held by the
+    server until it comes."""
+    s = socket.socket()
+    s.settimeout(30)
+    s.bind((src, 0))
+    s.connect(("127.0.0.1", port))
+    s.sendall((f"POST /v1/sessions HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+               f"Authorization: Bearer {key}\r\nContent-Type: application/json\r\n"
+               f"Content-Length: {size}\r\n\r\n").encode() + b"{" + b" " * (size - 2))
+    return s
+
+
+def test_one_key_cannot_hold_every_request_body(make_server):
+    """Two keys share a 4 MiB budget of request bodies: one holding
+    unfinished bodies is refused past its half (429 too_many_bodies), and
+    the other's one-shot is still served, not 503 busy."""
+    srv = make_server("[server]\napi_keys = k-one, k-two\nmax_buffered_mb = 4\n"
+                      "max_json_kb = 1024\n")
+    port = port_of(srv)
+    one, two = srv.api(key="k-one"), srv.api(key="k-two")
+    held, refused = [], None
+    try:
+        # One body at a time (so that each is whole in the server before
+        # the next), until a small one of the same key is refused.
+        for _ in range(6):
+            held.append(held_body(port, "k-one", 1 << 20))
+            for _ in range(50):
+                r = one.post("/v1/sessions", {"bogus": 1})
+                if r.status_code != 400:
+                    refused = r
+                    break
+                time.sleep(0.1)
+            if refused is not None:
+                break
+        assert refused is not None, "a key's unfinished bodies were never counted"
+        assert refused.status_code == 429, refused.text
+        assert refused.json()["error"]["code"] == "too_many_bodies"
+        assert "share (2048 KiB)" in refused.json()["error"]["message"]
+        r = two.post("/v1/execute", {"code": "print(6 * 7)"})
+        assert r.status_code == 200 and r.json()["stdout"] == "42\n", r.text
+    finally:
+        for s in held:
+            s.close()
+
+
+def test_a_trickled_body_is_closed(make_server):
+    """A body that never idles for http_timeout_s but comes a byte at a
+    time loses its connection: it may not hold its share of the body budget
+    forever."""
+    srv = make_server("[server]\nhttp_timeout_s = 2\n[sessions]\nwarm = false\n")
+    port = port_of(srv)
+    s = socket.socket()
+    s.settimeout(10)
+    s.connect(("127.0.0.1", port))
+    s.sendall((f"POST /v1/sessions HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+               f"Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{{").encode())
+    try:
+        for _ in range(40):
+            try:
+                s.sendall(b" ")
+            except OSError:
+                break
+            if closed(s, 0.5):
+                break
+        else:
+            raise AssertionError("a body trickled for 20 s was kept")
+    finally:
+        s.close()

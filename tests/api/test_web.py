@@ -1,8 +1,9 @@
 """The web page's files and the event stream (docs/web.md): the page is
 served with a strict Content-Security-Policy and without a key, nothing else
 is; GET /v1/events tells what the record committed, is authorized like the
-API, bounded in number, and ends at shutdown.  tests/web drives the page
-itself in a browser."""
+API, bounded in number and shared between keys (or addresses), and ends
+at shutdown.  tests/web drives the page itself in a browser."""
+import http.client
 import json
 import re
 import threading
@@ -141,34 +142,88 @@ def test_events_announce_every_session_whoever_made_or_ended_it(make_server):
                     "reason": "the session was idle too long and was ended"}], got
 
 
+def open_stream(srv, src="127.0.0.1", key=None):
+    """GET /v1/events from address src: (status, connection).  The caller
+    closes the connection."""
+    port = int(srv.url.rsplit(":", 1)[1])
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30, source_address=(src, 0))
+    c.request("GET", "/v1/events", headers={"Authorization": f"Bearer {key}"} if key else {})
+    r = c.getresponse()
+    if r.status != 200:
+        r.body = json.loads(r.read())
+    r.conn = c
+    return r
+
+
+def close_all(streams):
+    for r in streams:
+        r.conn.close()
+
+
 def test_event_streams_are_bounded(make_server):
+    """Without keys each address holds at most a quarter of the 32 streams;
+    all addresses together at most 32."""
     srv = make_server()
     opened = []
     try:
-        for _ in range(32):
-            r = requests.get(srv.url + "/v1/events", stream=True, timeout=30)
-            assert r.status_code == 200
+        for _ in range(8):
+            r = open_stream(srv)
+            assert r.status == 200
             opened.append(r)
-        r = requests.get(srv.url + "/v1/events", stream=True, timeout=30)
-        assert r.status_code == 429
-        assert r.json()["error"]["code"] == "too_many_streams"
-        assert r.headers["Retry-After"] == "1"
+        r = open_stream(srv)
+        assert r.status == 429, f"got {r.status}"
+        assert r.body["error"]["code"] == "too_many_streams", r.body
+        assert "share" in r.body["error"]["message"]
+        assert r.getheader("Retry-After") == "1"
+        r.conn.close()
+        # Other addresses have their own shares, up to the server's 32.
+        for src in ("127.0.0.2", "127.0.0.3", "127.0.0.4"):
+            for _ in range(8):
+                r = open_stream(srv, src)
+                assert r.status == 200, (src, r.status)
+                opened.append(r)
+        r = open_stream(srv, "127.0.0.5")
+        assert r.status == 429, f"got {r.status}"
+        assert r.body["error"]["code"] == "too_many_streams", r.body
+        assert "at most 32" in r.body["error"]["message"]
+        r.conn.close()
         # The API still answers, and a closed stream makes room (the
         # server notices the hang-up within about a second).
         assert requests.get(srv.url + "/v1/sessions", timeout=30).status_code == 200
-        opened.pop().close()
+        opened.pop().conn.close()
         deadline = time.monotonic() + 30
         while True:
-            r = requests.get(srv.url + "/v1/events", stream=True, timeout=30)
-            if r.status_code == 200:
+            r = open_stream(srv, "127.0.0.4")
+            if r.status == 200:
                 opened.append(r)
                 break
-            r.close()
+            r.conn.close()
             assert time.monotonic() < deadline, "a closed stream never made room"
             time.sleep(0.2)
     finally:
-        for r in opened:
-            r.close()
+        close_all(opened)
+
+
+def test_one_key_cannot_hold_every_event_stream(make_server):
+    """Two keys: each may hold half of the streams, so the other always
+    gets one, from whatever addresses the first connects."""
+    srv = make_server("[server]\napi_keys = k-one, k-two\n")
+    opened = []
+    try:
+        for i in range(16):
+            r = open_stream(srv, f"127.0.0.{2 + i % 4}", key="k-one")
+            assert r.status == 200, (i, r.status)
+            opened.append(r)
+        r = open_stream(srv, "127.0.0.9", key="k-one")
+        assert r.status == 429, f"got {r.status}"
+        assert r.body["error"]["code"] == "too_many_streams", r.body
+        assert "this API key has 16 event streams open" in r.body["error"]["message"]
+        r.conn.close()
+        r = open_stream(srv, key="k-two")
+        assert r.status == 200
+        opened.append(r)
+    finally:
+        close_all(opened)
 
 
 def test_event_streams_end_at_shutdown(make_server):

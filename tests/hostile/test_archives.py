@@ -271,10 +271,11 @@ def stalled_download(port, sid, params='format=tar'):
 
 def test_stalled_downloads_of_a_huge_listing_hold_a_bounded_amount(jailed, host_guard):
     """Eight clients that never read a download of a workspace of 31.5 MiB
-    of names: the listings the daemon holds for them are bounded all
-    together (ARCHIVE_HELD_MAX, 128 MiB); past it a download is 503 busy,
-    and the room comes back when they hang up.  (Each held its listing
-    before: +36 MiB of RSS per client, without a bound.)"""
+    of names: the listings are held by the archives' writers, in the
+    session's memory, not the daemon's (a writer over ARCHIVE_HELD_MAX is
+    503 busy), and the room comes back when they hang up.  (Each held its
+    listing in the daemon before: +36 MiB of RSS per client, without a
+    bound; then 128 MiB in all.)"""
     srv, _ = jailed
     sid = srv.api.session(limits={'timeout_s': 60, 'memory_mb': 512})
     res = srv.api.execute(sid, DEEP, timeout_s=60)

@@ -26,6 +26,7 @@ int main(void)
 		procs_suite,
 		record_suite,
 		request_suite,
+		share_suite,
 		util_suite,
 	};
 	SRunner *sr = srunner_create(NULL);

@@ -24,6 +24,7 @@ Suite *poolrate_suite(void);
 Suite *procs_suite(void);
 Suite *record_suite(void);
 Suite *request_suite(void);
+Suite *share_suite(void);
 Suite *util_suite(void);
 
 #endif

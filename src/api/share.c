@@ -1,0 +1,159 @@
+/* share — a budget shared fairly between tenants (share.h). */
+#include "api/share.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BUCKETS 64
+
+struct holder {
+	struct share_tenant t;
+	uint64_t held;
+	struct holder *next;
+};
+
+struct share {
+	pthread_mutex_t lock;
+	uint64_t total, per_tenant, held;
+	struct holder *bucket[BUCKETS];
+};
+
+void share_tenant_of(struct MHD_Connection *conn, int key_index, struct share_tenant *t)
+{
+	const union MHD_ConnectionInfo *ci;
+
+	memset(t, 0, sizeof(*t));
+	t->key = key_index;
+	if (key_index >= 0)
+		return;
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	if (!ci || !ci->client_addr)
+		return;
+	if (ci->client_addr->sa_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const struct sockaddr_in *)ci->client_addr;
+
+		/* As ::ffff:a.b.c.d, the address a dual-stack socket reports. */
+		t->addr[10] = t->addr[11] = 0xff;
+		memcpy(t->addr + 12, &s4->sin_addr, 4);
+	} else if (ci->client_addr->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ci->client_addr;
+
+		memcpy(t->addr, &s6->sin6_addr, 16);
+	}
+}
+
+uint64_t share_of(const struct petri_config *cfg, uint64_t total)
+{
+	size_t parts = cfg->napi_keys ? cfg->napi_keys : SHARE_PARTS_MAX;
+	uint64_t each;
+
+	if (parts > SHARE_PARTS_MAX)
+		parts = SHARE_PARTS_MAX;
+	each = total / parts;
+	return each ? each : 1;
+}
+
+int share_new(uint64_t total, uint64_t per_tenant, struct share **out)
+{
+	struct share *sh = calloc(1, sizeof(*sh));
+
+	*out = NULL;
+	if (!sh)
+		return -ENOMEM;
+	pthread_mutex_init(&sh->lock, NULL);
+	sh->total = total;
+	sh->per_tenant = per_tenant;
+	*out = sh;
+	return 0;
+}
+
+void share_free(struct share *sh)
+{
+	if (!sh)
+		return;
+	for (size_t i = 0; i < BUCKETS; i++)
+		while (sh->bucket[i]) {
+			struct holder *h = sh->bucket[i];
+
+			sh->bucket[i] = h->next;
+			free(h);
+		}
+	pthread_mutex_destroy(&sh->lock);
+	free(sh);
+}
+
+uint64_t share_per_tenant(const struct share *sh)
+{
+	return sh->per_tenant;
+}
+
+static size_t bucket_of(const struct share_tenant *t)
+{
+	uint32_t h = 2166136261u ^ (uint32_t)t->key;	/* FNV-1a */
+
+	for (size_t i = 0; i < sizeof(t->addr); i++)
+		h = (h ^ t->addr[i]) * 16777619u;
+	return h % BUCKETS;
+}
+
+static bool same(const struct share_tenant *a, const struct share_tenant *b)
+{
+	return a->key == b->key && !memcmp(a->addr, b->addr, sizeof(a->addr));
+}
+
+/* Where t's holder is, or goes (sh->lock held). */
+static struct holder **find(struct share *sh, const struct share_tenant *t)
+{
+	struct holder **p = &sh->bucket[bucket_of(t)];
+
+	while (*p && !same(&(*p)->t, t))
+		p = &(*p)->next;
+	return p;
+}
+
+int share_take(struct share *sh, const struct share_tenant *t, uint64_t n)
+{
+	struct holder **p, *h;
+	int r = 0;
+
+	pthread_mutex_lock(&sh->lock);
+	p = find(sh, t);
+	h = *p;
+	if ((h ? h->held : 0) + n > sh->per_tenant) {
+		r = -EDQUOT;
+	} else if (sh->held + n > sh->total) {
+		r = -EBUSY;
+	} else if (!h && !(h = *p = calloc(1, sizeof(*h)))) {
+		r = -ENOMEM;
+	} else {
+		h->t = *t;
+		h->held += n;
+		sh->held += n;
+	}
+	pthread_mutex_unlock(&sh->lock);
+	return r;
+}
+
+void share_give(struct share *sh, const struct share_tenant *t, uint64_t n)
+{
+	struct holder **p, *h;
+
+	if (!n)
+		return;
+	pthread_mutex_lock(&sh->lock);
+	p = find(sh, t);
+	if ((h = *p)) {
+		n = n < h->held ? n : h->held;
+		h->held -= n;
+		sh->held -= n;
+		if (!h->held) {
+			*p = h->next;
+			free(h);
+		}
+	}
+	pthread_mutex_unlock(&sh->lock);
+}

@@ -1,0 +1,49 @@
+/* share — a budget of the server's that its clients hold together (the
+ * bytes of request bodies not yet whole, the open event streams), shared
+ * so that no one client can take all of it.  Internal to src/api.
+ *
+ * Each holder is a tenant: the API key its request was made with, or, when
+ * the server has no keys (or the request carries none: an E2B sandbox's
+ * token, /healthz), the client's address (the IP; every unix-socket client
+ * is one tenant).  A tenant may hold at most its share of the total:
+ * share_of() divides it among the configured keys, in at most
+ * SHARE_PARTS_MAX parts, so that with two keys each may hold half, and
+ * however many keys or addresses there are one holds at most a quarter.
+ * One key with no others holds all: it is the only tenant.
+ *
+ * Thread-safe (one mutex per share); what it allocates per tenant is freed
+ * when the tenant holds nothing. */
+#ifndef PETRI_API_SHARE_H
+#define PETRI_API_SHARE_H
+
+#include <microhttpd.h>
+#include <stdint.h>
+
+#include "config/config.h"
+
+#define SHARE_PARTS_MAX 4
+
+struct share_tenant {
+	int key;			/* index into cfg->api_keys; -1: by addr */
+	unsigned char addr[16];		/* IPv4 (mapped) or IPv6; zero for unix */
+};
+
+/* The tenant of a request on conn made with key index key_index (-1: none). */
+void share_tenant_of(struct MHD_Connection *conn, int key_index, struct share_tenant *t);
+
+/* What one tenant may hold of total (at least 1). */
+uint64_t share_of(const struct petri_config *cfg, uint64_t total);
+
+struct share;
+/* A budget of total, each tenant at most per_tenant.  0 or -ENOMEM. */
+int share_new(uint64_t total, uint64_t per_tenant, struct share **out);
+void share_free(struct share *sh);
+/* Hold n more for t: 0; -EDQUOT when t would hold more than its share;
+ * -EBUSY when all tenants would hold more than the total; -ENOMEM.  On
+ * failure nothing is held. */
+int share_take(struct share *sh, const struct share_tenant *t, uint64_t n);
+/* Give back n of what t holds. */
+void share_give(struct share *sh, const struct share_tenant *t, uint64_t n);
+uint64_t share_per_tenant(const struct share *sh);
+
+#endif
