@@ -35,6 +35,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "api/answers.h"
 #include "api/e2b.h"
 #include "api/events.h"
 #include "api/http.h"
@@ -63,6 +64,7 @@ struct api_server {
 	struct files_waiter *waiter;
 	struct e2b *e2b;		/* the E2B front end's sandboxes */
 	struct events *events;		/* GET /v1/events */
+	struct answers *answers;	/* answers not yet read (answers.h) */
 	char listen_host[256];		/* the Host it answers to by default; "*": any */
 };
 
@@ -104,15 +106,24 @@ enum MHD_Result http_queue(struct api_req *rq, unsigned status, struct MHD_Respo
 	return queue(rq, status, resp);
 }
 
+enum MHD_Result http_answer(struct api_req *rq, unsigned status, const char *type,
+			    char *text, size_t len)
+{
+	struct MHD_Response *resp = answers_response(rq->answers, rq->key_index, text, len);
+
+	if (resp && type)
+		MHD_add_response_header(resp, "Content-Type", type);
+	return queue(rq, status, resp);
+}
+
 enum MHD_Result http_text(struct api_req *rq, unsigned status, const char *type,
 			  const char *text, size_t len)
 {
-	struct MHD_Response *resp =
-		MHD_create_response_from_buffer(len, (void *)text, MHD_RESPMEM_MUST_COPY);
+	char *copy = malloc(len ? len : 1);
 
-	if (resp)
-		MHD_add_response_header(resp, "Content-Type", type);
-	return queue(rq, status, resp);
+	if (copy)
+		memcpy(copy, text, len);
+	return copy ? http_answer(rq, status, type, copy, len) : queue(rq, status, NULL);
 }
 
 enum MHD_Result http_empty(struct api_req *rq, unsigned status)
@@ -124,7 +135,6 @@ enum MHD_Result http_empty(struct api_req *rq, unsigned status)
 enum MHD_Result http_json(struct api_req *rq, unsigned status, json_t *body)
 {
 	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-	enum MHD_Result r;
 
 	json_decref(body);
 	if (!text) {
@@ -133,9 +143,7 @@ enum MHD_Result http_json(struct api_req *rq, unsigned status, json_t *body)
 
 		return http_text(rq, 500, "application/json", oom, sizeof(oom) - 1);
 	}
-	r = http_text(rq, status, "application/json", text, strlen(text));
-	free(text);
-	return r;
+	return http_answer(rq, status, "application/json", text, strlen(text));
 }
 
 json_t *http_string(const char *s)
@@ -170,11 +178,9 @@ enum MHD_Result http_error(struct api_req *rq, unsigned status, const char *code
 	json_decref(body);
 	if (!text)
 		return http_json(rq, status, NULL);
-	resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-	if (!resp) {
-		free(text);
+	resp = answers_response(rq->answers, rq->key_index, text, strlen(text));
+	if (!resp)
 		return MHD_NO;
-	}
 	MHD_add_response_header(resp, "Content-Type", "application/json");
 	if (status == 401 && rq->e2b_kind == E2B_NONE)	/* E2B's keys are not Bearer */
 		MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
@@ -242,17 +248,24 @@ bool http_same_secret(const char *a, const char *b)
 	return diff == 0;
 }
 
-bool http_key_ok(const struct petri_config *cfg, const char *key)
+int http_key_index(const struct petri_config *cfg, const char *key)
 {
-	bool ok = false;
+	int found = -1;
 
-	if (cfg->napi_keys == 0)
-		return true;
+	/* Every key compared, whichever matches. */
 	for (size_t i = 0; key && i < cfg->napi_keys; i++)
-		ok |= http_same_secret(key, cfg->api_keys[i]);
-	return ok;
+		if (http_same_secret(key, cfg->api_keys[i]))
+			found = (int)i;
+	return found;
 }
 
+bool http_key_ok(const struct petri_config *cfg, const char *key)
+{
+	return cfg->napi_keys == 0 || http_key_index(cfg, key) >= 0;
+}
+
+/* Is the request's key one of the server's?  It becomes the request's
+ * tenant (key_index). */
 static bool authorized(struct api_req *rq)
 {
 	const char *h = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "Authorization");
@@ -261,7 +274,8 @@ static bool authorized(struct api_req *rq)
 		return true;
 	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
 		return false;
-	return http_key_ok(rq->cfg, h + 7);
+	rq->key_index = http_key_index(rq->cfg, h + 7);
+	return rq->key_index >= 0;
 }
 
 /* ---- routing ---------------------------------------------------------- */
@@ -384,6 +398,24 @@ static bool runs_inline(const char *url)
 	       web_is_asset(url);
 }
 
+/* Requests whose answer may be large, which the server holds until the
+ * client has read it (answers.h): executions (native, MCP, E2B's), one-shots
+ * and listings of the record.  Refused while their tenant, or the server,
+ * holds too much unread already; the rest (a delete, a session's state)
+ * are small and always served. */
+static bool makes_large_answer(const struct api_req *rq)
+{
+	const char *u = rq->url, *tail = strrchr(u, '/');
+
+	if (rq->e2b_kind != E2B_NONE)	/* E2B's executions: its code port */
+		return rq->e2b_kind == E2B_CODE && !strcmp(rq->method, "POST");
+	if (!strcmp(rq->method, "DELETE"))
+		return false;
+	return !strcmp(u, "/mcp") || !strcmp(u, "/v1/execute") || !strcmp(u, "/v1/executions") ||
+	       (!strncmp(u, "/v1/sessions/", 13) && tail &&
+		(!strcmp(tail, "/execute") || !strcmp(tail, "/executions")));
+}
+
 static enum MHD_Result too_large(struct api_req *rq)
 {
 	if (rq->raw_upload)	/* a file is PUT, an archive POSTed */
@@ -493,6 +525,23 @@ static enum MHD_Result on_body_done(struct api_server *srv, struct api_req *rq)
 	}
 	if (runs_inline(rq->url))
 		return route(rq);
+	if (makes_large_answer(rq)) {
+		enum answers_room room = answers_room(srv->answers, rq->key_index);
+
+		if (room == ANSWERS_TENANT_FULL) {
+			metrics_inc(M_REJECT_BUSY);
+			return http_error(rq, 429, "unread_answers", "this API key's clients have "
+					  "not read the answers they asked for (%llu MiB held, its "
+					  "share of max_answers_mb); read them, then retry",
+					  (unsigned long long)(answers_held_by(srv->answers,
+									     rq->key_index) >> 20));
+		}
+		if (room == ANSWERS_SERVER_FULL) {
+			metrics_inc(M_REJECT_BUSY);
+			return http_error(rq, 503, "busy", "the server holds max_answers_mb of "
+					  "answers its clients have not read yet; retry later");
+		}
+	}
 	if (!workers_submit(srv->workers, rq))
 		return http_error(rq, 503, "shutting_down", "the server is shutting down");
 	return MHD_YES;
@@ -519,7 +568,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		rq->waiter = srv->waiter;
 		rq->e2b = srv->e2b;
 		rq->events = srv->events;
+		rq->answers = srv->answers;
 		rq->conn = conn;
+		rq->key_index = ANSWERS_NO_TENANT;
 		rq->method = method;
 		rq->url = url;
 		*ctx = rq;
@@ -764,8 +815,10 @@ int api_start(const struct petri_config *cfg, struct smgr *sm,
 		return -ENOMEM;
 	srv->cfg = cfg;
 	srv->sm = sm;
-	if (mcp_registry_new(sm, cfg, &srv->mcp) < 0 || e2b_new(&srv->e2b) < 0) {
+	if (answers_new(cfg, &srv->answers) < 0 || mcp_registry_new(sm, cfg, &srv->mcp) < 0 ||
+	    e2b_new(&srv->e2b) < 0) {
 		mcp_registry_free(srv->mcp);
+		answers_free(srv->answers);
 		free(srv);
 		return -ENOMEM;
 	}
@@ -774,6 +827,7 @@ int api_start(const struct petri_config *cfg, struct smgr *sm,
 	if (fd < 0) {
 		mcp_registry_free(srv->mcp);
 		e2b_free(srv->e2b);
+		answers_free(srv->answers);
 		free(srv);
 		return fd;
 	}
@@ -817,6 +871,7 @@ fail:
 	close(fd);
 	mcp_registry_free(srv->mcp);
 	e2b_free(srv->e2b);
+	answers_free(srv->answers);
 	free(srv);
 	return r;
 }
@@ -863,5 +918,6 @@ void api_stop(struct api_server *srv)
 		unlink(srv->unix_path);
 	mcp_registry_free(srv->mcp);
 	e2b_free(srv->e2b);
+	answers_free(srv->answers);	/* MHD freed every response */
 	free(srv);
 }
