@@ -528,19 +528,15 @@ static enum MHD_Result on_body_done(struct api_server *srv, struct api_req *rq)
 	if (makes_large_answer(rq)) {
 		enum answers_room room = answers_room(srv->answers, rq->key_index);
 
-		if (room == ANSWERS_TENANT_FULL) {
-			metrics_inc(M_REJECT_BUSY);
+		if (room == ANSWERS_TENANT_FULL)
 			return http_error(rq, 429, "unread_answers", "this API key's clients have "
 					  "not read the answers they asked for (%llu MiB held, its "
 					  "share of max_answers_mb); read them, then retry",
 					  (unsigned long long)(answers_held_by(srv->answers,
 									     rq->key_index) >> 20));
-		}
-		if (room == ANSWERS_SERVER_FULL) {
-			metrics_inc(M_REJECT_BUSY);
+		if (room == ANSWERS_SERVER_FULL)
 			return http_error(rq, 503, "busy", "the server holds max_answers_mb of "
 					  "answers its clients have not read yet; retry later");
-		}
 	}
 	if (!workers_submit(srv->workers, rq))
 		return http_error(rq, 503, "shutting_down", "the server is shutting down");
