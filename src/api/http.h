@@ -18,6 +18,7 @@ struct stream_hub;
 struct files_waiter;
 struct e2b;
 struct events;
+struct answers;
 
 /* One request, from its headers to on_completed (server.c owns it).  A
  * handler that can block runs on a worker (worker.c) while MHD keeps the
@@ -32,6 +33,7 @@ struct api_req {
 	struct files_waiter *waiter;	/* uploads waiting for a writer (files.c) */
 	struct e2b *e2b;		/* E2B sandboxes (e2b.c) */
 	struct events *events;		/* GET /v1/events (events.c) */
+	struct answers *answers;	/* answers not yet read (answers.h) */
 	int e2b_kind;			/* enum e2b_kind: E2B_NONE, or which E2B route */
 	char e2b_sid[SESSION_ID_LEN + 1];	/* the sandbox its token opened */
 	bool opaque_body;		/* a body the handler parses (multipart,
@@ -87,6 +89,10 @@ enum MHD_Result http_error(struct api_req *rq, unsigned status, const char *code
 			   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 enum MHD_Result http_text(struct api_req *rq, unsigned status, const char *type,
 			  const char *text, size_t len);
+/* The same with text consumed (freed with the response, or now); every
+ * answer is charged to the request's key until it is read (answers.h). */
+enum MHD_Result http_answer(struct api_req *rq, unsigned status, const char *type,
+			    char *text, size_t len);
 enum MHD_Result http_empty(struct api_req *rq, unsigned status);
 /* 405 with an Allow header listing the methods that are. */
 enum MHD_Result http_not_allowed(struct api_req *rq, const char *allow);

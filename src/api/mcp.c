@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "api/answers.h"
 #include "api/http.h"
 #include "mcp/mcp.h"
 #include "mcp/registry.h"
@@ -33,6 +34,7 @@ static enum MHD_Result send_rpc(struct api_req *rq, unsigned status, json_t *msg
 {
 	struct MHD_Response *resp;
 	char *text = NULL;
+	size_t len = 0;
 	struct buf b = BUF_INIT;
 
 	if (msg) {
@@ -40,19 +42,23 @@ static enum MHD_Result send_rpc(struct api_req *rq, unsigned status, json_t *msg
 		json_decref(msg);
 		if (!text)
 			return http_error(rq, 500, "internal", "out of memory");
-		if (sse && buf_appendf(&b, "event: message\ndata: %s\n\n", text) < 0) {
+		len = strlen(text);
+		if (sse) {
+			int r = buf_appendf(&b, "event: message\ndata: %s\n\n", text);
+
 			free(text);
-			return http_error(rq, 500, "internal", "out of memory");
+			if (r < 0) {
+				buf_release(&b);
+				return http_error(rq, 500, "internal", "out of memory");
+			}
+			text = b.data;	/* the buffer's, now the answer's */
+			len = b.len;
 		}
+		/* Held until the client has read it, charged to its key. */
+		resp = answers_response(rq->answers, &rq->tenant, text, len);
+	} else {
+		resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
 	}
-	if (sse && msg)
-		resp = MHD_create_response_from_buffer(b.len, b.data, MHD_RESPMEM_MUST_COPY);
-	else
-		resp = MHD_create_response_from_buffer(text ? strlen(text) : 0,
-						       text ? text : (void *)"",
-						       MHD_RESPMEM_MUST_COPY);
-	free(text);
-	buf_release(&b);
 	if (resp) {
 		if (msg)
 			MHD_add_response_header(resp, "Content-Type", sse ? "text/event-stream" :

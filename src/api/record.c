@@ -60,17 +60,10 @@ enum MHD_Result http_json_buf(struct api_req *rq, unsigned status, struct buf *b
 {
 	size_t len;
 	char *text = buf_detach(b, &len);
-	struct MHD_Response *resp;
 
 	if (!text)
 		return http_error(rq, 500, "internal", "out of memory");
-	resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
-	if (!resp) {
-		free(text);
-		return MHD_NO;
-	}
-	MHD_add_response_header(resp, "Content-Type", "application/json");
-	return http_queue(rq, status, resp);
+	return http_answer(rq, status, "application/json", text, len);
 }
 
 enum MHD_Result handle_executions(struct api_req *rq)

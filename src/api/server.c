@@ -36,6 +36,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "api/answers.h"
 #include "api/e2b.h"
 #include "api/events.h"
 #include "api/http.h"
@@ -65,6 +66,7 @@ struct api_server {
 	struct files_waiter *waiter;
 	struct e2b *e2b;		/* the E2B front end's sandboxes */
 	struct events *events;		/* GET /v1/events */
+	struct answers *answers;	/* answers not yet read (answers.h) */
 	char listen_host[256];		/* the Host it answers to by default; "*": any */
 	/* The expensive reads (listings of the record, exports) in flight,
 	 * in all and per API key (napi_keys of them), and their bounds. */
@@ -116,15 +118,24 @@ enum MHD_Result http_queue(struct api_req *rq, unsigned status, struct MHD_Respo
 	return queue(rq, status, resp);
 }
 
+enum MHD_Result http_answer(struct api_req *rq, unsigned status, const char *type,
+			    char *text, size_t len)
+{
+	struct MHD_Response *resp = answers_response(rq->answers, &rq->tenant, text, len);
+
+	if (resp && type)
+		MHD_add_response_header(resp, "Content-Type", type);
+	return queue(rq, status, resp);
+}
+
 enum MHD_Result http_text(struct api_req *rq, unsigned status, const char *type,
 			  const char *text, size_t len)
 {
-	struct MHD_Response *resp =
-		MHD_create_response_from_buffer(len, (void *)text, MHD_RESPMEM_MUST_COPY);
+	char *copy = malloc(len ? len : 1);
 
-	if (resp)
-		MHD_add_response_header(resp, "Content-Type", type);
-	return queue(rq, status, resp);
+	if (copy)
+		memcpy(copy, text, len);
+	return copy ? http_answer(rq, status, type, copy, len) : queue(rq, status, NULL);
 }
 
 enum MHD_Result http_empty(struct api_req *rq, unsigned status)
@@ -136,7 +147,6 @@ enum MHD_Result http_empty(struct api_req *rq, unsigned status)
 enum MHD_Result http_json(struct api_req *rq, unsigned status, json_t *body)
 {
 	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-	enum MHD_Result r;
 
 	json_decref(body);
 	if (!text) {
@@ -145,9 +155,7 @@ enum MHD_Result http_json(struct api_req *rq, unsigned status, json_t *body)
 
 		return http_text(rq, 500, "application/json", oom, sizeof(oom) - 1);
 	}
-	r = http_text(rq, status, "application/json", text, strlen(text));
-	free(text);
-	return r;
+	return http_answer(rq, status, "application/json", text, strlen(text));
 }
 
 json_t *http_string(const char *s)
@@ -182,11 +190,9 @@ enum MHD_Result http_error(struct api_req *rq, unsigned status, const char *code
 	json_decref(body);
 	if (!text)
 		return http_json(rq, status, NULL);
-	resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-	if (!resp) {
-		free(text);
+	resp = answers_response(rq->answers, &rq->tenant, text, strlen(text));
+	if (!resp)
 		return MHD_NO;
-	}
 	MHD_add_response_header(resp, "Content-Type", "application/json");
 	if (status == 401 && rq->e2b_kind == E2B_NONE)	/* E2B's keys are not Bearer */
 		MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
@@ -476,6 +482,24 @@ static bool runs_inline(const char *url)
 	       web_is_asset(url);
 }
 
+/* Requests whose answer may be large, which the server holds until the
+ * client has read it (answers.h): executions (native, MCP, E2B's), one-shots
+ * and listings of the record.  Refused while their tenant, or the server,
+ * holds too much unread already; the rest (a delete, a session's state)
+ * are small and always served. */
+static bool makes_large_answer(const struct api_req *rq)
+{
+	const char *u = rq->url, *tail = strrchr(u, '/');
+
+	if (rq->e2b_kind != E2B_NONE)	/* E2B's executions: its code port */
+		return rq->e2b_kind == E2B_CODE && !strcmp(rq->method, "POST");
+	if (!strcmp(rq->method, "DELETE"))
+		return false;
+	return !strcmp(u, "/mcp") || !strcmp(u, "/v1/execute") || !strcmp(u, "/v1/executions") ||
+	       (!strncmp(u, "/v1/sessions/", 13) && tail &&
+		(!strcmp(tail, "/execute") || !strcmp(tail, "/executions")));
+}
+
 static enum MHD_Result too_large(struct api_req *rq)
 {
 	if (rq->raw_upload)	/* a file is PUT, an archive POSTed */
@@ -614,6 +638,20 @@ static enum MHD_Result on_body_done(struct api_server *srv, struct api_req *rq)
 				  "record are in flight (at most %u per API key, %u in all): "
 				  "retry when one has ended", READS_PER_KEY, srv->reads_max);
 	}
+	if (makes_large_answer(rq)) {
+		enum answers_room room = answers_room(srv->answers, &rq->tenant);
+
+		if (room == ANSWERS_TENANT_FULL)
+			return http_error(rq, 429, "unread_answers", "this %s's clients have not "
+					  "read the answers they asked for (%llu MiB held, its share "
+					  "of max_answers_mb); read them, then retry",
+					  rq->key_index >= 0 ? "API key" : "address",
+					  (unsigned long long)(answers_held(srv->answers,
+									    &rq->tenant) >> 20));
+		if (room == ANSWERS_SERVER_FULL)
+			return http_error(rq, 503, "busy", "the server holds max_answers_mb of "
+					  "answers its clients have not read yet; retry later");
+	}
 	if (!workers_submit(srv->workers, rq))
 		return http_error(rq, 503, "shutting_down", "the server is shutting down");
 	return MHD_YES;
@@ -643,7 +681,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		rq->client_fd = -1;
 		rq->conn = conn;
 		rq->key_index = -1;
+		/* Its address until its key is known. */
+		share_tenant_of(conn, -1, &rq->tenant);
 		rq->body_since = clock_mono_s();
+		rq->answers = srv->answers;
 		rq->method = method;
 		rq->url = url;
 		*ctx = rq;
@@ -897,7 +938,8 @@ int api_start(const struct petri_config *cfg, struct smgr *sm,
 	workers = cfg->http_workers ? cfg->http_workers : cfg->max_executions + 16;
 	spare = workers > cfg->max_executions ? (workers - cfg->max_executions) / 2 : 0;
 	srv->reads_max = spare < 1 ? 1 : spare > READS_MAX ? READS_MAX : spare;
-	if ((cfg->napi_keys && !(srv->key_reads = calloc(cfg->napi_keys,
+	if (answers_new(cfg, &srv->answers) < 0 ||
+	    (cfg->napi_keys && !(srv->key_reads = calloc(cfg->napi_keys,
 							  sizeof(*srv->key_reads)))) ||
 	    mcp_registry_new(sm, cfg, &srv->mcp) < 0 || e2b_new(&srv->e2b) < 0 ||
 	    share_new(cfg->max_buffered_bytes, share_of(cfg, cfg->max_buffered_bytes),
@@ -905,6 +947,8 @@ int api_start(const struct petri_config *cfg, struct smgr *sm,
 		mcp_registry_free(srv->mcp);
 		e2b_free(srv->e2b);
 		free(srv->key_reads);
+		share_free(srv->bodies);
+		answers_free(srv->answers);
 		free(srv);
 		return -ENOMEM;
 	}
@@ -915,6 +959,7 @@ int api_start(const struct petri_config *cfg, struct smgr *sm,
 		e2b_free(srv->e2b);
 		free(srv->key_reads);
 		share_free(srv->bodies);
+		answers_free(srv->answers);
 		free(srv);
 		return fd;
 	}
@@ -959,6 +1004,7 @@ fail:
 	e2b_free(srv->e2b);
 	free(srv->key_reads);
 	share_free(srv->bodies);
+	answers_free(srv->answers);
 	free(srv);
 	return r;
 }
@@ -1007,5 +1053,6 @@ void api_stop(struct api_server *srv)
 	e2b_free(srv->e2b);
 	free(srv->key_reads);
 	share_free(srv->bodies);
+	answers_free(srv->answers);	/* MHD freed every response */
 	free(srv);
 }

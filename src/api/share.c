@@ -115,7 +115,8 @@ static struct holder **find(struct share *sh, const struct share_tenant *t)
 	return p;
 }
 
-int share_take(struct share *sh, const struct share_tenant *t, uint64_t n)
+/* Hold n more for t; within its share and the total unless forced. */
+static int hold(struct share *sh, const struct share_tenant *t, uint64_t n, bool force)
 {
 	struct holder **p, *h;
 	int r = 0;
@@ -123,9 +124,9 @@ int share_take(struct share *sh, const struct share_tenant *t, uint64_t n)
 	pthread_mutex_lock(&sh->lock);
 	p = find(sh, t);
 	h = *p;
-	if ((h ? h->held : 0) + n > sh->per_tenant) {
+	if (!force && (h ? h->held : 0) + n > sh->per_tenant) {
 		r = -EDQUOT;
-	} else if (sh->held + n > sh->total) {
+	} else if (!force && sh->held + n > sh->total) {
 		r = -EBUSY;
 	} else if (!h && !(h = *p = calloc(1, sizeof(*h)))) {
 		r = -ENOMEM;
@@ -134,6 +135,44 @@ int share_take(struct share *sh, const struct share_tenant *t, uint64_t n)
 		h->held += n;
 		sh->held += n;
 	}
+	pthread_mutex_unlock(&sh->lock);
+	return r;
+}
+
+int share_take(struct share *sh, const struct share_tenant *t, uint64_t n)
+{
+	return hold(sh, t, n, false);
+}
+
+int share_charge(struct share *sh, const struct share_tenant *t, uint64_t n)
+{
+	return hold(sh, t, n, true);
+}
+
+uint64_t share_held(struct share *sh, const struct share_tenant *t)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&sh->lock);
+	if (!t)
+		n = sh->held;
+	else
+		n = *find(sh, t) ? (*find(sh, t))->held : 0;
+	pthread_mutex_unlock(&sh->lock);
+	return n;
+}
+
+int share_room(struct share *sh, const struct share_tenant *t)
+{
+	struct holder *h;
+	int r = 0;
+
+	pthread_mutex_lock(&sh->lock);
+	h = *find(sh, t);
+	if (h && h->held >= sh->per_tenant)
+		r = -EDQUOT;
+	else if (sh->held >= sh->total)
+		r = -EBUSY;
 	pthread_mutex_unlock(&sh->lock);
 	return r;
 }

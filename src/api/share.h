@@ -42,6 +42,14 @@ void share_free(struct share *sh);
  * -EBUSY when all tenants would hold more than the total; -ENOMEM.  On
  * failure nothing is held. */
 int share_take(struct share *sh, const struct share_tenant *t, uint64_t n);
+/* Hold n more for t whatever it holds already (what is made already must be
+ * counted, as an answer is): 0 or -ENOMEM (then nothing is held). */
+int share_charge(struct share *sh, const struct share_tenant *t, uint64_t n);
+/* May t begin something that will hold more: 0; -EDQUOT when t holds its
+ * share already; -EBUSY when all tenants hold the total. */
+int share_room(struct share *sh, const struct share_tenant *t);
+/* What t holds now (NULL: all tenants together). */
+uint64_t share_held(struct share *sh, const struct share_tenant *t);
 /* Give back n of what t holds. */
 void share_give(struct share *sh, const struct share_tenant *t, uint64_t n);
 uint64_t share_per_tenant(const struct share *sh);

@@ -31,9 +31,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/answers.h"
 #include "api/http.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/metrics.h"
 #include "util/utf8.h"
 
 #define KEEPALIVE_S 10
@@ -74,6 +76,12 @@ struct stream {
 	double keepalive_at;		/* monotonic */
 	struct stream_hub *hub;
 	struct stream *prev, *next;	/* in the hub */
+	/* What it holds once the execution ended, charged to its key until it
+	 * is freed, and when its client must have read it (answers.h). */
+	struct answers *answers;
+	struct share_tenant tenant;
+	size_t charged;
+	double deadline;
 	/* the execution */
 	struct smgr *sm;
 	struct session *s;
@@ -99,6 +107,8 @@ static void stream_put(struct stream *st)
 	if (st->next)
 		st->next->prev = st->prev;
 	pthread_mutex_unlock(&st->hub->lock);
+	if (st->charged)
+		answers_release(st->answers, &st->tenant, st->charged);
 	session_put(st->s);
 	close(st->cancel_fd);
 	buf_release(&st->out);
@@ -251,6 +261,11 @@ static void run_stream(void *arg)
 		result_release(&res);
 	pthread_mutex_lock(&st->lock);
 	st->finished = true;
+	/* The execution's slot is free again, but not what its client has
+	 * yet to read: that counts against its key until it is read. */
+	st->charged = st->out.len;
+	answers_charge(st->answers, &st->tenant, st->charged);
+	st->deadline = answers_deadline(st->answers, st->charged);
 	wake(st);
 	pthread_mutex_unlock(&st->lock);
 	stream_put(st);
@@ -274,7 +289,11 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
 
 	(void)pos;
 	pthread_mutex_lock(&st->lock);
-	if (st->out.len) {
+	if (st->finished && st->out.len && clock_mono_s() > st->deadline) {
+		/* Too slow to read what the ended execution left: let it go. */
+		metrics_inc(M_ANSWERS_CUT);
+		n = MHD_CONTENT_READER_END_WITH_ERROR;
+	} else if (st->out.len) {
 		n = (ssize_t)(st->out.len < max ? st->out.len : max);
 		memcpy(out, st->out.data, (size_t)n);
 		buf_consume(&st->out, (size_t)n);
@@ -346,6 +365,8 @@ enum MHD_Result stream_execute_with(struct api_req *rq, struct session *s,
 	st->refs = 2;	/* the worker and the response */
 	st->sm = rq->sm;
 	st->hub = hub;
+	st->answers = rq->answers;
+	st->tenant = rq->tenant;
 	st->wire = wire;
 	st->wire_state = calloc(1, wire->state_size ? wire->state_size : 1);
 	if (st->wire_state && init)

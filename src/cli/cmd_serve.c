@@ -51,6 +51,7 @@
  * (sd_notify(3); without $NOTIFY_SOCKET both do nothing). */
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -139,6 +140,13 @@ int cmd_serve(int argc, char **argv)
 	log_set_prefix("petri serve");
 	log_set_level(verbose ? LOG_DEBUG : l.cfg.log_level);
 
+	/* Large buffers (answers, bodies, listings: up to tens of MiB) get
+	 * mappings of their own, unmapped when freed, so that what a burst of
+	 * clients took goes back to the kernel once they have read it.  By
+	 * default glibc raises this threshold to the size of each mapping
+	 * freed, and big buffers then come from arenas that are seldom given
+	 * back (RSS stayed at 1.2 GiB after a review's clients had gone). */
+	mallopt(M_MMAP_THRESHOLD, 256 << 10);
 	/* Signals are taken by sigwait() below, in this thread only: block
 	 * them before any thread exists so that every thread inherits it. */
 	sigemptyset(&stop);

@@ -177,6 +177,8 @@ static void config_http_defaults(struct petri_config *c)
 	 * escaped as \u00XX, plus env and limits. */
 	c->max_json_bytes = 8ull << 20;
 	c->max_buffered_bytes = 256ull << 20;
+	c->max_answers_bytes = 256ull << 20;
+	c->min_read_bytes_per_s = 256ull << 10;
 	c->http_threads = 2;
 	c->http_workers = 0;	/* max_executions + 16 */
 	c->http_timeout_s = 30;
@@ -195,6 +197,12 @@ static bool set_http(struct petri_config *c, const char *name, const char *v, bo
 	} else if (!strcmp(name, "max_buffered_mb")) {
 		*ok = num_u32(v, 1, 1u << 20, &n);
 		c->max_buffered_bytes = (uint64_t)n << 20;
+	} else if (!strcmp(name, "max_answers_mb")) {
+		*ok = num_u32(v, 1, 1u << 20, &n);
+		c->max_answers_bytes = (uint64_t)n << 20;
+	} else if (!strcmp(name, "min_read_kbps")) {
+		*ok = num_u32(v, 1, 1u << 20, &n);
+		c->min_read_bytes_per_s = (uint64_t)n << 10;
 	} else if (!strcmp(name, "http_threads")) {
 		*ok = num_u32(v, 1, 64, &c->http_threads);
 	} else if (!strcmp(name, "http_workers")) {

@@ -67,6 +67,8 @@ struct petri_config {
 	/* The HTTP server's budgets (src/api, docs/configuration.md). */
 	uint64_t max_json_bytes;	/* a JSON request body */
 	uint64_t max_buffered_bytes;	/* all request bodies held at once */
+	uint64_t max_answers_bytes;	/* answers made and not yet read (api/answers.h) */
+	uint64_t min_read_bytes_per_s;	/* how fast a client must read an answer */
 	uint32_t http_threads;		/* libmicrohttpd's event threads */
 	uint32_t http_workers;		/* threads that run blocking handlers */
 	double http_timeout_s;		/* a connection idle while reading or writing */

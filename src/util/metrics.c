@@ -133,6 +133,15 @@ int metrics_render(struct buf *o)
 		get(M_REJECT_NOT_FOUND), get(M_REJECT_GONE), get(M_SPAWN_FAILED),
 		get(M_ZYGOTE_RESTARTS));
 	if (r == 0)
+		r = buf_appendf(o,
+			"# HELP petri_answers_held_bytes Answers made and not yet read by their clients.\n"
+			"# TYPE petri_answers_held_bytes gauge\n"
+			"petri_answers_held_bytes %ld\n"
+			"# HELP petri_answers_cut_total Answers cut short because their client read too slowly (min_read_kbps).\n"
+			"# TYPE petri_answers_cut_total counter\n"
+			"petri_answers_cut_total %llu\n",
+			metrics_gauge_get(M_ANSWERS_HELD_BYTES), get(M_ANSWERS_CUT));
+	if (r == 0)
 		r = render_histogram(o, "petri_execution_duration_seconds",
 				     "Wall time of executions.", &h[M_EXEC_DURATION]);
 	if (r == 0)

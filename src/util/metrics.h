@@ -17,6 +17,7 @@ enum metric_counter {
 	M_REJECT_BUSY, M_REJECT_NOT_FOUND, M_REJECT_GONE,
 	M_SPAWN_FAILED,
 	M_ZYGOTE_RESTARTS,
+	M_ANSWERS_CUT,		/* answers cut short: their client read too slowly */
 	M_COUNTER_COUNT
 };
 
@@ -25,6 +26,7 @@ enum metric_gauge {
 	M_EXECUTIONS_RUNNING,
 	M_POOL_READY,
 	M_POOL_TARGET,		/* what the pool aims to keep ready now */
+	M_ANSWERS_HELD_BYTES,	/* answers made and not yet read (api/answers.h) */
 	M_GAUGE_COUNT
 };
 

@@ -492,9 +492,11 @@ def run_leftovers(tag):
 # ---------------------------------------------------------------- petri serve
 
 class Api:
-    def __init__(self, url):
+    def __init__(self, url, key=None):
         self.url = url
         self.s = requests.Session()
+        if key:
+            self.s.headers['Authorization'] = f'Bearer {key}'
 
     def request(self, method, path, **kw):
         kw.setdefault('timeout', 180)
@@ -561,7 +563,8 @@ class Server:
 
     _n = itertools.count()
 
-    def __init__(self, tmpdir, warm, extra_config='', preexec_fn=None):
+    def __init__(self, tmpdir, warm, extra_config='', preexec_fn=None, key=None):
+        """key: the API key its own requests carry (the config names it)."""
         self.warm = warm
         cfg = SERVER_CONFIG.format(warm='' if warm else 'warm = false\n') + extra_config
         self.config_path = Path(tmpdir) / f'petri-hostile-{next(self._n)}.ini'
@@ -583,7 +586,7 @@ class Server:
             raise RuntimeError(f'petri serve did not start: {line!r} {self.stderr_text()}')
         self.url = m.group(1)
         self.port = int(self.url.rsplit(':', 1)[1])
-        self.api = Api(self.url)
+        self.api = Api(self.url, key)
         if warm:
             # The template starts in the background: wait for it, so that
             # every session of this server is a warm one.
@@ -630,7 +633,7 @@ class Server:
 
 
 @contextlib.contextmanager
-def jailed_server(tmpdir, name, limit, extra_config=''):
+def jailed_server(tmpdir, name, limit, extra_config='', key=None):
     """A `petri serve` (cold sessions) in a memory cgroup of the test's own
     (tests/memcg.py), for a test that attacks it; yields (server, cgroup).
     At the end the neighbour must still answer, nothing may have been
@@ -639,7 +642,8 @@ def jailed_server(tmpdir, name, limit, extra_config=''):
     sys.path.insert(0, str(HERE.parent))
     import memcg
     with memcg.MemoryCgroup(name, limit) as cg:
-        srv = Server(tmpdir, warm=False, extra_config=extra_config, preexec_fn=cg.enter)
+        srv = Server(tmpdir, warm=False, extra_config=extra_config, preexec_fn=cg.enter,
+                     key=key)
         try:
             yield srv, cg
             why = srv.neighbour_ok()
