@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 
+#include "config/budget.h"
 #include "config/config.h"
 
 #include <stdio.h>
@@ -56,6 +57,7 @@ void cli_cgroup_losses(const struct jail_host_info *in, char *out, size_t len);
 struct smgr;
 struct cli_local {
 	struct petri_config cfg;
+	struct budget budget;	/* the host's tables, as cli_local_config() found them */
 	struct jail_host *host;
 	struct smgr *sm;
 };
