@@ -488,7 +488,10 @@ static int plan_proc(struct mount_plan *p, const struct jail_limits *lim)
 	 * constant: self, thread-self, mounts, net, sysvipc, cpuinfo (numpy,
 	 * os.cpu_count's fallbacks), uptime, version (what uname says
 	 * anyway), filesystems, crypto, sys/kernel/random/entropy_avail (256
-	 * on every kernel since 5.18). */
+	 * on every kernel since 5.18).  uptime's idle time and cpuinfo's MHz
+	 * move a little with the neighbours' load: kept, as a fixed uptime
+	 * would stop ps's and top's clock, and CPU load is a covert channel
+	 * between sandboxes anyway (docs/security.md). */
 	static const char *const masked[] = {
 		"/proc/kcore", "/proc/keys", "/proc/key-users", "/proc/timer_list",
 		"/proc/sched_debug", "/proc/kallsyms", "/proc/kmsg",
