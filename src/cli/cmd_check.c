@@ -54,7 +54,7 @@ static void print_wrapped(size_t col, const char *text)
  * languages with their versions, the packages (session/probe.h). */
 /* The host's shared tables and this configuration's worst case in them
  * (config/budget.h). */
-static void print_budget(const struct budget *b, const struct petri_config *c)
+static void print_budget(const struct budget *b)
 {
 	if (b->pid_table)
 		printf("host pids:       worst case %llu of %llu (the smaller of pid_max and\n"
@@ -64,7 +64,7 @@ static void print_budget(const struct budget *b, const struct petri_config *c)
 		       (unsigned long long)b->pid_worst,
 		       (unsigned long long)(b->pid_table - b->pid_reserve),
 		       (unsigned long long)b->pid_table, (unsigned long long)b->pid_reserve,
-		       c->max_sessions + 1, b->pids, b->pids_sized ? " (lowered to fit)" : "");
+		       b->sessions + 1, b->pids, b->pids_sized ? " (lowered to fit)" : "");
 	else
 		printf("host pids:       pid_max unknown: not checked\n");
 	if (b->pty_table)
@@ -74,7 +74,7 @@ static void print_budget(const struct budget *b, const struct petri_config *c)
 		       (unsigned long long)b->pty_worst,
 		       (unsigned long long)(b->pty_table - b->pty_reserve),
 		       (unsigned long long)b->pty_table, (unsigned long long)b->pty_reserve,
-		       c->max_sessions + 1, b->ptys, b->ptys_sized ? " (sized to fit)" : "");
+		       b->sessions + 1, b->ptys, b->ptys_sized ? " (sized to fit)" : "");
 	else
 		printf("host ptys:       pty.max unknown: not checked\n");
 }
@@ -173,7 +173,7 @@ int cmd_check(int argc, char **argv)
 		fprintf(stderr, "usage: petri check [--json]\n");
 		return strcmp(argv[1], "--help") ? 2 : 0;
 	}
-	cli_local_config(&l, NULL);	/* the operator's languages, binds, cgroups */
+	cli_local_config(&l, NULL, 0);	/* the operator's languages, binds, cgroups */
 	cli_host_config(&l.cfg, &hc);
 	host = cli_jail_host_with(&hc);
 	in = jail_host_info(host);
@@ -277,7 +277,7 @@ int cmd_check(int argc, char **argv)
 	if (in->cgroup != JAIL_CG_NONE && in->cg_memory && !in->cg_swap)
 		printf("                 without swap accounting a process can exceed the\n"
 		       "                 memory limit by using swap\n");
-	print_budget(&l.budget, &l.cfg);
+	print_budget(&l.budget);
 	printf("seccomp:         %s, %u system calls allowed (petri policy lists them)\n",
 	       yes(in->seccomp), in->seccomp_allowed);
 	if (in->landlock_abi > 0)

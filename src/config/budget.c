@@ -32,10 +32,10 @@ static uint64_t min_known(uint64_t a, uint64_t b) { return !a ? b : !b ? a : a <
 
 /* pids: the sessions (and the probe) at [max_limits] pids, the idle
  * sandboxes at BUDGET_IDLE_PIDS, within the table less the reserve. */
-static int budget_pids(struct petri_config *c, const struct host_tables *h,
+static int budget_pids(struct petri_config *c, const struct host_tables *h, uint32_t n,
 		       struct budget *b, char *err, size_t errlen)
 {
-	uint64_t sessions = (uint64_t)c->max_sessions + 1;
+	uint64_t sessions = (uint64_t)n + 1;
 	uint64_t idle = ((uint64_t)c->pool_max + 2) * BUDGET_IDLE_PIDS;
 	uint64_t usable, share;
 	const char *table_name;
@@ -61,7 +61,7 @@ static int budget_pids(struct petri_config *c, const struct host_tables *h,
 				 "to sandboxes (%s = %" PRIu64 " less %" PRIu64 " kept for the host); "
 				 "at most %" PRIu64 " each fits: lower [max_limits] pids or "
 				 "max_sessions, or raise %s",
-				 c->max.pids, c->max_sessions, sessions * c->max.pids, idle,
+				 c->max.pids, n, sessions * c->max.pids, idle,
 				 b->pid_table > b->pid_reserve ? b->pid_table - b->pid_reserve : 0,
 				 table_name, b->pid_table, b->pid_reserve, share, table_name);
 			return -EINVAL;
@@ -74,7 +74,7 @@ static int budget_pids(struct petri_config *c, const struct host_tables *h,
 				 "and the pool: more than the %" PRIu64 " this host leaves to "
 				 "sandboxes (%s = %" PRIu64 " less %" PRIu64 " kept for the host); "
 				 "lower max_sessions or [limits] pids, or raise %s",
-				 c->max_sessions, c->defaults.pids, sessions * c->defaults.pids, idle,
+				 n, c->defaults.pids, sessions * c->defaults.pids, idle,
 				 b->pid_table > b->pid_reserve ? b->pid_table - b->pid_reserve : 0,
 				 table_name, b->pid_table, b->pid_reserve, table_name);
 			return -EINVAL;
@@ -90,10 +90,10 @@ static int budget_pids(struct petri_config *c, const struct host_tables *h,
  * kernel leaves to devpts instances other than the host's, less a reserve
  * for the host's other containers.  Templates and ready sandboxes open
  * none. */
-static int budget_ptys(struct petri_config *c, const struct host_tables *h,
+static int budget_ptys(struct petri_config *c, const struct host_tables *h, uint32_t n,
 		       struct budget *b, char *err, size_t errlen)
 {
-	uint64_t sessions = (uint64_t)c->max_sessions + 1;
+	uint64_t sessions = (uint64_t)n + 1;
 	uint64_t usable, share;
 
 	b->ptys = c->ptys_set ? c->ptys : JAIL_PTYS_DEFAULT;
@@ -110,7 +110,7 @@ static int budget_ptys(struct petri_config *c, const struct host_tables *h,
 			 "to sandboxes (kernel.pty.max = %" PRIu64 " less kernel.pty.reserve = "
 			 "%" PRIu64 " less %" PRIu64 " kept for other containers); at most %"
 			 PRIu64 " each fits: lower ptys or max_sessions, or raise kernel.pty.max",
-			 c->ptys, c->max_sessions, sessions * c->ptys, usable, h->pty_max,
+			 c->ptys, n, sessions * c->ptys, usable, h->pty_max,
 			 h->pty_reserve, b->pty_reserve, share);
 		return -EINVAL;
 	}
@@ -122,7 +122,7 @@ static int budget_ptys(struct petri_config *c, const struct host_tables *h,
 				 "%" PRIu64 " less kernel.pty.reserve = %" PRIu64 " less %" PRIu64
 				 " kept for other containers); lower max_sessions, set ptys in "
 				 "[sandbox] to at most %" PRIu64 ", or raise kernel.pty.max",
-				 c->max_sessions, BUDGET_MIN_PTYS, usable, h->pty_max,
+				 n, BUDGET_MIN_PTYS, usable, h->pty_max,
 				 h->pty_reserve, b->pty_reserve, share);
 			return -EINVAL;
 		}
@@ -133,14 +133,15 @@ static int budget_ptys(struct petri_config *c, const struct host_tables *h,
 	return 0;
 }
 
-int budget_apply(struct petri_config *cfg, const struct host_tables *h,
+int budget_apply(struct petri_config *cfg, const struct host_tables *h, uint32_t sessions,
 		 struct budget *b, char *err, size_t errlen)
 {
 	int r;
 
 	*b = (struct budget){ 0 };
-	if ((r = budget_pids(cfg, h, b, err, errlen)) < 0 ||
-	    (r = budget_ptys(cfg, h, b, err, errlen)) < 0)
+	b->sessions = sessions;
+	if ((r = budget_pids(cfg, h, sessions, b, err, errlen)) < 0 ||
+	    (r = budget_ptys(cfg, h, sessions, b, err, errlen)) < 0)
 		return r;
 	cfg->max.pids = b->pids;
 	cfg->ptys = b->ptys;

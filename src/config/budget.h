@@ -19,6 +19,9 @@
  *   ptys:  (max_sessions + 1) x [sandbox] ptys  <=  pty.max - pty.reserve
  *          - reserve, reserve = max(BUDGET_PTY_FLOOR, table / 4).
  *
+ * max_sessions stands for the sessions the command may hold at once: one
+ * for petri run.
+ *
  * A value the file did not set is sized to fit ([max_limits] pids no
  * higher than its default, [sandbox] ptys no higher than
  * JAIL_PTYS_DEFAULT, neither below its floor); a value the file set that
@@ -52,6 +55,7 @@ struct host_tables {
 
 /* What budget_apply() found and decided, for `petri check`. */
 struct budget {
+	uint32_t sessions;	/* the sessions counted */
 	uint64_t pid_table;	/* min(pid_max, threads-max); 0: not checked */
 	uint64_t pid_reserve;	/* kept for the host */
 	uint64_t pid_worst;	/* every sandbox at its most */
@@ -68,10 +72,12 @@ struct budget {
  * its field 0. */
 void budget_read_host(struct host_tables *h);
 
-/* Check cfg against the host's tables h, sizing cfg->max.pids and
- * cfg->ptys where the file left them to petri (see above); b says what was
- * found.  0, or -EINVAL with the reason in err (cfg then unchanged). */
-int budget_apply(struct petri_config *cfg, const struct host_tables *h,
+/* Check cfg against the host's tables h for sessions sessions at once
+ * (cfg->max_sessions for a daemon, 1 for petri run, which holds one
+ * sandbox), sizing cfg->max.pids and cfg->ptys where the file left them to
+ * petri (see above); b says what was found.  0, or -EINVAL with the reason
+ * in err (cfg then unchanged). */
+int budget_apply(struct petri_config *cfg, const struct host_tables *h, uint32_t sessions,
 		 struct budget *b, char *err, size_t errlen);
 
 #endif

@@ -20,7 +20,7 @@ START_TEST(test_defaults_fit_a_small_host)
 	char err[1024] = "";
 
 	config_defaults(&c);
-	ck_assert_int_eq(budget_apply(&c, &small_host, &b, err, sizeof(err)), 0);
+	ck_assert_int_eq(budget_apply(&c, &small_host, c.max_sessions, &b, err, sizeof(err)), 0);
 	/* 100 sessions at the default 1024 pids would be 101,000: lowered */
 	ck_assert(b.pids_sized);
 	ck_assert_uint_eq(b.pid_reserve, 4096);
@@ -37,6 +37,23 @@ START_TEST(test_defaults_fit_a_small_host)
 }
 END_TEST
 
+/* petri run holds one sandbox: the defaults stand on a small host. */
+START_TEST(test_one_session)
+{
+	struct petri_config c;
+	struct budget b;
+	char err[1024] = "";
+
+	config_defaults(&c);
+	ck_assert_int_eq(budget_apply(&c, &small_host, 1, &b, err, sizeof(err)), 0);
+	ck_assert(!b.pids_sized && !b.ptys_sized);
+	ck_assert_uint_eq(c.max.pids, 1024);
+	ck_assert_uint_eq(c.ptys, JAIL_PTYS_DEFAULT);
+	ck_assert_uint_eq(b.pid_worst, 2 * 1024 + 10 * BUDGET_IDLE_PIDS);
+	config_release(&c);
+}
+END_TEST
+
 /* A large host: nothing to lower. */
 START_TEST(test_defaults_untouched_on_a_large_host)
 {
@@ -47,7 +64,7 @@ START_TEST(test_defaults_untouched_on_a_large_host)
 	char err[1024] = "";
 
 	config_defaults(&c);
-	ck_assert_int_eq(budget_apply(&c, &h, &b, err, sizeof(err)), 0);
+	ck_assert_int_eq(budget_apply(&c, &h, c.max_sessions, &b, err, sizeof(err)), 0);
 	ck_assert(!b.pids_sized && !b.ptys_sized);
 	ck_assert_uint_eq(c.max.pids, 1024);
 	ck_assert_uint_eq(c.ptys, JAIL_PTYS_DEFAULT);
@@ -68,7 +85,7 @@ START_TEST(test_explicit_pids_refused_with_numbers)
 	c.max_sessions = 40;
 	c.max.pids = 1024;
 	c.max_pids_set = true;
-	ck_assert_int_eq(budget_apply(&c, &small_host, &b, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(budget_apply(&c, &small_host, c.max_sessions, &b, err, sizeof(err)), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "[max_limits] pids = 1024"));
 	ck_assert_ptr_nonnull(strstr(err, "max_sessions = 40"));
 	ck_assert_ptr_nonnull(strstr(err, "kernel.pid_max = 32768"));
@@ -76,7 +93,7 @@ START_TEST(test_explicit_pids_refused_with_numbers)
 	ck_assert_uint_eq(c.max.pids, 1024);	/* unchanged */
 	/* what fits is accepted as it is */
 	c.max.pids = 512;
-	ck_assert_int_eq(budget_apply(&c, &small_host, &b, err, sizeof(err)), 0);
+	ck_assert_int_eq(budget_apply(&c, &small_host, c.max_sessions, &b, err, sizeof(err)), 0);
 	ck_assert(!b.pids_sized);
 	ck_assert_uint_eq(c.max.pids, 512);
 	config_release(&c);
@@ -93,7 +110,7 @@ START_TEST(test_defaults_that_cannot_fit_refused)
 
 	config_defaults(&c);
 	c.max_sessions = 200;
-	ck_assert_int_eq(budget_apply(&c, &small_host, &b, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(budget_apply(&c, &small_host, c.max_sessions, &b, err, sizeof(err)), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "max_sessions = 200"));
 	ck_assert_ptr_nonnull(strstr(err, "[limits] pids = 256"));
 	config_release(&c);
@@ -112,7 +129,7 @@ START_TEST(test_threads_max_is_a_table_too)
 	c.max_sessions = 40;
 	c.max.pids = 512;
 	c.max_pids_set = true;
-	ck_assert_int_eq(budget_apply(&c, &h, &b, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(budget_apply(&c, &h, c.max_sessions, &b, err, sizeof(err)), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "kernel.threads-max = 20000"));
 	config_release(&c);
 }
@@ -127,12 +144,12 @@ START_TEST(test_ptys)
 	config_defaults(&c);
 	c.ptys = 64;
 	c.ptys_set = true;
-	ck_assert_int_eq(budget_apply(&c, &small_host, &b, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(budget_apply(&c, &small_host, c.max_sessions, &b, err, sizeof(err)), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "ptys = 64 in [sandbox]"));
 	ck_assert_ptr_nonnull(strstr(err, "kernel.pty.max = 4096"));
 	ck_assert_ptr_nonnull(strstr(err, "at most 22 each fits"));
 	c.ptys = 8;
-	ck_assert_int_eq(budget_apply(&c, &small_host, &b, err, sizeof(err)), 0);
+	ck_assert_int_eq(budget_apply(&c, &small_host, c.max_sessions, &b, err, sizeof(err)), 0);
 	ck_assert_uint_eq(c.ptys, 8);
 	ck_assert(!b.ptys_sized);
 	/* left to petri, but not even BUDGET_MIN_PTYS each fits */
@@ -140,7 +157,7 @@ START_TEST(test_ptys)
 	c.ptys = JAIL_PTYS_DEFAULT;
 	c.max_sessions = 1000;
 	c.defaults.pids = 8;	/* the pid table is not what fails */
-	ck_assert_int_eq(budget_apply(&c, &small_host, &b, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(budget_apply(&c, &small_host, c.max_sessions, &b, err, sizeof(err)), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "cannot each have 4 ptys"));
 	config_release(&c);
 }
@@ -156,7 +173,7 @@ START_TEST(test_unknown_tables_not_checked)
 
 	config_defaults(&c);
 	c.max_sessions = 100000;
-	ck_assert_int_eq(budget_apply(&c, &h, &b, err, sizeof(err)), 0);
+	ck_assert_int_eq(budget_apply(&c, &h, c.max_sessions, &b, err, sizeof(err)), 0);
 	ck_assert_uint_eq(b.pid_table, 0);
 	ck_assert_uint_eq(b.pty_table, 0);
 	ck_assert_uint_eq(c.max.pids, 1024);
@@ -172,6 +189,7 @@ Suite *budget_suite(void)
 
 	tcase_add_test(tc, test_defaults_fit_a_small_host);
 	tcase_add_test(tc, test_defaults_untouched_on_a_large_host);
+	tcase_add_test(tc, test_one_session);
 	tcase_add_test(tc, test_explicit_pids_refused_with_numbers);
 	tcase_add_test(tc, test_defaults_that_cannot_fit_refused);
 	tcase_add_test(tc, test_threads_max_is_a_table_too);
