@@ -30,6 +30,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -490,6 +491,28 @@ def run_leftovers(tag):
 
 
 # ---------------------------------------------------------------- petri serve
+
+def slow_socket(port, timeout=60):
+    """A connection to the loopback port whose receive window is tiny: the
+    server's writes stall."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.settimeout(timeout)
+    s.connect(('127.0.0.1', port))
+    return s
+
+
+def read_headers(s):
+    """An HTTP response's head as text, once it came, and how many bytes of
+    the body came with it."""
+    data = b''
+    while b'\r\n\r\n' not in data:
+        chunk = s.recv(1024)
+        assert chunk, f'closed before the headers: {data!r}'
+        data += chunk
+    head, _, rest = data.partition(b'\r\n\r\n')
+    return head.decode('latin-1'), len(rest)
+
 
 class Api:
     def __init__(self, url, key=None):

@@ -45,17 +45,8 @@ min_read_kbps = 1
 """
 
 
-def slow_socket(port):
-    """A connection whose receive window is tiny: the server's writes stall."""
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    s.settimeout(120)
-    s.connect(('127.0.0.1', port))
-    return s
-
-
 def send(port, key, method, path, body, headers=()):
-    s = slow_socket(port)
+    s = H.slow_socket(port, timeout=120)
     data = json.dumps(body).encode()
     head = [f'{method} {path} HTTP/1.1', f'Host: 127.0.0.1:{port}',
             f'Authorization: Bearer {key}', 'Content-Type: application/json',
@@ -66,12 +57,7 @@ def send(port, key, method, path, body, headers=()):
 
 def status_of(s):
     """The status line's code, once the headers came."""
-    data = b''
-    while b'\r\n\r\n' not in data:
-        chunk = s.recv(1024)
-        assert chunk, f'closed before the headers: {data!r}'
-        data += chunk
-    return int(data.split(b' ', 2)[1])
+    return int(H.read_headers(s)[0].split(' ', 2)[1])
 
 
 def unread(srv, key, kind, sid):

@@ -52,25 +52,6 @@ def rss(pid):
     return int((H.proc_status(pid) or {}).get('VmRSS', '0 kB').split()[0]) * 1024
 
 
-def slow_socket(port):
-    """A connection whose receive window is tiny: the server's writes stall."""
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    s.settimeout(60)
-    s.connect(('127.0.0.1', port))
-    return s
-
-
-def read_headers(s):
-    data = b''
-    while b'\r\n\r\n' not in data:
-        chunk = s.recv(1024)
-        assert chunk, f'closed before the headers: {data!r}'
-        data += chunk
-    head, _, rest = data.partition(b'\r\n\r\n')
-    return head.decode('latin-1'), len(rest)
-
-
 def read_to_eof(s):
     n = 0
     try:
@@ -107,11 +88,11 @@ def test_a_stalled_download_lets_go_of_an_ended_session(jailed_server, end):
     full = cgroup_usage(cg)
     assert full - base > BIG * 0.9, 'the files are not charged to the cgroup'
 
-    s = slow_socket(srv.port)
+    s = H.slow_socket(srv.port)
     try:
         s.sendall(f'GET /v1/sessions/{sid}/files/f HTTP/1.1\r\n'
                   f'Host: 127.0.0.1:{srv.port}\r\n\r\n'.encode())
-        head, got = read_headers(s)
+        head, got = H.read_headers(s)
         assert head.startswith('HTTP/1.1 200'), head
         assert f'Content-Length: {FILE}' in head, head
         assert 'Content-Security-Policy: sandbox' in head, head
@@ -139,7 +120,7 @@ def sse_request(port, sid, code):
     """POST an SSE execution on a slow socket; returns the response with its
     headers read and its body left unread."""
     conn = http.client.HTTPConnection('127.0.0.1', port, timeout=120)
-    conn.sock = slow_socket(port)
+    conn.sock = H.slow_socket(port)
     conn.request('POST', f'/v1/sessions/{sid}/execute', json.dumps({'code': code}),
                  {'Accept': 'text/event-stream', 'Content-Type': 'application/json'})
     resp = conn.getresponse()
