@@ -1,6 +1,8 @@
 #include "api/answers.h"
 
 #include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +18,8 @@ struct answers {
 	struct share *held;	/* max_answers_mb, shared between tenants */
 	double grace_s;		/* http_timeout_s */
 	double bytes_per_s;	/* min_read_kbps */
+	pthread_mutex_t trim_lock;
+	double trimmed_at;	/* monotonic */
 };
 
 /* One answer on its way to its client. */
@@ -26,6 +30,7 @@ struct held {
 	size_t len;
 	double deadline;	/* monotonic */
 	bool cut;
+	bool charged;
 };
 
 int answers_new(const struct petri_config *cfg, struct answers **out)
@@ -38,6 +43,7 @@ int answers_new(const struct petri_config *cfg, struct answers **out)
 		free(a);
 		return -ENOMEM;
 	}
+	pthread_mutex_init(&a->trim_lock, NULL);
 	a->grace_s = cfg->http_timeout_s;
 	a->bytes_per_s = (double)cfg->min_read_bytes_per_s;
 	*out = a;
@@ -52,6 +58,7 @@ void answers_free(struct answers *a)
 		log_warn("http: %llu bytes of answers still held at exit",
 			 (unsigned long long)share_held(a->held, NULL));
 	share_free(a->held);
+	pthread_mutex_destroy(&a->trim_lock);
 	free(a);
 }
 
@@ -67,20 +74,38 @@ enum answers_room answers_room(struct answers *a, const struct share_tenant *t)
 	}
 }
 
-void answers_charge(struct answers *a, const struct share_tenant *t, size_t n)
+bool answers_charge(struct answers *a, const struct share_tenant *t, size_t n)
 {
 	/* Out of memory for the tenant's entry: the answer is sent all the
 	 * same, uncounted (the server has worse trouble then). */
-	if (share_charge(a->held, t, n) == 0)
-		metrics_gauge_add(M_ANSWERS_HELD_BYTES, (long)n);
+	if (share_charge(a->held, t, n) < 0)
+		return false;
+	metrics_gauge_add(M_ANSWERS_HELD_BYTES, (long)n);
+	return true;
 }
+
+/* How often, at most, memory is handed back to the kernel. */
+#define TRIM_EVERY_S 5.0
 
 void answers_release(struct answers *a, const struct share_tenant *t, size_t n)
 {
-	uint64_t before = share_held(a->held, NULL);
-
 	share_give(a->held, t, n);
-	metrics_gauge_add(M_ANSWERS_HELD_BYTES, -(long)(before - share_held(a->held, NULL)));
+	metrics_gauge_add(M_ANSWERS_HELD_BYTES, -(long)n);
+	/* Every answer read: what a burst of them left in malloc's arenas
+	 * (small blocks of listings and trees, which have no mapping of their
+	 * own to give back) goes back to the kernel, now and then. */
+	if (share_held(a->held, NULL) == 0) {
+		double now = clock_mono_s();
+
+		pthread_mutex_lock(&a->trim_lock);
+		if (now - a->trimmed_at >= TRIM_EVERY_S) {
+			a->trimmed_at = now;
+			pthread_mutex_unlock(&a->trim_lock);
+			malloc_trim(0);
+		} else {
+			pthread_mutex_unlock(&a->trim_lock);
+		}
+	}
 }
 
 double answers_deadline(const struct answers *a, size_t n)
@@ -122,7 +147,8 @@ static void release(void *cls)
 {
 	struct held *h = cls;
 
-	answers_release(h->a, &h->tenant, h->len);
+	if (h->charged)
+		answers_release(h->a, &h->tenant, h->len);
 	free(h->text);
 	free(h);
 }
@@ -139,7 +165,7 @@ struct MHD_Response *answers_response(struct answers *a, const struct share_tena
 	}
 	*h = (struct held){ .a = a, .tenant = *t, .text = text, .len = len,
 			    .deadline = answers_deadline(a, len) };
-	answers_charge(a, t, len);
+	h->charged = answers_charge(a, t, len);
 	resp = MHD_create_response_from_callback(len, BLOCK_SIZE, reader, h, release);
 	if (!resp)
 		release(h);

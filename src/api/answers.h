@@ -52,8 +52,10 @@ enum answers_room answers_room(struct answers *a, const struct share_tenant *t);
 struct MHD_Response *answers_response(struct answers *a, const struct share_tenant *t,
 				      char *text, size_t len);
 
-/* Charge and give back bytes held elsewhere (a finished stream's). */
-void answers_charge(struct answers *a, const struct share_tenant *t, size_t n);
+/* Charge and give back bytes held elsewhere (a finished stream's): give
+ * back only what answers_charge() said it charged (false: out of memory,
+ * the bytes go uncounted). */
+bool answers_charge(struct answers *a, const struct share_tenant *t, size_t n);
 void answers_release(struct answers *a, const struct share_tenant *t, size_t n);
 /* When a client must have read n bytes held from now on (monotonic
  * seconds). */

@@ -174,8 +174,9 @@ static ssize_t archive_read(void *cls, uint64_t pos, char *out, size_t max)
 		s = download_let_go(d);
 	if (d->aw) {
 		n = ws_archiver_read(d->aw, out, max);
-		if (n == -EAGAIN)
-			n = wait_readable(d->waiter, d->conn, ws_archiver_fd(d->aw),
+		if (n == -EAGAIN || n == -EINPROGRESS)
+			n = wait_readable(d->waiter, d->conn, n == -EAGAIN ?
+					  ws_archiver_fd(d->aw) : ws_archiver_exit_fd(d->aw),
 					  DOWNLOAD_WAIT_S) < 0 ? MHD_CONTENT_READER_END_WITH_ERROR : 0;
 		else if (n <= 0)
 			n = n == 0 ? MHD_CONTENT_READER_END_OF_STREAM

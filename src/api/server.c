@@ -68,7 +68,8 @@ struct api_server {
 	struct events *events;		/* GET /v1/events */
 	struct answers *answers;	/* answers not yet read (answers.h) */
 	char listen_host[256];		/* the Host it answers to by default; "*": any */
-	/* The expensive reads (listings of the record, exports) in flight,
+	/* The expensive reads (listings of the record, exports, archive
+	 * downloads) in flight,
 	 * in all and per API key (napi_keys of them), and their bounds. */
 	atomic_uint reads;
 	atomic_uint *key_reads;
@@ -315,7 +316,11 @@ static bool is_expensive_read(const struct api_req *rq)
 		return true;
 	if (strncmp(rq->url, "/v1/sessions/", 13) || !(p = strchr(rq->url + 13, '/')))
 		return false;
-	return !strcmp(p, "/executions") || !strcmp(p, "/export");
+	/* An archive's worker waits for its writer to list the directory (at
+	 * most http_timeout_s, on the sandbox's CPU, which the sandbox can
+	 * starve): a key's archives must not take the workers executions
+	 * need. */
+	return !strcmp(p, "/executions") || !strcmp(p, "/export") || !strcmp(p, "/archive");
 }
 
 /* Take a slot for rq: false when the daemon's or its key's are taken. */
@@ -410,7 +415,16 @@ static enum MHD_Result route(struct api_req *rq)
 	if (!strcmp(url, "/v1/openapi.json")) {
 		if (strcmp(m, "GET"))
 			return http_not_allowed(rq, "GET");
-		return http_text(rq, 200, "application/json", openapi_json(), openapi_json_len());
+	{
+		/* The binary's own bytes: sent from where they are, no copy
+		 * to hold (or charge) per client. */
+		struct MHD_Response *resp = MHD_create_response_from_buffer(
+			openapi_json_len(), (void *)openapi_json(), MHD_RESPMEM_PERSISTENT);
+
+		if (resp)
+			MHD_add_response_header(resp, "Content-Type", "application/json");
+		return http_queue(rq, 200, resp);
+	}
 	}
 	if (rq->e2b_kind != E2B_NONE)
 		return e2b_route(rq);
@@ -482,22 +496,20 @@ static bool runs_inline(const char *url)
 	       web_is_asset(url);
 }
 
-/* Requests whose answer may be large, which the server holds until the
- * client has read it (answers.h): executions (native, MCP, E2B's), one-shots
- * and listings of the record.  Refused while their tenant, or the server,
- * holds too much unread already; the rest (a delete, a session's state)
- * are small and always served. */
-static bool makes_large_answer(const struct api_req *rq)
+/* Requests whose answer is small whatever the client does: deleting
+ * (a session, a process, an E2B sandbox), changing a session's timeouts,
+ * keeping it alive, an upload.  Every other request handed to a worker
+ * makes an answer the server holds until the client has read it
+ * (answers.h: results, listings of files and of the record, MCP replies),
+ * so it is refused while its tenant, or the server, holds too much unread
+ * already; these never are, so that a client over its share can still end
+ * what it holds. */
+static bool answers_little(const struct api_req *rq)
 {
-	const char *u = rq->url, *tail = strrchr(u, '/');
+	const char *m = rq->method, *tail = strrchr(rq->url, '/');
 
-	if (rq->e2b_kind != E2B_NONE)	/* E2B's executions: its code port */
-		return rq->e2b_kind == E2B_CODE && !strcmp(rq->method, "POST");
-	if (!strcmp(rq->method, "DELETE"))
-		return false;
-	return !strcmp(u, "/mcp") || !strcmp(u, "/v1/execute") || !strcmp(u, "/v1/executions") ||
-	       (!strncmp(u, "/v1/sessions/", 13) && tail &&
-		(!strcmp(tail, "/execute") || !strcmp(tail, "/executions")));
+	return !strcmp(m, "DELETE") || !strcmp(m, "PATCH") || rq->raw_upload ||
+	       (!strcmp(m, "POST") && tail && !strcmp(tail, "/keepalive"));
 }
 
 static enum MHD_Result too_large(struct api_req *rq)
@@ -635,10 +647,10 @@ static enum MHD_Result on_body_done(struct api_server *srv, struct api_req *rq)
 	if (is_expensive_read(rq) && !take_read(srv, rq)) {
 		metrics_inc(M_REJECT_CAPACITY);
 		return http_error(rq, 429, "too_many_reads", "too many listings and exports of the "
-				  "record are in flight (at most %u per API key, %u in all): "
+				  "record and archive downloads are in flight (at most %u per API key, %u in all): "
 				  "retry when one has ended", READS_PER_KEY, srv->reads_max);
 	}
-	if (makes_large_answer(rq)) {
+	if (!answers_little(rq)) {
 		enum answers_room room = answers_room(srv->answers, &rq->tenant);
 
 		if (room == ANSWERS_TENANT_FULL)

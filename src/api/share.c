@@ -171,7 +171,7 @@ int share_room(struct share *sh, const struct share_tenant *t)
 	h = *find(sh, t);
 	if (h && h->held >= sh->per_tenant)
 		r = -EDQUOT;
-	else if (sh->held >= sh->total)
+	else if (h && h->held && sh->held >= sh->total)
 		r = -EBUSY;
 	pthread_mutex_unlock(&sh->lock);
 	return r;

@@ -46,7 +46,9 @@ int share_take(struct share *sh, const struct share_tenant *t, uint64_t n);
  * counted, as an answer is): 0 or -ENOMEM (then nothing is held). */
 int share_charge(struct share *sh, const struct share_tenant *t, uint64_t n);
 /* May t begin something that will hold more: 0; -EDQUOT when t holds its
- * share already; -EBUSY when all tenants hold the total. */
+ * share already; -EBUSY when all tenants hold the total and t holds some of
+ * it (a tenant that holds nothing may always begin one: the others'
+ * excess does not shut it out). */
 int share_room(struct share *sh, const struct share_tenant *t);
 /* What t holds now (NULL: all tenants together). */
 uint64_t share_held(struct share *sh, const struct share_tenant *t);

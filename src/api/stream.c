@@ -263,8 +263,7 @@ static void run_stream(void *arg)
 	st->finished = true;
 	/* The execution's slot is free again, but not what its client has
 	 * yet to read: that counts against its key until it is read. */
-	st->charged = st->out.len;
-	answers_charge(st->answers, &st->tenant, st->charged);
+	st->charged = answers_charge(st->answers, &st->tenant, st->out.len) ? st->out.len : 0;
 	st->deadline = answers_deadline(st->answers, st->charged);
 	wake(st);
 	pthread_mutex_unlock(&st->lock);

@@ -730,13 +730,16 @@ static int archive_of(struct tools *t, struct session *s, const char *dir, struc
 		archiver_end(aw);
 		return -1;
 	}
-	while ((n > 0 || n == -EAGAIN) && out->len <= max && buf_reserve(out, 65536) == 0) {
+	while ((n > 0 || n == -EAGAIN || n == -EINPROGRESS) && out->len <= max &&
+	       buf_reserve(out, 65536) == 0) {
 		struct pollfd pfd = { .fd = ws_archiver_fd(aw), .events = POLLIN };
 
 		n = ws_archiver_read(aw, out->data + out->len, 65536);
+		if (n == -EINPROGRESS)	/* the pipe ended: wait for the exit */
+			pfd.fd = ws_archiver_exit_fd(aw);
 		if (n > 0)
 			out->len += (size_t)n;
-		else if (n == -EAGAIN && poll(&pfd, 1, step_ms) == 0)
+		else if ((n == -EAGAIN || n == -EINPROGRESS) && poll(&pfd, 1, step_ms) == 0)
 			n = -ETIMEDOUT;
 	}
 	archiver_end(aw);

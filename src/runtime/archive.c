@@ -481,9 +481,11 @@ ssize_t ws_archiver_read(struct ws_archiver *a, char *out, size_t max)
 	if (n < 0)
 		return errno == EAGAIN ? -EAGAIN : -errno;
 	/* The end of the pipe: a whole stream only if the writer says so.
-	 * It closed the pipe on its way out, so this is a short wait. */
-	r = archiver_exit(a, 1000);
-	return r == -EINPROGRESS ? -EIO : r;
+	 * It closed the pipe on its way out, but its exit may be slow (its
+	 * cgroup's CPU is the sandbox's): the caller waits for the exit fd
+	 * rather than this thread. */
+	r = archiver_exit(a, a->pidfd >= 0 ? 0 : 1000);
+	return r == -EINPROGRESS && a->pidfd < 0 ? -EIO : r;
 }
 
 int ws_archiver_fd(const struct ws_archiver *a)

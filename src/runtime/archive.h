@@ -83,6 +83,10 @@ struct jail;
 int ws_archiver_start(const struct files_user *u, struct jail *j, const char *dir, bool gzip,
 		      size_t max_entries, uint64_t max_bytes, struct ws_archiver **out);
 int ws_archiver_opened(struct ws_archiver *a, double timeout_s, size_t *entries);
+/* The next bytes (> 0), 0 at a whole stream's end, -EAGAIN when the pipe
+ * is empty (wait for ws_archiver_fd()), -EINPROGRESS when the pipe ended
+ * but the writer has not exited yet (wait for ws_archiver_exit_fd(), then
+ * call again), or another -errno: the stream is not whole. */
 ssize_t ws_archiver_read(struct ws_archiver *a, char *out, size_t max);
 int ws_archiver_fd(const struct ws_archiver *a);
 void ws_archiver_cancel(struct ws_archiver *a);

@@ -78,6 +78,34 @@ START_TEST(test_the_share_divides_among_the_keys)
 }
 END_TEST
 
+/* What is made already (an answer) is charged past the share; what may
+ * begin is asked with share_room(). */
+START_TEST(test_charged_past_the_share_then_refused)
+{
+	struct share *sh;
+	struct share_tenant a = key(0), b = key(1), c = key(2);
+
+	ck_assert_int_eq(share_new(100, 50, &sh), 0);
+	ck_assert_int_eq(share_room(sh, &a), 0);
+	ck_assert_int_eq(share_charge(sh, &a, 80), 0);	/* one answer, past the share */
+	ck_assert_uint_eq(share_held(sh, &a), 80);
+	ck_assert_int_eq(share_room(sh, &a), -EDQUOT);
+	ck_assert_int_eq(share_room(sh, &b), 0);
+	ck_assert_int_eq(share_charge(sh, &b, 30), 0);
+	ck_assert_uint_eq(share_held(sh, NULL), 110);
+	/* over the total: a tenant that holds some waits, one that holds
+	 * nothing may still begin one */
+	ck_assert_int_eq(share_room(sh, &b), -EBUSY);
+	ck_assert_int_eq(share_room(sh, &c), 0);
+	share_give(sh, &a, 80);
+	ck_assert_int_eq(share_room(sh, &a), 0);
+	ck_assert_int_eq(share_room(sh, &b), 0);
+	share_give(sh, &b, 30);
+	ck_assert_uint_eq(share_held(sh, NULL), 0);
+	share_free(sh);
+}
+END_TEST
+
 Suite *share_suite(void)
 {
 	Suite *s = suite_create("share");
@@ -86,6 +114,7 @@ Suite *share_suite(void)
 	tcase_add_test(tc, test_a_tenant_holds_at_most_its_share);
 	tcase_add_test(tc, test_all_together_hold_at_most_the_total);
 	tcase_add_test(tc, test_the_share_divides_among_the_keys);
+	tcase_add_test(tc, test_charged_past_the_share_then_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }
