@@ -32,6 +32,8 @@ struct e2b_sandbox {
 	char sid[SESSION_ID_LEN + 1];
 	char token[E2B_TOKEN_LEN + 1];
 	char template_id[32];
+	int key_index;			/* the API key that made it: its data
+					 * plane's requests are that key's */
 	json_t *metadata;		/* an object */
 	struct e2b_context contexts[E2B_CONTEXTS_MAX];
 	size_t ncontexts;
@@ -161,7 +163,8 @@ static void sweep(struct e2b *e, struct smgr *sm)
 }
 
 /* Is token the sandbox's?  Unknown ids and wrong tokens alike: false. */
-static bool token_ok(struct e2b *e, const char *sid, const char *token)
+/* Is token the sandbox sid's?  Then *key_index is the key that made it. */
+static bool token_ok(struct e2b *e, const char *sid, const char *token, int *key_index)
 {
 	ssize_t i;
 	bool ok = false;
@@ -169,8 +172,8 @@ static bool token_ok(struct e2b *e, const char *sid, const char *token)
 	if (!token)
 		return false;
 	pthread_mutex_lock(&e->lock);
-	if ((i = find(e, sid)) >= 0)
-		ok = http_same_secret(token, e->v[i]->token);
+	if ((i = find(e, sid)) >= 0 && (ok = http_same_secret(token, e->v[i]->token)))
+		*key_index = e->v[i]->key_index;
 	pthread_mutex_unlock(&e->lock);
 	return ok;
 }
@@ -484,8 +487,9 @@ bool e2b_authorize(struct api_req *rq, enum MHD_Result *answered)
 	}
 	/* The sandbox is named here, once: the body may take long to come, and
 	 * by then the token may name no sandbox (killed), not another. */
-	if (data_sid(rq, rq->e2b_sid) && (token_ok(rq->e2b, rq->e2b_sid, token) ||
-					  token_ok(rq->e2b, rq->e2b_sid, traffic)))
+	if (data_sid(rq, rq->e2b_sid) &&
+	    (token_ok(rq->e2b, rq->e2b_sid, token, &rq->key_index) ||
+	     token_ok(rq->e2b, rq->e2b_sid, traffic, &rq->key_index)))
 		return true;
 	metrics_inc(M_REJECT_AUTH);
 	*answered = e2b_error(rq, 401, "this sandbox does not exist or the access token is "
@@ -631,6 +635,7 @@ known:
 		goto out;
 	}
 	snprintf(b->template_id, sizeof(b->template_id), "%s", tmpl);
+	b->key_index = rq->key_index;
 	b->metadata = json_is_object(meta) ? json_deep_copy(meta) : json_object();
 	/* The default contexts, as the code interpreter lists them: one per
 	 * language, its id the language's name. */

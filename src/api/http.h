@@ -40,7 +40,8 @@ struct api_req {
 					 * Connect envelopes), not JSON */
 	int key_index;			/* the API key it came with, in the
 					 * configuration's list; -1: no keys,
-					 * or none sent (E2B's data plane) */
+					 * or none sent; on E2B's data plane,
+					 * the key that made the sandbox */
 	bool read_slot;			/* holds one of the expensive reads'
 					 * slots (server.c) */
 	int client_fd;			/* its socket, once http_gone() looked */

@@ -2,9 +2,10 @@
  * bytes of request bodies not yet whole, the open event streams), shared
  * so that no one client can take all of it.  Internal to src/api.
  *
- * Each holder is a tenant: the API key its request was made with, or, when
- * the server has no keys (or the request carries none: an E2B sandbox's
- * token, /healthz), the client's address (the IP; every unix-socket client
+ * Each holder is a tenant: the API key its request was made with (for an
+ * E2B sandbox's data plane, the key that made the sandbox), or, when the
+ * server has no keys (or the request carries none: /healthz), the client's
+ * address (the IP; every unix-socket client
  * is one tenant).  A tenant may hold at most its share of the total:
  * share_of() divides it among the configured keys, in at most
  * SHARE_PARTS_MAX parts, so that with two keys each may hold half, and
