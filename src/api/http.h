@@ -42,6 +42,7 @@ struct api_req {
 					 * configuration's list; -1: no keys,
 					 * or none sent; on E2B's data plane,
 					 * the key that made the sandbox */
+	bool turn;			/* holds one of its key's turns (server.c) */
 	bool read_slot;			/* holds one of the expensive reads'
 					 * slots (server.c) */
 	int client_fd;			/* its socket, once http_gone() looked */

@@ -60,6 +60,10 @@ struct api_server {
 	atomic_bool quiescing;
 	atomic_uint active;
 	struct share *bodies;		/* request body bytes held now, per tenant */
+	/* With several keys, the requests in flight that make an answer, per
+	 * key, from their start until their answer is read; NULL: one key or
+	 * none, the only tenant. */
+	struct share *turns;
 	struct mcp_registry *mcp;	/* MCP over HTTP: /mcp */
 	struct api_workers *workers;
 	struct stream_hub *streams;
@@ -650,6 +654,18 @@ static enum MHD_Result on_body_done(struct api_server *srv, struct api_req *rq)
 				  "record and archive downloads are in flight (at most %u per API key, %u in all): "
 				  "retry when one has ended", READS_PER_KEY, srv->reads_max);
 	}
+	if (!answers_little(rq) && srv->turns) {
+		/* One key's executions, and the answers its clients have not
+		 * read yet, cannot take every execution slot from the others:
+		 * each key has its share of max_executions, counted until the
+		 * answer has been read (on_completed). */
+		if (share_take(srv->turns, &rq->tenant, 1) < 0)
+			return http_error(rq, 429, "over_capacity", "this API key has its share "
+					  "of max_executions (%llu) in flight, answers not yet "
+					  "read included; retry when one has ended",
+					  (unsigned long long)share_per_tenant(srv->turns));
+		rq->turn = true;
+	}
 	if (!answers_little(rq)) {
 		enum answers_room room = answers_room(srv->answers, &rq->tenant);
 
@@ -741,6 +757,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **ctx,
 	if (rq->counted)
 		atomic_fetch_sub(&srv->active, 1);
 	give_read(srv, rq);
+	if (rq->turn)
+		share_give(srv->turns, &rq->tenant, 1);
 	if (rq->resp)
 		MHD_destroy_response(rq->resp);
 	share_give(srv->bodies, &rq->tenant, rq->reserved);
@@ -955,11 +973,14 @@ int api_start(const struct petri_config *cfg, struct smgr *sm,
 							  sizeof(*srv->key_reads)))) ||
 	    mcp_registry_new(sm, cfg, &srv->mcp) < 0 || e2b_new(&srv->e2b) < 0 ||
 	    share_new(cfg->max_buffered_bytes, share_of(cfg, cfg->max_buffered_bytes),
-		      &srv->bodies) < 0) {
+		      &srv->bodies) < 0 ||
+	    (cfg->napi_keys > 1 && share_new(UINT64_MAX / 2, share_of(cfg, cfg->max_executions),
+					     &srv->turns) < 0)) {
 		mcp_registry_free(srv->mcp);
 		e2b_free(srv->e2b);
 		free(srv->key_reads);
 		share_free(srv->bodies);
+		share_free(srv->turns);
 		answers_free(srv->answers);
 		free(srv);
 		return -ENOMEM;
@@ -971,6 +992,7 @@ int api_start(const struct petri_config *cfg, struct smgr *sm,
 		e2b_free(srv->e2b);
 		free(srv->key_reads);
 		share_free(srv->bodies);
+		share_free(srv->turns);
 		answers_free(srv->answers);
 		free(srv);
 		return fd;
@@ -1016,6 +1038,7 @@ fail:
 	e2b_free(srv->e2b);
 	free(srv->key_reads);
 	share_free(srv->bodies);
+	share_free(srv->turns);
 	answers_free(srv->answers);
 	free(srv);
 	return r;
@@ -1065,6 +1088,7 @@ void api_stop(struct api_server *srv)
 	e2b_free(srv->e2b);
 	free(srv->key_reads);
 	share_free(srv->bodies);
+	share_free(srv->turns);
 	answers_free(srv->answers);	/* MHD freed every response */
 	free(srv);
 }

@@ -215,3 +215,28 @@ def test_a_client_reading_too_slowly_loses_its_answer(tmp_path):
         assert cut, 'a client that reads too slowly kept its answer'
         assert got[0] < big
         assert held == 0, f'{held:.0f} bytes still held for a client cut off'
+
+
+def test_a_key_cannot_take_every_execution_slot(tmp_path):
+    # Two keys share max_executions = 4: two each.  Key A keeps four
+    # executions running (or would); key B still runs its own.
+    config = CONFIG + '\nmax_executions = 4\n'
+    with H.jailed_server(tmp_path, 'held-answers-turns', 1536 << 20, extra_config=config,
+                         key=KEY_B) as (srv, _):
+        a = H.Api(srv.url, KEY_A)
+        sids = [a.session(limits={'timeout_s': 60}) for _ in range(4)]
+        held, codes = [], []
+        try:
+            for sid in sids:
+                s = send(srv.port, KEY_A, 'POST', f'/v1/sessions/{sid}/execute',
+                         {'code': 'import time; time.sleep(45)', 'timeout_s': 60},
+                         ['Accept: text/event-stream'])
+                held.append(s)
+                codes.append(status_of(s))
+            print(f'key A, four long executions: {codes}')
+            assert codes.count(200) == 2 and codes.count(429) == 2, codes
+            res = srv.api.execute(srv.neighbour, '6*7')
+            assert res['results'] == [{'text/plain': '42'}], H.describe(res)
+        finally:
+            for s in held:
+                s.close()
