@@ -343,7 +343,7 @@ int cmd_ask(int argc, char **argv)
 	log_set_prefix("petri ask");
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
 		die(EXIT_PETRI, "cannot initialize libcurl");
-	cli_local_config(&l, config_path, 0);
+	cli_local_config(&l, config_path);
 	log_set_level(verbose ? LOG_DEBUG : LOG_WARN);	/* before any thread logs */
 	cli_local_start(&l);
 	file_list = json_array();

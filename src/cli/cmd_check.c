@@ -52,33 +52,6 @@ static void print_wrapped(size_t col, const char *text)
 
 /* What the cold sandbox has, as petri serve's probe finds it: the
  * languages with their versions, the packages (session/probe.h). */
-/* The host's shared tables and this configuration's worst case in them
- * (config/budget.h). */
-static void print_budget(const struct budget *b)
-{
-	if (b->pid_table)
-		printf("host pids:       worst case %llu of %llu (the smaller of pid_max and\n"
-		       "                 threads-max, %llu, less %llu kept for the host): %u\n"
-		       "                 sandboxes at [max_limits] pids = %u%s, templates\n"
-		       "                 and pool besides\n",
-		       (unsigned long long)b->pid_worst,
-		       (unsigned long long)(b->pid_table - b->pid_reserve),
-		       (unsigned long long)b->pid_table, (unsigned long long)b->pid_reserve,
-		       b->sessions + 1, b->pids, b->pids_sized ? " (lowered to fit)" : "");
-	else
-		printf("host pids:       pid_max unknown: not checked\n");
-	if (b->pty_table)
-		printf("host ptys:       worst case %llu of %llu (pty.max less pty.reserve,\n"
-		       "                 %llu, less %llu kept for other containers): %u\n"
-		       "                 sandboxes at [sandbox] ptys = %u%s\n",
-		       (unsigned long long)b->pty_worst,
-		       (unsigned long long)(b->pty_table - b->pty_reserve),
-		       (unsigned long long)b->pty_table, (unsigned long long)b->pty_reserve,
-		       b->sessions + 1, b->ptys, b->ptys_sized ? " (sized to fit)" : "");
-	else
-		printf("host ptys:       pty.max unknown: not checked\n");
-}
-
 static json_t *find_out(struct box *box)
 {
 	struct box_exec ex;
@@ -173,7 +146,7 @@ int cmd_check(int argc, char **argv)
 		fprintf(stderr, "usage: petri check [--json]\n");
 		return strcmp(argv[1], "--help") ? 2 : 0;
 	}
-	cli_local_config(&l, NULL, 0);	/* the operator's languages, binds, cgroups */
+	cli_local_config(&l, NULL);	/* the operator's languages, binds, cgroups */
 	cli_host_config(&l.cfg, &hc);
 	host = cli_jail_host_with(&hc);
 	in = jail_host_info(host);
@@ -181,7 +154,6 @@ int cmd_check(int argc, char **argv)
 	/* A session's sandbox, as petri serve starts it with this
 	 * configuration: its limits, binds and Python. */
 	limits_to_jail(&l.cfg.defaults, &cfg.limits);
-	cfg.limits.ptys = l.cfg.ptys;
 	cfg.ro_binds = (const char *const *)l.cfg.ro_binds;
 	cfg.python_path = (const char *const *)l.cfg.python_path;
 	cfg.wheelhouse = l.cfg.wheelhouse[0] ? l.cfg.wheelhouse : NULL;
@@ -224,16 +196,6 @@ int cmd_check(int argc, char **argv)
 			"warm", "works", zr == 0, "error", zerr, "template_ms", zygote_ms,
 			"fork_ms", fork_ms);
 
-		json_object_set_new(j, "host_tables", json_pack(
-			"{s:I, s:I, s:I, s:i, s:b, s:I, s:I, s:I, s:i, s:b}",
-			"pid_table", (json_int_t)l.budget.pid_table,
-			"pid_reserve", (json_int_t)l.budget.pid_reserve,
-			"pid_worst", (json_int_t)l.budget.pid_worst,
-			"max_pids", (int)l.budget.pids, "max_pids_sized", l.budget.pids_sized,
-			"pty_table", (json_int_t)l.budget.pty_table,
-			"pty_reserve", (json_int_t)l.budget.pty_reserve,
-			"pty_worst", (json_int_t)l.budget.pty_worst,
-			"ptys", (int)l.budget.ptys, "ptys_sized", l.budget.ptys_sized));
 		json_object_update_new(j, found);
 		found = NULL;
 		json_dumpf(j, stdout, JSON_INDENT(2));
@@ -277,7 +239,6 @@ int cmd_check(int argc, char **argv)
 	if (in->cgroup != JAIL_CG_NONE && in->cg_memory && !in->cg_swap)
 		printf("                 without swap accounting a process can exceed the\n"
 		       "                 memory limit by using swap\n");
-	print_budget(&l.budget);
 	printf("seccomp:         %s, %u system calls allowed (petri policy lists them)\n",
 	       yes(in->seccomp), in->seccomp_allowed);
 	if (in->landlock_abi > 0)

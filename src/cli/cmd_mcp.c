@@ -82,7 +82,7 @@ int cmd_mcp(int argc, char **argv)
 	if (sig_fd < 0)
 		die(125, "signalfd: %s", strerror(errno));
 
-	cli_local_config(&l, config_path, 0);
+	cli_local_config(&l, config_path);
 	/* Before any thread of the session manager may log. */
 	log_set_level(verbose ? LOG_DEBUG : l.cfg.log_level);
 	cli_local_start(&l);

@@ -382,8 +382,7 @@ int cmd_run(int argc, char **argv)
 		die(2, "give the code with -c or as a FILE, not both");
 	/* First: the configuration's languages are known by their names and
 	 * extensions too. */
-	/* One sandbox at a time, whatever max_sessions a daemon has. */
-	cli_local_config(&l, config, 1);
+	cli_local_config(&l, config);
 	if (inline_code) {
 		if (buf_append_str(&code, inline_code) < 0)
 			die(125, "out of memory");

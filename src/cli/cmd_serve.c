@@ -128,7 +128,7 @@ int cmd_serve(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	cli_local_config(&l, config_path, 0);
+	cli_local_config(&l, config_path);
 	if (listen_at) {
 		if (strlen(listen_at) >= sizeof(l.cfg.listen))
 			die(2, "--listen: address too long");

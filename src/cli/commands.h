@@ -6,7 +6,6 @@
 
 #include <stdbool.h>
 
-#include "config/budget.h"
 #include "config/config.h"
 
 #include <stdio.h>
@@ -51,19 +50,16 @@ void cli_cgroup_losses(const struct jail_host_info *in, char *out, size_t len);
 
 /* A jail host and a session manager in this process (petri serve, mcp,
  * ask, run).  cli_local_config() loads the configuration file (NULL: the
- * default path of config_default_path(), else the defaults) and checks it
- * against the host's tables for as many sessions as the command may hold
- * at once (sessions; 0: max_sessions), or dies; the caller may adjust
- * l->cfg and block signals, then
+ * default path of config_default_path(), else the defaults) or dies; the
+ * caller may adjust l->cfg and block signals, then
  * cli_local_start() starts the host and the sessions' threads, or dies. */
 struct smgr;
 struct cli_local {
 	struct petri_config cfg;
-	struct budget budget;	/* the host's tables, as cli_local_config() found them */
 	struct jail_host *host;
 	struct smgr *sm;
 };
-void cli_local_config(struct cli_local *l, const char *config_path, uint32_t sessions);
+void cli_local_config(struct cli_local *l, const char *config_path);
 void cli_local_start(struct cli_local *l);
 void cli_local_stop(struct cli_local *l);
 

@@ -11,22 +11,15 @@
 #include "session/session.h"
 #include "util/log.h"
 
-void cli_local_config(struct cli_local *l, const char *config_path, uint32_t sessions)
+void cli_local_config(struct cli_local *l, const char *config_path)
 {
-	char err[1024], dflt[4096];
-	struct host_tables host;
+	char err[512], dflt[4096];
 
 	memset(l, 0, sizeof(*l));
 	if (!config_path)
 		config_path = config_default_path(dflt, sizeof(dflt));
 	if (config_load(&l->cfg, config_path, err, sizeof(err)) < 0)
 		die(2, "%s", err);
-	/* Before any sandbox: a configuration whose sessions could take the
-	 * host's pid or pty table is refused, one left to petri is sized. */
-	budget_read_host(&host);
-	if (budget_apply(&l->cfg, &host, sessions ? sessions : l->cfg.max_sessions,
-			 &l->budget, err, sizeof(err)) < 0)
-		die(2, "%s: %s", config_path ? config_path : "the default configuration", err);
 	lang_configure(l->cfg.languages, l->cfg.nlanguages);
 }
 

@@ -36,7 +36,6 @@ void config_defaults(struct petri_config *c)
 	c->pool_window_s = 10;
 	c->warm = true;
 	c->uid_count = JAIL_UID_COUNT_DEFAULT;
-	c->ptys = JAIL_PTYS_DEFAULT;
 	/* What a session, a one-shot, petri run and petri mcp get when
 	 * neither the operator's file nor the request says otherwise. */
 	c->defaults = (struct petri_limits){
@@ -335,8 +334,6 @@ static bool set_sandbox(struct parse *p, const char *name, const char *v)
 	}
 	if (!strcmp(name, "cgroups"))
 		return parse_bool(v, &c->cgroups);
-	if (!strcmp(name, "ptys"))
-		return (c->ptys_set = num_u32(v, 1, JAIL_PTYS_MAX, &c->ptys));
 	if (!strcmp(name, "ro_bind"))
 		return v[0] == '/' && c->nro_binds < CONFIG_RO_BINDS_MAX &&
 		       push(&c->ro_binds, &c->nro_binds, v) == 0;
@@ -527,11 +524,8 @@ static int handler(void *user, const char *section, const char *name,
 			ok = false;
 	} else if (!strcmp(section, "limits"))
 		ok = set_limit(&p->cfg->defaults, name, value);
-	else if (!strcmp(section, "max_limits")) {
+	else if (!strcmp(section, "max_limits"))
 		ok = set_limit(&p->cfg->max, name, value);
-		if (ok && !strcmp(name, "pids"))
-			p->cfg->max_pids_set = true;
-	}
 	else if (!strcmp(section, "sandbox"))
 		ok = set_sandbox(p, name, value);
 	else if (!strncmp(section, "language.", 9))

@@ -14,7 +14,7 @@
  *              (defaults for new sessions)
  *   [max_limits] the same keys: the most a client may ask for
  *   [sandbox]  uid_base, uid_count, cgroup_parent, cgroups, ro_bind (repeatable), env
- *              (repeatable, NAME=value), ptys
+ *              (repeatable, NAME=value)
  *   [language.NAME] file, run, compile, version, aliases, extensions, summary:
  *              a language the operator adds (src/runtime/languages.h)
  *   [python]   path (directories on sys.path, repeatable), wheelhouse (the
@@ -90,9 +90,6 @@ struct petri_config {
 
 	struct petri_limits defaults;
 	struct petri_limits max;
-	/* The file set [max_limits] pids: config/budget.h refuses it when the
-	 * host cannot hold it, rather than lowering it. */
-	bool max_pids_set;
 
 	uid_t uid_base;
 	uint32_t uid_count;	/* host uids leased to sandboxes, see jail.h */
@@ -102,10 +99,6 @@ struct petri_config {
 	size_t nro_binds;
 	char **env;		/* NULL-terminated "NAME=value" */
 	size_t nenv;
-	/* The ptys each sandbox may hold (its devpts max=); sized from the
-	 * host's pty table by config/budget.h unless the file set it. */
-	uint32_t ptys;
-	bool ptys_set;
 
 	/* [language.NAME]: the operator's languages, checked by lang_check();
 	 * every string and list is the configuration's own. */

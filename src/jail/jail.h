@@ -88,12 +88,7 @@ struct jail_limits {
 	uint64_t fsize_bytes;	/* RLIMIT_FSIZE; 0: work_bytes + tmp_bytes */
 	uint32_t nofile;	/* RLIMIT_NOFILE */
 	uint32_t cpu_seconds;	/* RLIMIT_CPU per process; 0: none */
-	uint32_t ptys;		/* max= of the sandbox's devpts instance: the
-				 * ptys it may hold at once; 0: JAIL_PTYS_DEFAULT */
 };
-
-#define JAIL_PTYS_DEFAULT 64
-#define JAIL_PTYS_MAX 4096
 
 /* A file synthesized into the read-only root, e.g. the runtime driver. */
 struct jail_file {

@@ -12,8 +12,6 @@
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
-#include <sys/sysinfo.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "jail/safe.h"
@@ -295,19 +293,16 @@ static int plan_etc(struct mount_plan *p, const char *hostname)
  * newinstance says so for older kernels), its ptmx open to the sandbox
  * user.  max bounds the ptys one sandbox holds: the kernel's pty.max is
  * shared by every instance outside the host's own, so without a bound one
- * sandbox could take them all from the others.  The daemon sizes it from
- * the host's table (config/budget.h). */
-static int plan_devpts(struct mount_plan *p, const struct jail_limits *lim)
-{
-	char opts[96];
+ * sandbox could take them all from the others. */
+#define DEVPTS_OPTIONS "newinstance,ptmxmode=0666,mode=0620,max=64"
 
-	snprintf(opts, sizeof(opts), "newinstance,ptmxmode=0666,mode=0620,max=%u",
-		 lim->ptys ? lim->ptys : JAIL_PTYS_DEFAULT);
-	return plan_add(p, MOUNT_DEVPTS, 0, NULL, "/dev/pts", opts, strlen(opts), 0);
+static int plan_devpts(struct mount_plan *p)
+{
+	return plan_add(p, MOUNT_DEVPTS, 0, NULL, "/dev/pts", DEVPTS_OPTIONS,
+			strlen(DEVPTS_OPTIONS), 0);
 }
 
-static int plan_dev(struct mount_plan *p, const struct jail_limits *lim,
-		    uint64_t shm_bytes, uid_t uid, gid_t gid)
+static int plan_dev(struct mount_plan *p, uint64_t shm_bytes, uid_t uid, gid_t gid)
 {
 	static const char *const nodes[] = {
 		"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", NULL
@@ -331,7 +326,7 @@ static int plan_dev(struct mount_plan *p, const struct jail_limits *lim,
 		if ((r = plan_add(p, MOUNT_SYMLINK, 0, links[i][0], links[i][1],
 				  NULL, 0, 0)))
 			return r;
-	if ((r = plan_devpts(p, lim)))
+	if ((r = plan_devpts(p)))
 		return r;
 	snprintf(opts, sizeof(opts), "mode=1777,size=%llu,nr_inodes=1024,uid=%u,gid=%u",
 		 (unsigned long long)shm_bytes, (unsigned)uid, (unsigned)gid);
@@ -339,131 +334,7 @@ static int plan_dev(struct mount_plan *p, const struct jail_limits *lim,
 			strlen(opts), 0);
 }
 
-/* ---- /proc files that would move with the neighbours ----------------
- *
- * Each is replaced by a file written when the plan is built: the sandbox's
- * own view at rest, the same on every read, so that the tools which read
- * them still work and nothing in them moves when another sandbox (or the
- * host) works.  Built on the cold path by the daemon, on the warm path by
- * the template, which reads its own (already replaced) files: the content
- * depends only on the host's shape (its CPUs, its boot time, its cgroup
- * controllers) and on the sandbox's memory limit. */
-
-/* The host's online CPUs, as /proc/stat names them ("cpu0", "cpu3"...):
- * glibc counts processors there when /sys is absent (it is), so
- * os.cpu_count() and nproc keep their answer. */
-static int fake_stat(struct buf *b)
-{
-	static const char zeros[] = " 0 0 0 0 0 0 0 0 0 0\n";
-	struct timespec real, boot;
-	char line[256];
-	FILE *f = fopen("/proc/stat", "re");
-	int r, ncpu = 0;
-	long long btime;
-
-	clock_gettime(CLOCK_REALTIME, &real);
-	clock_gettime(CLOCK_BOOTTIME, &boot);
-	/* What the kernel prints as btime; ps adds a process's start to it. */
-	btime = (long long)real.tv_sec - (long long)boot.tv_sec -
-		(real.tv_nsec < boot.tv_nsec ? 1 : 0);
-	if ((r = buf_appendf(b, "cpu %s", zeros)))
-		goto out;
-	while (f && fgets(line, sizeof(line), f))
-		if (!strncmp(line, "cpu", 3) && line[3] >= '0' && line[3] <= '9') {
-			size_t n = strspn(line + 3, "0123456789");
-
-			if ((r = buf_appendf(b, "cpu%.*s%s", (int)n, line + 3, zeros)))
-				goto out;
-			ncpu++;
-		}
-	if (!ncpu && (r = buf_appendf(b, "cpu0%s", zeros)))
-		goto out;
-	r = buf_appendf(b, "intr 0\nctxt 0\nbtime %lld\nprocesses 1\nprocs_running 1\n"
-			"procs_blocked 0\nsoftirq 0 0 0 0 0 0 0 0 0 0 0\n", btime);
-out:
-	if (f)
-		fclose(f);
-	return r;
-}
-
-/* The controllers, as the host has them, each with one cgroup (the
- * count is every cgroup of the machine, which moves as sandboxes come and
- * go). */
-static int fake_cgroups(struct buf *b)
-{
-	char line[256], name[64];
-	unsigned hier, num, enabled;
-	FILE *f = fopen("/proc/cgroups", "re");
-	int r = buf_append_str(b, "#subsys_name\thierarchy\tnum_cgroups\tenabled\n");
-
-	while (!r && f && fgets(line, sizeof(line), f))
-		if (line[0] != '#' &&
-		    sscanf(line, "%63s %u %u %u", name, &hier, &num, &enabled) == 4)
-			r = buf_appendf(b, "%s\t%u\t1\t%u\n", name, hier, enabled);
-	if (f)
-		fclose(f);
-	return r;
-}
-
-/* The sandbox's memory as if nothing used it: its limit (the host's size
- * without one), all of it free.  psutil and joblib read MemTotal and
- * MemAvailable; the free fields of the host's file move with every
- * neighbour's allocation. */
-static int fake_meminfo(struct buf *b, const struct jail_limits *lim)
-{
-	struct sysinfo si;
-	unsigned long long kb = lim->memory_bytes >> 10, host = 0;
-
-	if (sysinfo(&si) == 0)
-		host = (unsigned long long)si.totalram * si.mem_unit >> 10;
-	if (!kb || (host && host < kb))
-		kb = host;
-	return buf_appendf(b,
-		"MemTotal:       %8llu kB\nMemFree:        %8llu kB\n"
-		"MemAvailable:   %8llu kB\nBuffers:               0 kB\n"
-		"Cached:                0 kB\nSwapCached:            0 kB\n"
-		"Active:                0 kB\nInactive:              0 kB\n"
-		"SwapTotal:             0 kB\nSwapFree:              0 kB\n"
-		"Dirty:                 0 kB\nWriteback:             0 kB\n"
-		"AnonPages:             0 kB\nMapped:                0 kB\n"
-		"Shmem:                 0 kB\nSlab:                  0 kB\n"
-		"SReclaimable:          0 kB\nSUnreclaim:            0 kB\n",
-		kb, kb, kb);
-}
-
-static int plan_fake(struct mount_plan *p, const char *dst, struct buf *b)
-{
-	int r = plan_add(p, MOUNT_FAKE, 0, NULL, dst, b->data ? b->data : "", b->len, 0444);
-
-	buf_reset(b);
-	return r;
-}
-
-static int plan_proc_fakes(struct mount_plan *p, const struct jail_limits *lim)
-{
-	struct buf b = BUF_INIT;
-	int r;
-
-	if ((r = fake_stat(&b)) || (r = plan_fake(p, "/proc/stat", &b)) ||
-	    (r = fake_cgroups(&b)) || (r = plan_fake(p, "/proc/cgroups", &b)) ||
-	    (r = fake_meminfo(&b, lim)) || (r = plan_fake(p, "/proc/meminfo", &b)) ||
-	    /* uptime(1), w, top's header; the last field, the newest pid,
-	     * is the sandbox's own namespace's, but the running and total
-	     * counts are the host's. */
-	    (r = buf_append_str(&b, "0.00 0.00 0.00 1/1 1\n")) ||
-	    (r = plan_fake(p, "/proc/loadavg", &b)) ||
-	    /* vmstat(1) and psutil's swap_memory(): the counters they read,
-	     * at zero. */
-	    (r = buf_append_str(&b, "nr_free_pages 0\npgpgin 0\npgpgout 0\npswpin 0\n"
-				"pswpout 0\npgfault 0\npgmajfault 0\n")) ||
-	    (r = plan_fake(p, "/proc/vmstat", &b)))
-		goto out;
-out:
-	buf_release(&b);
-	return r;
-}
-
-static int plan_proc(struct mount_plan *p, const struct jail_limits *lim)
+static int plan_proc(struct mount_plan *p)
 {
 	/* Read-only: writes to /proc/sys and the sysrq trigger are refused
 	 * even if some other layer failed. */
@@ -475,23 +346,17 @@ static int plan_proc(struct mount_plan *p, const struct jail_limits *lim)
 	 * kernel: addresses, symbols, modules, configuration, boot command
 	 * line, hardware maps and the allocators' internals (exploit aids).
 	 * Its activity, host-wide and live: interrupts, softirqs, disk I/O,
-	 * the allocators' free lists, pressure, scheduler statistics, file
-	 * locks, and the counts of the kernel's shared tables (ptys, open
-	 * files, inodes, dentries, AIO contexts), which time a neighbour's
-	 * work (keystrokes, queries, imports, sessions starting) as a side
-	 * channel.  Its identity: disks, swap, and boot_id, which names the
-	 * machine alike in every sandbox so that sessions can be linked.
-	 * Replaced by a file of the sandbox's own (plan_proc_fakes), because
-	 * the runtimes read them: stat, cgroups, meminfo, loadavg, vmstat.
-	 * Kept, because a pid, mount or network namespace already gives them
-	 * the sandbox's own view, or they hold only the machine's size or a
-	 * constant: self, thread-self, mounts, net, sysvipc, cpuinfo (numpy,
-	 * os.cpu_count's fallbacks), uptime, version (what uname says
-	 * anyway), filesystems, crypto, sys/kernel/random/entropy_avail (256
-	 * on every kernel since 5.18).  uptime's idle time and cpuinfo's MHz
-	 * move a little with the neighbours' load: kept, as a fixed uptime
-	 * would stop ps's and top's clock, and CPU load is a covert channel
-	 * between sandboxes anyway (docs/security.md). */
+	 * the allocators' free lists, pressure, scheduler statistics and file
+	 * locks, which time a neighbour's work (keystrokes, queries, imports)
+	 * as a side channel.  Its identity: disks, swap, and boot_id, which
+	 * names the machine alike in every sandbox so that sessions can be
+	 * linked.  Kept, because the runtimes read them and a pid, mount or
+	 * network namespace already gives them the sandbox's own view, or they
+	 * hold only the machine's size: self, thread-self, mounts, net, sysvipc,
+	 * cpuinfo (numpy, os.cpu_count's fallbacks), meminfo and vmstat
+	 * (psutil, joblib: totals only), stat (ps and top for boot time,
+	 * glibc's processor count with no /sys), loadavg, uptime, version (what
+	 * uname says anyway), filesystems, crypto. */
 	static const char *const masked[] = {
 		"/proc/kcore", "/proc/keys", "/proc/key-users", "/proc/timer_list",
 		"/proc/sched_debug", "/proc/kallsyms", "/proc/kmsg",
@@ -503,9 +368,6 @@ static int plan_proc(struct mount_plan *p, const struct jail_limits *lim)
 		"/proc/pagetypeinfo", "/proc/zoneinfo", "/proc/buddyinfo",
 		"/proc/pressure", "/proc/schedstat", "/proc/locks",
 		"/proc/partitions", "/proc/swaps", "/proc/sys/kernel/random/boot_id",
-		"/proc/sys/kernel/pty/nr", "/proc/sys/fs/file-nr",
-		"/proc/sys/fs/inode-nr", "/proc/sys/fs/inode-state",
-		"/proc/sys/fs/dentry-state", "/proc/sys/fs/aio-nr",
 		NULL
 	};
 	int r;
@@ -520,7 +382,7 @@ static int plan_proc(struct mount_plan *p, const struct jail_limits *lim)
 		if ((r = plan_add(p, MOUNT_MASK, MOUNT_F_OPTIONAL, NULL, masked[i],
 				  NULL, 0, 0)))
 			return r;
-	return plan_proc_fakes(p, lim);
+	return 0;
 }
 
 static int plan_tmpfs(struct mount_plan *p, const char *dst, uint64_t bytes,
@@ -559,8 +421,8 @@ int mount_plan_forked(struct mount_plan *p, const struct jail_limits *lim,
 	memset(p, 0, sizeof(*p));
 	snprintf(opts, sizeof(opts), "mode=1777,size=%llu,nr_inodes=1024,uid=%u,gid=%u",
 		 (unsigned long long)shm_bytes(lim), (unsigned)uid, (unsigned)gid);
-	if ((r = plan_proc(p, lim)) ||
-	    (r = plan_devpts(p, lim)) ||
+	if ((r = plan_proc(p)) ||
+	    (r = plan_devpts(p)) ||
 	    (r = plan_add(p, MOUNT_TMPFS, MOUNT_F_NOEXEC, NULL, "/dev/shm", opts,
 			  strlen(opts), 0)) ||
 	    (r = plan_tmpfs(p, "/tmp", lim->tmp_bytes, inodes, "1777", uid, gid)) ||
@@ -587,8 +449,8 @@ int mount_plan_build(struct mount_plan *p, const struct jail_config *cfg,
 		if ((r = plan_host_path(p, top_links[i])) < 0)
 			goto fail;
 	if ((r = plan_etc(p, cfg->hostname ? cfg->hostname : "petri")) ||
-	    (r = plan_dev(p, lim, shm_bytes(lim), uid, gid)) ||
-	    (r = plan_proc(p, lim)))
+	    (r = plan_dev(p, shm_bytes(lim), uid, gid)) ||
+	    (r = plan_proc(p)))
 		goto fail;
 	for (size_t i = 0; i < cfg->nfiles; i++) {
 		const struct jail_file *f = &cfg->files[i];
@@ -631,7 +493,6 @@ int mount_plan_describe(const struct mount_plan *p, char **out)
 		[MOUNT_PROC] = "proc", [MOUNT_SYMLINK] = "symlink",
 		[MOUNT_FILE] = "file", [MOUNT_MASK] = "mask",
 		[MOUNT_ALIAS] = "alias", [MOUNT_DEVPTS] = "devpts",
-		[MOUNT_FAKE] = "fake",
 	};
 	struct buf b = BUF_INIT;
 	int r = 0;
@@ -785,35 +646,6 @@ static int apply_mask(const struct mount_entry *e, const char *newroot,
 	return 0;
 }
 
-/* A file of the plan's over dst, read-only.  The file is written into a
- * tmpfs of its own on a scratch directory (the new root's /tmp, mounted
- * over later), bound over dst and the scratch mount detached: the bind
- * keeps the small tmpfs alive, and nothing of it is reachable but the one
- * file.  The warm path needs this: its root is read-only by then. */
-static int apply_fake(const struct mount_entry *e, const char *newroot,
-		      const char *dst, char *err, size_t errlen)
-{
-	char scratch[4096], file[4096];
-	int r;
-
-	if ((r = safe_join(scratch, sizeof(scratch), newroot, "/tmp")) < 0 ||
-	    (r = safe_join(file, sizeof(file), scratch, "/fake")) < 0)
-		return safe_fail(err, errlen, "path too long", e->dst, -r);
-	if ((r = safe_mkdir_p(scratch, 0755)) < 0)
-		return safe_fail(err, errlen, "cannot create", "/tmp", -r);
-	if (mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-		  "mode=0755,size=64k,nr_inodes=4") < 0)
-		return safe_fail(err, errlen, "cannot mount tmpfs for", e->dst, errno);
-	if ((r = safe_write_file(file, e->data, e->len, O_CREAT | O_EXCL | O_NOFOLLOW,
-				 e->mode)) < 0)
-		r = safe_fail(err, errlen, "cannot write", e->dst, -r);
-	else if ((r = bind_ro(file, dst, MS_NOSUID | MS_NODEV | MS_NOEXEC)) < 0)
-		r = safe_fail(err, errlen, "cannot bind a file over", e->dst, -r);
-	if (umount2(scratch, MNT_DETACH) < 0 && r == 0)
-		r = safe_fail(err, errlen, "cannot detach the scratch tmpfs of", e->dst, errno);
-	return r;
-}
-
 static int apply_one(const struct mount_entry *e, const char *newroot,
 		     char *err, size_t errlen)
 {
@@ -856,8 +688,6 @@ static int apply_one(const struct mount_entry *e, const char *newroot,
 		return 0;
 	case MOUNT_MASK:
 		return apply_mask(e, newroot, dst, err, errlen);
-	case MOUNT_FAKE:
-		return apply_fake(e, newroot, dst, err, errlen);
 	case MOUNT_DEVPTS:
 		if ((r = safe_mkdir_p(dst, 0755)) < 0)
 			return safe_fail(err, errlen, "cannot create", e->dst, -r);

@@ -5,9 +5,9 @@
  * The plan describes the new root relative to an empty tmpfs: read-only
  * binds of /usr and a few /etc entries, the /bin, /lib* links as on the
  * host, a synthesized /etc, /dev with five device nodes and a private
- * devpts, a fresh /proc with its dangerous corners masked and the files
- * that move with the neighbours replaced by the sandbox's own, and
- * size-limited tmpfs /tmp, /work and /dev/shm.  Keeping it data makes it testable without namespaces. */
+ * devpts, a fresh /proc with
+ * its dangerous corners masked, and size-limited tmpfs /tmp, /work and
+ * /dev/shm.  Keeping it data makes it testable without namespaces. */
 #ifndef PETRI_MOUNTS_H
 #define PETRI_MOUNTS_H
 
@@ -29,8 +29,6 @@ enum mount_op {
 			 * bind that keeps src's nosuid and nodev */
 	MOUNT_DEVPTS,	/* a devpts instance of the sandbox's own at dst,
 			 * options in data */
-	MOUNT_FAKE,	/* a read-only file holding data[0..len) over dst (a
-			 * file of the new /proc), from a scratch tmpfs */
 };
 
 #define MOUNT_F_RW	 (1u << 0)	/* bind stays writable (device nodes) */
@@ -76,8 +74,7 @@ int mount_plan_apply(const struct mount_plan *plan, const char *newroot,
 int mount_setup_root(const struct mount_plan *plan, char *err, size_t errlen);
 
 /* The mounts a sandbox forked from a template makes for itself: a fresh
- * /proc for its own pid namespace (masked and replaced as in a cold
- * sandbox; lim's memory_bytes is its meminfo), a devpts
+ * /proc for its own pid namespace (masked as in a cold sandbox), a devpts
  * instance of its own and fresh tmpfs /tmp, /work and /dev/shm.  Everything else it shares, read-only,
  * with its template. */
 int mount_plan_forked(struct mount_plan *plan, const struct jail_limits *lim,

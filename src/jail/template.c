@@ -64,7 +64,7 @@ int template_decode(const struct template_wire *w, size_t len, const int fds[5],
 	const char *why = NULL;
 
 	memset(rq, 0, sizeof(*rq));
-	if (len != sizeof(*w) || w->magic != TEMPLATE_WIRE_MAGIC)
+	if (len != sizeof(*w) || w->magic != TEMPLATE_WIRE_MAGIC || w->reserved)
 		why = "not a fork request";
 	else if (w->uid < JAIL_UID)
 		why = "bad uid";	/* below: the template's own ids */
@@ -74,8 +74,6 @@ int template_decode(const struct template_wire *w, size_t len, const int fds[5],
 		why = "bad hostname";
 	else if (!w->work_bytes || !w->tmp_bytes || !w->inodes)
 		why = "bad mount sizes";
-	else if (!w->ptys || w->ptys > JAIL_PTYS_MAX)
-		why = "bad pty count";
 	for (uint32_t i = 0; !why && i < w->nrlimits; i++) {
 		if (w->rlimits[i].resource < 0 || w->rlimits[i].resource >= RLIM_NLIMITS ||
 		    w->rlimits[i].reserved || w->rlimits[i].soft > w->rlimits[i].hard)
@@ -97,8 +95,6 @@ int template_decode(const struct template_wire *w, size_t len, const int fds[5],
 	rq->limits.work_bytes = w->work_bytes;
 	rq->limits.tmp_bytes = w->tmp_bytes;
 	rq->limits.inodes = w->inodes;
-	rq->limits.memory_bytes = w->memory_bytes;
-	rq->limits.ptys = w->ptys;
 	rq->hostname = w->hostname;
 	rq->uid = w->uid;
 	return 0;

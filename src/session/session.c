@@ -132,7 +132,6 @@ static void box_config_of(const struct smgr *m, const struct petri_limits *lim,
 {
 	memset(bc, 0, sizeof(*bc));
 	limits_to_jail(lim, &bc->limits);
-	bc->limits.ptys = m->cfg->ptys;
 	bc->ro_binds = (const char *const *)m->cfg->ro_binds;
 	bc->python_path = (const char *const *)m->cfg->python_path;
 	bc->wheelhouse = m->cfg->wheelhouse[0] ? m->cfg->wheelhouse : NULL;

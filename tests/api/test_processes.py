@@ -317,9 +317,7 @@ def test_a_thousand_processes_and_hostile_commands_stay_bounded(tmp_path):
     command line, one whose command is not UTF-8: the answer describes 1024,
     counts them all, cuts the long command and is valid JSON; the daemon,
     in a memory cgroup of its own, is not harmed."""
-    # 1200 processes for each of 4 sessions fit the smallest default
-    # pid_max (32768); 100 sessions of them would not (config/budget.h).
-    config = "[server]\nmax_sessions = 4\n[max_limits]\npids = 1200\n"
+    config = "[max_limits]\npids = 1200\n"
     with attacked_server(tmp_path, "processes", 1536 << 20, config) as srv:
         api = srv.api()
         sid = api.session(language="bash", limits={"pids": 1200, "memory_mb": 1024,

@@ -54,7 +54,7 @@ EXTRA_CONFIG = """
 [max_limits]
 timeout_s = 600
 memory_mb = 2048
-pids = 512
+pids = 1024
 disk_mb = 1024
 output_kb = 8192
 

@@ -88,7 +88,7 @@ output_kb = 256
 [max_limits]
 memory_mb = 2048
 cpu = 2.0
-pids = 512
+pids = 1024
 disk_mb = 1024
 timeout_s = 120
 output_kb = 8192

@@ -9,7 +9,6 @@ int main(void)
 {
 	Suite *(*const suites[])(void) = {
 		agent_suite,
-		budget_suite,
 		buf_suite,
 		cgroup_suite,
 		codec_suite,

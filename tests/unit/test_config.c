@@ -92,8 +92,6 @@ START_TEST(test_refused)
 		"[sandbox]\nenv = 1A=b\n",
 		"[sandbox]\nenv = noequals\n",
 		"[sandbox]\nro_bind = relative\n",
-		"[sandbox]\nptys = 0\n",		/* 1 to JAIL_PTYS_MAX */
-		"[sandbox]\nptys = 4097\n",
 		"[python]\npreload = os; rm\n",	/* module names only */
 		"[python]\npreload = -c\n",
 		"[python]\npreload = a, .b\n",
@@ -129,25 +127,6 @@ static void load_ok(struct petri_config *c, const char *text)
 	ck_assert_msg(config_load(c, path, err, sizeof(err)) == 0, "%s: %s", text, err);
 	unlink(path);
 }
-
-/* What config/budget.h must know: which of its values the file set. */
-START_TEST(test_budget_keys)
-{
-	struct petri_config c;
-
-	load_ok(&c, "[server]\nmax_sessions = 3\n");
-	ck_assert(!c.max_pids_set && !c.ptys_set);
-	ck_assert_uint_eq(c.ptys, JAIL_PTYS_DEFAULT);
-	config_release(&c);
-	load_ok(&c, "[limits]\npids = 64\n[sandbox]\nptys = 8\n");
-	ck_assert(!c.max_pids_set && c.ptys_set);	/* [limits] is not [max_limits] */
-	ck_assert_uint_eq(c.ptys, 8);
-	config_release(&c);
-	load_ok(&c, "[max_limits]\npids = 300\n");
-	ck_assert(c.max_pids_set && c.max.pids == 300);
-	config_release(&c);
-}
-END_TEST
 
 /* The message config_load() gives for text, which it must refuse. */
 static const char *load_refused(const char *text)
@@ -387,7 +366,6 @@ Suite *config_suite(void)
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_file);
 	tcase_add_test(tc, test_refused);
-	tcase_add_test(tc, test_budget_keys);
 	tcase_add_test(tc, test_pool_sizes);
 	tcase_add_test(tc, test_python_and_binds);
 	tcase_add_test(tc, test_preload);

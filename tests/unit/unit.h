@@ -7,7 +7,6 @@
 #include <check.h>
 
 Suite *agent_suite(void);
-Suite *budget_suite(void);
 Suite *buf_suite(void);
 Suite *cgroup_suite(void);
 Suite *codec_suite(void);
