@@ -1,7 +1,7 @@
 // attack: one giant line: 128 MiB without a newline on stdout, then on stderr
-// expect: both capped and marked truncated; no line-buffering blow-up in the supervisor
-// status: ok
-// truncated: stderr
+// expect: stdout capped and marked truncated; past the cap and 4 MiB more the writer blocks and is interrupted (a one-shot killed), with the output limit as the reason; no line-buffering blow-up in the supervisor
+// status: timeout
+// truncated: stdout
 // limits: timeout=30
 #include <stdio.h>
 #include <string.h>
