@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <malloc.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,8 +165,8 @@ struct MHD_Response *answers_response(struct answers *a, const struct share_tena
 		return NULL;
 	}
 	*h = (struct held){ .a = a, .tenant = *t, .text = text, .len = len,
-			    .deadline = answers_deadline(a, len) };
-	h->charged = answers_charge(a, t, len);
+			    .deadline = a ? answers_deadline(a, len) : INFINITY };
+	h->charged = a && answers_charge(a, t, len);
 	resp = MHD_create_response_from_callback(len, BLOCK_SIZE, reader, h, release);
 	if (!resp)
 		release(h);

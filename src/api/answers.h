@@ -48,7 +48,8 @@ enum answers_room answers_room(struct answers *a, const struct share_tenant *t);
 
 /* A response that sends text (len bytes, consumed: freed with the response,
  * also on failure), charged to tenant until MHD frees it and cut short when
- * its client reads too slowly.  NULL when out of memory. */
+ * its client reads too slowly.  NULL when out of memory.  a NULL (code that
+ * answers with no server behind it: the fuzzers): neither charged nor cut. */
 struct MHD_Response *answers_response(struct answers *a, const struct share_tenant *t,
 				      char *text, size_t len);
 
