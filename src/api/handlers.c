@@ -26,6 +26,7 @@ const char *http_sm_code(enum sm_result r, int *status)
 		[SM_NO_MEMORY] = { 500, "internal" },
 		[SM_NO_PROCESS] = { 404, "process_not_found" },
 		[SM_PROTECTED] = { 403, "process_protected" },
+		[SM_HOST_FULL] = { 429, "over_capacity" },
 	};
 
 	if (status)

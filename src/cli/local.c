@@ -1,5 +1,6 @@
 /* A jail host and a session manager in this process, from the
  * configuration file: what petri serve, mcp and ask all start with. */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,7 @@ void cli_local_start(struct cli_local *l)
 	struct jail_host_config hc = { 0 };
 	struct rlimit rl;
 	char err[512];
+	int r;
 
 	/* Sessions hold fds (pipes, sockets, pidfds, the workspace). */
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
@@ -51,8 +53,9 @@ void cli_local_start(struct cli_local *l)
 	signal(SIGPIPE, SIG_IGN);
 	cli_host_config(&l->cfg, &hc);
 	l->host = cli_jail_host_with(&hc);
-	if (smgr_new(&l->cfg, l->host, &l->sm, err, sizeof(err)) < 0)
-		die(125, "%s", err);
+	/* -E2BIG: the configuration does not fit the host's tables. */
+	if ((r = smgr_new(&l->cfg, l->host, &l->sm, err, sizeof(err))) < 0)
+		die(r == -E2BIG ? 2 : 125, "%s", err);
 }
 
 void cli_local_stop(struct cli_local *l)

@@ -36,6 +36,7 @@ void config_defaults(struct petri_config *c)
 	c->pool_window_s = 10;
 	c->warm = true;
 	c->uid_count = JAIL_UID_COUNT_DEFAULT;
+	c->ptys = JAIL_PTYS_DEFAULT;
 	/* What a session, a one-shot, petri run and petri mcp get when
 	 * neither the operator's file nor the request says otherwise. */
 	c->defaults = (struct petri_limits){
@@ -326,6 +327,10 @@ static bool set_sandbox(struct parse *p, const char *name, const char *v)
 		/* Host uids of sandboxes, from uid_base + 1000: one per live
 		 * sandbox.  The top of the range stays below 2^32 - 1. */
 		return num_u32(v, 1, JAIL_UID_COUNT_MAX, &c->uid_count);
+	if (!strcmp(name, "ptys"))
+		/* Each sandbox's own devpts instance holds at most this many
+		 * (its mount's max); the host's share is checked at start. */
+		return num_u32(v, 1, JAIL_PTYS_MAX, &c->ptys);
 	if (!strcmp(name, "cgroup_parent")) {
 		if (v[0] != '/' || strlen(v) >= sizeof(c->cgroup_parent) || strstr(v, ".."))
 			return false;

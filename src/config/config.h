@@ -13,7 +13,8 @@
  *   [limits]   memory_mb, cpu, pids, disk_mb, timeout_s, output_kb
  *              (defaults for new sessions)
  *   [max_limits] the same keys: the most a client may ask for
- *   [sandbox]  uid_base, uid_count, cgroup_parent, cgroups, ro_bind (repeatable), env
+ *   [sandbox]  uid_base, uid_count, ptys, cgroup_parent, cgroups, ro_bind (repeatable),
+ *              env
  *              (repeatable, NAME=value)
  *   [language.NAME] file, run, compile, version, aliases, extensions, summary:
  *              a language the operator adds (src/runtime/languages.h)
@@ -93,6 +94,7 @@ struct petri_config {
 
 	uid_t uid_base;
 	uint32_t uid_count;	/* host uids leased to sandboxes, see jail.h */
+	uint32_t ptys;		/* devpts max of each sandbox */
 	char cgroup_parent[256];
 	bool cgroups;
 	char **ro_binds;	/* NULL-terminated */

@@ -912,6 +912,7 @@ static int send_fork_request(struct jail *tmpl, const struct jail_config *cfg,
 	w.work_bytes = cfg->limits.work_bytes;
 	w.tmp_bytes = cfg->limits.tmp_bytes;
 	w.inodes = cfg->limits.inodes ? cfg->limits.inodes : 65536;
+	w.ptys = cfg->limits.ptys ? cfg->limits.ptys : JAIL_PTYS_DEFAULT;
 	/* All of them, RLIMIT_NPROC too: a forked sandbox has a user namespace
 	 * of its own, where the kernel counts its processes apart from every
 	 * other sandbox's, so it gets the limits a cold one gets. */

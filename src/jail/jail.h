@@ -88,7 +88,14 @@ struct jail_limits {
 	uint64_t fsize_bytes;	/* RLIMIT_FSIZE; 0: work_bytes + tmp_bytes */
 	uint32_t nofile;	/* RLIMIT_NOFILE */
 	uint32_t cpu_seconds;	/* RLIMIT_CPU per process; 0: none */
+	uint32_t ptys;		/* max of its devpts instance; 0: JAIL_PTYS_DEFAULT */
 };
+
+/* Ptys of one sandbox: enough for a few terminals (E2B's pty API, expect,
+ * script), small enough that the host's shared table holds every sandbox's
+ * (src/session/tables.h). */
+#define JAIL_PTYS_DEFAULT 16
+#define JAIL_PTYS_MAX 1024
 
 /* A file synthesized into the read-only root, e.g. the runtime driver. */
 struct jail_file {

@@ -293,16 +293,20 @@ static int plan_etc(struct mount_plan *p, const char *hostname)
  * newinstance says so for older kernels), its ptmx open to the sandbox
  * user.  max bounds the ptys one sandbox holds: the kernel's pty.max is
  * shared by every instance outside the host's own, so without a bound one
- * sandbox could take them all from the others. */
-#define DEVPTS_OPTIONS "newinstance,ptmxmode=0666,mode=0620,max=64"
-
-static int plan_devpts(struct mount_plan *p)
+ * sandbox could take them all from the others ([sandbox] ptys, whose sum
+ * over the sandboxes the daemon checks against the host's table at
+ * start: src/session/tables.h). */
+static int plan_devpts(struct mount_plan *p, const struct jail_limits *lim)
 {
-	return plan_add(p, MOUNT_DEVPTS, 0, NULL, "/dev/pts", DEVPTS_OPTIONS,
-			strlen(DEVPTS_OPTIONS), 0);
+	char opts[96];
+
+	snprintf(opts, sizeof(opts), "newinstance,ptmxmode=0666,mode=0620,max=%u",
+		 lim->ptys ? lim->ptys : JAIL_PTYS_DEFAULT);
+	return plan_add(p, MOUNT_DEVPTS, 0, NULL, "/dev/pts", opts, strlen(opts), 0);
 }
 
-static int plan_dev(struct mount_plan *p, uint64_t shm_bytes, uid_t uid, gid_t gid)
+static int plan_dev(struct mount_plan *p, const struct jail_limits *lim, uint64_t shm_bytes,
+		    uid_t uid, gid_t gid)
 {
 	static const char *const nodes[] = {
 		"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", NULL
@@ -326,7 +330,7 @@ static int plan_dev(struct mount_plan *p, uint64_t shm_bytes, uid_t uid, gid_t g
 		if ((r = plan_add(p, MOUNT_SYMLINK, 0, links[i][0], links[i][1],
 				  NULL, 0, 0)))
 			return r;
-	if ((r = plan_devpts(p)))
+	if ((r = plan_devpts(p, lim)))
 		return r;
 	snprintf(opts, sizeof(opts), "mode=1777,size=%llu,nr_inodes=1024,uid=%u,gid=%u",
 		 (unsigned long long)shm_bytes, (unsigned)uid, (unsigned)gid);
@@ -422,7 +426,7 @@ int mount_plan_forked(struct mount_plan *p, const struct jail_limits *lim,
 	snprintf(opts, sizeof(opts), "mode=1777,size=%llu,nr_inodes=1024,uid=%u,gid=%u",
 		 (unsigned long long)shm_bytes(lim), (unsigned)uid, (unsigned)gid);
 	if ((r = plan_proc(p)) ||
-	    (r = plan_devpts(p)) ||
+	    (r = plan_devpts(p, lim)) ||
 	    (r = plan_add(p, MOUNT_TMPFS, MOUNT_F_NOEXEC, NULL, "/dev/shm", opts,
 			  strlen(opts), 0)) ||
 	    (r = plan_tmpfs(p, "/tmp", lim->tmp_bytes, inodes, "1777", uid, gid)) ||
@@ -449,7 +453,7 @@ int mount_plan_build(struct mount_plan *p, const struct jail_config *cfg,
 		if ((r = plan_host_path(p, top_links[i])) < 0)
 			goto fail;
 	if ((r = plan_etc(p, cfg->hostname ? cfg->hostname : "petri")) ||
-	    (r = plan_dev(p, shm_bytes(lim), uid, gid)) ||
+	    (r = plan_dev(p, lim, shm_bytes(lim), uid, gid)) ||
 	    (r = plan_proc(p)))
 		goto fail;
 	for (size_t i = 0; i < cfg->nfiles; i++) {

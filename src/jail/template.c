@@ -64,7 +64,7 @@ int template_decode(const struct template_wire *w, size_t len, const int fds[5],
 	const char *why = NULL;
 
 	memset(rq, 0, sizeof(*rq));
-	if (len != sizeof(*w) || w->magic != TEMPLATE_WIRE_MAGIC || w->reserved)
+	if (len != sizeof(*w) || w->magic != TEMPLATE_WIRE_MAGIC)
 		why = "not a fork request";
 	else if (w->uid < JAIL_UID)
 		why = "bad uid";	/* below: the template's own ids */
@@ -72,7 +72,8 @@ int template_decode(const struct template_wire *w, size_t len, const int fds[5],
 		why = "too many rlimits";
 	else if (!hostname_ok(w->hostname, sizeof(w->hostname)))
 		why = "bad hostname";
-	else if (!w->work_bytes || !w->tmp_bytes || !w->inodes)
+	else if (!w->work_bytes || !w->tmp_bytes || !w->inodes || !w->ptys ||
+		 w->ptys > JAIL_PTYS_MAX)
 		why = "bad mount sizes";
 	for (uint32_t i = 0; !why && i < w->nrlimits; i++) {
 		if (w->rlimits[i].resource < 0 || w->rlimits[i].resource >= RLIM_NLIMITS ||
@@ -95,6 +96,7 @@ int template_decode(const struct template_wire *w, size_t len, const int fds[5],
 	rq->limits.work_bytes = w->work_bytes;
 	rq->limits.tmp_bytes = w->tmp_bytes;
 	rq->limits.inodes = w->inodes;
+	rq->limits.ptys = w->ptys;
 	rq->hostname = w->hostname;
 	rq->uid = w->uid;
 	return 0;

@@ -52,7 +52,7 @@ struct template_wire {
 	uint32_t uid;			/* as the template's namespace sees it */
 	uint64_t work_bytes, tmp_bytes, inodes;
 	uint32_t nrlimits;
-	uint32_t reserved;		/* 0 */
+	uint32_t ptys;			/* devpts max, 1..JAIL_PTYS_MAX */
 	struct {
 		int32_t resource;
 		uint32_t reserved;	/* 0 */

@@ -331,6 +331,8 @@ static json_t *start_error(enum sm_result r, const char *err)
 		return error_result("the sandbox could not be started: %s", err);
 	if (r == SM_CAPACITY)
 		return error_result("petri is at its limit of sandboxes; try again later");
+	if (r == SM_HOST_FULL)
+		return error_result("%s", sm_result_message(r));
 	return error_result("the sandbox could not be started: %s", sm_result_message(r));
 }
 

@@ -17,6 +17,7 @@
 #include "session/pool.h"
 #include "session/probe.h"
 #include "session/spawner.h"
+#include "session/tables.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/metrics.h"
@@ -67,6 +68,10 @@ struct smgr {
 	struct box **oneshot_boxes;	/* running, killed on shutdown */
 	size_t noneshot_boxes, caponeshot_boxes;
 	size_t starting;		/* sessions being spawned */
+	/* The host's tasks (tables.h): what sessions and one-shots may hold
+	 * together (UINT64_MAX: the tables could not be read), and what they
+	 * hold (the sum of their pids limits). */
+	uint64_t tasks_budget, tasks_held;
 	struct tombstone *tomb;		/* ring of TOMBSTONES */
 	size_t tomb_next;
 	session_hook on_session;	/* smgr_on_session() */
@@ -121,6 +126,9 @@ const char *sm_result_message(enum sm_result r)
 		return "the session has no such process";
 	case SM_PROTECTED:
 		return "the process is petri's own: it ends with the session";
+	case SM_HOST_FULL:
+		return "the live sandboxes hold the processes this host leaves to sandboxes "
+		       "(kernel.pid_max); retry later, or ask for fewer pids";
 	}
 	return "unknown";
 }
@@ -132,6 +140,7 @@ static void box_config_of(const struct smgr *m, const struct petri_limits *lim,
 {
 	memset(bc, 0, sizeof(*bc));
 	limits_to_jail(lim, &bc->limits);
+	bc->limits.ptys = m->cfg->ptys;
 	bc->ro_binds = (const char *const *)m->cfg->ro_binds;
 	bc->python_path = (const char *const *)m->cfg->python_path;
 	bc->wheelhouse = m->cfg->wheelhouse[0] ? m->cfg->wheelhouse : NULL;
@@ -267,9 +276,17 @@ static const struct tombstone *tombstone_find(struct smgr *m, const char *id)
 	return NULL;
 }
 
+/* Give back pids of the host's tasks (m->lock held). */
+static void tasks_give(struct smgr *m, uint32_t pids)
+{
+	m->tasks_held -= pids;
+	metrics_gauge_set(M_TASKS_HELD, (long)m->tasks_held);
+}
+
 /* Take s out of the table; the table's reference goes to the caller. */
 static void table_remove(struct smgr *m, size_t i)
 {
+	tasks_give(m, m->v[i]->limits.pids);
 	m->v[i] = m->v[--m->n];
 	metrics_gauge_add(M_SESSIONS_LIVE, -1);
 }
@@ -376,6 +393,60 @@ static int start_pool(struct smgr *m)
 	return pool_new(m->host, &pc, &m->pool);
 }
 
+/* The host's tables against what the configuration lets the sandboxes
+ * hold (tables.h): -E2BIG with err when max_sessions sandboxes at the
+ * default limits do not fit; else the budget of the sessions and one-shots
+ * in m.  The warm pool's sandboxes (at the default limits, at most
+ * pool_max) and petri's probe have their room set aside. */
+static int budget_tables(struct smgr *m, const char *proc, char *err, size_t errlen)
+{
+	const struct petri_config *c = m->cfg;
+	unsigned pool = c->warm ? c->pool_max : 0;
+	uint64_t aside = (uint64_t)(pool + 1) * c->defaults.pids;
+	uint64_t tasks, ptys, sandboxes = (uint64_t)c->max_sessions + pool + 1;
+	struct host_tables t;
+	int r;
+
+	m->tasks_budget = UINT64_MAX;
+	if ((r = host_tables_read(proc, &t)) < 0) {
+		log_warn("cannot read the host's pid and pty tables under %s/sys/kernel (%s): "
+			 "sandboxes are not budgeted against them", proc, strerror(-r));
+		return 0;
+	}
+	tasks = host_tasks_budget(&t);
+	ptys = host_ptys_budget(&t);
+	if ((uint64_t)c->max_sessions * c->defaults.pids + aside > tasks) {
+		snprintf(err, errlen, "max_sessions = %u, a warm pool of up to %u and petri's probe "
+			 "at [limits] pids = %u could hold %llu processes: more than the %llu "
+			 "this host's kernel.pid_max (%llu) and kernel.threads-max (%llu) leave to "
+			 "sandboxes; lower max_sessions, pool_max or pids, or raise kernel.pid_max",
+			 c->max_sessions, pool, c->defaults.pids,
+			 (unsigned long long)((uint64_t)c->max_sessions * c->defaults.pids + aside),
+			 (unsigned long long)tasks, (unsigned long long)t.pid_max,
+			 (unsigned long long)t.threads_max);
+		return -E2BIG;
+	}
+	if (sandboxes * c->ptys > ptys) {
+		snprintf(err, errlen, "max_sessions = %u, a warm pool of up to %u and petri's probe "
+			 "at [sandbox] ptys = %u could hold %llu ptys: more than the %llu this "
+			 "host's kernel.pty.max (%llu, %llu of them reserved to the host) leaves to "
+			 "sandboxes; lower max_sessions, pool_max or ptys, or raise kernel.pty.max",
+			 c->max_sessions, pool, c->ptys, (unsigned long long)(sandboxes * c->ptys),
+			 (unsigned long long)ptys, (unsigned long long)t.pty_max,
+			 (unsigned long long)t.pty_reserve);
+		return -E2BIG;
+	}
+	m->tasks_budget = tasks - aside;
+	metrics_gauge_set(M_TASKS_BUDGET, (long)m->tasks_budget);
+	log_info("host tables: sessions and one-shots may hold %llu processes of pid_max %llu "
+		 "(%llu sessions at pids %u, the most one may ask); each sandbox %u of the %llu "
+		 "ptys left to sandboxes", (unsigned long long)m->tasks_budget,
+		 (unsigned long long)t.pid_max,
+		 (unsigned long long)(m->tasks_budget / c->max.pids), c->max.pids, c->ptys,
+		 (unsigned long long)ptys);
+	return 0;
+}
+
 int smgr_new(const struct petri_config *cfg, struct jail_host *host,
 	     struct smgr **out, char *err, size_t errlen)
 {
@@ -397,6 +468,8 @@ int smgr_new(const struct petri_config *cfg, struct jail_host *host,
 		r = -ENOMEM;
 		goto fail;
 	}
+	if ((r = budget_tables(m, "/proc", err, errlen)) < 0)
+		goto fail;
 	if ((r = record_open(&(struct record_options){
 			.path = cfg->record, .make_dir = cfg->record_default,
 			.max_bytes = (int64_t)cfg->record_max_bytes,
@@ -505,10 +578,11 @@ static int new_id(char *id)
 	return 0;
 }
 
-/* Reserve room for one more sandbox under the cap. */
+/* Reserve room for one more sandbox of pids processes under the caps: the
+ * session cap and the host's tasks. */
 enum reserve_for { FOR_SESSION, FOR_ONESHOT, FOR_PROBE };
 
-static enum sm_result reserve(struct smgr *m, enum reserve_for what)
+static enum sm_result reserve(struct smgr *m, enum reserve_for what, uint32_t pids)
 {
 	enum sm_result r = SM_OK;
 
@@ -519,12 +593,18 @@ static enum sm_result reserve(struct smgr *m, enum reserve_for what)
 		m->probes++;	/* never a client's slot (config.c counts its uid) */
 	else if (m->n + m->oneshots + m->starting >= m->cfg->max_sessions)
 		r = SM_CAPACITY;
+	else if (pids > m->tasks_budget - m->tasks_held)
+		r = SM_HOST_FULL;
 	else if (what == FOR_ONESHOT)
 		m->oneshots++;
 	else
 		m->starting++;
+	if (r == SM_OK && what != FOR_PROBE) {
+		m->tasks_held += pids;
+		metrics_gauge_set(M_TASKS_HELD, (long)m->tasks_held);
+	}
 	pthread_mutex_unlock(&m->lock);
-	if (r == SM_CAPACITY)
+	if (r == SM_CAPACITY || r == SM_HOST_FULL)
 		metrics_inc(M_REJECT_CAPACITY);
 	return r;
 }
@@ -575,7 +655,7 @@ enum sm_result smgr_create(struct smgr *m, const struct session_params *p,
 	enum sm_result r;
 
 	*out = NULL;
-	if ((r = reserve(m, FOR_SESSION)) != SM_OK)
+	if ((r = reserve(m, FOR_SESSION, p->limits.pids)) != SM_OK)
 		return r;
 	s = calloc(1, sizeof(*s));
 	if (!s || new_id(s->id) < 0) {
@@ -601,6 +681,7 @@ enum sm_result smgr_create(struct smgr *m, const struct session_params *p,
 	if (m->stopping) {
 		/* smgr_shutdown() came while the sandbox started: it killed
 		 * every sandbox but this one, which it could not see. */
+		tasks_give(m, p->limits.pids);
 		pthread_mutex_unlock(&m->lock);
 		session_put(s);
 		return SM_STOPPING;
@@ -610,6 +691,7 @@ enum sm_result smgr_create(struct smgr *m, const struct session_params *p,
 		struct session **v = realloc(m->v, cap * sizeof(*v));
 
 		if (!v) {
+			tasks_give(m, p->limits.pids);
 			pthread_mutex_unlock(&m->lock);
 			session_put(s);
 			return SM_NO_MEMORY;
@@ -630,6 +712,7 @@ enum sm_result smgr_create(struct smgr *m, const struct session_params *p,
 unreserve:
 	pthread_mutex_lock(&m->lock);
 	m->starting--;
+	tasks_give(m, p->limits.pids);
 	pthread_mutex_unlock(&m->lock);
 	room_grew(m);
 	return r;
@@ -1326,7 +1409,7 @@ static enum sm_result oneshot_begin(struct smgr *m, const struct petri_limits *l
 	enum sm_result r;
 
 	*out = NULL;
-	if ((r = reserve(m, internal ? FOR_PROBE : FOR_ONESHOT)) != SM_OK)
+	if ((r = reserve(m, internal ? FOR_PROBE : FOR_ONESHOT, lim->pids)) != SM_OK)
 		return r;
 	r = spawn(m, lim, NULL, out, err, errlen);
 	pthread_mutex_lock(&m->lock);
@@ -1343,12 +1426,14 @@ static enum sm_result oneshot_begin(struct smgr *m, const struct petri_limits *l
 	}
 	if (r == SM_OK && m->stopping)
 		r = SM_STOPPING;
-	if (r == SM_OK)
+	if (r == SM_OK) {
 		m->oneshot_boxes[m->noneshot_boxes++] = *out;
-	else if (internal)
+	} else if (internal) {
 		m->probes--;
-	else
+	} else {
 		m->oneshots--;
+		tasks_give(m, lim->pids);
+	}
 	pthread_mutex_unlock(&m->lock);
 	if (r != SM_OK && *out) {
 		box_free(*out);
@@ -1359,7 +1444,8 @@ static enum sm_result oneshot_begin(struct smgr *m, const struct petri_limits *l
 	return r;
 }
 
-static void oneshot_end(struct smgr *m, struct box *b, bool internal)
+static void oneshot_end(struct smgr *m, struct box *b, const struct petri_limits *lim,
+			bool internal)
 {
 	pthread_mutex_lock(&m->lock);
 	for (size_t i = 0; i < m->noneshot_boxes; i++)
@@ -1367,10 +1453,12 @@ static void oneshot_end(struct smgr *m, struct box *b, bool internal)
 			m->oneshot_boxes[i] = m->oneshot_boxes[--m->noneshot_boxes];
 			break;
 		}
-	if (internal)
+	if (internal) {
 		m->probes--;
-	else
+	} else {
 		m->oneshots--;
+		tasks_give(m, lim->pids);
+	}
 	pthread_mutex_unlock(&m->lock);
 	dispose(m, b);
 }
@@ -1472,7 +1560,7 @@ enum sm_result smgr_oneshot(struct smgr *m, const struct oneshot *o,
 		finished(m, NULL, &ex, &o->limits, started_at, res);
 out:
 	if (b)
-		oneshot_end(m, b, o->internal);
+		oneshot_end(m, b, &o->limits, o->internal);
 	if (!o->internal)
 		exec_slot_give(m);
 	return r;

@@ -55,6 +55,8 @@ enum sm_result {
 	SM_NO_MEMORY,		/* the daemon is out of memory */
 	SM_NO_PROCESS,		/* the session has no such process */
 	SM_PROTECTED,		/* the process is petri's own: see the reason */
+	SM_HOST_FULL,		/* the host's process table has no room for its
+				 * pids now (tables.h) */
 };
 
 /* A sentence for r, for when there is no reason more precise. */

@@ -139,8 +139,15 @@ int metrics_render(struct buf *o)
 			"petri_answers_held_bytes %ld\n"
 			"# HELP petri_answers_cut_total Answers cut short because their client read too slowly (min_read_kbps).\n"
 			"# TYPE petri_answers_cut_total counter\n"
-			"petri_answers_cut_total %llu\n",
-			metrics_gauge_get(M_ANSWERS_HELD_BYTES), get(M_ANSWERS_CUT));
+			"petri_answers_cut_total %llu\n"
+			"# HELP petri_sandbox_tasks_budget Processes and threads sessions and one-shots may hold together (the sum of their pids limits; from kernel.pid_max and threads-max).\n"
+			"# TYPE petri_sandbox_tasks_budget gauge\n"
+			"petri_sandbox_tasks_budget %ld\n"
+			"# HELP petri_sandbox_tasks_held The sum of the pids limits of the live sessions and one-shots.\n"
+			"# TYPE petri_sandbox_tasks_held gauge\n"
+			"petri_sandbox_tasks_held %ld\n",
+			metrics_gauge_get(M_ANSWERS_HELD_BYTES), get(M_ANSWERS_CUT),
+			metrics_gauge_get(M_TASKS_BUDGET), metrics_gauge_get(M_TASKS_HELD));
 	if (r == 0)
 		r = render_histogram(o, "petri_execution_duration_seconds",
 				     "Wall time of executions.", &h[M_EXEC_DURATION]);

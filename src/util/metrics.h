@@ -27,6 +27,9 @@ enum metric_gauge {
 	M_POOL_READY,
 	M_POOL_TARGET,		/* what the pool aims to keep ready now */
 	M_ANSWERS_HELD_BYTES,	/* answers made and not yet read (api/answers.h) */
+	M_TASKS_BUDGET,		/* processes sessions and one-shots may hold
+				 * (session/tables.h) */
+	M_TASKS_HELD,		/* the sum of their pids limits now */
 	M_GAUGE_COUNT
 };
 

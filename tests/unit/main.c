@@ -27,6 +27,7 @@ int main(void)
 		record_suite,
 		request_suite,
 		share_suite,
+		tables_suite,
 		util_suite,
 	};
 	SRunner *sr = srunner_create(NULL);

@@ -172,6 +172,7 @@ START_TEST(test_plan_devpts)
 	const struct mount_entry *c, *w, *link;
 
 	default_config(&cfg, &f);
+	cfg.limits.ptys = 5;
 	ck_assert_int_eq(mount_plan_build(&cold, &cfg, 1000, 1000), 0);
 	ck_assert_int_eq(mount_plan_forked(&warm, &cfg.limits, 1000, 1000), 0);
 	c = find(&cold, MOUNT_DEVPTS, "/dev/pts");
@@ -181,7 +182,7 @@ START_TEST(test_plan_devpts)
 	ck_assert_str_eq(c->data, w->data);
 	ck_assert_ptr_nonnull(strstr(c->data, "newinstance"));
 	ck_assert_ptr_nonnull(strstr(c->data, "ptmxmode=0666"));
-	ck_assert_ptr_nonnull(strstr(c->data, "max="));
+	ck_assert_ptr_nonnull(strstr(c->data, ",max=5"));
 	ck_assert(find(&cold, MOUNT_TMPFS, "/dev") < c);
 	link = find(&cold, MOUNT_SYMLINK, "/dev/ptmx");
 	ck_assert(link && strcmp(link->src, "pts/ptmx") == 0);

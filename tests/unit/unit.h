@@ -25,6 +25,7 @@ Suite *procs_suite(void);
 Suite *record_suite(void);
 Suite *request_suite(void);
 Suite *share_suite(void);
+Suite *tables_suite(void);
 Suite *util_suite(void);
 
 #endif
