@@ -1363,11 +1363,25 @@ def spawn(argv, **options):
 
 
 def kill_group(proc):
+    """Kill the child's process group, and wait until none of it is left.
+
+    The leader's wait returns when it has died; the others die a moment
+    later, and one still running on another CPU could write into the next
+    execution's output (a flood killed at the output limit did).  pid 1
+    reaps them at once; the wait is bounded all the same."""
+    import time
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except OSError:
         pass
     proc.wait()
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(proc.pid, 0)
+        except OSError:
+            break
+        time.sleep(0.001)
 
 
 def abandon(proc, exc):
