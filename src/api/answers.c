@@ -39,7 +39,7 @@ int answers_new(const struct petri_config *cfg, struct answers **out)
 	struct answers *a = calloc(1, sizeof(*a));
 
 	*out = NULL;
-	if (!a || share_new(cfg->max_answers_bytes, share_of(cfg, cfg->max_answers_bytes),
+	if (!a || share_new(cfg->max_answers_bytes, config_share_of(cfg, cfg->max_answers_bytes),
 			    &a->held) < 0) {
 		free(a);
 		return -ENOMEM;

@@ -581,6 +581,7 @@ static enum MHD_Result create(struct api_req *rq)
 		.limits = rq->cfg->defaults,
 		.idle_timeout_s = rq->cfg->idle_timeout_s,
 		.max_lifetime_s = 300,	/* E2B's default */
+		.key = rq->key_index + 1,
 	};
 	struct e2b_sandbox *b = NULL;
 	struct request_error e;

@@ -242,7 +242,7 @@ int events_new(const struct petri_config *cfg, struct smgr *sm, struct stream_hu
 	struct events *ev = calloc(1, sizeof(*ev));
 
 	*out = NULL;
-	if (!ev || share_new(EVENTS_MAX, share_of(cfg, EVENTS_MAX), &ev->streams) < 0) {
+	if (!ev || share_new(EVENTS_MAX, config_share_of(cfg, EVENTS_MAX), &ev->streams) < 0) {
 		free(ev);
 		return -ENOMEM;
 	}

@@ -27,6 +27,7 @@ const char *http_sm_code(enum sm_result r, int *status)
 		[SM_NO_PROCESS] = { 404, "process_not_found" },
 		[SM_PROTECTED] = { 403, "process_protected" },
 		[SM_HOST_FULL] = { 429, "over_capacity" },
+		[SM_KEY_SHARE] = { 429, "over_capacity" },
 	};
 
 	if (status)
@@ -84,6 +85,7 @@ static enum MHD_Result create_session(struct api_req *rq)
 		.language = lang_default(),
 		.idle_timeout_s = rq->cfg->idle_timeout_s,
 		.max_lifetime_s = rq->cfg->max_lifetime_s,
+		.key = rq->key_index + 1,
 	};
 	struct request_error e;
 	struct session *s = NULL;
@@ -389,6 +391,7 @@ enum MHD_Result handle_oneshot(struct api_req *rq)
 		answered = http_error(rq, 500, "internal", "out of memory");
 		goto out;
 	}
+	o.key = rq->key_index + 1;
 	r = smgr_oneshot(rq->sm, &o, NULL, &res, err, sizeof(err));
 	answered = r == SM_OK ? http_json(rq, 200, result_to_json(&res)) :
 				http_session_error(rq, r, err);

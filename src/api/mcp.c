@@ -118,6 +118,7 @@ static enum MHD_Result post(struct api_req *rq)
 					     "cannot start an MCP session");
 			goto out;
 		}
+		mcp_conn_set_key(c, rq->key_index + 1);
 		resp = mcp_conn_handle(c, msg);
 		if (json_object_get(resp, "error")) {
 			/* A failed initialize leaves no session behind. */

@@ -972,9 +972,9 @@ int api_start(const struct petri_config *cfg, struct smgr *sm,
 	    (cfg->napi_keys && !(srv->key_reads = calloc(cfg->napi_keys,
 							  sizeof(*srv->key_reads)))) ||
 	    mcp_registry_new(sm, cfg, &srv->mcp) < 0 || e2b_new(&srv->e2b) < 0 ||
-	    share_new(cfg->max_buffered_bytes, share_of(cfg, cfg->max_buffered_bytes),
+	    share_new(cfg->max_buffered_bytes, config_share_of(cfg, cfg->max_buffered_bytes),
 		      &srv->bodies) < 0 ||
-	    (cfg->napi_keys > 1 && share_new(UINT64_MAX / 2, share_of(cfg, cfg->max_executions),
+	    (cfg->napi_keys > 1 && share_new(UINT64_MAX / 2, config_share_of(cfg, cfg->max_executions),
 					     &srv->turns) < 0)) {
 		mcp_registry_free(srv->mcp);
 		e2b_free(srv->e2b);

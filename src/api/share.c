@@ -46,17 +46,6 @@ void share_tenant_of(struct MHD_Connection *conn, int key_index, struct share_te
 	}
 }
 
-uint64_t share_of(const struct petri_config *cfg, uint64_t total)
-{
-	size_t parts = cfg->napi_keys ? cfg->napi_keys : SHARE_PARTS_MAX;
-	uint64_t each;
-
-	if (parts > SHARE_PARTS_MAX)
-		parts = SHARE_PARTS_MAX;
-	each = total / parts;
-	return each ? each : 1;
-}
-
 int share_new(uint64_t total, uint64_t per_tenant, struct share **out)
 {
 	struct share *sh = calloc(1, sizeof(*sh));

@@ -5,12 +5,9 @@
  * Each holder is a tenant: the API key its request was made with (for an
  * E2B sandbox's data plane, the key that made the sandbox), or, when the
  * server has no keys (or the request carries none: /healthz), the client's
- * address (the IP; every unix-socket client
- * is one tenant).  A tenant may hold at most its share of the total:
- * share_of() divides it among the configured keys, in at most
- * SHARE_PARTS_MAX parts, so that with two keys each may hold half, and
- * however many keys or addresses there are one holds at most a quarter.
- * One key with no others holds all: it is the only tenant.
+ * address (the IP; every unix-socket client is one tenant).  A tenant may
+ * hold at most its share of the total: config_share_of() divides it among
+ * the configured keys (config.h).
  *
  * Thread-safe (one mutex per share); what it allocates per tenant is freed
  * when the tenant holds nothing. */
@@ -22,8 +19,6 @@
 
 #include "config/config.h"
 
-#define SHARE_PARTS_MAX 4
-
 struct share_tenant {
 	int key;			/* index into cfg->api_keys; -1: by addr */
 	unsigned char addr[16];		/* IPv4 (mapped) or IPv6; zero for unix */
@@ -31,9 +26,6 @@ struct share_tenant {
 
 /* The tenant of a request on conn made with key index key_index (-1: none). */
 void share_tenant_of(struct MHD_Connection *conn, int key_index, struct share_tenant *t);
-
-/* What one tenant may hold of total (at least 1). */
-uint64_t share_of(const struct petri_config *cfg, uint64_t total);
 
 struct share;
 /* A budget of total, each tenant at most per_tenant.  0 or -ENOMEM. */

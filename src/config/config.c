@@ -748,6 +748,17 @@ void config_release(struct petri_config *c)
 	free_list(&c->allowed_origins, &c->nallowed_origins);
 }
 
+uint64_t config_share_of(const struct petri_config *c, uint64_t total)
+{
+	size_t parts = c->napi_keys ? c->napi_keys : CONFIG_SHARE_PARTS_MAX;
+	uint64_t each;
+
+	if (parts > CONFIG_SHARE_PARTS_MAX)
+		parts = CONFIG_SHARE_PARTS_MAX;
+	each = total / parts;
+	return each ? each : 1;
+}
+
 bool config_listen_is_local(const char *listen)
 {
 	char host[256];

@@ -161,6 +161,14 @@ const char *const *config_preload(const struct petri_config *cfg);
 
 /* Is listen a loopback TCP address or a unix socket? */
 bool config_listen_is_local(const char *listen);
+
+/* What one tenant (an API key; with no keys, a client address) may hold of
+ * a budget of the server's: total divided among the configured keys, in at
+ * most CONFIG_SHARE_PARTS_MAX parts, so that with two keys each may hold
+ * half, and however many keys or addresses there are one holds at most a
+ * quarter.  One key with no others holds all.  At least 1. */
+#define CONFIG_SHARE_PARTS_MAX 4
+uint64_t config_share_of(const struct petri_config *c, uint64_t total);
 /* Refuse to listen beyond this machine without API keys: -EPERM with the
  * reason, else 0. */
 int config_check_listen(const struct petri_config *cfg, char *err, size_t errlen);

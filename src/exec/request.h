@@ -102,6 +102,7 @@ struct oneshot {
 	 * configuration's max_return_file_kb and max_return_files_mb. */
 	uint64_t return_file_max, return_total_max;
 	bool internal;			/* petri's own (a probe): not recorded */
+	int key;			/* as session_params.key */
 };
 
 /* POST /v1/execute's body (and MCP's, petri run's): "code", "language",

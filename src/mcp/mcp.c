@@ -76,6 +76,11 @@ int mcp_conn_new(struct smgr *sm, const struct petri_config *cfg, const char *tr
 	return 0;
 }
 
+void mcp_conn_set_key(struct mcp_conn *c, int key)
+{
+	tools_set_key(c->tools, key);
+}
+
 struct mcp_conn *mcp_conn_ref(struct mcp_conn *c)
 {
 	atomic_fetch_add(&c->refs, 1);

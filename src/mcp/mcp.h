@@ -46,6 +46,9 @@ struct mcp_conn;
 /* sm and cfg must outlive the connection.  transport names it in logs. */
 int mcp_conn_new(struct smgr *sm, const struct petri_config *cfg, const char *transport,
 		 struct mcp_conn **out);
+/* The API key (session_params.key) the connection's session is charged
+ * to; right after mcp_conn_new(), before any message. */
+void mcp_conn_set_key(struct mcp_conn *c, int key);
 struct mcp_conn *mcp_conn_ref(struct mcp_conn *c);
 /* Drop a reference; the last one closes and frees.  NULL ok. */
 void mcp_conn_put(struct mcp_conn *c);

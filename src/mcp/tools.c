@@ -28,6 +28,7 @@
 struct tools {
 	struct smgr *sm;
 	const struct petri_config *cfg;
+	int key;			/* session_params.key of its session */
 	pthread_mutex_t call;		/* one tool call at a time */
 	pthread_mutex_t lock;		/* sid, used and closed */
 	char sid[SESSION_ID_LEN + 1];	/* "" before first use */
@@ -331,7 +332,7 @@ static json_t *start_error(enum sm_result r, const char *err)
 		return error_result("the sandbox could not be started: %s", err);
 	if (r == SM_CAPACITY)
 		return error_result("petri is at its limit of sandboxes; try again later");
-	if (r == SM_HOST_FULL)
+	if (r == SM_HOST_FULL || r == SM_KEY_SHARE)
 		return error_result("%s", sm_result_message(r));
 	return error_result("the sandbox could not be started: %s", sm_result_message(r));
 }
@@ -346,6 +347,7 @@ static enum sm_result start(struct tools *t, struct session **out, char *err, si
 		.limits = t->cfg->defaults,
 		.idle_timeout_s = t->cfg->idle_timeout_s,
 		.max_lifetime_s = t->cfg->max_lifetime_s,
+		.key = t->key,
 	};
 	enum sm_result r;
 	bool closed;
@@ -933,6 +935,11 @@ int tools_new(struct smgr *sm, const struct petri_config *cfg, struct tools **ou
 	pthread_mutex_init(&t->lock, NULL);
 	*out = t;
 	return 0;
+}
+
+void tools_set_key(struct tools *t, int key)
+{
+	t->key = key;
 }
 
 void tools_close(struct tools *t)

@@ -33,6 +33,9 @@ struct tools;
 int tools_new(struct smgr *sm, const struct petri_config *cfg, struct tools **out);
 /* Delete the session (killing a running execution) and free.  NULL ok. */
 void tools_free(struct tools *t);
+/* The API key its session is charged to (session_params.key); before the
+ * first call. */
+void tools_set_key(struct tools *t, int key);
 /* Delete the session now; later calls answer that the client is gone.
  * Safe while another thread is inside tools_call(). */
 void tools_close(struct tools *t);

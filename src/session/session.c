@@ -33,6 +33,7 @@ struct session {
 	char id[SESSION_ID_LEN + 1];
 	char language[LANG_NAME_MAX + 1];
 	struct petri_limits limits;
+	int key;			/* session_params.key */
 	double idle_timeout_s, max_lifetime_s;
 	double created, last_used;	/* CLOCK_REALTIME seconds */
 	struct box *box;
@@ -72,6 +73,14 @@ struct smgr {
 	 * together (UINT64_MAX: the tables could not be read), and what they
 	 * hold (the sum of their pids limits). */
 	uint64_t tasks_budget, tasks_held;
+	/* With several API keys: what each holds (index: key - 1), and the
+	 * share of max_sessions and of tasks_budget each may. */
+	struct key_hold {
+		size_t sandboxes;
+		uint64_t tasks;
+	} *keys;
+	size_t nkeys, key_sandboxes;
+	uint64_t key_tasks;
 	struct tombstone *tomb;		/* ring of TOMBSTONES */
 	size_t tomb_next;
 	session_hook on_session;	/* smgr_on_session() */
@@ -129,6 +138,10 @@ const char *sm_result_message(enum sm_result r)
 	case SM_HOST_FULL:
 		return "the live sandboxes hold the processes this host leaves to sandboxes "
 		       "(kernel.pid_max); retry later, or ask for fewer pids";
+	case SM_KEY_SHARE:
+		return "this API key holds its share of the server's sandboxes (max_sessions) "
+		       "or of the host's processes, divided among the keys; retry later, end "
+		       "sessions it no longer needs, or ask for fewer pids";
 	}
 	return "unknown";
 }
@@ -276,17 +289,30 @@ static const struct tombstone *tombstone_find(struct smgr *m, const char *id)
 	return NULL;
 }
 
-/* Give back pids of the host's tasks (m->lock held). */
-static void tasks_give(struct smgr *m, uint32_t pids)
+/* What key (session_params.key) holds, when there are several keys. */
+static struct key_hold *key_of(struct smgr *m, int key)
 {
+	return m->keys && key >= 1 && (size_t)key <= m->nkeys ? &m->keys[key - 1] : NULL;
+}
+
+/* A sandbox of pids processes of key's ends: give back what reserve() took
+ * (m->lock held). */
+static void tasks_give(struct smgr *m, uint32_t pids, int key)
+{
+	struct key_hold *k = key_of(m, key);
+
 	m->tasks_held -= pids;
 	metrics_gauge_set(M_TASKS_HELD, (long)m->tasks_held);
+	if (k) {
+		k->sandboxes--;
+		k->tasks -= pids;
+	}
 }
 
 /* Take s out of the table; the table's reference goes to the caller. */
 static void table_remove(struct smgr *m, size_t i)
 {
-	tasks_give(m, m->v[i]->limits.pids);
+	tasks_give(m, m->v[i]->limits.pids, m->v[i]->key);
 	m->v[i] = m->v[--m->n];
 	metrics_gauge_add(M_SESSIONS_LIVE, -1);
 }
@@ -470,6 +496,16 @@ int smgr_new(const struct petri_config *cfg, struct jail_host *host,
 	}
 	if ((r = budget_tables(m, "/proc", err, errlen)) < 0)
 		goto fail;
+	if (cfg->napi_keys > 1) {
+		m->keys = calloc(cfg->napi_keys, sizeof(*m->keys));
+		if (!m->keys) {
+			r = -ENOMEM;
+			goto fail;
+		}
+		m->nkeys = cfg->napi_keys;
+		m->key_sandboxes = config_share_of(cfg, cfg->max_sessions);
+		m->key_tasks = config_share_of(cfg, m->tasks_budget);
+	}
 	if ((r = record_open(&(struct record_options){
 			.path = cfg->record, .make_dir = cfg->record_default,
 			.max_bytes = (int64_t)cfg->record_max_bytes,
@@ -505,6 +541,7 @@ int smgr_new(const struct petri_config *cfg, struct jail_host *host,
 	return 0;
 fail:
 	record_close(m->record);
+	free(m->keys);
 	free(m->tomb);
 	free(m);
 	return r;
@@ -560,6 +597,7 @@ void smgr_free(struct smgr *m)
 	record_close(m->record);
 	free(m->v);
 	free(m->oneshot_boxes);
+	free(m->keys);
 	free(m->tomb);
 	pthread_cond_destroy(&m->stop_cond);
 	pthread_mutex_destroy(&m->lock);
@@ -578,23 +616,30 @@ static int new_id(char *id)
 	return 0;
 }
 
-/* Reserve room for one more sandbox of pids processes under the caps: the
- * session cap and the host's tasks. */
+/* Reserve room for one more sandbox of key's, of pids processes, under the
+ * caps: the session cap and the host's tasks, and key's share of both.
+ * Given back with tasks_give() (a probe's: probes--). */
 enum reserve_for { FOR_SESSION, FOR_ONESHOT, FOR_PROBE };
 
-static enum sm_result reserve(struct smgr *m, enum reserve_for what, uint32_t pids)
+static enum sm_result reserve(struct smgr *m, enum reserve_for what, uint32_t pids, int key)
 {
+	struct key_hold *k;
 	enum sm_result r = SM_OK;
 
 	pthread_mutex_lock(&m->lock);
+	k = key_of(m, key);
 	if (m->stopping)
 		r = SM_STOPPING;
 	else if (what == FOR_PROBE)
 		m->probes++;	/* never a client's slot (config.c counts its uid) */
 	else if (m->n + m->oneshots + m->starting >= m->cfg->max_sessions)
 		r = SM_CAPACITY;
+	else if (k && k->sandboxes >= m->key_sandboxes)
+		r = SM_KEY_SHARE;
 	else if (pids > m->tasks_budget - m->tasks_held)
 		r = SM_HOST_FULL;
+	else if (k && pids > m->key_tasks - k->tasks)
+		r = SM_KEY_SHARE;
 	else if (what == FOR_ONESHOT)
 		m->oneshots++;
 	else
@@ -602,9 +647,13 @@ static enum sm_result reserve(struct smgr *m, enum reserve_for what, uint32_t pi
 	if (r == SM_OK && what != FOR_PROBE) {
 		m->tasks_held += pids;
 		metrics_gauge_set(M_TASKS_HELD, (long)m->tasks_held);
+		if (k) {
+			k->sandboxes++;
+			k->tasks += pids;
+		}
 	}
 	pthread_mutex_unlock(&m->lock);
-	if (r == SM_CAPACITY || r == SM_HOST_FULL)
+	if (r != SM_OK && r != SM_STOPPING)
 		metrics_inc(M_REJECT_CAPACITY);
 	return r;
 }
@@ -655,7 +704,7 @@ enum sm_result smgr_create(struct smgr *m, const struct session_params *p,
 	enum sm_result r;
 
 	*out = NULL;
-	if ((r = reserve(m, FOR_SESSION, p->limits.pids)) != SM_OK)
+	if ((r = reserve(m, FOR_SESSION, p->limits.pids, p->key)) != SM_OK)
 		return r;
 	s = calloc(1, sizeof(*s));
 	if (!s || new_id(s->id) < 0) {
@@ -666,6 +715,7 @@ enum sm_result smgr_create(struct smgr *m, const struct session_params *p,
 	s->m = m;
 	snprintf(s->language, sizeof(s->language), "%s", p->language ? p->language : "python");
 	s->limits = p->limits;
+	s->key = p->key;
 	s->idle_timeout_s = p->idle_timeout_s;
 	s->max_lifetime_s = p->max_lifetime_s;
 	pthread_mutex_init(&s->lock, NULL);
@@ -681,7 +731,7 @@ enum sm_result smgr_create(struct smgr *m, const struct session_params *p,
 	if (m->stopping) {
 		/* smgr_shutdown() came while the sandbox started: it killed
 		 * every sandbox but this one, which it could not see. */
-		tasks_give(m, p->limits.pids);
+		tasks_give(m, p->limits.pids, p->key);
 		pthread_mutex_unlock(&m->lock);
 		session_put(s);
 		return SM_STOPPING;
@@ -691,7 +741,7 @@ enum sm_result smgr_create(struct smgr *m, const struct session_params *p,
 		struct session **v = realloc(m->v, cap * sizeof(*v));
 
 		if (!v) {
-			tasks_give(m, p->limits.pids);
+			tasks_give(m, p->limits.pids, p->key);
 			pthread_mutex_unlock(&m->lock);
 			session_put(s);
 			return SM_NO_MEMORY;
@@ -712,7 +762,7 @@ enum sm_result smgr_create(struct smgr *m, const struct session_params *p,
 unreserve:
 	pthread_mutex_lock(&m->lock);
 	m->starting--;
-	tasks_give(m, p->limits.pids);
+	tasks_give(m, p->limits.pids, p->key);
 	pthread_mutex_unlock(&m->lock);
 	room_grew(m);
 	return r;
@@ -1403,13 +1453,15 @@ enum sm_result session_unpack(struct smgr *m, struct session *s, const char *arc
 
 /* A sandbox for one execution, counted against the session cap and killed
  * by smgr_shutdown() while it lives. */
-static enum sm_result oneshot_begin(struct smgr *m, const struct petri_limits *lim,
-				    bool internal, struct box **out, char *err, size_t errlen)
+static enum sm_result oneshot_begin(struct smgr *m, const struct oneshot *o, struct box **out,
+				    char *err, size_t errlen)
 {
+	const struct petri_limits *lim = &o->limits;
+	bool internal = o->internal;
 	enum sm_result r;
 
 	*out = NULL;
-	if ((r = reserve(m, internal ? FOR_PROBE : FOR_ONESHOT, lim->pids)) != SM_OK)
+	if ((r = reserve(m, internal ? FOR_PROBE : FOR_ONESHOT, lim->pids, o->key)) != SM_OK)
 		return r;
 	r = spawn(m, lim, NULL, out, err, errlen);
 	pthread_mutex_lock(&m->lock);
@@ -1432,7 +1484,7 @@ static enum sm_result oneshot_begin(struct smgr *m, const struct petri_limits *l
 		m->probes--;
 	} else {
 		m->oneshots--;
-		tasks_give(m, lim->pids);
+		tasks_give(m, lim->pids, o->key);
 	}
 	pthread_mutex_unlock(&m->lock);
 	if (r != SM_OK && *out) {
@@ -1444,8 +1496,7 @@ static enum sm_result oneshot_begin(struct smgr *m, const struct petri_limits *l
 	return r;
 }
 
-static void oneshot_end(struct smgr *m, struct box *b, const struct petri_limits *lim,
-			bool internal)
+static void oneshot_end(struct smgr *m, struct box *b, const struct oneshot *o)
 {
 	pthread_mutex_lock(&m->lock);
 	for (size_t i = 0; i < m->noneshot_boxes; i++)
@@ -1453,11 +1504,11 @@ static void oneshot_end(struct smgr *m, struct box *b, const struct petri_limits
 			m->oneshot_boxes[i] = m->oneshot_boxes[--m->noneshot_boxes];
 			break;
 		}
-	if (internal) {
+	if (o->internal) {
 		m->probes--;
 	} else {
 		m->oneshots--;
-		tasks_give(m, lim->pids);
+		tasks_give(m, o->limits.pids, o->key);
 	}
 	pthread_mutex_unlock(&m->lock);
 	dispose(m, b);
@@ -1531,7 +1582,7 @@ enum sm_result smgr_oneshot(struct smgr *m, const struct oneshot *o,
 	/* petri's own (the probe) takes no client's slot. */
 	if (!o->internal && (r = exec_slot_take(m)) != SM_OK)
 		return r;
-	if ((r = oneshot_begin(m, &o->limits, o->internal, &b, err, errlen)) != SM_OK ||
+	if ((r = oneshot_begin(m, o, &b, err, errlen)) != SM_OK ||
 	    (o->archive && (r = put_archive(m, b, o, err, errlen)) != SM_OK) ||
 	    (r = put_files(b, o, err, errlen)) != SM_OK)
 		goto out;
@@ -1560,7 +1611,7 @@ enum sm_result smgr_oneshot(struct smgr *m, const struct oneshot *o,
 		finished(m, NULL, &ex, &o->limits, started_at, res);
 out:
 	if (b)
-		oneshot_end(m, b, &o->limits, o->internal);
+		oneshot_end(m, b, o);
 	if (!o->internal)
 		exec_slot_give(m);
 	return r;

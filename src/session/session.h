@@ -37,6 +37,10 @@ struct session_params {
 	double idle_timeout_s;
 	double max_lifetime_s;
 	const char *const *env;		/* extra "NAME=value", NULL-terminated */
+	/* The API key that asked: 1 + its index in cfg->api_keys; 0: none (no
+	 * keys, or petri's own).  With several keys, each may hold at most its
+	 * share (config_share_of) of max_sessions and of the host's tasks. */
+	int key;
 };
 
 /* What the session manager answers.  Front ends map each to their own
@@ -57,6 +61,8 @@ enum sm_result {
 	SM_PROTECTED,		/* the process is petri's own: see the reason */
 	SM_HOST_FULL,		/* the host's process table has no room for its
 				 * pids now (tables.h) */
+	SM_KEY_SHARE,		/* its API key holds its share of the sandboxes
+				 * or of the host's processes */
 };
 
 /* A sentence for r, for when there is no reason more precise. */

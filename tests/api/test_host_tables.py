@@ -6,6 +6,8 @@ with 429, and the room comes back when they end; each sandbox gets exactly
 [sandbox] ptys."""
 import subprocess
 
+import requests
+
 import pytest
 
 from apihelp import metric
@@ -101,3 +103,73 @@ def test_each_sandbox_gets_its_ptys_and_no_more(make_server, warm):
     api.delete(f"/v1/sessions/{sid}")
     assert r["status"] == "ok", r
     assert r["stdout"].split() == ["3", "ENOSPC"], r
+
+
+KEY_A, KEY_B = "key-a-" + "a" * 26, "key-b-" + "b" * 26
+MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+
+def mcp_execute(url, key, code):
+    """One MCP session of key's over HTTP, one execute: the tool's result."""
+    headers = {**MCP_HEADERS, "Authorization": f"Bearer {key}"}
+    r = requests.post(url + "/mcp", headers=headers, timeout=60, json={
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "test", "version": "1"}}})
+    assert r.status_code == 200, r.text
+    headers["Mcp-Session-Id"] = r.headers["Mcp-Session-Id"]
+    try:
+        r = requests.post(url + "/mcp", headers=headers, timeout=120, json={
+            "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "execute", "arguments": {"code": code}}})
+        assert r.status_code == 200, r.text
+        return r.json()["result"]
+    finally:
+        requests.delete(url + "/mcp", headers=headers, timeout=60)
+
+
+def test_each_key_holds_at_most_its_share_of_the_sandboxes(make_server):
+    """With two keys and max_sessions = 4, each key may hold 2 sandboxes:
+    one key's sessions never shut the other out, by the API, E2B or MCP."""
+    srv = make_server(f"[server]\napi_keys = {KEY_A}, {KEY_B}\nmax_sessions = 4\n")
+    a, b = srv.api(KEY_A), srv.api(KEY_B)
+    held = [a.session(), a.session()]
+    r = a.post("/v1/sessions", {})
+    assert r.status_code == 429 and r.json()["error"]["code"] == "over_capacity", r.text
+    assert "this API key holds its share" in r.text, r.text
+    r = a.post("/v1/execute", {"code": "1"})
+    assert r.status_code == 429 and "its share" in r.text, r.text
+    r = a.post("/sandboxes", {"templateID": "code-interpreter-v1"})
+    assert r.status_code == 429, r.text
+    assert "its share" in str(mcp_execute(srv.url, KEY_A, "1")), "MCP is charged to its key"
+    # the other key has all of its own
+    other = [b.session(), b.session()]
+    assert b.post("/v1/execute", {"code": "1"}).status_code == 429   # the server is full
+    a.delete(f"/v1/sessions/{held.pop()}")
+    res = mcp_execute(srv.url, KEY_A, "print(6 * 7)")
+    assert "42" in str(res), res
+    for sid in held:
+        a.delete(f"/v1/sessions/{sid}")
+    for sid in other:
+        b.delete(f"/v1/sessions/{sid}")
+
+
+def test_each_key_holds_at_most_its_share_of_the_hosts_processes(make_server):
+    srv = make_server(f"[server]\napi_keys = {KEY_A}, {KEY_B}\nmax_sessions = 8\n"
+                      "[max_limits]\npids = 1048576\n")
+    a, b = srv.api(KEY_A), srv.api(KEY_B)
+    budget = int(metric(a.get("/metrics").text, "petri_sandbox_tasks_budget"))
+    share = budget // 2
+    held, left = [], share
+    while left >= 8:                 # key A takes exactly its share
+        pids = min(left, 1 << 20)
+        held.append(a.session(limits={"pids": pids}))
+        left -= pids
+    r = a.post("/v1/sessions", {"limits": {"pids": 8 + left}})
+    assert r.status_code == 429 and "its share" in r.text, r.text
+    # the server has room left, and the other key has its share of it
+    sid = b.session(limits={"pids": min(share, 1 << 20)})
+    b.delete(f"/v1/sessions/{sid}")
+    for sid in held:
+        a.delete(f"/v1/sessions/{sid}")
+    assert metric(a.get("/metrics").text, "petri_sandbox_tasks_held") == 0

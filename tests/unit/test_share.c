@@ -67,14 +67,14 @@ START_TEST(test_the_share_divides_among_the_keys)
 	struct petri_config cfg;
 
 	memset(&cfg, 0, sizeof(cfg));
-	ck_assert_uint_eq(share_of(&cfg, 32), 8);	/* no keys: a quarter */
+	ck_assert_uint_eq(config_share_of(&cfg, 32), 8);	/* no keys: a quarter */
 	cfg.napi_keys = 1;
-	ck_assert_uint_eq(share_of(&cfg, 32), 32);	/* the only tenant */
+	ck_assert_uint_eq(config_share_of(&cfg, 32), 32);	/* the only tenant */
 	cfg.napi_keys = 2;
-	ck_assert_uint_eq(share_of(&cfg, 32), 16);
+	ck_assert_uint_eq(config_share_of(&cfg, 32), 16);
 	cfg.napi_keys = 100;
-	ck_assert_uint_eq(share_of(&cfg, 32), 8);
-	ck_assert_uint_eq(share_of(&cfg, 2), 1);	/* never 0 */
+	ck_assert_uint_eq(config_share_of(&cfg, 32), 8);
+	ck_assert_uint_eq(config_share_of(&cfg, 2), 1);	/* never 0 */
 }
 END_TEST
 
