@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "jail/landlock.h"
@@ -206,6 +207,56 @@ run:
 	_exit(127);
 }
 
+void init_epoch_now(struct init_epoch *e)
+{
+	struct timespec real, mono, boot;
+
+	clock_gettime(CLOCK_REALTIME, &real);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	clock_gettime(CLOCK_BOOTTIME, &boot);
+	e->mono = mono.tv_sec;
+	e->boot = boot.tv_sec;
+	/* As the kernel prints btime (whole seconds of the wall clock less
+	 * the boot clock), once boot.tv_sec is taken off the boot clock. */
+	e->btime = (long long)real.tv_sec - (real.tv_nsec < boot.tv_nsec ? 1 : 0);
+	e->host_btime = e->btime - e->boot;
+}
+
+int init_time_namespace(const struct init_epoch *e, char *err, size_t errlen)
+{
+	char text[96], num[24];
+	int dumpable, r;
+
+	if (unshare(CLONE_NEWTIME) < 0) {
+		if (errno == EINVAL)
+			return 0;	/* no time namespaces in this kernel */
+		return safe_fail(err, errlen, "cannot create a time namespace", NULL, errno);
+	}
+	/* Whole seconds back: the clocks start between 0 and 1 s, never
+	 * below 0 (the kernel refuses that), and every process of the
+	 * sandbox started after e was taken. */
+	text[0] = '\0';
+	safe_strlcat(text, "monotonic -", sizeof(text));
+	safe_strlcat(text, safe_utoa((unsigned long long)e->mono, num), sizeof(text));
+	safe_strlcat(text, " 0\nboottime -", sizeof(text));
+	safe_strlcat(text, safe_utoa((unsigned long long)e->boot, num), sizeof(text));
+	safe_strlcat(text, " 0\n", sizeof(text));
+	/* The file is ours to write only while we are dumpable: otherwise it
+	 * belongs to the root of the user namespace our memory was made in
+	 * (the host's, for a copy of the daemon), whom our namespace does not
+	 * map.  No other process of the sandbox exists yet to use that, and
+	 * the main process, forked next, inherits what we restore. */
+	if ((dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0)) < 0 ||
+	    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
+		return safe_fail(err, errlen, "cannot set dumpable", NULL, errno);
+	r = safe_write_file("/proc/self/timens_offsets", text, strlen(text), 0, 0);
+	if (prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0) < 0)
+		return safe_fail(err, errlen, "cannot set dumpable", NULL, errno);
+	if (r < 0)
+		return safe_fail(err, errlen, "cannot set the clocks of", "the time namespace", -r);
+	return 0;
+}
+
 /* pid 1 of a forked sandbox, its mounts made with the template's
  * capabilities: leave the template's user namespace (shared by every
  * sandbox of the template) for one of our own.  Become our leased ids in
@@ -263,6 +314,11 @@ static void set_up_namespaces(const struct init_args *a)
 		fail(a, err);
 	if (sethostname(a->hostname, strlen(a->hostname)) < 0)
 		fail(a, "cannot set the hostname");
+	/* The main process, forked next, starts the sandbox's own clocks.  A
+	 * template keeps the host's: the warm sandboxes it makes take their
+	 * epoch from them (template.c). */
+	if (a->mode == INIT_COLD && init_time_namespace(&a->epoch, err, sizeof(err)) < 0)
+		fail(a, err);
 	if ((r = loopback_up()) < 0) {
 		safe_fail(err, sizeof(err), "cannot bring up", "lo", -r);
 		fail(a, err);

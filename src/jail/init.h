@@ -29,6 +29,33 @@ struct init_record {
 
 enum { INIT_NRLIMITS = 12 };
 
+/* The start of a sandbox's own clocks, taken once before its first
+ * process exists (before the daemon clones a cold sandbox, before the
+ * template clones a warm one's pid 1).  Its time namespace moves
+ * CLOCK_MONOTONIC and CLOCK_BOOTTIME back by mono and boot seconds, so
+ * that /proc/uptime, the start times in /proc/PID/stat and both clocks
+ * begin near zero there instead of telling the host's boot time, which
+ * is the same in every sandbox of a boot and so links sessions as
+ * boot_id would. */
+struct init_epoch {
+	long long mono, boot;	/* seconds of each clock at the start */
+	long long btime;	/* the sandbox's boot, in its /proc/stat:
+				 * CLOCK_REALTIME less its own boot time */
+	long long host_btime;	/* the host's boot, for a template, which
+				 * keeps the host's clocks */
+};
+
+/* Read the clocks now. */
+void init_epoch_now(struct init_epoch *e);
+
+/* Make the time namespace of e for our children (unshare(CLONE_NEWTIME),
+ * its offsets written): the next process we fork, or we at our next
+ * execve, enter it.  Needs CAP_SYS_ADMIN and CAP_SYS_TIME in our user
+ * namespace; a kernel without time namespaces (CONFIG_TIME_NS, Linux
+ * 5.6) is not an error: the clocks then stay the host's.  0, or -errno
+ * with err filled in. */
+int init_time_namespace(const struct init_epoch *e, char *err, size_t errlen);
+
 /* How a sandbox's processes behave; see jail.h for the warm path. */
 enum init_mode {
 	INIT_COLD,	/* pid 1 and a main process that execs argv */
@@ -49,6 +76,9 @@ struct init_args {
 					 * per-sandbox mounts (forked) */
 	const struct policy *policy;
 	int landlock_abi;
+	struct init_epoch epoch;	/* INIT_COLD: pid 1 makes its time
+					 * namespace (INIT_FORKED: B does, in
+					 * template.c) */
 	uid_t setup_uid;	/* 0 when the userns root is mapped, else JAIL_UID */
 	gid_t setup_gid;
 	uid_t run_uid;		/* what pid 1 and the main process become: JAIL_UID,

@@ -535,6 +535,7 @@ int jail_spawn(struct jail_host *host, const struct jail_config *cfg,
 	const struct jail_host_info *in = &host->info;
 	const bool is_template = cfg->flags & JAIL_F_TEMPLATE;
 	struct init_args a;
+	struct init_epoch epoch;
 	struct mount_plan plan = { 0 };
 	struct jail *j;
 	struct channels ch;
@@ -559,7 +560,11 @@ int jail_spawn(struct jail_host *host, const struct jail_config *cfg,
 	 * one of them (its pid 1 runs as it; its main process stays root). */
 	run_uid = is_template ? uid_in_template(j) : JAIL_UID;
 	run_gid = is_template ? (gid_t)uid_in_template(j) : JAIL_GID;
-	if ((r = mount_plan_build(&plan, cfg, run_uid, run_gid)) < 0) {
+	/* Before the clone: no process of the sandbox may start before its
+	 * clocks do (init.h). */
+	init_epoch_now(&epoch);
+	if ((r = mount_plan_build(&plan, cfg, run_uid, run_gid,
+				  is_template ? epoch.host_btime : epoch.btime)) < 0) {
 		snprintf(err, errlen, "cannot plan the sandbox's mounts: %s",
 			 strerror(-r));
 		goto fail;
@@ -590,6 +595,7 @@ int jail_spawn(struct jail_host *host, const struct jail_config *cfg,
 	a.plan = &plan;
 	a.policy = &host->policy;
 	a.landlock_abi = in->landlock_abi;
+	a.epoch = epoch;
 	a.setup_uid = in->host_root_uid != (uid_t)-1 ? 0 : JAIL_UID;
 	a.setup_gid = in->host_root_uid != (uid_t)-1 ? 0 : JAIL_GID;
 	a.run_uid = run_uid;
@@ -913,6 +919,7 @@ static int send_fork_request(struct jail *tmpl, const struct jail_config *cfg,
 	w.tmp_bytes = cfg->limits.tmp_bytes;
 	w.inodes = cfg->limits.inodes ? cfg->limits.inodes : 65536;
 	w.ptys = cfg->limits.ptys ? cfg->limits.ptys : JAIL_PTYS_DEFAULT;
+	w.memory_bytes = cfg->limits.memory_bytes;
 	/* All of them, RLIMIT_NPROC too: a forked sandbox has a user namespace
 	 * of its own, where the kernel counts its processes apart from every
 	 * other sandbox's, so it gets the limits a cold one gets. */

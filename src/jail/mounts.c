@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include "jail/safe.h"
@@ -338,29 +340,154 @@ static int plan_dev(struct mount_plan *p, const struct jail_limits *lim, uint64_
 			strlen(opts), 0);
 }
 
-static int plan_proc(struct mount_plan *p)
+/* ---- /proc files that would move with the neighbours ----------------
+ *
+ * Each is replaced by a file written when the plan is built, the same on
+ * every read: the tools that read them keep working, and nothing in them
+ * moves when another sandbox (or the host) works.  Built by the daemon on
+ * the cold path and by the template on the warm one, from the host's
+ * shape (the CPUs we may run on, the cgroup controllers, the size of its
+ * memory), the sandbox's memory limit and btime. */
+
+/* A cpuN line for each CPU we may run on (the sandbox inherits our
+ * affinity): with no /sys, glibc counts processors here, so
+ * os.cpu_count(), nproc and OpenBLAS keep their answer.  Every counter is
+ * zero; btime is the start of the sandbox's own clocks, which ps adds to a
+ * process's start (proc(5)). */
+static int fake_stat(struct buf *b, long long btime)
+{
+	static const char zeros[] = " 0 0 0 0 0 0 0 0 0 0\n";
+	cpu_set_t set;
+	long n = 0;
+	int r;
+
+	if ((r = buf_appendf(b, "cpu %s", zeros)))
+		return r;
+	if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+		for (int i = 0; i < CPU_SETSIZE && !r; i++)
+			if (CPU_ISSET(i, &set) && !(r = buf_appendf(b, "cpu%d%s", i, zeros)))
+				n++;
+	} else {
+		/* More CPUs than a cpu_set_t holds: all of them. */
+		long online = sysconf(_SC_NPROCESSORS_ONLN);
+
+		for (; n < online && !r; n++)
+			r = buf_appendf(b, "cpu%ld%s", n, zeros);
+	}
+	if (!r && n == 0)
+		r = buf_appendf(b, "cpu0%s", zeros);
+	if (!r)
+		r = buf_appendf(b, "intr 0\nctxt 0\nbtime %lld\nprocesses 0\nprocs_running 1\n"
+				"procs_blocked 0\nsoftirq 0 0 0 0 0 0 0 0 0 0 0\n", btime);
+	return r;
+}
+
+/* The controllers as the host has them, each with its hierarchy, whether
+ * it is enabled, and one cgroup: the host's count is every cgroup of the
+ * machine, which moved exactly as sandboxes came and went. */
+static int fake_cgroups(struct buf *b)
+{
+	char line[256], name[64];
+	unsigned hier, num, enabled;
+	FILE *f = fopen("/proc/cgroups", "re");
+	int r = buf_append_str(b, "#subsys_name\thierarchy\tnum_cgroups\tenabled\n");
+
+	while (!r && f && fgets(line, sizeof(line), f))
+		if (line[0] != '#' &&
+		    sscanf(line, "%63s %u %u %u", name, &hier, &num, &enabled) == 4)
+			r = buf_appendf(b, "%s\t%u\t1\t%u\n", name, hier, enabled);
+	if (f)
+		fclose(f);
+	return r;
+}
+
+/* The sandbox's memory as if nothing used it: its limit (the host's size
+ * without one, or when the host is smaller), all of it free and
+ * available.  psutil, joblib and dask size their work by MemTotal and
+ * MemAvailable; the host's free fields move with every allocation of
+ * every neighbour. */
+static int fake_meminfo(struct buf *b, const struct jail_limits *lim)
+{
+	struct sysinfo si;
+	unsigned long long kb = lim->memory_bytes >> 10, host = 0;
+
+	if (sysinfo(&si) == 0)
+		host = (unsigned long long)si.totalram * si.mem_unit >> 10;
+	if (!kb || (host && host < kb))
+		kb = host;
+	return buf_appendf(b,
+		"MemTotal:       %8llu kB\nMemFree:        %8llu kB\n"
+		"MemAvailable:   %8llu kB\nBuffers:               0 kB\n"
+		"Cached:                0 kB\nSwapCached:            0 kB\n"
+		"Active:                0 kB\nInactive:              0 kB\n"
+		"SwapTotal:             0 kB\nSwapFree:              0 kB\n"
+		"Dirty:                 0 kB\nWriteback:             0 kB\n"
+		"AnonPages:             0 kB\nMapped:                0 kB\n"
+		"Shmem:                 0 kB\nSlab:                  0 kB\n"
+		"SReclaimable:          0 kB\nSUnreclaim:            0 kB\n",
+		kb, kb, kb);
+}
+
+static int plan_fake(struct mount_plan *p, const char *dst, struct buf *b)
+{
+	int r = plan_add(p, MOUNT_FAKE, 0, NULL, dst, b->data ? b->data : "", b->len, 0444);
+
+	buf_reset(b);
+	return r;
+}
+
+static int plan_proc_fakes(struct mount_plan *p, const struct jail_limits *lim,
+			   long long btime)
+{
+	struct buf b = BUF_INIT;
+	int r;
+
+	if ((r = fake_stat(&b, btime)) || (r = plan_fake(p, "/proc/stat", &b)) ||
+	    (r = fake_cgroups(&b)) || (r = plan_fake(p, "/proc/cgroups", &b)) ||
+	    (r = fake_meminfo(&b, lim)) || (r = plan_fake(p, "/proc/meminfo", &b)) ||
+	    /* os.getloadavg(), uptime, w, top's header: idle, one task; the
+	     * host's run queue and thread count move with the neighbours. */
+	    (r = buf_append_str(&b, "0.00 0.00 0.00 1/1 1\n")) ||
+	    (r = plan_fake(p, "/proc/loadavg", &b)) ||
+	    /* vmstat(1) and psutil's swap_memory(): the counters they read,
+	     * at zero. */
+	    (r = buf_append_str(&b, "nr_free_pages 0\npgpgin 0\npgpgout 0\npswpin 0\n"
+				"pswpout 0\npgfault 0\npgmajfault 0\n")) ||
+	    (r = plan_fake(p, "/proc/vmstat", &b)))
+		goto out;
+out:
+	buf_release(&b);
+	return r;
+}
+
+static int plan_proc(struct mount_plan *p, const struct jail_limits *lim,
+		     long long btime)
 {
 	/* Read-only: writes to /proc/sys and the sysrq trigger are refused
 	 * even if some other layer failed. */
 	static const char *const ro[] = {
-		"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus",
-		"/proc/fs", NULL
+		"/proc/sys", "/proc/sysrq-trigger", "/proc/bus", NULL
 	};
 	/* Masked: files that describe the host rather than the sandbox.  Its
 	 * kernel: addresses, symbols, modules, configuration, boot command
 	 * line, hardware maps and the allocators' internals (exploit aids).
-	 * Its activity, host-wide and live: interrupts, softirqs, disk I/O,
-	 * the allocators' free lists, pressure, scheduler statistics and file
-	 * locks, which time a neighbour's work (keystrokes, queries, imports)
-	 * as a side channel.  Its identity: disks, swap, and boot_id, which
-	 * names the machine alike in every sandbox so that sessions can be
-	 * linked.  Kept, because the runtimes read them and a pid, mount or
-	 * network namespace already gives them the sandbox's own view, or they
-	 * hold only the machine's size: self, thread-self, mounts, net, sysvipc,
-	 * cpuinfo (numpy, os.cpu_count's fallbacks), meminfo and vmstat
-	 * (psutil, joblib: totals only), stat (ps and top for boot time,
-	 * glibc's processor count with no /sys), loadavg, uptime, version (what
-	 * uname says anyway), filesystems, crypto. */
+	 * Its activity, host-wide and live: interrupts (irq/ too), softirqs,
+	 * disk I/O, the filesystems' own statistics (fs/), the allocators'
+	 * free lists, pressure, scheduler statistics, file locks, and the
+	 * counts of the kernel's shared tables (ptys, open files, inodes,
+	 * dentries, AIO contexts, quota), which time a neighbour's work
+	 * (keystrokes, queries, imports, sessions starting) as a side
+	 * channel.  Its identity: disks, swap, and boot_id, which names the
+	 * machine alike in every sandbox so that sessions can be linked.
+	 * Replaced by a file of the sandbox's own (plan_proc_fakes), because
+	 * the runtimes read them: stat, cgroups, meminfo, loadavg, vmstat.
+	 * Kept, because a pid, mount, network or time namespace already gives
+	 * them the sandbox's own view, or they hold only the machine's size
+	 * or a constant: self, thread-self, mounts, net, sysvipc, uptime (the
+	 * sandbox's clocks), cpuinfo (numpy, os.cpu_count's fallbacks),
+	 * version (what uname says anyway), filesystems, crypto,
+	 * sys/kernel/random/entropy_avail (256 on every kernel since 5.18).
+	 * docs/security.md says why for each. */
 	static const char *const masked[] = {
 		"/proc/kcore", "/proc/keys", "/proc/key-users", "/proc/timer_list",
 		"/proc/sched_debug", "/proc/kallsyms", "/proc/kmsg",
@@ -368,10 +495,15 @@ static int plan_proc(struct mount_plan *p)
 		"/proc/driver", "/proc/modules", "/proc/config.gz", "/proc/cmdline",
 		"/proc/iomem", "/proc/ioports", "/proc/vmallocinfo", "/proc/slabinfo",
 		"/proc/kpagecount", "/proc/kpageflags", "/proc/kpagecgroup",
-		"/proc/interrupts", "/proc/softirqs", "/proc/diskstats",
+		"/proc/interrupts", "/proc/softirqs", "/proc/irq", "/proc/diskstats",
+		"/proc/fs",
 		"/proc/pagetypeinfo", "/proc/zoneinfo", "/proc/buddyinfo",
 		"/proc/pressure", "/proc/schedstat", "/proc/locks",
 		"/proc/partitions", "/proc/swaps", "/proc/sys/kernel/random/boot_id",
+		"/proc/sys/kernel/pty/nr", "/proc/sys/fs/file-nr",
+		"/proc/sys/fs/inode-nr", "/proc/sys/fs/inode-state",
+		"/proc/sys/fs/dentry-state", "/proc/sys/fs/aio-nr",
+		"/proc/sys/fs/quota",
 		NULL
 	};
 	int r;
@@ -386,7 +518,7 @@ static int plan_proc(struct mount_plan *p)
 		if ((r = plan_add(p, MOUNT_MASK, MOUNT_F_OPTIONAL, NULL, masked[i],
 				  NULL, 0, 0)))
 			return r;
-	return 0;
+	return plan_proc_fakes(p, lim, btime);
 }
 
 static int plan_tmpfs(struct mount_plan *p, const char *dst, uint64_t bytes,
@@ -416,7 +548,7 @@ static int plan_alias(struct mount_plan *p)
 }
 
 int mount_plan_forked(struct mount_plan *p, const struct jail_limits *lim,
-		      uid_t uid, gid_t gid)
+		      uid_t uid, gid_t gid, long long btime)
 {
 	uint64_t inodes = lim->inodes ? lim->inodes : 65536;
 	char opts[160];
@@ -425,7 +557,7 @@ int mount_plan_forked(struct mount_plan *p, const struct jail_limits *lim,
 	memset(p, 0, sizeof(*p));
 	snprintf(opts, sizeof(opts), "mode=1777,size=%llu,nr_inodes=1024,uid=%u,gid=%u",
 		 (unsigned long long)shm_bytes(lim), (unsigned)uid, (unsigned)gid);
-	if ((r = plan_proc(p)) ||
+	if ((r = plan_proc(p, lim, btime)) ||
 	    (r = plan_devpts(p, lim)) ||
 	    (r = plan_add(p, MOUNT_TMPFS, MOUNT_F_NOEXEC, NULL, "/dev/shm", opts,
 			  strlen(opts), 0)) ||
@@ -437,7 +569,7 @@ int mount_plan_forked(struct mount_plan *p, const struct jail_limits *lim,
 }
 
 int mount_plan_build(struct mount_plan *p, const struct jail_config *cfg,
-		     uid_t uid, gid_t gid)
+		     uid_t uid, gid_t gid, long long btime)
 {
 	static const char *const top_links[] = {
 		"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", NULL
@@ -454,7 +586,7 @@ int mount_plan_build(struct mount_plan *p, const struct jail_config *cfg,
 			goto fail;
 	if ((r = plan_etc(p, cfg->hostname ? cfg->hostname : "petri")) ||
 	    (r = plan_dev(p, lim, shm_bytes(lim), uid, gid)) ||
-	    (r = plan_proc(p)))
+	    (r = plan_proc(p, lim, btime)))
 		goto fail;
 	for (size_t i = 0; i < cfg->nfiles; i++) {
 		const struct jail_file *f = &cfg->files[i];
@@ -497,6 +629,7 @@ int mount_plan_describe(const struct mount_plan *p, char **out)
 		[MOUNT_PROC] = "proc", [MOUNT_SYMLINK] = "symlink",
 		[MOUNT_FILE] = "file", [MOUNT_MASK] = "mask",
 		[MOUNT_ALIAS] = "alias", [MOUNT_DEVPTS] = "devpts",
+		[MOUNT_FAKE] = "fake",
 	};
 	struct buf b = BUF_INIT;
 	int r = 0;
@@ -650,6 +783,58 @@ static int apply_mask(const struct mount_entry *e, const char *newroot,
 	return 0;
 }
 
+/* The run of MOUNT_FAKE entries that starts at v[0] (n of them at most):
+ * their files are written into one scratch tmpfs on the new root's /tmp
+ * (mounted over later, on both paths), which is then made read-only;
+ * each file is bound over its dst (a bind keeps its source's read-only,
+ * nosuid, nodev and noexec: one mount call a file), and the scratch mount
+ * is detached: the binds keep the small tmpfs alive, and nothing of it is
+ * reachable but the files, for as long as the sandbox's mount namespace
+ * lives.  Returns how many entries it applied, or -errno. */
+static int apply_fakes(const struct mount_entry *v, size_t n, const char *newroot,
+		       char *err, size_t errlen)
+{
+	const unsigned long flags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
+	char scratch[4096], file[4096], dst[4096], num[24];
+	size_t k, count = 0;
+	int r = 0;
+
+	while (count < n && v[count].op == MOUNT_FAKE)
+		count++;
+	if ((r = safe_join(scratch, sizeof(scratch), newroot, "/tmp")) < 0)
+		return safe_fail(err, errlen, "path too long", v[0].dst, -r);
+	if ((r = safe_mkdir_p(scratch, 0755)) < 0)
+		return safe_fail(err, errlen, "cannot create", "/tmp", -r);
+	if (mount("tmpfs", scratch, "tmpfs", flags, "mode=0755,size=256k,nr_inodes=16") < 0)
+		return safe_fail(err, errlen, "cannot mount a tmpfs for", v[0].dst, errno);
+	for (k = 0; k < count && r == 0; k++) {
+		file[0] = '\0';
+		safe_strlcat(file, scratch, sizeof(file));
+		safe_strlcat(file, "/", sizeof(file));
+		if (safe_strlcat(file, safe_utoa(k, num), sizeof(file)) >= sizeof(file))
+			r = safe_fail(err, errlen, "path too long", v[k].dst, ENAMETOOLONG);
+		else if ((r = safe_write_file(file, v[k].data, v[k].len,
+					      O_CREAT | O_EXCL | O_NOFOLLOW, v[k].mode)) < 0)
+			r = safe_fail(err, errlen, "cannot write", v[k].dst, -r);
+	}
+	if (r == 0 && mount(NULL, scratch, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | flags,
+			    NULL) < 0)
+		r = safe_fail(err, errlen, "cannot make read-only the tmpfs of", v[0].dst, errno);
+	for (k = 0; k < count && r == 0; k++) {
+		file[0] = '\0';
+		safe_strlcat(file, scratch, sizeof(file));
+		safe_strlcat(file, "/", sizeof(file));
+		safe_strlcat(file, safe_utoa(k, num), sizeof(file));
+		if ((r = safe_join(dst, sizeof(dst), newroot, v[k].dst)) < 0)
+			r = safe_fail(err, errlen, "path too long", v[k].dst, -r);
+		else if (mount(file, dst, NULL, MS_BIND, NULL) < 0)
+			r = safe_fail(err, errlen, "cannot bind a file over", v[k].dst, errno);
+	}
+	if (umount2(scratch, MNT_DETACH) < 0 && r == 0)
+		r = safe_fail(err, errlen, "cannot detach the scratch tmpfs of", v[0].dst, errno);
+	return r < 0 ? r : (int)count;
+}
+
 static int apply_one(const struct mount_entry *e, const char *newroot,
 		     char *err, size_t errlen)
 {
@@ -692,6 +877,9 @@ static int apply_one(const struct mount_entry *e, const char *newroot,
 		return 0;
 	case MOUNT_MASK:
 		return apply_mask(e, newroot, dst, err, errlen);
+	case MOUNT_FAKE:
+		r = apply_fakes(e, 1, newroot, err, errlen);
+		return r < 0 ? r : 0;
 	case MOUNT_DEVPTS:
 		if ((r = safe_mkdir_p(dst, 0755)) < 0)
 			return safe_fail(err, errlen, "cannot create", e->dst, -r);
@@ -719,9 +907,15 @@ int mount_plan_apply(const struct mount_plan *p, const char *newroot,
 		     char *err, size_t errlen)
 {
 	for (size_t i = 0; i < p->n; i++) {
-		int r = apply_one(&p->v[i], newroot, err, errlen);
+		int r;
 
-		if (r < 0)
+		if (p->v[i].op == MOUNT_FAKE) {
+			if ((r = apply_fakes(&p->v[i], p->n - i, newroot, err, errlen)) < 0)
+				return r;
+			i += (size_t)r - 1;
+			continue;
+		}
+		if ((r = apply_one(&p->v[i], newroot, err, errlen)) < 0)
 			return r;
 	}
 	return 0;
@@ -796,6 +990,13 @@ int mount_refresh(const struct mount_plan *plan, char *err, size_t errlen)
 				return safe_fail(err, errlen, "cannot detach", e->dst, errno);
 			if ((r = apply_one(e, "", err, errlen)) < 0)
 				return r;
+			break;
+		case MOUNT_FAKE:
+			/* Over the fresh /proc, from a scratch tmpfs on the
+			 * template's /tmp, which is replaced below. */
+			if ((r = apply_fakes(e, plan->n - i, "", err, errlen)) < 0)
+				return r;
+			i += (size_t)r - 1;
 			break;
 		case MOUNT_TMPFS:
 			/* The template's own tmpfs goes; a fresh one comes. */

@@ -5,9 +5,10 @@
  * The plan describes the new root relative to an empty tmpfs: read-only
  * binds of /usr and a few /etc entries, the /bin, /lib* links as on the
  * host, a synthesized /etc, /dev with five device nodes and a private
- * devpts, a fresh /proc with
- * its dangerous corners masked, and size-limited tmpfs /tmp, /work and
- * /dev/shm.  Keeping it data makes it testable without namespaces. */
+ * devpts, a fresh /proc with its dangerous corners masked and the files
+ * that move with the neighbours replaced by the sandbox's own, and
+ * size-limited tmpfs /tmp, /work and /dev/shm.  Keeping it data makes it
+ * testable without namespaces. */
 #ifndef PETRI_MOUNTS_H
 #define PETRI_MOUNTS_H
 
@@ -29,6 +30,9 @@ enum mount_op {
 			 * bind that keeps src's nosuid and nodev */
 	MOUNT_DEVPTS,	/* a devpts instance of the sandbox's own at dst,
 			 * options in data */
+	MOUNT_FAKE,	/* a read-only file holding data[0..len) over dst (a
+			 * file of the new /proc); consecutive entries share
+			 * one scratch tmpfs, detached once they are bound */
 };
 
 #define MOUNT_F_RW	 (1u << 0)	/* bind stays writable (device nodes) */
@@ -55,11 +59,13 @@ struct mount_plan {
 	size_t nstrings, capstrings;
 };
 
-/* Build the plan for cfg.  uid/gid own the writable tmpfs mounts.
- * Returns 0 or -ENOMEM/-EINVAL (a path in cfg that is not absolute, or
- * that tries to shadow a built-in mount). */
+/* Build the plan for cfg.  uid/gid own the writable tmpfs mounts; btime
+ * is what the sandbox's /proc/stat says the machine booted (the start of
+ * its own clocks, init.h's struct init_epoch).  Returns 0 or
+ * -ENOMEM/-EINVAL (a path in cfg that is not absolute, or that tries to
+ * shadow a built-in mount). */
 int mount_plan_build(struct mount_plan *plan, const struct jail_config *cfg,
-		     uid_t uid, gid_t gid);
+		     uid_t uid, gid_t gid, long long btime);
 void mount_plan_release(struct mount_plan *plan);
 
 /* Apply the plan below newroot (an empty, writable tmpfs).  Child side:
@@ -74,11 +80,12 @@ int mount_plan_apply(const struct mount_plan *plan, const char *newroot,
 int mount_setup_root(const struct mount_plan *plan, char *err, size_t errlen);
 
 /* The mounts a sandbox forked from a template makes for itself: a fresh
- * /proc for its own pid namespace (masked as in a cold sandbox), a devpts
- * instance of its own and fresh tmpfs /tmp, /work and /dev/shm.  Everything else it shares, read-only,
- * with its template. */
+ * /proc for its own pid namespace (masked and replaced as in a cold
+ * sandbox; lim's memory_bytes is its meminfo, btime as above), a devpts
+ * instance of its own and fresh tmpfs /tmp, /work and /dev/shm.
+ * Everything else it shares, read-only, with its template. */
 int mount_plan_forked(struct mount_plan *plan, const struct jail_limits *lim,
-		      uid_t uid, gid_t gid);
+		      uid_t uid, gid_t gid, long long btime);
 
 /* Apply a mount_plan_forked() plan in a new mount namespace that is a copy
  * of the template's: the inherited /proc, /tmp, /work and /dev/shm are

@@ -97,6 +97,7 @@ int template_decode(const struct template_wire *w, size_t len, const int fds[5],
 	rq->limits.tmp_bytes = w->tmp_bytes;
 	rq->limits.inodes = w->inodes;
 	rq->limits.ptys = w->ptys;
+	rq->limits.memory_bytes = w->memory_bytes;
 	rq->hostname = w->hostname;
 	rq->uid = w->uid;
 	return 0;
@@ -172,6 +173,12 @@ static int pid1_entry(void *arg)
 	}
 	if (init_forked_wait(a) < 0)
 		_exit(125);
+	/* The sandbox's own clocks, for C, forked next, and for us at the
+	 * exec of petri-init (CLONE_VM kept us in the template's). */
+	if (init_time_namespace(&a->epoch, err, sizeof(err)) < 0) {
+		init_send_record(a->status_fd, INIT_ERROR, 0, err);
+		_exit(125);
+	}
 	/* Our children must tell us when they end (the template ignores
 	 * SIGCHLD; we have our own copy of its dispositions). */
 	signal(SIGCHLD, SIG_DFL);
@@ -222,7 +229,12 @@ int template_fork(const struct template_request *rq, const struct policy *pol,
 		a.rlimits[i].lim = rq->rlimits[i].lim;
 		a.nrlimits++;
 	}
-	if ((r = mount_plan_forked(&plan, &rq->limits, rq->uid, (gid_t)rq->uid)) < 0) {
+	/* Before B: no process of the sandbox may start before its clocks
+	 * do.  The template keeps the host's clocks (init.c), so these are
+	 * the host's. */
+	init_epoch_now(&a.epoch);
+	if ((r = mount_plan_forked(&plan, &rq->limits, rq->uid, (gid_t)rq->uid,
+				   a.epoch.btime)) < 0) {
 		if (direct)
 			return r;
 		safe_fail(err, sizeof(err), "cannot plan the mounts", NULL, -r);

@@ -51,6 +51,7 @@ struct template_wire {
 	uint32_t magic;
 	uint32_t uid;			/* as the template's namespace sees it */
 	uint64_t work_bytes, tmp_bytes, inodes;
+	uint64_t memory_bytes;		/* what its /proc/meminfo says; 0: the host's */
 	uint32_t nrlimits;
 	uint32_t ptys;			/* devpts max, 1..JAIL_PTYS_MAX */
 	struct {
@@ -63,7 +64,7 @@ struct template_wire {
 
 struct template_request {
 	int stdout_fd, stderr_fd, ctl_fd, status_fd, sync_fd;
-	struct jail_limits limits;	/* sizes of the fresh tmpfs mounts */
+	struct jail_limits limits;	/* sizes of the fresh tmpfs mounts, memory */
 	struct {
 		int resource;
 		struct rlimit lim;

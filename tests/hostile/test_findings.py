@@ -249,3 +249,111 @@ def test_a_killed_neighbour_does_not_take_the_daemon(path, servers, host_guard):
     assert r['status'] in ('timeout', 'killed'), H.describe(r)
     assert srv.neighbour_ok() is None
     srv.api.delete(f'/v1/sessions/{sid}')
+
+
+# ---------------------------------------------------------------- /proc and the neighbours
+
+# Every readable file of the sandbox's /proc outside the processes' own
+# directories, as hex, read once (issue 29, item 5).
+PROC_SCAN = r'''
+import os
+SKIP = {'kmsg', 'kcore', 'kpagecount', 'kpageflags', 'kpagecgroup', 'sysrq-trigger',
+        'self', 'thread-self'}
+def proc_scan():
+    out = {}
+    for root, dirs, files in os.walk('/proc'):
+        if root == '/proc':
+            dirs[:] = [d for d in dirs if not d.isdigit() and d not in SKIP]
+            files = [f for f in files if f not in SKIP]
+        for name in files:
+            p = os.path.join(root, name)
+            try:
+                fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
+            except OSError:
+                continue
+            try:
+                out[p] = os.read(fd, 1 << 16).hex()
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+    return out
+PROC_BEFORE = proc_scan()
+len(PROC_BEFORE)
+'''
+
+PROC_AGAIN = r'''
+import time
+after = proc_scan()
+stat = bytes.fromhex(after['/proc/stat']).decode()
+btime = int(stat.split('btime ')[1].split()[0])
+uptime = float(bytes.fromhex(after['/proc/uptime']).split()[0])
+(sorted(p for p in PROC_BEFORE if after.get(p) != PROC_BEFORE[p]), btime, uptime,
+ time.clock_gettime(time.CLOCK_MONOTONIC), time.clock_gettime(time.CLOCK_BOOTTIME))
+'''
+
+# What the neighbour does: everything that moved a host-wide count when
+# this was found (ptys, open files, inodes, dentries, processes, memory),
+# and it holds them while A looks again.
+NEIGHBOUR = r'''
+import os, subprocess
+held = [os.openpty() for _ in range(8)]
+files = [open('/proc/self/status', 'rb') for _ in range(300)]
+for i in range(300):
+    open('/tmp/n%d' % i, 'w').close()
+procs = [subprocess.Popen(['sleep', '30']) for _ in range(8)]
+ballast = bytearray(96 << 20)
+for i in range(0, len(ballast), 4096):
+    ballast[i] = 1
+len(held)
+'''
+
+# Files of A's own view that change whatever its neighbours do: its clock
+# (uptime; its second field, the host's idle time, is a known limit in
+# docs/security.md), a fresh random uuid per read, and cpuinfo's "cpu MHz"
+# where the host scales its CPUs' frequency.
+PROC_MOVES_ALONE = {'/proc/uptime', '/proc/sys/kernel/random/uuid', '/proc/cpuinfo'}
+
+
+def host_btime():
+    with open('/proc/stat') as f:
+        return int(f.read().split('btime ')[1].split()[0])
+
+
+@pytest.mark.parametrize('path', SERVE_PATHS)
+def test_proc_does_not_move_with_a_neighbour(path, servers, host_guard):
+    """Session A reads every file of its /proc; a neighbour session starts,
+    opens ptys and files, forks and allocates, and another starts; A reads
+    them again: nothing but its own clock changed.  Its boot time (btime,
+    uptime, CLOCK_MONOTONIC and CLOCK_BOOTTIME) is its own, not the host's,
+    which would link every session of one boot as boot_id did."""
+    srv = servers(path)
+    with open(f'/proc/{srv.proc.pid}/stat') as f:
+        ticks = int(f.read().rsplit(')', 1)[1].split()[19])
+    daemon_start = host_btime() + ticks / os.sysconf('SC_CLK_TCK')
+    a = srv.api.session(limits={'timeout_s': 60})
+    b = c = None
+    try:
+        r = srv.api.execute(a, PROC_SCAN, timeout_s=60)
+        assert r['status'] == 'ok', H.describe(r)
+        assert int(r['results'][0]['text/plain']) > 100, H.describe(r)
+        b = srv.api.session(limits={'timeout_s': 60, 'memory_mb': 512})
+        rb = srv.api.execute(b, NEIGHBOUR, timeout_s=60)
+        assert rb['status'] == 'ok', H.describe(rb)
+        c = srv.api.session()
+        assert srv.api.execute(c, '1+1')['status'] == 'ok'
+        r = srv.api.execute(a, PROC_AGAIN, timeout_s=60)
+        assert r['status'] == 'ok', H.describe(r)
+        moved, btime, uptime, mono, boot = eval(r['results'][0]['text/plain'])
+    finally:
+        for sid in (a, b, c):
+            if sid:
+                srv.api.delete(f'/v1/sessions/{sid}')
+    assert set(moved) <= PROC_MOVES_ALONE, moved
+    # The sandbox's clocks started after the daemon did: none of them is
+    # the host's boot.
+    now = time.time()
+    assert btime != host_btime()
+    assert daemon_start - 2 <= btime <= now + 1, (btime, daemon_start, now)
+    for clock in (uptime, mono, boot):
+        assert 0 <= clock <= now - daemon_start + 2, (uptime, mono, boot, now - daemon_start)

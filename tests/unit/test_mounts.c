@@ -1,10 +1,13 @@
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "jail/mounts.h"
 #include "unit.h"
+
+#define BTIME 1700000000LL	/* the sandbox's boot, as its /proc/stat says */
 
 static const struct mount_entry *find(const struct mount_plan *p, enum mount_op op,
 				      const char *dst)
@@ -42,7 +45,7 @@ START_TEST(test_plan_layout)
 	const struct mount_entry *e;
 
 	default_config(&cfg, &f);
-	ck_assert_int_eq(mount_plan_build(&p, &cfg, 1000, 1000), 0);
+	ck_assert_int_eq(mount_plan_build(&p, &cfg, 1000, 1000, BTIME), 0);
 
 	e = find(&p, MOUNT_BIND, "/usr");
 	ck_assert_ptr_nonnull(e);
@@ -106,7 +109,17 @@ static const char *const host_proc[] = {
 	"/proc/swaps", "/proc/vmallocinfo", "/proc/slabinfo", "/proc/pagetypeinfo",
 	"/proc/zoneinfo", "/proc/buddyinfo", "/proc/sched_debug",
 	"/proc/timer_list", "/proc/pressure", "/proc/locks", "/proc/iomem",
+	"/proc/fs", "/proc/irq", "/proc/sys/kernel/pty/nr", "/proc/sys/fs/file-nr",
+	"/proc/sys/fs/inode-nr", "/proc/sys/fs/inode-state",
+	"/proc/sys/fs/dentry-state", "/proc/sys/fs/aio-nr",
 	NULL
+};
+
+/* What the runtimes read but moves with the neighbours: a file of the
+ * sandbox's own over it. */
+static const char *const faked_proc[] = {
+	"/proc/stat", "/proc/loadavg", "/proc/meminfo", "/proc/vmstat",
+	"/proc/cgroups", NULL
 };
 
 /* What the runtimes read: never masked. */
@@ -133,6 +146,18 @@ static void check_proc_masks(const struct mount_plan *p, const char *which)
 	for (size_t i = 0; runtime_proc[i]; i++)
 		ck_assert_msg(!find(p, MOUNT_MASK, runtime_proc[i]), "%s: %s masked",
 			      which, runtime_proc[i]);
+	/* replaced after the masks, one run of entries (one scratch tmpfs),
+	 * before the /tmp it is made on is mounted over */
+	for (size_t i = 0; faked_proc[i]; i++) {
+		const struct mount_entry *e = find(p, MOUNT_FAKE, faked_proc[i]);
+
+		ck_assert_msg(e && e->len > 0, "%s: %s not replaced", which, faked_proc[i]);
+		ck_assert(proc < e && e->mode == 0444);
+		ck_assert(find(p, MOUNT_MASK, "/proc/kcore") < e);
+		ck_assert(e < find(p, MOUNT_TMPFS, "/tmp"));
+		ck_assert(e == find(p, MOUNT_FAKE, "/proc/stat") ||
+			  e[-1].op == MOUNT_FAKE);
+	}
 }
 
 START_TEST(test_plan_proc_masks_both_paths)
@@ -143,8 +168,8 @@ START_TEST(test_plan_proc_masks_both_paths)
 	size_t ncold = 0, nwarm = 0;
 
 	default_config(&cfg, &f);
-	ck_assert_int_eq(mount_plan_build(&cold, &cfg, 1000, 1000), 0);
-	ck_assert_int_eq(mount_plan_forked(&warm, &cfg.limits, 1000, 1000), 0);
+	ck_assert_int_eq(mount_plan_build(&cold, &cfg, 1000, 1000, BTIME), 0);
+	ck_assert_int_eq(mount_plan_forked(&warm, &cfg.limits, 1000, 1000, BTIME), 0);
 	check_proc_masks(&cold, "cold");
 	check_proc_masks(&warm, "warm");
 	/* the same masks on both paths */
@@ -157,8 +182,60 @@ START_TEST(test_plan_proc_masks_both_paths)
 	for (size_t i = 0; i < warm.n; i++)
 		nwarm += warm.v[i].op == MOUNT_MASK;
 	ck_assert_uint_eq(ncold, nwarm);
+	/* the same files of the sandbox's own on both paths */
+	for (size_t i = 0; faked_proc[i]; i++) {
+		const struct mount_entry *c = find(&cold, MOUNT_FAKE, faked_proc[i]);
+		const struct mount_entry *w = find(&warm, MOUNT_FAKE, faked_proc[i]);
+
+		ck_assert(c && w && c->len == w->len);
+		ck_assert(memcmp(c->data, w->data, c->len) == 0);
+	}
 	mount_plan_release(&cold);
 	mount_plan_release(&warm);
+}
+END_TEST
+
+/* The sandbox's own view: its memory limit in meminfo, all of it free;
+ * nothing of the host's activity in stat or loadavg; btime the one the
+ * jail gives (the start of the sandbox's clocks), never the host's. */
+START_TEST(test_plan_proc_own_view)
+{
+	struct jail_config cfg;
+	struct jail_file f;
+	struct mount_plan p;
+	const struct mount_entry *e;
+	cpu_set_t set;
+	char *text, *s;
+	int cpus = 0;
+
+	default_config(&cfg, &f);
+	cfg.limits.memory_bytes = 256ull << 20;
+	ck_assert_int_eq(mount_plan_forked(&p, &cfg.limits, 1000, 1000, BTIME), 0);
+	e = find(&p, MOUNT_FAKE, "/proc/meminfo");
+	ck_assert_ptr_nonnull(e);
+	text = strndup(e->data, e->len);
+	ck_assert_ptr_nonnull(strstr(text, "MemTotal:         262144 kB\n"));
+	ck_assert_ptr_nonnull(strstr(text, "MemFree:          262144 kB\n"));
+	ck_assert_ptr_nonnull(strstr(text, "MemAvailable:     262144 kB\n"));
+	free(text);
+	e = find(&p, MOUNT_FAKE, "/proc/loadavg");
+	ck_assert(e && e->len == 21 && memcmp(e->data, "0.00 0.00 0.00 1/1 1\n", 21) == 0);
+	e = find(&p, MOUNT_FAKE, "/proc/stat");
+	ck_assert_ptr_nonnull(e);
+	text = strndup(e->data, e->len);
+	ck_assert(strncmp(text, "cpu  0 0 0 0 0 0 0 0 0 0\ncpu", 28) == 0);
+	ck_assert_ptr_nonnull(strstr(text, "\nbtime 1700000000\n"));
+	ck_assert_ptr_nonnull(strstr(text, "\nprocs_running 1\n"));
+	/* a cpuN line per CPU we may run on: what glibc counts */
+	for (s = text; (s = strstr(s, "\ncpu")); s++)
+		cpus++;
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(set), &set), 0);
+	ck_assert_int_eq(cpus, CPU_COUNT(&set));
+	free(text);
+	e = find(&p, MOUNT_FAKE, "/proc/cgroups");
+	ck_assert(e && e->len > 43 &&
+		  strncmp(e->data, "#subsys_name\thierarchy\tnum_cgroups\tenabled\n", 43) == 0);
+	mount_plan_release(&p);
 }
 END_TEST
 
@@ -173,8 +250,8 @@ START_TEST(test_plan_devpts)
 
 	default_config(&cfg, &f);
 	cfg.limits.ptys = 5;
-	ck_assert_int_eq(mount_plan_build(&cold, &cfg, 1000, 1000), 0);
-	ck_assert_int_eq(mount_plan_forked(&warm, &cfg.limits, 1000, 1000), 0);
+	ck_assert_int_eq(mount_plan_build(&cold, &cfg, 1000, 1000, BTIME), 0);
+	ck_assert_int_eq(mount_plan_forked(&warm, &cfg.limits, 1000, 1000, BTIME), 0);
 	c = find(&cold, MOUNT_DEVPTS, "/dev/pts");
 	w = find(&warm, MOUNT_DEVPTS, "/dev/pts");
 	ck_assert_ptr_nonnull(c);
@@ -199,7 +276,7 @@ START_TEST(test_plan_etc_ssl)
 	struct mount_plan p;
 
 	default_config(&cfg, &f);
-	ck_assert_int_eq(mount_plan_build(&p, &cfg, 1000, 1000), 0);
+	ck_assert_int_eq(mount_plan_build(&p, &cfg, 1000, 1000, BTIME), 0);
 	for (size_t i = 0; i < p.n; i++)
 		ck_assert_msg(strcmp(p.v[i].dst, "/etc/ssl") != 0 &&
 			      strncmp(p.v[i].dst, "/etc/ssl/private", 16) != 0,
@@ -222,7 +299,7 @@ START_TEST(test_plan_user_binds)
 	default_config(&cfg, &f);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		cfg.ro_binds = bad[i];
-		ck_assert_msg(mount_plan_build(&p, &cfg, 1000, 1000) == -EINVAL,
+		ck_assert_msg(mount_plan_build(&p, &cfg, 1000, 1000, BTIME) == -EINVAL,
 			      "accepted %s", bad[i][0]);
 	}
 	{
@@ -230,7 +307,7 @@ START_TEST(test_plan_user_binds)
 
 		cfg.ro_binds = good;
 		/* /srv exists on Debian; a bind of it is read-only */
-		ck_assert_int_eq(mount_plan_build(&p, &cfg, 1000, 1000), 0);
+		ck_assert_int_eq(mount_plan_build(&p, &cfg, 1000, 1000, BTIME), 0);
 		ck_assert_ptr_nonnull(find(&p, MOUNT_BIND, "/srv"));
 		mount_plan_release(&p);
 	}
@@ -265,9 +342,9 @@ START_TEST(test_plan_files_only_under_opt)
 
 	default_config(&cfg, &f);
 	f.path = "/etc/evil";
-	ck_assert_int_eq(mount_plan_build(&p, &cfg, 1000, 1000), -EINVAL);
+	ck_assert_int_eq(mount_plan_build(&p, &cfg, 1000, 1000, BTIME), -EINVAL);
 	f.path = "/opt/../etc/evil";
-	ck_assert_int_eq(mount_plan_build(&p, &cfg, 1000, 1000), -EINVAL);
+	ck_assert_int_eq(mount_plan_build(&p, &cfg, 1000, 1000, BTIME), -EINVAL);
 }
 END_TEST
 
@@ -279,7 +356,7 @@ START_TEST(test_plan_describe)
 	char *text;
 
 	default_config(&cfg, &f);
-	ck_assert_int_eq(mount_plan_build(&p, &cfg, 1000, 1000), 0);
+	ck_assert_int_eq(mount_plan_build(&p, &cfg, 1000, 1000, BTIME), 0);
 	ck_assert_int_eq(mount_plan_describe(&p, &text), 0);
 	ck_assert_ptr_nonnull(strstr(text, "bind-ro /usr <- /usr\n"));
 	ck_assert_ptr_nonnull(strstr(text, "proc /proc\n"));
@@ -295,6 +372,7 @@ Suite *mounts_suite(void)
 
 	tcase_add_test(tc, test_plan_layout);
 	tcase_add_test(tc, test_plan_proc_masks_both_paths);
+	tcase_add_test(tc, test_plan_proc_own_view);
 	tcase_add_test(tc, test_plan_devpts);
 	tcase_add_test(tc, test_plan_etc_ssl);
 	tcase_add_test(tc, test_plan_user_binds);
