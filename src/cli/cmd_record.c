@@ -48,10 +48,11 @@ static void export_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: petri record export (--session ID | --oneshots [--since T] [--until T])\n"
-		"                           --format ipynb|html|jsonl [--config FILE]\n"
+		"                           --format ipynb|html|jsonl [--config FILE | RECORD]\n"
 		"\n"
 		"Write what the record holds of a session, or of the one-shot runs, oldest\n"
-		"first, to stdout (docs/record.md):\n"
+		"first, to stdout (docs/record.md); the record is the file RECORD, or the one\n"
+		"the configuration names:\n"
 		"  ipynb   a Jupyter notebook: a code cell per execution with its outputs\n"
 		"  html    a self-contained page, safe to open: no script, no external resource\n"
 		"  jsonl   one entry per line, as GET /v1/sessions/{id}/executions lists them\n"
@@ -81,18 +82,33 @@ static int fail_usage(const char *fmt, ...)
 	return 2;
 }
 
-/* Load the configuration (config_path, or the default one) into cfg and
- * find the record file it names, which must exist (this command reads a
- * record, never makes one).  0: *path is cfg->record (config_release(cfg)
- * later); otherwise cfg is released after saying why, prefixed with cmd:
- * 2 when the configuration cannot be read, 1 when it names no record file
- * or the file cannot be found. */
-static int record_file(struct petri_config *cfg, const char *config_path, const char *cmd,
-		       const char **path)
+/* The record file to read: file when the command line names one, else the
+ * one the configuration (config_path, or the default one) names; it must
+ * exist (this command reads a record, never makes one).  0: *path is set,
+ * and cfg is to be released with config_release() later; otherwise cfg is
+ * released after saying why, prefixed with cmd: 2 when the configuration
+ * cannot be read or both a file and a configuration are named, 1 when it
+ * names no record file or the file cannot be found. */
+static int record_file(struct petri_config *cfg, const char *file, const char *config_path,
+		       const char *cmd, const char **path)
 {
 	char buf[4096], err[512];
 	struct stat st;
 
+	if (file) {
+		config_defaults(cfg);
+		if (config_path) {
+			fprintf(stderr, "%s: give a record FILE or --config, not both\n", cmd);
+			return 2;
+		}
+		if (stat(file, &st) < 0) {
+			fprintf(stderr, "%s: the record file '%s': %s\n", cmd, file,
+				strerror(errno));
+			return 1;
+		}
+		*path = file;
+		return 0;
+	}
 	if (!config_path)
 		config_path = config_default_path(buf, sizeof(buf));
 	if (config_load(cfg, config_path, err, sizeof(err)) < 0) {
@@ -187,7 +203,7 @@ static int record_verify_cmd(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *config_path = NULL, *key_id = NULL, *path;
+	const char *config_path = NULL, *key_id = NULL, *file = NULL, *path;
 	unsigned char link[CHAIN_HASH_LEN];
 	struct chain_key *key = NULL;
 	struct petri_config cfg;
@@ -218,10 +234,11 @@ static int record_verify_cmd(int argc, char **argv)
 			json = true;
 			break;
 		case 'h':
-			printf("usage: petri record verify [--config FILE] [--key ID] "
+			printf("usage: petri record verify [--config FILE | RECORD] [--key ID] "
 			       "[--head SEQ:SHA256] [--json]\n"
 			       "Check the execution record's hash chain and the signature of its "
-			       "head.\n"
+			       "head:\n"
+			       "the file RECORD, or the one the configuration names.\n"
 			       "  --key ID     the public key (ed25519:..., as logged) to check the "
 			       "head with,\n"
 			       "               instead of the key file beside the record\n"
@@ -235,6 +252,8 @@ static int record_verify_cmd(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (optind < argc)
+		file = argv[optind++];
 	if (optind < argc) {
 		fprintf(stderr, "petri record verify: unexpected '%s'\n", argv[optind]);
 		return 2;
@@ -243,7 +262,7 @@ static int record_verify_cmd(int argc, char **argv)
 		fprintf(stderr, "petri record verify: %s\n", err);
 		return 2;
 	}
-	if (record_file(&cfg, config_path, "petri record verify", &path) != 0) {
+	if (record_file(&cfg, file, config_path, "petri record verify", &path) != 0) {
 		chain_key_free(key);
 		return 2;
 	}
@@ -274,6 +293,7 @@ static int record_export(int argc, char **argv)
 	};
 	struct export_query q = { 0 };
 	const char *config_path = NULL, *format = NULL, *since = NULL, *until = NULL, *path;
+	const char *file = NULL;
 	struct petri_config cfg;
 	enum export_format f;
 	struct record *rec = NULL;
@@ -297,6 +317,8 @@ static int record_export(int argc, char **argv)
 			return fail_usage("unknown or incomplete option '%s'", argv[optind - 1]);
 		}
 	}
+	if (optind < argc)
+		file = argv[optind++];
 	if (optind != argc)
 		return fail_usage("unexpected argument '%s'", argv[optind]);
 	if (!q.session == !oneshots)
@@ -317,7 +339,7 @@ static int record_export(int argc, char **argv)
 	if (!export_format_from_name(format, &f))
 		return fail_usage("unknown format '%s': ipynb, html or jsonl", format);
 
-	if ((r = record_file(&cfg, config_path, "petri record export", &path)) != 0)
+	if ((r = record_file(&cfg, file, config_path, "petri record export", &path)) != 0)
 		return r;
 	if (!(rec = open_record(path)))
 		goto out;

@@ -270,6 +270,24 @@ def test_the_default_record_is_in_the_state_directory(make_server):
     assert os.stat(srv.state_dir).st_mode & 0o777 == 0o700
 
 
+def test_a_record_file_is_named_on_the_command_line(kept):
+    """`petri record verify RECORD` and `petri record export ... RECORD`
+    read that file, with no configuration."""
+    _, path, _ = kept
+    p = subprocess.run([PETRI, "record", "verify", str(path)], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0 and "intact: 5 entries" in p.stdout + p.stderr, p
+    p = subprocess.run([PETRI, "record", "export", "--oneshots", "--format", "jsonl", str(path)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and "one-shot" in p.stdout, p
+    p = subprocess.run([PETRI, "record", "verify", "--config", "/dev/null", str(path)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "not both" in p.stderr, p
+    p = subprocess.run([PETRI, "record", "verify", str(path) + ".none"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and ".none" in p.stderr, p
+
+
 def test_verify_errors(tmp_path):
     conf = tmp_path / "memory.ini"
     conf.write_text("[server]\nrecord =\n")
