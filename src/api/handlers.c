@@ -13,26 +13,26 @@
 
 const char *http_sm_code(enum sm_result r, int *status)
 {
-	static const struct { int status; const char *code; } map[] = {
-		[SM_OK] = { 500, "internal" },
-		[SM_NOT_FOUND] = { 404, "session_not_found" },
-		[SM_GONE] = { 410, "session_gone" },
-		[SM_BUSY] = { 409, "session_busy" },
-		[SM_CAPACITY] = { 429, "over_capacity" },
-		[SM_STOPPING] = { 503, "shutting_down" },
-		[SM_START_FAILED] = { 503, "sandbox_failed" },
-		[SM_INVALID] = { 400, "invalid_request" },
-		[SM_TOO_LARGE] = { 413, "too_large" },
-		[SM_NO_MEMORY] = { 500, "internal" },
-		[SM_NO_PROCESS] = { 404, "process_not_found" },
-		[SM_PROTECTED] = { 403, "process_protected" },
-		[SM_HOST_FULL] = { 429, "over_capacity" },
-		[SM_KEY_SHARE] = { 429, "over_capacity" },
+	static const int map[] = {
+		[SM_OK] = 500,
+		[SM_NOT_FOUND] = 404,
+		[SM_GONE] = 410,
+		[SM_BUSY] = 409,
+		[SM_CAPACITY] = 429,
+		[SM_STOPPING] = 503,
+		[SM_START_FAILED] = 503,
+		[SM_INVALID] = 400,
+		[SM_TOO_LARGE] = 413,
+		[SM_NO_MEMORY] = 500,
+		[SM_NO_PROCESS] = 404,
+		[SM_PROTECTED] = 403,
+		[SM_HOST_FULL] = 429,
+		[SM_KEY_SHARE] = 429,
 	};
 
 	if (status)
-		*status = map[r].status;
-	return map[r].code;
+		*status = map[r];
+	return sm_result_code(r);
 }
 
 const char *http_sm_message(enum sm_result r, const char *reason)

@@ -274,10 +274,38 @@ static void save_outputs(struct result *res, const char *dir, bool project)
 }
 
 /* The exit status of a one-shot that did not run. */
+/* With --json, a refusal is one JSON object on stdout as well, the code
+ * and message an HTTP client would read: what a script parses is never
+ * empty.  refusal_code names the code of the next die(); else the status
+ * says (2: a request petri refuses, else petri's own failure). */
+static const char *refusal_code;
+static bool json_refusals;
+
+static void refuse_in_json(int status, const char *message)
+{
+	json_t *j = json_pack("{s:s, s:{s:s, s:s}}", "status", "error", "error", "code",
+			      refusal_code ? refusal_code : status == 2 ? "invalid_request" :
+			      "internal", "message", message);
+
+	if (j && json_dumpf(j, stdout, JSON_COMPACT | JSON_ENSURE_ASCII) == 0)
+		putchar('\n');
+	fflush(stdout);
+	json_decref(j);
+}
+
+/* The session layer said no: say why (and in JSON with --json); the exit
+ * status. */
 static int failed(enum sm_result r, const char *err)
 {
-	log_err("%s", *err ? err : sm_result_message(r));
-	return r == SM_INVALID || r == SM_TOO_LARGE ? 2 : 125;
+	const char *why = *err ? err : sm_result_message(r);
+	int status = r == SM_INVALID || r == SM_TOO_LARGE ? 2 : 125;
+
+	if (json_refusals) {
+		refusal_code = sm_result_code(r);
+		refuse_in_json(status, why);
+	}
+	log_err("%s", why);
+	return status;
 }
 
 int cmd_run(int argc, char **argv)
@@ -378,6 +406,10 @@ int cmd_run(int argc, char **argv)
 			goto free_request;
 		}
 	}
+	if (json_out) {
+		json_refusals = true;
+		die_hook(refuse_in_json);
+	}
 	if (inline_code && optind < argc)
 		die(2, "give the code with -c or as a FILE, not both");
 	/* First: the configuration's languages are known by their names and
@@ -421,8 +453,10 @@ int cmd_run(int argc, char **argv)
 	l.cfg.pool_min = l.cfg.pool_max = 0;
 	l.cfg.record[0] = '\0';
 	l.cfg.max_sessions = 1;
-	if (!request_oneshot(&l.cfg, req, &o, &e))
-		die(2, "%s", e.message);
+	if (!request_oneshot(&l.cfg, req, &o, &e)) {
+		refusal_code = e.code;
+		die(!strcmp(e.code, "internal") ? 125 : 2, "%s", e.message);
+	}
 	o.ex.cpu_s = cpu_s;
 	if (save_dir) {
 		/* Everything the workspace can hold comes back. */

@@ -106,6 +106,28 @@ static json_t *time_json(double t)
 	return json_string(timefmt_rfc3339(t, s));
 }
 
+const char *sm_result_code(enum sm_result r)
+{
+	static const char *const codes[] = {
+		[SM_OK] = "internal",
+		[SM_NOT_FOUND] = "session_not_found",
+		[SM_GONE] = "session_gone",
+		[SM_BUSY] = "session_busy",
+		[SM_CAPACITY] = "over_capacity",
+		[SM_STOPPING] = "shutting_down",
+		[SM_START_FAILED] = "sandbox_failed",
+		[SM_INVALID] = "invalid_request",
+		[SM_TOO_LARGE] = "too_large",
+		[SM_NO_MEMORY] = "internal",
+		[SM_NO_PROCESS] = "process_not_found",
+		[SM_PROTECTED] = "process_protected",
+		[SM_HOST_FULL] = "over_capacity",
+		[SM_KEY_SHARE] = "over_capacity",
+	};
+
+	return (size_t)r < sizeof(codes) / sizeof(codes[0]) && codes[r] ? codes[r] : "internal";
+}
+
 const char *sm_result_message(enum sm_result r)
 {
 	switch (r) {

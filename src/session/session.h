@@ -67,6 +67,8 @@ enum sm_result {
 
 /* A sentence for r, for when there is no reason more precise. */
 const char *sm_result_message(enum sm_result r);
+/* The error code clients read for r (the HTTP API's, petri run --json's). */
+const char *sm_result_code(enum sm_result r);
 
 int smgr_new(const struct petri_config *cfg, struct jail_host *host,
 	     struct smgr **out, char *err, size_t errlen);

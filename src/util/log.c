@@ -80,11 +80,27 @@ void log_errno(enum log_level level, int err, const char *fmt, ...)
 	errno = saved;
 }
 
+static void (*on_die)(int status, const char *message);
+
+void die_hook(void (*fn)(int status, const char *message))
+{
+	on_die = fn;
+}
+
 void die(int status, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
+	if (on_die) {
+		char msg[2048];
+		va_list copy;
+
+		va_copy(copy, ap);
+		vsnprintf(msg, sizeof(msg), fmt, copy);
+		va_end(copy);
+		on_die(status, msg);
+	}
 	vlog(LOG_ERR, 0, fmt, ap);
 	va_end(ap);
 	exit(status);

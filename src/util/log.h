@@ -33,5 +33,8 @@ void log_errno(enum log_level level, int err, const char *fmt, ...)
 /* Print an error and exit(status).  main() only. */
 void die(int status, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3), noreturn));
+/* What die() calls with its status and message before it exits (a command
+ * that answers in JSON says why there too); NULL: nothing. */
+void die_hook(void (*fn)(int status, const char *message));
 
 #endif

@@ -252,3 +252,24 @@ def test_tests_come_back_as_data(petri_json, petri_raw, tmp_path):
     assert (no['file'], no['line'], no['message']) == ('test_m.py', 5, 'assert 1 == 2'), no
     bad = petri_raw(['run', '--tests', 'junit:../x.xml', '-c', '1'])
     assert bad.rc == 2 and b"'tests'" in bad.proc.stderr
+
+
+def test_json_refusals_are_one_json_object(petri_raw, tmp_path):
+    """With --json, a refused run still prints exactly one JSON object on
+    stdout (status error, the code and message an HTTP client reads) and
+    exits non-zero: a script that parses it never gets nothing."""
+    import json
+    cases = [
+        (['run', '--json', '--timeout', '999999', '-c', '1'], 'invalid_request', 'timeout_s'),
+        (['run', '--json', '-l', 'ruby', '-c', 'x'], 'invalid_request', "'ruby'"),
+        (['run', '--json', str(tmp_path / 'none.py')], 'invalid_request', 'none.py'),
+        (['run', '--json', '-c', '1', str(tmp_path / 'none.py')], 'invalid_request', 'not both'),
+    ]
+    for args, code, words in cases:
+        run = petri_raw(args)
+        out = run.proc.stdout
+        assert out.count(b'\n') == 1 and out.endswith(b'\n'), (args, out, run.proc.stderr)
+        r = json.loads(out)
+        assert r['status'] == 'error' and r['error']['code'] == code, (args, r)
+        assert words in r['error']['message'], (args, r)
+        assert run.rc == 2, (args, run.rc)
