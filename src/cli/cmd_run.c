@@ -174,7 +174,9 @@ static void on_error(void *ctx, const json_t *error)
 	const char *msg = json_string_value(json_object_get(error, "message"));
 
 	(void)ctx;
-	if (tb && *tb)
+	/* A compile error's traceback is the end of the compiler's output,
+	 * which went to stderr as it came: once is enough. */
+	if (tb && *tb && !(name && !strcmp(name, "CompileError")))
 		write_all(2, tb, strlen(tb));
 	else if (name && msg && strcmp(name, "NonZeroExit") != 0)
 		fprintf(stderr, "%s: %s\n", name, msg);

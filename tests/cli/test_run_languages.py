@@ -38,3 +38,13 @@ def test_without_the_configuration_the_language_is_unknown(petri_raw):
     r = petri_raw(['run', '-l', 'perl', '-c', 'print 1'], env={'PETRI_CONFIG': ''})
     assert r.rc == 2
     assert b"unknown language 'perl': must be python, bash, c, javascript or r" in r.stderr
+
+
+def test_a_compile_error_is_printed_once(petri_raw):
+    """The compiler's output goes to stderr as it comes; the CompileError
+    that follows names it in one line instead of printing it again."""
+    run = petri_raw(['run', '-l', 'c', '-c', 'int main(void) { return undeclared_name; }'])
+    err = run.stderr.decode()
+    assert run.rc == 1, err
+    assert err.count('return undeclared_name;') == 1, err
+    assert err.count('\nCompileError: ') == 1, err
