@@ -1055,25 +1055,41 @@ def shell_escapes(source, filename):
     return '\n'.join(lines)
 
 
+def is_pip(command):
+    """Is a shell command pip itself: pip, pip3, pip3.11, python3 -m pip
+    (any path)?"""
+    words = command.split()
+    if not words:
+        return False
+    first = words[0].rsplit('/', 1)[-1]
+    for name, rest in (('pip', words[1:1]), ('python', words[1:3])):
+        if first.startswith(name) and all(c in '0123456789.' for c in first[len(name):]):
+            return name == 'pip' or rest == ['-m', 'pip']
+    return False
+
+
 def shell_call(line):
     """`!command` -> `_petri_shell('command')` with its indentation; `%pip
-    ARGS` as `!python3 -m pip ARGS` (as IPython runs it); None for others."""
+    ARGS` as `!python3 -m pip ARGS` (as IPython runs it); None for others.
+    A pip that fails raises (`check`): a model must see that an install
+    failed, where IPython only prints pip's complaint."""
     body = line.lstrip()
     indent = line[:len(line) - len(body)]
     if body.startswith('!'):
-        command = body[1:]
+        command = body[1:].strip()
     elif body.startswith('%pip') and body[4:5] in ('', ' ', '\t'):
-        command = '%s -m pip%s' % (sys.executable or 'python3', body[4:])
+        command = ('%s -m pip%s' % (sys.executable or 'python3', body[4:])).strip()
     else:
         return None
-    return '%s_petri_shell(%r)' % (indent, command.strip())
+    return '%s_petri_shell(%r, %r)' % (indent, command, is_pip(command))
 
 
-def shell_escape(command):
+def shell_escape(command, check=False):
     """`!command` in a cell: bash runs it as a bash execution runs (its own
     process group, stdin /dev/null, output live); an interrupt kills the
     group.  Its exit status is `_exit_code` in the cell's namespace, as in
-    IPython, and what it installed imports at once."""
+    IPython, and what it installed imports at once.  check: a non-zero
+    exit raises CalledProcessError."""
     proc = spawn(['/bin/bash', '-c', command])
     try:
         proc.wait()
@@ -1083,6 +1099,8 @@ def shell_escape(command):
     finally:
         refresh_user_site(force=True)
     S.user_ns['_exit_code'] = proc.returncode
+    if check and proc.returncode != 0:
+        raise subprocess.CalledProcessError(proc.returncode, command)
 
 
 def refresh_user_site(force=False):

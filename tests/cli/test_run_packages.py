@@ -47,6 +47,24 @@ def test_pip_without_a_wheelhouse_fails_clearly(petri_json, tmp_path):
     assert 'No matching distribution found for petricli' in r['stderr'], r.describe()
 
 
+def test_a_failed_pip_in_python_is_an_error(petri_json, tmp_path):
+    """`%pip install` and `!pip install` that fail raise, so that the
+    result says error (IPython only prints pip's complaint, and a model
+    read status ok); any other `!command` keeps IPython's `_exit_code`."""
+    cfg = write_config(tmp_path, '')
+    for line in ('%pip install petricli', '!pip install petricli',
+                 '!python3 -m pip install petricli'):
+        r = petri_json(f'before = 1\n{line}\nafter = 1', '--config', cfg)
+        assert r['status'] == 'error', (line, r.describe())
+        assert r['error']['name'].endswith('CalledProcessError'), (line, r.describe())
+        assert 'pip install petricli' in r['error']['message'], r.describe()
+        assert 'No matching distribution found for petricli' in r['stderr'], r.describe()
+    r = petri_json('!false\n_exit_code', '--config', cfg)
+    assert r['status'] == 'ok' and r['results'] == [{'text/plain': '1'}], r.describe()
+    r = petri_json('!pip --version', '--config', cfg)
+    assert r['status'] == 'ok', r.describe()
+
+
 def test_a_symlinked_ro_bind_binds_what_it_points_to(petri_json, tmp_path, operator):
     wh, _ = operator
     link = wh + '-link'
