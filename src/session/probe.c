@@ -312,7 +312,10 @@ static bool attempt(struct probe *p)
 	p->done = true;
 	pthread_cond_broadcast(&p->done_cond);
 	pthread_mutex_unlock(&p->lock);
-	if (!found)
+	/* Cut short by the shutdown: nothing is wrong with the sandboxes. */
+	if (!found && (r == SM_STOPPING || smgr_stopping(p->m)))
+		log_info("%s (the server is stopping)", p->error);
+	else if (!found)
 		log_warn("%s", p->error);
 	free(code);
 	return found != NULL;

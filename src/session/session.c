@@ -57,7 +57,12 @@ struct smgr {
 	struct probe *probe;		/* what the sandboxes have; NULL until asked */
 	struct jail_host *host;
 	struct spawner *spawner;
-	struct pool *pool;		/* NULL: cold path only */
+	/* NULL: cold path only (warm off, or not started yet: smgr_warm_start);
+	 * atomic, as a front end may start it while sessions are made. */
+	struct pool *_Atomic pool;
+	atomic_bool pool_failed;	/* warm on, but the pool could not start */
+	atomic_bool pool_started;	/* smgr_warm_start() was called */
+	atomic_size_t live;		/* n, read without the lock (/healthz) */
 	struct record *record;		/* every execution (record.h) */
 	const char **pool_env;		/* the operator's env, for pooled sandboxes */
 	pthread_mutex_t lock;
@@ -184,8 +189,10 @@ static const char **merge_env(const struct smgr *m, const char *const *extra)
  * that got none): the pool refills now, not on a tick. */
 static void room_grew(struct smgr *m)
 {
-	if (m->pool)
-		pool_poke(m->pool);
+	struct pool *pool = m->pool;
+
+	if (pool)
+		pool_poke(pool);
 }
 
 /* Kill b now; reap it and remove its cgroup on the disposer thread.  The
@@ -314,6 +321,7 @@ static void table_remove(struct smgr *m, size_t i)
 {
 	tasks_give(m, m->v[i]->limits.pids, m->v[i]->key);
 	m->v[i] = m->v[--m->n];
+	atomic_store(&m->live, m->n);
 	metrics_gauge_add(M_SESSIONS_LIVE, -1);
 }
 
@@ -410,13 +418,53 @@ static int start_pool(struct smgr *m)
 	struct pool_config pc = { .min = m->cfg->pool_min, .max = m->cfg->pool_max,
 				  .window_s = m->cfg->pool_window_s, .room = room_left,
 				  .ctx = m, .preload = config_preload(m->cfg) };
+	struct pool *pool;
+	int r;
 
 	m->pool_env = merge_env(m, NULL);
 	if (!m->pool_env)
 		return -ENOMEM;
 	box_config_of(m, &m->cfg->defaults, &pc.defaults);
 	pc.defaults.env = m->pool_env;
-	return pool_new(m->host, &pc, &m->pool);
+	if ((r = pool_new(m->host, &pc, &pool)) < 0)
+		return r;
+	m->pool = pool;
+	return 0;
+}
+
+void smgr_warm_start(struct smgr *m)
+{
+	if (!m->cfg->warm || atomic_exchange(&m->pool_started, true))
+		return;
+	pthread_mutex_lock(&m->lock);
+	if (!m->stopping && start_pool(m) < 0) {
+		atomic_store(&m->pool_failed, true);
+		log_warn("cannot start the warm pool: every sandbox starts cold");
+	}
+	pthread_mutex_unlock(&m->lock);
+}
+
+void smgr_health(struct smgr *m, struct smgr_health *h)
+{
+	struct pool *pool = m->pool;
+
+	h->warm = "off";
+	h->pool = 0;
+	if (pool) {
+		static const char *const names[] = {
+			[POOL_STARTING] = "starting", [POOL_READY] = "ready",
+			[POOL_FAILED] = "failed",
+		};
+
+		h->warm = names[pool_state(pool)];
+		h->pool = pool_ready(pool);
+	} else if (atomic_load(&m->pool_failed)) {
+		h->warm = "failed";
+	} else if (atomic_load(&m->pool_started)) {
+		h->warm = "starting";	/* being set up this instant */
+	}
+	h->sessions = atomic_load(&m->live);
+	h->max_sessions = m->cfg->max_sessions;
 }
 
 /* The host's tables against what the configuration lets the sandboxes
@@ -535,8 +583,6 @@ int smgr_new(const struct petri_config *cfg, struct jail_host *host,
 		pthread_join(m->disposer, NULL);
 		goto fail;
 	}
-	if (cfg->warm && start_pool(m) < 0)
-		log_warn("cannot start the warm pool: every sandbox starts cold");
 	*out = m;
 	return 0;
 fail:
@@ -558,6 +604,16 @@ void smgr_shutdown(struct smgr *m)
 	for (size_t i = 0; i < m->noneshot_boxes; i++)
 		box_stop(m->oneshot_boxes[i], "the server is shutting down");
 	pthread_mutex_unlock(&m->lock);
+}
+
+bool smgr_stopping(struct smgr *m)
+{
+	bool stopping;
+
+	pthread_mutex_lock(&m->lock);
+	stopping = m->stopping;
+	pthread_mutex_unlock(&m->lock);
+	return stopping;
 }
 
 json_t *smgr_found(struct smgr *m, double wait_s)
@@ -582,6 +638,7 @@ void smgr_free(struct smgr *m)
 	pool_free(m->pool);
 	m->pool = NULL;		/* the sessions put below dispose without it */
 	free(m->pool_env);
+	atomic_store(&m->live, 0);
 	for (size_t i = 0; i < m->n; i++)
 		session_put(m->v[i]);
 	metrics_gauge_add(M_SESSIONS_LIVE, -(long)m->n);
@@ -664,6 +721,26 @@ static bool same_limits(const struct petri_limits *a, const struct petri_limits 
 	       a->disk_mb == b->disk_mb;
 }
 
+/* While the template is starting, wait for it at most [sessions]
+ * warm_wait_s: a fork of it once it is ready beats tens of seconds of a
+ * cold start competing with its imports.  The log says which it was. */
+static void wait_warm(struct smgr *m, struct pool *pool)
+{
+	double t0 = clock_mono_s();
+	bool ready;
+
+	if (m->cfg->warm_wait_s <= 0 || pool_state(pool) != POOL_STARTING)
+		return;
+	ready = pool_wait_ready(pool, m->cfg->warm_wait_s);
+	if (ready)
+		log_info("a sandbox waited %.0f ms for the warm template to be ready",
+			 (clock_mono_s() - t0) * 1000);
+	else
+		log_info("a sandbox went cold: the warm template was not ready after %.0f ms "
+			 "([sessions] warm_wait_s = %g)", (clock_mono_s() - t0) * 1000,
+			 m->cfg->warm_wait_s);
+}
+
 /* A ready sandbox: warm from the pool (or forked from the template) when
  * there is one, else started cold by a spawner thread.  SM_OK,
  * SM_START_FAILED with err, SM_NO_MEMORY. */
@@ -674,14 +751,17 @@ static enum sm_result spawn(struct smgr *m, const struct petri_limits *lim,
 	const char **merged = merge_env(m, env);
 	bool is_default = same_limits(lim, &m->cfg->defaults) && (!env || !env[0]);
 	double t0 = clock_mono_s();
+	struct pool *pool = m->pool;
 	int r = -EAGAIN;
 
 	if (!merged)
 		return SM_NO_MEMORY;
 	box_config_of(m, lim, &bc);
 	bc.env = merged;
-	if (m->pool) {
-		r = pool_take(m->pool, &bc, is_default, out, err, errlen);
+	if (pool)
+		wait_warm(m, pool);
+	if (pool) {
+		r = pool_take(pool, &bc, is_default, out, err, errlen);
 		if (r < 0 && r != -EAGAIN)
 			log_warn("warm sandbox failed (%s); starting one cold", err);
 	}
@@ -750,6 +830,7 @@ enum sm_result smgr_create(struct smgr *m, const struct session_params *p,
 		m->cap = cap;
 	}
 	m->v[m->n++] = s;
+	atomic_store(&m->live, m->n);
 	metrics_gauge_add(M_SESSIONS_LIVE, 1);
 	metrics_inc(M_SESSIONS_CREATED);
 	if (m->on_session)
@@ -825,12 +906,7 @@ bool smgr_cgroups(struct smgr *m)
 
 size_t smgr_count(struct smgr *m)
 {
-	size_t n;
-
-	pthread_mutex_lock(&m->lock);
-	n = m->n;
-	pthread_mutex_unlock(&m->lock);
-	return n;
+	return atomic_load(&m->live);
 }
 
 json_t *smgr_list_json(struct smgr *m)
