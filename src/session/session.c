@@ -18,6 +18,7 @@
 #include "session/probe.h"
 #include "session/spawner.h"
 #include "session/tables.h"
+#include "util/buf.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/metrics.h"
@@ -55,6 +56,8 @@ struct tombstone {
 struct smgr {
 	const struct petri_config *cfg;
 	struct probe *probe;		/* what the sandboxes have; NULL until asked */
+	struct probe_cache found_cache;	/* where the probe's findings are kept */
+	const char **found_dirs;	/* found_cache.dirs */
 	struct jail_host *host;
 	struct spawner *spawner;
 	/* NULL: cold path only (warm off, or not started yet: smgr_warm_start);
@@ -521,6 +524,45 @@ static int budget_tables(struct smgr *m, const char *proc, char *err, size_t err
 	return 0;
 }
 
+/* Where the probe keeps what it found (probe.h): found.json in the state
+ * directory, stale once what the sandboxes see changes: the binds, the
+ * [python] path and the wheelhouse (their names here, their contents by
+ * the directories' stamps). */
+static int found_cache_init(struct smgr *m)
+{
+	const struct petri_config *c = m->cfg;
+	struct buf ctx = BUF_INIT;
+	size_t n = 0;
+	int r = buf_append_str(&ctx, "found-v1\n");
+
+	m->found_dirs = calloc(c->nro_binds + c->npython_path + 2, sizeof(*m->found_dirs));
+	if (!m->found_dirs) {
+		buf_release(&ctx);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; r == 0 && i < c->nro_binds; i++) {
+		m->found_dirs[n++] = c->ro_binds[i];
+		r = buf_appendf(&ctx, "ro_bind=%s\n", c->ro_binds[i]);
+	}
+	for (size_t i = 0; r == 0 && i < c->npython_path; i++) {
+		m->found_dirs[n++] = c->python_path[i];
+		r = buf_appendf(&ctx, "path=%s\n", c->python_path[i]);
+	}
+	if (r == 0 && c->wheelhouse[0]) {
+		m->found_dirs[n++] = c->wheelhouse;
+		r = buf_appendf(&ctx, "wheelhouse=%s\n", c->wheelhouse);
+	}
+	if (r < 0) {
+		buf_release(&ctx);
+		return -ENOMEM;
+	}
+	m->found_cache.context = ctx.data;
+	m->found_cache.dirs = m->found_dirs;
+	if (!config_state_path("found.json", m->found_cache.path, sizeof(m->found_cache.path)))
+		m->found_cache.path[0] = '\0';
+	return 0;
+}
+
 int smgr_new(const struct petri_config *cfg, struct jail_host *host,
 	     struct smgr **out, char *err, size_t errlen)
 {
@@ -543,6 +585,8 @@ int smgr_new(const struct petri_config *cfg, struct jail_host *host,
 		goto fail;
 	}
 	if ((r = budget_tables(m, "/proc", err, errlen)) < 0)
+		goto fail;
+	if ((r = found_cache_init(m)) < 0)
 		goto fail;
 	if (cfg->napi_keys > 1) {
 		m->keys = calloc(cfg->napi_keys, sizeof(*m->keys));
@@ -587,6 +631,8 @@ int smgr_new(const struct petri_config *cfg, struct jail_host *host,
 	return 0;
 fail:
 	record_close(m->record);
+	free(m->found_cache.context);
+	free(m->found_dirs);
 	free(m->keys);
 	free(m->tomb);
 	free(m);
@@ -622,10 +668,12 @@ json_t *smgr_found(struct smgr *m, double wait_s)
 
 	pthread_mutex_lock(&m->lock);
 	if (!m->probe && !m->stopping)
-		m->probe = probe_start(m, &m->cfg->defaults);
+		m->probe = probe_start(m, &m->cfg->defaults, &m->found_cache, wait_s >= 0);
 	p = m->probe;
 	pthread_mutex_unlock(&m->lock);
-	return probe_wait(p, wait_s);
+	if (!p && wait_s < 0)
+		return probe_describe(NULL, "still finding out what the sandboxes have: ask again");
+	return probe_wait(p, wait_s < 0 ? 0 : wait_s);
 }
 
 void smgr_free(struct smgr *m)
@@ -634,6 +682,8 @@ void smgr_free(struct smgr *m)
 		return;
 	smgr_shutdown(m);
 	probe_free(m->probe);		/* its one-shot ends with the shutdown */
+	free(m->found_cache.context);
+	free(m->found_dirs);
 	pthread_join(m->reaper, NULL);
 	pool_free(m->pool);
 	m->pool = NULL;		/* the sessions put below dispose without it */

@@ -89,8 +89,10 @@ enum sm_result smgr_delete(struct smgr *m, const char *id);
 void smgr_shutdown(struct smgr *m);
 json_t *smgr_list_json(struct smgr *m);
 /* What the sandboxes have (session/probe.h: GET /v1/languages's answer, a
- * new reference): the first call starts finding out, in the background;
- * each waits at most wait_s for it. */
+ * new reference): from what an earlier start found when that is still
+ * true (found.json in the state directory), else the first call starts
+ * finding out, in the background; each waits at most wait_s for it.
+ * wait_s < 0: what is known now, starting nothing (tools/list). */
 json_t *smgr_found(struct smgr *m, double wait_s);
 size_t smgr_count(struct smgr *m);
 
