@@ -183,10 +183,16 @@ class Server:
         if not m:
             raise SystemExit(f'petri serve did not start: {line!r} {"".join(self.err)[-2000:]}')
         self.host, self.port = m.group(1), int(m.group(2))
+        # The warm path settled (GET /healthz: ready, off, failed), the
+        # daemon exited, or 120 s passed.
         deadline = time.monotonic() + 120
-        while 'warm template ready' not in ''.join(self.err):
-            if time.monotonic() > deadline or self.proc.poll() is not None:
-                break
+        while self.proc.poll() is None and time.monotonic() < deadline:
+            try:
+                if json.loads(self.request('GET', '/healthz', timeout=5)[1]).get('warm') in \
+                        ('ready', 'off', 'failed'):
+                    break
+            except (OSError, ValueError, http.client.HTTPException):
+                pass
             time.sleep(0.2)
 
     def request(self, method, path, body=None, timeout=120, key=None):

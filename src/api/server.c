@@ -395,12 +395,19 @@ static enum MHD_Result route(struct api_req *rq)
 	const char *url = rq->url, *m = rq->method;
 
 	if (!strcmp(url, "/healthz")) {
+		struct smgr_health h;
+
 		if (strcmp(m, "GET"))
 			return http_not_allowed(rq, "GET");
-		return http_json(rq, 200, json_pack("{s:s, s:s, s:I, s:b}", "status", "ok",
-						    "version", petri_version(), "sessions",
-						    (json_int_t)smgr_count(rq->sm),
-						    "cgroups", smgr_cgroups(rq->sm)));
+		/* Polled by load balancers: atomics only, no lock a slow
+		 * path (a template starting, a session spawning) holds. */
+		smgr_health(rq->sm, &h);
+		return http_json(rq, 200, json_pack("{s:s, s:s, s:I, s:b, s:s, s:I, s:I}",
+						    "status", "ok", "version", petri_version(),
+						    "sessions", (json_int_t)h.sessions,
+						    "cgroups", smgr_cgroups(rq->sm),
+						    "warm", h.warm, "pool", (json_int_t)h.pool,
+						    "max_sessions", (json_int_t)h.max_sessions));
 	}
 	if (!strcmp(url, "/metrics")) {
 		struct buf b = BUF_INIT;

@@ -345,6 +345,9 @@ int cmd_ask(int argc, char **argv)
 		die(EXIT_PETRI, "cannot initialize libcurl");
 	cli_local_config(&l, config_path);
 	log_set_level(verbose ? LOG_DEBUG : LOG_WARN);	/* before any thread logs */
+	/* The warm template starts once the question is on its way to the
+	 * model (tools_warm below), not before the set-up. */
+	l.warm_later = true;
 	cli_local_start(&l);
 	file_list = json_array();
 	if (!file_list || tools_new(l.sm, &l.cfg, &tools) < 0) {
@@ -410,6 +413,10 @@ int cmd_ask(int argc, char **argv)
 			       nfiles == 1 ? "" : "s");
 			fflush(stdout);
 		}
+		/* While the model reads the question: the template (when no
+		 * sandbox was started for --file or --dir) and the probe, in
+		 * the background. */
+		tools_warm(tools);
 		st = agent_run(&ac, question.data, intro.data ? intro.data : "", &transcript,
 			       err, sizeof(err));
 	}

@@ -85,8 +85,11 @@ int cmd_mcp(int argc, char **argv)
 	cli_local_config(&l, config_path);
 	/* Before any thread of the session manager may log. */
 	log_set_level(verbose ? LOG_DEBUG : l.cfg.log_level);
+	/* Nothing heavy before the client is answered: the warm template and
+	 * the probe start once it has listed its tools or calls one
+	 * (mcp_conn_answered, tools_warm). */
+	l.warm_later = true;
 	cli_local_start(&l);
-	json_decref(smgr_found(l.sm, 0));	/* for tools/list, in the background */
 	if (mcp_conn_new(l.sm, &l.cfg, "stdio", &conn) < 0)
 		die(125, "out of memory");
 	log_info("serving MCP on stdio");

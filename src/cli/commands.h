@@ -58,6 +58,9 @@ struct cli_local {
 	struct petri_config cfg;
 	struct jail_host *host;
 	struct smgr *sm;
+	/* Set before cli_local_start(): the caller starts the warm path
+	 * itself (smgr_warm_start), once its client is answered. */
+	bool warm_later;
 };
 void cli_local_config(struct cli_local *l, const char *config_path);
 void cli_local_start(struct cli_local *l);

@@ -56,6 +56,8 @@ void cli_local_start(struct cli_local *l)
 	/* -E2BIG: the configuration does not fit the host's tables. */
 	if ((r = smgr_new(&l->cfg, l->host, &l->sm, err, sizeof(err))) < 0)
 		die(r == -E2BIG ? 2 : 125, "%s", err);
+	if (!l->warm_later)
+		smgr_warm_start(l->sm);
 }
 
 void cli_local_stop(struct cli_local *l)

@@ -35,6 +35,7 @@ void config_defaults(struct petri_config *c)
 	c->pool_max = CONFIG_POOL_MAX_DEFAULT;
 	c->pool_window_s = 10;
 	c->warm = true;
+	c->warm_wait_s = CONFIG_WARM_WAIT_DEFAULT;
 	c->uid_count = JAIL_UID_COUNT_DEFAULT;
 	c->ptys = JAIL_PTYS_DEFAULT;
 	/* What a session, a one-shot, petri run and petri mcp get when
@@ -525,6 +526,8 @@ static int handler(void *user, const char *section, const char *name,
 			ok = num_double(value, 1, 3600, &p->cfg->pool_window_s);
 		else if (!strcmp(name, "warm"))
 			ok = parse_bool(value, &p->cfg->warm);
+		else if (!strcmp(name, "warm_wait_s"))
+			ok = num_double(value, 0, 600, &p->cfg->warm_wait_s);
 		else
 			ok = false;
 	} else if (!strcmp(section, "limits"))

@@ -9,7 +9,8 @@
  *              http_timeout_s, max_connections, max_connections_per_ip,
  *              allowed_hosts, allowed_origins
  *   [sessions] idle_timeout_s, max_lifetime_s, pool_min, pool_max,
- *              pool_window_s, pool_size (a fixed pool_min = pool_max), warm
+ *              pool_window_s, pool_size (a fixed pool_min = pool_max), warm,
+ *              warm_wait_s
  *   [limits]   memory_mb, cpu, pids, disk_mb, timeout_s, output_kb
  *              (defaults for new sessions)
  *   [max_limits] the same keys: the most a client may ask for
@@ -88,6 +89,9 @@ struct petri_config {
 	uint32_t pool_min, pool_max;
 	double pool_window_s;
 	bool warm;		/* fork sandboxes from a template when possible */
+	/* A sandbox asked for while the template is starting waits at most
+	 * this long for it, then starts cold; 0: never waits. */
+	double warm_wait_s;
 
 	struct petri_limits defaults;
 	struct petri_limits max;
@@ -125,6 +129,10 @@ struct petri_config {
 #define CONFIG_POOL_MIN_DEFAULT 2
 #define CONFIG_POOL_MAX_DEFAULT 8
 #define CONFIG_POOL_MAX 1000
+
+/* [sessions] warm_wait_s by default: a few seconds, about what a cold start
+ * of Python with pandas costs on a loaded host. */
+#define CONFIG_WARM_WAIT_DEFAULT 5.0
 
 /* At most this many of each: every one is a mount in every sandbox. */
 #define CONFIG_RO_BINDS_MAX 64

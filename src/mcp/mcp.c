@@ -173,6 +173,15 @@ static bool id_valid(const json_t *id)
 	return json_is_string(id) || json_is_integer(id) || json_is_real(id);
 }
 
+void mcp_conn_answered(struct mcp_conn *c, json_t *msg)
+{
+	const char *method = json_string_value(json_object_get(msg, "method"));
+
+	/* The client has its tools: its model calls them next. */
+	if (json_is_object(msg) && method && !strcmp(method, "tools/list"))
+		tools_warm(c->tools);
+}
+
 bool mcp_is_initialize(json_t *msg)
 {
 	return json_is_object(msg) &&

@@ -66,6 +66,13 @@ json_t *mcp_parse(const char *data, size_t len, json_t **error_response);
  * be sent (notifications, responses, a cancelled request). */
 json_t *mcp_conn_handle(struct mcp_conn *c, json_t *msg);
 
+/* A transport has sent the answer to msg (a request it handled): after
+ * tools/list, what makes the first tool call fast starts in the background
+ * (tools_warm(): the warm template, finding out what the sandboxes have),
+ * so that initialize and tools/list never wait for it nor compete with it
+ * (docs/mcp.md "Start-up").  A tools/call starts it too. */
+void mcp_conn_answered(struct mcp_conn *c, json_t *msg);
+
 /* The negotiated version ("" before initialize): a constant string. */
 const char *mcp_conn_version(struct mcp_conn *c);
 /* Has the client sent anything since the given time (CLOCK_MONOTONIC s)? */

@@ -159,6 +159,7 @@ static void handle_line(struct stdio_conn *sc, const char *line, size_t len)
 		return;
 	}
 	send_msg(sc, mcp_conn_handle(sc->conn, msg));
+	mcp_conn_answered(sc->conn, msg);
 	json_decref(msg);
 }
 

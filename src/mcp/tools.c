@@ -4,6 +4,7 @@
 #include <math.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -34,6 +35,7 @@ struct tools {
 	char sid[SESSION_ID_LEN + 1];	/* "" before first use */
 	char used[SESSION_ID_LEN + 1];	/* where the last call ran, "" nowhere */
 	bool closed;
+	atomic_bool warmed;		/* tools_warm() was called */
 };
 
 /* The Python version of the runtime, learned from the first session any
@@ -942,6 +944,22 @@ void tools_set_key(struct tools *t, int key)
 	t->key = key;
 }
 
+void tools_warm(struct tools *t)
+{
+	bool started;
+
+	if (!t->sm || atomic_exchange(&t->warmed, true))
+		return;
+	pthread_mutex_lock(&t->lock);
+	started = t->sid[0] != '\0';
+	pthread_mutex_unlock(&t->lock);
+	/* A template serves a client's first sandbox; one that has its
+	 * sandbox already (petri ask --file) would start one for nothing. */
+	if (!started)
+		smgr_warm_start(t->sm);
+	json_decref(smgr_found(t->sm, 0));
+}
+
 void tools_close(struct tools *t)
 {
 	char sid[SESSION_ID_LEN + 1];
@@ -1011,6 +1029,7 @@ json_t *tools_call(struct tools *t, const char *name, json_t *args, int cancel_f
 		args = empty = json_object();
 	if ((out = check_args(t, tl, args)))
 		goto done;
+	tools_warm(t);
 	pthread_mutex_lock(&t->call);
 	if (!tl->run) {
 		out = reset(t);
@@ -1040,15 +1059,13 @@ void tools_last_session(struct tools *t, char out[SESSION_ID_LEN + 1])
 
 /* ---- definitions ------------------------------------------------------- */
 
-#define FOUND_WAIT_S 20.0	/* tools/list waits this long for the probe */
-
 /* "Python packages installed: numpy 1.24.2, ...  Other languages: bash
  * (GNU bash, version 5.2.15...), ...  Command-line tools: git (git version
- * 2.39.5); ...  " from what the sandboxes were found to have (GET
- * /v1/languages); "" when that is not known. */
-static char *found_text(const struct tools *t)
+ * 2.39.5); ...  " from what the sandboxes were found to have (found: GET
+ * /v1/languages's answer); "" when that is not known. */
+static char *found_text(const json_t *found)
 {
-	json_t *found = t->sm ? smgr_found(t->sm, FOUND_WAIT_S) : NULL, *v;
+	json_t *v;
 	json_t *packages = json_object_get(found, "packages");
 	json_t *langs = json_object_get(found, "languages");
 	json_t *tools = json_object_get(found, "tools");
@@ -1088,7 +1105,6 @@ static char *found_text(const struct tools *t)
 			r = buf_append_str(&b, " git commits as 'sandbox' unless the code sets "
 					   "user.name.  ");
 	}
-	json_decref(found);
 	if (r < 0 || !b.data) {
 		buf_release(&b);
 		return strdup("");
@@ -1096,13 +1112,14 @@ static char *found_text(const struct tools *t)
 	return b.data;
 }
 
-static char *describe(const struct tools *t, const struct tool *tl, const char *py)
+static char *describe(const struct tools *t, const struct tool *tl, const char *py,
+		      const json_t *found_now)
 {
 	const struct petri_limits *d = &t->cfg->defaults;
 	char *s = NULL, *found;
 	int r = -1;
 
-	if (!strcmp(tl->name, "execute") && (found = found_text(t))) {
+	if (!strcmp(tl->name, "execute") && (found = found_text(found_now))) {
 		r = asprintf(&s,
 			"Run code in a sandbox and return what it printed, the value of the last "
 			"expression, charts and errors.  The sandbox persists between calls: Python "
@@ -1243,33 +1260,41 @@ static json_t *schema(const struct tools *t, const struct tool *tl)
 	return sch;
 }
 
+/* The default language's version as found (GET /v1/languages), or NULL. */
+static const char *found_python(const json_t *found)
+{
+	size_t i;
+	json_t *l;
+
+	json_array_foreach(json_object_get(found, "languages"), i, l)
+		if (json_is_true(json_object_get(l, "default")))
+			return json_string_value(json_object_get(l, "version"));
+	return NULL;
+}
+
+#define FOUND_WAIT_S 20.0	/* tools/list waits this long for a probe */
+
 static json_t *definitions(struct tools *t, const char *const *only)
 {
-	char py[32], err[512];
+	/* What an earlier start found (the state directory's found.json)
+	 * gives the packages and Python's version at once, starting nothing:
+	 * no sandbox, no probe, no template (docs/mcp.md "Start-up").  Only
+	 * when nothing is known (the first start on this host, or its
+	 * packages or configuration changed) does it find out now and wait:
+	 * most clients list the tools once, and a model told less than the
+	 * sandbox has writes worse code. */
+	json_t *found = t->sm ? smgr_found(t->sm, -1) : NULL;
 	json_t *list = json_array();
-	bool have;
 
-	pthread_mutex_lock(&version_lock);
-	have = python_version[0] != '\0';
-	pthread_mutex_unlock(&version_lock);
-	if (!have) {
-		struct session *s;
-		char note[512];
-		bool restarted;
-
-		/* Learn the version from this client's sandbox, started now
-		 * rather than at its first call.  If a call is running, it is
-		 * starting the sandbox itself: do not wait behind it (stdio
-		 * answers tools/list while code runs). */
-		if (pthread_mutex_trylock(&t->call) == 0) {
-			if (acquire(t, &s, &restarted, note, sizeof(note), err, sizeof(err)) ==
-			    SM_OK)
-				session_put(s);
-			pthread_mutex_unlock(&t->call);
-		}
+	if (t->sm && !json_is_array(json_object_get(found, "packages"))) {
+		json_decref(found);
+		found = smgr_found(t->sm, FOUND_WAIT_S);
 	}
+	char py[32];
+
 	pthread_mutex_lock(&version_lock);
-	snprintf(py, sizeof(py), "%s", python_version[0] ? python_version : "3");
+	snprintf(py, sizeof(py), "%s", python_version[0] ? python_version :
+		 found_python(found) ? found_python(found) : "3");
 	pthread_mutex_unlock(&version_lock);
 
 	for (size_t i = 0; list && i < NTOOLS; i++) {
@@ -1282,7 +1307,7 @@ static json_t *definitions(struct tools *t, const char *const *only)
 			wanted = !strcmp(only[k], tl->name);
 		if (!wanted)
 			continue;
-		desc = describe(t, tl, py);
+		desc = describe(t, tl, py, found);
 		def = desc ? json_pack("{s:s, s:s, s:s, s:o, s:{s:s, s:b, s:b, s:b, s:b}}",
 				       "name", tl->name, "title", tl->title, "description", desc,
 				       "inputSchema", schema(t, tl),
@@ -1294,9 +1319,11 @@ static json_t *definitions(struct tools *t, const char *const *only)
 		free(desc);
 		if (!def || json_array_append_new(list, def)) {
 			json_decref(list);
-			return NULL;
+			list = NULL;
+			break;
 		}
 	}
+	json_decref(found);
 	return list;
 }
 

@@ -36,13 +36,19 @@ void tools_free(struct tools *t);
 /* The API key its session is charged to (session_params.key); before the
  * first call. */
 void tools_set_key(struct tools *t, int key);
+/* The client is there and about to call tools: start what makes the
+ * first call fast, in the background (the warm path: smgr_warm_start;
+ * finding out what the sandboxes have, unless known: smgr_found).  Once;
+ * later calls cost nothing.  tools_call() calls it itself. */
+void tools_warm(struct tools *t);
 /* Delete the session now; later calls answer that the client is gone.
  * Safe while another thread is inside tools_call(). */
 void tools_close(struct tools *t);
 
 /* The tool definitions for tools/list: name, title, description (with the
- * sandbox's Python version and limits), inputSchema, annotations.  May
- * start the session to learn the Python version.  New reference. */
+ * sandbox's Python version, packages and limits, as far as they are known
+ * now), inputSchema, annotations.  Starts nothing: no sandbox, no probe.
+ * New reference. */
 json_t *tools_list(struct tools *t);
 /* The same, only the tools named (NULL-terminated): for `petri ask`. */
 json_t *tools_list_only(struct tools *t, const char *const *names);

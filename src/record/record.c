@@ -399,9 +399,10 @@ static void log_head(struct record *rec, const char *when)
 	if (!rec->file || rec->readonly || read_chain(rec, &c) < 0)
 		return;
 	chain_hex(c.head_link, hex);
-	/* At the warning level: an operator keeps these lines to compare a
-	 * later `petri record verify --head` with (docs/record.md). */
-	log_warn("record '%s' %s: %lld entries, head seq %lld sha256 %s, key %s", rec->path, when,
+	/* Informational, at the info level (the default): an operator keeps
+	 * these lines to compare a later `petri record verify --head` with
+	 * (docs/record.md); nothing is wrong when they appear. */
+	log_info("record '%s' %s: %lld entries, head seq %lld sha256 %s, key %s", rec->path, when,
 		 (long long)c.entries, (long long)c.head_seq, hex, c.key[0] ? c.key : "none");
 }
 

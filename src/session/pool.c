@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
@@ -39,6 +40,9 @@ struct pool {
 	struct pool_config cfg;
 	pthread_mutex_t lock;
 	pthread_cond_t idle;
+	pthread_cond_t started;		/* a start ended (ready or failed), or stopping */
+	_Atomic int state;		/* enum pool_state, read without the lock */
+	atomic_size_t nready_now;	/* nready, read without the lock */
 	struct zygote *z;		/* NULL: none running */
 	unsigned users;			/* zygote_fork() calls on z in flight */
 	struct box **ready;		/* oldest first; cfg.max slots */
@@ -86,6 +90,7 @@ static void ensure_template(struct pool *p)
 {
 	struct zygote *z;
 	char err[512];
+	double t0;
 	int r;
 
 	if (p->z && zygote_alive(p->z))
@@ -94,31 +99,41 @@ static void ensure_template(struct pool *p)
 		log_warn("the warm template died; starting a new one (sessions already "
 			 "forked keep running)");
 		metrics_inc(M_ZYGOTE_RESTARTS);
+		atomic_store(&p->state, POOL_STARTING);
 		retire_template(p);
 	} else if (clock_mono_s() < p->retry_at) {
 		return;
 	}
+	t0 = clock_mono_s();
 	pthread_mutex_unlock(&p->lock);
 	r = zygote_start(p->host, &p->cfg.defaults, p->cfg.preload, p->stop_fd, &z, err,
 			 sizeof(err));
 	pthread_mutex_lock(&p->lock);
+	if (r == -ECANCELED || (r == 0 && p->stopping)) {
+		/* Stopped while it started: nothing failed. */
+		log_info("the warm template was still starting when the pool stopped");
+		if (r == 0) {
+			pthread_mutex_unlock(&p->lock);
+			zygote_free(z);
+			pthread_mutex_lock(&p->lock);
+		}
+		return;
+	}
 	if (r < 0) {
 		if (!p->warned)
 			log_warn("no warm path (%s): every sandbox starts cold; retrying "
 				 "every %d s", err, RETRY_S);
 		p->warned = true;
 		p->retry_at = clock_mono_s() + RETRY_S;
+		atomic_store(&p->state, POOL_FAILED);
+		pthread_cond_broadcast(&p->started);
 		return;
 	}
-	if (p->stopping) {
-		pthread_mutex_unlock(&p->lock);
-		zygote_free(z);
-		pthread_mutex_lock(&p->lock);
-		return;
-	}
-	log_info("warm template ready");
+	log_info("warm template ready in %.0f ms", (clock_mono_s() - t0) * 1000);
 	p->warned = false;
 	p->z = z;
+	atomic_store(&p->state, POOL_READY);
+	pthread_cond_broadcast(&p->started);
 }
 
 /* With the lock held: take ready[i] out and free it (lock dropped). */
@@ -128,6 +143,7 @@ static void discard(struct pool *p, size_t i)
 
 	memmove(p->ready + i, p->ready + i + 1, (--p->nready - i) * sizeof(*p->ready));
 	metrics_gauge_add(M_POOL_READY, -1);
+	atomic_store(&p->nready_now, p->nready);
 	pthread_mutex_unlock(&p->lock);
 	box_free(b);
 	pthread_mutex_lock(&p->lock);
@@ -168,6 +184,7 @@ static void fill_one(struct pool *p)
 	poolrate_refilled(&p->rate, clock_mono_s() - t0);
 	p->ready[p->nready++] = b;
 	metrics_gauge_add(M_POOL_READY, 1);
+	atomic_store(&p->nready_now, p->nready);
 }
 
 /* The lock is dropped while it waits; wake_fd is emptied before it takes
@@ -253,6 +270,9 @@ int pool_new(struct jail_host *host, const struct pool_config *cfg, struct pool 
 	p->pfd = calloc((size_t)cfg->max + 1, sizeof(*p->pfd));
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->idle, NULL);
+	pthread_cond_init(&p->started, NULL);
+	atomic_init(&p->state, POOL_STARTING);
+	atomic_init(&p->nready_now, 0);
 	p->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	p->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (!p->ready || !p->pfd || p->stop_fd < 0 || p->wake_fd < 0 ||
@@ -262,6 +282,7 @@ int pool_new(struct jail_host *host, const struct pool_config *cfg, struct pool 
 		if (p->wake_fd >= 0)
 			close(p->wake_fd);
 		pthread_cond_destroy(&p->idle);
+		pthread_cond_destroy(&p->started);
 		pthread_mutex_destroy(&p->lock);
 		free(p->pfd);
 		free(p->ready);
@@ -278,6 +299,7 @@ void pool_free(struct pool *p)
 		return;
 	pthread_mutex_lock(&p->lock);
 	p->stopping = true;
+	pthread_cond_broadcast(&p->started);
 	pthread_mutex_unlock(&p->lock);
 	wake(p);
 	if (write(p->stop_fd, &(uint64_t){ 1 }, sizeof(uint64_t)) < 0)
@@ -298,6 +320,7 @@ void pool_free(struct pool *p)
 	free(p->pfd);
 	free(p->ready);
 	pthread_cond_destroy(&p->idle);
+	pthread_cond_destroy(&p->started);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
 }
@@ -316,6 +339,7 @@ int pool_take(struct pool *p, const struct box_config *cfg, bool is_default,
 		struct box *b = p->ready[--p->nready];
 
 		metrics_gauge_add(M_POOL_READY, -1);
+		atomic_store(&p->nready_now, p->nready);
 		if (!gone(b)) {
 			poolrate_take(&p->rate, clock_mono_s(), false);
 			pthread_mutex_unlock(&p->lock);
@@ -361,4 +385,28 @@ bool pool_warm(struct pool *p)
 	warm = p->z != NULL;
 	pthread_mutex_unlock(&p->lock);
 	return warm;
+}
+
+enum pool_state pool_state(const struct pool *p)
+{
+	return (enum pool_state)atomic_load(&p->state);
+}
+
+size_t pool_ready(const struct pool *p)
+{
+	return atomic_load(&p->nready_now);
+}
+
+bool pool_wait_ready(struct pool *p, double seconds)
+{
+	struct timespec until = clock_deadline(seconds);
+	bool ready;
+
+	pthread_mutex_lock(&p->lock);
+	while (!p->z && !p->stopping && atomic_load(&p->state) == POOL_STARTING &&
+	       pthread_cond_timedwait(&p->started, &p->lock, &until) != ETIMEDOUT)
+		;
+	ready = p->z != NULL && !p->stopping;
+	pthread_mutex_unlock(&p->lock);
+	return ready;
 }

@@ -61,4 +61,20 @@ void pool_poke(struct pool *p);
 /* Is a template running? */
 bool pool_warm(struct pool *p);
 
+/* The warm path's state, for /healthz: starting (the first template, or
+ * one replacing a template that died), ready (a template runs), failed (it
+ * could not start: every sandbox starts cold until a retry succeeds). */
+enum pool_state { POOL_STARTING, POOL_READY, POOL_FAILED };
+
+/* The state and the ready sandboxes now.  Lock-free (atomics): /healthz
+ * reads them on the HTTP thread while the pool's thread may hold its lock
+ * for a start. */
+enum pool_state pool_state(const struct pool *p);
+size_t pool_ready(const struct pool *p);
+
+/* Wait at most seconds for a template while one is starting: true when
+ * one is ready (at once if it was), false when it is not (still starting
+ * after seconds, failed, or the pool stops). */
+bool pool_wait_ready(struct pool *p, double seconds);
+
 #endif

@@ -1,11 +1,16 @@
 #include "session/probe.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "exec/request.h"
 #include "runtime/languages.h"
@@ -15,8 +20,10 @@
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/timefmt.h"
+#include "util/version.h"
 
 #define PACKAGES_MAX 5000	/* distributions kept from the probe */
+#define PATHS_MAX 64		/* sys.path directories it reports */
 #define FIELD_MAX 200		/* a name, a version, a version line */
 
 /* The command-line tools a project's tests need besides the languages'
@@ -99,6 +106,9 @@ static const char probe_body[] =
 	"            found[kind][name] = version(command, end - time.monotonic())\n"
 	"        except Exception:\n"
 	"            found[kind][name] = None\n"
+	/* Where the packages came from: the cache of what was found is
+	 * good while none of these directories changed (below). */
+	"found['paths'] = [p[:200] for p in sys.path if p.startswith('/') and os.path.isdir(p)][:64]\n"
 	"print(json.dumps(found))\n";
 
 /* A JSON string of the JSON object {name: command} (consumed): a Python
@@ -160,9 +170,16 @@ json_t *probe_parse(const char *out, size_t len)
 	json_t *packages = json_object_get(found, "packages");
 	json_t *langs = json_object_get(found, "languages");
 	json_t *tools = json_object_get(found, "tools");
+	json_t *paths = json_object_get(found, "paths");
 	const char *k;
 	json_t *v;
+	size_t i;
 
+	if (paths && (!json_is_array(paths) || json_array_size(paths) > PATHS_MAX))
+		goto bad;
+	json_array_foreach(paths, i, v)
+		if (!short_string(v) || json_string_value(v)[0] != '/')
+			goto bad;
 	if (!json_is_object(found) || !short_string(json_object_get(found, "python")) ||
 	    !json_is_object(packages) || json_object_size(packages) > PACKAGES_MAX ||
 	    !json_is_object(langs) || !json_is_object(tools))
@@ -262,6 +279,153 @@ json_t *probe_describe(const json_t *found, const char *error)
 	return d;
 }
 
+/* ---- kept from one start to the next -------------------------------------- */
+
+/* What a probe finds changes only when the host's packages, the table of
+ * languages or the operator's configuration do; a probe costs a sandbox
+ * and seconds of CPU at every start of petri mcp, ask and serve, competing
+ * with the first client.  So what it found is kept in the state directory
+ * (found.json, beside the record) with what it depended on:
+ *
+ *   key     a hash of petri's version, the probe's code (the languages'
+ *           and tools' commands) and the context (binds, [python] path,
+ *           wheelhouse: what the sandboxes see);
+ *   stamps  the modification time, inode and size of each directory the
+ *           packages were read from (the probe's sys.path), of dpkg's
+ *           status (apt), of /usr/bin and /usr/local/bin (the tools and
+ *           runtimes) and of each bind.  Installing or removing anything
+ *           there changes a stamp.
+ *
+ * A cache whose key or any stamp differs is not used: the probe runs and
+ * writes a new one.  The file is petri's own (0600, written beside its
+ * name and renamed); what it holds is checked as a probe's output is. */
+
+#define CACHE_MAX (2u << 20)
+
+static const char *const fixed_stamps[] = {
+	"/var/lib/dpkg/status", "/usr/bin", "/usr/local/bin", NULL,
+};
+
+static uint64_t fnv1a(uint64_t h, const char *s)
+{
+	for (; s && *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return (h ^ 0xff) * 1099511628211ull;	/* ends each string */
+}
+
+static void stamp_of(const char *path, char out[64])
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		snprintf(out, 64, "-");
+	else
+		snprintf(out, 64, "%lld.%09ld:%llu:%lld", (long long)st.st_mtim.tv_sec,
+			 st.st_mtim.tv_nsec, (unsigned long long)st.st_ino,
+			 (long long)st.st_size);
+}
+
+/* {path: stamp} of the fixed paths, the context's and found's "paths". */
+static json_t *stamps_of(const char *const *dirs, const json_t *found)
+{
+	json_t *st = json_object(), *v;
+	char s[64];
+	size_t i;
+
+	for (i = 0; st && fixed_stamps[i]; i++) {
+		stamp_of(fixed_stamps[i], s);
+		json_object_set_new(st, fixed_stamps[i], json_string(s));
+	}
+	for (i = 0; st && dirs && dirs[i]; i++) {
+		stamp_of(dirs[i], s);
+		json_object_set_new(st, dirs[i], json_string(s));
+	}
+	json_array_foreach(json_object_get(found, "paths"), i, v) {
+		stamp_of(json_string_value(v), s);
+		json_object_set_new(st, json_string_value(v), json_string(s));
+	}
+	return st;
+}
+
+static void cache_key(const char *context, char out[17])
+{
+	char *code = probe_code();
+	uint64_t h = 14695981039346656037ull;
+
+	h = fnv1a(h, petri_version());
+	h = fnv1a(h, code);
+	h = fnv1a(h, context);
+	free(code);
+	snprintf(out, 17, "%016llx", (unsigned long long)h);
+}
+
+/* What the cache at path holds, when it is still true; else NULL. */
+static json_t *cache_load(const char *path, const char *context, const char *const *dirs)
+{
+	json_t *c = NULL, *found = NULL, *now = NULL, *kept, *v;
+	char key[17], *text = NULL;
+	const char *k;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	struct stat st;
+
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > CACHE_MAX)
+		goto out;
+	c = json_loadfd(fd, JSON_REJECT_DUPLICATES, NULL);
+	cache_key(context, key);
+	kept = json_object_get(c, "stamps");
+	if (!json_is_object(kept) || strcmp(json_string_value(json_object_get(c, "key")) ?: "", key))
+		goto out;
+	/* Checked as the probe's output is: a file can be edited. */
+	if (!(text = json_dumps(json_object_get(c, "found"), JSON_COMPACT)) ||
+	    !(found = probe_parse(text, strlen(text))))
+		goto out;
+	now = stamps_of(dirs, found);
+	if (!now || json_object_size(now) != json_object_size(kept))
+		goto drop;
+	json_object_foreach(now, k, v)
+		if (!json_equal(v, json_object_get(kept, k)))
+			goto drop;
+	goto out;
+drop:
+	json_decref(found);
+	found = NULL;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(text);
+	json_decref(now);
+	json_decref(c);
+	return found;
+}
+
+/* Keep found at path for the next start; a failure only costs a probe
+ * then. */
+static void cache_save(const char *path, const char *context, const char *const *dirs,
+		       const json_t *found)
+{
+	char key[17], tmp[4200];
+	json_t *c;
+	int fd, r = -1;
+
+	cache_key(context, key);
+	c = json_pack("{s:s, s:o, s:O}", "key", key, "stamps", stamps_of(dirs, found),
+		      "found", (json_t *)found);
+	if (!c || snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+		goto out;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		goto out;
+	r = json_dumpfd(c, fd, JSON_COMPACT);
+	if (close(fd) < 0 || r < 0 || rename(tmp, path) < 0) {
+		r = -1;
+		unlink(tmp);
+	}
+out:
+	if (r < 0)
+		log_debug("cannot keep what the probe found in '%s': %s", path, strerror(errno));
+	json_decref(c);
+}
+
 /* ---- in the background ---------------------------------------------------- */
 
 #define PROBE_ATTEMPTS 5		/* a failed probe is tried again ... */
@@ -275,8 +439,10 @@ struct probe {
 	pthread_cond_t done_cond;	/* done, or stop */
 	bool done;			/* an attempt ended */
 	bool stop;			/* probe_free(): no more attempts */
+	bool no_thread;			/* found in the cache: nothing runs */
 	json_t *found;			/* NULL: not yet, or failed */
 	char error[256];
+	const struct probe_cache *cache;	/* NULL: none */
 };
 
 /* One attempt: the probe's one-shot, what it found into p. */
@@ -303,6 +469,8 @@ static bool attempt(struct probe *p)
 				 res.err.data.data ? res.err.data.data : "");
 		result_release(&res);
 	}
+	if (found && p->cache)
+		cache_save(p->cache->path, p->cache->context, p->cache->dirs, found);
 	pthread_mutex_lock(&p->lock);
 	p->found = found;
 	if (!found)
@@ -312,7 +480,10 @@ static bool attempt(struct probe *p)
 	p->done = true;
 	pthread_cond_broadcast(&p->done_cond);
 	pthread_mutex_unlock(&p->lock);
-	if (!found)
+	/* Cut short by the shutdown: nothing is wrong with the sandboxes. */
+	if (!found && (r == SM_STOPPING || smgr_stopping(p->m)))
+		log_info("%s (the server is stopping)", p->error);
+	else if (!found)
 		log_warn("%s", p->error);
 	free(code);
 	return found != NULL;
@@ -343,16 +514,28 @@ static void *probe_thread(void *arg)
 	return NULL;
 }
 
-struct probe *probe_start(struct smgr *m, const struct petri_limits *limits)
+struct probe *probe_start(struct smgr *m, const struct petri_limits *limits,
+			  const struct probe_cache *cache, bool run)
 {
-	struct probe *p = calloc(1, sizeof(*p));
+	json_t *cached = cache && cache->path[0] ?
+			 cache_load(cache->path, cache->context, cache->dirs) : NULL;
+	struct probe *p = (cached || run) ? calloc(1, sizeof(*p)) : NULL;
 
-	if (!p)
+	if (!p) {
+		json_decref(cached);
 		return NULL;
+	}
 	p->m = m;
 	p->limits = *limits;
+	p->cache = cache && cache->path[0] ? cache : NULL;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->done_cond, NULL);
+	if ((p->found = cached)) {
+		log_info("what the sandboxes have: as found before ('%s')", p->cache->path);
+		p->done = true;
+		p->no_thread = true;
+		return p;
+	}
 	if (pthread_create(&p->thread, NULL, probe_thread, p) != 0) {
 		pthread_mutex_destroy(&p->lock);
 		pthread_cond_destroy(&p->done_cond);
@@ -386,7 +569,8 @@ void probe_free(struct probe *p)
 	p->stop = true;
 	pthread_cond_broadcast(&p->done_cond);
 	pthread_mutex_unlock(&p->lock);
-	pthread_join(p->thread, NULL);
+	if (!p->no_thread)
+		pthread_join(p->thread, NULL);
 	json_decref(p->found);
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->done_cond);

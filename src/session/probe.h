@@ -10,6 +10,7 @@
 #define PETRI_PROBE_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "exec/limits.h"
@@ -40,10 +41,25 @@ json_t *probe_parse(const char *out, size_t len);
  * still probing, or the probe failed). */
 json_t *probe_describe(const json_t *found, const char *error);
 
-/* A probe running in the background in a one-shot sandbox of m with these
- * limits, kept out of the record (started by smgr_found(), session.h). */
+/* Where what a probe found is kept between starts (probe.c says when it
+ * is still true): path ("" : nowhere), and what the sandboxes see besides
+ * the host's packages: context (the binds, [python] path and wheelhouse,
+ * as text) and dirs (those directories, NULL-terminated), whose changes
+ * make the cache stale.  Must outlive the probe. */
+struct probe_cache {
+	char path[4096];
+	char *context;
+	const char *const *dirs;
+};
+
+/* What the sandboxes have: from the cache when it is still true (nothing
+ * runs), else, when run, found by a probe running in the background in a
+ * one-shot sandbox of m with these limits, kept out of the record, and
+ * kept in the cache (started by smgr_found(), session.h); NULL when not
+ * cached and !run (or out of memory).  cache may be NULL. */
 struct probe;
-struct probe *probe_start(struct smgr *m, const struct petri_limits *limits);
+struct probe *probe_start(struct smgr *m, const struct petri_limits *limits,
+			  const struct probe_cache *cache, bool run);
 /* probe_describe() of what it found, waiting at most wait_s for it. */
 json_t *probe_wait(struct probe *p, double wait_s);
 void probe_free(struct probe *p);

@@ -18,6 +18,7 @@
 #include "session/probe.h"
 #include "session/spawner.h"
 #include "session/tables.h"
+#include "util/buf.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/metrics.h"
@@ -55,9 +56,16 @@ struct tombstone {
 struct smgr {
 	const struct petri_config *cfg;
 	struct probe *probe;		/* what the sandboxes have; NULL until asked */
+	struct probe_cache found_cache;	/* where the probe's findings are kept */
+	const char **found_dirs;	/* found_cache.dirs */
 	struct jail_host *host;
 	struct spawner *spawner;
-	struct pool *pool;		/* NULL: cold path only */
+	/* NULL: cold path only (warm off, or not started yet: smgr_warm_start);
+	 * atomic, as a front end may start it while sessions are made. */
+	struct pool *_Atomic pool;
+	atomic_bool pool_failed;	/* warm on, but the pool could not start */
+	atomic_bool pool_started;	/* smgr_warm_start() was called */
+	atomic_size_t live;		/* n, read without the lock (/healthz) */
 	struct record *record;		/* every execution (record.h) */
 	const char **pool_env;		/* the operator's env, for pooled sandboxes */
 	pthread_mutex_t lock;
@@ -206,8 +214,10 @@ static const char **merge_env(const struct smgr *m, const char *const *extra)
  * that got none): the pool refills now, not on a tick. */
 static void room_grew(struct smgr *m)
 {
-	if (m->pool)
-		pool_poke(m->pool);
+	struct pool *pool = m->pool;
+
+	if (pool)
+		pool_poke(pool);
 }
 
 /* Kill b now; reap it and remove its cgroup on the disposer thread.  The
@@ -336,6 +346,7 @@ static void table_remove(struct smgr *m, size_t i)
 {
 	tasks_give(m, m->v[i]->limits.pids, m->v[i]->key);
 	m->v[i] = m->v[--m->n];
+	atomic_store(&m->live, m->n);
 	metrics_gauge_add(M_SESSIONS_LIVE, -1);
 }
 
@@ -432,13 +443,53 @@ static int start_pool(struct smgr *m)
 	struct pool_config pc = { .min = m->cfg->pool_min, .max = m->cfg->pool_max,
 				  .window_s = m->cfg->pool_window_s, .room = room_left,
 				  .ctx = m, .preload = config_preload(m->cfg) };
+	struct pool *pool;
+	int r;
 
 	m->pool_env = merge_env(m, NULL);
 	if (!m->pool_env)
 		return -ENOMEM;
 	box_config_of(m, &m->cfg->defaults, &pc.defaults);
 	pc.defaults.env = m->pool_env;
-	return pool_new(m->host, &pc, &m->pool);
+	if ((r = pool_new(m->host, &pc, &pool)) < 0)
+		return r;
+	m->pool = pool;
+	return 0;
+}
+
+void smgr_warm_start(struct smgr *m)
+{
+	if (!m->cfg->warm || atomic_exchange(&m->pool_started, true))
+		return;
+	pthread_mutex_lock(&m->lock);
+	if (!m->stopping && start_pool(m) < 0) {
+		atomic_store(&m->pool_failed, true);
+		log_warn("cannot start the warm pool: every sandbox starts cold");
+	}
+	pthread_mutex_unlock(&m->lock);
+}
+
+void smgr_health(struct smgr *m, struct smgr_health *h)
+{
+	struct pool *pool = m->pool;
+
+	h->warm = "off";
+	h->pool = 0;
+	if (pool) {
+		static const char *const names[] = {
+			[POOL_STARTING] = "starting", [POOL_READY] = "ready",
+			[POOL_FAILED] = "failed",
+		};
+
+		h->warm = names[pool_state(pool)];
+		h->pool = pool_ready(pool);
+	} else if (atomic_load(&m->pool_failed)) {
+		h->warm = "failed";
+	} else if (atomic_load(&m->pool_started)) {
+		h->warm = "starting";	/* being set up this instant */
+	}
+	h->sessions = atomic_load(&m->live);
+	h->max_sessions = m->cfg->max_sessions;
 }
 
 /* The host's tables against what the configuration lets the sandboxes
@@ -495,6 +546,45 @@ static int budget_tables(struct smgr *m, const char *proc, char *err, size_t err
 	return 0;
 }
 
+/* Where the probe keeps what it found (probe.h): found.json in the state
+ * directory, stale once what the sandboxes see changes: the binds, the
+ * [python] path and the wheelhouse (their names here, their contents by
+ * the directories' stamps). */
+static int found_cache_init(struct smgr *m)
+{
+	const struct petri_config *c = m->cfg;
+	struct buf ctx = BUF_INIT;
+	size_t n = 0;
+	int r = buf_append_str(&ctx, "found-v1\n");
+
+	m->found_dirs = calloc(c->nro_binds + c->npython_path + 2, sizeof(*m->found_dirs));
+	if (!m->found_dirs) {
+		buf_release(&ctx);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; r == 0 && i < c->nro_binds; i++) {
+		m->found_dirs[n++] = c->ro_binds[i];
+		r = buf_appendf(&ctx, "ro_bind=%s\n", c->ro_binds[i]);
+	}
+	for (size_t i = 0; r == 0 && i < c->npython_path; i++) {
+		m->found_dirs[n++] = c->python_path[i];
+		r = buf_appendf(&ctx, "path=%s\n", c->python_path[i]);
+	}
+	if (r == 0 && c->wheelhouse[0]) {
+		m->found_dirs[n++] = c->wheelhouse;
+		r = buf_appendf(&ctx, "wheelhouse=%s\n", c->wheelhouse);
+	}
+	if (r < 0) {
+		buf_release(&ctx);
+		return -ENOMEM;
+	}
+	m->found_cache.context = ctx.data;
+	m->found_cache.dirs = m->found_dirs;
+	if (!config_state_path("found.json", m->found_cache.path, sizeof(m->found_cache.path)))
+		m->found_cache.path[0] = '\0';
+	return 0;
+}
+
 int smgr_new(const struct petri_config *cfg, struct jail_host *host,
 	     struct smgr **out, char *err, size_t errlen)
 {
@@ -517,6 +607,8 @@ int smgr_new(const struct petri_config *cfg, struct jail_host *host,
 		goto fail;
 	}
 	if ((r = budget_tables(m, "/proc", err, errlen)) < 0)
+		goto fail;
+	if ((r = found_cache_init(m)) < 0)
 		goto fail;
 	if (cfg->napi_keys > 1) {
 		m->keys = calloc(cfg->napi_keys, sizeof(*m->keys));
@@ -557,12 +649,12 @@ int smgr_new(const struct petri_config *cfg, struct jail_host *host,
 		pthread_join(m->disposer, NULL);
 		goto fail;
 	}
-	if (cfg->warm && start_pool(m) < 0)
-		log_warn("cannot start the warm pool: every sandbox starts cold");
 	*out = m;
 	return 0;
 fail:
 	record_close(m->record);
+	free(m->found_cache.context);
+	free(m->found_dirs);
 	free(m->keys);
 	free(m->tomb);
 	free(m);
@@ -582,16 +674,28 @@ void smgr_shutdown(struct smgr *m)
 	pthread_mutex_unlock(&m->lock);
 }
 
+bool smgr_stopping(struct smgr *m)
+{
+	bool stopping;
+
+	pthread_mutex_lock(&m->lock);
+	stopping = m->stopping;
+	pthread_mutex_unlock(&m->lock);
+	return stopping;
+}
+
 json_t *smgr_found(struct smgr *m, double wait_s)
 {
 	struct probe *p;
 
 	pthread_mutex_lock(&m->lock);
 	if (!m->probe && !m->stopping)
-		m->probe = probe_start(m, &m->cfg->defaults);
+		m->probe = probe_start(m, &m->cfg->defaults, &m->found_cache, wait_s >= 0);
 	p = m->probe;
 	pthread_mutex_unlock(&m->lock);
-	return probe_wait(p, wait_s);
+	if (!p && wait_s < 0)
+		return probe_describe(NULL, "still finding out what the sandboxes have: ask again");
+	return probe_wait(p, wait_s < 0 ? 0 : wait_s);
 }
 
 void smgr_free(struct smgr *m)
@@ -600,10 +704,13 @@ void smgr_free(struct smgr *m)
 		return;
 	smgr_shutdown(m);
 	probe_free(m->probe);		/* its one-shot ends with the shutdown */
+	free(m->found_cache.context);
+	free(m->found_dirs);
 	pthread_join(m->reaper, NULL);
 	pool_free(m->pool);
 	m->pool = NULL;		/* the sessions put below dispose without it */
 	free(m->pool_env);
+	atomic_store(&m->live, 0);
 	for (size_t i = 0; i < m->n; i++)
 		session_put(m->v[i]);
 	metrics_gauge_add(M_SESSIONS_LIVE, -(long)m->n);
@@ -686,6 +793,26 @@ static bool same_limits(const struct petri_limits *a, const struct petri_limits 
 	       a->disk_mb == b->disk_mb;
 }
 
+/* While the template is starting, wait for it at most [sessions]
+ * warm_wait_s: a fork of it once it is ready beats tens of seconds of a
+ * cold start competing with its imports.  The log says which it was. */
+static void wait_warm(struct smgr *m, struct pool *pool)
+{
+	double t0 = clock_mono_s();
+	bool ready;
+
+	if (m->cfg->warm_wait_s <= 0 || pool_state(pool) != POOL_STARTING)
+		return;
+	ready = pool_wait_ready(pool, m->cfg->warm_wait_s);
+	if (ready)
+		log_info("a sandbox waited %.0f ms for the warm template to be ready",
+			 (clock_mono_s() - t0) * 1000);
+	else
+		log_info("a sandbox went cold: the warm template was not ready after %.0f ms "
+			 "([sessions] warm_wait_s = %g)", (clock_mono_s() - t0) * 1000,
+			 m->cfg->warm_wait_s);
+}
+
 /* A ready sandbox: warm from the pool (or forked from the template) when
  * there is one, else started cold by a spawner thread.  SM_OK,
  * SM_START_FAILED with err, SM_NO_MEMORY. */
@@ -696,14 +823,17 @@ static enum sm_result spawn(struct smgr *m, const struct petri_limits *lim,
 	const char **merged = merge_env(m, env);
 	bool is_default = same_limits(lim, &m->cfg->defaults) && (!env || !env[0]);
 	double t0 = clock_mono_s();
+	struct pool *pool = m->pool;
 	int r = -EAGAIN;
 
 	if (!merged)
 		return SM_NO_MEMORY;
 	box_config_of(m, lim, &bc);
 	bc.env = merged;
-	if (m->pool) {
-		r = pool_take(m->pool, &bc, is_default, out, err, errlen);
+	if (pool)
+		wait_warm(m, pool);
+	if (pool) {
+		r = pool_take(pool, &bc, is_default, out, err, errlen);
 		if (r < 0 && r != -EAGAIN)
 			log_warn("warm sandbox failed (%s); starting one cold", err);
 	}
@@ -772,6 +902,7 @@ enum sm_result smgr_create(struct smgr *m, const struct session_params *p,
 		m->cap = cap;
 	}
 	m->v[m->n++] = s;
+	atomic_store(&m->live, m->n);
 	metrics_gauge_add(M_SESSIONS_LIVE, 1);
 	metrics_inc(M_SESSIONS_CREATED);
 	if (m->on_session)
@@ -847,12 +978,7 @@ bool smgr_cgroups(struct smgr *m)
 
 size_t smgr_count(struct smgr *m)
 {
-	size_t n;
-
-	pthread_mutex_lock(&m->lock);
-	n = m->n;
-	pthread_mutex_unlock(&m->lock);
-	return n;
+	return atomic_load(&m->live);
 }
 
 json_t *smgr_list_json(struct smgr *m)

@@ -72,6 +72,8 @@ const char *sm_result_code(enum sm_result r);
 
 int smgr_new(const struct petri_config *cfg, struct jail_host *host,
 	     struct smgr **out, char *err, size_t errlen);
+/* Has smgr_shutdown() begun? */
+bool smgr_stopping(struct smgr *m);
 /* Kill every sandbox, stop the threads, free. */
 void smgr_free(struct smgr *m);
 
@@ -89,10 +91,29 @@ enum sm_result smgr_delete(struct smgr *m, const char *id);
 void smgr_shutdown(struct smgr *m);
 json_t *smgr_list_json(struct smgr *m);
 /* What the sandboxes have (session/probe.h: GET /v1/languages's answer, a
- * new reference): the first call starts finding out, in the background;
- * each waits at most wait_s for it. */
+ * new reference): from what an earlier start found when that is still
+ * true (found.json in the state directory), else the first call starts
+ * finding out, in the background; each waits at most wait_s for it.
+ * wait_s < 0: what is known now, starting nothing (tools/list). */
 json_t *smgr_found(struct smgr *m, double wait_s);
 size_t smgr_count(struct smgr *m);
+
+/* Start the warm path (session/pool.h) in the background, once; nothing
+ * when [sessions] warm is off.  smgr_new() does not: petri serve calls it
+ * at once, petri mcp and petri ask once their client is there, so that
+ * the template's imports do not compete with answering it. */
+void smgr_warm_start(struct smgr *m);
+
+/* What /healthz says, read without a lock the slow paths hold (atomics):
+ * warm is "off" (warm = false, or not started), "starting", "ready" or
+ * "failed" (every sandbox starts cold, a retry may still succeed); pool,
+ * the warm sandboxes ready; sessions, the live ones; max_sessions, the
+ * cap. */
+struct smgr_health {
+	const char *warm;
+	size_t pool, sessions, max_sessions;
+};
+void smgr_health(struct smgr *m, struct smgr_health *h);
 /* Does every sandbox get cgroups of its own?  false: its limits are
  * rlimits (docs/security.md), for want of cgroups this process may use. */
 bool smgr_cgroups(struct smgr *m);

@@ -1,9 +1,11 @@
 #include "util/log.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static enum log_level max_level = LOG_WARN;
 static const char *prefix = "petri";
@@ -36,18 +38,37 @@ static const char *escape_controls(const char *in, char *out, size_t outlen)
 	return out;
 }
 
-__attribute__((format(printf, 3, 0)))
-static void vlog(enum log_level level, int err, const char *fmt, va_list ap)
+/* "2026-11-30T03:45:41.755Z " (UTC, as the API and the record write
+ * times), or "" when the clock cannot be read. */
+static void stamp(char *out, size_t len)
+{
+	struct timespec ts;
+	struct tm tm;
+	char day[32];
+
+	out[0] = '\0';
+	if (clock_gettime(CLOCK_REALTIME, &ts) < 0 || !gmtime_r(&ts.tv_sec, &tm) ||
+	    !strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm))
+		return;
+	snprintf(out, len, "%.32s.%03dZ ", day, (int)(ts.tv_nsec / 1000000));
+}
+
+/* stamped: a log line (time first, for whoever reads the daemon's log);
+ * die()'s last word to a command's user is not. */
+__attribute__((format(printf, 4, 0)))
+static void vlog(enum log_level level, int err, bool stamped, const char *fmt, va_list ap)
 {
 	static const char *const names[] = { "error", "warning", "info", "debug" };
-	char line[2048], safe[8192];
+	char line[2048], safe[8192], when[48] = "";
 	int n;
 
 	if (level > max_level)
 		return;
+	if (stamped)
+		stamp(when, sizeof(when));
 	/* Format the whole line first so that concurrent threads do not
 	 * interleave halves of their messages on stderr. */
-	n = snprintf(line, sizeof(line), "%s: %s: ", prefix, names[level]);
+	n = snprintf(line, sizeof(line), "%s%s: %s: ", when, prefix, names[level]);
 	if (n < 0 || (size_t)n >= sizeof(line))
 		return;
 	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
@@ -64,7 +85,7 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	int saved = errno;
 
 	va_start(ap, fmt);
-	vlog(level, 0, fmt, ap);
+	vlog(level, 0, true, fmt, ap);
 	va_end(ap);
 	errno = saved;
 }
@@ -75,7 +96,7 @@ void log_errno(enum log_level level, int err, const char *fmt, ...)
 	int saved = errno;
 
 	va_start(ap, fmt);
-	vlog(level, err, fmt, ap);
+	vlog(level, err, true, fmt, ap);
 	va_end(ap);
 	errno = saved;
 }
@@ -101,7 +122,7 @@ void die(int status, const char *fmt, ...)
 		va_end(copy);
 		on_die(status, msg);
 	}
-	vlog(LOG_ERR, 0, fmt, ap);
+	vlog(LOG_ERR, 0, false, fmt, ap);
 	va_end(ap);
 	exit(status);
 }

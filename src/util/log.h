@@ -3,8 +3,14 @@
  * verbose tracing.  Messages are lowercase, quote their subject and append
  * strerror where an errno is involved (the _errno variants).
  *
+ * Every line is one write to stderr: "2026-11-30T03:45:41.755Z petri serve:
+ * info: message" (the time in UTC, milliseconds; the prefix; the level).  An
+ * informational line is info, never a warning: a warning is something the
+ * operator should act on or know is degraded.
+ *
  * die() is for main() and for a child before exec only: library code returns
- * an error instead of exiting.
+ * an error instead of exiting.  Its line carries no time: it is a command's
+ * last word to its user ("petri: error: ...").
  */
 #ifndef PETRI_LOG_H
 #define PETRI_LOG_H

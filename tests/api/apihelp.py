@@ -9,6 +9,8 @@ unix_request() one request over a unix socket
 png_size()   check a PNG signature and IHDR chunk, return (width, height)
 metric()     one sample of the Prometheus text /metrics returns
 wait_for()   poll a condition
+healthz()    GET /healthz as a dict (http:// or unix:), None when it does not answer
+wait_warm()  poll /healthz until the warm path has settled (ready, off, failed)
 process_tree(), still_alive(), cgroup_dirs(), petri_lock(): leak checks
 """
 import base64
@@ -166,6 +168,41 @@ def wait_for(cond, timeout, interval=0.1):
         if v or time.monotonic() >= end:
             return v
         time.sleep(interval)
+
+
+def healthz(url, timeout=5):
+    """GET /healthz of a daemon at url (http://host:port or unix:/path) as a
+    dict; None when it does not answer (not up yet, or gone)."""
+    try:
+        if url.startswith("unix:"):
+            status, body = unix_request(url[5:], "GET", "/healthz", timeout=timeout)
+        else:
+            status, _, body = raw(url, "GET", "/healthz", timeout=timeout)
+        return json.loads(body) if status == 200 else None
+    except (OSError, ValueError, http.client.HTTPException):
+        return None
+
+
+# The states of /healthz's "warm" that do not change by waiting: the
+# template is up (ready), there is none (off: warm = false), or it could not
+# start (failed: every sandbox starts cold).
+WARM_SETTLED = ("ready", "off", "failed")
+
+
+def wait_warm(url, timeout=120, alive=lambda: True):
+    """Poll /healthz until "warm" is settled (WARM_SETTLED) or timeout
+    seconds pass, or alive() turns false (the daemon exited).  Returns the
+    last "warm" seen ("starting", or None when /healthz never answered):
+    tests wait on this fact, never on a line of the log."""
+    end = time.monotonic() + timeout
+    warm = None
+    while alive():
+        h = healthz(url)
+        warm = h.get("warm") if h else warm
+        if warm in WARM_SETTLED or time.monotonic() >= end:
+            break
+        time.sleep(0.1)
+    return warm
 
 
 # Shared with tests/cli/conftest.py: petri starts hold it shared; a test that

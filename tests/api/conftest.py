@@ -31,7 +31,7 @@ import time
 import pytest
 import requests
 
-from apihelp import LOCK_PATH, cgroup_dirs, petri_lock, process_tree, still_alive  # noqa: F401
+from apihelp import LOCK_PATH, cgroup_dirs, petri_lock, process_tree, still_alive, wait_warm  # noqa: F401
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import memcg  # noqa: E402
@@ -70,20 +70,14 @@ LIGHT = "\n[python]\npreload =\n"
 
 
 class Server:
-    def __init__(self, tmp_path, config="", extra_args=(), preexec_fn=None, light=False):
+    def __init__(self, tmp_path, config="", extra_args=(), preexec_fn=None, light=False,
+                 wait_warm=True):
         n = next(_config_names)
         self.config_path = tmp_path / ("petri.ini" if n == 0 else f"petri-{n}.ini")
         if light and not re.search(r"^\s*preload\s*=", config, re.M):
             config += LIGHT
         self.config_path.write_text(config)
         self._err = []
-        # The daemon starts its warm template in the background: __init__
-        # waits for it (or for word that there is none), so that tests see
-        # the steady state, and a SIGTERM while it starts stalls the shutdown
-        # (test_lifecycle.py shows it).
-        self._warm = threading.Event()
-        if re.search(r"^\s*warm\s*=\s*(false|no|off|0)\s*$", config, re.M | re.I):
-            self._warm.set()
         with petri_lock():
             # Each daemon keeps its record in a state directory of its own
             # (the record is persistent by default), so that a listing
@@ -108,15 +102,18 @@ class Server:
         # Tests run against a daemon whose warm template is up (the default
         # configuration's steady state), not against the cold start-up path.
         # A loaded CI machine has taken over 15 s to import the template's
-        # preload; the wait ends at the log line.
-        self._warm.wait(120)
+        # preload; the wait ends when /healthz says the warm path settled
+        # (ready, off, failed), or the daemon exits.  wait_warm=False: a
+        # test of the start itself.
+        self.warm_state = self.wait_warm(120) if wait_warm else None
+
+    def wait_warm(self, timeout):
+        """/healthz's "warm" once settled (or as last seen at timeout)."""
+        return wait_warm(self.url, timeout, alive=lambda: self.proc.poll() is None)
 
     def _read_stderr(self):
         for line in self.proc.stderr:
             self._err.append(line)
-            if "warm template ready" in line or "no warm path" in line or "warm pool" in line:
-                self._warm.set()
-        self._warm.set()
 
     def stderr_text(self):
         return "".join(self._err)
@@ -136,7 +133,7 @@ class Server:
         processes of its tree that outlived it and in .leaked_cgroups its
         cgroup directories that remain."""
         if self.proc.poll() is None:
-            self._warm.wait(10)
+            self.wait_warm(10)
         tree = self.descendants() if self.proc.poll() is None else {}
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
@@ -210,8 +207,8 @@ def attacked_server(tmp_path, name, limit, config=""):
 def make_server(tmp_path):
     started = []
 
-    def make(config="", extra_args=(), light=True):
-        srv = Server(tmp_path, config, extra_args, light=light)
+    def make(config="", extra_args=(), light=True, wait_warm=True):
+        srv = Server(tmp_path, config, extra_args, light=light, wait_warm=wait_warm)
         started.append(srv)
         return srv
 

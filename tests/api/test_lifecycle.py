@@ -340,8 +340,13 @@ def test_metrics_count_sessions_and_executions(make_server):
     assert metric(m, "petri_requests_rejected_total", reason="bad_request") >= 1
     assert metric(m, "petri_requests_rejected_total", reason="not_found") >= 1
     assert metric(m, "petri_execution_duration_seconds_count") == 7
-    assert api.get("/healthz").json() == {"status": "ok", "version": version.reported(PETRI),
-                                          "sessions": 0, "cgroups": True}
+    h = api.get("/healthz").json()
+    assert {k: h[k] for k in ("status", "version", "sessions", "cgroups", "warm",
+                              "max_sessions")} == \
+        {"status": "ok", "version": version.reported(PETRI), "sessions": 0, "cgroups": True,
+         "warm": "ready", "max_sessions": 100}, h
+    assert set(h) == {"status", "version", "sessions", "cgroups", "warm", "pool",
+                      "max_sessions"}, h
 
 
 def test_healthz_names_the_version(api):

@@ -53,7 +53,7 @@ def srv(request, dirs, tmp_path_factory):
     warm = request.param == "warm"
     s = Server(tmp_path_factory.mktemp(request.param), config(dirs, warm))
     if warm:
-        assert "warm template ready" in s.stderr_text(), s.stderr_text()
+        assert s.warm_state == "ready", s.stderr_text()
     yield s
     code, err = s.stop()
     assert code == 0, err[-3000:]

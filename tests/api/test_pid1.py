@@ -105,7 +105,7 @@ def forked_by_the_template(srv):
 
 
 def check(srv, threads):
-    assert 'warm template ready' in srv.stderr_text()
+    assert srv.warm_state == 'ready', srv.stderr_text()[-3000:]
     api = srv.api()
     sid = api.session()
     got = probe(api, sid)

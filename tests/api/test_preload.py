@@ -7,7 +7,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -36,12 +35,12 @@ def test_the_sessions_get_what_the_config_preloads(make_server):
     err = srv.stderr_text()
     assert 'cannot preload nosuchmodule_for_petri' in err, err
     assert "No module named 'nosuchmodule_for_petri'" in err, err
-    assert 'warm template ready' in err, err
+    assert srv.warm_state == 'ready', err
 
 
 def test_an_empty_preload_imports_nothing(make_server):
     srv = make_server('[python]\npreload =\n')
-    assert 'warm template ready' in srv.stderr_text()
+    assert srv.warm_state == 'ready', srv.stderr_text()
     got = imported(srv.api(), ['numpy', 'pandas', 'matplotlib'])
     assert not any(got.values()), got
 
@@ -49,10 +48,7 @@ def test_an_empty_preload_imports_nothing(make_server):
 def test_the_default_preloads_the_data_stack(server):
     # The default preload takes seconds to import on a loaded machine: a
     # one-shot before the template is up would start cold.
-    for _ in range(600):
-        if 'warm template ready' in server.stderr_text():
-            break
-        time.sleep(0.2)
+    assert server.wait_warm(120) == 'ready', server.stderr_text()[-3000:]
     got = imported(server.api(), ['numpy', 'pandas', 'matplotlib.pyplot', 'scipy.stats',
                                   'seaborn', 'sklearn', 'statsmodels'])
     assert all(got.values()), got
@@ -91,10 +87,7 @@ def test_the_template_holds_its_memory_in_huge_pages(server):
     release = tuple(int(x) for x in re.findall(r'\d+', os.uname().release)[:2])
     if thp_mode() in (None, 'never') or release < (6, 1):
         pytest.skip('no transparent huge pages to collapse into on this kernel')
-    for _ in range(600):
-        if 'warm template ready' in server.stderr_text():
-            break
-        time.sleep(0.2)
+    assert server.wait_warm(120) == 'ready', server.stderr_text()[-3000:]
     log = server.stderr_text()
     assert re.search(r'the warm template put [1-9]\d* MiB of its memory into huge pages', log), \
         log[-3000:]

@@ -35,7 +35,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "api"))
 
 from apihelp import (SSE, cgroup_dirs, metric, petri_lock, process_tree,  # noqa: E402,F401
-                     still_alive, wait_for)
+                     still_alive, wait_for, wait_warm)
 
 import requests  # noqa: E402
 
@@ -126,8 +126,9 @@ class Daemon:
         self.url = m.group(1)
         threading.Thread(target=self._drain_stdout, daemon=True).start()
         if wait_warm and self.warm_expected:
-            assert self.wait_log("warm template ready", 60), \
-                f"no warm template within 60 s: {self.stderr_text()[-3000:]}"
+            state = wait_warm(self.url, 60, alive=self.running)
+            assert state == "ready", \
+                f"no warm template within 60 s ({state}): {self.stderr_text()[-3000:]}"
 
     def _start(self, args):
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

@@ -612,10 +612,12 @@ class Server:
         self.api = Api(self.url, key)
         if warm:
             # The template starts in the background: wait for it, so that
-            # every session of this server is a warm one.
-            ok = wait_until(lambda: 'warm template ready' in self.stderr_text(),
-                            timeout=120)
-            assert ok, f'the warm template did not start: {self.stderr_text()[-2000:]}'
+            # every session of this server is a warm one.  /healthz says
+            # when (never a line of the log); failed or a dead daemon ends
+            # the wait at once.
+            state = self.wait_warm(120)
+            assert state == 'ready', \
+                f'the warm template did not start ({state}): {self.stderr_text()[-2000:]}'
         self.neighbour = self.api.session()
         why = self.neighbour_ok()
         assert why is None, why
@@ -626,6 +628,25 @@ class Server:
 
     def stderr_text(self):
         return ''.join(self._err)
+
+    def wait_warm(self, timeout):
+        """/healthz's "warm" once it settled (ready, off, failed), the daemon
+        exited, or timeout seconds passed: the last state seen."""
+        state = None
+
+        def settled():
+            nonlocal state
+            if self.proc.poll() is not None:
+                return True
+            try:
+                h = self.api.get('/healthz', timeout=5)
+                state = h.json().get('warm') if h.status_code == 200 else state
+            except (requests.RequestException, ValueError):
+                pass
+            return state in ('ready', 'off', 'failed')
+
+        wait_until(settled, timeout=timeout)
+        return state
 
     def neighbour_ok(self):
         """None if the daemon and the neighbour session are fine, else why."""

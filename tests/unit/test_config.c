@@ -187,6 +187,26 @@ START_TEST(test_pool_sizes)
 }
 END_TEST
 
+/* [sessions] warm_wait_s: how long a sandbox waits for a starting template. */
+START_TEST(test_warm_wait)
+{
+	struct petri_config c;
+
+	ck_assert_int_eq(config_load(&c, NULL, (char[64]){ 0 }, 64), 0);
+	ck_assert(c.warm_wait_s == CONFIG_WARM_WAIT_DEFAULT && c.warm_wait_s > 0);
+	config_release(&c);
+	load_ok(&c, "[sessions]\nwarm_wait_s = 0\n");
+	ck_assert(c.warm_wait_s == 0);
+	config_release(&c);
+	load_ok(&c, "[sessions]\nwarm_wait_s = 2.5\n");
+	ck_assert(c.warm_wait_s == 2.5);
+	config_release(&c);
+	load_refused("[sessions]\nwarm_wait_s = -1\n");
+	load_refused("[sessions]\nwarm_wait_s = 601\n");
+	load_refused("[sessions]\nwarm_wait_s = nan\n");
+}
+END_TEST
+
 START_TEST(test_languages)
 {
 	struct petri_config c;
@@ -367,6 +387,7 @@ Suite *config_suite(void)
 	tcase_add_test(tc, test_file);
 	tcase_add_test(tc, test_refused);
 	tcase_add_test(tc, test_pool_sizes);
+	tcase_add_test(tc, test_warm_wait);
 	tcase_add_test(tc, test_python_and_binds);
 	tcase_add_test(tc, test_preload);
 	tcase_add_test(tc, test_long_line);

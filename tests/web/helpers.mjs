@@ -29,13 +29,9 @@ export async function startServer(config = '') {
     { stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, STATE_DIRECTORY: join(dir, 'state') } });
   let stderr = '';
-  const warm = new Promise((res) => {
-    proc.stderr.on('data', (d) => {
-      stderr += d;
-      if (/warm template ready|no warm path|warm pool/.test(stderr)) res();
-    });
-    proc.once('exit', res);
-  });
+  let exited = false;
+  proc.stderr.on('data', (d) => { stderr += d; });
+  proc.once('exit', () => { exited = true; });
   const url = await new Promise((res, rej) => {
     let buf = '';
     proc.stdout.on('data', (d) => {
@@ -45,7 +41,16 @@ export async function startServer(config = '') {
     });
     proc.once('exit', (c) => rej(new Error(`petri serve exited with ${c}: ${stderr}`)));
   });
-  await Promise.race([warm, new Promise((res) => setTimeout(res, 15000))]);
+  // The warm path settles (GET /healthz: warm ready, off or failed), or
+  // 15 s pass: the page is tested in the steady state, never by log text.
+  const deadline = Date.now() + 15000;
+  while (!exited && Date.now() < deadline) {
+    try {
+      const h = await (await fetch(`${url}/healthz`)).json();
+      if (['ready', 'off', 'failed'].includes(h.warm)) break;
+    } catch { /* not answering yet */ }
+    await new Promise((res) => setTimeout(res, 100));
+  }
   return {
     url,
     stderr: () => stderr,

@@ -439,3 +439,21 @@ int pool_take(struct pool *p, const struct box_config *cfg, bool is_default,
 }
 
 void pool_poke(struct pool *p) { unexpected("pool_poke"); }
+
+enum pool_state pool_state(const struct pool *p)
+{
+	unexpected("pool_state");
+	return POOL_FAILED;
+}
+
+size_t pool_ready(const struct pool *p)
+{
+	unexpected("pool_ready");
+	return 0;
+}
+
+bool pool_wait_ready(struct pool *p, double seconds)
+{
+	unexpected("pool_wait_ready");
+	return false;
+}
