@@ -16,10 +16,13 @@
 
 struct api_server;
 
-/* Listen on cfg->listen and serve until api_stop().  Refuses a
- * non-loopback address without API keys. */
-int api_start(const struct petri_config *cfg, struct smgr *sm,
-	      struct api_server **out, char *err, size_t errlen);
+/* Listen on cfg->listen (refusing a non-loopback address without API
+ * keys): the first thing petri serve does, so that an address in use is an
+ * error before anything else starts.  Nothing is served yet. */
+int api_open(const struct petri_config *cfg, struct api_server **out, char *err, size_t errlen);
+/* Serve what srv listens on with sm until api_stop().  On failure srv is
+ * closed and freed. */
+int api_start(struct api_server *srv, struct smgr *sm, char *err, size_t errlen);
 /* Stop accepting connections and answer 503 to new requests. */
 void api_quiesce(struct api_server *srv);
 /* Requests being handled now. */

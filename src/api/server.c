@@ -957,11 +957,9 @@ static int listen_tcp(struct api_server *srv, const char *listen_at, char *err, 
 	return fd;
 }
 
-int api_start(const struct petri_config *cfg, struct smgr *sm,
-	      struct api_server **out, char *err, size_t errlen)
+int api_open(const struct petri_config *cfg, struct api_server **out, char *err, size_t errlen)
 {
 	struct api_server *srv;
-	unsigned workers, spare;
 	int fd, r;
 
 	*out = NULL;
@@ -971,6 +969,33 @@ int api_start(const struct petri_config *cfg, struct smgr *sm,
 	if (!srv)
 		return -ENOMEM;
 	srv->cfg = cfg;
+	fd = !strncmp(cfg->listen, "unix:", 5) ? listen_unix(srv, cfg->listen + 5, err, errlen) :
+						 listen_tcp(srv, cfg->listen, err, errlen);
+	if (fd < 0) {
+		free(srv);
+		return fd;
+	}
+	srv->listen_fd = fd;
+	set_listen_host(srv, cfg->listen);
+	*out = srv;
+	return 0;
+}
+
+/* Close what api_open() made, when api_start() never ran or failed. */
+static void api_close(struct api_server *srv)
+{
+	close(srv->listen_fd);
+	if (srv->unix_path[0])
+		unlink(srv->unix_path);
+	free(srv);
+}
+
+int api_start(struct api_server *srv, struct smgr *sm, char *err, size_t errlen)
+{
+	const struct petri_config *cfg = srv->cfg;
+	unsigned workers, spare;
+	int fd = srv->listen_fd, r;
+
 	srv->sm = sm;
 	workers = cfg->http_workers ? cfg->http_workers : cfg->max_executions + 16;
 	spare = workers > cfg->max_executions ? (workers - cfg->max_executions) / 2 : 0;
@@ -989,23 +1014,10 @@ int api_start(const struct petri_config *cfg, struct smgr *sm,
 		share_free(srv->bodies);
 		share_free(srv->turns);
 		answers_free(srv->answers);
-		free(srv);
+		api_close(srv);
+		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	fd = !strncmp(cfg->listen, "unix:", 5) ? listen_unix(srv, cfg->listen + 5, err, errlen) :
-						 listen_tcp(srv, cfg->listen, err, errlen);
-	if (fd < 0) {
-		mcp_registry_free(srv->mcp);
-		e2b_free(srv->e2b);
-		free(srv->key_reads);
-		share_free(srv->bodies);
-		share_free(srv->turns);
-		answers_free(srv->answers);
-		free(srv);
-		return fd;
-	}
-	srv->listen_fd = fd;
-	set_listen_host(srv, cfg->listen);
 	if ((r = stream_hub_new(&srv->streams)) < 0 || (r = files_waiter_new(&srv->waiter)) < 0 ||
 	    (r = events_new(cfg, sm, srv->streams, &srv->events)) < 0 ||
 	    (r = workers_start(workers, route, &srv->workers)) < 0) {
@@ -1029,7 +1041,6 @@ int api_start(const struct petri_config *cfg, struct smgr *sm,
 		r = -EIO;
 		goto fail;
 	}
-	*out = srv;
 	return 0;
 fail:
 	workers_free(srv->workers);
@@ -1040,14 +1051,13 @@ fail:
 	}
 	if (srv->streams)
 		stream_hub_free(srv->streams);
-	close(fd);
 	mcp_registry_free(srv->mcp);
 	e2b_free(srv->e2b);
 	free(srv->key_reads);
 	share_free(srv->bodies);
 	share_free(srv->turns);
 	answers_free(srv->answers);
-	free(srv);
+	api_close(srv);
 	return r;
 }
 
@@ -1088,14 +1098,11 @@ void api_stop(struct api_server *srv)
 	events_free(srv->events);	/* its streams went with MHD */
 	stream_hub_free(srv->streams);
 	files_waiter_free(srv->waiter);
-	close(srv->listen_fd);
-	if (srv->unix_path[0])
-		unlink(srv->unix_path);
 	mcp_registry_free(srv->mcp);
 	e2b_free(srv->e2b);
 	free(srv->key_reads);
 	share_free(srv->bodies);
 	share_free(srv->turns);
 	answers_free(srv->answers);	/* MHD freed every response */
-	free(srv);
+	api_close(srv);
 }

@@ -134,8 +134,9 @@ int cmd_serve(int argc, char **argv)
 			die(2, "--listen: address too long");
 		snprintf(l.cfg.listen, sizeof(l.cfg.listen), "%s", listen_at);
 	}
-	/* Before anything is started: a refused address is a quick error. */
-	if (config_check_listen(&l.cfg, err, sizeof(err)) < 0)
+	/* Before anything is started (the record, the template): a refused
+	 * address, or one in use, is a quick error. */
+	if (api_open(&l.cfg, &srv, err, sizeof(err)) < 0)
 		die(2, "%s", err);
 	log_set_prefix("petri serve");
 	log_set_level(verbose ? LOG_DEBUG : l.cfg.log_level);
@@ -156,7 +157,7 @@ int cmd_serve(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &stop, NULL);
 	cli_local_start(&l);
 	json_decref(smgr_found(l.sm, 0));	/* start finding what sandboxes have */
-	if (api_start(&l.cfg, l.sm, &srv, err, sizeof(err)) < 0) {
+	if (api_start(srv, l.sm, err, sizeof(err)) < 0) {
 		cli_local_stop(&l);
 		die(2, "%s", err);
 	}

@@ -170,6 +170,27 @@ def test_unix_socket_never_replaces_a_regular_file(tmp_path):
     assert victim.read_text() == "precious"
 
 
+def test_an_address_in_use_fails_before_anything_starts(tmp_path):
+    """petri serve binds its address first: one in use is an error at
+    once, with no record opened and no template started."""
+    import socket
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    state = tmp_path / "state"
+    state.mkdir()
+    try:
+        p = subprocess.run([PETRI, "serve", "--listen", f"127.0.0.1:{port}"],
+                           capture_output=True, text=True, timeout=30,
+                           env={**os.environ, "STATE_DIRECTORY": str(state)})
+    finally:
+        taken.close()
+    assert p.returncode == 2 and "Address already in use" in p.stderr, p
+    assert "record" not in p.stderr and "template" not in p.stderr, p.stderr
+    assert os.listdir(state) == [], "nothing is made before the address is bound"
+
+
 # ---- shutdown ----------------------------------------------------------------
 
 def mountinfo():
