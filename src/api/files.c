@@ -92,6 +92,7 @@ struct download {
 	struct stream_hub *hub;
 	struct files_waiter *waiter;	/* resumes an archive's connection */
 	struct MHD_Connection *conn;
+	int client_fd;			/* the connection's socket (MHD's); -1 */
 	pthread_mutex_t lock;
 	int fd;				/* -1 once let go */
 	struct ws_archiver *aw;		/* instead of fd: an archive's writer; NULL */
@@ -161,7 +162,12 @@ static ssize_t download_read(void *cls, uint64_t pos, char *out, size_t max)
  * the end, or an error that cuts the stream (the client sees a chunked
  * body end without its last chunk).  Nothing made yet: the connection is
  * suspended until the pipe is readable (the waiter thread resumes it), so
- * MHD does not call again at once, and nothing here waits. */
+ * MHD does not call again at once, and nothing here waits.  A suspended
+ * connection is one MHD does not watch, nor time out: the waiter resumes
+ * it each DOWNLOAD_WAIT_S, and a client gone by then ends the download
+ * here, its writer killed (a starved or stopped writer would otherwise keep
+ * its listing and buffers, and the connection, until the writer wrote
+ * again). */
 static ssize_t archive_read(void *cls, uint64_t pos, char *out, size_t max)
 {
 	struct download *d = cls;
@@ -174,7 +180,9 @@ static ssize_t archive_read(void *cls, uint64_t pos, char *out, size_t max)
 		s = download_let_go(d);
 	if (d->aw) {
 		n = ws_archiver_read(d->aw, out, max);
-		if (n == -EAGAIN || n == -EINPROGRESS)
+		if ((n == -EAGAIN || n == -EINPROGRESS) && http_client_gone(d->client_fd))
+			n = MHD_CONTENT_READER_END_WITH_ERROR;
+		else if (n == -EAGAIN || n == -EINPROGRESS)
 			n = wait_readable(d->waiter, d->conn, n == -EAGAIN ?
 					  ws_archiver_fd(d->aw) : ws_archiver_exit_fd(d->aw),
 					  DOWNLOAD_WAIT_S) < 0 ? MHD_CONTENT_READER_END_WITH_ERROR : 0;
@@ -203,6 +211,7 @@ static struct MHD_Response *download_new(struct api_req *rq, struct session *s, 
 					 struct ws_archiver *aw, uint64_t size)
 {
 	struct download *d = calloc(1, sizeof(*d));
+	const union MHD_ConnectionInfo *ci;
 	struct MHD_Response *resp;
 
 	if (!d) {
@@ -219,6 +228,8 @@ static struct MHD_Response *download_new(struct api_req *rq, struct session *s, 
 	d->hub = rq->streams;
 	d->waiter = rq->waiter;
 	d->conn = rq->conn;
+	ci = MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	d->client_fd = ci ? ci->connect_fd : -1;
 	d->fd = fd;
 	d->aw = aw;
 	d->s = session_ref(s);

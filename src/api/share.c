@@ -22,28 +22,35 @@ struct share {
 	struct holder *bucket[BUCKETS];
 };
 
-void share_tenant_of(struct MHD_Connection *conn, int key_index, struct share_tenant *t)
+void share_tenant_of_addr(const struct sockaddr *sa, int key_index, struct share_tenant *t)
 {
-	const union MHD_ConnectionInfo *ci;
-
 	memset(t, 0, sizeof(*t));
 	t->key = key_index;
-	if (key_index >= 0)
+	if (key_index >= 0 || !sa)
 		return;
-	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	if (!ci || !ci->client_addr)
-		return;
-	if (ci->client_addr->sa_family == AF_INET) {
-		const struct sockaddr_in *s4 = (const struct sockaddr_in *)ci->client_addr;
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
 
 		/* As ::ffff:a.b.c.d, the address a dual-stack socket reports. */
 		t->addr[10] = t->addr[11] = 0xff;
 		memcpy(t->addr + 12, &s4->sin_addr, 4);
-	} else if (ci->client_addr->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ci->client_addr;
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
 
-		memcpy(t->addr, &s6->sin6_addr, 16);
+		/* A host is given a /64 (RFC 6177; SLAAC's privacy addresses
+		 * change within it at will): its first 64 bits name the tenant,
+		 * or one client would be as many tenants as it cares to use
+		 * addresses.  An IPv4 address, mapped, stays one address. */
+		memcpy(t->addr, &s6->sin6_addr, IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr) ? 16 : 8);
 	}
+}
+
+void share_tenant_of(struct MHD_Connection *conn, int key_index, struct share_tenant *t)
+{
+	const union MHD_ConnectionInfo *ci = key_index >= 0 ? NULL :
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+
+	share_tenant_of_addr(ci ? ci->client_addr : NULL, key_index, t);
 }
 
 int share_new(uint64_t total, uint64_t per_tenant, struct share **out)

@@ -5,7 +5,9 @@
  * Each holder is a tenant: the API key its request was made with (for an
  * E2B sandbox's data plane, the key that made the sandbox), or, when the
  * server has no keys (or the request carries none: /healthz), the client's
- * address (the IP; every unix-socket client is one tenant).  A tenant may
+ * address (an IPv4 address, IPv4-mapped included; an IPv6 address's /64,
+ * which one host may fill with addresses at will; every unix-socket
+ * client is one tenant).  A tenant may
  * hold at most its share of the total: config_share_of() divides it among
  * the configured keys (config.h).
  *
@@ -16,6 +18,7 @@
 
 #include <microhttpd.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "config/config.h"
 
@@ -26,6 +29,8 @@ struct share_tenant {
 
 /* The tenant of a request on conn made with key index key_index (-1: none). */
 void share_tenant_of(struct MHD_Connection *conn, int key_index, struct share_tenant *t);
+/* The same from the client's address sa (NULL: a unix socket's). */
+void share_tenant_of_addr(const struct sockaddr *sa, int key_index, struct share_tenant *t);
 
 struct share;
 /* A budget of total, each tenant at most per_tenant.  0 or -ENOMEM. */

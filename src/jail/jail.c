@@ -306,6 +306,19 @@ const char *const *jail_seccomp_allowed(size_t *count)
 	return policy_allowed_names(count);
 }
 
+int jail_seccomp_only(const char *const *names, char *err, size_t errlen)
+{
+	struct policy pol;
+	int r;
+
+	if ((r = policy_build_only(&pol, names, err, errlen)) < 0)
+		return r;
+	if ((r = policy_load(&pol)) < 0)
+		snprintf(err, errlen, "seccomp: cannot load the filter: %s", strerror(-r));
+	policy_release(&pol);
+	return r;
+}
+
 /* ---- spawn ------------------------------------------------------------ */
 
 static void close_fd(int *fd)

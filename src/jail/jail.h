@@ -323,4 +323,11 @@ int jail_bind_check(const char *path, bool want_dir, char *why, size_t whylen);
  * and their count. */
 const char *const *jail_seccomp_allowed(size_t *count);
 
+/* Confine the calling process, one of petri's own helpers after its exec
+ * (one thread), to the system calls in names (NULL-terminated, libseccomp's
+ * spelling) and mmap/mprotect without PROT_EXEC; every other call fails
+ * with ENOSYS from then on, and no_new_privs is set.  0 or -errno, with a
+ * message in err. */
+int jail_seccomp_only(const char *const *names, char *err, size_t errlen);
+
 #endif

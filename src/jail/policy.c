@@ -324,13 +324,15 @@ static int add_rules(scmp_filter_ctx ctx, unsigned *nallowed, char *err,
  * what the kernel reads for these int-typed arguments (x86_64 is little
  * endian, so they are at the argument's own offset). */
 static const struct sock_filter prologue[] = {
-	/* Only the x86_64 ABI: i386 (int 0x80) and x32 numbers kill. */
+	/* Only the x86_64 ABI: i386 (int 0x80) and x32 numbers kill.  A
+	 * helper's filter (policy_build_only) has these ARCH_CHECK_LEN alone. */
 	LOAD(offsetof(struct seccomp_data, arch)),
 	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
 	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
 	LOAD(offsetof(struct seccomp_data, nr)),
 	BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, X32_SYSCALL_BIT, 0, 1),
 	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+#define ARCH_CHECK_LEN 6
 
 	FOR_SYSCALL(__NR_clone, 3),
 	LOAD(ARG_LO(0)),
@@ -416,10 +418,10 @@ static const struct sock_filter prologue[] = {
 };
 
 /* Export libseccomp's program as raw BPF (2.5 has no in-memory export, so
- * through a memfd) and put the prologue in front of it. */
-static int export_with_prologue(scmp_filter_ctx ctx, struct sock_fprog *prog)
+ * through a memfd) and put the first plen instructions of the prologue in
+ * front of it. */
+static int export_with_prologue(scmp_filter_ctx ctx, size_t plen, struct sock_fprog *prog)
 {
-	const size_t plen = sizeof(prologue) / sizeof(prologue[0]);
 	struct sock_filter *v = NULL;
 	off_t size;
 	size_t n;
@@ -445,7 +447,7 @@ static int export_with_prologue(scmp_filter_ctx ctx, struct sock_fprog *prog)
 		r = -ENOMEM;
 		goto out;
 	}
-	memcpy(v, prologue, sizeof(prologue));
+	memcpy(v, prologue, plen * sizeof(prologue[0]));
 	if (pread(fd, v + plen, (size_t)size, 0) != size) {
 		r = errno ? -errno : -EIO;
 		goto out;
@@ -460,7 +462,38 @@ out:
 	return r;
 }
 
-int policy_build(struct policy *pol, char *err, size_t errlen)
+/* A helper's rules: names, and mmap and mprotect without PROT_EXEC. */
+static int add_only(scmp_filter_ctx ctx, const char *const *names, unsigned *nallowed,
+		    char *err, size_t errlen)
+{
+	int r;
+
+	for (size_t i = 0; names[i]; i++) {
+		int nr = seccomp_syscall_resolve_name(names[i]);
+
+		if (nr == __NR_SCMP_ERROR)
+			continue;
+		if ((r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0)) < 0) {
+			snprintf(err, errlen, "seccomp: cannot allow '%s': %s", names[i],
+				 strerror(-r));
+			return r;
+		}
+		(*nallowed)++;
+	}
+	/* Data, never new code: what a helper runs was mapped by its exec. */
+	if ((r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1,
+				  SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0))) < 0 ||
+	    (r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mprotect), 1,
+				  SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0))) < 0) {
+		snprintf(err, errlen, "seccomp: cannot allow mmap: %s", strerror(-r));
+		return r;
+	}
+	*nallowed += 2;
+	return 0;
+}
+
+/* The sandbox's policy (names NULL) or a helper's. */
+static int build(struct policy *pol, const char *const *names, char *err, size_t errlen)
 {
 	scmp_filter_ctx ctx;
 	int r;
@@ -477,14 +510,28 @@ int policy_build(struct policy *pol, char *err, size_t errlen)
 		snprintf(err, errlen, "seccomp: cannot set attributes: %s", strerror(-r));
 		goto out;
 	}
-	if ((r = add_rules(ctx, &pol->allowed, err, errlen)) < 0)
+	r = names ? add_only(ctx, names, &pol->allowed, err, errlen) :
+		    add_rules(ctx, &pol->allowed, err, errlen);
+	if (r < 0)
 		goto out;
-	if ((r = export_with_prologue(ctx, &pol->prog)) < 0)
+	if ((r = export_with_prologue(ctx, names ? ARCH_CHECK_LEN :
+					   sizeof(prologue) / sizeof(prologue[0]),
+				      &pol->prog)) < 0)
 		snprintf(err, errlen, "seccomp: cannot export the filter: %s",
 			 strerror(-r));
 out:
 	seccomp_release(ctx);
 	return r;
+}
+
+int policy_build(struct policy *pol, char *err, size_t errlen)
+{
+	return build(pol, NULL, err, errlen);
+}
+
+int policy_build_only(struct policy *pol, const char *const *names, char *err, size_t errlen)
+{
+	return build(pol, names, err, errlen);
 }
 
 void policy_release(struct policy *pol)

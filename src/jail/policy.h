@@ -18,6 +18,12 @@ struct policy {
 
 /* Build the filter.  0 or -errno, with a message in err. */
 int policy_build(struct policy *pol, char *err, size_t errlen);
+/* A filter for one of petri's own helper processes (archive.h's writer):
+ * the calls in names (NULL-terminated; names this kernel's libseccomp does
+ * not know are skipped), and mmap and mprotect without PROT_EXEC; every
+ * other call fails with ENOSYS, and only the x86_64 ABI runs (as above,
+ * without the sandbox's argument checks).  0 or -errno, with a message. */
+int policy_build_only(struct policy *pol, const char *const *names, char *err, size_t errlen);
 void policy_release(struct policy *pol);
 
 /* Load it into the calling thread (sets no_new_privs first).  Child side:

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -547,6 +548,48 @@ static int drop_to(uid_t uid, gid_t gid)
 	return 0;
 }
 
+/* A network namespace of its own, with nothing in it: the writer reads
+ * what the sandbox made and never needs a network.  As root, one unshare;
+ * an unprivileged daemon's writer (its sandboxes' uid is its own) makes it
+ * under a user namespace of its own, without a mapping: its files are
+ * still reached as its own uid. */
+static int own_network(void)
+{
+	if (unshare(CLONE_NEWNET) == 0)
+		return 0;
+	if (errno != EPERM || unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0)
+		return -errno;
+	return 0;
+}
+
+/* What the writer may do once it reads the sandbox's files: the calls
+ * traced under a download of hostile names, links, holes and large files
+ * (tar and tar.gz), each with its reason.  Everything else fails with
+ * ENOSYS (policy_build_only(): no socket, no exec, no new namespace, no
+ * ptrace; mmap and mprotect never executable), so that a bug of
+ * libarchive's or zlib's that a file of the sandbox's reaches runs in a
+ * process that can only write into its pipe. */
+static const char *const writer_calls[] = {
+	/* the workspace, through the jail's descriptor (files_walk,
+	 * files_open: openat2 in the root; openat of a listed directory), and
+	 * glibc's iconv cache for libarchive's names, mapped at the first */
+	"openat", "openat2", "newfstatat", "fstat", "statx", "getdents64",
+	"readlinkat", "read", "pread64", "lseek", "fcntl", "close",
+	/* files.c sets the file-system ids per call: the writer's own ids
+	 * already, which without CAP_SETUID are all it can set */
+	"setfsuid", "setfsgid",
+	/* the stream, into the pipe (and stderr, /dev/null) */
+	"write",
+	/* memory; mmap and mprotect without PROT_EXEC are added by the filter */
+	"brk", "munmap", "mremap", "madvise",
+	/* glibc's locks (one thread), abort(), the end */
+	"futex", "rt_sigprocmask", "rt_sigreturn", "getpid", "gettid", "tgkill",
+	"exit", "exit_group",
+	/* clocks, where the vDSO does not answer */
+	"clock_gettime", "gettimeofday", "time",
+	NULL
+};
+
 static bool num_arg(const char *s, unsigned long long max, unsigned long long *v)
 {
 	char *end;
@@ -563,6 +606,7 @@ int ws_archiver_main(int argc, char **argv)
 	struct writer_hello h = { 0 };
 	struct files_user u;
 	struct ws_archive *a = NULL;
+	char err[256];
 	ssize_t n;
 
 	if (argc != 9 || strcmp(argv[1], WS_ARCHIVER_COMMAND) ||
@@ -575,11 +619,17 @@ int ws_archiver_main(int argc, char **argv)
 		return 2;
 	}
 	/* Dies with the daemon; the setting does not survive the change of
-	 * credentials, so it is made after. */
-	if (drop_to((uid_t)uid, (gid_t)gid) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ||
-	    getppid() != (pid_t)parent)
+	 * credentials, so it is made after.  The network namespace needs
+	 * root's CAP_SYS_ADMIN: before. */
+	if (own_network() < 0 || drop_to((uid_t)uid, (gid_t)gid) < 0 ||
+	    prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != (pid_t)parent)
 		return EPERM;
 	signal(SIGPIPE, SIG_DFL);
+	/* Everything it opens from here on is the sandbox's: confined first. */
+	if (jail_seccomp_only(writer_calls, err, sizeof(err)) < 0) {
+		fprintf(stderr, "petri: %s\n", err);	/* to /dev/null; for a debugger */
+		return EPERM;
+	}
 	u = (struct files_user){ .uid = (uid_t)uid, .gid = (gid_t)gid };
 	h.err = ws_archive_open(&u, WRITER_WORK_FD, argv[8], gzip, (size_t)entries, bytes, &a);
 	h.entries = a ? (uint32_t)ws_archive_entries(a) : 0;

@@ -63,7 +63,9 @@ void ws_archive_free(struct ws_archive *a);
  * daemon's threads): its listing, its compression and its buffers count
  * against the session's CPU, memory and pids, not the daemon's.  It drops
  * to the sandbox's user (uid, gid, no groups, no capability, no new
- * privileges, not dumpable), dies with the daemon (PR_SET_PDEATHSIG), and
+ * privileges, not dumpable), dies with the daemon (PR_SET_PDEATHSIG), has
+ * an empty network namespace of its own and, before it reads anything of
+ * the sandbox's, a seccomp allow-list of its own (jail_seccomp_only()), and
  * writes into a pipe: first the listing's outcome (ws_archive_open()'s
  * 0 or -errno, and the number of entries), then the stream.  The daemon
  * only copies bytes from the pipe.

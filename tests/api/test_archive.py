@@ -11,6 +11,7 @@ archive was taken or refused.  The malicious archives are in
 tests/hostile/test_archives.py."""
 import io
 import os
+import signal
 import socket
 import stat
 import sys
@@ -526,6 +527,42 @@ def test_a_client_that_hangs_up_leaves_no_writer(server, api):
     # The session is unharmed.
     assert api.execute(sid, "print(len(open('big', 'rb').read()))")["stdout"] == f"{48 << 20}\n"
     api.delete(f"/v1/sessions/{sid}")
+
+
+def test_a_client_gone_while_the_writer_makes_nothing_ends_the_download(make_server):
+    """A download waits suspended while its writer has made nothing (a
+    starved session's, here a stopped one): MHD neither watches nor times
+    out that connection, so the wait looks at the client each second, and a
+    client gone ends the download, its writer killed, long before
+    http_timeout_s (it used to stay until then, writer, listing and all)."""
+    srv = make_server("[server]\nhttp_timeout_s = 120\n[sessions]\nwarm = false\n")
+    api = srv.api()
+    sid = api.session(limits={"memory_mb": 256, "disk_mb": 128})
+    res = api.execute(sid, "open('big', 'wb').write(__import__('os').urandom(48 << 20))")
+    assert res["status"] == "ok", res
+    host, port = srv.url.rsplit("/", 1)[1].rsplit(":", 1)
+    c = socket.create_connection((host, int(port)), timeout=60)
+    c.sendall(f"GET /v1/sessions/{sid}/archive?format=tar HTTP/1.1\r\nHost: {host}\r\n\r\n"
+              .encode())
+    assert c.recv(64).startswith(b"HTTP/1.1 200"), "the download did not start"
+    writers = wait_for(lambda: archive_writers(srv.pid), 30)
+    assert len(writers) == 1, writers
+    os.kill(writers[0], signal.SIGSTOP)
+    try:
+        c.settimeout(2)            # read what it made before it stopped
+        while True:
+            try:
+                if not c.recv(1 << 20):
+                    break
+            except socket.timeout:
+                break
+        c.close()
+        assert wait_for(lambda: not archive_writers(srv.pid), 10), \
+            "the writer outlived its client"
+    finally:
+        for pid in archive_writers(srv.pid):
+            os.kill(pid, signal.SIGCONT)
+    assert api.execute(sid, "print(1)")["stdout"] == "1\n"
 
 
 def test_a_tree_deeper_than_64_levels_is_413_not_cut_short(api, sid):

@@ -274,6 +274,104 @@ def test_an_undeclared_response_fails():
         check(r, m, p)
 
 
+# ---- the refusals of what a tenant holds ---------------------------------
+#
+# Mirrors of src/api/server.c, which decides these before any handler runs:
+# a response the server can give must be declared wherever it can give it,
+# not only where a test happened to meet it.
+
+INLINE = {"/healthz", "/metrics", "/v1/openapi.json", "/v1/events"}   # runs_inline()
+EXPENSIVE_READS = {"/v1/executions", "/v1/executions/export",         # is_expensive_read()
+                   "/v1/sessions/{id}/executions", "/v1/sessions/{id}/export",
+                   "/v1/sessions/{id}/archive"}
+ANY_METHOD = ("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")
+
+
+def is_upload(method, template):
+    return (method, template) in {("PUT", "/v1/sessions/{id}/files/{path}"),
+                                  ("POST", "/v1/sessions/{id}/archive")}
+
+
+def answers_little(method, template):
+    return method in ("DELETE", "PATCH") or is_upload(method, template) or \
+        (method == "POST" and (template or "").endswith("/keepalive"))
+
+
+def refusals(method, template):
+    """The (status, code) pairs server.c may answer method on template with,
+    whatever the endpoint does; template None: a path that matches none."""
+    out = set()
+    if not is_upload(method, template):          # keep_chunk(), on_body_done()
+        out |= {("413", "too_large"), ("429", "too_many_bodies"), ("503", "busy")}
+    if template in INLINE:
+        return out
+    if method == "GET" and template in EXPENSIVE_READS:                 # take_read()
+        out.add(("429", "too_many_reads"))
+    if not answers_little(method, template):     # the key's turns, answers_room()
+        out |= {("429", "over_capacity"), ("429", "unread_answers"), ("503", "busy")}
+    return out
+
+
+def declares(responses, status, code):
+    if status not in responses:
+        return False
+    schema = deref(responses[status])["content"]["application/json"]["schema"]
+    return not list(validator(schema).iter_errors({"error": {"code": code, "message": "x"}}))
+
+
+def test_every_refusal_of_a_budget_is_declared_where_it_can_happen():
+    missing = []
+    for template, item in DOC["paths"].items():
+        for m in METHODS:
+            if m in item:
+                for status, code in refusals(m.upper(), template):
+                    if not declares(item[m]["responses"], status, code):
+                        missing.append(f"{m.upper()} {template}: {status} {code}")
+        other = item["x-other-methods"]
+        for method in set(ANY_METHOD) - set(other["allowed"]):
+            for status, code in refusals(method, template):
+                if not declares(other["responses"], status, code):
+                    missing.append(f"{method} {template} (other method): {status} {code}")
+    for method in ANY_METHOD:
+        for status, code in refusals(method, None):
+            if not declares(DOC["x-unmatched-path"]["responses"], status, code):
+                missing.append(f"{method} (unmatched path): {status} {code}")
+    assert not missing, "undeclared:\n" + "\n".join(sorted(set(missing)))
+    # and the mirror is not vacuous
+    assert ("429", "unread_answers") in refusals("POST", "/v1/sessions/{id}/execute")
+    assert ("429", "too_many_reads") in refusals("GET", "/v1/executions")
+    assert refusals("PUT", "/v1/sessions/{id}/files/{path}") == set()
+
+
+def test_the_budget_refusals_for_real(make_server, api):
+    """A key over its share of the bodies, and of the event streams, gets
+    what the document declares."""
+    srv = make_server("[server]\napi_keys = k1,k2,k3,k4\nmax_buffered_mb = 1\n")
+    Api = type(api)
+    k1 = Api(srv.url, "k1")
+    body = json.dumps({"code": "#" * (300 << 10)})   # over 1 MiB / 4
+    for method, path in (("POST", "/v1/execute"), ("POST", "/v1/sessions"),
+                         ("GET", "/v1/executions"), ("GET", "/v1/languages"),
+                         ("GET", "/healthz"), ("PUT", "/v1/sessions")):
+        r = k1.request(method, path, data=body, headers={"Content-Type": "application/json"})
+        assert r.status_code == 429 and error_code(r) == "too_many_bodies", (path, r.text)
+        assert r.headers["Retry-After"] == "1"
+    streams = []
+    try:
+        for _ in range(8):    # 32 streams, a quarter each
+            r = k1.get("/v1/events", stream=True)
+            assert r.status_code == 200
+            streams.append(r)
+        r = k1.get("/v1/events")
+        assert r.status_code == 429 and error_code(r) == "too_many_streams"
+        r = Api(srv.url, "k2").get("/v1/events", stream=True)
+        assert r.status_code == 200
+        streams.append(r)
+    finally:
+        for r in streams:
+            r.close()
+
+
 # ---- every endpoint, for real --------------------------------------------
 
 

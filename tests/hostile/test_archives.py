@@ -307,6 +307,42 @@ def test_stalled_downloads_of_a_huge_listing_hold_a_bounded_amount(jailed, host_
     srv.api.delete(f'/v1/sessions/{sid}')
 
 
+def archive_writers(daemon):
+    """The daemon's archive writers (src/runtime/archive.h)."""
+    return [p for p in H.all_pids() if daemon in H.ancestors(p) and
+            (H._read(f'/proc/{p}/cmdline', 'rb') or b'').split(b'\0')[1:2] == [b'__archive-writer']]
+
+
+def test_the_writer_is_confined_while_it_reads_the_sandboxs_files(jailed, host_guard):
+    """A download's writer reads what the sandbox made (names, links, sizes)
+    with libarchive and zlib: while it does, it is under a seccomp filter of
+    its own (an allow-list without socket, exec or namespaces:
+    tests/unit/test_policy.c) and in an empty network namespace, not the
+    daemon's.  (It had neither: a bug those libraries have for a hostile
+    file would have run with the host's network.)"""
+    srv, _ = jailed
+    sid = srv.api.session(limits={'disk_mb': 1024})
+    res = srv.api.execute(sid, "open('/work/hole', 'wb').truncate(512 << 20)")
+    assert res['status'] == 'ok', H.describe(res)
+    s, status = stalled_download(srv.port, sid)
+    try:
+        assert status == 200
+        assert H.wait_until(lambda: archive_writers(srv.proc.pid)), 'no writer'
+        writer, = archive_writers(srv.proc.pid)
+        st = H.proc_status(writer)
+        assert st['Seccomp'] == '2' and int(st['Seccomp_filters']) >= 1, st
+        assert st['NoNewPrivs'] == '1' and st['CapEff'] == '0' * 16, st
+        net = H.ns_inode(writer, 'net')
+        assert net and net != H.ns_inode(srv.proc.pid, 'net'), 'the daemon\'s network'
+        links = [line.split(':')[0].strip()
+                 for line in H._read(f'/proc/{writer}/net/dev').splitlines()[2:]]
+        assert links == ['lo'], links
+    finally:
+        s.close()
+    assert H.wait_until(lambda: not archive_writers(srv.proc.pid)), 'the writer outlived its client'
+    srv.api.delete(f'/v1/sessions/{sid}')
+
+
 def test_a_big_download_streams_in_bounded_memory(jailed, host_guard):
     """512 MiB of tar read as fast as the client can: the daemon holds a
     step of it at a time (it used to keep everything it had sent)."""
