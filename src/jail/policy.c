@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "jail/jail.h"
+#include "util/sanitized.h"
 
 /* What the Python data stack (numpy, pandas, matplotlib, scipy, sqlite3,
  * threads, subprocess), bash, coreutils and gcc need, found by tracing them
@@ -480,6 +481,16 @@ static int add_only(scmp_filter_ctx ctx, const char *const *names, unsigned *nal
 		}
 		(*nallowed)++;
 	}
+#if SANITIZED_BUILD
+	/* A sanitizer's runtime looks at the alternate signal stack before
+	 * every call that does not return (_exit, longjmp): a sanitized
+	 * build's helpers could not end without it. */
+	if ((r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(sigaltstack), 0)) < 0) {
+		snprintf(err, errlen, "seccomp: cannot allow sigaltstack: %s", strerror(-r));
+		return r;
+	}
+	(*nallowed)++;
+#endif
 	/* Data, never new code: what a helper runs was mapped by its exec. */
 	if ((r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1,
 				  SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0))) < 0 ||

@@ -22,7 +22,9 @@ int policy_build(struct policy *pol, char *err, size_t errlen);
  * the calls in names (NULL-terminated; names this kernel's libseccomp does
  * not know are skipped), and mmap and mprotect without PROT_EXEC; every
  * other call fails with ENOSYS, and only the x86_64 ABI runs (as above,
- * without the sandbox's argument checks).  0 or -errno, with a message. */
+ * without the sandbox's argument checks).  In a sanitized build (tests
+ * only), also sigaltstack, which the sanitizer's runtime calls before every
+ * call that does not return.  0 or -errno, with a message. */
 int policy_build_only(struct policy *pol, const char *const *names, char *err, size_t errlen);
 void policy_release(struct policy *pol);
 
