@@ -11,6 +11,7 @@
  *   Origin    a page of another origin can send a "simple" POST (text/plain)
  *             that the browser does not preflight: 403 unless the Origin is
  *             the server's own or configured.  No Origin (curl, SDKs): fine.
+ *             The web page's files (GET, HEAD) are served to any Origin.
  *   Content-Type  a JSON route takes only application/json bodies, which a
  *             browser never sends cross-origin without a preflight: 415. */
 #include <stdio.h>
@@ -152,7 +153,12 @@ bool guard_request(struct api_req *rq, const char *listen_host, enum MHD_Result 
 				   "answer to that Host name (configure allowed_hosts)");
 		return false;
 	}
-	if (origin && !origin_allowed(rq, origin, host)) {
+	/* The web page's files hold no data and run nothing on the server:
+	 * the plotly frame, an opaque origin, fetches its scripts with
+	 * "Origin: null" (src/api/web.c). */
+	if (origin && !(web_is_asset(rq->url) && (!strcmp(rq->method, "GET") ||
+						   !strcmp(rq->method, "HEAD"))) &&
+	    !origin_allowed(rq, origin, host)) {
 		*answered = refuse(rq, 403, "forbidden_origin", "Forbidden: requests from this "
 				   "Origin are refused (configure allowed_origins)");
 		return false;

@@ -5,6 +5,7 @@ API, bounded in number and shared between keys (or addresses), and ends
 at shutdown.  tests/web drives the page itself in a browser."""
 import http.client
 import json
+import os
 import re
 import threading
 import time
@@ -54,6 +55,45 @@ def test_the_page_is_served_with_a_strict_policy(server):
     js = requests.get(server.url + "/ui/app.js", timeout=30).text
     assert "innerHTML" not in js.replace("never innerHTML", "")
     assert "eval(" not in js and "new Function" not in js
+
+
+PLOTLY_JS = "/usr/lib/R/site-library/plotly/htmlwidgets/lib/plotlyjs/plotly-latest.min.js"
+FRAME_ASSETS = {"/ui/plotly-frame.html": "text/html", "/ui/plotly-frame.js": "text/javascript",
+                "/ui/plotly.min.js": "text/javascript"}
+
+
+def test_the_plotly_frame_has_a_policy_of_its_own(server):
+    """The frame that draws plotly figures runs script in an opaque origin
+    (its requests say Origin: null); its policy runs its own scripts only
+    and lets it be framed by the page alone.  The page's stays as strict."""
+    for path, ctype in FRAME_ASSETS.items():
+        r = requests.get(server.url + path, headers={"Origin": "null"}, timeout=30)
+        if path == "/ui/plotly.min.js" and not os.path.exists(PLOTLY_JS):
+            assert r.status_code == 404 and "r-cran-plotly" in r.json()["error"]["message"]
+            continue
+        assert r.status_code == 200, (path, r.text[:300])
+        assert r.headers["Content-Type"].startswith(ctype), path
+        csp = [d.strip() for d in r.headers["Content-Security-Policy"].split(";")]
+        for d in ("default-src 'none'", "script-src 'self' 'unsafe-eval'", "frame-ancestors 'self'",
+                  "base-uri 'none'", "form-action 'none'"):
+            assert d in csp, (path, d, csp)
+        assert not any(d.startswith("connect-src") for d in csp)   # default: none
+        assert "*" not in r.headers["Content-Security-Policy"]
+        assert r.headers["Cross-Origin-Resource-Policy"] == "cross-origin"
+    if os.path.exists(PLOTLY_JS):
+        body = requests.get(server.url + "/ui/plotly.min.js", timeout=30).content
+        with open(PLOTLY_JS, "rb") as f:
+            assert body == f.read()
+    html = requests.get(server.url + "/ui/plotly-frame.html", timeout=30).text
+    assert re.findall(r"<script\b[^>]*>", html) == ['<script src="/ui/plotly.min.js">',
+                                                    '<script src="/ui/plotly-frame.js">']
+    # An opaque origin gets the files, and nothing else.
+    assert requests.post(server.url + "/ui/plotly-frame.html", headers={"Origin": "null"},
+                         timeout=30).status_code == 403
+    assert requests.get(server.url + "/v1/sessions", headers={"Origin": "null"},
+                        timeout=30).status_code == 403
+    csp = requests.get(server.url + "/", timeout=30).headers["Content-Security-Policy"]
+    assert "unsafe" not in csp
 
 
 def test_other_paths_are_not_the_page(server):

@@ -93,7 +93,7 @@ describe('the web page, no keys', () => {
     const cell = await lastCell();
     const frame = cell.locator('iframe.html-result');
     await frame.waitFor();
-    assert.equal(await frame.getAttribute('sandbox'), '');
+    assert.equal(await frame.getAttribute('sandbox'), 'allow-same-origin');
     const table = cell.frameLocator('iframe.html-result').locator('table');
     await table.waitFor();
     assert.match(await table.innerText(), /city[\s\S]*Oslo[\s\S]*19/);
