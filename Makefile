@@ -132,6 +132,7 @@ $(BUILD)/src/runtime/embed.o: src/runtime/embed.S src/runtime/driver.py docs/ope
 			      src/runtime/run.js src/runtime/profile.R \
 			      src/web/index.html src/web/app.js src/web/app.css \
 			      src/web/plotly-frame.html src/web/plotly-frame.js \
+			      src/web/html-frame.html src/web/html-frame.js \
 			      $(BUILD)/_petri.so $(BUILD)/petri-init
 	@mkdir -p $(dir $@)
 	@echo "  AS      $<"

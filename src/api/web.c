@@ -6,17 +6,17 @@
  *
  * What the page shows comes from sandboxes: the headers below are the
  * second wall behind the page's own care (it never parses untrusted text
- * as HTML outside a sandboxed iframe).  The policy allows no inline script
- * or style at all, nothing from elsewhere, no framing of the page, no form
- * submissions and no <base>; a srcdoc iframe inherits it, so sandbox HTML
- * can run no script even if the iframe's sandbox were lifted.
+ * as HTML).  The page's policy allows no inline script or style at all,
+ * nothing from elsewhere, no framing of the page, no form submissions and
+ * no <base>.
  *
- * One page runs script in a frame: /ui/plotly-frame.html draws a plotly
- * figure (docs/security.md, "The web page").  The page loads it in an
- * <iframe sandbox="allow-scripts"> without allow-same-origin, so it runs in
- * an opaque origin: it cannot reach the page, its storage or its key, and
- * its own policy lets it run its two scripts (plotly.js and its own) and
- * nothing else, connect nowhere and be framed only by the page. */
+ * Results that are HTML or a plotly figure are shown by two pages of their
+ * own, each in an <iframe sandbox="allow-scripts"> without
+ * allow-same-origin: an opaque origin, which cannot reach the page, its
+ * storage or its key.  The page posts them what to show and they answer
+ * only their height.  Each has a policy of its own that runs its own
+ * scripts only (never an inline one), connects nowhere and lets only the
+ * page frame it (docs/security.md, "The web page"). */
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -37,10 +37,19 @@
  * bug of plotly.js, inside a frame that holds nothing, reaches nothing and
  * connects nowhere.  It needs no connection, frame, font or image from
  * anywhere. */
-#define FRAME_CSP "default-src 'none'; script-src 'self' 'unsafe-eval'; " \
+#define PLOTLY_CSP "default-src 'none'; script-src 'self' 'unsafe-eval'; " \
 		  "style-src 'self' 'unsafe-inline'; " \
 		  "img-src data: blob:; frame-ancestors 'self'; base-uri 'none'; " \
 		  "form-action 'none'"
+
+/* The HTML frame runs its one script, which puts the result's HTML in its
+ * document so that it runs nothing (html-frame.js).  The policy holds on its
+ * own, whatever that script does: no inline script, handler or eval; images
+ * as data: only (pandas and matplotlib inline theirs); no style, which the
+ * page's policy refused results before too; no request to anywhere, the
+ * server included. */
+#define HTML_CSP "default-src 'none'; script-src 'self'; img-src data:; " \
+		 "frame-ancestors 'self'; base-uri 'none'; form-action 'none'"
 
 /* plotly.js of r-cran-plotly, the only one Debian ships (a Recommends of
  * petri's package); the driver inlines the same file (driver.py,
@@ -50,7 +59,8 @@
 
 enum asset_kind {
 	ASSET_PAGE,		/* a file of the page: the page's policy */
-	ASSET_FRAME,		/* what the plotly frame loads: the frame's policy */
+	ASSET_PLOTLY,		/* what the plotly frame loads: its policy */
+	ASSET_HTML,		/* what the HTML result frame loads: its policy */
 };
 
 static const struct asset {
@@ -67,10 +77,14 @@ static const struct asset {
 	{ "/ui/app.css", "text/css; charset=utf-8", petri_web_app_css, petri_web_app_css_end,
 	  ASSET_PAGE, NULL },
 	{ "/ui/plotly-frame.html", "text/html; charset=utf-8", petri_web_plotly_frame_html,
-	  petri_web_plotly_frame_html_end, ASSET_FRAME, NULL },
+	  petri_web_plotly_frame_html_end, ASSET_PLOTLY, NULL },
 	{ "/ui/plotly-frame.js", "text/javascript; charset=utf-8", petri_web_plotly_frame_js,
-	  petri_web_plotly_frame_js_end, ASSET_FRAME, NULL },
-	{ "/ui/plotly.min.js", "text/javascript; charset=utf-8", NULL, NULL, ASSET_FRAME, PLOTLY_JS },
+	  petri_web_plotly_frame_js_end, ASSET_PLOTLY, NULL },
+	{ "/ui/plotly.min.js", "text/javascript; charset=utf-8", NULL, NULL, ASSET_PLOTLY, PLOTLY_JS },
+	{ "/ui/html-frame.html", "text/html; charset=utf-8", petri_web_html_frame_html,
+	  petri_web_html_frame_html_end, ASSET_HTML, NULL },
+	{ "/ui/html-frame.js", "text/javascript; charset=utf-8", petri_web_html_frame_js,
+	  petri_web_html_frame_js_end, ASSET_HTML, NULL },
 };
 
 bool web_is_asset(const char *url)
@@ -134,10 +148,11 @@ enum MHD_Result handle_web(struct api_req *rq)
 		MHD_add_response_header(resp, "Cross-Origin-Opener-Policy", "same-origin");
 		MHD_add_response_header(resp, "Cross-Origin-Resource-Policy", "same-origin");
 	} else {
-		/* The frame's origin is opaque: its own scripts are requests from
+		/* A frame's origin is opaque: its own scripts are requests from
 		 * another origin, which same-origin would refuse.  They hold no
 		 * data; plotly.js is a public library. */
-		MHD_add_response_header(resp, "Content-Security-Policy", FRAME_CSP);
+		MHD_add_response_header(resp, "Content-Security-Policy",
+					a->kind == ASSET_PLOTLY ? PLOTLY_CSP : HTML_CSP);
 		MHD_add_response_header(resp, "X-Frame-Options", "SAMEORIGIN");
 		MHD_add_response_header(resp, "Cross-Origin-Resource-Policy", "cross-origin");
 		MHD_add_response_header(resp, "Cache-Control", "max-age=3600");

@@ -24,5 +24,9 @@ extern const char petri_web_plotly_frame_html[];
 extern const char petri_web_plotly_frame_html_end[];
 extern const char petri_web_plotly_frame_js[];
 extern const char petri_web_plotly_frame_js_end[];
+extern const char petri_web_html_frame_html[];
+extern const char petri_web_html_frame_html_end[];
+extern const char petri_web_html_frame_js[];
+extern const char petri_web_html_frame_js_end[];
 
 #endif

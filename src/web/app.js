@@ -2,13 +2,13 @@
 //
 // Everything shown here came out of a sandbox, or from whoever called the
 // API: it is text.  It is put in the page with textContent and DOM nodes,
-// never innerHTML; HTML results go to an <iframe sandbox> (no scripts)
-// through srcdoc; images only as data:image/png (or jpeg) URLs after their
+// never innerHTML; images only as data:image/png (or jpeg) URLs after their
 // base64 was checked.  The server's Content-Security-Policy is the second
-// wall: no inline script or style, nothing from elsewhere.  A plotly figure
-// is drawn by /ui/plotly-frame.html in <iframe sandbox="allow-scripts">
-// without allow-same-origin (an opaque origin), which gets the figure's
-// JSON by postMessage and answers only its height.
+// wall: no inline script or style, nothing from elsewhere.  An HTML result
+// is shown by /ui/html-frame.html, a plotly figure drawn by
+// /ui/plotly-frame.html, each in <iframe sandbox="allow-scripts"> without
+// allow-same-origin (an opaque origin): the page posts them the result, and
+// takes from them only their height, a number.
 //
 // The API key, when the server wants one, is asked for first and kept in
 // sessionStorage (this tab only).  EventSource cannot send it, so the
@@ -184,36 +184,32 @@
     return Math.max(lo, Math.min(hi, Math.ceil(n)));
   }
 
-  // A plotly figure: drawn in a frame of its own with scripts, in an
-  // opaque origin ('*': it has no other name); it is given the figure's JSON
-  // text each time it has loaded (moving a frame in the page reloads it).
-  function plotlyFrame(figure) {
-    const frame = el('iframe', { class: 'plotly-result', sandbox: 'allow-scripts',
-      title: 'plotly figure', referrerpolicy: 'no-referrer', src: '/ui/plotly-frame.html' });
-    frame.addEventListener('load', () => {
-      frame.contentWindow.postMessage({ petri: 'plotly', figure }, '*');
-    });
+  // A result shown by a static page of petri's in a frame of its own, with
+  // scripts, in an opaque origin ('*': it has no other name).  It is given
+  // the result each time it has loaded (moving a frame in the page reloads
+  // it); it answers its height (onFrameMessage).
+  function resultFrame(cls, title, src, message) {
+    const frame = el('iframe', { class: cls, sandbox: 'allow-scripts', title,
+      referrerpolicy: 'no-referrer', src });
+    frame.addEventListener('load', () => frame.contentWindow.postMessage(message, '*'));
     return frame;
   }
 
-  // The only message the page takes: a plotly frame's height.
+  // What a result's frame may say: its content's height (the frame adds its
+  // border), for frames of its kind, up to a bound (then the frame scrolls).
+  const FRAME_SIZES = new Map([
+    ['plotly-size', { frames: 'iframe.plotly-result', max: PLOTLY_MAX }],
+    ['html-size', { frames: 'iframe.html-result', max: FRAME_MAX }],
+  ]);
+
+  // The only message the page takes: a number, from the window of one of
+  // its result frames.  Whatever else a frame sends is dropped.
   function onFrameMessage(ev) {
     const m = ev.data;
-    if (!m || m.petri !== 'plotly-size' || typeof m.height !== 'number' || !isFinite(m.height)) return;
-    for (const f of document.querySelectorAll('iframe.plotly-result'))
-      if (f.contentWindow === ev.source) f.style.height = clamp(m.height, FRAME_MIN, PLOTLY_MAX) + 'px';
-  }
-
-  // An HTML result's frame runs no script, so the page measures it: same
-  // origin (allow-same-origin without allow-scripts) lets it read the
-  // height, up to FRAME_MAX; past that, and sideways, the frame scrolls.
-  function fitFrame(frame) {
-    try {
-      const root = frame.contentDocument && frame.contentDocument.documentElement;
-      if (!root) return;
-      const wide = root.scrollWidth > root.clientWidth ? 18 : 0;	// room for the scroll bar
-      frame.style.height = clamp(root.scrollHeight + wide + 2, FRAME_MIN, FRAME_MAX) + 'px';
-    } catch (e) { /* keep the height the style gives */ }
+    const size = m && typeof m === 'object' && typeof m.petri === 'string' && FRAME_SIZES.get(m.petri);
+    if (!size || typeof m.height !== 'number' || !isFinite(m.height)) return;
+    for (const f of document.querySelectorAll(size.frames))
+      if (f.contentWindow === ev.source) f.style.height = clamp(m.height + 2, FRAME_MIN, size.max) + 'px';
   }
 
   // One MIME bundle: the richest representation the page can show safely.
@@ -221,7 +217,8 @@
     const box = el('div', { class: 'result' });
     if (!bundle || typeof bundle !== 'object') return box;
     if (typeof bundle[PLOTLY] === 'string') {
-      box.append(plotlyFrame(bundle[PLOTLY]));
+      box.append(resultFrame('plotly-result', 'plotly figure', '/ui/plotly-frame.html',
+        { petri: 'plotly', figure: bundle[PLOTLY] }));
       return box;
     }
     for (const type of ['image/png', 'image/jpeg']) {
@@ -233,14 +230,10 @@
     }
     const html = bundle['text/html'] || bundle['image/svg+xml'];
     if (typeof html === 'string') {
-      // No allow-scripts: it runs nothing (the page's policy applies inside
-      // too), submits nothing, opens nothing; allow-same-origin only so that
-      // the page can read its height (fitFrame).
-      const frame = el('iframe', { class: 'html-result', sandbox: 'allow-same-origin',
-        title: 'HTML result', referrerpolicy: 'no-referrer' });
-      frame.addEventListener('load', () => fitFrame(frame));
-      frame.srcdoc = html;
-      box.append(frame);
+      // The frame's script puts it in its document so that it runs nothing
+      // (html-frame.js), and its policy runs nothing inline.
+      box.append(resultFrame('html-result', 'HTML result', '/ui/html-frame.html',
+        { petri: 'html', html }));
       return box;
     }
     let text = bundle['text/plain'];

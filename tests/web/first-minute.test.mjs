@@ -1,8 +1,9 @@
 // The web page's first minute (issue 30), in Debian's chromium against a
 // live `petri serve` without keys: the first paint says it is loading, a
 // plotly figure is drawn in a frame with scripts but without the page's
-// origin, a session opened by link is found even when it has ended, and a
-// wide or long table's frame takes its content's height up to a bound.
+// origin, a session opened by link is found even when it has ended, a wide
+// or long table's frame takes its content's height up to a bound, and an
+// HTML result's frame, scripted but opaque, runs nothing of the result.
 //
 // Run with `node --test` from tests/web (make web-test does), PETRI_BIN
 // naming the binary.
@@ -38,6 +39,14 @@ describe('the first minute in the web page', () => {
     assert.equal(r.status, 200);
     assert.equal(r.body.status, 'ok', JSON.stringify(r.body).slice(0, 2000));
     return r.body;
+  }
+
+  // The result frames (a listing shows earlier results too) asked the
+  // server for their own pages and scripts: never app.js, never the API.
+  function framesAskedForTheirFilesOnly(log) {
+    const own = ['html-frame.html', 'html-frame.js', 'plotly-frame.html', 'plotly-frame.js', 'plotly.min.js']
+      .map((f) => new URL(server.url).origin + '/ui/' + f);
+    for (const r of log.requests.filter((x) => x.frame === 'child')) assert.ok(own.includes(r.url), r.url);
   }
 
   test('the first paint says it is loading, until the page has its data', async () => {
@@ -136,29 +145,101 @@ describe('the first minute in the web page', () => {
       'pd.set_option("display.max_rows", 500)',
       'display(pd.DataFrame({"n": range(300)}))',
     ].join('\n'));
-    const { context, page } = await openPage(browser, server.url + `/#/session/${sid}`);
+    const { context, page, log } = await openPage(browser, server.url + `/#/session/${sid}`);
     const frames = page.locator('iframe.html-result');
     await frames.nth(1).waitFor();
-    assert.equal(await frames.first().getAttribute('sandbox'), 'allow-same-origin');
+    assert.equal(await frames.first().getAttribute('sandbox'), 'allow-scripts');
+    assert.equal(await frames.first().getAttribute('src'), '/ui/html-frame.html');
     await page.frameLocator('iframe.html-result >> nth=0').locator('table').waitFor();
     await page.frameLocator('iframe.html-result >> nth=1').locator('table').waitFor();
-    // describe(): nothing cut off at the bottom; sideways it scrolls.
+    const [wideFrame, longFrame] = await Promise.all([0, 1].map(
+      async (i) => (await frames.nth(i).elementHandle()).contentFrame()));
+    // describe(): the frame is as tall as its content, nothing cut off at
+    // the bottom; sideways it scrolls.
     await page.waitForFunction(() => {
       const f = document.querySelector('iframe.html-result');
-      const root = f.contentDocument.documentElement;
-      return root.scrollHeight <= root.clientHeight + 1 && f.getBoundingClientRect().height > 220;
+      return f.getBoundingClientRect().height > 220;
     });
-    const wide = await frames.first().evaluate((f) => {
-      const root = f.contentDocument.documentElement;
-      return { rows: f.contentDocument.querySelectorAll('tbody tr').length,
+    await page.waitForTimeout(300);	// the last size message
+    const wide = await wideFrame.evaluate(() => {
+      const root = document.documentElement;
+      return { rows: document.querySelectorAll('tbody tr').length,
+        cut: root.scrollHeight > root.clientHeight,
+        spare: window.innerHeight - root.getBoundingClientRect().height - (window.innerHeight - root.clientHeight),
         scrollsSideways: root.scrollWidth > root.clientWidth };
     });
-    assert.deepEqual(wide, { rows: 8, scrollsSideways: true });
+    assert.equal(wide.rows, 8);
+    assert.equal(wide.cut, false);
+    assert.equal(wide.scrollsSideways, true);
+    assert.ok(wide.spare >= 0 && wide.spare < 2, `${wide.spare} px below the table`);
     // 300 rows: the bound, then it scrolls.
     await page.waitForFunction(() => {
       const f = document.querySelectorAll('iframe.html-result')[1];
       return Math.round(f.getBoundingClientRect().height) === 640;
     });
+    const long = await longFrame.evaluate(() => {
+      const root = document.documentElement;
+      root.scrollTop = root.scrollHeight;
+      return { rows: document.querySelectorAll('tbody tr').length, scrolled: root.scrollTop > 0,
+        last: document.querySelector('tbody tr:last-child th').textContent };
+    });
+    assert.deepEqual(long, { rows: 300, scrolled: true, last: '299' });
+    framesAskedForTheirFilesOnly(log);
+    assert.deepEqual(log.errors, []);
+    await context.close();
+  });
+
+  test('an HTML result\'s frame has an opaque origin and runs none of the result', async () => {
+    const sid = await session();
+    await execute(sid, [
+      'class Page:',
+      '    def _repr_html_(self):',
+      '        return """<p id=shown>shown</p>',
+      '<script>window.ran = 1; parent.postMessage("pwned-script", "*"); parent.document.title = "pwned"</script>',
+      '<script src="/ui/app.js"></script>',
+      '<img id=img src="data:," onerror="window.ran = 2; parent.postMessage(\'pwned-onerror\', \'*\')">',
+      '<svg onload="window.ran = 3"></svg>',
+      '<meta http-equiv="refresh" content="0; url=/v1/sessions">',
+      '<a id=away href="/v1/sessions">away</a>"""',
+      'display(Page())',
+    ].join('\n'));
+    const { context, page, log } = await openPage(browser, server.url + '/');
+    await page.locator('#app').waitFor({ state: 'visible' });
+    // Every message the page is sent, from before the frame is made.
+    await page.evaluate((id) => {
+      window.seen = [];
+      window.addEventListener('message', (ev) => window.seen.push(ev.data));
+      location.hash = '#/session/' + id;
+    }, sid);
+    const frame = page.locator('iframe.html-result');
+    await page.frameLocator('iframe.html-result').locator('#shown').waitFor();
+    const child = await (await frame.elementHandle()).contentFrame();
+    await page.frameLocator('iframe.html-result').locator('#away').click();
+    await page.waitForTimeout(500);
+    const seen = await child.evaluate(async () => {
+      const r = { origin: window.origin, ran: window.ran, url: location.pathname,
+        scripts: document.scripts.length };
+      r.domain = document.domain;
+      try { document.domain = location.hostname; r.setDomain = 'set'; } catch (e) { r.setDomain = e.name; }
+      try { r.parent = String(window.parent.document.title); } catch (e) { r.parent = e.name; }
+      try { r.storage = String(window.sessionStorage.length); } catch (e) { r.storage = e.name; }
+      try { await fetch('/v1/sessions'); r.fetch = 'sent'; } catch (e) { r.fetch = e.name; }
+      return r;
+    });
+    // Its own script and the result's two, none of which ran; still on its
+    // page after the refresh and the click.
+    assert.deepEqual(seen, { origin: 'null', ran: undefined, url: '/ui/html-frame.html', scripts: 3,
+      domain: '', setDomain: 'SecurityError', parent: 'SecurityError', storage: 'SecurityError', fetch: 'TypeError' });
+    assert.equal(await page.title(), 'petri');
+    const messages = await page.evaluate(() => window.seen);
+    assert.ok(messages.length >= 1, 'no size message');
+    for (const m of messages) {
+      assert.equal(m.petri, 'html-size', JSON.stringify(m));
+      assert.equal(typeof m.height, 'number');
+    }
+    framesAskedForTheirFilesOnly(log);
+    assert.ok(log.console.some((m) => /Content Security Policy/.test(m)), log.console.join('\n'));
+    assert.deepEqual(log.errors, []);
     await context.close();
   });
 });
