@@ -131,6 +131,8 @@ $(BUILD)/petri-init: $(PID1_SRC) $(wildcard src/jail/*.h)
 $(BUILD)/src/runtime/embed.o: src/runtime/embed.S src/runtime/driver.py docs/openapi.json \
 			      src/runtime/run.js src/runtime/profile.R \
 			      src/web/index.html src/web/app.js src/web/app.css \
+			      src/web/plotly-frame.html src/web/plotly-frame.js \
+			      src/web/html-frame.html src/web/html-frame.js \
 			      $(BUILD)/_petri.so $(BUILD)/petri-init
 	@mkdir -p $(dir $@)
 	@echo "  AS      $<"
@@ -214,7 +216,7 @@ tests/web/node_modules: tests/web/package.json tests/web/package-lock.json
 	@touch $@
 
 web-test: $(BUILD)/petri tests/web/node_modules
-	cd tests/web && PETRI_BIN=$(abspath $(BUILD)/petri) node --test page.test.mjs keys.test.mjs
+	cd tests/web && PETRI_BIN=$(abspath $(BUILD)/petri) node --test page.test.mjs keys.test.mjs first-minute.test.mjs
 
 web-screenshots: $(BUILD)/petri tests/web/node_modules
 	cd tests/web && PETRI_BIN=$(abspath $(BUILD)/petri) PETRI_WEB_SCREENSHOTS=$(abspath docs) \

@@ -11,6 +11,8 @@
  *   Origin    a page of another origin can send a "simple" POST (text/plain)
  *             that the browser does not preflight: 403 unless the Origin is
  *             the server's own or configured.  No Origin (curl, SDKs): fine.
+ *             The web page's files under /ui/ (GET, HEAD) are served to any
+ *             Origin: the result frames ask for theirs with Origin: null.
  *   Content-Type  a JSON route takes only application/json bodies, which a
  *             browser never sends cross-origin without a preflight: 415. */
 #include <stdio.h>
@@ -128,6 +130,15 @@ static bool is_json_type(const char *ctype)
 	return n == 16 && !strncasecmp(ctype, "application/json", 16);
 }
 
+/* The web page's files under /ui/ hold no data and run nothing on the
+ * server: the result frames, opaque origins, ask for their page and
+ * scripts with "Origin: null" (src/api/web.c).  Only to read them. */
+static bool static_file(struct api_req *rq)
+{
+	return !strncmp(rq->url, "/ui/", 4) && web_is_asset(rq->url) &&
+	       (!strcmp(rq->method, "GET") || !strcmp(rq->method, "HEAD"));
+}
+
 bool guard_request(struct api_req *rq, const char *listen_host, enum MHD_Result *answered)
 {
 	struct framing f = { 0, 0 };
@@ -152,7 +163,7 @@ bool guard_request(struct api_req *rq, const char *listen_host, enum MHD_Result 
 				   "answer to that Host name (configure allowed_hosts)");
 		return false;
 	}
-	if (origin && !origin_allowed(rq, origin, host)) {
+	if (origin && !static_file(rq) && !origin_allowed(rq, origin, host)) {
 		*answered = refuse(rq, 403, "forbidden_origin", "Forbidden: requests from this "
 				   "Origin are refused (configure allowed_origins)");
 		return false;

@@ -32,7 +32,11 @@ Design
   the IPython ``_repr_*_`` methods add more types, each call guarded.  Every
   open matplotlib figure is sent as PNG after each Python execution, and
   ``pyplot.show()`` is patched to do the same at the point it is called (like a
-  notebook's inline backend: figures are closed once shown).
+  notebook's inline backend: figures are closed once shown).  A plotly figure
+  is its JSON (``application/vnd.plotly.v1+json``, as Jupyter's) and a small
+  ``text/html`` that draws it with a plotly.js already on the page;
+  ``fig.show()`` and ``plotly.io.show()`` publish the same (``plotly_bundle``).
+  Both libraries are patched as they are imported (``ImportPatches``).
 
 * Every other language is a program (the exec frame's ``program``: the
   table of languages in src/runtime/languages.c, or an operator's
@@ -122,6 +126,12 @@ REPR_METHODS = (
     ('application/json', '_repr_json_'),
 )
 BINARY_TYPES = ('image/png', 'image/jpeg')
+PLOTLY_TYPE = 'application/vnd.plotly.v1+json'
+# plotly.js from a Debian package (python3-plotly is +dfsg and has none):
+# r-cran-plotly's, a Recommends of petri's package.  src/api/web.c serves
+# the same file to the web page.
+PLOTLY_JS = '/usr/lib/R/site-library/plotly/htmlwidgets/lib/plotlyjs/plotly-latest.min.js'
+PLOTLY_HEIGHT = 450            # plotly.js's default height, in CSS pixels
 DRIVER_FILE = (lambda: None).__code__.co_filename
 DRIVER_PID = os.getpid()
 MAIN_THREAD = _thread.get_ident()
@@ -148,6 +158,7 @@ class State:
     results_sent = 0
     results_dropped = False    # the note that results were dropped went out
     shown_figures = []         # figures displayed during this exec
+    plotly_missing_said = False  # the note that plotly.js is missing went out
     future_flags = 0           # __future__ features enabled by earlier cells
     loop = None                # asyncio event loop for top-level await
     user_ns = None             # the user's namespace: __main__.__dict__
@@ -781,6 +792,8 @@ def mime_bundle(obj):
     """The MIME bundle of obj: text/plain plus whatever _repr_*_ methods give."""
     if is_figure(obj):
         return figure_bundle(obj)
+    if is_plotly_figure(obj):
+        return plotly_bundle(obj)
     data = {'text/plain': plain_text(obj)}
     if isinstance(obj, type) or has_attribute(obj, '_petri_no_such_attribute_'):
         return data                     # classes, and objects that claim every name
@@ -957,11 +970,113 @@ def patch_pyplot(plt):
     plt.show = show
 
 
-class PyplotImportHook:
-    """Meta path finder that patches matplotlib.pyplot as soon as it is imported."""
+# ---------------------------------------------------------------- plotly
+
+def is_plotly_figure(obj):
+    base = getattr(sys.modules.get('plotly.basedatatypes'), 'BaseFigure', None)
+    return isinstance(base, type) and isinstance(obj, base)
+
+
+def plotly_bundle(fig, validate=True):
+    """A plotly figure (or figure dict) as Jupyter's plotly MIME type, plus
+    text/html when plotly.js is installed, and text/plain.  The HTML does not
+    carry plotly.js (2.3 MB per figure would blow the record's bound on an
+    entry, docs/api.md): it draws the figure where plotly.js is on the page,
+    and says so where scripts are off."""
+    text = plain_text(fig) if is_plotly_figure(fig) else 'plotly figure'
+    try:
+        import plotly.io
+        from plotly.io._utils import validate_coerce_fig_to_dict
+        fig_dict = validate_coerce_fig_to_dict(fig, validate)
+        figure = plotly.io.to_json(fig_dict, validate=False)
+    except Exception as exc:
+        note('the plotly figure could not be turned into JSON: %s' % describe(exc))
+        return {'text/plain': text}
+    data = {PLOTLY_TYPE: figure, 'text/plain': text}
+    if not fits(PLOTLY_TYPE, figure):
+        return {'text/plain': text}
+    if not os.path.exists(PLOTLY_JS):
+        if not S.plotly_missing_said:
+            S.plotly_missing_said = True
+            note('plotly.js is not installed (Debian package r-cran-plotly): plotly figures '
+                 'come back as %s only, without text/html' % PLOTLY_TYPE)
+        return data
+    layout = fig_dict.get('layout') if isinstance(fig_dict, dict) else None
+    height = layout.get('height') if isinstance(layout, dict) else None
+    if not isinstance(height, (int, float)) or not 10 <= height <= 10000:
+        height = PLOTLY_HEIGHT
+    div = 'plotly-%s' % os.urandom(8).hex()
+    # JSON cannot hold "</" outside a string, and "<\/" is the same string
+    # in JavaScript: the figure cannot end the script element.
+    html = ('<div id="%s" class="plotly-graph-div" style="height:%dpx;width:100%%"></div>\n'
+            '<noscript>An interactive plotly figure: it needs JavaScript and plotly.js '
+            '(its data is the %s representation).</noscript>\n'
+            '<script type="text/javascript">(function () { var f = %s;\n'
+            'if (window.Plotly) Plotly.newPlot("%s", f.data, f.layout, f.config || {}); })();'
+            '</script>\n') % (div, int(height), PLOTLY_TYPE,
+                               figure.replace('</', '<\\/').replace('<!--', '<\\!--'), div)
+    if fits('text/html', html):
+        data['text/html'] = html
+    return data
+
+
+def plotly_show(fig, renderer=None, validate=True, **kwargs):
+    """Show a plotly figure as a result of this execution (petri: its JSON
+    and HTML, docs/api.md), whatever renderer is named."""
+    publish(plotly_bundle(fig, validate))
+
+
+def plotlyjs():
+    """The text of plotly.js, from its Debian package: fig.write_html() and
+    to_html() inline it (include_plotlyjs=True), so their files work offline."""
+    try:
+        with open(PLOTLY_JS, encoding='utf-8') as f:
+            return f.read()
+    except OSError as exc:
+        raise FileNotFoundError('plotly.js is not installed (Debian package r-cran-plotly): '
+                                'pass include_plotlyjs=False or "cdn"') from exc
+
+
+def patch_plotly_io(module):
+    module.show = plotly_show
+    renderers = sys.modules.get('plotly.io._renderers')
+    if renderers is not None:
+        renderers.show = plotly_show
+
+
+def patch_plotlyjs(module):
+    module.get_plotlyjs = plotlyjs
+
+
+# ---------------------------------------------------------------- patches
+
+# What is patched in a library as it is imported: module name -> patch.
+IMPORT_PATCHES = {
+    'matplotlib.pyplot': patch_pyplot,
+    'plotly.io': patch_plotly_io,
+    'plotly.io._renderers': patch_plotly_io,
+    'plotly.io._html': patch_plotlyjs,
+    'plotly.offline': patch_plotlyjs,
+    'plotly.offline.offline': patch_plotlyjs,
+}
+
+
+def apply_patches():
+    """Patch the libraries already imported (before the hook, or by the
+    template's preload)."""
+    for name, patch in IMPORT_PATCHES.items():
+        module = sys.modules.get(name)
+        if module is not None:
+            patch(module)
+
+
+class ImportPatches:
+    """Meta path finder that patches the modules of IMPORT_PATCHES as soon
+    as they are imported."""
 
     def find_spec(self, name, path=None, target=None):
-        if name != 'matplotlib.pyplot':
+        patch = IMPORT_PATCHES.get(name)
+        if patch is None:
             return None
         for finder in sys.meta_path:
             if finder is not self and hasattr(finder, 'find_spec'):
@@ -974,7 +1089,7 @@ class PyplotImportHook:
         if load is not None:
             def exec_module(module):
                 load(module)
-                patch_pyplot(module)
+                patch(module)
             spec.loader.exec_module = exec_module
         return spec
 
@@ -993,9 +1108,7 @@ def run_python(exec_id, source):
         exc.__traceback__ = None        # a compile-time error: no frames to show
         report_exception(exc)
         return 1
-    plt = sys.modules.get('matplotlib.pyplot')
-    if plt is not None:
-        patch_pyplot(plt)
+    apply_patches()
     exit_code = conclude(run_user(run_cell, body, last))
     figure_error = run_user(emit_figures)
     close_figures()
@@ -2018,7 +2131,7 @@ def serve_setup():
     builtins.display = display
     builtins._petri_shell = shell_escape        # `!command` and `%pip` (shell_escapes)
     sys.path.insert(0, '')              # like the REPL: modules in the cwd import
-    sys.meta_path.insert(0, PyplotImportHook())
+    sys.meta_path.insert(0, ImportPatches())
 
 
 def serve():

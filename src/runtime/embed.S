@@ -95,4 +95,44 @@ petri_web_app_css:
 petri_web_app_css_end:
 	.byte 0
 
+	.global petri_web_plotly_frame_html
+	.type petri_web_plotly_frame_html, @object
+	.balign 16
+petri_web_plotly_frame_html:
+	.incbin "plotly-frame.html"
+	.global petri_web_plotly_frame_html_end
+	.type petri_web_plotly_frame_html_end, @object
+petri_web_plotly_frame_html_end:
+	.byte 0
+
+	.global petri_web_plotly_frame_js
+	.type petri_web_plotly_frame_js, @object
+	.balign 16
+petri_web_plotly_frame_js:
+	.incbin "plotly-frame.js"
+	.global petri_web_plotly_frame_js_end
+	.type petri_web_plotly_frame_js_end, @object
+petri_web_plotly_frame_js_end:
+	.byte 0
+
+	.global petri_web_html_frame_html
+	.type petri_web_html_frame_html, @object
+	.balign 16
+petri_web_html_frame_html:
+	.incbin "html-frame.html"
+	.global petri_web_html_frame_html_end
+	.type petri_web_html_frame_html_end, @object
+petri_web_html_frame_html_end:
+	.byte 0
+
+	.global petri_web_html_frame_js
+	.type petri_web_html_frame_js, @object
+	.balign 16
+petri_web_html_frame_js:
+	.incbin "html-frame.js"
+	.global petri_web_html_frame_js_end
+	.type petri_web_html_frame_js_end, @object
+petri_web_html_frame_js_end:
+	.byte 0
+
 	.section .note.GNU-stack, "", @progbits

@@ -20,5 +20,13 @@ extern const char petri_web_app_js[];
 extern const char petri_web_app_js_end[];
 extern const char petri_web_app_css[];
 extern const char petri_web_app_css_end[];
+extern const char petri_web_plotly_frame_html[];
+extern const char petri_web_plotly_frame_html_end[];
+extern const char petri_web_plotly_frame_js[];
+extern const char petri_web_plotly_frame_js_end[];
+extern const char petri_web_html_frame_html[];
+extern const char petri_web_html_frame_html_end[];
+extern const char petri_web_html_frame_js[];
+extern const char petri_web_html_frame_js_end[];
 
 #endif

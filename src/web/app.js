@@ -2,10 +2,13 @@
 //
 // Everything shown here came out of a sandbox, or from whoever called the
 // API: it is text.  It is put in the page with textContent and DOM nodes,
-// never innerHTML; HTML results go to an <iframe sandbox> (no scripts, an
-// opaque origin) through srcdoc; images only as data:image/png (or jpeg)
-// URLs after their base64 was checked.  The server's Content-Security-Policy
-// is the second wall: no inline script or style, nothing from elsewhere.
+// never innerHTML; images only as data:image/png (or jpeg) URLs after their
+// base64 was checked.  The server's Content-Security-Policy is the second
+// wall: no inline script or style, nothing from elsewhere.  An HTML result
+// is shown by /ui/html-frame.html, a plotly figure drawn by
+// /ui/plotly-frame.html, each in <iframe sandbox="allow-scripts"> without
+// allow-same-origin (an opaque origin): the page posts them the result, and
+// takes from them only their height, a number.
 //
 // The API key, when the server wants one, is asked for first and kept in
 // sessionStorage (this tab only).  EventSource cannot send it, so the
@@ -17,6 +20,9 @@
   const KEY_STORE = 'petri.key';
   const SESSION_ID = /^[A-Za-z0-9_-]{1,80}$/;
   const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+  const PLOTLY = 'application/vnd.plotly.v1+json';
+  // A result's frame grows to its content up to this height, then scrolls.
+  const FRAME_MIN = 60, FRAME_MAX = 640, PLOTLY_MAX = 1200;
   const $ = (id) => document.getElementById(id);
 
   const state = {
@@ -174,10 +180,47 @@
       BASE64.test(data);
   }
 
+  function clamp(n, lo, hi) {
+    return Math.max(lo, Math.min(hi, Math.ceil(n)));
+  }
+
+  // A result shown by a static page of petri's in a frame of its own, with
+  // scripts, in an opaque origin ('*': it has no other name).  It is given
+  // the result each time it has loaded (moving a frame in the page reloads
+  // it); it answers its height (onFrameMessage).
+  function resultFrame(cls, title, src, message) {
+    const frame = el('iframe', { class: cls, sandbox: 'allow-scripts', title,
+      referrerpolicy: 'no-referrer', src });
+    frame.addEventListener('load', () => frame.contentWindow.postMessage(message, '*'));
+    return frame;
+  }
+
+  // What a result's frame may say: its content's height (the frame adds its
+  // border), for frames of its kind, up to a bound (then the frame scrolls).
+  const FRAME_SIZES = new Map([
+    ['plotly-size', { frames: 'iframe.plotly-result', max: PLOTLY_MAX }],
+    ['html-size', { frames: 'iframe.html-result', max: FRAME_MAX }],
+  ]);
+
+  // The only message the page takes: a number, from the window of one of
+  // its result frames.  Whatever else a frame sends is dropped.
+  function onFrameMessage(ev) {
+    const m = ev.data;
+    const size = m && typeof m === 'object' && typeof m.petri === 'string' && FRAME_SIZES.get(m.petri);
+    if (!size || typeof m.height !== 'number' || !isFinite(m.height)) return;
+    for (const f of document.querySelectorAll(size.frames))
+      if (f.contentWindow === ev.source) f.style.height = clamp(m.height + 2, FRAME_MIN, size.max) + 'px';
+  }
+
   // One MIME bundle: the richest representation the page can show safely.
   function renderBundle(bundle) {
     const box = el('div', { class: 'result' });
     if (!bundle || typeof bundle !== 'object') return box;
+    if (typeof bundle[PLOTLY] === 'string') {
+      box.append(resultFrame('plotly-result', 'plotly figure', '/ui/plotly-frame.html',
+        { petri: 'plotly', figure: bundle[PLOTLY] }));
+      return box;
+    }
     for (const type of ['image/png', 'image/jpeg']) {
       if (isImage(bundle[type])) {
         box.append(el('img', { class: 'chart', alt: String(bundle['text/plain'] || 'image result'),
@@ -187,12 +230,10 @@
     }
     const html = bundle['text/html'] || bundle['image/svg+xml'];
     if (typeof html === 'string') {
-      // No allow-scripts, no allow-same-origin: an opaque origin that runs
-      // nothing; the page's policy applies inside too.
-      const frame = el('iframe', { class: 'html-result', sandbox: '', title: 'HTML result',
-        referrerpolicy: 'no-referrer' });
-      frame.srcdoc = html;
-      box.append(frame);
+      // The frame's script puts it in its document so that it runs nothing
+      // (html-frame.js), and its policy runs nothing inline.
+      box.append(resultFrame('html-result', 'HTML result', '/ui/html-frame.html',
+        { petri: 'html', html }));
       return box;
     }
     let text = bundle['text/plain'];
@@ -331,18 +372,60 @@
     if (v.kind === 'session') path = '/v1/sessions/' + encodeURIComponent(v.id) + '/executions';
     else if (v.kind === 'oneshots') path = '/v1/executions?session=none';
     else path = '/v1/executions';
+    const loading = setTimeout(() => { if (v === state.view) $('view-loading').hidden = false; }, 150);
     try {
       const j = await getJSON(path);
       const list = Array.isArray(j.executions) ? j.executions : [];
       if (v !== state.view) return;	// the user moved on
       state.entries = list;
-      if (v.kind === 'all') noteRecent(list);
+      noteRecent(list);
       message(j.truncated ? 'Older executions are not shown (the listing was cut).' : '');
       renderEntries();
       renderSessions();
     } catch (e) {
       if (e.status !== 401) message(e.message);
+    } finally {
+      clearTimeout(loading);
+      if (v === state.view) $('view-loading').hidden = true;
     }
+  }
+
+  // The record's sessions for Recent sessions, whatever view the page
+  // opened on (a #/session/ID link opens on one session).
+  async function loadRecent() {
+    try {
+      noteRecent((await getJSON('/v1/executions')).executions || []);
+      renderSessions();
+    } catch (e) { /* the listing's own view says why */ }
+  }
+
+  // A session opened by link that the list of live ones does not have (yet):
+  // ask for it.  Live, it joins the list; ended, its record is still there.
+  async function findSession(id) {
+    let live = null;
+    try {
+      live = await getJSON('/v1/sessions/' + encodeURIComponent(id));
+    } catch (e) {
+      if (e.status !== 404) return;
+    }
+    if (state.view.kind !== 'session' || state.view.id !== id) return;
+    if (live && live.id === id) {
+      if (!state.sessions.some((s) => s.id === id)) state.sessions.push(live);
+      showSessionInfo(id);
+    } else {
+      if (!state.recent.includes(id)) state.recent.unshift(id);
+      $('session-info').textContent = 'ended: its record stays readable';
+      $('notebook').hidden = true;
+      $('delete-session').hidden = true;
+    }
+    renderSessions();
+  }
+
+  function showSessionInfo(id) {
+    const s = state.sessions.find((x) => x.id === id);
+    $('session-info').textContent = s ? s.language + ' · ' + s.status + ' · expires ' + s.expires_at : '';
+    if (s) $('language').value = s.language;
+    return s;
   }
 
   function setView(kind, id) {
@@ -354,13 +437,13 @@
     $('view-title').textContent = inSession ? 'Session ' + id : kind === 'oneshots' ? 'One-shot runs' : 'All executions';
     $('session-tools').hidden = !inSession;
     $('notebook').hidden = !inSession;
+    $('delete-session').hidden = false;
+    $('view-loading').hidden = true;
     if (inSession) {
       const base = '/v1/sessions/' + encodeURIComponent(id) + '/export?format=';
       $('export-ipynb').href = base + 'ipynb';
       $('export-html').href = base + 'html';
-      const s = state.sessions.find((x) => x.id === id);
-      $('session-info').textContent = s ? s.language + ' · ' + s.status + ' · expires ' + s.expires_at : '';
-      if (s) $('language').value = s.language;
+      if (!showSessionInfo(id)) findSession(id);
       loadFiles();
     }
     loadView();
@@ -582,6 +665,7 @@
   // ---- start -------------------------------------------------------------------
 
   function showKeyPrompt(why) {
+    $('loading').hidden = true;
     $('app').hidden = true;
     $('keyprompt').hidden = false;
     $('key-error').textContent = why || '';
@@ -619,13 +703,16 @@
       if (e.status !== 401) showKeyPrompt(e.message);
       return;
     }
+    $('loading').hidden = true;
     $('keyprompt').hidden = true;
     $('app').hidden = false;
     if (started) { route(); return; }
     started = true;
     await loadLanguages();
     window.addEventListener('hashchange', route);
+    window.addEventListener('message', onFrameMessage);
     route();
+    if (state.view.kind !== 'all') loadRecent();
     watch();
   }
 

@@ -5,6 +5,7 @@ API, bounded in number and shared between keys (or addresses), and ends
 at shutdown.  tests/web drives the page itself in a browser."""
 import http.client
 import json
+import os
 import re
 import threading
 import time
@@ -34,6 +35,15 @@ def read_events(resp, until, limit=50):
     return seen
 
 
+def page_and_script(server, page, scripts, script):
+    """The text of script, once page was found to hold nothing inline for a
+    policy to refuse: these scripts by src, no style, no handler attributes."""
+    html = requests.get(server.url + page, timeout=30).text
+    assert re.findall(r"<script\b[^>]*>", html) == scripts
+    assert not re.search(r"<style\b|\sstyle=|\son[a-z]+=", html, re.I)
+    return requests.get(server.url + script, timeout=30).text
+
+
 def test_the_page_is_served_with_a_strict_policy(server):
     for path, ctype in ASSETS.items():
         r = requests.get(server.url + path, timeout=30)
@@ -46,14 +56,85 @@ def test_the_page_is_served_with_a_strict_policy(server):
         assert r.headers["X-Content-Type-Options"] == "nosniff"
         assert r.headers["Referrer-Policy"] == "no-referrer"
         assert r.headers["X-Frame-Options"] == "DENY"
-    html = requests.get(server.url + "/", timeout=30).text
-    # Nothing inline for the policy to refuse: scripts by src, no style,
-    # no handler attributes.
-    assert re.findall(r"<script\b[^>]*>", html) == ['<script src="/ui/app.js" defer>']
-    assert not re.search(r"<style\b|\sstyle=|\son[a-z]+=", html, re.I)
-    js = requests.get(server.url + "/ui/app.js", timeout=30).text
+    js = page_and_script(server, "/", ['<script src="/ui/app.js" defer>'], "/ui/app.js")
     assert "innerHTML" not in js.replace("never innerHTML", "")
     assert "eval(" not in js and "new Function" not in js
+
+
+PLOTLY_JS = "/usr/lib/R/site-library/plotly/htmlwidgets/lib/plotlyjs/plotly-latest.min.js"
+FRAME_ASSETS = {"/ui/plotly-frame.html": "text/html", "/ui/plotly-frame.js": "text/javascript",
+                "/ui/plotly.min.js": "text/javascript"}
+
+
+def test_the_plotly_frame_has_a_policy_of_its_own(server):
+    """The frame that draws plotly figures runs script in an opaque origin
+    (its requests say Origin: null); its policy runs its own scripts only
+    and lets it be framed by the page alone.  The page's stays as strict."""
+    for path, ctype in FRAME_ASSETS.items():
+        r = requests.get(server.url + path, headers={"Origin": "null"}, timeout=30)
+        if path == "/ui/plotly.min.js" and not os.path.exists(PLOTLY_JS):
+            assert r.status_code == 404 and "r-cran-plotly" in r.json()["error"]["message"]
+            continue
+        assert r.status_code == 200, (path, r.text[:300])
+        assert r.headers["Content-Type"].startswith(ctype), path
+        csp = [d.strip() for d in r.headers["Content-Security-Policy"].split(";")]
+        for d in ("default-src 'none'", "script-src 'self' 'unsafe-eval'", "frame-ancestors 'self'",
+                  "base-uri 'none'", "form-action 'none'"):
+            assert d in csp, (path, d, csp)
+        assert not any(d.startswith("connect-src") for d in csp)   # default: none
+        assert "*" not in r.headers["Content-Security-Policy"]
+        assert r.headers["Cross-Origin-Resource-Policy"] == "cross-origin"
+    if os.path.exists(PLOTLY_JS):
+        body = requests.get(server.url + "/ui/plotly.min.js", timeout=30).content
+        with open(PLOTLY_JS, "rb") as f:
+            assert body == f.read()
+    html = requests.get(server.url + "/ui/plotly-frame.html", timeout=30).text
+    assert re.findall(r"<script\b[^>]*>", html) == ['<script src="/ui/plotly.min.js">',
+                                                    '<script src="/ui/plotly-frame.js">']
+    # An opaque origin gets the files, and nothing else.
+    assert requests.post(server.url + "/ui/plotly-frame.html", headers={"Origin": "null"},
+                         timeout=30).status_code == 403
+    assert requests.get(server.url + "/v1/sessions", headers={"Origin": "null"},
+                        timeout=30).status_code == 403
+    csp = requests.get(server.url + "/", timeout=30).headers["Content-Security-Policy"]
+    assert "unsafe" not in csp
+
+
+HTML_FRAME_CSP = ["default-src 'none'", "script-src 'self'", "img-src data:", "frame-ancestors 'self'",
+                  "base-uri 'none'", "form-action 'none'"]
+
+
+def test_the_html_frame_has_the_narrowest_policy(server):
+    """HTML results are shown by /ui/html-frame.html in an opaque origin with
+    scripts: its policy runs its own script file and nothing inline, takes
+    images as data: only and asks nothing of anyone, the server included."""
+    for path, ctype in {"/ui/html-frame.html": "text/html",
+                        "/ui/html-frame.js": "text/javascript"}.items():
+        r = requests.get(server.url + path, headers={"Origin": "null"}, timeout=30)
+        assert r.status_code == 200, (path, r.text[:300])
+        assert r.headers["Content-Type"].startswith(ctype), path
+        csp = [d.strip() for d in r.headers["Content-Security-Policy"].split(";")]
+        assert sorted(csp) == sorted(HTML_FRAME_CSP), (path, csp)
+        assert r.headers["X-Frame-Options"] == "SAMEORIGIN"
+        assert r.headers["Cross-Origin-Resource-Policy"] == "cross-origin"
+    js = page_and_script(server, "/ui/html-frame.html", ['<script src="/ui/html-frame.js">'],
+                         "/ui/html-frame.js")
+    assert "DOMParser" in js
+    assert "innerHTML" not in js and "document.write" not in js and "eval(" not in js
+
+
+def test_an_opaque_origin_reads_the_frames_files_only(server):
+    """Origin: null (the frames) may GET or HEAD the files under /ui/; not
+    the page itself, not another method, not the API."""
+    null = {"Origin": "null"}
+    for path in ("/ui/html-frame.html", "/ui/html-frame.js", "/ui/app.js"):
+        assert requests.head(server.url + path, headers=null, timeout=30).status_code == 200, path
+    assert requests.get(server.url + "/", headers=null, timeout=30).status_code == 403
+    assert requests.post(server.url + "/ui/html-frame.html", headers=null,
+                         timeout=30).status_code == 403
+    for path in ("/v1/sessions", "/v1/executions", "/v1/events"):
+        assert requests.get(server.url + path, headers=null, timeout=30).status_code == 403, path
+    assert requests.get(server.url + "/ui/other.js", headers=null, timeout=30).status_code == 403
 
 
 def test_other_paths_are_not_the_page(server):

@@ -2,7 +2,11 @@
 
 import base64
 import io
+import json
+import os
 import struct
+
+import pytest
 
 PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
 
@@ -45,6 +49,73 @@ def test_matplotlib_figure_gives_a_png(petri_json):
     img = Image.open(io.BytesIO(data))
     img.verify()
     assert img.size == (width, height)
+
+
+PLOTLY = 'application/vnd.plotly.v1+json'
+PLOTLY_JS = '/usr/lib/R/site-library/plotly/htmlwidgets/lib/plotlyjs/plotly-latest.min.js'
+
+
+def _plotly_js_or_skip():
+    if not os.path.exists(PLOTLY_JS):
+        pytest.skip('plotly.js is not installed (Debian package r-cran-plotly)')
+
+
+def test_plotly_figure_gives_its_json_and_html(petri_json):
+    """A plotly figure as the last expression, from fig.show() and from
+    plotly.io.show() (a dict too): Jupyter's plotly type, and HTML that
+    draws it with a plotly.js on the page, never from a CDN."""
+    _plotly_js_or_skip()
+    r = petri_json('import plotly.express as px, plotly.io as pio\n'
+                   'fig = px.bar(x=["a", "b"], y=[1, 2], title="t</script><b>x")\n'
+                   'fig.update_layout(height=300)\n'
+                   'fig.show()\n'
+                   'pio.show({"data": [{"type": "scatter", "y": [3, 1, 2]}]})\n'
+                   'fig')
+    assert r['status'] == 'ok', r.describe()
+    assert 'renderer' not in r['stderr'] and '[petri]' not in r['stderr'], r['stderr']
+    assert len(r['results']) == 3, r.describe()
+    for bundle in r['results']:
+        assert set(bundle) == {PLOTLY, 'text/html', 'text/plain'}, bundle.keys()
+        figure = json.loads(bundle[PLOTLY])
+        assert isinstance(figure['data'], list) and isinstance(figure['layout'], dict)
+        html = bundle['text/html']
+        assert 'Plotly.newPlot' in html and '<noscript>' in html
+        assert 'cdn' not in html.lower() and 'http' not in html
+        assert '</script>' not in html.replace('</script>\n', '', 1)   # the figure's title cannot close it
+    bar, scatter, last = (json.loads(b[PLOTLY]) for b in r['results'])
+    assert bar['data'][0]['type'] == 'bar' and bar['data'][0]['y'] == [1, 2]
+    assert bar['layout']['title']['text'] == 't</script><b>x'
+    assert 'height:300px' in r['results'][0]['text/html']
+    assert scatter['data'][0] == {'type': 'scatter', 'y': [3, 1, 2]}
+    assert last == bar
+    assert r['results'][0]['text/plain'].startswith('Figure(')
+
+
+def test_plotly_without_plotly_js_gives_json_only_and_says_so(petri_json):
+    # The driver looks for plotly.js with os.path.exists: the code hides it.
+    r = petri_json('import os\n'
+                   'real = os.path.exists\n'
+                   'os.path.exists = lambda p: "plotly" not in str(p) and real(p)\n'
+                   'import plotly.graph_objects as go\n'
+                   'fig = go.Figure(go.Scatter(y=[1, 2]))\n'
+                   'fig.show()\n'
+                   'fig')
+    assert r['status'] == 'ok', r.describe()
+    assert [set(b) for b in r['results']] == [{PLOTLY, 'text/plain'}] * 2, r.describe()
+    assert r['stderr'].count('plotly.js is not installed') == 1, r['stderr']
+    assert 'r-cran-plotly' in r['stderr']
+
+
+def test_plotly_write_html_inlines_debians_plotly_js(petri_json):
+    """Debian's plotly.py has no plotly.js of its own: write_html() would
+    fail; petri points it at the Debian package's, so the file works offline."""
+    _plotly_js_or_skip()
+    r = petri_json('import plotly.graph_objects as go\n'
+                   'go.Figure(go.Scatter(y=[1, 2])).write_html("chart.html")\n'
+                   'html = open("chart.html").read()\n'
+                   'print(len(html) > 1_000_000, "plotly.js v" in html, "<script src=" in html)')
+    assert r['status'] == 'ok', r.describe()
+    assert r['stdout'] == 'True True False\n', r.describe()
 
 
 def test_data_stack_imports_and_works(petri_json):

@@ -93,7 +93,8 @@ describe('the web page, no keys', () => {
     const cell = await lastCell();
     const frame = cell.locator('iframe.html-result');
     await frame.waitFor();
-    assert.equal(await frame.getAttribute('sandbox'), '');
+    assert.equal(await frame.getAttribute('sandbox'), 'allow-scripts');
+    assert.equal(await frame.getAttribute('src'), '/ui/html-frame.html');
     const table = cell.frameLocator('iframe.html-result').locator('table');
     await table.waitFor();
     assert.match(await table.innerText(), /city[\s\S]*Oslo[\s\S]*19/);
@@ -114,6 +115,7 @@ describe('the web page, no keys', () => {
     const code = [
       'evil = """<b id=x>bold</b><script>parent.document.title="pwned-1"; top.pwned = 1;',
       'fetch("/v1/sessions", {method: "POST"}); console.log("pwned-2")</script>',
+      '<script src="/ui/app.js"></script><meta http-equiv="refresh" content="0; url=/v1/sessions">',
       '<img src="data:," onerror="parent.document.title=\'pwned-3\'; top.pwned = 3">',
       '<svg onload="top.pwned = 4"></svg><iframe srcdoc=\'<script>top.pwned=5</script>\'></iframe>',
       '<a href="javascript:top.pwned=6" id=lnk>click</a>"""',
@@ -141,9 +143,12 @@ describe('the web page, no keys', () => {
     assert.equal(await cell.locator('.outputs > pre img, .outputs img:not(.chart)').count(), 0);
     // The PNG that is not base64 was not made an image.
     assert.equal(await cell.locator('img.chart').count(), 0);
-    // Nothing asked the server anything from the frame, and no POST at all.
+    // The frames asked the server for their own page and script only (the
+    // result's <script src> was not fetched), and no POST left at all.
     const later = log.requests.slice(before);
-    assert.deepEqual(later.filter((r) => r.frame !== 'main'), []);
+    const origin = new URL(server.url).origin;
+    for (const r of later.filter((x) => x.frame !== 'main'))
+      assert.ok([origin + '/ui/html-frame.html', origin + '/ui/html-frame.js'].includes(r.url), r.url);
     assert.deepEqual(later.filter((r) => r.method === 'POST' && !/\/execute$/.test(r.url)), []);
     assert.ok(!log.console.some((m) => /pwned/.test(m)), log.console.join('\n'));
     // What the browser said: it blocked the scripts.
