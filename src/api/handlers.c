@@ -153,7 +153,7 @@ enum MHD_Result handle_sessions(struct api_req *rq)
 static enum MHD_Result execute(struct api_req *rq, struct session *s)
 {
 	static const char *const keys[] = {
-		"code", "language", "timeout_s", "env", "tests", NULL
+		"code", "language", "timeout_s", "env", "tests", "stdin", NULL
 	};
 	enum MHD_Result answered = MHD_NO;
 	json_t *body = http_body_object(rq, &answered);
@@ -367,7 +367,7 @@ enum MHD_Result handle_oneshot(struct api_req *rq)
 {
 	static const char *const keys[] = {
 		"code", "language", "archive", "files", "limits", "timeout_s", "return_files", "env",
-		"tests", NULL
+		"tests", "stdin", NULL
 	};
 	enum MHD_Result answered = MHD_NO;
 	json_t *body = http_body_object(rq, &answered);

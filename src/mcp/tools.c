@@ -56,7 +56,7 @@ struct arg {
 	const char *description;
 };
 
-#define TOOL_ARGS_MAX 5
+#define TOOL_ARGS_MAX 6
 
 struct tool {
 	const char *name;
@@ -92,6 +92,9 @@ static const struct tool tool_table[] = {
 		  "\"junit:PATH\" (relative to /work; e.g. after pytest --junitxml=report.xml, "
 		  "\"junit:report.xml\"). Without it, reports among the files the code wrote are "
 		  "found by themselves." },
+		{ "stdin", ARG_STRING, false, NULL,
+		  "What the code reads from its standard input (input(), sys.stdin, a program's "
+		  "stdin), at most 1 MiB; without it, reading stdin gives end of file." },
 	}, false, false, run_execute },
 	{ "write_file", "Write a file into /work", {
 		{ "path", ARG_STRING, true, NULL,

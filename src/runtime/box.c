@@ -569,7 +569,9 @@ static int send_exec(struct run *run, double deadline)
 	if ((run->ex->context && json_object_set_new(req, "context",
 						     json_string(run->ex->context)) < 0) ||
 	    (run->ex->cwd && json_object_set_new(req, "cwd", json_string(run->ex->cwd)) < 0) ||
-	    (run->ex->fresh && json_object_set_new(req, "fresh", json_true()) < 0)) {
+	    (run->ex->fresh && json_object_set_new(req, "fresh", json_true()) < 0) ||
+	    (run->ex->input && json_object_set_new(req, "stdin", json_stringn(
+			run->ex->input, run->ex->input_len)) < 0)) {
 		json_decref(req);
 		return -EINVAL;	/* not UTF-8 */
 	}
@@ -1071,7 +1073,9 @@ int box_exec(struct box *b, const struct box_exec *ex,
 	if (b->dead)
 		return -EPIPE;
 	if (!canonical_language(ex->language) || !ex->code ||
-	    strlen(ex->code) > BOX_CODE_MAX || !(ex->timeout_s > 0))
+	    strlen(ex->code) > BOX_CODE_MAX || !(ex->timeout_s > 0) ||
+	    (ex->input && (ex->input_len > BOX_STDIN_MAX ||
+			   memchr(ex->input, '\0', ex->input_len))))
 		return -EINVAL;
 	run.id = ++b->next_id;
 	run.output_cap = ex->output_cap ? ex->output_cap : BOX_OUTPUT_CAP_DEFAULT;

@@ -111,11 +111,17 @@ struct box_exec {
 	 * NULL: the reports among the files the execution wrote, if any. */
 	const char *junit;
 	const struct box_unpack *unpack;	/* NULL: run code */
+	/* What the code reads from its standard input (Python's sys.stdin and
+	 * input(), a program's fd 0), at most BOX_STDIN_MAX bytes of UTF-8
+	 * without NUL; NULL: none, reading gives end of file at once. */
+	const char *input;
+	size_t input_len;
 };
 
 #define BOX_OUTPUT_CAP_DEFAULT	(1u << 20)
 #define BOX_RESULTS_CAP_DEFAULT	(32u << 20)
 #define BOX_CODE_MAX		(1u << 20)
+#define BOX_STDIN_MAX		(1u << 20)
 #define BOX_GRACE_DEFAULT	2.0
 
 /* 0 or -errno with a message in err. */
@@ -128,7 +134,8 @@ int box_start(struct jail_host *host, const struct box_config *cfg,
 int box_exec(struct box *b, const struct box_exec *ex,
 	     const struct box_events *ev, struct result *res);
 /* What -EINVAL from box_exec() means, for a client. */
-#define BOX_EINVAL_REASON "the code or a variable is not valid UTF-8, or the code is longer than 1 MiB"
+#define BOX_EINVAL_REASON "the code, its stdin or a variable is not valid UTF-8, or the " \
+	"code or stdin is longer than 1 MiB"
 
 /* Take over a jail whose main process is the driver (e.g. one forked from a
  * template) and wait for its "ready".  The box owns j from now on, even on

@@ -38,7 +38,8 @@ Design
   table of languages in src/runtime/languages.c, or an operator's
   ``[language.NAME]``): the code is written to its ``file``, compiled with
   ``compile`` when there is one, and started with ``run``, as child processes
-  in their own session/process group with stdin ``/dev/null`` and the
+  in their own session/process group with the execution's stdin (the
+  driver's fd 0: ``/dev/null`` unless the exec frame carries ``stdin``) and the
   driver's fds 1 and 2, so their output streams live; the driver only waits.
   ``{tmp}`` is a private 0700 directory under /tmp, made for the one
   execution and removed afterwards.  What the program leaves in
@@ -631,6 +632,8 @@ def check_exec_frame(frame):
         reject('exec frame: "cwd" must be an absolute path')
     if not isinstance(frame.get('fresh', False), bool):
         reject('exec frame: "fresh" must be a boolean')
+    if 'stdin' in frame and not isinstance(frame['stdin'], str):
+        reject('exec frame: "stdin" must be a string')
     if 'unpack' in frame:
         check_unpack(frame['unpack'])
 
@@ -1236,7 +1239,9 @@ def run_program_language(code, program):
             if failed is not None:
                 return failed
         try:
-            proc = spawn(command_argv(program['run'], scratch, path), env=env)
+            # fd 0: the execution's stdin, or /dev/null without one.
+            proc = spawn(command_argv(program['run'], scratch, path), inherit_stdin=True,
+                         env=env)
         except FileNotFoundError as exc:
             return not_found(exc)
         exc = run_user(proc.wait)
@@ -1373,10 +1378,12 @@ def write_file(directory, name, text, mode):
     return path
 
 
-def spawn(argv, **options):
-    """A child in its own session and process group, stdin /dev/null, only fds 0-2."""
+def spawn(argv, inherit_stdin=False, **options):
+    """A child in its own session and process group, stdin /dev/null (or
+    the driver's fd 0), only fds 0-2."""
     flush_stdio()
-    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, close_fds=True,
+    return subprocess.Popen(argv, stdin=None if inherit_stdin else subprocess.DEVNULL,
+                            close_fds=True,
                             start_new_session=True, **options)
 
 
@@ -1963,7 +1970,10 @@ def handle_exec(request):
     saved = apply_env(request.get('env', ()))
     S.user_ns = context_namespace(request.get('context'), request.get('fresh', False))
     home = os.getcwd() if request.get('cwd') else None
+    saved_stdin = None
     try:
+        if 'stdin' in request:
+            saved_stdin = attach_stdin(request['stdin'])
         if home:
             os.chdir(request['cwd'])    # programs start there too
         if 'unpack' in request:
@@ -1977,6 +1987,8 @@ def handle_exec(request):
             report_exception(exc)
         exit_code = 1
     finally:
+        if saved_stdin is not None:
+            detach_stdin(saved_stdin)
         restore_env(saved)
         S.user_ns = S.main_ns
         if home:
@@ -1989,6 +2001,38 @@ def handle_exec(request):
         os._exit(exit_code)
     exec_id, S.exec_id = S.exec_id, None
     send({'type': 'done', 'id': exec_id, 'exit_code': exit_code})
+
+
+def attach_stdin(text):
+    """fd 0 for one execution: its stdin in a memfd (charged to the
+    session's memory like the rest of the driver, nothing written to /tmp),
+    read by sys.stdin (a fresh one: the usual one's buffer stays clean) and
+    inherited by programs.  Returns what detach_stdin() restores."""
+    fd = os.memfd_create('stdin', os.MFD_CLOEXEC)
+    try:
+        write_all_fd(fd, text.encode('utf-8', 'surrogateescape'))
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.dup2(fd, 0)
+    finally:
+        if fd != 0:                     # the code closed fd 0: the memfd is it
+            os.close(fd)
+    os.set_inheritable(0, True)
+    saved = sys.stdin
+    usual = sys.__stdin__
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, 'rb', closefd=False),
+                                 encoding=getattr(usual, 'encoding', None) or 'utf-8',
+                                 errors=getattr(usual, 'errors', None) or 'surrogateescape')
+    return saved
+
+
+def detach_stdin(saved):
+    """fd 0 is /dev/null again between executions, as before any."""
+    null = os.open('/dev/null', os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.dup2(null, 0)
+    finally:
+        os.close(null)
+    sys.stdin = saved
 
 
 def load_modules():

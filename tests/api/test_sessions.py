@@ -2,8 +2,10 @@
 execution to the next; sessions that do not see each other."""
 import re
 
+import pytest
 
-from apihelp import error_of
+
+from apihelp import SSE, error_of
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
 
@@ -124,3 +126,65 @@ def test_execute_touches_last_used(api):
     assert after["last_used_at"] > before["last_used_at"]
     assert after["expires_at"] >= before["expires_at"]
     api.delete(f"/v1/sessions/{sid}")
+
+
+# ---- stdin ------------------------------------------------------------------
+
+@pytest.fixture(params=["warm", "cold"])
+def wapi(request):
+    """Api of the default (warm) server or of the cold one."""
+    return request.getfixturevalue("server" if request.param == "warm" else "cold_server").api()
+
+
+def test_stdin_is_what_the_code_reads(wapi):
+    sid = wapi.session()
+    res = wapi.execute(sid, "name = input()\nrest = __import__('sys').stdin.read()\n"
+                       "print('hello', name)\nrest", stdin="ada\nline 2\nline 3\n")
+    assert res["status"] == "ok", res
+    assert res["stdout"] == "hello ada\n"
+    assert res["results"] == [{"text/plain": "'line 2\\nline 3\\n'"}], res
+    # Without stdin, reading it gives end of file, as before; fd 0 is
+    # /dev/null again and sys.stdin the usual one.
+    res = wapi.execute(sid, "input()")
+    assert res["error"]["name"] == "EOFError", res
+    res = wapi.execute(sid, "import os, sys\n(os.readlink('/proc/self/fd/0'), "
+                       "sys.stdin is sys.__stdin__)")
+    assert res["results"] == [{"text/plain": "('/dev/null', True)"}], res
+    # Programs read it as their standard input: bash, C.
+    res = wapi.execute(sid, "read a; echo \"got $a\"; wc -l", language="bash", stdin="x\ny\nz\n")
+    assert res["stdout"] == "got x\n2\n", res
+    res = wapi.execute(sid, "#include <stdio.h>\nint main(void) { int a, b;\n"
+                       "if (scanf(\"%d %d\", &a, &b) != 2) return 1;\n"
+                       "printf(\"%d\\n\", a + b); return 0; }", language="c", stdin="40 2")
+    assert res["status"] == "ok" and res["stdout"] == "42\n", res
+    # Unicode, and a subprocess of Python code inherits it.
+    res = wapi.execute(sid, "import subprocess\nsubprocess.run(['cat'])", stdin="ünïcødé ✓\n")
+    assert res["stdout"] == "ünïcødé ✓\n", res
+    wapi.delete(f"/v1/sessions/{sid}")
+
+
+def test_stdin_of_a_streamed_execution(server):
+    # The stream's execution outlives the request's body: stdin too.
+    api = server.api()
+    sid = api.session()
+    st = SSE(server.url, f"/v1/sessions/{sid}/execute",
+             {"code": "import time; time.sleep(0.2); print(input()[::-1])", "stdin": "desrever"})
+    assert st.status == 200
+    events = list(st)
+    st.close()
+    assert "".join(d["text"] for _, ev, d in events if ev == "stdout") == "reversed\n", events
+    api.delete(f"/v1/sessions/{sid}")
+
+
+def test_stdin_is_refused_when_not_a_string_or_too_large(wapi):
+    sid = wapi.session()
+    for body in ({"code": "1", "stdin": 3}, {"code": "1", "stdin": ["a"]},
+                 {"code": "1", "stdin": "x" * ((1 << 20) + 1)}):
+        r = wapi.post(f"/v1/sessions/{sid}/execute", body)
+        assert r.status_code == 400, r.text
+        e = error_of(r.content)
+        assert e["code"] == "invalid_request" and "'stdin'" in e["message"], e
+    # 1 MiB exactly is read whole; the session goes on.
+    res = wapi.execute(sid, "len(__import__('sys').stdin.read())", stdin="y" * (1 << 20))
+    assert res["results"] == [{"text/plain": str(1 << 20)}], res
+    wapi.delete(f"/v1/sessions/{sid}")

@@ -1,0 +1,68 @@
+"""The session's kernel as an attack surface: standard input given to an
+execution (too large, escape-heavy, fd 0 taken over by the code), on the
+cold and warm paths."""
+import pytest
+
+import hostile as H
+
+SERVE_PATHS = ('serve-cold', 'serve-warm')
+STDIN_MAX = 1 << 20
+
+
+@pytest.fixture
+def session(servers, path):
+    srv = servers(path)
+    sid = srv.api.session(limits=H.api_limits(H.DEFAULT_LIMITS))
+    yield srv.api, sid
+    srv.api.delete(f'/v1/sessions/{sid}')
+
+
+def execute(api, sid, code, **body):
+    r = api.post(f'/v1/sessions/{sid}/execute', {'code': code, **body})
+    assert r.status_code == 200, f'{r.status_code} {r.text[:2000]}'
+    return H.strict_json(r.text)
+
+
+@pytest.mark.parametrize('path', SERVE_PATHS)
+def test_stdin_over_the_limit_is_refused_before_the_sandbox(session, host_guard):
+    api, sid = session
+    for stdin in ('x' * (STDIN_MAX + 1), 'é' * (STDIN_MAX // 2 + 1), 'a\0b'):
+        r = api.post(f'/v1/sessions/{sid}/execute', {'code': '1', 'stdin': stdin})
+        assert r.status_code == 400, r.text[:500]
+        # NUL is refused by the JSON parser itself, before the request model.
+        assert "'stdin'" in r.json()['error']['message'] or '\0' in stdin, r.text[:500]
+    # Past the body's own limit: refused as the body, never parsed.
+    r = api.post(f'/v1/sessions/{sid}/execute', {'code': '1', 'stdin': 'x' * (9 << 20)})
+    assert r.status_code == 413, r.text[:500]
+    assert execute(api, sid, '1 + 1')['results'] == [{'text/plain': '2'}]
+
+
+@pytest.mark.parametrize('path', SERVE_PATHS)
+def test_stdin_of_control_characters_fills_its_frame_and_no_more(session, host_guard):
+    # 1 MiB of bytes that JSON escapes six times over (\u0001): a frame of
+    # 6 MiB to the driver, within FRAME_MAX beside 1 MiB of code.
+    api, sid = session
+    res = execute(api, sid, 'import sys\nd = sys.stdin.read()\n(len(d), set(d))',
+                  stdin='\x01' * STDIN_MAX)
+    assert res['results'] == [{'text/plain': "(%d, {'\\x01'})" % STDIN_MAX}], H.describe(res)
+
+
+@pytest.mark.parametrize('path', SERVE_PATHS)
+def test_code_that_takes_fd_0_leaves_the_next_execution_its_own(session, host_guard):
+    # The code closes fd 0, replaces sys.stdin and leaves a process that
+    # holds the old stdin open: the next execution reads its own stdin,
+    # and one without stdin reads end of file from /dev/null.
+    api, sid = session
+    res = execute(api, sid, 'import os, sys, io, subprocess\n'
+                  'subprocess.Popen(["sleep", "30"], stdin=0)\n'
+                  'os.close(0)\nsys.stdin = io.StringIO("forged")\n', stdin='first')
+    assert res['status'] == 'ok', H.describe(res)
+    res = execute(api, sid, 'input()', stdin='second\n')
+    assert res['results'] == [{'text/plain': "'second'"}], H.describe(res)
+    res = execute(api, sid, 'import os, sys\n(os.readlink("/proc/self/fd/0"), sys.stdin.read())')
+    assert res['results'] == [{'text/plain': "('/dev/null', '')"}], H.describe(res)
+    # fd 0 closed by an execution without stdin: the next one's stdin
+    # takes its place all the same.
+    execute(api, sid, 'import os\nos.close(0)')
+    res = execute(api, sid, 'cat', language='bash', stdin='third')
+    assert res['stdout'] == 'third', H.describe(res)
