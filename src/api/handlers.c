@@ -221,6 +221,22 @@ out:
 	return answered;
 }
 
+/* POST /v1/sessions/{id}/interrupt: the execution in progress gets
+ * SIGINT as at a timeout; answered at once with whether one was running
+ * (its own request answers how it ended). */
+static enum MHD_Result interrupt(struct api_req *rq, struct session *s)
+{
+	char reason[256] = "";
+	enum sm_result r;
+	bool running;
+
+	if (rq->body.len)
+		return http_error(rq, 400, "invalid_request", "interrupt takes no body");
+	r = session_interrupt(s, &running, reason, sizeof(reason));
+	return r == SM_OK ? http_json(rq, 200, json_pack("{s:b}", "interrupted", running)) :
+			    http_session_error(rq, r, reason);
+}
+
 /* GET /v1/sessions/{id}/executions: the record, also after the session
  * ended (then its tombstone or the record says it existed).  At most
  * RECORD_LIST_MAX bytes of entries whatever `limit` says; `truncated` tells
@@ -342,6 +358,8 @@ enum MHD_Result handle_session(struct api_req *rq, const char *id, const char *r
 	} else if (!strcmp(rest, "/keepalive")) {
 		answered = strcmp(m, "POST") ? http_not_allowed(rq, "POST") :
 					       set_lifetime(rq, s, true);
+	} else if (!strcmp(rest, "/interrupt")) {
+		answered = strcmp(m, "POST") ? http_not_allowed(rq, "POST") : interrupt(rq, s);
 	} else if (!strcmp(rest, "/execute")) {
 		answered = strcmp(m, "POST") ? http_not_allowed(rq, "POST") : execute(rq, s);
 	} else if (!strcmp(rest, "/archive")) {

@@ -184,6 +184,17 @@ int box_read_tests(struct box *b, const char *path, struct result *res);
  * "files" must not list them (unless the code changes them). */
 void box_note_host_write(struct box *b);
 
+/* Interrupt the execution in progress (from any thread), as at a timeout:
+ * within a tick (0.1 s) the driver gets SIGINT; code that ends within the
+ * grace gives its own result (Python: a KeyboardInterrupt error) with the
+ * reason "interrupted; ...", and the box lives on; code that does not is
+ * killed with the sandbox (status killed).  A request made while no
+ * execution runs holds for the next one until withdrawn: the caller, which
+ * knows when none runs (session.c, under the lock of its busy flag),
+ * withdraws it then; box_exec() withdraws it when it returns. */
+void box_interrupt(struct box *b);
+void box_interrupt_withdraw(struct box *b);
+
 /* Kill the sandbox now (from any thread); an execution in progress ends as
  * killed with reason.  The first reason given is kept. */
 void box_stop(struct box *b, const char *reason);

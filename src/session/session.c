@@ -1283,10 +1283,35 @@ enum sm_result session_claim(struct smgr *m, struct session *s, char *reason,
 	return SM_OK;
 }
 
+enum sm_result session_interrupt(struct session *s, bool *running, char *reason,
+				 size_t reasonlen)
+{
+	enum sm_result r = SM_OK;
+
+	*running = false;
+	pthread_mutex_lock(&s->lock);
+	if (s->deleted) {
+		r = SM_NOT_FOUND;
+	} else if (s->dead) {
+		snprintf(reason, reasonlen, "%s", s->dead_reason);
+		r = SM_GONE;
+	} else {
+		/* Only while busy: session_run() withdraws it under this lock
+		 * when the execution ends, so it never reaches the next one. */
+		*running = s->busy;
+		if (s->busy)
+			box_interrupt(s->box);
+		s->last_used = clock_wall_s();
+	}
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
 void session_release(struct smgr *m, struct session *s)
 {
 	pthread_mutex_lock(&s->lock);
 	s->busy = false;
+	box_interrupt_withdraw(s->box);
 	pthread_mutex_unlock(&s->lock);
 	exec_slot_give(m);
 }
@@ -1325,6 +1350,7 @@ enum sm_result session_run(struct smgr *m, struct session *s, const struct box_e
 
 	pthread_mutex_lock(&s->lock);
 	s->busy = false;
+	box_interrupt_withdraw(s->box);	/* one asked since box_exec() returned */
 	s->last_used = clock_wall_s();
 	died = !s->dead && !box_alive(s->box);
 	if (died) {

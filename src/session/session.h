@@ -119,6 +119,12 @@ enum sm_result session_claim(struct smgr *m, struct session *s, char *reason,
 enum sm_result session_run(struct smgr *m, struct session *s, const struct box_exec *ex,
 			   const struct box_events *ev, struct result *res, char *reason,
 			   size_t reasonlen);
+/* Interrupt the session's execution in progress, if any, as a timeout
+ * does (box_interrupt(): SIGINT, the session kept when the code stops);
+ * *running says whether one was.  Counts as use.  SM_OK, SM_NOT_FOUND
+ * (deleted) or SM_GONE with the reason. */
+enum sm_result session_interrupt(struct session *s, bool *running, char *reason,
+				 size_t reasonlen);
 /* Give a claim back without running anything. */
 void session_release(struct smgr *m, struct session *s);
 /* session_claim() then session_run(). */

@@ -188,3 +188,78 @@ def test_stdin_is_refused_when_not_a_string_or_too_large(wapi):
     res = wapi.execute(sid, "len(__import__('sys').stdin.read())", stdin="y" * (1 << 20))
     assert res["results"] == [{"text/plain": str(1 << 20)}], res
     wapi.delete(f"/v1/sessions/{sid}")
+
+
+# ---- interrupt --------------------------------------------------------------
+
+def execute_in_thread(api, sid, body):
+    """Start an execution; returns a function that waits for its response."""
+    import threading
+    box = {}
+    t = threading.Thread(target=lambda: box.update(r=api.post(f"/v1/sessions/{sid}/execute", body)))
+    t.start()
+
+    def wait():
+        t.join(120)
+        return box["r"]
+    return wait
+
+
+def wait_busy(api, sid):
+    import time
+    deadline = time.monotonic() + 60
+    while api.get(f"/v1/sessions/{sid}").json()["status"] != "busy":
+        assert time.monotonic() < deadline, "the execution never started"
+        time.sleep(0.05)
+
+
+def test_interrupt_stops_the_execution_and_keeps_the_session(wapi):
+    sid = wapi.session()
+    wapi.execute(sid, "kept = 41\nopen('f.txt', 'w').write('here')")
+    r = wapi.post(f"/v1/sessions/{sid}/interrupt")
+    assert r.status_code == 200 and r.json() == {"interrupted": False}, r.text
+    for code, language, name in (
+            ("import sys, time\nprint('started', flush=True)\ntime.sleep(60)", "python",
+             "KeyboardInterrupt"),
+            ("echo started; sleep 60", "bash", "KeyboardInterrupt")):
+        wait = execute_in_thread(wapi, sid, {"code": code, "language": language})
+        wait_busy(wapi, sid)
+        r = wapi.post(f"/v1/sessions/{sid}/interrupt")
+        assert r.status_code == 200 and r.json() == {"interrupted": True}, r.text
+        r = wait()
+        assert r.status_code == 200, r.text
+        res = r.json()
+        assert res["status"] == "error" and res["error"]["name"] == name, res
+        assert res["reason"].startswith("interrupted;") and "session was kept" in res["reason"], res
+        assert res["duration_ms"] < 30000, res
+    # State, files and later executions as before; no interrupt left over.
+    res = wapi.execute(sid, "import time; time.sleep(0.5); kept + 1, open('f.txt').read()")
+    assert res["status"] == "ok" and res["results"] == [{"text/plain": "(42, 'here')"}], res
+    wapi.delete(f"/v1/sessions/{sid}")
+
+
+def test_interrupt_of_code_that_ignores_it_ends_the_session(wapi):
+    sid = wapi.session()
+    wait = execute_in_thread(wapi, sid, {"code": "import signal, time\n"
+                                         "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                                         "time.sleep(60)"})
+    wait_busy(wapi, sid)
+    assert wapi.post(f"/v1/sessions/{sid}/interrupt").json() == {"interrupted": True}
+    res = wait().json()
+    assert res["status"] == "killed", res
+    assert "did not stop when interrupted" in res["reason"], res
+    r = wapi.post(f"/v1/sessions/{sid}/interrupt")
+    assert r.status_code == 410 and error_of(r.content)["code"] == "session_gone", r.text
+
+
+def test_interrupt_of_unknown_session_and_bad_requests(api):
+    r = api.post("/v1/sessions/ses_00000000000000000000000000000000/interrupt")
+    assert r.status_code == 404 and error_of(r.content)["code"] == "session_not_found", r.text
+    sid = api.session()
+    r = api.get(f"/v1/sessions/{sid}/interrupt")
+    assert r.status_code == 405, r.text
+    r = api.post(f"/v1/sessions/{sid}/interrupt", {"now": True})
+    assert r.status_code == 400, r.text
+    api.delete(f"/v1/sessions/{sid}")
+    r = api.post(f"/v1/sessions/{sid}/interrupt")
+    assert r.status_code == 404, r.text

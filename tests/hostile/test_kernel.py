@@ -1,6 +1,6 @@
 """The session's kernel as an attack surface: standard input given to an
-execution (too large, escape-heavy, fd 0 taken over by the code), on the
-cold and warm paths."""
+execution (too large, escape-heavy, fd 0 taken over by the code) and
+interrupts (a storm of them), on the cold and warm paths."""
 import pytest
 
 import hostile as H
@@ -66,3 +66,35 @@ def test_code_that_takes_fd_0_leaves_the_next_execution_its_own(session, host_gu
     execute(api, sid, 'import os\nos.close(0)')
     res = execute(api, sid, 'cat', language='bash', stdin='third')
     assert res['stdout'] == 'third', H.describe(res)
+
+
+@pytest.mark.parametrize('path', SERVE_PATHS)
+def test_an_interrupt_storm_keeps_the_session(session, host_guard):
+    # A client that interrupts as fast as it can while executions start
+    # and end: each ends by itself or by KeyboardInterrupt, never takes the
+    # session with it, and no interrupt outlives its execution.
+    import threading
+    api, sid = session
+    stop = threading.Event()
+    answers = []
+
+    def storm():
+        while not stop.is_set():
+            r = api.post(f'/v1/sessions/{sid}/interrupt')
+            answers.append(r.status_code)
+
+    t = threading.Thread(target=storm)
+    t.start()
+    try:
+        for i in range(20):
+            code = 'import time\ntime.sleep(0.3)\n"slept"' if i % 2 else '1 + 1'
+            res = execute(api, sid, code)
+            assert res['status'] in ('ok', 'error'), H.describe(res)
+            if res['status'] == 'error':
+                assert res['error']['name'] == 'KeyboardInterrupt', H.describe(res)
+    finally:
+        stop.set()
+        t.join(60)
+    assert set(answers) == {200}, set(answers)
+    res = execute(api, sid, 'import time\ntime.sleep(0.5)\n"quiet"')
+    assert res['results'] == [{'text/plain': "'quiet'"}], H.describe(res)
