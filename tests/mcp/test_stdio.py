@@ -179,6 +179,7 @@ def test_tools_list_schemas(mcp):
             "env": {"type": "object", "additionalProperties": {"type": "string"},
                     "description": ex["properties"]["env"]["description"]},
             "tests": {"type": "string", "description": ex["properties"]["tests"]["description"]},
+            "stdin": {"type": "string", "description": ex["properties"]["stdin"]["description"]},
         }}
     assert "junit:" in ex["properties"]["tests"]["description"]
     wf = by_name["write_file"]["inputSchema"]
