@@ -237,6 +237,20 @@ static enum MHD_Result interrupt(struct api_req *rq, struct session *s)
 			    http_session_error(rq, r, reason);
 }
 
+/* POST /v1/sessions/{id}/restart: a fresh runtime in the same sandbox,
+ * answered with the session once it is ready. */
+static enum MHD_Result restart(struct api_req *rq, struct session *s)
+{
+	char reason[256] = "";
+	enum sm_result r;
+
+	if (rq->body.len)
+		return http_error(rq, 400, "invalid_request", "restart takes no body");
+	r = session_restart(rq->sm, s, reason, sizeof(reason));
+	return r == SM_OK ? http_json(rq, 200, session_json(s)) :
+			    http_session_error(rq, r, reason);
+}
+
 /* GET /v1/sessions/{id}/executions: the record, also after the session
  * ended (then its tombstone or the record says it existed).  At most
  * RECORD_LIST_MAX bytes of entries whatever `limit` says; `truncated` tells
@@ -360,6 +374,8 @@ enum MHD_Result handle_session(struct api_req *rq, const char *id, const char *r
 					       set_lifetime(rq, s, true);
 	} else if (!strcmp(rest, "/interrupt")) {
 		answered = strcmp(m, "POST") ? http_not_allowed(rq, "POST") : interrupt(rq, s);
+	} else if (!strcmp(rest, "/restart")) {
+		answered = strcmp(m, "POST") ? http_not_allowed(rq, "POST") : restart(rq, s);
 	} else if (!strcmp(rest, "/execute")) {
 		answered = strcmp(m, "POST") ? http_not_allowed(rq, "POST") : execute(rq, s);
 	} else if (!strcmp(rest, "/archive")) {

@@ -469,6 +469,54 @@ int box_send_env(struct box *b, const char *const *env)
 	return r;
 }
 
+/* What the old interpreter's processes left in a pipe: at most a pipe's
+ * worth, dropped, so that the first execution after a restart starts with
+ * its own output. */
+static void drop_pipe(int fd, bool *eof)
+{
+	int size = fcntl(fd, F_GETPIPE_SZ);
+	size_t left = size > 0 ? (size_t)size : CHUNK;
+	char chunk[CHUNK];
+	ssize_t n = 1;
+
+	while (left > 0 && !*eof &&
+	       (n = read(fd, chunk, left < sizeof(chunk) ? left : sizeof(chunk))) > 0)
+		left -= (size_t)n;
+	if (n == 0)
+		*eof = true;
+}
+
+int box_restart(struct box *b, char *err, size_t errlen)
+{
+	json_t *frame = json_pack("{s:s}", "type", "restart");
+	int r;
+
+	if (b->dead) {
+		snprintf(err, errlen, "%s", b->dead_reason);
+		json_decref(frame);
+		return -EPIPE;
+	}
+	r = frame ? send_frame(b, frame, READY_TIMEOUT_S) : -ENOMEM;
+	json_decref(frame);
+	if (r == -ENOMEM)
+		return r;
+	/* What the old interpreter had half-written is no frame of the new
+	 * one: read afresh, expecting its "ready". */
+	frame_reader_release(&b->fr);
+	frame_reader_init(&b->fr);
+	if (r < 0 || (r = wait_ready(b, err, errlen)) < 0) {
+		if (r == -ETIMEDOUT || r == -EPIPE || !*err)
+			snprintf(err, errlen, "the runtime did not restart (%s)",
+				 r == -ETIMEDOUT ? "no answer" : strerror(-r));
+		mark_dead(b, err);
+		jail_stop(b->jail);
+		return r == -ENOMEM ? r : -EPIPE;
+	}
+	drop_pipe(jail_stdout_fd(b->jail), &b->out_eof);
+	drop_pipe(jail_stderr_fd(b->jail), &b->err_eof);
+	return 0;
+}
+
 bool box_alive(const struct box *b) { return !b->dead; }
 const char *box_dead_reason(const struct box *b) { return b->dead_reason; }
 struct jail *box_jail(struct box *b) { return b->jail; }

@@ -195,6 +195,15 @@ void box_note_host_write(struct box *b);
 void box_interrupt(struct box *b);
 void box_interrupt_withdraw(struct box *b);
 
+/* Restart the runtime between executions (not thread-safe: by the one
+ * thread that executes): the driver becomes a fresh interpreter in its own
+ * process (execve: its pid, and so pid 1's main process, stay), which kills
+ * every other process of the sandbox before it says "ready"; /work and
+ * /tmp stay, the jail stays as it is.  What was in the pipes is dropped.
+ * 0; -EPIPE with the reason in err when the box was dead or the runtime did
+ * not come back (then the box is dead: killed); -ENOMEM. */
+int box_restart(struct box *b, char *err, size_t errlen);
+
 /* Kill the sandbox now (from any thread); an execution in progress ends as
  * killed with reason.  The first reason given is kept. */
 void box_stop(struct box *b, const char *reason);

@@ -125,6 +125,10 @@ REPR_METHODS = (
 BINARY_TYPES = ('image/png', 'image/jpeg')
 DRIVER_FILE = (lambda: None).__code__.co_filename
 DRIVER_PID = os.getpid()
+# The environment the driver started with, plus the session's "env"
+# frames: what a restart execs the fresh interpreter with, whatever the
+# code did to os.environ.
+START_ENV = dict(os.environ)
 MAIN_THREAD = _thread.get_ident()
 SEND_LOCK = _thread.allocate_lock()
 
@@ -429,12 +433,51 @@ def session_main():
     return main()
 
 
+def clear_sandbox():
+    """After a restart (``--restarted``): kill every other process of the
+    sandbox, the old interpreter's children and whatever they started, so
+    that nothing of the session's code outlives its interpreter.  The old
+    interpreter's threads died with its image (execve), so nothing of it
+    starts more now; a process that forks meanwhile is killed in the next
+    round.  pid 1 reaps the rest; the old image's children are this
+    process's own and reaped here."""
+    import time
+    me = os.getpid()
+    if os.getppid() != 1:
+        # Not the main process of a sandbox (a driver run bare, by its
+        # tests): kill(-1) would reach every process of its user.
+        fatal('--restarted outside a sandbox', PROTOCOL_ERROR)
+    deadline = time.monotonic() + 5.0
+    while True:
+        try:
+            os.kill(-1, _signal.SIGKILL)    # all but pid 1 and this process
+        except OSError:
+            pass
+        while True:
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    break
+            except ChildProcessError:
+                break
+        try:
+            others = [p for p in os.listdir('/proc') if p.isdigit() and int(p) not in (1, me)]
+        except OSError as exc:
+            fatal('cannot list the processes of the sandbox: %s' % exc, 125)
+        if not others:
+            return
+        if time.monotonic() > deadline:
+            fatal('processes of the old interpreter did not end: %s' % ' '.join(others), 125)
+        time.sleep(0.005)
+
+
 def main():
     """Bootstrap: answer ready as early as possible, then serve the session."""
     if not FORKED:
         extend_sys_path()               # a forked driver has its template's
     if sys.argv[1:2] == ['--zygote']:
         return zygote_main(sys.argv[2:])
+    if sys.argv[1:2] == ['--restarted']:
+        clear_sandbox()
     _signal.signal(_signal.SIGINT, on_sigint)
     try:
         os.set_inheritable(CONTROL_FD, False)   # children get only fds 0-2
@@ -600,6 +643,10 @@ def check_exec_frame(frame):
         reject('frame has no string "type"')
     if kind == 'env':
         check_env_list(frame.get('env'), 'env frame')
+        return
+    if kind == 'restart':
+        if set(frame) != {'type'}:
+            reject('restart frame: no member but "type"')
         return
     if kind != 'exec':
         reject('unknown frame type %r' % kind)
@@ -2035,6 +2082,40 @@ def detach_stdin(saved):
     sys.stdin = saved
 
 
+def restart():
+    """{"type": "restart"}: become a fresh interpreter in this very process
+    (pid 1 keeps it as the sandbox's main process), as the driver started:
+    /work as cwd, the umask, no signal handled or blocked, fd 0
+    /dev/null, only fds 0-3, the environment it started with.  The jail
+    (namespaces, cgroups, seccomp, Landlock, no_new_privs, rlimits) is the
+    process's and stays as it is.  The fresh one kills what the old one
+    left (clear_sandbox) before it says ready."""
+    if os.getppid() != 1:
+        reject('restart: this driver is not the main process of a sandbox')
+    flush_stdio()
+    for reset in (lambda: os.chdir('/work'), lambda: os.umask(0o022),
+                  lambda: signal.pthread_sigmask(signal.SIG_SETMASK, ())):
+        try:
+            reset()
+        except OSError:
+            pass
+    for number in signal.valid_signals():
+        try:
+            signal.signal(number, signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass                        # SIGKILL, SIGSTOP
+    try:
+        null = os.open('/dev/null', os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        os.closerange(CONTROL_FD + 1, max(os.sysconf('SC_OPEN_MAX'), 1024))
+        os.set_inheritable(CONTROL_FD, True)
+        os.execve('/usr/bin/python3', ['/usr/bin/python3', '-I', '-u', DRIVER_FILE,
+                                       '--restarted'], START_ENV)
+    except OSError as exc:
+        fatal('cannot restart: %s' % exc, 125)
+
+
 def load_modules():
     """The rest of the standard library the driver needs."""
     global ast, base64, importlib, io, json, linecache, shlex, shutil, signal, site, stat
@@ -2077,7 +2158,10 @@ def serve():
             # exec (a sandbox forked from a template starts with the
             # template's).
             apply_env(request['env'])
+            START_ENV.update(item.partition('=')[::2] for item in request['env'])
             continue
+        if request['type'] == 'restart':
+            restart()
         handle_exec(request)
 '''
 

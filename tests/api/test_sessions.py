@@ -263,3 +263,52 @@ def test_interrupt_of_unknown_session_and_bad_requests(api):
     api.delete(f"/v1/sessions/{sid}")
     r = api.post(f"/v1/sessions/{sid}/interrupt")
     assert r.status_code == 404, r.text
+
+
+# ---- restart ----------------------------------------------------------------
+
+def test_restart_keeps_files_and_forgets_variables_and_processes(wapi):
+    sid = wapi.session(env={"GREETING": "hi"})
+    res = wapi.execute(sid, "import os, subprocess\nx = 41\nopen('kept.txt', 'w').write('yes')\n"
+                       "os.environ['GREETING'] = 'changed'\nos.environ['ADDED'] = '1'\n"
+                       "subprocess.Popen(['sleep', '600'])\nos.chdir('/tmp')\nos.getpid()")
+    pid = res["results"][0]["text/plain"]
+    assert len(wapi.get(f"/v1/sessions/{sid}/processes").json()["processes"]) == 1
+    r = wapi.post(f"/v1/sessions/{sid}/restart")
+    assert r.status_code == 200, r.text
+    assert r.json()["id"] == sid and r.json()["status"] == "idle", r.text
+    res = wapi.execute(sid, "import os\n('x' in globals(), open('kept.txt').read(), os.getcwd(), "
+                       "os.environ['GREETING'], os.environ.get('ADDED'), str(os.getpid()))")
+    assert res["status"] == "ok", res
+    assert res["results"] == [{"text/plain": f"(False, 'yes', '/work', 'hi', None, '{pid}')"}], res
+    assert wapi.get(f"/v1/sessions/{sid}/processes").json()["processes"] == [], "a process outlived"
+    # Everything works as in a fresh session: the languages, stdin, imports.
+    assert wapi.execute(sid, "echo $GREETING", language="bash")["stdout"] == "hi\n"
+    assert wapi.execute(sid, "input()", stdin="again\n")["results"] == [{"text/plain": "'again'"}]
+    assert wapi.execute(sid, "import json; json.dumps([1])")["results"] == [{"text/plain": "'[1]'"}]
+    wapi.delete(f"/v1/sessions/{sid}")
+
+
+def test_restart_interrupts_a_running_execution_first(wapi):
+    sid = wapi.session()
+    wapi.execute(sid, "y = 1")
+    wait = execute_in_thread(wapi, sid, {"code": "import time\ntime.sleep(60)"})
+    wait_busy(wapi, sid)
+    r = wapi.post(f"/v1/sessions/{sid}/restart")
+    assert r.status_code == 200, r.text
+    res = wait().json()
+    assert res["status"] == "error" and res["error"]["name"] == "KeyboardInterrupt", res
+    res = wapi.execute(sid, "'y' in globals()")
+    assert res["results"] == [{"text/plain": "False"}], res
+    wapi.delete(f"/v1/sessions/{sid}")
+
+
+def test_restart_of_unknown_session_and_bad_requests(api):
+    r = api.post("/v1/sessions/ses_00000000000000000000000000000000/restart")
+    assert r.status_code == 404 and error_of(r.content)["code"] == "session_not_found", r.text
+    sid = api.session()
+    assert api.get(f"/v1/sessions/{sid}/restart").status_code == 405
+    assert api.post(f"/v1/sessions/{sid}/restart", {"x": 1}).status_code == 400
+    res = api.execute(sid, "import os\nos._exit(3)")
+    r = api.post(f"/v1/sessions/{sid}/restart")
+    assert r.status_code == 410 and "exited with status 3" in error_of(r.content)["message"], r.text

@@ -64,10 +64,15 @@ def framed(body):
     framed(b'{"type":"exec","id":1,"language":"python","code":"1","cwd":"work"}'),
     framed(b'{"type":"exec","id":1,"language":"python","code":"1","fresh":1}'),
     framed(b'{"type":"exec","id":1,"language":"python","code":"1","stdin":1}'),
+    framed(b'{"type":"restart","now":true}'),
+    # A driver that is no sandbox's main process (this harness's) refuses to
+    # restart: the fresh one's kill(-1) would reach every process of its user.
+    framed(b'{"type":"restart"}'),
 ], ids=['not-json', 'array', 'no-type', 'unknown-type', 'too-long', 'not-utf8',
         'bad-language', 'string-id', 'bool-id', 'nan', 'no-code', 'truncated',
         'env-not-list', 'env-no-equals', 'env-not-string', 'context-empty',
-        'context-control', 'cwd-relative', 'fresh-not-bool', 'stdin-not-string'])
+        'context-control', 'cwd-relative', 'fresh-not-bool', 'stdin-not-string', 'restart-with-members',
+        'restart-outside-a-sandbox'])
 def test_malformed_frame_is_a_protocol_error(tmp_path, frame):
     driver = Driver(tmp_path)
     driver.send_raw(frame)

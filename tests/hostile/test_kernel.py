@@ -1,6 +1,7 @@
 """The session's kernel as an attack surface: standard input given to an
-execution (too large, escape-heavy, fd 0 taken over by the code) and
-interrupts (a storm of them), on the cold and warm paths."""
+execution (too large, escape-heavy, fd 0 taken over by the code),
+interrupts (a storm of them) and restarts of the runtime (a loop of them,
+processes that would outlive one), on the cold and warm paths."""
 import pytest
 
 import hostile as H
@@ -98,3 +99,55 @@ def test_an_interrupt_storm_keeps_the_session(session, host_guard):
     assert set(answers) == {200}, set(answers)
     res = execute(api, sid, 'import time\ntime.sleep(0.5)\n"quiet"')
     assert res['results'] == [{'text/plain': "'quiet'"}], H.describe(res)
+
+
+def restart(api, sid):
+    r = api.post(f'/v1/sessions/{sid}/restart')
+    assert r.status_code == 200, f'{r.status_code} {r.text[:2000]}'
+
+
+def processes(api, sid):
+    r = api.get(f'/v1/sessions/{sid}/processes')
+    assert r.status_code == 200, r.text[:500]
+    return r.json()['processes']
+
+
+@pytest.mark.parametrize('path', SERVE_PATHS)
+def test_a_restart_loop_leaves_nothing_behind(session, host_guard):
+    # Each round leaves a daemonised process (double fork, new session) and
+    # a plain child; every restart must take both, and the loop must not
+    # grow anything: pids, the runtime's memory, the daemon.
+    api, sid = session
+    for i in range(25):
+        res = execute(api, sid, 'import os, subprocess\n'
+                      'subprocess.Popen(["setsid", "sh", "-c", "sleep 600 & sleep 600"])\n'
+                      'subprocess.Popen(["sleep", "600"])\n'
+                      'v = %d' % i)
+        assert res['status'] == 'ok', H.describe(res)
+        restart(api, sid)
+        assert processes(api, sid) == [], f'round {i}: processes outlived the restart'
+    res = execute(api, sid, "'v' in globals()")
+    assert res['results'] == [{'text/plain': 'False'}], H.describe(res)
+
+
+@pytest.mark.parametrize('path', SERVE_PATHS)
+def test_processes_that_multiply_do_not_outlive_a_restart(session, host_guard):
+    # A fork loop in the background and a thread of the runtime that starts
+    # processes as fast as it can: the fresh runtime kills until none is
+    # left, up to the pids limit the loop keeps hitting.
+    api, sid = session
+    res = execute(api, sid, 'import subprocess, threading\n'
+                  'subprocess.Popen(["bash", "-c", "while :; do sleep 600 & done"])\n'
+                  'def spawn():\n'
+                  '    while True:\n'
+                  '        try:\n'
+                  '            subprocess.Popen(["sleep", "600"])\n'
+                  '        except OSError:\n'
+                  '            pass\n'
+                  'threading.Thread(target=spawn, daemon=True).start()\n'
+                  'import time; time.sleep(0.5)')
+    assert res['status'] == 'ok', H.describe(res)
+    restart(api, sid)
+    assert processes(api, sid) == []
+    res = execute(api, sid, 'echo alive', language='bash')
+    assert res['stdout'] == 'alive\n', H.describe(res)

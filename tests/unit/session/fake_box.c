@@ -243,6 +243,20 @@ void box_stop(struct box *b, const char *reason)
 	pthread_mutex_unlock(&lock);
 }
 
+/* A restart that works, on a box alive. */
+int box_restart(struct box *b, char *err, size_t errlen)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&lock);
+	if (b->dead) {
+		snprintf(err, errlen, "%s", b->dead_reason);
+		r = -EPIPE;
+	}
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
 void box_interrupt(struct box *b)
 {
 	pthread_mutex_lock(&lock);
