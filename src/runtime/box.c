@@ -489,6 +489,7 @@ static void drop_pipe(int fd, bool *eof)
 int box_restart(struct box *b, char *err, size_t errlen)
 {
 	json_t *frame = json_pack("{s:s}", "type", "restart");
+	char why[192] = "";
 	int r;
 
 	if (b->dead) {
@@ -504,10 +505,9 @@ int box_restart(struct box *b, char *err, size_t errlen)
 	 * one: read afresh, expecting its "ready". */
 	frame_reader_release(&b->fr);
 	frame_reader_init(&b->fr);
-	if (r < 0 || (r = wait_ready(b, err, errlen)) < 0) {
-		if (r == -ETIMEDOUT || r == -EPIPE || !*err)
-			snprintf(err, errlen, "the runtime did not restart (%s)",
-				 r == -ETIMEDOUT ? "no answer" : strerror(-r));
+	if (r < 0 || (r = wait_ready(b, why, sizeof(why))) < 0) {
+		snprintf(err, errlen, "the runtime did not restart: %s",
+			 *why ? why : strerror(-r));
 		mark_dead(b, err);
 		jail_stop(b->jail);
 		return r == -ENOMEM ? r : -EPIPE;

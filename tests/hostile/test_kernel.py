@@ -1,7 +1,8 @@
 """The session's kernel as an attack surface: standard input given to an
 execution (too large, escape-heavy, fd 0 taken over by the code),
 interrupts (a storm of them) and restarts of the runtime (a loop of them,
-processes that would outlive one), on the cold and warm paths."""
+processes that would outlive one, a runtime that sabotages its own), on
+the cold and warm paths."""
 import pytest
 
 import hostile as H
@@ -151,3 +152,31 @@ def test_processes_that_multiply_do_not_outlive_a_restart(session, host_guard):
     assert processes(api, sid) == []
     res = execute(api, sid, 'echo alive', language='bash')
     assert res['stdout'] == 'alive\n', H.describe(res)
+
+
+@pytest.mark.parametrize('path,sabotage', [
+    ('serve-cold', 'import os\nos._exit(5)'),
+    ('serve-warm', 'import os\nos._exit(5)'),
+    ('serve-cold', 'import time\ntime.sleep(3600)'),     # 30 s: the wait for "ready"
+])
+def test_a_runtime_that_sabotages_its_restart_ends_only_its_session(servers, path, sabotage,
+                                                                    host_guard):
+    # The code runs in the driver and may replace its restart: one that
+    # exits or never answers ends its own session (410 with the reason),
+    # and nothing else.
+    srv = servers(path)
+    api = srv.api
+    sid = api.session(limits=H.api_limits(H.DEFAULT_LIMITS))
+    # display() is the driver's own function: its globals are the driver's.
+    code = ('g = display.__globals__\n'
+            'assert "restart" in g and "serve" in g\n'
+            'exec(%r, g)\n'
+            'g["restart"] = g["sabotage"]\n') % ('def sabotage():\n    ' +
+                                                 sabotage.replace('\n', '\n    '))
+    res = execute(api, sid, code)
+    assert res['status'] == 'ok', H.describe(res)
+    r = api.post(f'/v1/sessions/{sid}/restart', timeout=120)
+    assert r.status_code == 410, r.text[:500]
+    assert 'did not restart' in r.json()['error']['message'], r.text[:500]
+    assert api.get(f'/v1/sessions/{sid}').status_code == 410
+    api.delete(f'/v1/sessions/{sid}')
