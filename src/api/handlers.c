@@ -153,7 +153,7 @@ enum MHD_Result handle_sessions(struct api_req *rq)
 static enum MHD_Result execute(struct api_req *rq, struct session *s)
 {
 	static const char *const keys[] = {
-		"code", "language", "timeout_s", "env", "tests", NULL
+		"code", "language", "timeout_s", "env", "tests", "stdin", NULL
 	};
 	enum MHD_Result answered = MHD_NO;
 	json_t *body = http_body_object(rq, &answered);
@@ -219,6 +219,36 @@ static enum MHD_Result set_lifetime(struct api_req *rq, struct session *s, bool 
 out:
 	json_decref(body);
 	return answered;
+}
+
+/* POST /v1/sessions/{id}/interrupt: the execution in progress gets
+ * SIGINT as at a timeout; answered at once with whether one was running
+ * (its own request answers how it ended). */
+static enum MHD_Result interrupt(struct api_req *rq, struct session *s)
+{
+	char reason[256] = "";
+	enum sm_result r;
+	bool running;
+
+	if (rq->body.len)
+		return http_error(rq, 400, "invalid_request", "interrupt takes no body");
+	r = session_interrupt(s, &running, reason, sizeof(reason));
+	return r == SM_OK ? http_json(rq, 200, json_pack("{s:b}", "interrupted", running)) :
+			    http_session_error(rq, r, reason);
+}
+
+/* POST /v1/sessions/{id}/restart: a fresh runtime in the same sandbox,
+ * answered with the session once it is ready. */
+static enum MHD_Result restart(struct api_req *rq, struct session *s)
+{
+	char reason[256] = "";
+	enum sm_result r;
+
+	if (rq->body.len)
+		return http_error(rq, 400, "invalid_request", "restart takes no body");
+	r = session_restart(rq->sm, s, reason, sizeof(reason));
+	return r == SM_OK ? http_json(rq, 200, session_json(s)) :
+			    http_session_error(rq, r, reason);
 }
 
 /* GET /v1/sessions/{id}/executions: the record, also after the session
@@ -342,6 +372,10 @@ enum MHD_Result handle_session(struct api_req *rq, const char *id, const char *r
 	} else if (!strcmp(rest, "/keepalive")) {
 		answered = strcmp(m, "POST") ? http_not_allowed(rq, "POST") :
 					       set_lifetime(rq, s, true);
+	} else if (!strcmp(rest, "/interrupt")) {
+		answered = strcmp(m, "POST") ? http_not_allowed(rq, "POST") : interrupt(rq, s);
+	} else if (!strcmp(rest, "/restart")) {
+		answered = strcmp(m, "POST") ? http_not_allowed(rq, "POST") : restart(rq, s);
 	} else if (!strcmp(rest, "/execute")) {
 		answered = strcmp(m, "POST") ? http_not_allowed(rq, "POST") : execute(rq, s);
 	} else if (!strcmp(rest, "/archive")) {
@@ -367,7 +401,7 @@ enum MHD_Result handle_oneshot(struct api_req *rq)
 {
 	static const char *const keys[] = {
 		"code", "language", "archive", "files", "limits", "timeout_s", "return_files", "env",
-		"tests", NULL
+		"tests", "stdin", NULL
 	};
 	enum MHD_Result answered = MHD_NO;
 	json_t *body = http_body_object(rq, &answered);

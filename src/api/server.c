@@ -509,18 +509,20 @@ static bool runs_inline(const char *url)
 
 /* Requests whose answer is small whatever the client does: deleting
  * (a session, a process, an E2B sandbox), changing a session's timeouts,
- * keeping it alive, an upload.  Every other request handed to a worker
- * makes an answer the server holds until the client has read it
- * (answers.h: results, listings of files and of the record, MCP replies),
- * so it is refused while its tenant, or the server, holds too much unread
- * already; these never are, so that a client over its share can still end
- * what it holds. */
+ * keeping it alive, interrupting or restarting its runtime, an upload.
+ * Every other request handed to a worker makes an answer the server holds
+ * until the client has read it (answers.h: results, listings of files and
+ * of the record, MCP replies), so it is refused while its tenant, or the
+ * server, holds too much unread already; these never are, so that a client
+ * over its share can still end what it holds. */
 static bool answers_little(const struct api_req *rq)
 {
 	const char *m = rq->method, *tail = strrchr(rq->url, '/');
 
 	return !strcmp(m, "DELETE") || !strcmp(m, "PATCH") || rq->raw_upload ||
-	       (!strcmp(m, "POST") && tail && !strcmp(tail, "/keepalive"));
+	       (!strcmp(m, "POST") && tail && (!strcmp(tail, "/keepalive") ||
+					  !strcmp(tail, "/interrupt") ||
+					  !strcmp(tail, "/restart")));
 }
 
 static enum MHD_Result too_large(struct api_req *rq)

@@ -86,7 +86,7 @@ struct stream {
 	struct smgr *sm;
 	struct session *s;
 	struct box_exec ex;
-	char *code, *language, *context, *cwd;
+	char *code, *language, *context, *cwd, *input;	/* ex's copies */
 	char **env;			/* ex.env's copy */
 };
 
@@ -116,6 +116,7 @@ static void stream_put(struct stream *st)
 	free(st->language);
 	free(st->context);
 	free(st->cwd);
+	free(st->input);
 	if (st->wire_state && st->wire->release)
 		st->wire->release(st->wire_state);
 	free(st->wire_state);
@@ -375,6 +376,7 @@ enum MHD_Result stream_execute_with(struct api_req *rq, struct session *s,
 	st->language = dup_or_null(ex->language, &failed);
 	st->context = dup_or_null(ex->context, &failed);
 	st->cwd = dup_or_null(ex->cwd, &failed);
+	st->input = dup_or_null(ex->input, &failed);	/* no NUL (request.c) */
 	st->env = box_env_dup(ex->env);
 	st->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	st->s = session_ref(s);	/* the stream outlives this request */
@@ -396,6 +398,7 @@ enum MHD_Result stream_execute_with(struct api_req *rq, struct session *s,
 	st->ex.language = st->language;
 	st->ex.context = st->context;
 	st->ex.cwd = st->cwd;
+	st->ex.input = st->input;
 	st->ex.env = (const char *const *)st->env;
 	st->ex.cancel_fd = st->cancel_fd;
 	{

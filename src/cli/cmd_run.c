@@ -33,6 +33,7 @@
 #include "util/num.h"
 
 #define CODE_FILE_MAX BOX_CODE_MAX
+_Static_assert(BOX_STDIN_MAX == CODE_FILE_MAX, "--stdin is read as the code is");
 
 static void usage(FILE *f)
 {
@@ -61,6 +62,8 @@ static void usage(FILE *f)
 		"                       under DIR (--save-dir PROJECT: back in place)\n"
 		"      --tests junit:PATH  read test results from the JUnit XML report the\n"
 		"                       code writes at PATH in /work (--json: \"tests\")\n"
+		"      --stdin FILE     what the code reads from its standard input\n"
+		"                       (FILE, or - for petri's own; at most 1 MiB)\n"
 		"      --config FILE    defaults and maximums of the limits, and the sandbox\n"
 		"                       settings (default: $PETRI_CONFIG, else %s if it\n"
 		"                       exists; docs/configuration.md)\n"
@@ -87,6 +90,24 @@ static int read_all(FILE *f, struct buf *out)
 			return -ENOMEM;
 	}
 	return ferror(f) ? -EIO : 0;
+}
+
+/* The code's file or its stdin's (path "-": petri's own standard input),
+ * whole; a refusal ends petri run, its message after prefix. */
+static void read_named(const char *path, const char *prefix, struct buf *out)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+	int r;
+
+	if (!f)
+		die(2, "%scannot open '%s': %s", prefix, path, strerror(errno));
+	r = read_all(f, out);
+	if (f != stdin)
+		fclose(f);
+	if (r == -EFBIG)
+		die(2, "%s'%s' is larger than %u bytes", prefix, path, CODE_FILE_MAX);
+	if (r < 0)
+		die(2, "%scannot read '%s': %s", prefix, path, strerror(-r));
 }
 
 /* ---- stopping early ------------------------------------------------------ */
@@ -313,7 +334,7 @@ static int failed(enum sm_result r, const char *err)
 int cmd_run(int argc, char **argv)
 {
 	enum { OPT_JSON = 256, OPT_CPU_TIME, OPT_CPUS, OPT_PIDS, OPT_DISK, OPT_SAVE_DIR,
-	       OPT_CONFIG, OPT_TESTS };
+	       OPT_CONFIG, OPT_TESTS, OPT_STDIN };
 	static const struct option opts[] = {
 		{ "lang", required_argument, NULL, 'l' },
 		{ "timeout", required_argument, NULL, 't' },
@@ -328,11 +349,13 @@ int cmd_run(int argc, char **argv)
 		{ "save-dir", required_argument, NULL, OPT_SAVE_DIR },
 		{ "config", required_argument, NULL, OPT_CONFIG },
 		{ "tests", required_argument, NULL, OPT_TESTS },
+		{ "stdin", required_argument, NULL, OPT_STDIN },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct box_events ev = { .output = on_output, .rich = on_rich, .error = on_error };
-	struct buf code = BUF_INIT;
+	struct buf code = BUF_INIT, input = BUF_INIT;
+	const char *input_path = NULL;
 	const char *lang_arg = NULL, *inline_code = NULL, *save_dir = NULL, *config = NULL;
 	const char *project = NULL;
 	const struct language *lang = NULL;
@@ -347,7 +370,7 @@ int cmd_run(int argc, char **argv)
 	struct result res;
 	enum sm_result sr;
 	char err[512] = "";
-	int c, r, status = 125;
+	int c, status = 125;
 
 	if (!req || !lim || json_object_set(req, "limits", lim) < 0)
 		die(125, "out of memory");
@@ -395,6 +418,9 @@ int cmd_run(int argc, char **argv)
 		case OPT_TESTS:
 			json_object_set_new(req, "tests", json_string_nocheck(optarg));
 			break;
+		case OPT_STDIN:
+			input_path = optarg;
+			break;
 		case 'c':
 			inline_code = optarg;
 			break;
@@ -414,6 +440,9 @@ int cmd_run(int argc, char **argv)
 	}
 	if (inline_code && optind < argc)
 		die(2, "give the code with -c or as a FILE, not both");
+	if (input_path && !strcmp(input_path, "-") && !inline_code && optind == argc - 1 &&
+	    !strcmp(argv[optind], "-"))
+		die(2, "--stdin - and the code from - cannot both read standard input");
 	/* First: the configuration's languages are known by their names and
 	 * extensions too. */
 	cli_local_config(&l, config);
@@ -422,17 +451,8 @@ int cmd_run(int argc, char **argv)
 			die(125, "out of memory");
 	} else if (optind == argc - 1) {
 		const char *path = argv[optind];
-		FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
 
-		if (!f)
-			die(2, "cannot open '%s': %s", path, strerror(errno));
-		r = read_all(f, &code);
-		if (f != stdin)
-			fclose(f);
-		if (r == -EFBIG)
-			die(2, "'%s' is larger than %u bytes", path, CODE_FILE_MAX);
-		if (r < 0)
-			die(2, "cannot read '%s': %s", path, strerror(-r));
+		read_named(path, "", &code);
 		if (!lang_arg)
 			lang = lang_by_path(path);
 	} else {
@@ -440,6 +460,11 @@ int cmd_run(int argc, char **argv)
 		cli_local_stop(&l);
 		status = 2;
 		goto free_request;
+	}
+	if (input_path) {
+		read_named(input_path, "--stdin: ", &input);
+		json_object_set_new(req, "stdin", json_stringn_nocheck(
+					    input.data ? input.data : "", input.len));
 	}
 	/* The code as it is: the runtime refuses what is not UTF-8. */
 	json_object_set_new(req, "code", json_stringn_nocheck(code.data ? code.data : "",
@@ -518,6 +543,7 @@ out:
 	oneshot_release(&o);
 	result_release(&res);
 	buf_release(&code);
+	buf_release(&input);
 	userfiles_release(files, nfiles);
 	close(cancel_fd);
 free_request:

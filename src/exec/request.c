@@ -252,6 +252,20 @@ static bool code_ok(const json_t *code, struct request_error *e)
 	return true;
 }
 
+/* "stdin": a string (NULL or null: none), what the code reads from its
+ * standard input.  Bounded like the code: the body's own limit holds it
+ * already, this keeps the frame to the driver small. */
+static bool stdin_ok(const json_t *v, struct request_error *e)
+{
+	if (!v || json_is_null(v))
+		return true;
+	if (!json_is_string(v) || json_string_length(v) > BOX_STDIN_MAX ||
+	    memchr(json_string_value(v), '\0', json_string_length(v)))
+		return refuse(e, "invalid_request", "'stdin' must be a string of at most %u bytes "
+			      "without NUL", BOX_STDIN_MAX);
+	return true;
+}
+
 /* "tests": "junit:PATH", the report to read after the execution (PATH
  * relative to /work, or under /work/); NULL or null: the reports among
  * the files it writes.  *path points into v. */
@@ -278,7 +292,7 @@ static bool tests_spec(const json_t *v, const char **path, struct request_error 
 bool request_exec(const struct petri_config *cfg, const json_t *obj, const char *language,
 		  const struct petri_limits *lim, struct box_exec *ex, struct request_error *e)
 {
-	json_t *code = json_object_get(obj, "code");
+	json_t *code = json_object_get(obj, "code"), *input = json_object_get(obj, "stdin");
 	char **env;
 
 	memset(ex, 0, sizeof(*ex));
@@ -289,12 +303,16 @@ bool request_exec(const struct petri_config *cfg, const json_t *obj, const char 
 	    !request_language(json_object_get(obj, "language"), &ex->language, e) ||
 	    !number(obj, "timeout_s", 0.1, lim->timeout_s, " (the sandbox's timeout_s limit)",
 		    &ex->timeout_s, e) ||
-	    !tests_spec(json_object_get(obj, "tests"), &ex->junit, e))
+	    !tests_spec(json_object_get(obj, "tests"), &ex->junit, e) || !stdin_ok(input, e))
 		return false;
 	/* Last: nothing fails after it, so a refusal leaves nothing behind. */
 	if (!(env = request_env(cfg, json_object_get(obj, "env"), e)))
 		return false;
 	ex->code = json_string_value(code);
+	if (json_is_string(input)) {
+		ex->input = json_string_value(input);
+		ex->input_len = json_string_length(input);
+	}
 	ex->output_cap = (size_t)lim->output_kb << 10;
 	ex->env = (const char *const *)env;
 	return true;

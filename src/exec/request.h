@@ -51,9 +51,9 @@ bool request_language(const json_t *v, const char **name, struct request_error *
 char **request_env(const struct petri_config *cfg, const json_t *env,
 		   struct request_error *e);
 
-/* An execution from obj's "code", "language", "timeout_s", "env" and
+/* An execution from obj's "code", "language", "timeout_s", "env",
  * "tests" ("junit:PATH": the test report to read, PATH checked as a file's
- * path is), to run in a sandbox with limits lim whose default language is
+ * path is) and "stdin" (at most BOX_STDIN_MAX bytes, no NUL), to run in a sandbox with limits lim whose default language is
  * language: the timeout is at most lim's, the output capped by lim.  The
  * execution points into obj.  Release with request_exec_release()
  * whatever it returns. */
@@ -106,7 +106,7 @@ struct oneshot {
 };
 
 /* POST /v1/execute's body (and MCP's, petri run's): "code", "language",
- * "limits", "timeout_s", "env", "tests", "archive" {content_base64, path},
+ * "limits", "timeout_s", "env", "tests", "stdin", "archive" {content_base64, path},
  * "files" [{path, content_base64}],
  * "return_files" (true, false or a list of globs).  Unknown keys are the
  * caller's business (http_only_keys).  Release with oneshot_release(). */

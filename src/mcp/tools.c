@@ -58,7 +58,7 @@ struct arg {
 	const char *description;
 };
 
-#define TOOL_ARGS_MAX 5
+#define TOOL_ARGS_MAX 6
 
 struct tool {
 	const char *name;
@@ -94,6 +94,9 @@ static const struct tool tool_table[] = {
 		  "\"junit:PATH\" (relative to /work; e.g. after pytest --junitxml=report.xml, "
 		  "\"junit:report.xml\"). Without it, reports among the files the code wrote are "
 		  "found by themselves." },
+		{ "stdin", ARG_STRING, false, NULL,
+		  "What the code reads from its standard input (input(), sys.stdin, a program's "
+		  "stdin), at most 1 MiB; without it, reading stdin gives end of file." },
 	}, false, false, run_execute },
 	{ "write_file", "Write a file into /work", {
 		{ "path", ARG_STRING, true, NULL,
@@ -126,7 +129,7 @@ static const struct tool tool_table[] = {
 		{ "signal", ARG_STRING, false, signals,
 		  "How to stop it: TERM (the default: it may clean up) or KILL." },
 	}, false, false, run_processes },
-	{ "reset", "Start a fresh sandbox", { { .name = NULL } }, false, true, NULL },
+	{ "reset", "Restart the runtime (files kept)", { { .name = NULL } }, false, true, NULL },
 };
 
 #define NTOOLS (sizeof(tool_table) / sizeof(tool_table[0]))
@@ -991,22 +994,38 @@ static void set_used(struct tools *t, const char *sid)
 	pthread_mutex_unlock(&t->lock);
 }
 
+/* A restart of the sandbox's runtime, as a notebook restarts its kernel
+ * (session_restart()); a new sandbox when there is none alive to restart. */
 static json_t *reset(struct tools *t)
 {
 	char sid[SESSION_ID_LEN + 1], err[512] = "";
-	struct session *s;
+	struct session *s = NULL;
 	enum sm_result r;
 
 	pthread_mutex_lock(&t->lock);
 	memcpy(sid, t->sid, sizeof(sid));
-	t->sid[0] = '\0';
+	pthread_mutex_unlock(&t->lock);
+	if (sid[0] && smgr_lookup(t->sm, sid, &s, err, sizeof(err)) == SM_OK) {
+		r = session_restart(t->sm, s, err, sizeof(err));
+		session_put(s);
+		if (r == SM_OK)
+			return text_result("The runtime was restarted: variables, imports and "
+					   "background processes are gone; the files in /work are "
+					   "kept.");
+		if (r != SM_GONE)
+			return error_result("the runtime could not be restarted: %s",
+					    err[0] ? err : sm_result_message(r));
+	}
+	pthread_mutex_lock(&t->lock);
+	if (!strcmp(t->sid, sid))
+		t->sid[0] = '\0';
 	pthread_mutex_unlock(&t->lock);
 	if (sid[0])
 		smgr_delete(t->sm, sid);
 	if ((r = start(t, &s, err, sizeof(err))) != SM_OK)
 		return start_error(r, err);
 	session_put(s);
-	return text_result("The sandbox was reset: a new, empty one is ready (no variables, "
+	return text_result("The sandbox had ended: a new, empty one is ready (no variables, "
 			   "no imports, /work is empty).");
 }
 

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,9 @@ struct box {
 	bool out_eof, err_eof, ctl_eof;
 	struct timespec quiet_after;	/* last write we know of: by the host, or
 					 * by an execution before its "done" */
+	/* box_interrupt(): asked from any thread, seen by the executing one
+	 * at its next tick, withdrawn when an execution ends. */
+	atomic_bool interrupt;
 	char python[32];
 };
 
@@ -356,6 +360,16 @@ static void execution_start(struct box *b, struct timespec *start)
 	}
 }
 
+void box_interrupt(struct box *b)
+{
+	atomic_store(&b->interrupt, true);
+}
+
+void box_interrupt_withdraw(struct box *b)
+{
+	atomic_store(&b->interrupt, false);
+}
+
 void box_stop(struct box *b, const char *reason)
 {
 	pthread_mutex_lock(&b->stop_lock);
@@ -453,6 +467,54 @@ int box_send_env(struct box *b, const char *const *env)
 	r = send_frame(b, frame, READY_TIMEOUT_S);
 	json_decref(frame);
 	return r;
+}
+
+/* What the old interpreter's processes left in a pipe: at most a pipe's
+ * worth, dropped, so that the first execution after a restart starts with
+ * its own output. */
+static void drop_pipe(int fd, bool *eof)
+{
+	int size = fcntl(fd, F_GETPIPE_SZ);
+	size_t left = size > 0 ? (size_t)size : CHUNK;
+	char chunk[CHUNK];
+	ssize_t n = 1;
+
+	while (left > 0 && !*eof &&
+	       (n = read(fd, chunk, left < sizeof(chunk) ? left : sizeof(chunk))) > 0)
+		left -= (size_t)n;
+	if (n == 0)
+		*eof = true;
+}
+
+int box_restart(struct box *b, char *err, size_t errlen)
+{
+	json_t *frame = json_pack("{s:s}", "type", "restart");
+	char why[192] = "";
+	int r;
+
+	if (b->dead) {
+		snprintf(err, errlen, "%s", b->dead_reason);
+		json_decref(frame);
+		return -EPIPE;
+	}
+	r = frame ? send_frame(b, frame, READY_TIMEOUT_S) : -ENOMEM;
+	json_decref(frame);
+	if (r == -ENOMEM)
+		return r;
+	/* What the old interpreter had half-written is no frame of the new
+	 * one: read afresh, expecting its "ready". */
+	frame_reader_release(&b->fr);
+	frame_reader_init(&b->fr);
+	if (r < 0 || (r = wait_ready(b, why, sizeof(why))) < 0) {
+		snprintf(err, errlen, "the runtime did not restart: %s",
+			 *why ? why : strerror(-r));
+		mark_dead(b, err);
+		jail_stop(b->jail);
+		return r == -ENOMEM ? r : -EPIPE;
+	}
+	drop_pipe(jail_stdout_fd(b->jail), &b->out_eof);
+	drop_pipe(jail_stderr_fd(b->jail), &b->err_eof);
+	return 0;
 }
 
 bool box_alive(const struct box *b) { return !b->dead; }
@@ -569,7 +631,9 @@ static int send_exec(struct run *run, double deadline)
 	if ((run->ex->context && json_object_set_new(req, "context",
 						     json_string(run->ex->context)) < 0) ||
 	    (run->ex->cwd && json_object_set_new(req, "cwd", json_string(run->ex->cwd)) < 0) ||
-	    (run->ex->fresh && json_object_set_new(req, "fresh", json_true()) < 0)) {
+	    (run->ex->fresh && json_object_set_new(req, "fresh", json_true()) < 0) ||
+	    (run->ex->input && json_object_set_new(req, "stdin", json_stringn(
+			run->ex->input, run->ex->input_len)) < 0)) {
 		json_decref(req);
 		return -EINVAL;	/* not UTF-8 */
 	}
@@ -923,7 +987,7 @@ static uint64_t cpu_ns_now(struct box *b)
 	return jail_usage(b->jail, &u) == 0 ? u.cpu_ns : 0;
 }
 
-enum stop { STOP_NONE, STOP_TIMEOUT, STOP_CPU, STOP_CANCEL, STOP_OUTPUT };
+enum stop { STOP_NONE, STOP_TIMEOUT, STOP_CPU, STOP_CANCEL, STOP_OUTPUT, STOP_INTERRUPT };
 
 /* Pump until done, death, or a limit.  Returns why it stopped early.
  * watch_cancel: whether the cancel fd and the limits other than the clock
@@ -989,6 +1053,11 @@ static enum stop pump(struct run *run, double deadline, uint64_t cpu_start,
 		}
 		if (cancel_fd >= 0 && pfd[5].revents)
 			return STOP_CANCEL;
+		/* Not in the exec's first tick, as no timeout is (0.1 s at
+		 * least): the driver ignores SIGINT until it has read the exec. */
+		if (watch_cancel && !run->done && atomic_load(&run->b->interrupt) &&
+		    clock_mono_s() - run->started >= TICK_MS / 1000.0)
+			return STOP_INTERRUPT;
 		if (cpu_limit_ns && watch_cancel &&
 		    cpu_ns_now(run->b) - cpu_start >= cpu_limit_ns)
 			return STOP_CPU;
@@ -1018,6 +1087,8 @@ static void describe_stop(struct run *run, enum stop why, double secs, const cha
 	else if (why == STOP_CANCEL)
 		snprintf(run->res->reason, sizeof(run->res->reason),
 			 "execution cancelled; %s", what);
+	else if (why == STOP_INTERRUPT)
+		snprintf(run->res->reason, sizeof(run->res->reason), "interrupted; %s", what);
 	else
 		snprintf(run->res->reason, sizeof(run->res->reason),
 			 "%s of %g s exceeded%s; %s", limit, secs, blocked, what);
@@ -1065,13 +1136,16 @@ int box_exec(struct box *b, const struct box_exec *ex,
 	struct jail_usage u0 = { 0 }, u1 = { 0 };
 	struct timespec wall_start;
 	double t0, deadline, grace;
+	bool interrupted = false;
 	enum stop why;
 	int r;
 
 	if (b->dead)
 		return -EPIPE;
 	if (!canonical_language(ex->language) || !ex->code ||
-	    strlen(ex->code) > BOX_CODE_MAX || !(ex->timeout_s > 0))
+	    strlen(ex->code) > BOX_CODE_MAX || !(ex->timeout_s > 0) ||
+	    (ex->input && (ex->input_len > BOX_STDIN_MAX ||
+			   memchr(ex->input, '\0', ex->input_len))))
 		return -EINVAL;
 	run.id = ++b->next_id;
 	run.output_cap = ex->output_cap ? ex->output_cap : BOX_OUTPUT_CAP_DEFAULT;
@@ -1101,7 +1175,12 @@ int box_exec(struct box *b, const struct box_exec *ex,
 		/* Interrupt first, so that a session keeps its state. */
 		jail_signal(b->jail, SIGINT);
 		pump(&run, clock_mono_s() + grace, u0.cpu_ns, false);
-		if (run.done && !run.violated) {
+		if (why == STOP_INTERRUPT && run.done && !run.violated) {
+			/* Asked for: the code's own ending (KeyboardInterrupt,
+			 * or what it made of it) is the result. */
+			interrupted = true;
+			why = STOP_NONE;
+		} else if (run.done && !run.violated) {
 			res->status = RESULT_TIMEOUT;
 			describe_stop(&run, why, why == STOP_CPU ? ex->cpu_s : ex->timeout_s,
 				      "the code was interrupted and the session kept");
@@ -1121,7 +1200,7 @@ int box_exec(struct box *b, const struct box_exec *ex,
 			classify_death(&run, u0.oom_kills);
 			goto finish;
 		}
-		res->status = RESULT_TIMEOUT;
+		res->status = why == STOP_INTERRUPT ? RESULT_KILLED : RESULT_TIMEOUT;
 		if (died && run.exit.exited && WIFEXITED(run.exit.wstatus)) {
 			res->has_exit_code = true;
 			res->exit_code = WEXITSTATUS(run.exit.wstatus);
@@ -1154,6 +1233,9 @@ int box_exec(struct box *b, const struct box_exec *ex,
 	drain(&run, false);
 	res->status = res->error || (res->has_exit_code && res->exit_code != 0) ?
 		      RESULT_ERROR : RESULT_OK;
+	if (interrupted)
+		snprintf(res->reason, sizeof(res->reason),
+			 "interrupted; the code stopped and the session was kept");
 	if (jail_usage(b->jail, &u1) == 0 && u1.oom_kills > u0.oom_kills) {
 		/* Reaching the memory limit ends the sandbox, whichever process
 		 * the kernel chose: on cgroup v2 (memory.oom.group) it kills them
@@ -1169,6 +1251,7 @@ int box_exec(struct box *b, const struct box_exec *ex,
 	}
 
 finish:
+	atomic_store(&b->interrupt, false);	/* asked of this execution, or of none */
 	if (!b->dead)
 		drop_leftover(&run);
 	res->duration_ms = (uint64_t)((clock_mono_s() - t0) * 1000.0);

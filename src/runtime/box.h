@@ -111,11 +111,17 @@ struct box_exec {
 	 * NULL: the reports among the files the execution wrote, if any. */
 	const char *junit;
 	const struct box_unpack *unpack;	/* NULL: run code */
+	/* What the code reads from its standard input (Python's sys.stdin and
+	 * input(), a program's fd 0), at most BOX_STDIN_MAX bytes of UTF-8
+	 * without NUL; NULL: none, reading gives end of file at once. */
+	const char *input;
+	size_t input_len;
 };
 
 #define BOX_OUTPUT_CAP_DEFAULT	(1u << 20)
 #define BOX_RESULTS_CAP_DEFAULT	(32u << 20)
 #define BOX_CODE_MAX		(1u << 20)
+#define BOX_STDIN_MAX		(1u << 20)
 #define BOX_GRACE_DEFAULT	2.0
 
 /* 0 or -errno with a message in err. */
@@ -128,7 +134,8 @@ int box_start(struct jail_host *host, const struct box_config *cfg,
 int box_exec(struct box *b, const struct box_exec *ex,
 	     const struct box_events *ev, struct result *res);
 /* What -EINVAL from box_exec() means, for a client. */
-#define BOX_EINVAL_REASON "the code or a variable is not valid UTF-8, or the code is longer than 1 MiB"
+#define BOX_EINVAL_REASON "the code, its stdin or a variable is not valid UTF-8, or the " \
+	"code or stdin is longer than 1 MiB"
 
 /* Take over a jail whose main process is the driver (e.g. one forked from a
  * template) and wait for its "ready".  The box owns j from now on, even on
@@ -176,6 +183,26 @@ int box_read_tests(struct box *b, const char *path, struct result *res);
 /* The host just wrote files into /work (an upload): the next execution's
  * "files" must not list them (unless the code changes them). */
 void box_note_host_write(struct box *b);
+
+/* Interrupt the execution in progress (from any thread), as at a timeout:
+ * within a tick (0.1 s) the driver gets SIGINT; code that ends within the
+ * grace gives its own result (Python: a KeyboardInterrupt error) with the
+ * reason "interrupted; ...", and the box lives on; code that does not is
+ * killed with the sandbox (status killed).  A request made while no
+ * execution runs holds for the next one until withdrawn: the caller, which
+ * knows when none runs (session.c, under the lock of its busy flag),
+ * withdraws it then; box_exec() withdraws it when it returns. */
+void box_interrupt(struct box *b);
+void box_interrupt_withdraw(struct box *b);
+
+/* Restart the runtime between executions (not thread-safe: by the one
+ * thread that executes): the driver becomes a fresh interpreter in its own
+ * process (execve: its pid, and so pid 1's main process, stay), which kills
+ * every other process of the sandbox before it says "ready"; /work and
+ * /tmp stay, the jail stays as it is.  What was in the pipes is dropped.
+ * 0; -EPIPE with the reason in err when the box was dead or the runtime did
+ * not come back (then the box is dead: killed); -ENOMEM. */
+int box_restart(struct box *b, char *err, size_t errlen);
 
 /* Kill the sandbox now (from any thread); an execution in progress ends as
  * killed with reason.  The first reason given is kept. */

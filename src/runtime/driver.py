@@ -42,7 +42,8 @@ Design
   table of languages in src/runtime/languages.c, or an operator's
   ``[language.NAME]``): the code is written to its ``file``, compiled with
   ``compile`` when there is one, and started with ``run``, as child processes
-  in their own session/process group with stdin ``/dev/null`` and the
+  in their own session/process group with the execution's stdin (the
+  driver's fd 0: ``/dev/null`` unless the exec frame carries ``stdin``) and the
   driver's fds 1 and 2, so their output streams live; the driver only waits.
   ``{tmp}`` is a private 0700 directory under /tmp, made for the one
   execution and removed afterwards.  What the program leaves in
@@ -134,6 +135,10 @@ PLOTLY_JS = '/usr/lib/R/site-library/plotly/htmlwidgets/lib/plotlyjs/plotly-late
 PLOTLY_HEIGHT = 450            # plotly.js's default height, in CSS pixels
 DRIVER_FILE = (lambda: None).__code__.co_filename
 DRIVER_PID = os.getpid()
+# The environment the driver started with, plus the session's "env"
+# frames: what a restart execs the fresh interpreter with, whatever the
+# code did to os.environ.
+START_ENV = dict(os.environ)
 MAIN_THREAD = _thread.get_ident()
 SEND_LOCK = _thread.allocate_lock()
 
@@ -439,12 +444,51 @@ def session_main():
     return main()
 
 
+def clear_sandbox():
+    """After a restart (``--restarted``): kill every other process of the
+    sandbox, the old interpreter's children and whatever they started, so
+    that nothing of the session's code outlives its interpreter.  The old
+    interpreter's threads died with its image (execve), so nothing of it
+    starts more now; a process that forks meanwhile is killed in the next
+    round.  pid 1 reaps the rest; the old image's children are this
+    process's own and reaped here."""
+    import time
+    me = os.getpid()
+    if os.getppid() != 1:
+        # Not the main process of a sandbox (a driver run bare, by its
+        # tests): kill(-1) would reach every process of its user.
+        fatal('--restarted outside a sandbox', PROTOCOL_ERROR)
+    deadline = time.monotonic() + 5.0
+    while True:
+        try:
+            os.kill(-1, _signal.SIGKILL)    # all but pid 1 and this process
+        except OSError:
+            pass
+        while True:
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    break
+            except ChildProcessError:
+                break
+        try:
+            others = [p for p in os.listdir('/proc') if p.isdigit() and int(p) not in (1, me)]
+        except OSError as exc:
+            fatal('cannot list the processes of the sandbox: %s' % exc, 125)
+        if not others:
+            return
+        if time.monotonic() > deadline:
+            fatal('processes of the old interpreter did not end: %s' % ' '.join(others), 125)
+        time.sleep(0.005)
+
+
 def main():
     """Bootstrap: answer ready as early as possible, then serve the session."""
     if not FORKED:
         extend_sys_path()               # a forked driver has its template's
     if sys.argv[1:2] == ['--zygote']:
         return zygote_main(sys.argv[2:])
+    if sys.argv[1:2] == ['--restarted']:
+        clear_sandbox()
     _signal.signal(_signal.SIGINT, on_sigint)
     try:
         os.set_inheritable(CONTROL_FD, False)   # children get only fds 0-2
@@ -611,6 +655,10 @@ def check_exec_frame(frame):
     if kind == 'env':
         check_env_list(frame.get('env'), 'env frame')
         return
+    if kind == 'restart':
+        if set(frame) != {'type'}:
+            reject('restart frame: no member but "type"')
+        return
     if kind != 'exec':
         reject('unknown frame type %r' % kind)
     exec_id = frame.get('id')
@@ -642,6 +690,8 @@ def check_exec_frame(frame):
         reject('exec frame: "cwd" must be an absolute path')
     if not isinstance(frame.get('fresh', False), bool):
         reject('exec frame: "fresh" must be a boolean')
+    if 'stdin' in frame and not isinstance(frame['stdin'], str):
+        reject('exec frame: "stdin" must be a string')
     if 'unpack' in frame:
         check_unpack(frame['unpack'])
 
@@ -1349,7 +1399,9 @@ def run_program_language(code, program):
             if failed is not None:
                 return failed
         try:
-            proc = spawn(command_argv(program['run'], scratch, path), env=env)
+            # fd 0: the execution's stdin, or /dev/null without one.
+            proc = spawn(command_argv(program['run'], scratch, path), inherit_stdin=True,
+                         env=env)
         except FileNotFoundError as exc:
             return not_found(exc)
         exc = run_user(proc.wait)
@@ -1486,10 +1538,12 @@ def write_file(directory, name, text, mode):
     return path
 
 
-def spawn(argv, **options):
-    """A child in its own session and process group, stdin /dev/null, only fds 0-2."""
+def spawn(argv, inherit_stdin=False, **options):
+    """A child in its own session and process group, stdin /dev/null (or
+    the driver's fd 0), only fds 0-2."""
     flush_stdio()
-    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, close_fds=True,
+    return subprocess.Popen(argv, stdin=None if inherit_stdin else subprocess.DEVNULL,
+                            close_fds=True,
                             start_new_session=True, **options)
 
 
@@ -2076,7 +2130,10 @@ def handle_exec(request):
     saved = apply_env(request.get('env', ()))
     S.user_ns = context_namespace(request.get('context'), request.get('fresh', False))
     home = os.getcwd() if request.get('cwd') else None
+    saved_stdin = None
     try:
+        if 'stdin' in request:
+            saved_stdin = attach_stdin(request['stdin'])
         if home:
             os.chdir(request['cwd'])    # programs start there too
         if 'unpack' in request:
@@ -2090,6 +2147,8 @@ def handle_exec(request):
             report_exception(exc)
         exit_code = 1
     finally:
+        if saved_stdin is not None:
+            detach_stdin(saved_stdin)
         restore_env(saved)
         S.user_ns = S.main_ns
         if home:
@@ -2102,6 +2161,72 @@ def handle_exec(request):
         os._exit(exit_code)
     exec_id, S.exec_id = S.exec_id, None
     send({'type': 'done', 'id': exec_id, 'exit_code': exit_code})
+
+
+def attach_stdin(text):
+    """fd 0 for one execution: its stdin in a memfd (charged to the
+    session's memory like the rest of the driver, nothing written to /tmp),
+    read by sys.stdin (a fresh one: the usual one's buffer stays clean) and
+    inherited by programs.  Returns what detach_stdin() restores."""
+    fd = os.memfd_create('stdin', os.MFD_CLOEXEC)
+    try:
+        write_all_fd(fd, text.encode('utf-8', 'surrogateescape'))
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.dup2(fd, 0)
+    finally:
+        if fd != 0:                     # the code closed fd 0: the memfd is it
+            os.close(fd)
+    os.set_inheritable(0, True)
+    saved = sys.stdin
+    usual = sys.__stdin__
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, 'rb', closefd=False),
+                                 encoding=getattr(usual, 'encoding', None) or 'utf-8',
+                                 errors=getattr(usual, 'errors', None) or 'surrogateescape')
+    return saved
+
+
+def detach_stdin(saved):
+    """fd 0 is /dev/null again between executions, as before any."""
+    null = os.open('/dev/null', os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.dup2(null, 0)
+    finally:
+        os.close(null)
+    sys.stdin = saved
+
+
+def restart():
+    """{"type": "restart"}: become a fresh interpreter in this very process
+    (pid 1 keeps it as the sandbox's main process), as the driver started:
+    /work as cwd, the umask, no signal handled or blocked, fd 0
+    /dev/null, only fds 0-3, the environment it started with.  The jail
+    (namespaces, cgroups, seccomp, Landlock, no_new_privs, rlimits) is the
+    process's and stays as it is.  The fresh one kills what the old one
+    left (clear_sandbox) before it says ready."""
+    if os.getppid() != 1:
+        reject('restart: this driver is not the main process of a sandbox')
+    flush_stdio()
+    for reset in (lambda: os.chdir('/work'), lambda: os.umask(0o022),
+                  lambda: signal.pthread_sigmask(signal.SIG_SETMASK, ())):
+        try:
+            reset()
+        except OSError:
+            pass
+    for number in signal.valid_signals():
+        try:
+            signal.signal(number, signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass                        # SIGKILL, SIGSTOP
+    try:
+        null = os.open('/dev/null', os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        os.closerange(CONTROL_FD + 1, max(os.sysconf('SC_OPEN_MAX'), 1024))
+        os.set_inheritable(CONTROL_FD, True)
+        os.execve('/usr/bin/python3', ['/usr/bin/python3', '-I', '-u', DRIVER_FILE,
+                                       '--restarted'], START_ENV)
+    except OSError as exc:
+        fatal('cannot restart: %s' % exc, 125)
 
 
 def load_modules():
@@ -2146,7 +2271,10 @@ def serve():
             # exec (a sandbox forked from a template starts with the
             # template's).
             apply_env(request['env'])
+            START_ENV.update(item.partition('=')[::2] for item in request['env'])
             continue
+        if request['type'] == 'restart':
+            restart()
         handle_exec(request)
 '''
 

@@ -1409,10 +1409,35 @@ enum sm_result session_claim(struct smgr *m, struct session *s, char *reason,
 	return SM_OK;
 }
 
+enum sm_result session_interrupt(struct session *s, bool *running, char *reason,
+				 size_t reasonlen)
+{
+	enum sm_result r = SM_OK;
+
+	*running = false;
+	pthread_mutex_lock(&s->lock);
+	if (s->deleted) {
+		r = SM_NOT_FOUND;
+	} else if (s->dead) {
+		snprintf(reason, reasonlen, "%s", s->dead_reason);
+		r = SM_GONE;
+	} else {
+		/* Only while busy: session_run() withdraws it under this lock
+		 * when the execution ends, so it never reaches the next one. */
+		*running = s->busy;
+		if (s->busy)
+			box_interrupt(s->box);
+		s->last_used = clock_wall_s();
+	}
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
 void session_release(struct smgr *m, struct session *s)
 {
 	pthread_mutex_lock(&s->lock);
 	s->busy = false;
+	box_interrupt_withdraw(s->box);
 	pthread_mutex_unlock(&s->lock);
 	exec_slot_give(m);
 }
@@ -1441,6 +1466,32 @@ static enum sm_result exec_result(int r)
 	}
 }
 
+/* s's sandbox died (s->dead set by the caller, which found it so):
+ * dead, never silently replaced: out of the table, and its reason stays
+ * for whoever asks next. */
+static void bury(struct smgr *m, struct session *s)
+{
+	ssize_t i;
+	bool removed = false;
+
+	pthread_mutex_lock(&m->lock);
+	i = table_find(m, s->id);
+	if (i >= 0 && m->v[i] == s) {
+		table_remove(m, (size_t)i);
+		tombstone_add(m, s->id, s->dead_reason, false);
+		removed = true;
+	}
+	pthread_mutex_unlock(&m->lock);
+	/* Not in the table: deleted or expired, and counted as such. */
+	if (removed) {
+		metrics_inc(M_SESSIONS_DIED);
+		log_info("session %s died: %s", s->id, s->dead_reason);
+	}
+	jail_stop(box_jail(s->box));
+	if (removed)
+		session_put(s);
+}
+
 enum sm_result session_run(struct smgr *m, struct session *s, const struct box_exec *ex,
 			   const struct box_events *ev, struct result *res, char *reason,
 			   size_t reasonlen)
@@ -1451,6 +1502,7 @@ enum sm_result session_run(struct smgr *m, struct session *s, const struct box_e
 
 	pthread_mutex_lock(&s->lock);
 	s->busy = false;
+	box_interrupt_withdraw(s->box);	/* one asked since box_exec() returned */
 	s->last_used = clock_wall_s();
 	died = !s->dead && !box_alive(s->box);
 	if (died) {
@@ -1466,30 +1518,51 @@ enum sm_result session_run(struct smgr *m, struct session *s, const struct box_e
 	if (r == 0 && !ex->unpack)	/* an archive is no execution of code */
 		finished(m, s, ex, &s->limits, started_at, res);
 
-	if (died) {
-		/* Dead, never silently replaced: out of the table, and its
-		 * reason stays for whoever asks next. */
-		ssize_t i;
-		bool removed = false;
-
-		pthread_mutex_lock(&m->lock);
-		i = table_find(m, s->id);
-		if (i >= 0 && m->v[i] == s) {
-			table_remove(m, (size_t)i);
-			tombstone_add(m, s->id, s->dead_reason, false);
-			removed = true;
-		}
-		pthread_mutex_unlock(&m->lock);
-		/* Not in the table: deleted or expired, and counted as such. */
-		if (removed) {
-			metrics_inc(M_SESSIONS_DIED);
-			log_info("session %s died: %s", s->id, s->dead_reason);
-		}
-		jail_stop(box_jail(s->box));
-		if (removed)
-			session_put(s);
-	}
+	if (died)
+		bury(m, s);
 	return exec_result(r);
+}
+
+/* How long a restart waits for an execution it interrupted to end: the
+ * interrupt's tick and grace, and room. */
+#define RESTART_WAIT_S (BOX_GRACE_DEFAULT + 3.0)
+
+enum sm_result session_restart(struct smgr *m, struct session *s, char *reason,
+			       size_t reasonlen)
+{
+	enum sm_result r = session_claim(m, s, reason, reasonlen);
+	double until = clock_mono_s() + RESTART_WAIT_S;
+	bool died, running;
+	int e;
+
+	/* An execution in progress is interrupted first (its caller gets its
+	 * result); code that does not stop ends the session, as it would. */
+	while (r == SM_BUSY && clock_mono_s() < until &&
+	       session_interrupt(s, &running, reason, reasonlen) == SM_OK) {
+		struct timespec tick = { 0, 20 * 1000 * 1000 };
+
+		nanosleep(&tick, NULL);
+		r = session_claim(m, s, reason, reasonlen);
+	}
+	if (r != SM_OK)
+		return r;
+	e = box_restart(s->box, reason, reasonlen);
+	pthread_mutex_lock(&s->lock);
+	s->busy = false;
+	box_interrupt_withdraw(s->box);
+	s->last_used = clock_wall_s();
+	died = !s->dead && !box_alive(s->box);
+	if (died) {
+		s->dead = true;
+		snprintf(s->dead_reason, sizeof(s->dead_reason), "%s", box_dead_reason(s->box));
+	}
+	pthread_mutex_unlock(&s->lock);
+	exec_slot_give(m);
+	if (died)
+		bury(m, s);
+	else if (e == 0)
+		log_info("session %s: runtime restarted", s->id);
+	return e == 0 ? SM_OK : e == -ENOMEM ? SM_NO_MEMORY : SM_GONE;
 }
 
 /* ---- archives --------------------------------------------------------- */

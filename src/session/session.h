@@ -140,6 +140,21 @@ enum sm_result session_claim(struct smgr *m, struct session *s, char *reason,
 enum sm_result session_run(struct smgr *m, struct session *s, const struct box_exec *ex,
 			   const struct box_events *ev, struct result *res, char *reason,
 			   size_t reasonlen);
+/* Interrupt the session's execution in progress, if any, as a timeout
+ * does (box_interrupt(): SIGINT, the session kept when the code stops);
+ * *running says whether one was.  Counts as use.  SM_OK, SM_NOT_FOUND
+ * (deleted) or SM_GONE with the reason. */
+enum sm_result session_interrupt(struct session *s, bool *running, char *reason,
+				 size_t reasonlen);
+/* Restart the session's runtime (box_restart(): a fresh interpreter in
+ * the same sandbox; /work kept, variables and processes gone), as a
+ * notebook restarts its kernel.  It claims the session as an execution
+ * does; one in progress is interrupted first and waited for a few seconds.
+ * SM_OK; SM_BUSY (it did not end), SM_NOT_FOUND, SM_GONE (dead before, or
+ * the runtime did not come back: then the session is dead, reason says
+ * why), SM_CAPACITY, SM_NO_MEMORY. */
+enum sm_result session_restart(struct smgr *m, struct session *s, char *reason,
+			       size_t reasonlen);
 /* Give a claim back without running anything. */
 void session_release(struct smgr *m, struct session *s);
 /* session_claim() then session_run(). */

@@ -292,6 +292,16 @@ def test_oneshot_with_files_and_limits(api):
     assert api.get("/healthz").json()["sessions"] == before
 
 
+def test_oneshot_stdin(api):
+    r = api.post("/v1/execute", {"code": "print(sum(int(x) for x in input().split()))",
+                                 "stdin": "1 2 3\n"})
+    assert r.status_code == 200 and r.json()["stdout"] == "6\n", r.text
+    r = api.post("/v1/execute", {"code": "tr a-z A-Z", "language": "bash", "stdin": "shout"})
+    assert r.status_code == 200 and r.json()["stdout"] == "SHOUT", r.text
+    r = api.post("/v1/execute", {"code": "1", "stdin": "x" * ((1 << 20) + 1)})
+    assert r.status_code == 400 and "'stdin'" in error_of(r.content)["message"], r.text
+
+
 def test_oneshot_languages_and_timeout(api):
     r = api.post("/v1/execute", {"code": "echo $((6*7))", "language": "bash"})
     assert r.status_code == 200 and r.json()["stdout"] == "42\n", r.text

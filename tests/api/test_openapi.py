@@ -205,7 +205,8 @@ def test_document_structure():
     assert DOC["openapi"] == "3.1.0"
     assert DOC["info"]["title"] and DOC["info"]["version"]
     expected = {"/healthz", "/metrics", "/v1/openapi.json", "/v1/sessions", "/v1/sessions/{id}",
-                "/v1/sessions/{id}/keepalive",
+                "/v1/sessions/{id}/keepalive", "/v1/sessions/{id}/interrupt",
+                "/v1/sessions/{id}/restart",
                 "/v1/sessions/{id}/execute", "/v1/sessions/{id}/executions",
                 "/v1/sessions/{id}/export", "/v1/sessions/{id}/files",
                 "/v1/sessions/{id}/files/{path}", "/v1/sessions/{id}/archive",
@@ -433,6 +434,13 @@ def test_session_lifecycle(api):
     r = api.post(f"/v1/sessions/{sid}/keepalive", {"x": 1})
     assert r.status_code == 400
     check(r)
+    r = api.post(f"/v1/sessions/{sid}/interrupt")
+    assert r.status_code == 200 and check(r) == {"interrupted": False}
+    r = api.post(f"/v1/sessions/{sid}/interrupt", {"x": 1})
+    assert r.status_code == 400
+    check(r)
+    r = api.post(f"/v1/sessions/{sid}/restart")
+    assert r.status_code == 200 and check(r)["id"] == sid
 
     r = api.delete(f"/v1/sessions/{sid}")
     assert r.status_code == 204

@@ -144,3 +144,28 @@ def test_petri_run_reads_the_default_configuration(tmp_path):
     r = subprocess.run([PETRI, "run", "-c", "1"], capture_output=True, text=True, timeout=120,
                        env=env)
     assert r.returncode == 2 and "memory_mb" in r.stderr, r.stderr
+
+
+def test_stdin_same_rule_for_http_mcp_and_cli(srv, tmp_path):
+    api = srv.api()
+    r = api.post("/v1/execute", {"code": "1", "stdin": "x" * ((1 << 20) + 1)})
+    assert r.status_code == 400
+    message = r.json()["error"]["message"]
+    mcp = Mcp(srv.url)
+    try:
+        res = mcp.execute(code="1", stdin="x" * ((1 << 20) + 1))
+        assert res["isError"] is True and message in text_of(res), text_of(res)
+        res = mcp.execute(code="print(input()[::-1])", stdin="olleh")
+        assert res["isError"] is False and "hello" in text_of(res), text_of(res)
+    finally:
+        mcp.close()
+    data = tmp_path / "in.txt"
+    data.write_text("from a file\n")
+    cli = subprocess.run([PETRI, "run", "--config", str(srv.config_path), "--stdin", str(data),
+                          "-c", "print(input().upper())"], capture_output=True, text=True,
+                         timeout=120)
+    assert cli.returncode == 0 and cli.stdout == "FROM A FILE\n", cli.stderr
+    cli = subprocess.run([PETRI, "run", "--config", str(srv.config_path), "--stdin", "-",
+                          "-l", "bash", "-c", "cat"], input="piped", capture_output=True,
+                         text=True, timeout=120)
+    assert cli.returncode == 0 and cli.stdout == "piped", cli.stderr

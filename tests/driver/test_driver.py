@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import Driver
+from conftest import PROGRAMS, Driver
 
 PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
 
@@ -63,10 +63,16 @@ def framed(body):
     framed(b'{"type":"exec","id":1,"language":"python","code":"1","context":"\\n"}'),
     framed(b'{"type":"exec","id":1,"language":"python","code":"1","cwd":"work"}'),
     framed(b'{"type":"exec","id":1,"language":"python","code":"1","fresh":1}'),
+    framed(b'{"type":"exec","id":1,"language":"python","code":"1","stdin":1}'),
+    framed(b'{"type":"restart","now":true}'),
+    # A driver that is no sandbox's main process (this harness's) refuses to
+    # restart: the fresh one's kill(-1) would reach every process of its user.
+    framed(b'{"type":"restart"}'),
 ], ids=['not-json', 'array', 'no-type', 'unknown-type', 'too-long', 'not-utf8',
         'bad-language', 'string-id', 'bool-id', 'nan', 'no-code', 'truncated',
         'env-not-list', 'env-no-equals', 'env-not-string', 'context-empty',
-        'context-control', 'cwd-relative', 'fresh-not-bool'])
+        'context-control', 'cwd-relative', 'fresh-not-bool', 'stdin-not-string', 'restart-with-members',
+        'restart-outside-a-sandbox'])
 def test_malformed_frame_is_a_protocol_error(tmp_path, frame):
     driver = Driver(tmp_path)
     driver.send_raw(frame)
@@ -138,6 +144,15 @@ def run_in(driver, code, **fields):
     driver.send({'type': 'exec', 'id': exec_id, 'language': fields.pop('language', 'python'),
                  'code': code, **fields})
     return driver.collect(exec_id)
+
+
+def test_stdin_of_an_exec_is_fd_0_for_it_only(driver):
+    out = run_in(driver, "import sys\nprint(input(), sys.stdin.read().split())", stdin="a\nb c\n")
+    assert out.error is None and out.out == "a ['b', 'c']\n", out.out
+    out = run_in(driver, "cat; echo", language="bash", program=PROGRAMS['bash'], stdin="piped")
+    assert out.out == "piped\n", out.out
+    out = run_in(driver, "input()")
+    assert out.error['name'] == 'EOFError', out.error
 
 
 def test_contexts_keep_separate_variables(driver):

@@ -32,12 +32,15 @@ static void check_oneshot(const json_t *body, const struct oneshot *o)
 	}
 	for (size_t i = 0; o->ex.env[i]; i++)
 		assert(strchr(o->ex.env[i], '=') && strncmp(o->ex.env[i], "PATH=", 5));
+	assert(!o->ex.input || (o->ex.input_len <= BOX_STDIN_MAX &&
+				!memchr(o->ex.input, '\0', o->ex.input_len)));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const char *const oneshot_keys[] = {
-		"code", "language", "files", "limits", "timeout_s", "return_files", "env", NULL
+		"code", "language", "files", "limits", "timeout_s", "return_files", "env", "stdin",
+		NULL
 	};
 	static const char *const session_keys[] = {
 		"language", "limits", "idle_timeout_s", "max_lifetime_s", "env", NULL

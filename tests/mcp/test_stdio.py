@@ -179,6 +179,7 @@ def test_tools_list_schemas(mcp):
             "env": {"type": "object", "additionalProperties": {"type": "string"},
                     "description": ex["properties"]["env"]["description"]},
             "tests": {"type": "string", "description": ex["properties"]["tests"]["description"]},
+            "stdin": {"type": "string", "description": ex["properties"]["stdin"]["description"]},
         }}
     assert "junit:" in ex["properties"]["tests"]["description"]
     wf = by_name["write_file"]["inputSchema"]
@@ -289,6 +290,19 @@ def test_out_of_memory_ends_the_sandbox_and_says_so(make_mcp, tmp_path):
         assert "next call starts a new" in t
         res = m.execute("x")
         assert res["isError"] is True and "NameError" in text_of(res)
+
+
+def test_reset_restarts_the_runtime_and_keeps_the_files(mcp):
+    mcp.execute("x = 1\nopen('kept.txt', 'w').write('yes')")
+    res = mcp.call("reset")
+    assert res["isError"] is False and "files in /work are kept" in text_of(res), res
+    res = mcp.execute("print('x' in globals(), open('kept.txt').read())")
+    assert "False yes" in text_of(res), text_of(res)
+    # A sandbox that ended is replaced by a new one, as before.
+    mcp.execute("import os\nos._exit(1)")
+    res = mcp.call("reset")
+    assert res["isError"] is False and "new, empty one" in text_of(res), res
+    assert "False" in text_of(mcp.execute("import os\nprint(os.path.exists('kept.txt'))"))
 
 
 def test_idle_expiry_is_reported_on_next_use(make_mcp):

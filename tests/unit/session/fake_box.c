@@ -31,6 +31,7 @@ struct box {
 	struct jail_limits limits;
 	uint64_t work_used;
 	uint64_t oom_kills;
+	bool interrupt;			/* box_interrupt(), until withdrawn */
 	bool dead;
 	char dead_reason[256];
 };
@@ -174,7 +175,7 @@ static void run_blocked(struct box *b, const struct box_exec *ex, struct result 
 {
 	blocked++;
 	pthread_cond_broadcast(&changed);
-	while (!b->dead && !readable(ex->cancel_fd)) {
+	while (!b->dead && !b->interrupt && !readable(ex->cancel_fd)) {
 		struct timespec ts = clock_deadline(0.01);
 
 		pthread_cond_timedwait(&changed, &lock, &ts);
@@ -183,6 +184,9 @@ static void run_blocked(struct box *b, const struct box_exec *ex, struct result 
 	if (b->dead) {
 		res->status = RESULT_KILLED;
 		snprintf(res->reason, sizeof(res->reason), "%s", b->dead_reason);
+	} else if (b->interrupt) {
+		res->status = RESULT_ERROR;
+		snprintf(res->reason, sizeof(res->reason), "interrupted (fake)");
 	} else {
 		res->status = RESULT_TIMEOUT;
 		snprintf(res->reason, sizeof(res->reason), "cancelled (fake)");
@@ -236,6 +240,35 @@ void box_stop(struct box *b, const char *reason)
 {
 	pthread_mutex_lock(&lock);
 	kill_box(b, reason);
+	pthread_mutex_unlock(&lock);
+}
+
+/* A restart that works, on a box alive. */
+int box_restart(struct box *b, char *err, size_t errlen)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&lock);
+	if (b->dead) {
+		snprintf(err, errlen, "%s", b->dead_reason);
+		r = -EPIPE;
+	}
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+void box_interrupt(struct box *b)
+{
+	pthread_mutex_lock(&lock);
+	b->interrupt = true;
+	pthread_cond_broadcast(&changed);
+	pthread_mutex_unlock(&lock);
+}
+
+void box_interrupt_withdraw(struct box *b)
+{
+	pthread_mutex_lock(&lock);
+	b->interrupt = false;
 	pthread_mutex_unlock(&lock);
 }
 

@@ -7,8 +7,9 @@
  *   "ok"      returns at once: status ok, stdout "ok\n"
  *   "write"   the same, and the execution wrote FAKE_WRITTEN ("out.csv")
  *   "block"   blocks until the box is stopped (then ends as killed with the
- *             stop's reason, as a real box does) or ex->cancel_fd is
- *             readable (then ends as a timeout)
+ *             stop's reason, as a real box does), interrupted (box_interrupt():
+ *             then ends as an error) or ex->cancel_fd is readable (then ends
+ *             as a timeout)
  *   "die"     the runtime dies during the execution: killed, and the box is
  *             dead from then on with FAKE_DIED_REASON
  *   "einval"  refused as a real box refuses bad code: -EINVAL

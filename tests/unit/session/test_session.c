@@ -350,6 +350,52 @@ START_TEST(test_busy)
 }
 END_TEST
 
+START_TEST(test_interrupt_and_restart)
+{
+	struct session *s;
+	struct job j;
+	char reason[256];
+	enum result_status status;
+	bool running = true;
+
+	start(4, 4);
+	s = create(60, 60);
+	/* None running: nothing is kept for the next execution. */
+	ck_assert_int_eq(session_interrupt(s, &running, reason, sizeof(reason)), SM_OK);
+	ck_assert(!running);
+	job_start(&j, s, "block", -1);
+	fake_box_wait_blocked(1);
+	ck_assert_int_eq(session_interrupt(s, &running, reason, sizeof(reason)), SM_OK);
+	ck_assert(running);
+	job_join(&j);
+	ck_assert_int_eq(j.r, SM_OK);
+	ck_assert_int_eq(j.res.status, RESULT_ERROR);
+	result_release(&j.res);
+	/* Withdrawn when the execution ended: the next one blocks again. */
+	job_start(&j, s, "block", -1);
+	fake_box_wait_blocked(1);
+	ck_assert_int_eq(run_status(s, "ok", &status), SM_BUSY);
+	ck_assert_int_eq(session_interrupt(s, &running, reason, sizeof(reason)), SM_OK);
+	job_join(&j);
+	result_release(&j.res);
+	ck_assert_int_eq(run_status(s, "ok", &status), SM_OK);
+	/* A restart interrupts a running execution first, then takes the
+	 * session for itself. */
+	job_start(&j, s, "block", -1);
+	fake_box_wait_blocked(1);
+	ck_assert_int_eq(session_restart(m, s, reason, sizeof(reason)), SM_OK);
+	job_join(&j);
+	ck_assert_int_eq(j.res.status, RESULT_ERROR);
+	result_release(&j.res);
+	ck_assert_int_eq(run_status(s, "ok", &status), SM_OK);
+	smgr_delete(m, session_id(s));
+	ck_assert_int_eq(session_interrupt(s, &running, reason, sizeof(reason)), SM_NOT_FOUND);
+	ck_assert_int_eq(session_restart(m, s, reason, sizeof(reason)), SM_NOT_FOUND);
+	session_put(s);
+	finish();
+}
+END_TEST
+
 START_TEST(test_invalid_code_keeps_the_session)
 {
 	struct session *s;
@@ -781,6 +827,7 @@ static Suite *session_suite(void)
 	tcase_add_test(tc, test_max_sessions);
 	tcase_add_test(tc, test_max_executions);
 	tcase_add_test(tc, test_busy);
+	tcase_add_test(tc, test_interrupt_and_restart);
 	tcase_add_test(tc, test_invalid_code_keeps_the_session);
 	tcase_add_test(tc, test_delete);
 	tcase_add_test(tc, test_processes);
