@@ -327,7 +327,7 @@ static int failed(enum sm_result r, const char *err)
 		refusal_code = sm_result_code(r);
 		refuse_in_json(status, why);
 	}
-	log_err("%s", why);
+	log_fail("%s", why);
 	return status;
 }
 

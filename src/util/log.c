@@ -101,6 +101,15 @@ void log_errno(enum log_level level, int err, const char *fmt, ...)
 	errno = saved;
 }
 
+void log_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(LOG_ERR, 0, false, fmt, ap);
+	va_end(ap);
+}
+
 static void (*on_die)(int status, const char *message);
 
 void die_hook(void (*fn)(int status, const char *message))

@@ -39,6 +39,9 @@ void log_errno(enum log_level level, int err, const char *fmt, ...)
 /* Print an error and exit(status).  main() only. */
 void die(int status, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3), noreturn));
+/* A command's last word, as die() says it (no time), without exiting
+ * (what it started must be stopped first).  main() only. */
+void log_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* What die() calls with its status and message before it exits (a command
  * that answers in JSON says why there too); NULL: nothing. */
 void die_hook(void (*fn)(int status, const char *message));

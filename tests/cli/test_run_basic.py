@@ -1,5 +1,6 @@
 """petri run: the happy paths of every language and every way to give code."""
 
+import json
 import os
 import signal
 
@@ -174,7 +175,9 @@ def test_usage_errors_exit_2(petri_raw, args):
 def test_unacceptable_code_exits_2(petri_raw, code):
     r = petri_raw(['run', '--json', '-'], input=code)
     assert r.rc == 2, (r.rc, r.stderr)
-    assert r.stdout == b''
+    # --json: the refusal as one JSON object, as an HTTP client reads it
+    out = json.loads(r.stdout)
+    assert out['status'] == 'error' and out['error']['code'] == 'invalid_request', out
     assert r.stderr.startswith(b'petri: ')
 
 
