@@ -321,6 +321,8 @@ static int record_export(int argc, char **argv)
 		file = argv[optind++];
 	if (optind != argc)
 		return fail_usage("unexpected argument '%s'", argv[optind]);
+	if (file && config_path)
+		return fail_usage("give a record file or --config, not both");
 	if (!q.session == !oneshots)
 		return fail_usage("give either --session ID or --oneshots%s",
 				  q.session ? ", not both" : "");

@@ -128,9 +128,13 @@ def test_missing_package_says_what_pip_says(api):
     r = bash(api, sid, "pip install petri-no-such-package")
     assert r["exit_code"] != 0, r
     assert "No matching distribution found for petri-no-such-package" in r["stderr"], r
-    r = api.execute(sid, "%pip install petri-no-such-package\nprint('exit', _exit_code)")
+    # in Python a failed pip is an error (the install did not happen), and
+    # _exit_code says pip's status as IPython's does
+    r = api.execute(sid, "%pip install petri-no-such-package\nprint('not reached')")
     assert "No matching distribution found" in r["stderr"], r
-    assert r["stdout"].endswith("exit 1\n"), r
+    assert r["status"] == "error" and r["error"]["name"].endswith("CalledProcessError"), r
+    assert "not reached" not in r["stdout"], r
+    assert api.execute(sid, "print('exit', _exit_code)")["stdout"] == "exit 1\n"
 
 
 def test_hostile_wheels_stay_inside(api):
