@@ -157,6 +157,8 @@ int cmd_check(int argc, char **argv)
 	cfg.ro_binds = (const char *const *)l.cfg.ro_binds;
 	cfg.python_path = (const char *const *)l.cfg.python_path;
 	cfg.wheelhouse = l.cfg.wheelhouse[0] ? l.cfg.wheelhouse : NULL;
+	cli_local_cache(&l);
+	cfg.cache_dir = l.cfg.cache_dir[0] ? l.cfg.cache_dir : NULL;
 	preload = config_preload(&l.cfg);	/* the operator's, or the default */
 	t0 = now_ms();
 	r = box_start(host, &cfg, &box, err, sizeof(err));

@@ -61,6 +61,10 @@ struct cli_local {
 };
 void cli_local_config(struct cli_local *l, const char *config_path);
 void cli_local_start(struct cli_local *l);
+/* Build, or find, what the sandboxes' libraries would build on first use
+ * (src/runtime/cache.h) into l->cfg.cache_dir; on failure say so and leave
+ * it empty.  cli_local_start() calls it. */
+void cli_local_cache(struct cli_local *l);
 void cli_local_stop(struct cli_local *l);
 
 #endif

@@ -9,7 +9,9 @@
 
 #include "cli/commands.h"
 #include "jail/jail.h"
+#include "runtime/cache.h"
 #include "session/session.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 void cli_local_config(struct cli_local *l, const char *config_path)
@@ -38,6 +40,26 @@ void cli_host_config(const struct petri_config *cfg, struct jail_host_config *hc
 		hc->no_cgroups = true;
 }
 
+void cli_local_cache(struct cli_local *l)
+{
+	char base[4096], err[1024];
+	double t0 = clock_mono_s();
+	int r;
+
+	if (!config_cache_path(base, sizeof(base))) {
+		log_warn("no cache directory can be named (no CACHE_DIRECTORY, HOME or "
+			 "XDG_CACHE_HOME): each sandbox builds its font caches itself");
+		return;
+	}
+	r = cache_prepare(base, l->cfg.cache_dir, sizeof(l->cfg.cache_dir), err, sizeof(err));
+	if (r < 0)
+		log_warn("the sandboxes' caches under '%s': %s; each sandbox builds its font "
+			 "caches itself", base, err);
+	else if (clock_mono_s() - t0 > 0.05)
+		log_info("built the sandboxes' caches in '%s' (%.1f s)", l->cfg.cache_dir,
+			 clock_mono_s() - t0);
+}
+
 void cli_local_start(struct cli_local *l)
 {
 	struct jail_host_config hc = { 0 };
@@ -53,6 +75,7 @@ void cli_local_start(struct cli_local *l)
 	signal(SIGPIPE, SIG_IGN);
 	cli_host_config(&l->cfg, &hc);
 	l->host = cli_jail_host_with(&hc);
+	cli_local_cache(l);
 	/* -E2BIG: the configuration does not fit the host's tables. */
 	if ((r = smgr_new(&l->cfg, l->host, &l->sm, err, sizeof(err))) < 0)
 		die(r == -E2BIG ? 2 : 125, "%s", err);

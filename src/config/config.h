@@ -118,6 +118,12 @@ struct petri_config {
 	char **preload;
 	size_t npreload;
 	bool preload_set;	/* the file said preload: the default is gone */
+
+	/* Not a key: the host directory of what the sandboxes' libraries
+	 * build on first use (src/runtime/cache.h), made at start by
+	 * cli_local_start(); "" when there is none (each sandbox builds what
+	 * it needs, as before). */
+	char cache_dir[4096];
 };
 
 /* The pool's sizes: pool_min and pool_max's defaults, and the most either
@@ -149,6 +155,12 @@ const char *config_default_path(char *buf, size_t len);
  * $XDG_STATE_HOME/petri or ~/.local/state/petri.  buf, or NULL when none
  * fits or none can be named. */
 const char *config_state_path(const char *name, char *buf, size_t len);
+
+/* petri's cache directory, for what it builds once for every sandbox
+ * (src/runtime/cache.h): $CACHE_DIRECTORY (systemd's CacheDirectory=),
+ * else /var/cache/petri as root, else $XDG_CACHE_HOME/petri or
+ * ~/.cache/petri.  buf, or NULL when none fits or none can be named. */
+const char *config_cache_path(char *buf, size_t len);
 
 /* [python] preload: at most CONFIG_PRELOAD_MAX modules, each a dotted
  * Python identifier (ASCII) of at most CONFIG_PRELOAD_NAME_MAX bytes. */

@@ -15,6 +15,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "runtime/cache.h"
 #include "runtime/embed.h"
 #include "runtime/frame.h"
 #include "runtime/languages.h"
@@ -99,6 +100,9 @@ static const char *const base_env[] = {
 	"PYTHONUNBUFFERED=1",
 	"PYTHONDONTWRITEBYTECODE=1",
 	"XDG_CACHE_HOME=/tmp/.cache",	/* caches (fontconfig...) out of /work */
+	/* The host's fontconfig configuration, and petri's caches of its
+	 * fonts (src/runtime/cache.h): fc-list does not scan every font. */
+	"FONTCONFIG_FILE=" CACHE_FONTS_CONF_PATH,
 	/* pip, offline (docs/configuration.md, [python] wheelhouse): from the
 	 * wheelhouse (PIP_FIND_LINKS, when there is one) or the session's own
 	 * files, never an index; into BOX_USER_BASE (pip's own fallback to
@@ -302,11 +306,17 @@ int box_jail_config(const struct box_config *cfg, struct jail_config *jc,
 		.path = "/opt/petri/profile.R", .data = petri_profile_r,
 		.len = (size_t)(petri_profile_r_end - petri_profile_r), .mode = 0644,
 	};
+	snprintf(parts->fonts_conf, sizeof(parts->fonts_conf), CACHE_FONTS_CONF_FMT,
+		 JAIL_CACHE_DIR "/fontconfig");
 	parts->files[3] = (struct jail_file){
+		.path = CACHE_FONTS_CONF_PATH, .data = parts->fonts_conf,
+		.len = strlen(parts->fonts_conf), .mode = 0644,
+	};
+	parts->files[4] = (struct jail_file){
 		.path = "/opt/petri/_petri.so", .data = petri_pyext_so,
 		.len = (size_t)(petri_pyext_so_end - petri_pyext_so), .mode = 0755,
 	};
-	parts->files[4] = (struct jail_file){
+	parts->files[5] = (struct jail_file){
 		.path = JAIL_PID1_PATH, .data = petri_pid1,
 		.len = (size_t)(petri_pid1_end - petri_pid1), .mode = 0711,
 	};
@@ -315,8 +325,9 @@ int box_jail_config(const struct box_config *cfg, struct jail_config *jc,
 	jc->envp = env;
 	jc->limits = cfg->limits;
 	jc->files = parts->files;
-	jc->nfiles = with_extension ? 5 : 3;
+	jc->nfiles = with_extension ? 6 : 4;
 	jc->ro_binds = binds;
+	jc->cache_dir = cfg->cache_dir;
 	return 0;
 }
 

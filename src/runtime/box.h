@@ -35,6 +35,9 @@ struct box_config {
 	 * whitespace. */
 	const char *const *python_path;
 	const char *wheelhouse;
+	/* What the libraries build on first use, built once (cache_prepare(),
+	 * src/runtime/cache.h): bound read-only at JAIL_CACHE_DIR; NULL: none. */
+	const char *cache_dir;
 };
 
 /* Where pip installs inside (a --user install: PYTHONUSERBASE), in the
@@ -50,8 +53,9 @@ struct box_config {
  * caller's, alive until jail_spawn() returns. */
 struct box_jail_parts {
 	const char *env[BOX_ENV_MAX];
-	struct jail_file files[5];	/* driver, run.js, profile.R; a template's
-					 * extension and petri-init */
+	struct jail_file files[6];	/* driver, run.js, profile.R, fonts.conf;
+					 * a template's extension and petri-init */
+	char fonts_conf[1024];
 	const char *binds[BOX_BINDS_MAX + 1];
 	char python_path[32 + BOX_PYTHON_PATH_MAX * 1024];	/* PETRI_PYTHON_PATH= */
 	char find_links[32 + 1024];				/* PIP_FIND_LINKS= */
