@@ -44,20 +44,28 @@ void cli_local_cache(struct cli_local *l)
 {
 	char base[4096], err[1024];
 	double t0 = clock_mono_s();
-	int r;
 
 	if (!config_cache_path(base, sizeof(base))) {
 		log_warn("no cache directory can be named (no CACHE_DIRECTORY, HOME or "
 			 "XDG_CACHE_HOME): each sandbox builds its font caches itself");
 		return;
 	}
-	r = cache_prepare(base, l->cfg.cache_dir, sizeof(l->cfg.cache_dir), err, sizeof(err));
-	if (r < 0)
+	if (cache_prepare(base, &l->cache, err, sizeof(err)) < 0) {
 		log_warn("the sandboxes' caches under '%s': %s; each sandbox builds its font "
 			 "caches itself", base, err);
-	else if (clock_mono_s() - t0 > 0.05)
-		log_info("built the sandboxes' caches in '%s' (%.1f s)", l->cfg.cache_dir,
-			 clock_mono_s() - t0);
+		return;
+	}
+	l->cfg.cache_files = l->cache.files;
+	l->cfg.ncache_files = l->cache.nfiles;
+	if (clock_mono_s() - t0 > 0.05)
+		log_info("the sandboxes' caches: '%s' (%.1f s)", l->cache.dir, clock_mono_s() - t0);
+}
+
+void cli_local_release_cache(struct cli_local *l)
+{
+	l->cfg.cache_files = NULL;
+	l->cfg.ncache_files = 0;
+	cache_release(&l->cache);
 }
 
 void cli_local_start(struct cli_local *l)
@@ -85,6 +93,7 @@ void cli_local_stop(struct cli_local *l)
 {
 	smgr_free(l->sm);
 	jail_host_free(l->host);
+	cli_local_release_cache(l);
 	lang_configure(NULL, 0);
 	config_release(&l->cfg);
 	memset(l, 0, sizeof(*l));

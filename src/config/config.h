@@ -33,6 +33,8 @@
 #include <sys/types.h>
 
 #include "exec/limits.h"
+
+struct jail_file;
 #include "runtime/languages.h"
 #include "util/log.h"
 
@@ -119,11 +121,12 @@ struct petri_config {
 	size_t npreload;
 	bool preload_set;	/* the file said preload: the default is gone */
 
-	/* Not a key: the host directory of what the sandboxes' libraries
-	 * build on first use (src/runtime/cache.h), made at start by
-	 * cli_local_start(); "" when there is none (each sandbox builds what
-	 * it needs, as before). */
-	char cache_dir[4096];
+	/* Not a key: the files of what the sandboxes' libraries build on
+	 * first use (src/runtime/cache.h), made at start by
+	 * cli_local_cache(), which owns them; none: each sandbox builds what
+	 * it needs, as before. */
+	const struct jail_file *cache_files;
+	size_t ncache_files;
 };
 
 /* The pool's sizes: pool_min and pool_max's defaults, and the most either

@@ -77,8 +77,6 @@
  * jail_config must carry it among its files, executable and not readable
  * to the sandbox (mode 0711). */
 #define JAIL_PID1_PATH "/opt/petri/petri-init"
-/* Where jail_config's cache_dir is seen inside (src/runtime/cache.h). */
-#define JAIL_CACHE_DIR "/opt/petri/cache"
 
 struct jail_limits {
 	uint64_t memory_bytes;	/* cgroup memory limit, swap included; 0: none */
@@ -116,9 +114,6 @@ struct jail_config {
 	/* NULL-terminated host paths bound read-only at the same path inside,
 	 * on top of the built-in ones (/usr and a few /etc entries). */
 	const char *const *ro_binds;
-	/* A host directory of petri's own bound read-only (nosuid, nodev,
-	 * noexec) at JAIL_CACHE_DIR, when it exists; NULL: none. */
-	const char *cache_dir;
 	const char *hostname;		/* NULL: "petri" */
 	unsigned flags;			/* JAIL_F_* */
 };

@@ -169,20 +169,6 @@ static int plan_user_bind(struct mount_plan *p, const char *path)
 			real, path, NULL, 0, 0);
 }
 
-/* petri's cache (src/runtime/cache.h): data only, read-only, never
- * executable.  Optional: a cache that another petri replaced since (it
- * removes the directories of other keys) leaves the sandbox to build what
- * it needs, as without one. */
-static int plan_cache(struct mount_plan *p, const char *dir)
-{
-	char real[PATH_MAX];
-
-	if (!realpath(dir, real))
-		return errno == ENOENT ? 0 : -errno;
-	return plan_add(p, MOUNT_BIND, MOUNT_F_DIR | MOUNT_F_OPTIONAL | MOUNT_F_NOEXEC,
-			real, JAIL_CACHE_DIR, NULL, 0, 0);
-}
-
 /* Can the sandbox's users reach path?  As root, a sandbox is a host uid of
  * no group, so only the bits for others count (an ACL is not looked at);
  * without root it is our own uid. */
@@ -616,8 +602,6 @@ int mount_plan_build(struct mount_plan *p, const struct jail_config *cfg,
 	for (size_t i = 0; cfg->ro_binds && cfg->ro_binds[i]; i++)
 		if ((r = plan_user_bind(p, cfg->ro_binds[i])) < 0)
 			goto fail;
-	if (cfg->cache_dir && (r = plan_cache(p, cfg->cache_dir)) < 0)
-		goto fail;
 	if ((r = plan_tmpfs(p, "/tmp", lim->tmp_bytes, inodes, "1777", uid, gid)) ||
 	    (r = plan_tmpfs(p, JAIL_WORKDIR, lim->work_bytes, inodes, "0755", uid, gid)))
 		goto fail;
@@ -770,8 +754,6 @@ static int apply_bind(const struct mount_entry *e, const char *newroot,
 	}
 	if (!S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode))
 		extra |= MS_NODEV;
-	if (e->flags & MOUNT_F_NOEXEC)
-		extra |= MS_NOEXEC;
 	if ((r = bind_ro(src, dst, extra)) < 0)
 		return safe_fail(err, errlen, "cannot bind read-only", e->src, -r);
 	return 0;

@@ -324,23 +324,6 @@ static void prune(const char *base, const char *keep)
 	closedir(d);
 }
 
-/* Can a sandbox's user reach dir?  As root, sandboxes are host uids of no
- * group: every directory on the way must be searchable by others. */
-static bool reachable(const char *dir)
-{
-	char prefix[4096];
-	struct stat st;
-
-	if (geteuid() != 0)
-		return access(dir, R_OK | X_OK) == 0;
-	for (const char *s = dir; s; s = strchr(s + 1, '/')) {
-		snprintf(prefix, sizeof(prefix), "%.*s", (int)(s - dir), dir);
-		if (stat(prefix[0] ? prefix : "/", &st) < 0 || !(st.st_mode & S_IXOTH))
-			return false;
-	}
-	return stat(dir, &st) == 0 && (st.st_mode & (S_IROTH | S_IXOTH)) == (S_IROTH | S_IXOTH);
-}
-
 static int make_base(const char *base)
 {
 	char path[4096];
@@ -359,13 +342,112 @@ static int make_base(const char *base)
 	}
 }
 
-int cache_prepare(const char *base, char *dir, size_t dirlen, char *err, size_t errlen)
+/* Read the whole regular file name below dirfd into a new buffer. */
+static int read_file(int dirfd, const char *name, size_t max, void **data, size_t *len)
 {
-	char name[64], tmp[4096];
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	size_t got = 0;
+	char *buf;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {
+		close(fd);
+		return S_ISREG(st.st_mode) ? -EFBIG : -EINVAL;
+	}
+	if (!(buf = malloc(st.st_size ? (size_t)st.st_size : 1))) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+
+		if (n <= 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			break;
+		}
+		got += (size_t)n;
+	}
+	close(fd);
+	*data = buf;
+	*len = got;
+	return 0;
+}
+
+/* The files of dir's fontconfig/ and matplotlib/ into c. */
+static int load(struct cache *c, const char *dir)
+{
+	static const char *const subs[] = { "fontconfig", "matplotlib", NULL };
+	size_t bytes = 0;
+	int r = 0;
+
+	for (size_t i = 0; subs[i] && !r; i++) {
+		char path[4200];
+		struct dirent *de;
+		DIR *d;
+
+		if (path_in(path, sizeof(path), dir, subs[i]) < 0)
+			return -ENAMETOOLONG;
+		if (!(d = opendir(path)))
+			continue;
+		while (!r && (de = readdir(d))) {
+			struct jail_file *f, *v;
+			void *data = NULL;
+			size_t len = 0;
+			char *name = NULL;
+
+			if (de->d_name[0] == '.')
+				continue;
+			if (c->nfiles == CACHE_FILES_MAX) {
+				r = -EFBIG;
+				break;
+			}
+			if ((r = read_file(dirfd(d), de->d_name, CACHE_BYTES_MAX - bytes,
+					   &data, &len)) < 0) {
+				if (r == -EINVAL)	/* not a regular file: not ours */
+					r = 0;
+				continue;
+			}
+			if (asprintf(&name, CACHE_SANDBOX_DIR "/%s/%s", subs[i], de->d_name) < 0 ||
+			    !(v = realloc(c->files, (c->nfiles + 1) * sizeof(*v)))) {
+				free(data);
+				if (name)
+					free(name);
+				r = -ENOMEM;
+				break;
+			}
+			c->files = v;
+			f = &c->files[c->nfiles++];
+			*f = (struct jail_file){ .path = name, .data = data, .len = len,
+						 .mode = 0444 };
+			bytes += len;
+		}
+		closedir(d);
+	}
+	return r;
+}
+
+void cache_release(struct cache *c)
+{
+	for (size_t i = 0; i < c->nfiles; i++) {
+		free((void *)c->files[i].path);
+		free((void *)c->files[i].data);
+	}
+	free(c->files);
+	memset(c, 0, sizeof(*c));
+}
+
+int cache_prepare(const char *base, struct cache *c, char *err, size_t errlen)
+{
+	char name[64], tmp[4096], *dir = c->dir;
+	size_t dirlen = sizeof(c->dir);
 	struct stat st;
 	int r;
 
-	dir[0] = err[0] = '\0';
+	memset(c, 0, sizeof(*c));
+	err[0] = '\0';
 	if (base[0] != '/' || strlen(base) > 3000) {
 		snprintf(err, errlen, "'%s' is not an absolute path", base);
 		return -EINVAL;
@@ -374,8 +456,6 @@ int cache_prepare(const char *base, char *dir, size_t dirlen, char *err, size_t 
 		snprintf(err, errlen, "cannot make '%s': %s", base, strerror(-r));
 		return r;
 	}
-	if (!reachable(base))
-		goto unreachable;	/* before a build that no sandbox could use */
 	snprintf(name, sizeof(name), NAME_PREFIX "%016llx", (unsigned long long)host_key());
 	if ((size_t)snprintf(dir, dirlen, "%s/%s", base, name) >= dirlen) {
 		dir[0] = '\0';
@@ -408,14 +488,13 @@ int cache_prepare(const char *base, char *dir, size_t dirlen, char *err, size_t 
 		}
 		prune(base, name);
 	}
-	if (!reachable(dir))
-		goto unreachable;
+	if ((r = load(c, dir)) < 0) {
+		snprintf(err, errlen, "cannot read '%s': %s", dir,
+			 r == -EFBIG ? "more than 256 files or 8 MiB" : strerror(-r));
+		goto fail;
+	}
 	return 0;
-unreachable:
-	snprintf(err, errlen, "'%s' cannot be read by the sandboxes' users (a directory "
-		 "on the way is not readable and searchable by others)", dir[0] ? dir : base);
-	r = -EACCES;
 fail:
-	dir[0] = '\0';
+	cache_release(c);
 	return r;
 }

@@ -1,5 +1,5 @@
 /* cache — what the sandboxes' libraries would build on first use, built
- * once by petri, on the host, and bound read-only into every sandbox.
+ * once by petri, on the host, and given read-only to every sandbox.
  *
  * matplotlib writes a list of the host's fonts (fontlist-vNNN.json) the
  * first time it is imported, and fontconfig a cache of each font directory
@@ -19,11 +19,17 @@
  * place when complete, so that a concurrent petri sees all of it or none.
  * Directories of other keys are removed then.
  *
- * Inside, the directory is JAIL_CACHE_DIR (read-only, nosuid, nodev,
- * noexec): fontconfig finds it through CACHE_FONTS_CONF, a configuration
- * that includes the host's and names it as a cache directory, matplotlib
- * through links the driver makes in MPLCONFIGDIR (a directory matplotlib
- * must be able to write, or it makes a temporary one).
+ * Its files (a few hundred KiB; at most CACHE_BYTES_MAX) are read into
+ * memory once and given to every sandbox as files of its read-only root at
+ * CACHE_SANDBOX_DIR, as the driver is: a copy in each cold sandbox's root
+ * tmpfs, the template's shared by every sandbox forked from it.  Not a
+ * bind of the host directory: its host path (/var/cache/..., a user's
+ * home) would show in the sandbox's mountinfo, and a bind would fail once
+ * another petri replaced the directory.  fontconfig finds them through
+ * CACHE_FONTS_CONF, a configuration that includes the host's and names
+ * CACHE_SANDBOX_DIR/fontconfig as a cache directory, matplotlib through
+ * links the driver makes in MPLCONFIGDIR (a directory matplotlib must be
+ * able to write, or it makes a temporary one and rebuilds).
  *
  * Errors: 0 or -errno, with a message in err. */
 #ifndef PETRI_CACHE_H
@@ -33,6 +39,19 @@
 #include <stdint.h>
 
 #include "jail/jail.h"
+
+/* Where the cache's files are inside every sandbox. */
+#define CACHE_SANDBOX_DIR "/opt/petri/cache"
+#define CACHE_FILES_MAX 256
+#define CACHE_BYTES_MAX (8u << 20)	/* of the sandbox root's 16 MiB */
+
+/* A cache's files, in memory: owned by the struct, freed by
+ * cache_release(). */
+struct cache {
+	char dir[4096];			/* on the host; "" for none */
+	struct jail_file *files;	/* paths under CACHE_SANDBOX_DIR */
+	size_t nfiles;
+};
 
 /* fontconfig's configuration in every sandbox (FONTCONFIG_FILE), and the
  * same with the host's path of the cache when petri builds it.  One %s:
@@ -61,10 +80,11 @@ extern const char *const cache_key_paths[];
 uint64_t cache_key(const char *const *paths);
 
 /* Make sure a cache of the current key exists under base (made when
- * missing, mode 0755) and write its path into dir.  -EACCES when the
- * sandboxes' users could not reach it (a directory above not searchable
- * by others, as root); any error leaves sandboxes to build what they need
- * themselves, as before. */
-int cache_prepare(const char *base, char *dir, size_t dirlen, char *err, size_t errlen);
+ * missing, mode 0755) and read its files into c (zeroed first).  Any
+ * error (-EFBIG: more than CACHE_FILES_MAX files or CACHE_BYTES_MAX bytes)
+ * leaves c empty, and sandboxes to build what they need themselves, as
+ * before. */
+int cache_prepare(const char *base, struct cache *c, char *err, size_t errlen);
+void cache_release(struct cache *c);
 
 #endif

@@ -233,7 +233,7 @@ def extend_sys_path():
     sys.path[at:at] = [d for d in [USER_SITE] + extra if d not in sys.path]
 
 
-CACHE_DIR = '/opt/petri/cache'       # jail.h's JAIL_CACHE_DIR
+CACHE_DIR = '/opt/petri/cache'       # cache.h's CACHE_SANDBOX_DIR
 
 
 def link_caches():

@@ -172,44 +172,63 @@ static int entries(const char *dir)
  * keys' directories and dead builds go. */
 START_TEST(prepare_builds_once_and_prunes)
 {
-	char base[512], dir[4096], again[4096], err[1024], path[4200];
+	char base[512], err[1024], path[4200];
+	struct cache c, again;
 	struct stat st, st2;
+	bool list = false;
 
 	make_top();
 	sub(base, sizeof(base), "cache");
 	ck_assert_int_eq(mkdir(base, 0755), 0);
 	ck_assert_int_eq(mkdir(strcat(strcpy(path, base), "/sandbox-0000000000000000"), 0755), 0);
 	ck_assert_int_eq(mkdir(strcat(strcpy(path, base), "/.build-999999999-1"), 0755), 0);
-	ck_assert_int_eq(chmod(top, 0755), 0);
-	ck_assert_msg(cache_prepare(base, dir, sizeof(dir), err, sizeof(err)) == 0, "%s", err);
-	ck_assert_int_eq(stat(dir, &st), 0);
+	ck_assert_msg(cache_prepare(base, &c, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(stat(c.dir, &st), 0);
 	ck_assert(S_ISDIR(st.st_mode));
 	ck_assert_int_eq(st.st_mode & 0777, 0755);
 	ck_assert(!exists("cache/sandbox-0000000000000000"));
 	ck_assert(!exists("cache/.build-999999999-1"));
 	ck_assert_int_eq(entries(base), 1);
-	snprintf(path, sizeof(path), "%s/build.log", dir);
+	snprintf(path, sizeof(path), "%s/build.log", c.dir);
 	ck_assert_int_ne(access(path, F_OK), 0);
-	snprintf(path, sizeof(path), "%s/build-fonts.conf", dir);
+	snprintf(path, sizeof(path), "%s/build-fonts.conf", c.dir);
 	ck_assert_int_ne(access(path, F_OK), 0);
 	if (access("/usr/bin/fc-cache", X_OK) == 0) {
-		snprintf(path, sizeof(path), "%s/fontconfig", dir);
+		snprintf(path, sizeof(path), "%s/fontconfig", c.dir);
 		ck_assert_int_gt(entries(path), 0);
 	}
-	ck_assert_msg(cache_prepare(base, again, sizeof(again), err, sizeof(err)) == 0, "%s", err);
-	ck_assert_str_eq(dir, again);
-	ck_assert_int_eq(stat(again, &st2), 0);
+	/* Its files, in memory, at their place inside, read-only. */
+	ck_assert_uint_gt(c.nfiles, 0);
+	for (size_t i = 0; i < c.nfiles; i++) {
+		ck_assert_msg(!strncmp(c.files[i].path, CACHE_SANDBOX_DIR "/", 17), "%s",
+			      c.files[i].path);
+		ck_assert_uint_eq(c.files[i].mode, 0444);
+		if (strstr(c.files[i].path, "/matplotlib/fontlist-")) {
+			list = true;
+			ck_assert(c.files[i].len > 2 && ((const char *)c.files[i].data)[0] == '{');
+		}
+	}
+	ck_assert(list || access("/usr/lib/python3/dist-packages/matplotlib", F_OK) != 0);
+	ck_assert_msg(cache_prepare(base, &again, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_str_eq(c.dir, again.dir);
+	ck_assert_uint_eq(c.nfiles, again.nfiles);
+	ck_assert_int_eq(stat(again.dir, &st2), 0);
 	ck_assert_uint_eq(st.st_ino, st2.st_ino);	/* found, not rebuilt */
+	cache_release(&c);
+	cache_release(&again);
+	ck_assert_uint_eq(c.nfiles, 0);
 	remove_top();
 }
 END_TEST
 
 START_TEST(prepare_refuses_a_relative_base)
 {
-	char dir[4096] = "x", err[256];
+	struct cache c;
+	char err[256];
 
-	ck_assert_int_eq(cache_prepare("cache", dir, sizeof(dir), err, sizeof(err)), -EINVAL);
-	ck_assert_str_eq(dir, "");
+	ck_assert_int_eq(cache_prepare("cache", &c, err, sizeof(err)), -EINVAL);
+	ck_assert_str_eq(c.dir, "");
+	ck_assert_uint_eq(c.nfiles, 0);
 }
 END_TEST
 

@@ -314,32 +314,6 @@ START_TEST(test_plan_user_binds)
 }
 END_TEST
 
-/* petri's cache: bound at JAIL_CACHE_DIR from wherever it is on the host,
- * read-only and never executable; a cache gone since (replaced by another
- * petri's) is no bind at all, not a sandbox that fails to start. */
-START_TEST(test_plan_cache)
-{
-	struct jail_config cfg;
-	struct jail_file f;
-	struct mount_plan p;
-	const struct mount_entry *e;
-
-	default_config(&cfg, &f);
-	cfg.cache_dir = "/usr/share";
-	ck_assert_int_eq(mount_plan_build(&p, &cfg, 1000, 1000, BTIME), 0);
-	ck_assert_ptr_nonnull(e = find(&p, MOUNT_BIND, JAIL_CACHE_DIR));
-	ck_assert_str_eq(e->src, "/usr/share");
-	ck_assert(!(e->flags & MOUNT_F_RW));
-	ck_assert(e->flags & MOUNT_F_NOEXEC);
-	ck_assert(e->flags & MOUNT_F_OPTIONAL);
-	mount_plan_release(&p);
-	cfg.cache_dir = "/nonexistent-petri-cache";
-	ck_assert_int_eq(mount_plan_build(&p, &cfg, 1000, 1000, BTIME), 0);
-	ck_assert_ptr_null(find(&p, MOUNT_BIND, JAIL_CACHE_DIR));
-	mount_plan_release(&p);
-}
-END_TEST
-
 /* What the configuration refuses at load, with the reason to name. */
 START_TEST(test_bind_check)
 {
@@ -402,7 +376,6 @@ Suite *mounts_suite(void)
 	tcase_add_test(tc, test_plan_devpts);
 	tcase_add_test(tc, test_plan_etc_ssl);
 	tcase_add_test(tc, test_plan_user_binds);
-	tcase_add_test(tc, test_plan_cache);
 	tcase_add_test(tc, test_bind_check);
 	tcase_add_test(tc, test_plan_files_only_under_opt);
 	tcase_add_test(tc, test_plan_describe);

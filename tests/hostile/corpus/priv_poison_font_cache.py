@@ -1,5 +1,5 @@
 # attack: poison the font caches every sandbox reads (/opt/petri/cache, /opt/petri/fonts.conf): write, replace, chmod, rename, remount rw, umount, bind over
-# expect: every change fails (a read-only, nosuid/nodev/noexec bind of root's files; no mount calls); what the sandbox may change is its own /tmp link only
+# expect: every change fails (files of the read-only root, the namespace root's; no mount calls); what the sandbox may change is its own /tmp link only
 # status: ok
 import ctypes, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
@@ -36,7 +36,6 @@ for args in ((None, cache.encode(), None, MS_REMOUNT | MS_BIND, None),
         bad.append("mount %r" % (args,))
 if libc.umount2(cache.encode(), 2) == 0:
     bad.append("umount " + cache)
-mounts = [l.split() for l in open("/proc/self/mountinfo") if l.split()[4] == cache]
-if not mounts or not {"ro", "nosuid", "nodev", "noexec"} <= set(mounts[-1][5].split(",")):
-    bad.append("mount options %r" % (mounts,))
+if not os.statvfs(cache + "/matplotlib").f_flag & os.ST_RDONLY:
+    bad.append("%s is on a writable file system" % cache)
 report(bad, "the shared font caches stay as petri made them")
