@@ -156,7 +156,7 @@ VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --vgdb=no \
             --suppressions=tests/unit/valgrind.supp \
             --errors-for-leak-kinds=definite --trace-children=yes
 # record first: under valgrind it takes longest (SQLite), the rest alongside.
-VALGRIND_SUITES := record buf cgroup codec config export junit languages lease mcp mounts procs request share util
+VALGRIND_SUITES := record buf cache cgroup codec config export junit languages lease mcp mounts procs request share util
 ifneq ($(SAN),)
 unit-valgrind:
 	@echo "unit-valgrind: skipped in the sanitizer build (valgrind cannot run sanitized code)"

@@ -157,6 +157,9 @@ int cmd_check(int argc, char **argv)
 	cfg.ro_binds = (const char *const *)l.cfg.ro_binds;
 	cfg.python_path = (const char *const *)l.cfg.python_path;
 	cfg.wheelhouse = l.cfg.wheelhouse[0] ? l.cfg.wheelhouse : NULL;
+	cli_local_cache(&l);
+	cfg.cache_files = l.cfg.cache_files;
+	cfg.ncache_files = l.cfg.ncache_files;
 	preload = config_preload(&l.cfg);	/* the operator's, or the default */
 	t0 = now_ms();
 	r = box_start(host, &cfg, &box, err, sizeof(err));
@@ -269,6 +272,7 @@ out:
 	box_free(box);
 	jail_host_free(host);
 	lang_configure(NULL, 0);
+	cli_local_release_cache(&l);
 	config_release(&l.cfg);
 	return r == 0 ? 0 : 1;
 }

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 #include "config/config.h"
+#include "runtime/cache.h"
 
 #include <stdio.h>
 
@@ -61,9 +62,16 @@ struct cli_local {
 	/* Set before cli_local_start(): the caller starts the warm path
 	 * itself (smgr_warm_start), once its client is answered. */
 	bool warm_later;
+	struct cache cache;	/* cfg.cache_files point into it */
 };
 void cli_local_config(struct cli_local *l, const char *config_path);
 void cli_local_start(struct cli_local *l);
+/* Build, or find, what the sandboxes' libraries would build on first use
+ * (src/runtime/cache.h) into l->cache, and point l->cfg.cache_files at its
+ * files; on failure say so and leave them empty.  cli_local_start() calls
+ * it; cli_local_stop() or cli_local_release_cache() frees it. */
+void cli_local_cache(struct cli_local *l);
+void cli_local_release_cache(struct cli_local *l);
 void cli_local_stop(struct cli_local *l);
 
 #endif

@@ -803,21 +803,26 @@ int config_check_listen(const struct petri_config *cfg, char *err, size_t errlen
 	return -EPERM;
 }
 
-const char *config_state_path(const char *name, char *buf, size_t len)
+/* One of petri's directories: systemd's (the variable it sets for the
+ * unit, the first of its colon-separated list), else root's, else
+ * $XDG_VAR/petri or ~/HOME_SUB/petri; then "/name" when name is given.
+ * buf, or NULL when none fits or none can be named. */
+static const char *petri_dir(char *buf, size_t len, const char *systemd_var,
+			     const char *root, const char *xdg_var, const char *home_sub,
+			     const char *name)
 {
-	const char *sd = getenv("STATE_DIRECTORY"), *xdg = getenv("XDG_STATE_HOME");
-	const char *home = getenv("HOME");
+	const char *sd = getenv(systemd_var), *xdg = getenv(xdg_var), *home = getenv("HOME");
+	const char *sep = name ? "/" : "", *tail = name ? name : "";
 	int n;
 
 	if (sd && sd[0] == '/')
-		/* systemd names several directories with colons: the first. */
-		n = snprintf(buf, len, "%.*s/%s", (int)strcspn(sd, ":"), sd, name);
+		n = snprintf(buf, len, "%.*s%s%s", (int)strcspn(sd, ":"), sd, sep, tail);
 	else if (geteuid() == 0)
-		n = snprintf(buf, len, "/var/lib/petri/%s", name);
+		n = snprintf(buf, len, "%s%s%s", root, sep, tail);
 	else if (xdg && xdg[0] == '/')
-		n = snprintf(buf, len, "%s/petri/%s", xdg, name);
+		n = snprintf(buf, len, "%s/petri%s%s", xdg, sep, tail);
 	else if (home && home[0] == '/')
-		n = snprintf(buf, len, "%s/.local/state/petri/%s", home, name);
+		n = snprintf(buf, len, "%s/%s/petri%s%s", home, home_sub, sep, tail);
 	else
 		n = -1;
 	if (n <= 0 || (size_t)n >= len) {
@@ -825,6 +830,18 @@ const char *config_state_path(const char *name, char *buf, size_t len)
 		return NULL;
 	}
 	return buf;
+}
+
+const char *config_state_path(const char *name, char *buf, size_t len)
+{
+	return petri_dir(buf, len, "STATE_DIRECTORY", "/var/lib/petri", "XDG_STATE_HOME",
+			 ".local/state", name);
+}
+
+const char *config_cache_path(char *buf, size_t len)
+{
+	return petri_dir(buf, len, "CACHE_DIRECTORY", "/var/cache/petri", "XDG_CACHE_HOME",
+			 ".cache", NULL);
 }
 
 const char *config_default_path(char *buf, size_t len)

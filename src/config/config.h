@@ -34,6 +34,8 @@
 #include <sys/types.h>
 
 #include "exec/limits.h"
+
+struct jail_file;
 #include "runtime/languages.h"
 #include "util/log.h"
 
@@ -122,6 +124,13 @@ struct petri_config {
 	char **preload;
 	size_t npreload;
 	bool preload_set;	/* the file said preload: the default is gone */
+
+	/* Not a key: the files of what the sandboxes' libraries build on
+	 * first use (src/runtime/cache.h), made at start by
+	 * cli_local_cache(), which owns them; none: each sandbox builds what
+	 * it needs, as before. */
+	const struct jail_file *cache_files;
+	size_t ncache_files;
 };
 
 /* The pool's sizes: pool_min and pool_max's defaults, and the most either
@@ -157,6 +166,12 @@ const char *config_default_path(char *buf, size_t len);
  * $XDG_STATE_HOME/petri or ~/.local/state/petri.  buf, or NULL when none
  * fits or none can be named. */
 const char *config_state_path(const char *name, char *buf, size_t len);
+
+/* petri's cache directory, for what it builds once for every sandbox
+ * (src/runtime/cache.h): $CACHE_DIRECTORY (systemd's CacheDirectory=),
+ * else /var/cache/petri as root, else $XDG_CACHE_HOME/petri or
+ * ~/.cache/petri.  buf, or NULL when none fits or none can be named. */
+const char *config_cache_path(char *buf, size_t len);
 
 /* [python] preload: at most CONFIG_PRELOAD_MAX modules, each a dotted
  * Python identifier (ASCII) of at most CONFIG_PRELOAD_NAME_MAX bytes. */

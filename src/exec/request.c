@@ -176,7 +176,7 @@ static bool env_reserved(const struct petri_config *cfg, const char *name)
 {
 	static const char *const fixed[] = {
 		"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TMPDIR", "MPLCONFIGDIR",
-		"XDG_CACHE_HOME", NULL
+		"XDG_CACHE_HOME", "FONTCONFIG_FILE", NULL
 	};
 	size_t n = strlen(name);
 
@@ -222,7 +222,7 @@ char **request_env(const struct petri_config *cfg, const json_t *env,
 			why = "values are strings without NUL";
 		else if (env_reserved(cfg, k))
 			why = "it is set by petri (PATH, HOME, USER, LOGNAME, SHELL, TMPDIR, "
-			      "MPLCONFIGDIR, XDG_CACHE_HOME) or by the operator";
+			      "MPLCONFIGDIR, XDG_CACHE_HOME, FONTCONFIG_FILE) or by the operator";
 		else if (bytes > REQUEST_ENV_BYTES)
 			why = "all variables together may take 64 KiB";
 		if (why)

@@ -16,6 +16,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "runtime/cache.h"
 #include "runtime/embed.h"
 #include "runtime/frame.h"
 #include "runtime/languages.h"
@@ -103,6 +104,9 @@ static const char *const base_env[] = {
 	"PYTHONUNBUFFERED=1",
 	"PYTHONDONTWRITEBYTECODE=1",
 	"XDG_CACHE_HOME=/tmp/.cache",	/* caches (fontconfig...) out of /work */
+	/* The host's fontconfig configuration, and petri's caches of its
+	 * fonts (src/runtime/cache.h): fc-list does not scan every font. */
+	"FONTCONFIG_FILE=" CACHE_FONTS_CONF_PATH,
 	/* pip, offline (docs/configuration.md, [python] wheelhouse): from the
 	 * wheelhouse (PIP_FIND_LINKS, when there is one) or the session's own
 	 * files, never an index; into BOX_USER_BASE (pip's own fallback to
@@ -266,7 +270,7 @@ int box_jail_config(const struct box_config *cfg, struct jail_config *jc,
 	};
 	const char *const wheelhouse[] = { cfg->wheelhouse, NULL };
 	const char **env = parts->env, **binds = parts->binds;
-	size_t n = 0, nb = 0;
+	size_t n = 0, nb = 0, nf;
 
 	for (size_t i = 0; base_env[i]; i++)
 		env[n++] = base_env[i];
@@ -294,32 +298,45 @@ int box_jail_config(const struct box_config *cfg, struct jail_config *jc,
 	    add_binds(binds, &nb, cfg->wheelhouse ? wheelhouse : NULL) < 0)
 		return -E2BIG;
 	binds[nb] = NULL;
-	parts->files[0] = (struct jail_file){
+	if (cfg->ncache_files > CACHE_FILES_MAX)
+		return -E2BIG;
+	snprintf(parts->fonts_conf, sizeof(parts->fonts_conf), CACHE_FONTS_CONF_FMT,
+		 CACHE_SANDBOX_DIR "/fontconfig");
+	nf = 0;
+	parts->files[nf++] = (struct jail_file){
 		.path = "/opt/petri/driver.py", .data = petri_driver_py,
 		.len = (size_t)(petri_driver_py_end - petri_driver_py), .mode = 0644,
 	};
-	parts->files[1] = (struct jail_file){
+	parts->files[nf++] = (struct jail_file){
 		.path = "/opt/petri/run.js", .data = petri_run_js,
 		.len = (size_t)(petri_run_js_end - petri_run_js), .mode = 0644,
 	};
-	parts->files[2] = (struct jail_file){
+	parts->files[nf++] = (struct jail_file){
 		.path = "/opt/petri/profile.R", .data = petri_profile_r,
 		.len = (size_t)(petri_profile_r_end - petri_profile_r), .mode = 0644,
 	};
-	parts->files[3] = (struct jail_file){
-		.path = "/opt/petri/_petri.so", .data = petri_pyext_so,
-		.len = (size_t)(petri_pyext_so_end - petri_pyext_so), .mode = 0755,
+	parts->files[nf++] = (struct jail_file){
+		.path = CACHE_FONTS_CONF_PATH, .data = parts->fonts_conf,
+		.len = strlen(parts->fonts_conf), .mode = 0644,
 	};
-	parts->files[4] = (struct jail_file){
-		.path = JAIL_PID1_PATH, .data = petri_pid1,
-		.len = (size_t)(petri_pid1_end - petri_pid1), .mode = 0711,
-	};
+	for (size_t i = 0; i < cfg->ncache_files; i++)
+		parts->files[nf++] = cfg->cache_files[i];
+	if (with_extension) {
+		parts->files[nf++] = (struct jail_file){
+			.path = "/opt/petri/_petri.so", .data = petri_pyext_so,
+			.len = (size_t)(petri_pyext_so_end - petri_pyext_so), .mode = 0755,
+		};
+		parts->files[nf++] = (struct jail_file){
+			.path = JAIL_PID1_PATH, .data = petri_pid1,
+			.len = (size_t)(petri_pid1_end - petri_pid1), .mode = 0711,
+		};
+	}
 	memset(jc, 0, sizeof(*jc));
 	jc->argv = with_extension ? template_argv : argv;
 	jc->envp = env;
 	jc->limits = cfg->limits;
 	jc->files = parts->files;
-	jc->nfiles = with_extension ? 5 : 3;
+	jc->nfiles = nf;
 	jc->ro_binds = binds;
 	return 0;
 }

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "jail/jail.h"
+#include "runtime/cache.h"
 #include "runtime/result.h"
 
 struct box;
@@ -35,6 +36,11 @@ struct box_config {
 	 * whitespace. */
 	const char *const *python_path;
 	const char *wheelhouse;
+	/* What the libraries build on first use, built once (cache_prepare(),
+	 * src/runtime/cache.h): files of the read-only root under
+	 * CACHE_SANDBOX_DIR, the caller's (alive while sandboxes start). */
+	const struct jail_file *cache_files;
+	size_t ncache_files;
 };
 
 /* Where pip installs inside (a --user install: PYTHONUSERBASE), in the
@@ -50,8 +56,10 @@ struct box_config {
  * caller's, alive until jail_spawn() returns. */
 struct box_jail_parts {
 	const char *env[BOX_ENV_MAX];
-	struct jail_file files[5];	/* driver, run.js, profile.R; a template's
-					 * extension and petri-init */
+	/* driver, run.js, profile.R, fonts.conf, the cache's; a template's
+	 * extension and petri-init */
+	struct jail_file files[6 + CACHE_FILES_MAX];
+	char fonts_conf[1024];
 	const char *binds[BOX_BINDS_MAX + 1];
 	char python_path[32 + BOX_PYTHON_PATH_MAX * 1024];	/* PETRI_PYTHON_PATH= */
 	char find_links[32 + 1024];				/* PIP_FIND_LINKS= */

@@ -249,6 +249,33 @@ def extend_sys_path():
     sys.path[at:at] = [d for d in [USER_SITE] + extra if d not in sys.path]
 
 
+CACHE_DIR = '/opt/petri/cache'       # cache.h's CACHE_SANDBOX_DIR
+
+
+def link_caches():
+    """matplotlib's font list, built once by petri for every sandbox
+    (src/runtime/cache.h), linked into MPLCONFIGDIR: that directory must
+    stay the sandbox's own and writable (matplotlib makes a temporary one,
+    and so rebuilds the list, otherwise), the list itself stays read-only.
+    Each sandbox has a fresh /tmp: the cold driver, the template and each
+    driver forked from it link once, before any code runs."""
+    source = CACHE_DIR + '/matplotlib'
+    target = os.environ.get('MPLCONFIGDIR', '')
+    try:
+        names = os.listdir(source)
+    except OSError:
+        return                          # no cache: matplotlib builds its own
+    if target[:1] != '/':
+        return
+    try:
+        os.makedirs(target, exist_ok=True)
+        for name in names:
+            if name.startswith('fontlist-') and name.endswith('.json'):
+                os.symlink(source + '/' + name, target + '/' + name)
+    except OSError:
+        pass                            # a full /tmp: matplotlib rebuilds
+
+
 def make_user_namespace():
     """A fresh __main__ module for user code; the driver keeps its own globals."""
     S.driver_module = sys.modules['__main__']
@@ -485,6 +512,7 @@ def main():
     """Bootstrap: answer ready as early as possible, then serve the session."""
     if not FORKED:
         extend_sys_path()               # a forked driver has its template's
+    link_caches()
     if sys.argv[1:2] == ['--zygote']:
         return zygote_main(sys.argv[2:])
     if sys.argv[1:2] == ['--restarted']:

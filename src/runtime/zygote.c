@@ -146,7 +146,8 @@ int zygote_start(struct jail_host *host, const struct box_config *cfg,
 	 * environment, which is each session's (zygote_fork()). */
 	struct box_config bc = {
 		.ro_binds = cfg->ro_binds, .python_path = cfg->python_path,
-		.wheelhouse = cfg->wheelhouse,
+		.wheelhouse = cfg->wheelhouse, .cache_files = cfg->cache_files,
+		.ncache_files = cfg->ncache_files,
 	};
 	const char *argv[16 + CONFIG_PRELOAD_MAX];
 	struct box_jail_parts *parts = NULL;

@@ -347,7 +347,7 @@ static json_t *stamps_of(const char *const *dirs, const json_t *found)
 	return st;
 }
 
-static void cache_key(const char *context, char out[17])
+static void found_key(const char *context, char out[17])
 {
 	char *code = probe_code();
 	uint64_t h = 14695981039346656037ull;
@@ -371,7 +371,7 @@ static json_t *cache_load(const char *path, const char *context, const char *con
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > CACHE_MAX)
 		goto out;
 	c = json_loadfd(fd, JSON_REJECT_DUPLICATES, NULL);
-	cache_key(context, key);
+	found_key(context, key);
 	kept = json_object_get(c, "stamps");
 	if (!json_is_object(kept) || strcmp(json_string_value(json_object_get(c, "key")) ?: "", key))
 		goto out;
@@ -407,7 +407,7 @@ static void cache_save(const char *path, const char *context, const char *const 
 	json_t *c;
 	int fd, r = -1;
 
-	cache_key(context, key);
+	found_key(context, key);
 	c = json_pack("{s:s, s:o, s:O}", "key", key, "stamps", stamps_of(dirs, found),
 		      "found", (json_t *)found);
 	if (!c || snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))

@@ -187,6 +187,8 @@ static void box_config_of(const struct smgr *m, const struct petri_limits *lim,
 	bc->ro_binds = (const char *const *)m->cfg->ro_binds;
 	bc->python_path = (const char *const *)m->cfg->python_path;
 	bc->wheelhouse = m->cfg->wheelhouse[0] ? m->cfg->wheelhouse : NULL;
+	bc->cache_files = m->cfg->cache_files;
+	bc->ncache_files = m->cfg->ncache_files;
 }
 
 /* The operator's env first, then the session's (which may not override). */

@@ -10,6 +10,7 @@ int main(void)
 	Suite *(*const suites[])(void) = {
 		agent_suite,
 		buf_suite,
+		cache_suite,
 		cgroup_suite,
 		codec_suite,
 		config_suite,

@@ -8,6 +8,7 @@
 
 Suite *agent_suite(void);
 Suite *buf_suite(void);
+Suite *cache_suite(void);
 Suite *cgroup_suite(void);
 Suite *codec_suite(void);
 Suite *config_suite(void);
