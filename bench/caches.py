@@ -13,9 +13,8 @@ alike, each of these codes (a chart: plt.plot and savefig; and the issue's
   petri     `petri run --json -c CODE`: a cold sandbox, with the caches
             petri builds once (src/runtime/cache.h) in CACHE_DIRECTORY, a
             directory of the bench's own, built before the first round;
-  nocache   the same `petri run` with a CACHE_DIRECTORY the sandboxes cannot
-            reach (a directory above it 0700): petri says so and goes
-            without, as before the cache: every sandbox builds matplotlib's
+  nocache   the same `petri run` with a CACHE_DIRECTORY petri cannot make
+            (under /proc): it says so and goes without, as before the cache: every sandbox builds matplotlib's
             font list and fontconfig's caches in its own /tmp;
   baseline  with --baseline PETRI, that binary (a build from before).
 
@@ -88,13 +87,9 @@ def main():
     ap.add_argument('--out', default='caches')
     args = ap.parse_args()
     petri_bin = os.path.abspath(args.petri)
-    # Under the repository's build/ (searchable by others), not /tmp: the
-    # sandboxes' users must reach the cache.
     top = tempfile.mkdtemp(prefix='bench-caches-', dir=os.path.dirname(petri_bin))
     os.chmod(top, 0o755)
     cache = os.path.join(top, 'cache')
-    hidden = os.path.join(top, 'hidden')
-    os.mkdir(hidden, 0o700)
     work = os.path.join(top, 'work')
     os.mkdir(work)
     bare_env = {'PATH': '/usr/bin:/bin', 'HOME': work, 'LANG': 'C.UTF-8',
@@ -105,7 +100,7 @@ def main():
         'bare': lambda code: bare(cgs['bare'], code, bare_env, work),
         'petri': lambda code: petri(cgs['petri'], petri_bin, code, cache, work),
         'nocache': lambda code: petri(cgs['nocache'], petri_bin, code,
-                                      os.path.join(hidden, 'cache'), work),
+                                      '/proc/petri-bench-no-cache', work),
     }
     if args.baseline:
         base_bin = os.path.abspath(args.baseline)
