@@ -152,9 +152,14 @@ unit: $(BUILD)/unit-tests $(BUILD)/unit-session
 # policy suite loads seccomp filters, a system call valgrind does not know:
 # it runs natively only.  tests/unit/valgrind.supp: a forked child that
 # _exit()s holding its parent's heap is no leak.
+# Children are traced (petri's own helpers), but not the host's programs a
+# test runs (the font cache's build: fc-cache, python3), which are not
+# petri's code and would take minutes under memcheck; the suppressions by
+# absolute path, for children that run elsewhere.
 VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --vgdb=no \
-            --suppressions=tests/unit/valgrind.supp \
-            --errors-for-leak-kinds=definite --trace-children=yes
+            --suppressions=$(abspath tests/unit/valgrind.supp) \
+            --errors-for-leak-kinds=definite --trace-children=yes \
+            --trace-children-skip='*/fc-cache,*/python3*'
 # record first: under valgrind it takes longest (SQLite), the rest alongside.
 VALGRIND_SUITES := record buf cache cgroup codec config export junit languages lease mcp mounts procs request share util
 ifneq ($(SAN),)
