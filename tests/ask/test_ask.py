@@ -63,7 +63,7 @@ def test_question_to_verified_answer(fake_model, tmp_path):
     assert fn["parameters"]["type"] == "object"
     assert fn["parameters"]["additionalProperties"] is False
     assert fn["parameters"]["required"] == ["code"]
-    assert set(fn["parameters"]["properties"]) == {"code", "language", "timeout_s", "env", "tests"}
+    assert set(fn["parameters"]["properties"]) == {"code", "language", "timeout_s", "env", "tests", "stdin"}
 
     m1 = seen["first"]["messages"]
     assert [m["role"] for m in m1] == ["system", "user"]

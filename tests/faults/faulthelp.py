@@ -34,8 +34,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "api"))
 
-from apihelp import (SSE, cgroup_dirs, metric, petri_lock, process_tree,  # noqa: E402,F401
-                     still_alive, wait_for, wait_warm)
+from apihelp import (SSE, answer_on, cgroup_dirs, metric, petri_lock, process_tree,  # noqa: E402,F401
+                     still_alive, wait_for, wait_warm as wait_for_warm)
 
 import requests  # noqa: E402
 
@@ -126,7 +126,7 @@ class Daemon:
         self.url = m.group(1)
         threading.Thread(target=self._drain_stdout, daemon=True).start()
         if wait_warm and self.warm_expected:
-            state = wait_warm(self.url, 60, alive=self.running)
+            state = wait_for_warm(self.url, 60, alive=self.running)
             assert state == "ready", \
                 f"no warm template within 60 s ({state}): {self.stderr_text()[-3000:]}"
 

@@ -33,7 +33,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 import memcg  # noqa: E402
-from faulthelp import (Daemon, _read, cgroup_dirs, cgroup_procs,  # noqa: E402
+from faulthelp import (Daemon, _read, answer_on, cgroup_dirs, cgroup_procs,  # noqa: E402
                        starttime, wait_for)
 
 MiB = 1 << 20
@@ -304,7 +304,7 @@ def test_upload_refused_or_cut_short_keeps_the_old_file(daemon):
     with socket.create_connection((host, int(port)), timeout=60) as c:
         c.sendall(f"PUT /v1/sessions/{sid}/files/g.txt HTTP/1.1\r\nHost: {host}\r\n"
                   f"Content-Length: {2048 * MiB}\r\n\r\n".encode())
-        head = c.recv(65536).decode(errors="replace")
+        head = answer_on(c).decode(errors="replace")
     assert head.startswith("HTTP/1.1 413") and "upload limit" in head, head
 
     # A client that goes away half-way: the old file stays, and nothing of

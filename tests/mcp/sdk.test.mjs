@@ -169,15 +169,16 @@ function scenarios(connect) {
       (e) => e instanceof McpError && e.code === ErrorCode.InvalidParams);
   });
 
-  test('reset gives a fresh sandbox', async () => {
+  test('reset gives a fresh interpreter and keeps the files', async () => {
     await run(client, 'survivor = 1');
+    await run(client, 'open("kept.txt", "w").write("yes")');
     const r = await client.callTool({ name: 'reset', arguments: {} });
     assert.equal(r.isError, false);
     const after = await run(client, 'survivor');
     assert.equal(after.isError, true);
     assert.match(texts(after), /NameError/);
     const files = await client.callTool({ name: 'list_files', arguments: {} });
-    assert.match(texts(files), /0 entries/);
+    assert.match(texts(files), /kept\.txt/);
   });
 
   test('ping', async () => {
