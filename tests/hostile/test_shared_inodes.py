@@ -105,5 +105,9 @@ def test_fadvise_dontneed_keeps_the_host_page_cache(path, servers, host_guard, t
         finally:
             srv.api.delete(f'/v1/sessions/{sid}')
     after = resident_bytes(VICTIM)
-    assert after == before, f'the sandbox evicted {before - after} bytes of {VICTIM} ' \
-        f'from the host page cache'
+    # DONTNEED drops every clean page of the file.  A page or two may go
+    # meanwhile for another reason: a page is charged to the memory cgroup
+    # that first read it, and one of the suite's cgroups at its limit
+    # reclaims it (seen once in CI, 4 KiB of 740 KiB).
+    assert before - after <= 2 * 4096, f'the sandbox evicted {before - after} bytes of ' \
+        f'{VICTIM} from the host page cache'
