@@ -55,18 +55,21 @@ def raw(url, method, path, body=None, headers=None, timeout=30):
 
 def answer_on(sock, limit=1 << 20):
     """The whole answer (head and body, bytes) that arrives on a raw socket
-    after a hand-written request: read until the body's Content-Length is
-    in, the peer closes, or the socket's timeout.  One recv() may hold only
-    the head: the body can come in a segment of its own."""
+    after a hand-written request: read until the body's Content-Length (0
+    without one) is in, the peer closes, or the socket's timeout.  One
+    recv() may hold only the head: the body can come in a segment of its
+    own.  What came after the answer is returned too."""
     data = b""
     while len(data) < limit:
         head, sep, body = data.partition(b"\r\n\r\n")
         if sep:
+            length = 0
             for line in head.split(b"\r\n")[1:]:
                 name, _, value = line.partition(b":")
-                if name.strip().lower() == b"content-length" and \
-                        len(body) >= int(value.strip()):
-                    return data
+                if name.strip().lower() == b"content-length":
+                    length = int(value.strip())
+            if len(body) >= length:
+                return data
         chunk = sock.recv(65536)
         if not chunk:
             break

@@ -11,6 +11,8 @@ import socket
 
 import pytest
 
+from apihelp import answer_on
+
 
 def port_of(srv):
     return int(srv.url.rsplit(":", 1)[1])
@@ -29,35 +31,27 @@ def send(port, method, path, headers=(), body=b"", host="default", timeout=60, c
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     try:
         s.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
-        data = b""
-        while b"\r\n\r\n" not in data:
-            c = s.recv(65536)
-            if not c:
-                break
-            data += c
-        head, _, rest = data.partition(b"\r\n\r\n")
+        head, _, rest = answer_on(s).partition(b"\r\n\r\n")
         status_line, *hlines = head.decode(errors="replace").split("\r\n")
         hdrs = {}
         for h in hlines:
             k, _, v = h.partition(":")
             hdrs[k.strip().lower()] = v.strip()
         n = int(hdrs.get("content-length", "0"))
-        while len(rest) < n:
-            c = s.recv(65536)
-            if not c:
-                break
-            rest += c
         if not check_rest:
             return int(status_line.split()[1]), hdrs, rest[:n], None
-        # Anything after the response would be a second, smuggled one.
-        s.settimeout(5)
-        try:
-            extra = s.recv(65536)
-            closed = extra == b""
-        except socket.timeout:
-            extra, closed = b"", False
-        except OSError:
-            extra, closed = b"", True
+        # Anything after the response would be a second, smuggled one:
+        # what came with it, or what comes next.
+        extra, closed = rest[n:], None
+        if not extra:
+            s.settimeout(5)
+            try:
+                extra = s.recv(65536)
+                closed = extra == b""
+            except socket.timeout:
+                extra, closed = b"", False
+            except OSError:
+                extra, closed = b"", True
         assert not extra, f"more than one response: {extra[:200]!r}"
         return int(status_line.split()[1]), hdrs, rest[:n], closed
     finally:
