@@ -126,7 +126,7 @@ def test_a_key_that_does_not_read_is_refused_and_the_other_is_served(jailed, kin
     else:
         sids = [a.session() for _ in range(6)]
     native = [a.session()] if kind == 'e2b' else sids
-    held, codes = [], []
+    held, codes, most_held = [], [], 0
     try:
         # Key A asks for six answers of 6 MiB one after the other and reads
         # none: its share (8 MiB) is spent by the second, so at most two
@@ -139,13 +139,22 @@ def test_a_key_that_does_not_read_is_refused_and_the_other_is_served(jailed, kin
                 # A stream's answer is charged when its execution ends.
                 assert H.wait_until(lambda: metric(b, 'petri_executions_running') == 0,
                                     timeout=120)
-        print(f'{kind}: key A, unread answers: {codes}')
-        # One copy of each answer (E2B's, a listing) leaves the key just under
-        # its share a time more than two (SSE: the result, then done).
-        most = {'files': 4, 'e2b': 3}.get(kind, 2)
-        assert codes.count(200) <= most, (
-            f'the daemon made {codes.count(200)} answers of {ANSWER >> 20} MiB for a '
-            f'key that reads none: {codes}')
+            most_held = max(most_held, metric(b, 'petri_answers_held_bytes'))
+        print(f'{kind}: key A, unread answers: {codes}, at most {most_held / MIB:.1f} MiB held')
+        # What the daemon holds for A never passes its share by more than
+        # the one answer that is always let through.
+        assert most_held <= 8 * MIB + ANSWER + MIB, (
+            f'the daemon held {most_held / MIB:.1f} MiB for a key that reads none '
+            f'(share 8 MiB): {codes}')
+        if kind not in ('sse', 'e2b'):
+            # A whole answer is charged (a listing is about half of one).
+            # A stream is charged only what the kernel's socket buffers did
+            # not take when it ended, which varies with the machine's pace:
+            # for streams the bytes above are the bound, not the count.
+            most = 4 if kind == 'files' else 2
+            assert codes.count(200) <= most, (
+                f'the daemon made {codes.count(200)} answers of {ANSWER >> 20} MiB for a '
+                f'key that reads none: {codes}')
         assert 429 in codes, codes
         r = a.post(f'/v1/sessions/{native[0]}/execute', {'code': '1+1'})
         assert r.status_code == 429 and r.json()['error']['code'] == 'unread_answers', r.text
