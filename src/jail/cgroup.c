@@ -1071,10 +1071,10 @@ static int limits_v2(const struct cg *cg, const struct cg_limits *lim)
 			if (!rc && cg->swap)
 				rc = write_file(dir, "memory.swap.max", "0");
 		}
-		/* A sandbox is one unit: an OOM kill takes all of it, not a
-		 * random victim that leaves the rest half-working. */
-		if (!rc)
-			rc = write_file(dir, "memory.oom.group", "1");
+		/* memory.oom.group stays 0: the kernel kills one process,
+		 * the interpreter or what the code started (oom_score_adj
+		 * 500) rather than the sandbox's keeper (-999),
+		 * which then starts a fresh interpreter (runtime/driver.py). */
 	}
 	if (!rc && (cg->ctrls & BIT(C_PIDS)) && lim->pids)
 		rc = write_u64(dir, "pids.max", lim->pids);

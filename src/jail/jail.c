@@ -710,6 +710,11 @@ int jail_proc_signal(struct jail *j, pid_t pid, int sig)
 	return procs_signal(j->proc_fd, pid, sig);
 }
 
+int jail_oom_score_adj(struct jail *j, pid_t pid, int adj)
+{
+	return procs_oom_score_adj(j->proc_fd, pid, adj);
+}
+
 void jail_owner(const struct jail *j, uid_t *uid, gid_t *gid)
 {
 	*uid = j->uid;

@@ -272,6 +272,10 @@ int jail_procs(struct jail *j, struct jail_proc *out, size_t max, size_t *total)
  * one); -EPERM for pid 1 and the main process, which end only with the
  * sandbox (jail_kill()).  Never reaches a process outside the sandbox. */
 int jail_proc_signal(struct jail *j, pid_t pid, int sig);
+/* Set the oom_score_adj (-1000..1000) of the sandbox's process pid (its
+ * number inside), which the process may not lower itself: what the
+ * kernel weighs when the sandbox's memory cgroup is full.  0 or -errno. */
+int jail_oom_score_adj(struct jail *j, pid_t pid, int adj);
 
 struct jail_usage {
 	uint64_t cpu_ns;	/* user + system, all processes */

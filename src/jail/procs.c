@@ -298,7 +298,10 @@ int procs_list(int proc_fd, struct jail_proc *out, size_t max, size_t *total)
 		if (!parse_pid(e->d_name, &pid) || pid == JAIL_INIT_PID || pid == JAIL_MAIN_PID)
 			continue;
 		if (n < max) {
-			if (describe(proc_fd, pid, &c, &out[n]) == 0)
+			/* The main process's children are petri's too (the
+			 * interpreter its keeper forks, runtime/driver.py). */
+			if (describe(proc_fd, pid, &c, &out[n]) == 0 &&
+			    out[n].ppid != JAIL_MAIN_PID)
 				n++;
 		} else {
 			more++;
@@ -308,6 +311,45 @@ int procs_list(int proc_fd, struct jail_proc *out, size_t max, size_t *total)
 	qsort(out, n, sizeof(*out), by_pid);
 	*total = n + more;
 	return (int)n;
+}
+
+int procs_oom_score_adj(int proc_fd, pid_t pid, int adj)
+{
+	char path[32], text[16];
+	int fd, n, r = 0;
+
+	if (proc_fd < 0)
+		return -EOPNOTSUPP;
+	if (pid <= 0 || pid > (1 << 22) || adj < -1000 || adj > 1000)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "%d/oom_score_adj", (int)pid);
+	n = snprintf(text, sizeof(text), "%d", adj);
+	fd = openat(proc_fd, path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	if (write(fd, text, (size_t)n) != n)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+/* "PPid:" of a status head; 0 if it is not there. */
+static pid_t status_ppid(const char *head)
+{
+	const char *p = strstr(head, "\nPPid:\t");
+	char num[16];
+	size_t k;
+	pid_t ppid;
+
+	if (!p)
+		return 0;
+	p += 7;
+	k = strcspn(p, "\n");
+	if (k >= sizeof(num) || !p[k])
+		return 0;
+	memcpy(num, p, k);
+	num[k] = '\0';
+	return parse_pid(num, &ppid) ? ppid : 0;
 }
 
 int procs_signal(int proc_fd, pid_t pid, int sig)
@@ -356,6 +398,10 @@ int procs_signal(int proc_fd, pid_t pid, int sig)
 			r = -ESRCH;
 			goto out;
 		}
+	}
+	if (status_ppid(head) == JAIL_MAIN_PID) {
+		r = -EPERM;	/* the interpreter, as in the listing */
+		goto out;
 	}
 	/* The directory is a pidfd of the process it was opened for. */
 	if (syscall(SYS_pidfd_send_signal, dfd, sig, NULL, 0) < 0)

@@ -39,6 +39,7 @@ int procs_open(pid_t pid1, int *fd);
 /* jail_procs() and jail_proc_signal() on that descriptor. */
 int procs_list(int proc_fd, struct jail_proc *out, size_t max, size_t *total);
 int procs_signal(int proc_fd, pid_t pid, int sig);
+int procs_oom_score_adj(int proc_fd, pid_t pid, int adj);
 
 /* The fields of a /proc/PID/stat line (line[0..len), not NUL-terminated)
  * that a jail_proc holds: state, ppid, threads, name, CPU time in clock

@@ -139,12 +139,77 @@ static void mark_dead(struct box *b, const char *why)
 	b->dead = true;
 }
 
-static int wait_ready(struct box *b, char *err, size_t errlen)
+/* From now on only a "ready" (or a "died") may come. */
+static void expect_ready(struct frame_reader *fr)
+{
+	frame_reader_expect(fr, &(struct frame_expect){
+		.id = 0, .bytes = 4 + FRAME_READY_MAX, .frames = 1 });
+}
+
+/* What the kernel weighs when the sandbox's memory is full: the
+ * interpreter and what it starts (who inherit its value) first, the
+ * keeper last (it then starts a fresh interpreter).  The kernel counts in
+ * a process's size the template's pages it shares (~120 MiB), so without
+ * these the keeper would often be the largest.  Set from here: the
+ * processes are not dumpable, so they cannot write their own /proc files.
+ * Lowering the keeper's takes CAP_SYS_RESOURCE, which a daemon may lack;
+ * then only the interpreter's 1000 (its size plus the whole limit) tips
+ * the scale, which holds unless the limit is below the keeper's size. */
+#define KEEPER_OOM_SCORE_ADJ -999
+#define INTERPRETER_OOM_SCORE_ADJ 1000
+
+/* A "ready" frame: note the interpreter's Python version (digits and dots
+ * only: it is shown to clients), weigh the keeper and the interpreter
+ * (whose pid the keeper names; any other of the sandbox's processes it
+ * may name is only made the likelier victim). */
+static void note_ready(struct box *b, json_t *f)
+{
+	const char *py = json_string_value(json_object_get(f, "python"));
+	json_t *pid = json_object_get(f, "pid");
+
+	if (py && strlen(py) < sizeof(b->python) && strspn(py, "0123456789.") == strlen(py))
+		snprintf(b->python, sizeof(b->python), "%s", py);
+	(void)jail_oom_score_adj(b->jail, JAIL_MAIN_PID, KEEPER_OOM_SCORE_ADJ);
+	if (json_is_integer(pid) && json_integer_value(pid) > JAIL_MAIN_PID &&
+	    json_integer_value(pid) <= (1 << 22))
+		(void)jail_oom_score_adj(b->jail, (pid_t)json_integer_value(pid),
+					 INTERPRETER_OOM_SCORE_ADJ);
+}
+
+/* The violation a "died" frame names, as a reason; NULL if none, "" if
+ * the frame is malformed. */
+static const char *died_violation(json_t *f)
+{
+	json_t *v = json_object_get(f, "violation");
+	const char *word = json_string_value(v);
+
+	if (!json_is_integer(json_object_get(f, "id")) ||
+	    !json_is_integer(json_object_get(f, "status")) || (v && !word))
+		return "";
+	if (!v)
+		return NULL;
+	if (!strcmp(word, "frame_max"))
+		return "the interpreter sent a frame over 16 MiB";
+	if (!strcmp(word, "forged"))
+		return "the interpreter sent a frame only its keeper sends";
+	return "";
+}
+
+/* Frames wait_ready() takes before it gives up: a few interpreters that
+ * ended (each a "died" and the "ready" of the next) and the one wanted. */
+#define READY_FRAMES_MAX 8
+
+/* Wait for the keeper's "ready" whose "cause" is cause (NULL: any).  A
+ * "died" and the "ready" after it, of an interpreter that ended while
+ * nobody asked (between executions), are passed over. */
+static int wait_ready(struct box *b, const char *cause, char *err, size_t errlen)
 {
 	struct pollfd pfd = { .fd = jail_ctl_fd(b->jail), .events = POLLIN };
 	double deadline = clock_mono_s() + READY_TIMEOUT_S;
 	char chunk[4096];
+	int frames = 0;
 
+	expect_ready(&b->fr);
 	for (;;) {
 		json_t *f = NULL;
 		int r = frame_reader_next(&b->fr, &f);
@@ -157,16 +222,31 @@ static int wait_ready(struct box *b, char *err, size_t errlen)
 		}
 		if (r > 0) {
 			const char *type = json_string_value(json_object_get(f, "type"));
-			const char *py = json_string_value(json_object_get(f, "python"));
+			const char *why = NULL, *came;
 
-			if (strcmp(type, "ready") != 0) {
+			expect_ready(&b->fr);
+			if (++frames > READY_FRAMES_MAX)
+				why = "too many frames before \"ready\"";
+			else if (!strcmp(type, "died"))
+				why = died_violation(f);
+			else if (strcmp(type, "ready") != 0)
+				why = "unexpected frame";
+			if (why) {
+				snprintf(err, errlen, "runtime start-up: %s",
+					 *why ? why : "malformed \"died\" frame");
 				json_decref(f);
-				snprintf(err, errlen, "runtime start-up: unexpected frame");
 				return -EPROTO;
 			}
-			snprintf(b->python, sizeof(b->python), "%s", py ? py : "");
+			if (!strcmp(type, "ready")) {
+				came = json_string_value(json_object_get(f, "cause"));
+				note_ready(b, f);
+				if (!cause || (came && !strcmp(came, cause))) {
+					json_decref(f);
+					return 0;
+				}
+			}
 			json_decref(f);
-			return 0;
+			continue;
 		}
 		if (left <= 0) {
 			snprintf(err, errlen, "runtime did not start within %.0f s",
@@ -221,7 +301,7 @@ int box_adopt(struct jail *j, struct box **out, char *err, size_t errlen)
 	frame_reader_init(&b->fr);
 	pthread_mutex_init(&b->stop_lock, NULL);
 	b->jail = j;
-	if ((r = wait_ready(b, err, errlen)) < 0) {
+	if ((r = wait_ready(b, NULL, err, errlen)) < 0) {
 		box_free(b);
 		return r;
 	}
@@ -518,11 +598,9 @@ int box_restart(struct box *b, char *err, size_t errlen)
 	json_decref(frame);
 	if (r == -ENOMEM)
 		return r;
-	/* What the old interpreter had half-written is no frame of the new
-	 * one: read afresh, expecting its "ready". */
-	frame_reader_release(&b->fr);
-	frame_reader_init(&b->fr);
-	if (r < 0 || (r = wait_ready(b, why, sizeof(why))) < 0) {
+	/* The keeper kills the interpreter and starts another, whose "ready"
+	 * says "restart". */
+	if (r < 0 || (r = wait_ready(b, "restart", why, sizeof(why))) < 0) {
 		snprintf(err, errlen, "the runtime did not restart: %s",
 			 *why ? why : strerror(-r));
 		mark_dead(b, err);
@@ -558,8 +636,15 @@ struct run {
 	struct result *res;
 	long long id;
 	size_t output_cap, results_cap;
-	bool done;			/* "done" frame read */
-	bool main_exited;		/* the driver is gone */
+	bool done;			/* "done" frame read, or the interpreter's end */
+	bool main_exited;		/* the keeper is gone: the sandbox ends */
+	/* The keeper said "died": a "ready" must come next.  The interpreter
+	 * that ran this execution ended (died), or one that ended before it
+	 * was sent (earlier: the execution runs in the next one). */
+	bool awaiting_ready;
+	long long died_id;
+	int died_status;
+	bool died, died_earlier;
 	struct jail_exit exit;
 	bool violated;
 	char violation[200];
@@ -785,13 +870,59 @@ static void take_error(struct run *run, json_t *frame)
 		run->ev->error(run->ev->ctx, e);
 }
 
+/* "died": the keeper's word that the interpreter ended (its status, the
+ * last execution it was given) and that another is starting. */
+static void take_died(struct run *run, json_t *f)
+{
+	const char *why = died_violation(f);
+	long long id;
+
+	if (why) {
+		violate(run, *why ? why : "malformed \"died\" frame");
+		return;
+	}
+	id = json_integer_value(json_object_get(f, "id"));
+	if (run->awaiting_ready || id > run->id || (id < run->id && run->died_earlier)) {
+		violate(run, "\"died\" frame out of turn");
+		return;
+	}
+	run->awaiting_ready = true;
+	run->died_id = id;
+	run->died_status = (int)json_integer_value(json_object_get(f, "status"));
+	expect_ready(&run->b->fr);
+}
+
+/* The "ready" after a "died". */
+static void take_ready(struct run *run, json_t *f)
+{
+	if (!run->awaiting_ready) {
+		violate(run, "a second \"ready\" frame");
+		return;
+	}
+	run->awaiting_ready = false;
+	note_ready(run->b, f);
+	if (run->died_id == run->id) {
+		run->died = true;
+		run->done = true;
+	} else {
+		/* The execution went to the fresh interpreter: its frames
+		 * come now, within a budget of their own. */
+		run->died_earlier = true;
+		expect_frames(run);
+	}
+}
+
 static void take_frame(struct run *run, json_t *f)
 {
 	const char *type = json_string_value(json_object_get(f, "type"));
 	json_t *id = json_object_get(f, "id");
 
-	if (run->done) {
-		violate(run, "frame after \"done\"");
+	if (!strcmp(type, "died")) {
+		take_died(run, f);
+		return;
+	}
+	if (!strcmp(type, "ready")) {
+		take_ready(run, f);
 		return;
 	}
 	if (!json_is_integer(id) || json_integer_value(id) != run->id) {
@@ -825,7 +956,8 @@ static void read_ctl(struct run *run)
 	double cpu0 = clock_thread_cpu_s();
 	ssize_t n;
 
-	while (!run->b->ctl_eof && frame_cpu_wait(run, clock_mono_s()) == 0) {
+	while (!run->b->ctl_eof && !run->done && !run->violated &&
+	       frame_cpu_wait(run, clock_mono_s()) == 0) {
 		json_t *f;
 		int r = 0;
 
@@ -836,7 +968,10 @@ static void read_ctl(struct run *run)
 		}
 		if (n <= 0 || frame_reader_feed(&run->b->fr, chunk, (size_t)n) < 0)
 			break;
-		while ((r = frame_reader_next(&run->b->fr, &f)) > 0) {
+		/* Frames after "done" are the next execution's to take (a
+		 * "died" and "ready" of an interpreter that ended after it). */
+		while (!run->done && !run->violated &&
+		       (r = frame_reader_next(&run->b->fr, &f)) > 0) {
 			take_frame(run, f);
 			json_decref(f);
 		}
@@ -1146,6 +1281,55 @@ static void classify_death(struct run *run, uint64_t oom_before)
 	mark_dead(run->b, res->reason);
 }
 
+#define FRESH_INTERPRETER "a fresh interpreter took its place: variables are lost, " \
+	"files in /work are kept"
+
+/* How an interpreter's wait status reads: "killed by signal 9 (Killed)". */
+static void describe_status(int st, char *out, size_t len)
+{
+	if (WIFSIGNALED(st))
+		snprintf(out, len, "killed by signal %d (%s)", WTERMSIG(st),
+			 strsignal(WTERMSIG(st)));
+	else
+		snprintf(out, len, "exited with status %d", WEXITSTATUS(st));
+}
+
+/* The interpreter that ran this execution ended (the keeper said "died")
+ * and a fresh one has said "ready": the session goes on.  stopped: why
+ * the execution was being stopped when it ended (STOP_NONE: it was not). */
+static void interpreter_ended(struct run *run, uint64_t oom_before, enum stop why,
+			      double secs)
+{
+	struct result *res = run->res;
+	struct jail_usage u;
+	int st = run->died_status;
+	/* A one-shot ends with its execution: nothing takes the place. */
+	const char *then = run->ex->one_shot ? "" : "; " FRESH_INTERPRETER;
+	char how[96], what[sizeof(how) + 160];
+
+	res->restarted = !run->ex->one_shot;
+	describe_status(st, how, sizeof(how));
+	if (jail_usage(run->b->jail, &u) == 0 && u.oom_kills > oom_before) {
+		res->status = RESULT_OOM;
+		snprintf(res->reason, sizeof(res->reason),
+			 "the memory limit was reached and the interpreter was killed%s", then);
+	} else if (why != STOP_NONE) {
+		res->status = why == STOP_INTERRUPT ? RESULT_KILLED : RESULT_TIMEOUT;
+		snprintf(what, sizeof(what), "the interpreter %s when interrupted%s", how, then);
+		describe_stop(run, why, secs, what);
+	} else if (WIFSIGNALED(st)) {
+		res->status = RESULT_KILLED;
+		res->signal = WTERMSIG(st);
+		snprintf(res->reason, sizeof(res->reason), "the interpreter was %s%s", how, then);
+	} else {
+		/* The code ended the interpreter itself (os._exit, exec...). */
+		res->has_exit_code = true;
+		res->exit_code = WEXITSTATUS(st);
+		res->status = res->exit_code == 0 ? RESULT_OK : RESULT_ERROR;
+		snprintf(res->reason, sizeof(res->reason), "the interpreter %s%s", how, then);
+	}
+}
+
 int box_exec(struct box *b, const struct box_exec *ex,
 	     const struct box_events *ev, struct result *res)
 {
@@ -1192,6 +1376,12 @@ int box_exec(struct box *b, const struct box_exec *ex,
 		/* Interrupt first, so that a session keeps its state. */
 		jail_signal(b->jail, SIGINT);
 		pump(&run, clock_mono_s() + grace, u0.cpu_ns, false);
+		if (run.died && !run.violated) {
+			drain(&run, false);
+			interpreter_ended(&run, u0.oom_kills, why,
+					  why == STOP_CPU ? ex->cpu_s : ex->timeout_s);
+			goto finish;
+		}
 		if (why == STOP_INTERRUPT && run.done && !run.violated) {
 			/* Asked for: the code's own ending (KeyboardInterrupt,
 			 * or what it made of it) is the result. */
@@ -1239,6 +1429,11 @@ int box_exec(struct box *b, const struct box_exec *ex,
 		mark_dead(b, res->reason);
 		goto finish;
 	}
+	if (run.died) {
+		drain(&run, false);
+		interpreter_ended(&run, u0.oom_kills, STOP_NONE, 0);
+		goto finish;
+	}
 	if (run.main_exited && !run.done)
 		read_ctl(&run);	/* frames written just before the exit */
 	if (run.main_exited && !run.done) {
@@ -1254,18 +1449,22 @@ int box_exec(struct box *b, const struct box_exec *ex,
 		snprintf(res->reason, sizeof(res->reason),
 			 "interrupted; the code stopped and the session was kept");
 	if (jail_usage(b->jail, &u1) == 0 && u1.oom_kills > u0.oom_kills) {
-		/* Reaching the memory limit ends the sandbox, whichever process
-		 * the kernel chose: on cgroup v2 (memory.oom.group) it kills them
-		 * all anyway, and on v1 its choice depends on how much memory a
-		 * process shares with a template, which the code cannot see.
-		 * One rule everywhere. */
+		/* The kernel killed a process the code started (the
+		 * interpreter, the likelier victim, would have said "died"). */
 		res->status = RESULT_OOM;
 		snprintf(res->reason, sizeof(res->reason),
-			 "the memory limit was reached (a process was killed); the "
-			 "sandbox was ended");
-		mark_dead(b, res->reason);
-		jail_stop(b->jail);
+			 "the memory limit was reached and a process the code started was "
+			 "killed; the session was kept");
+	} else if (run.died_earlier && !res->reason[0]) {
+		char how[96];
+
+		describe_status(run.died_status, how, sizeof(how));
+		snprintf(res->reason, sizeof(res->reason),
+			 "the interpreter ended after the last execution (%s); a fresh one "
+			 "ran this code: variables are lost, files in /work are kept", how);
 	}
+	if (run.died_earlier)
+		res->restarted = true;
 
 finish:
 	atomic_store(&b->interrupt, false);	/* asked of this execution, or of none */

@@ -471,20 +471,116 @@ def session_main():
     return main()
 
 
-def clear_sandbox():
-    """After a restart (``--restarted``): kill every other process of the
-    sandbox, the old interpreter's children and whatever they started, so
-    that nothing of the session's code outlives its interpreter.  The old
-    interpreter's threads died with its image (execve), so nothing of it
-    starts more now; a process that forks meanwhile is killed in the next
-    round.  pid 1 reaps the rest; the old image's children are this
-    process's own and reaped here."""
+# ---------------------------------------------------------------- keeper
+#
+# The sandbox's main process keeps the session; an interpreter, forked from
+# it, runs the code.  When the interpreter dies (the memory limit, a crash,
+# os._exit, a signal) or a "restart" frame asks, the keeper kills what is
+# left of it and forks a fresh one from its own image: the sandbox, /work
+# and the session stay, variables go, as when a notebook's kernel restarts.
+# In a sandbox forked from a template, the fresh interpreter is as warm as
+# the first (pandas and the rest are already in the keeper's image).
+#
+# Only the keeper holds the control socket (fd 3); each interpreter gets a
+# socket pair of its own as its fd 3, and the keeper passes whole frames
+# between the two, so that what a dying interpreter half-wrote is never
+# sent on.  It adds frames of its own (docs/protocol.md): "ready" for each
+# interpreter (with why it started) and "died" for one that ended.  An
+# interpreter that sends one of those itself, or a frame over FRAME_MAX,
+# is killed, and the "died" frame names the violation (the supervisor ends
+# the session).  The keeper runs no user code, but it is not a security
+# boundary either: user code could reach it (same uid), and then it is as
+# hostile as the code, which the supervisor's frame reader assumes anyway.
+
+KEEPER_SIGNALS = ('SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2',
+                  'SIGWINCH')          # what pid 1 passes on to us (reap.c)
+QUICK_DEATHS_MAX = 3           # fresh interpreters dying before "ready" in a row
+KEEPER_READ = 1 << 20
+
+
+class Keeper:
+    pid = 0                    # the interpreter
+    pidfd = -1
+    fd = -1                    # our end of its socket pair
+    ready = False              # it said "ready" (and we said so upward)
+    cause = 'start'            # why it was started: the next "ready" says so
+    last_exec = 0              # id of the last exec frame passed to it
+    quick_deaths = 0
+    up = bytearray()           # bytes from the interpreter: part of a frame
+    down = bytearray()         # bytes from the supervisor, likewise
+
+
+def frame_head(payload):
+    """(type, id) from the head of a frame, read as frame.c's parse_head
+    reads it: ``{"type":"T"`` then maybe ``,"id":N``; (None, 0) if it does
+    not begin so."""
+    p = bytes(payload[:64])
+    i = 0
+
+    def token(i, lit):
+        while i < len(p) and p[i] in b' \t\r\n':
+            i += 1
+        return i + len(lit) if p.startswith(lit, i) else -1
+    for lit in (b'{', b'"type"', b':', b'"'):
+        i = token(i, lit)
+        if i < 0:
+            return None, 0
+    end = p.find(b'"', i)
+    if end < 0:
+        return None, 0
+    kind = p[i:end].decode('ascii', 'replace')
+    i = token(end + 1, b',')
+    if i >= 0:
+        i = token(i, b'"id"')
+    if i >= 0:
+        i = token(i, b':')
+    number = 0
+    while i >= 0 and i < len(p) and 48 <= p[i] <= 57:
+        number = number * 10 + p[i] - 48
+        i += 1
+    return kind, number
+
+
+def take_frames(buf):
+    """Whole frames at the start of buf, cut from it: ([frames], False), or
+    ([...], True) when the next one announces more than FRAME_MAX."""
+    frames = []
+    while len(buf) >= 4:
+        size = int.from_bytes(buf[:4], 'big')
+        if size > FRAME_MAX:
+            return frames, True
+        if len(buf) < 4 + size:
+            break
+        frames.append(bytes(buf[:4 + size]))
+        del buf[:4 + size]
+    return frames, False
+
+
+def write_fd(fd, data):
+    """All of data to fd (blocking); False if the other end is gone."""
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view):]
+        except InterruptedError:
+            continue
+        except OSError:
+            return False
+    return True
+
+
+def keeper_send(K, text):
+    body = text.encode('utf-8')
+    if not write_fd(CONTROL_FD, len(body).to_bytes(4, 'big') + body):
+        os._exit(0)                     # the supervisor went away
+
+
+def kill_the_rest():
+    """Kill every process of the sandbox but pid 1 and us, and reap ours:
+    nothing of an interpreter outlives it.  A process that forks meanwhile
+    is killed in the next round."""
     import time
     me = os.getpid()
-    if os.getppid() != 1:
-        # Not the main process of a sandbox (a driver run bare, by its
-        # tests): kill(-1) would reach every process of its user.
-        fatal('--restarted outside a sandbox', PROTOCOL_ERROR)
     deadline = time.monotonic() + 5.0
     while True:
         try:
@@ -504,8 +600,184 @@ def clear_sandbox():
         if not others:
             return
         if time.monotonic() > deadline:
-            fatal('processes of the old interpreter did not end: %s' % ' '.join(others), 125)
+            fatal('processes of the interpreter did not end: %s' % ' '.join(others), 125)
         time.sleep(0.005)
+
+
+def keeper_forward(K, signum, frame):
+    """A signal pid 1 passed on: the interpreter's."""
+    if K.pidfd >= 0:
+        try:
+            _signal.pidfd_send_signal(K.pidfd, signum)
+        except OSError:
+            pass
+
+
+def spawn_interpreter(K):
+    """Fork a fresh interpreter.  True in it (the caller goes on to serve),
+    False in the keeper."""
+    import _socket
+    ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    ours, theirs = ours.detach(), theirs.detach()
+    global DRIVER_PID
+    pid = os.fork()
+    if pid == 0:
+        os.dup2(theirs, CONTROL_FD, inheritable=False)
+        os.close(theirs)
+        os.close(ours)
+        if K.pidfd >= 0:
+            os.close(K.pidfd)
+        _signal.signal(_signal.SIGINT, on_sigint)      # first: never the default
+        for name in KEEPER_SIGNALS[1:]:
+            _signal.signal(getattr(_signal, name), _signal.SIG_DFL)
+        DRIVER_PID = os.getpid()
+        return True
+    os.close(theirs)
+    K.pid, K.fd, K.ready = pid, ours, False
+    K.up.clear()
+    try:
+        K.pidfd = os.pidfd_open(pid)
+    except OSError as exc:
+        fatal('cannot watch the interpreter: %s' % exc, 125)
+    return False
+
+
+def end_interpreter(K, violation=None, report=True):
+    """The interpreter is gone, or must go: kill and reap it and everything
+    it started, pass on the whole frames it wrote before it ended, say
+    "died" (when it had said ready and report is set)."""
+    if violation:
+        _signal.pidfd_send_signal(K.pidfd, _signal.SIGKILL)
+    try:
+        status = os.waitpid(K.pid, 0)[1]
+    except ChildProcessError:
+        status = 0
+    kill_the_rest()
+    os.close(K.pidfd)
+    K.pidfd = -1
+    os.set_blocking(K.fd, False)
+    while report and K.ready and not violation:
+        try:
+            chunk = os.read(K.fd, KEEPER_READ)
+        except OSError:
+            chunk = b''
+        if not chunk:
+            break
+        K.up += chunk
+        violation = pass_up(K)
+    os.close(K.fd)
+    K.fd = -1
+    if report and K.ready:
+        died = '{"type":"died","id":%d,"status":%d' % (K.last_exec, status)
+        if violation:
+            died += ',"violation":"%s"' % violation
+        keeper_send(K, died + '}')
+        K.cause = 'died'
+        K.quick_deaths = 0
+    elif report:
+        K.quick_deaths += 1
+        if K.quick_deaths > QUICK_DEATHS_MAX:
+            fatal('%d fresh interpreters ended before they were ready' % K.quick_deaths, 125)
+
+
+def pass_up(K):
+    """Pass the whole frames from the interpreter on to the supervisor;
+    the name of a violation, or None."""
+    frames, too_big = take_frames(K.up)
+    for frame in frames:
+        kind = frame_head(frame[4:])[0]
+        if not K.ready:
+            if kind != 'ready':
+                return 'forged'
+            K.ready = True
+            version = '%d.%d.%d' % sys.version_info[:3]
+            keeper_send(K, '{"type":"ready","python":"%s","pid":%d,"cause":"%s"}'
+                        % (version, K.pid, K.cause))
+            continue
+        if kind in ('ready', 'died'):
+            return 'forged'
+        if not write_fd(CONTROL_FD, frame):
+            os._exit(0)
+    return 'frame_max' if too_big else None
+
+
+def pass_down(K):
+    """Pass the whole frames from the supervisor on to the interpreter, but
+    a "restart" (ours).  The environment is ours too, for the next one."""
+    frames, too_big = take_frames(K.down)
+    if too_big:
+        fatal('a frame over FRAME_MAX from the supervisor', PROTOCOL_ERROR)
+    for frame in frames:
+        kind, number = frame_head(frame[4:])
+        if kind == 'restart':
+            K.cause = 'restart'
+            if K.pid:
+                _signal.pidfd_send_signal(K.pidfd, _signal.SIGKILL)
+                end_interpreter(K, report=False)
+                K.pid = 0
+            continue
+        if kind == 'env':
+            import json
+            env = json.loads(frame[4:])['env']
+            for item in env:
+                name, _, value = item.partition('=')
+                os.environ[name] = value
+                START_ENV[name] = value
+        elif kind == 'exec':
+            K.last_exec = number
+        if K.pid and not write_fd(K.fd, frame):
+            # It died, or shut its end: it can no longer be told
+            # anything.  Its end is seen next.
+            _signal.pidfd_send_signal(K.pidfd, _signal.SIGKILL)
+
+
+def keep():
+    """Become the keeper of the session (in the main process of a sandbox)
+    and return only in each fresh interpreter."""
+    import select
+    K = Keeper()
+    os.set_blocking(CONTROL_FD, True)
+    for name in KEEPER_SIGNALS:
+        _signal.signal(getattr(_signal, name), lambda n, f: keeper_forward(K, n, f))
+    while True:
+        if not K.pid:
+            if spawn_interpreter(K):
+                return
+        poller = select.poll()
+        poller.register(CONTROL_FD, select.POLLIN)
+        poller.register(K.fd, select.POLLIN)
+        poller.register(K.pidfd, select.POLLIN)
+        events = dict(poller.poll())
+        if events.get(K.fd):
+            try:
+                chunk = os.read(K.fd, KEEPER_READ)
+            except OSError:
+                chunk = b''
+            if chunk:
+                K.up += chunk
+                violation = pass_up(K)
+                if violation:
+                    end_interpreter(K, violation)
+                    K.pid = 0
+                    continue
+            else:
+                # It closed its end: it can no longer be told anything.
+                _signal.pidfd_send_signal(K.pidfd, _signal.SIGKILL)
+                events[K.pidfd] = select.POLLIN
+        if events.get(K.pidfd):
+            end_interpreter(K)
+            K.pid = 0
+            continue
+        if events.get(CONTROL_FD):
+            try:
+                chunk = os.read(CONTROL_FD, KEEPER_READ)
+            except OSError:
+                chunk = b''
+            if not chunk:               # the supervisor ended the session
+                kill_the_rest()
+                os._exit(0)
+            K.down += chunk
+            pass_down(K)
 
 
 def main():
@@ -515,8 +787,6 @@ def main():
     link_caches()
     if sys.argv[1:2] == ['--zygote']:
         return zygote_main(sys.argv[2:])
-    if sys.argv[1:2] == ['--restarted']:
-        clear_sandbox()
     _signal.signal(_signal.SIGINT, on_sigint)
     try:
         os.set_inheritable(CONTROL_FD, False)   # children get only fds 0-2
@@ -524,6 +794,8 @@ def main():
         fatal('fd 3 is not the control socket: %s' % exc, PROTOCOL_ERROR)
     make_user_namespace()
     sys.argv = ['']
+    if os.getppid() == 1:
+        keep()                          # returns in each fresh interpreter
     if FORKED:
         serve_setup()  # noqa: F821 -- the warm-up runs as every exec will
         warm_up()

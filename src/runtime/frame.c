@@ -159,6 +159,10 @@ static size_t allowed(struct frame_reader *fr, const struct head *h)
 	const struct frame_expect *ex = &fr->expect;
 	size_t max;
 
+	/* The keeper's word that an interpreter ended: at any time, for the
+	 * execution it was given last (runtime/box.c checks which). */
+	if (strcmp(h->type, "died") == 0)
+		return FRAME_DIED_MAX;
 	if (ex->id == 0) {
 		if (strcmp(h->type, "ready") != 0) {
 			violation(fr, "\"%s\" frame before \"ready\"", h->type);
@@ -322,6 +326,7 @@ int frame_reader_next(struct frame_reader *fr, json_t **out)
 	json_t *obj;
 	size_t max, have;
 	uint32_t len;
+	bool died;
 	int r;
 
 	*out = NULL;
@@ -346,9 +351,12 @@ int frame_reader_next(struct frame_reader *fr, json_t **out)
 		return -EPROTO;
 	if (len > max)
 		return violation(fr, "%s frame of %u bytes (at most %zu)", h.type, len, max);
-	if (fr->expect.frames == 0)
+	/* "died" is outside the execution's budget (box.c allows one per
+	 * interpreter, and each must be followed by a "ready"). */
+	died = strcmp(h.type, "died") == 0;
+	if (!died && fr->expect.frames == 0)
 		return violation(fr, "more frames than an execution may send");
-	if (4 + (size_t)len > fr->expect.bytes)
+	if (!died && 4 + (size_t)len > fr->expect.bytes)
 		return violation(fr, "%s frame of %u bytes: more than the execution may still "
 				 "send (%zu bytes)", h.type, len, fr->expect.bytes);
 	if (fr->in.len - 4 < len) {
@@ -365,8 +373,10 @@ int frame_reader_next(struct frame_reader *fr, json_t **out)
 	 * in strings: exactly what a frame must not contain. */
 	obj = lifted_load(fr, body, len, &why);
 	buf_consume(&fr->in, 4 + (size_t)len);
-	fr->expect.bytes -= 4 + (size_t)len;
-	fr->expect.frames--;
+	if (!died) {
+		fr->expect.bytes -= 4 + (size_t)len;
+		fr->expect.frames--;
+	}
 	if (fr->in.cap > FRAME_KEEP && fr->in.len < FRAME_KEEP) {
 		struct buf rest = BUF_INIT;
 

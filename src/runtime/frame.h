@@ -32,6 +32,7 @@
 #define FRAME_HEAD_MAX	64		/* {"type":...,"id":... lies within this */
 #define FRAME_READY_MAX	1024
 #define FRAME_DONE_MAX	256
+#define FRAME_DIED_MAX	256
 /* The driver cuts the error's name, message and traceback to 256 B, 64 KiB
  * and 256 KiB of UTF-8; JSON escapes make a byte at most 6 ("\u001f"). */
 #define FRAME_ERROR_MAX	(6u * ((256u << 0) + (64u << 10) + (256u << 10)) + 256u)
@@ -40,7 +41,7 @@
 #define FRAME_DEPTH_MAX	2		/* {"data": {...}} */
 
 /* What may come next.  id 0: start-up, only "ready"; else frames of that
- * execution (result, error, done).  bytes counts each frame's 4-byte
+ * execution (result, error, done).  "died" may come at any time.  bytes counts each frame's 4-byte
  * header too. */
 struct frame_expect {
 	long long id;

@@ -97,9 +97,9 @@ int processes_signal(struct box *b, int pid, int sig, char *why, size_t whylen)
 		snprintf(why, whylen, "pid %d is the sandbox's init: it ends with the session "
 			 "(delete the session to end it)", pid);
 	else if (r == -EPERM)
-		snprintf(why, whylen, "pid %d is petri's driver, which runs the session's code: "
-			 "it ends with the session (interrupt a running execution by cancelling "
-			 "it, or delete the session)", pid);
+		snprintf(why, whylen, "pid %d is petri's driver (the sandbox's keeper or the "
+			 "interpreter that runs the session's code): interrupt a running "
+			 "execution, restart the interpreter, or delete the session", pid);
 	else if (r == -ESRCH)
 		snprintf(why, whylen, "the session has no process %d", pid);
 	else if (r < 0)

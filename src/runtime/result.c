@@ -138,7 +138,8 @@ json_t *result_to_json(const struct result *r)
 	    json_object_set_new(o, "cpu_ms", json_integer((json_int_t)r->cpu_ms)) ||
 	    json_object_set_new(o, "memory_peak_bytes",
 				json_integer((json_int_t)r->memory_peak_bytes)) ||
-	    json_object_set_new(o, "reason", r->reason[0] ? json_string(r->reason) : json_null())) {
+	    json_object_set_new(o, "reason", r->reason[0] ? json_string(r->reason) : json_null()) ||
+	    json_object_set_new(o, "restarted", json_boolean(r->restarted))) {
 		json_decref(o);
 		return NULL;
 	}

@@ -40,6 +40,7 @@ struct result {
 	json_t *files;		/* array of {"path","size"} */
 	json_t *tests;		/* the test reports read (box_exec()), or NULL */
 	uint64_t duration_ms, cpu_ms, memory_peak_bytes;
+	bool restarted;		/* a fresh interpreter took the old one's place */
 	char reason[256];	/* why a limit status, or "" */
 };
 

@@ -220,47 +220,178 @@ def expect_gone(api, sid, words):
         assert words in e["message"], e
 
 
+def expect_fresh(api, sid, file="kept.txt"):
+    """The session lives on with a fresh interpreter: its file is there,
+    its variable is not."""
+    res = check_result(api.execute(sid, f"print(open({file!r}).read(), 'kept' in dir())"))
+    assert res["status"] == "ok" and res["stdout"] == "yes False\n", res
+    assert res["restarted"] is False, res
+
+
+def keep_a_file(api, sid):
+    res = api.execute(sid, "kept = open('kept.txt', 'w').write('yes')")
+    assert res["status"] == "ok" and res["restarted"] is False, res
+
+
 @flavours()
-def test_oom_kills_session_then_410(fapi, flavour):
+def test_oom_restarts_the_interpreter_and_keeps_the_files(fapi, flavour):
     sid = fapi.session(limits={"memory_mb": 64, "timeout_s": 4})
+    keep_a_file(fapi, sid)
     t0 = time.monotonic()
-    res = check_result(fapi.execute(sid, "blocks = []\nwhile True:\n    blocks.append(bytearray(8 << 20))"))
-    assert res["status"] == "oom", res
-    assert "memory" in res["reason"]
+    res = check_result(fapi.execute(sid, "print('before', flush=True)\nblocks = []\n"
+                                         "while True:\n    blocks.append(bytearray(8 << 20))"))
+    assert res["status"] == "oom" and res["restarted"] is True, res
+    assert res["stdout"] == "before\n", res
+    assert res["reason"].startswith("the memory limit was reached and the interpreter was "
+                                    "killed; a fresh interpreter took its place"), res
     assert time.monotonic() - t0 < 3.5
-    expect_gone(fapi, sid, "memory limit")
+    expect_fresh(fapi, sid)
+    # Again: the fresh one is as good as the first.
+    res = fapi.execute(sid, "blocks = [bytearray(8 << 20) for _ in range(100)]")
+    assert res["status"] == "oom" and res["restarted"] is True, res
+    expect_fresh(fapi, sid)
 
 
 @flavours()
-def test_runtime_exit_is_noticed(fapi, flavour):
+def test_the_interpreter_exiting_is_a_restart(fapi, flavour):
     sid = fapi.session(limits={"timeout_s": 4})
+    keep_a_file(fapi, sid)
     t0 = time.monotonic()
     res = check_result(fapi.execute(sid, "import os\nos._exit(3)"))
     assert res["status"] == "error" and res["exit_code"] == 3, res
-    assert "exited with status 3" in res["reason"], res
+    assert res["reason"] == ("the interpreter exited with status 3; a fresh interpreter took "
+                             "its place: variables are lost, files in /work are kept"), res
+    assert res["restarted"] is True
     assert time.monotonic() - t0 < 3.5
-    expect_gone(fapi, sid, "exited with status 3")
+    expect_fresh(fapi, sid)
 
 
 @flavours()
-def test_runtime_killed_by_signal_is_noticed(fapi, flavour):
+def test_the_interpreter_killed_by_a_signal_is_a_restart(fapi, flavour):
     sid = fapi.session(limits={"timeout_s": 4})
-    res = check_result(fapi.execute(sid, "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"))
-    assert res["status"] == "killed" and res["signal"] == 9, res
+    keep_a_file(fapi, sid)
+    res = check_result(fapi.execute(sid, "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)"))
+    assert res["status"] == "killed" and res["signal"] == 11, res
+    assert res["restarted"] is True and "signal 11" in res["reason"], res
+    expect_fresh(fapi, sid)
+
+
+@flavours()
+def test_the_interpreter_ending_between_executions(fapi, flavour):
+    # A thread ends the interpreter after the execution's "done": the next
+    # execution runs in a fresh one, and says so.
+    sid = fapi.session(limits={"timeout_s": 4})
+    keep_a_file(fapi, sid)
+    res = fapi.execute(sid, "import os, threading, time\n"
+                            "threading.Thread(target=lambda: (time.sleep(0.3), os._exit(7))).start()")
+    assert res["status"] == "ok" and res["restarted"] is False, res
+    time.sleep(1)
+    res = check_result(fapi.execute(sid, "print(open('kept.txt').read(), 'kept' in dir())"))
+    assert res["status"] == "ok" and res["stdout"] == "yes False\n", res
+    assert res["restarted"] is True, res
+    assert "ended after the last execution (exited with status 7)" in res["reason"], res
+    expect_fresh(fapi, sid)
+
+
+@flavours()
+def test_the_interpreter_dies_after_large_results(fapi, flavour):
+    # Whole frames written before the end are kept; the one it was writing
+    # is dropped by the keeper, never half-passed on.
+    sid = fapi.session(limits={"timeout_s": 8})
+    keep_a_file(fapi, sid)
+    res = check_result(fapi.execute(sid, "class Big:\n"
+                                         "    def _repr_html_(self): return 'a' * (3 << 20)\n"
+                                         "display(Big())\ndisplay(Big())\n"
+                                         "import os\nos._exit(5)"))
+    assert res["status"] == "error" and res["exit_code"] == 5 and res["restarted"], res
+    assert [len(r["text/html"]) for r in res["results"]] == [3 << 20] * 2, \
+        [len(r.get("text/html", "")) for r in res["results"]]
+    expect_fresh(fapi, sid)
+
+
+@flavours()
+def test_what_a_dead_interpreter_left_is_killed(fapi, flavour):
+    # A child of the interpreter holds its end of the control socket and
+    # goes on running: the keeper kills it before the fresh one starts.
+    sid = fapi.session(limits={"timeout_s": 6})
+    keep_a_file(fapi, sid)
+    res = check_result(fapi.execute(sid, "import os, time\n"
+                                         "if os.fork() == 0:\n"
+                                         "    while True: time.sleep(0.01)\n"
+                                         "os._exit(0)"))
+    assert res["status"] == "ok" and res["restarted"], res
+    res = check_result(fapi.execute(sid, "import os\nprint(sorted(int(p) for p in os.listdir('/proc') "
+                                         "if p.isdigit()) == [1, 2, os.getpid()])"))
+    assert res["stdout"] == "True\n", res
+    expect_fresh(fapi, sid)
+
+
+@flavours()
+@pytest.mark.parametrize("cut", ["close", "shutdown_wr", "shutdown_rdwr"])
+def test_an_interpreter_that_cuts_its_control_socket_is_replaced(fapi, flavour, cut):
+    sid = fapi.session(limits={"timeout_s": 6})
+    keep_a_file(fapi, sid)
+    code = {"close": "os.close(3)",
+            "shutdown_wr": "socket.socket(fileno=os.dup(3)).shutdown(socket.SHUT_WR)",
+            "shutdown_rdwr": "socket.socket(fileno=os.dup(3)).shutdown(socket.SHUT_RDWR)"}[cut]
+    t0 = time.monotonic()
+    res = check_result(fapi.execute(sid, f"import os, socket, time\n{code}\ntime.sleep(30)"))
+    assert res["status"] == "killed" and res["signal"] == 9 and res["restarted"], res
+    assert time.monotonic() - t0 < 5
+    expect_fresh(fapi, sid)
+
+
+@flavours()
+@pytest.mark.parametrize("frame", ['{"type":"ready","python":"9.9.9","pid":1}',
+                                   '{"type":"died","id":1,"status":0}',
+                                   ' { "type" : "died" , "id" : 99, "status": 0}'])
+def test_frames_only_the_keeper_sends_end_the_session(fapi, flavour, frame):
+    sid = fapi.session(limits={"timeout_s": 6})
+    body = frame.encode()
+    res = check_result(fapi.execute(
+        sid, f"import os\nbody = {body!r}\nos.write(3, len(body).to_bytes(4, 'big') + body)\n"
+             "import time\ntime.sleep(5)"))
+    assert res["status"] == "killed", res
+    assert res["reason"] == ("protocol violation: the interpreter sent a frame only its "
+                             "keeper sends"), res
+    expect_gone(fapi, sid, "protocol violation")
+
+
+@flavours()
+def test_an_oversized_frame_ends_the_session(fapi, flavour):
+    sid = fapi.session(limits={"timeout_s": 6})
+    res = check_result(fapi.execute(
+        sid, "import os, time\nos.write(3, ((16 << 20) + 1).to_bytes(4, 'big') + b'{')\n"
+             "time.sleep(5)"))
+    assert res["status"] == "killed", res
+    assert res["reason"] == "protocol violation: the interpreter sent a frame over 16 MiB", res
+    expect_gone(fapi, sid, "protocol violation")
+
+
+@flavours()
+def test_the_keeper_killed_ends_the_session(fapi, flavour):
+    # The keeper is the sandbox's main process: the code can end it (as the
+    # same user), and then the sandbox ends with it.
+    sid = fapi.session(limits={"timeout_s": 4})
+    res = check_result(fapi.execute(sid, "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)"))
+    assert res["status"] == "killed" and res["signal"] == 9 and not res["restarted"], res
     expect_gone(fapi, sid, "signal 9")
 
 
 @flavours()
-def test_oom_of_a_child_process_ends_session(fapi, flavour):
-    # Reaching the memory limit ends the sandbox whichever process the kernel
-    # killed (the same rule on cgroup v1 and v2, warm and cold).
-    sid = fapi.session(limits={"memory_mb": 64, "timeout_s": 4})
-    fapi.execute(sid, "kept = 'yes'")
-    res = fapi.execute(sid, "python3 -c 'b = bytearray(200 << 20); print(len(b))'", language="bash")
-    assert res["status"] == "oom", res
-    assert "200" not in res["stdout"]
-    assert "memory limit" in res["reason"], res
-    expect_gone(fapi, sid, "memory limit")
+def test_oom_of_a_child_process_keeps_the_interpreter(fapi, flavour):
+    # The kernel kills the process that grew (its oom_score_adj is the
+    # interpreter's, 1000, as large as the interpreter's shared pages of
+    # the template make it): the interpreter and its variables live on.
+    sid = fapi.session(limits={"memory_mb": 256, "timeout_s": 6})
+    keep_a_file(fapi, sid)
+    res = fapi.execute(sid, "python3 -c 'b = bytearray(400 << 20); print(len(b))'", language="bash")
+    assert res["status"] == "oom" and res["restarted"] is False, res
+    assert "400" not in res["stdout"]
+    assert res["reason"] == ("the memory limit was reached and a process the code started was "
+                             "killed; the session was kept"), res
+    res = fapi.execute(sid, "print(kept)")
+    assert res["status"] == "ok" and res["stdout"] == "3\n", res
 
 
 @flavours()

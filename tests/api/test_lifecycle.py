@@ -336,31 +336,36 @@ def test_metrics_count_sessions_and_executions(make_server):
     # The memory bomb has a session of its own with time to reach its limit:
     # on a loaded machine half a second ended it as a timeout.
     c = api.session(limits={"timeout_s": 60, "memory_mb": 64})
+    # The interpreter's end is no session's (a fresh one takes its place);
+    # the keeper's, the sandbox's main process, is.
+    d = api.session()
     api.execute(a, "1")
     api.execute(a, "print(2)")
     api.execute(a, "1/0")
     api.execute(a, "exit 3", language="bash")
     api.execute(b, "import time\ntime.sleep(5)")
     api.execute(c, "x = bytearray(400 << 20)\nx[::4096] = b'y' * len(x[::4096])")
+    api.execute(d, "import os\nos.kill(os.getppid(), 9)")
     api.post("/v1/execute", {"code": "3"})
     api.post(f"/v1/sessions/{a}/execute", {"code": 1})             # 400
     api.get("/v1/sessions/ses_" + "1" * 32)                         # 404
     api.delete(f"/v1/sessions/{a}")
     api.delete(f"/v1/sessions/{b}")
+    api.delete(f"/v1/sessions/{c}")
     m = api.get("/metrics").text
-    assert metric(m, "petri_sessions_created_total") == 3
+    assert metric(m, "petri_sessions_created_total") == 4
     assert metric(m, "petri_executions_total", status="ok") == 3
     assert metric(m, "petri_executions_total", status="error") == 2
     assert metric(m, "petri_executions_total", status="timeout") == 1
     assert metric(m, "petri_executions_total", status="oom") == 1
-    assert metric(m, "petri_executions_total", status="killed") == 0
-    assert metric(m, "petri_sessions_ended_total", reason="deleted") == 2
+    assert metric(m, "petri_executions_total", status="killed") == 1
+    assert metric(m, "petri_sessions_ended_total", reason="deleted") == 3
     assert metric(m, "petri_sessions_ended_total", reason="died") == 1
     assert metric(m, "petri_sessions_live") == 0
     assert metric(m, "petri_executions_running") == 0
     assert metric(m, "petri_requests_rejected_total", reason="bad_request") >= 1
     assert metric(m, "petri_requests_rejected_total", reason="not_found") >= 1
-    assert metric(m, "petri_execution_duration_seconds_count") == 7
+    assert metric(m, "petri_execution_duration_seconds_count") == 8
     h = api.get("/healthz").json()
     assert {k: h[k] for k in ("status", "version", "sessions", "cgroups", "warm",
                               "max_sessions")} == \

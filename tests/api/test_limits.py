@@ -267,16 +267,20 @@ def test_429_max_executions(make_server):
 
 # ---- 410 -------------------------------------------------------------------
 
-def test_410_after_the_runtime_exits(api):
+def test_410_after_the_sandbox_ends(api):
     sid = api.session()
     res = api.execute(sid, "raise SystemExit(4)")
     assert res["exit_code"] == 4          # SystemExit does not end the session
     assert api.execute(sid, "1")["status"] == "ok"
     res = api.execute(sid, "import os\nos._exit(5)")
-    assert res["exit_code"] == 5
+    assert res["exit_code"] == 5 and res["restarted"]      # nor does the interpreter's end
+    assert api.execute(sid, "1")["status"] == "ok"
+    # The keeper's end is the sandbox's.
+    res = api.execute(sid, "import os\nos.kill(os.getppid(), 9)")
+    assert res["status"] == "killed" and not res["restarted"], res
     r = api.post(f"/v1/sessions/{sid}/execute", {"code": "1"})
     assert r.status_code == 410
-    assert "exited with status 5" in error_of(r.content)["message"]
+    assert "killed by signal 9" in error_of(r.content)["message"]
     # Deleting it afterwards is still answered with why it is gone.
     r = api.delete(f"/v1/sessions/{sid}")
     assert r.status_code in (204, 404, 410), r.text

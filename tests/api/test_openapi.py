@@ -515,15 +515,19 @@ def test_oom_and_killed(api):
     sid = api.session(limits={"memory_mb": 128})
     res = check(api.post(f"/v1/sessions/{sid}/execute",
                          {"code": "python3 -c 'bytearray(400 << 20)'; echo $?", "language": "bash"}))
-    assert res["status"] == "oom" and res["stdout"] == "137\n"
-    assert res["reason"] == ("the memory limit was reached (a process was killed); "
-                             "the sandbox was ended")
-    r = api.get(f"/v1/sessions/{sid}")
-    assert r.status_code == 410 and check(r)["error"]["message"] == res["reason"]
-    sid = api.session()
+    assert res["status"] == "oom" and res["stdout"] == "137\n" and not res["restarted"]
+    assert res["reason"] == ("the memory limit was reached and a process the code started "
+                             "was killed; the session was kept")
+    assert api.get(f"/v1/sessions/{sid}").status_code == 200
     res = check(api.post(f"/v1/sessions/{sid}/execute",
                          {"code": "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"}))
     assert res["status"] == "killed" and res["signal"] == 9 and res["exit_code"] is None
+    assert res["restarted"] and "a fresh interpreter took its place" in res["reason"], res
+    assert api.get(f"/v1/sessions/{sid}").status_code == 200
+    # The keeper's end is the sandbox's.
+    res = check(api.post(f"/v1/sessions/{sid}/execute",
+                         {"code": "import os, signal; os.kill(os.getppid(), signal.SIGKILL)"}))
+    assert res["status"] == "killed" and res["signal"] == 9 and not res["restarted"], res
     r = api.get(f"/v1/sessions/{sid}")
     assert r.status_code == 410 and "signal 9" in check(r)["error"]["message"]
 

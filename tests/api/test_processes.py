@@ -156,7 +156,7 @@ def test_a_subprocess_of_python_stays_and_is_killed(api):
                          "print(server.pid)"))
     assert out(api.execute(sid, FETCH.format(port=8001, path=""))).startswith("200 ")
     p = find(api, sid, "http.server", "8001")
-    assert p and p["ppid"] == 2, p     # a child of the driver
+    assert p and p["ppid"] == 3, p     # a child of the interpreter
     r = api.delete(f"/v1/sessions/{sid}/processes/{p['pid']}?signal=KILL")
     assert r.status_code == 202 and r.json()["signal"] == "KILL", r.text
     # A zombie until its parent waits for it, as anywhere.
@@ -189,17 +189,19 @@ def test_listing_while_an_execution_runs(server, api):
 def test_petri_own_processes_are_refused(request, fixture):
     api = request.getfixturevalue(fixture).api()
     sid = api.session()
-    # The driver is pid 2 on either path, and pid 1 its parent.
-    assert out(api.execute(sid, "import os; print(os.getpid(), os.getppid())")) == "2 1\n"
-    for pid, word in ((1, "init"), (2, "driver")):
+    # The keeper is pid 2 on either path, pid 1 its parent, and the
+    # interpreter its child, which ends with it.
+    assert out(api.execute(sid, "import os; print(os.getpid(), os.getppid())")) == "3 2\n"
+    for pid, word in ((1, "init"), (2, "driver"), (3, "driver")):
         for query in ("", "?signal=KILL"):
             r = api.delete(f"/v1/sessions/{sid}/processes/{pid}{query}")
             assert r.status_code == 403, r.text
             e = error_of(r.content)
             assert e["code"] == "process_protected" and word in e["message"], e
-    # Neither is listed, and both live on.
-    assert all(p["pid"] > 2 for p in listing(api, sid)["processes"])
-    assert out(api.execute(sid, "print('alive')")) == "alive\n"
+    # None is listed, and all live on (the interpreter's variables too).
+    api.execute(sid, "import subprocess\nchild = subprocess.Popen(['sleep', '60'])")
+    assert [p["pid"] for p in listing(api, sid)["processes"]] == [4], listing(api, sid)
+    assert out(api.execute(sid, "print(child.pid)")) == "4\n"
 
 
 def test_unknown_pids_threads_and_bad_requests(api):

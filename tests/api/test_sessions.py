@@ -273,14 +273,17 @@ def test_restart_keeps_files_and_forgets_variables_and_processes(wapi):
                        "os.environ['GREETING'] = 'changed'\nos.environ['ADDED'] = '1'\n"
                        "subprocess.Popen(['sleep', '600'])\nos.chdir('/tmp')\nos.getpid()")
     pid = res["results"][0]["text/plain"]
+    assert pid == "3", res         # the keeper's child
     assert len(wapi.get(f"/v1/sessions/{sid}/processes").json()["processes"]) == 1
     r = wapi.post(f"/v1/sessions/{sid}/restart")
     assert r.status_code == 200, r.text
     assert r.json()["id"] == sid and r.json()["status"] == "idle", r.text
     res = wapi.execute(sid, "import os\n('x' in globals(), open('kept.txt').read(), os.getcwd(), "
-                       "os.environ['GREETING'], os.environ.get('ADDED'), str(os.getpid()))")
+                       "os.environ['GREETING'], os.environ.get('ADDED'), os.getppid(), "
+                       "os.getpid() != 3)")
     assert res["status"] == "ok", res
-    assert res["results"] == [{"text/plain": f"(False, 'yes', '/work', 'hi', None, '{pid}')"}], res
+    # A fresh interpreter (another process), forked by the same keeper.
+    assert res["results"] == [{"text/plain": "(False, 'yes', '/work', 'hi', None, 2, True)"}], res
     assert wapi.get(f"/v1/sessions/{sid}/processes").json()["processes"] == [], "a process outlived"
     # Everything works as in a fresh session: the languages, stdin, imports.
     assert wapi.execute(sid, "echo $GREETING", language="bash")["stdout"] == "hi\n"
@@ -309,6 +312,6 @@ def test_restart_of_unknown_session_and_bad_requests(api):
     sid = api.session()
     assert api.get(f"/v1/sessions/{sid}/restart").status_code == 405
     assert api.post(f"/v1/sessions/{sid}/restart", {"x": 1}).status_code == 400
-    res = api.execute(sid, "import os\nos._exit(3)")
+    res = api.execute(sid, "import os\nos.kill(os.getppid(), 9)")
     r = api.post(f"/v1/sessions/{sid}/restart")
-    assert r.status_code == 410 and "exited with status 3" in error_of(r.content)["message"], r.text
+    assert r.status_code == 410 and "signal 9" in error_of(r.content)["message"], r.text

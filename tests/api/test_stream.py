@@ -72,7 +72,7 @@ def test_stream_to_busy_session_is_409_and_to_gone_session_410(server, api):
     first.close()
     assert rest[-1][1] == "done" and rest[-1][2]["status"] == "ok"
     # A session that died answers the stream with a real 410, not an event.
-    api.execute(sid, "import os\nos._exit(0)")
+    api.execute(sid, "import os\nos.kill(os.getppid(), 9)")
     gone = SSE(server.url, f"/v1/sessions/{sid}/execute", {"code": "1"})
     assert gone.status == 410
     assert error_of(gone.resp.read())["code"] == "session_gone"

@@ -154,6 +154,44 @@ START_TEST(test_frames_roundtrip)
 }
 END_TEST
 
+/* The keeper's "died": at any time, for any execution (box.c judges
+ * which), outside the execution's budget, and at most 256 bytes. */
+START_TEST(test_frames_died)
+{
+	struct frame_reader fr;
+	json_t *out;
+	char big[400];
+
+	/* an execution whose budget is spent: "died" still comes in */
+	reader_for_exec(&fr, 0, 0);
+	feed_frame(&fr, "{\"type\":\"died\",\"id\":6,\"status\":9}");
+	ck_assert_int_eq(frame_reader_next(&fr, &out), 1);
+	ck_assert_str_eq(json_string_value(json_object_get(out, "type")), "died");
+	json_decref(out);
+	ck_assert_uint_eq(fr.expect.frames, 0);
+	feed_frame(&fr, "{\"type\":\"done\",\"id\":7,\"exit_code\":0}");
+	ck_assert_int_eq(frame_reader_next(&fr, &out), -EPROTO);
+	frame_reader_release(&fr);
+
+	/* before "ready" too, and "ready" after it */
+	frame_reader_init(&fr);
+	feed_frame(&fr, "{\"type\":\"died\",\"id\":0,\"status\":0}");
+	ck_assert_int_eq(frame_reader_next(&fr, &out), 1);
+	json_decref(out);
+	feed_frame(&fr, "{\"type\":\"ready\",\"python\":\"3.11.2\",\"pid\":3}");
+	ck_assert_int_eq(frame_reader_next(&fr, &out), 1);
+	json_decref(out);
+	frame_reader_release(&fr);
+
+	/* over its size */
+	snprintf(big, sizeof(big), "{\"type\":\"died\",\"id\":7,\"status\":0,\"x\":\"%0300d\"}", 0);
+	reader_for_exec(&fr, 1 << 20, 10);
+	feed_frame(&fr, big);
+	ck_assert_int_eq(frame_reader_next(&fr, &out), -EPROTO);
+	frame_reader_release(&fr);
+}
+END_TEST
+
 START_TEST(test_frames_hostile)
 {
 	static const char *const bad[] = {
@@ -395,6 +433,7 @@ Suite *codec_suite(void)
 	tcase_add_test(tc, test_base64);
 	tcase_add_test(tc, test_frames_roundtrip);
 	tcase_add_test(tc, test_frames_hostile);
+	tcase_add_test(tc, test_frames_died);
 	tcase_add_test(tc, test_frames_refused_from_the_head);
 	tcase_add_test(tc, test_frames_budget);
 	tcase_add_test(tc, test_frames_buffer_size);
