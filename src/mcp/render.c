@@ -359,6 +359,11 @@ json_t *render_execution(const struct result *r, bool *is_error)
 	if (why && buf_appendf(&b, "--- %s ---\n%s\n", result_status_name(r->status),
 			       r->reason[0] ? r->reason : why) < 0)
 		goto fail;
+	/* The interpreter ended without a limit status (os._exit, or between
+	 * executions): the model must know its variables are gone. */
+	if (!why && r->restarted && r->reason[0] &&
+	    buf_appendf(&b, "--- restarted ---\n%s\n", r->reason) < 0)
+		goto fail;
 	if (b.len == 0 && buf_append_str(&b, "(no output: the code ran without error and "
 					 "printed nothing)\n") < 0)
 		goto fail;

@@ -1315,6 +1315,10 @@ static void interpreter_ended(struct run *run, uint64_t oom_before, enum stop wh
 			 "the memory limit was reached and the interpreter was killed%s", then);
 	} else if (why != STOP_NONE) {
 		res->status = why == STOP_INTERRUPT ? RESULT_KILLED : RESULT_TIMEOUT;
+		if (WIFEXITED(st)) {
+			res->has_exit_code = true;
+			res->exit_code = WEXITSTATUS(st);
+		}
 		snprintf(what, sizeof(what), "the interpreter %s when interrupted%s", how, then);
 		describe_stop(run, why, secs, what);
 	} else if (WIFSIGNALED(st)) {
