@@ -28,6 +28,9 @@
 #include "util/utf8.h"
 
 #define READY_TIMEOUT_S 30.0
+/* Code that did not stop when interrupted: how long the keeper may take to
+ * replace its interpreter before the sandbox is killed instead. */
+#define REPLACE_TIMEOUT_S 5.0
 #define TICK_MS 100
 #define DRAIN_TIMEOUT_S 1.0
 /* The control channel closed while the driver lives: how long its exit may
@@ -1334,6 +1337,67 @@ static void interpreter_ended(struct run *run, uint64_t oom_before, enum stop wh
 	}
 }
 
+/* The code did not stop when interrupted: ask the keeper to kill the
+ * interpreter and everything it started and to start a fresh one, and wait
+ * for its "ready" (REPLACE_TIMEOUT_S).  What this execution still sends
+ * meanwhile is taken as before (its budget is left as it is); a "died"
+ * (the interpreter ended by itself meanwhile) is passed over.  0 when the
+ * fresh one is ready, else -errno (the caller kills the sandbox). */
+static int replace_interpreter(struct run *run)
+{
+	struct box *b = run->b;
+	json_t *frame = json_pack("{s:s}", "type", "restart");
+	double deadline = clock_mono_s() + REPLACE_TIMEOUT_S;
+	struct frame_expect ex = b->fr.expect;
+	int r;
+
+	r = frame ? send_frame(b, frame, REPLACE_TIMEOUT_S) : -ENOMEM;
+	json_decref(frame);
+	if (r < 0)
+		return r;
+	ex.ready = true;
+	frame_reader_expect(&b->fr, &ex);
+	run->done = false;
+	while (!run->violated && clock_mono_s() < deadline) {
+		struct pollfd pfd = { .fd = jail_ctl_fd(b->jail), .events = POLLIN };
+		char chunk[CHUNK];
+		json_t *f;
+		ssize_t n;
+
+		while ((r = frame_reader_next(&b->fr, &f)) > 0) {
+			const char *type = json_string_value(json_object_get(f, "type"));
+			const char *cause = json_string_value(json_object_get(f, "cause"));
+			const char *why = !strcmp(type, "died") ? died_violation(f) : NULL;
+
+			if (why)
+				violate(run, *why ? why : "malformed \"died\" frame");
+			else if (!strcmp(type, "ready") && cause && !strcmp(cause, "restart")) {
+				note_ready(b, f);
+				json_decref(f);
+				return 0;
+			} else if (strcmp(type, "ready") && strcmp(type, "died") && !run->done)
+				take_frame(run, f);	/* its last results, maybe its "done" */
+			json_decref(f);
+			/* A "died" or "ready" uses up none of what is left. */
+			ex = b->fr.expect;
+			ex.ready = true;
+			frame_reader_expect(&b->fr, &ex);
+		}
+		if (r < 0) {
+			violate(run, b->fr.error);
+			break;
+		}
+		if (poll(&pfd, 1, TICK_MS) < 0 && errno != EINTR)
+			return -errno;
+		n = read(pfd.fd, chunk, sizeof(chunk));
+		if (n == 0)
+			return -EPIPE;
+		if (n > 0 && frame_reader_feed(&b->fr, chunk, (size_t)n) < 0)
+			return -ENOMEM;
+	}
+	return run->violated ? -EPROTO : -ETIMEDOUT;
+}
+
 int box_exec(struct box *b, const struct box_exec *ex,
 	     const struct box_events *ev, struct result *res)
 {
@@ -1398,6 +1462,18 @@ int box_exec(struct box *b, const struct box_exec *ex,
 			drain(&run, false);
 			goto finish;
 		}
+	}
+	if (why != STOP_NONE && !ex->one_shot && !run.main_exited && !run.violated &&
+	    replace_interpreter(&run) == 0) {
+		/* The session is kept, with a fresh interpreter. */
+		drain(&run, false);
+		res->status = why == STOP_INTERRUPT ? RESULT_KILLED : RESULT_TIMEOUT;
+		res->restarted = true;
+		res->has_exit_code = false;
+		res->exit_code = 0;
+		describe_stop(&run, why, why == STOP_CPU ? ex->cpu_s : ex->timeout_s,
+			      "the code did not stop when interrupted; " FRESH_INTERPRETER);
+		goto finish;
 	}
 	if (why != STOP_NONE) {
 		bool died = run.main_exited;	/* during the interrupt's grace */

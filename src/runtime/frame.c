@@ -170,6 +170,8 @@ static size_t allowed(struct frame_reader *fr, const struct head *h)
 		}
 		return FRAME_READY_MAX;
 	}
+	if (ex->ready && strcmp(h->type, "ready") == 0)
+		return FRAME_READY_MAX;
 	if (strcmp(h->type, "result") == 0) {
 		max = FRAME_MAX;
 	} else if (strcmp(h->type, "error") == 0) {

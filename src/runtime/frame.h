@@ -47,6 +47,7 @@ struct frame_expect {
 	long long id;
 	size_t bytes;
 	size_t frames;
+	bool ready;		/* with an id: a "ready" may come among its frames */
 };
 
 struct frame_reader {

@@ -83,19 +83,15 @@ def test_fifty_sessions_with_a_hostile_neighbour(make_server):
                 if st == "oom":
                     sid = None
                     break
-                # A timeout either interrupts the code (the session is kept)
-                # or, when the code does not stop within the grace (five
-                # spinning threads on a loaded machine may not see the
-                # interrupt in 2 s), kills the sandbox and ends the session.
-                # Both are right if the result says which, and the session's
-                # state agrees; the next step then needs a new session.
+                # A timeout either interrupts the code or, when the code
+                # does not stop within the grace (five spinning threads on a
+                # loaded machine may not see the interrupt in 2 s), replaces
+                # the interpreter: the session is kept either way, and the
+                # result says which.
                 reason = r.json().get("reason") or ""
                 gone = a.get(f"/v1/sessions/{sid}").status_code == 410
-                if reason.endswith("the session was ended"):
-                    if not gone:
-                        errors.append(f"hostile {name}: reported ended, still there")
-                    sid = a.session(limits={"timeout_s": 3})
-                elif not reason.endswith("the session kept") or gone:
+                kept = ("the session kept", "files in /work are kept")
+                if gone or not reason.endswith(kept):
                     errors.append(f"hostile {name}: reason {reason!r}, gone: {gone}")
             hostile_last.append(sid)
             # A python fork bomb in a fresh session: it cannot be interrupted

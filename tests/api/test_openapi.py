@@ -497,14 +497,20 @@ def test_timeout_interrupts_and_keeps_the_session(api):
     assert res["results"] == [{"text/plain": "True"}]
 
 
-def test_timeout_that_ignores_the_interrupt_ends_the_session(api):
+def test_timeout_that_ignores_the_interrupt_restarts_the_interpreter(api):
     sid = api.session()
     r = api.post(f"/v1/sessions/{sid}/execute",
                  {"code": "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
                           "while True: time.sleep(1)", "timeout_s": 0.3})
     res = check(r)
-    assert res["status"] == "timeout" and res["exit_code"] is None
-    assert "session was ended" in res["reason"]
+    assert res["status"] == "timeout" and res["exit_code"] is None and res["restarted"]
+    assert "a fresh interpreter took its place" in res["reason"]
+    for r in (api.get(f"/v1/sessions/{sid}"), api.post(f"/v1/sessions/{sid}/execute", {"code": "1"}),
+              api.get(f"/v1/sessions/{sid}/files")):
+        assert r.status_code == 200
+        check(r)
+    # A sandbox that ends answers 410 with why.
+    res = check(api.post(f"/v1/sessions/{sid}/execute", {"code": "import os\nos.kill(os.getppid(), 9)"}))
     for r in (api.get(f"/v1/sessions/{sid}"), api.post(f"/v1/sessions/{sid}/execute", {"code": "1"}),
               api.get(f"/v1/sessions/{sid}/files"), api.delete(f"/v1/sessions/{sid}")):
         assert r.status_code == 410

@@ -238,7 +238,7 @@ def test_interrupt_stops_the_execution_and_keeps_the_session(wapi):
     wapi.delete(f"/v1/sessions/{sid}")
 
 
-def test_interrupt_of_code_that_ignores_it_ends_the_session(wapi):
+def test_interrupt_of_code_that_ignores_it_restarts_the_interpreter(wapi):
     sid = wapi.session()
     wait = execute_in_thread(wapi, sid, {"code": "import signal, time\n"
                                          "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
@@ -246,10 +246,10 @@ def test_interrupt_of_code_that_ignores_it_ends_the_session(wapi):
     wait_busy(wapi, sid)
     assert wapi.post(f"/v1/sessions/{sid}/interrupt").json() == {"interrupted": True}
     res = wait().json()
-    assert res["status"] == "killed", res
-    assert "did not stop when interrupted" in res["reason"], res
-    r = wapi.post(f"/v1/sessions/{sid}/interrupt")
-    assert r.status_code == 410 and error_of(r.content)["code"] == "session_gone", r.text
+    assert res["status"] == "killed" and res["restarted"], res
+    assert res["reason"].startswith("interrupted; the code did not stop when interrupted; "
+                                    "a fresh interpreter took its place"), res
+    assert wapi.execute(sid, "1")["status"] == "ok"
 
 
 def test_interrupt_of_unknown_session_and_bad_requests(api):
