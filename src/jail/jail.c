@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,7 @@ struct jail {
 	int sync_fd;			/* kept open: its EOF tells pid 1 we died */
 	int status_fd, stdout_fd, stderr_fd, ctl_fd, work_fd;
 	int proc_fd;			/* the sandbox's own /proc (procs.h) */
+	_Atomic pid_t protected_pid;	/* jail_protect(), or 0 */
 	struct cg *cg;
 	struct lease lease;		/* the host uid of its processes */
 	uid_t uid;			/* that uid (leased or not), and gid */
@@ -700,14 +702,19 @@ int jail_fork_charged(struct jail *j, int (*fn)(void *arg), void *arg, pid_t *pi
 	return r;
 }
 
+void jail_protect(struct jail *j, pid_t pid)
+{
+	atomic_store(&j->protected_pid, pid);
+}
+
 int jail_procs(struct jail *j, struct jail_proc *out, size_t max, size_t *total)
 {
-	return procs_list(j->proc_fd, out, max, total);
+	return procs_list(j->proc_fd, atomic_load(&j->protected_pid), out, max, total);
 }
 
 int jail_proc_signal(struct jail *j, pid_t pid, int sig)
 {
-	return procs_signal(j->proc_fd, pid, sig);
+	return procs_signal(j->proc_fd, atomic_load(&j->protected_pid), pid, sig);
 }
 
 int jail_oom_score_adj(struct jail *j, pid_t pid, int adj)

@@ -259,8 +259,14 @@ struct jail_proc {
 	uint64_t cpu_ns;	/* user + system */
 };
 
-/* The sandbox's processes other than pid 1 and the main process, in the
- * order of their pids: at most max (<= JAIL_PROCS_MAX) described into out,
+/* Name a process of the sandbox (its number inside) that is petri's, as
+ * pid 1 and the main process are: the interpreter the main process forks
+ * (runtime/driver.py).  jail_procs() leaves it out and jail_proc_signal()
+ * refuses it.  Any thread; the last one named counts. */
+void jail_protect(struct jail *j, pid_t pid);
+
+/* The sandbox's processes other than pid 1, the main process and the
+ * process jail_protect() named, in the order of their pids: at most max (<= JAIL_PROCS_MAX) described into out,
  * *total says how many there were.  Reads the sandbox's own /proc (see
  * src/jail/procs.h), bounded in what it reads of each; a process that ends
  * meanwhile is left out.  Returns the number described, or -errno
@@ -269,8 +275,8 @@ struct jail_proc {
 int jail_procs(struct jail *j, struct jail_proc *out, size_t max, size_t *total);
 /* Send sig to the process pid of the sandbox (its number inside).  0;
  * -ESRCH when the sandbox has no such process (a thread of one is not
- * one); -EPERM for pid 1 and the main process, which end only with the
- * sandbox (jail_kill()).  Never reaches a process outside the sandbox. */
+ * one); -EPERM for pid 1, the main process and the one jail_protect()
+ * named.  Never reaches a process outside the sandbox. */
 int jail_proc_signal(struct jail *j, pid_t pid, int sig);
 /* Set the oom_score_adj (-1000..1000) of the sandbox's process pid (its
  * number inside), which the process may not lower itself: what the

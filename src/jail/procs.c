@@ -260,7 +260,7 @@ static int by_pid(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-int procs_list(int proc_fd, struct jail_proc *out, size_t max, size_t *total)
+int procs_list(int proc_fd, pid_t also, struct jail_proc *out, size_t max, size_t *total)
 {
 	struct clocks c = {
 		.boot_s = seconds(CLOCK_BOOTTIME), .wall_s = seconds(CLOCK_REALTIME),
@@ -297,11 +297,10 @@ int procs_list(int proc_fd, struct jail_proc *out, size_t max, size_t *total)
 
 		if (!parse_pid(e->d_name, &pid) || pid == JAIL_INIT_PID || pid == JAIL_MAIN_PID)
 			continue;
+		if (also > 0 && pid == also)
+			continue;
 		if (n < max) {
-			/* The main process's children are petri's too (the
-			 * interpreter its keeper forks, runtime/driver.py). */
-			if (describe(proc_fd, pid, &c, &out[n]) == 0 &&
-			    out[n].ppid != JAIL_MAIN_PID)
+			if (describe(proc_fd, pid, &c, &out[n]) == 0)
 				n++;
 		} else {
 			more++;
@@ -333,26 +332,7 @@ int procs_oom_score_adj(int proc_fd, pid_t pid, int adj)
 	return r;
 }
 
-/* "PPid:" of a status head; 0 if it is not there. */
-static pid_t status_ppid(const char *head)
-{
-	const char *p = strstr(head, "\nPPid:\t");
-	char num[16];
-	size_t k;
-	pid_t ppid;
-
-	if (!p)
-		return 0;
-	p += 7;
-	k = strcspn(p, "\n");
-	if (k >= sizeof(num) || !p[k])
-		return 0;
-	memcpy(num, p, k);
-	num[k] = '\0';
-	return parse_pid(num, &ppid) ? ppid : 0;
-}
-
-int procs_signal(int proc_fd, pid_t pid, int sig)
+int procs_signal(int proc_fd, pid_t also, pid_t pid, int sig)
 {
 	char name[16], head[STATUS_HEAD + 1];
 	const char *tgid;
@@ -360,7 +340,7 @@ int procs_signal(int proc_fd, pid_t pid, int sig)
 	pid_t leader;
 	int dfd, r = 0;
 
-	if (pid == JAIL_INIT_PID || pid == JAIL_MAIN_PID)
+	if (pid == JAIL_INIT_PID || pid == JAIL_MAIN_PID || (also > 0 && pid == also))
 		return -EPERM;
 	if (proc_fd < 0)
 		return -EOPNOTSUPP;
@@ -398,10 +378,6 @@ int procs_signal(int proc_fd, pid_t pid, int sig)
 			r = -ESRCH;
 			goto out;
 		}
-	}
-	if (status_ppid(head) == JAIL_MAIN_PID) {
-		r = -EPERM;	/* the interpreter, as in the listing */
-		goto out;
 	}
 	/* The directory is a pidfd of the process it was opened for. */
 	if (syscall(SYS_pidfd_send_signal, dfd, sig, NULL, 0) < 0)

@@ -36,9 +36,10 @@
  * (O_RDONLY, close-on-exec), or -1 on failure. */
 int procs_open(pid_t pid1, int *fd);
 
-/* jail_procs() and jail_proc_signal() on that descriptor. */
-int procs_list(int proc_fd, struct jail_proc *out, size_t max, size_t *total);
-int procs_signal(int proc_fd, pid_t pid, int sig);
+/* jail_procs() and jail_proc_signal() on that descriptor; also: the
+ * process jail_protect() named, or 0. */
+int procs_list(int proc_fd, pid_t also, struct jail_proc *out, size_t max, size_t *total);
+int procs_signal(int proc_fd, pid_t also, pid_t pid, int sig);
 int procs_oom_score_adj(int proc_fd, pid_t pid, int adj);
 
 /* The fields of a /proc/PID/stat line (line[0..len), not NUL-terminated)

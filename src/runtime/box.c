@@ -172,11 +172,15 @@ static void note_ready(struct box *b, json_t *f)
 
 	if (py && strlen(py) < sizeof(b->python) && strspn(py, "0123456789.") == strlen(py))
 		snprintf(b->python, sizeof(b->python), "%s", py);
+	if (!b->jail)
+		return;		/* tests/fuzz/fuzz_frame.c's box */
 	(void)jail_oom_score_adj(b->jail, JAIL_MAIN_PID, KEEPER_OOM_SCORE_ADJ);
 	if (json_is_integer(pid) && json_integer_value(pid) > JAIL_MAIN_PID &&
-	    json_integer_value(pid) <= (1 << 22))
+	    json_integer_value(pid) <= (1 << 22)) {
+		jail_protect(b->jail, (pid_t)json_integer_value(pid));
 		(void)jail_oom_score_adj(b->jail, (pid_t)json_integer_value(pid),
 					 INTERPRETER_OOM_SCORE_ADJ);
+	}
 }
 
 /* The violation a "died" frame names, as a reason; NULL if none, "" if
@@ -647,7 +651,9 @@ struct run {
 	bool awaiting_ready;
 	long long died_id;
 	int died_status;
-	bool died, died_earlier;
+	bool died_closed;		/* it had closed its control socket */
+	bool died;
+	int died_earlier;		/* interpreters that ended between executions */
 	struct jail_exit exit;
 	bool violated;
 	char violation[200];
@@ -873,6 +879,11 @@ static void take_error(struct run *run, json_t *frame)
 		run->ev->error(run->ev->ctx, e);
 }
 
+/* Interpreters that may end between two executions (each fresh one of
+ * the memory left full by /tmp, say) before the execution is taken as a
+ * protocol violation. */
+#define DIED_EARLIER_MAX 4
+
 /* "died": the keeper's word that the interpreter ended (its status, the
  * last execution it was given) and that another is starting. */
 static void take_died(struct run *run, json_t *f)
@@ -885,13 +896,15 @@ static void take_died(struct run *run, json_t *f)
 		return;
 	}
 	id = json_integer_value(json_object_get(f, "id"));
-	if (run->awaiting_ready || id > run->id || (id < run->id && run->died_earlier)) {
+	if (run->awaiting_ready || id > run->id ||
+	    (id < run->id && run->died_earlier >= DIED_EARLIER_MAX)) {
 		violate(run, "\"died\" frame out of turn");
 		return;
 	}
 	run->awaiting_ready = true;
 	run->died_id = id;
 	run->died_status = (int)json_integer_value(json_object_get(f, "status"));
+	run->died_closed = json_is_true(json_object_get(f, "closed"));
 	expect_ready(&run->b->fr);
 }
 
@@ -910,7 +923,7 @@ static void take_ready(struct run *run, json_t *f)
 	} else {
 		/* The execution went to the fresh interpreter: its frames
 		 * come now, within a budget of their own. */
-		run->died_earlier = true;
+		run->died_earlier++;
 		expect_frames(run);
 	}
 }
@@ -1287,11 +1300,16 @@ static void classify_death(struct run *run, uint64_t oom_before)
 #define FRESH_INTERPRETER "a fresh interpreter took its place: variables are lost, " \
 	"files in /work are kept"
 
-/* How an interpreter's wait status reads: "killed by signal 9 (Killed)". */
-static void describe_status(int st, char *out, size_t len)
+/* How the interpreter ended, after "the interpreter ": "was killed by
+ * signal 9 (Killed)", "exited with status 3". */
+static void describe_status(const struct run *run, char *out, size_t len)
 {
-	if (WIFSIGNALED(st))
-		snprintf(out, len, "killed by signal %d (%s)", WTERMSIG(st),
+	int st = run->died_status;
+
+	if (run->died_closed)
+		snprintf(out, len, "closed its control socket and was killed");
+	else if (WIFSIGNALED(st))
+		snprintf(out, len, "was killed by signal %d (%s)", WTERMSIG(st),
 			 strsignal(WTERMSIG(st)));
 	else
 		snprintf(out, len, "exited with status %d", WEXITSTATUS(st));
@@ -1311,7 +1329,7 @@ static void interpreter_ended(struct run *run, uint64_t oom_before, enum stop wh
 	char how[96], what[sizeof(how) + 160];
 
 	res->restarted = !run->ex->one_shot;
-	describe_status(st, how, sizeof(how));
+	describe_status(run, how, sizeof(how));
 	if (jail_usage(run->b->jail, &u) == 0 && u.oom_kills > oom_before) {
 		res->status = RESULT_OOM;
 		snprintf(res->reason, sizeof(res->reason),
@@ -1327,7 +1345,7 @@ static void interpreter_ended(struct run *run, uint64_t oom_before, enum stop wh
 	} else if (WIFSIGNALED(st)) {
 		res->status = RESULT_KILLED;
 		res->signal = WTERMSIG(st);
-		snprintf(res->reason, sizeof(res->reason), "the interpreter was %s%s", how, then);
+		snprintf(res->reason, sizeof(res->reason), "the interpreter %s%s", how, then);
 	} else {
 		/* The code ended the interpreter itself (os._exit, exec...). */
 		res->has_exit_code = true;
@@ -1538,10 +1556,10 @@ int box_exec(struct box *b, const struct box_exec *ex,
 	} else if (run.died_earlier && !res->reason[0]) {
 		char how[96];
 
-		describe_status(run.died_status, how, sizeof(how));
+		describe_status(&run, how, sizeof(how));
 		snprintf(res->reason, sizeof(res->reason),
-			 "the interpreter ended after the last execution (%s); a fresh one "
-			 "ran this code: variables are lost, files in /work are kept", how);
+			 "the interpreter %s after the last execution; a fresh one ran this "
+			 "code: variables are lost, files in /work are kept", how);
 	}
 	if (run.died_earlier)
 		res->restarted = true;

@@ -135,10 +135,6 @@ PLOTLY_JS = '/usr/lib/R/site-library/plotly/htmlwidgets/lib/plotlyjs/plotly-late
 PLOTLY_HEIGHT = 450            # plotly.js's default height, in CSS pixels
 DRIVER_FILE = (lambda: None).__code__.co_filename
 DRIVER_PID = os.getpid()
-# The environment the driver started with, plus the session's "env"
-# frames: what a restart execs the fresh interpreter with, whatever the
-# code did to os.environ.
-START_ENV = dict(os.environ)
 MAIN_THREAD = _thread.get_ident()
 SEND_LOCK = _thread.allocate_lock()
 
@@ -488,26 +484,40 @@ def session_main():
 # interpreter (with why it started) and "died" for one that ended.  An
 # interpreter that sends one of those itself, or a frame over FRAME_MAX,
 # is killed, and the "died" frame names the violation (the supervisor ends
-# the session).  The keeper runs no user code, but it is not a security
-# boundary either: user code could reach it (same uid), and then it is as
-# hostile as the code, which the supervisor's frame reader assumes anyway.
+# the session).  The interpreter says "started" (to the keeper only) when
+# it has read an exec, before any of its code runs: an exec it never
+# started goes to the next interpreter instead, and an exec's end is its
+# own only when it started.  The keeper runs no user code, and neither it
+# nor the interpreter is dumpable (user code cannot reach their memory);
+# code can still kill it, as the same user, which ends its own session.
 
 KEEPER_SIGNALS = ('SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2',
                   'SIGWINCH')          # what pid 1 passes on to us (reap.c)
-QUICK_DEATHS_MAX = 3           # fresh interpreters dying before "ready" in a row
-KEEPER_READ = 1 << 20
+QUICK_DEATHS_MAX = 3           # fresh interpreters ending before "ready", in a row
+KEEPER_READ = 1 << 20          # the most read from the supervisor at once
+EXIT_SHOWS_MS = 500            # an ending interpreter's exit, after its socket closed
+OOM_SCORE_ADJ_MAX = b'1000'    # the interpreter: the memory limit's first victim
+PR_GET_DUMPABLE = 3
+PR_SET_DUMPABLE = 4
+KEPT = False                   # this interpreter has a keeper: it says "started"
 
 
 class Keeper:
+    libc = None                # ctypes' libc, for prctl
+    dumpable = 0               # what the interpreter is (the keeper is not)
     pid = 0                    # the interpreter
     pidfd = -1
     fd = -1                    # our end of its socket pair
     ready = False              # it said "ready" (and we said so upward)
     cause = 'start'            # why it was started: the next "ready" says so
-    last_exec = 0              # id of the last exec frame passed to it
+    started = 0                # id of the last exec it said it started
+    pending = None             # an exec frame passed to it, not yet started
+    closed = False             # it closed or shut its end of the socket
     quick_deaths = 0
-    up = bytearray()           # bytes from the interpreter: part of a frame
-    down = bytearray()         # bytes from the supervisor, likewise
+    head = bytearray()         # the length of the frame it is writing, so far
+    body = None                # that frame's body (preallocated), or None
+    got = 0                    # bytes of body read
+    down = bytearray()         # bytes from the supervisor: part of a frame
 
 
 def frame_head(payload):
@@ -541,35 +551,21 @@ def frame_head(payload):
     return kind, number
 
 
-def take_frames(buf):
-    """Whole frames at the start of buf, cut from it: ([frames], False), or
-    ([...], True) when the next one announces more than FRAME_MAX."""
-    frames = []
-    while len(buf) >= 4:
-        size = int.from_bytes(buf[:4], 'big')
-        if size > FRAME_MAX:
-            return frames, True
-        if len(buf) < 4 + size:
-            break
-        frames.append(bytes(buf[:4 + size]))
-        del buf[:4 + size]
-    return frames, False
-
-
-def write_fd(fd, data):
-    """All of data to fd (blocking); False if the other end is gone."""
-    view = memoryview(data)
-    while view:
-        try:
-            view = view[os.write(fd, view):]
-        except InterruptedError:
-            continue
-        except OSError:
-            return False
+def write_fd(fd, *parts):
+    """All of parts to fd (blocking); False if the other end is gone."""
+    for data in parts:
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(fd, view):]
+            except InterruptedError:
+                continue
+            except OSError:
+                return False
     return True
 
 
-def keeper_send(K, text):
+def keeper_send(text):
     body = text.encode('utf-8')
     if not write_fd(CONTROL_FD, len(body).to_bytes(4, 'big') + body):
         os._exit(0)                     # the supervisor went away
@@ -604,8 +600,7 @@ def kill_the_rest():
         time.sleep(0.005)
 
 
-def keeper_forward(K, signum, frame):
-    """A signal pid 1 passed on: the interpreter's."""
+def signal_interpreter(K, signum):
     if K.pidfd >= 0:
         try:
             _signal.pidfd_send_signal(K.pidfd, signum)
@@ -613,13 +608,33 @@ def keeper_forward(K, signum, frame):
             pass
 
 
+def weigh_for_oom(K):
+    """In a fresh interpreter: the memory limit's first victim, it and what
+    it starts (oom_score_adj is inherited), rather than the keeper, whose
+    size counts the template's pages it shares.  Raising it needs no
+    privilege, but the file of a process that is not dumpable is root's:
+    dumpable for the moment of the write, when nothing of the code runs
+    yet, then as the keeper found it.  The supervisor sets it too, when it
+    reads "ready"."""
+    if K.libc is None:
+        return
+    K.libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
+    try:
+        with open('/proc/self/oom_score_adj', 'wb', buffering=0) as f:
+            f.write(OOM_SCORE_ADJ_MAX)
+    except OSError:
+        pass
+    finally:
+        K.libc.prctl(PR_SET_DUMPABLE, K.dumpable, 0, 0, 0)
+
+
 def spawn_interpreter(K):
     """Fork a fresh interpreter.  True in it (the caller goes on to serve),
     False in the keeper."""
     import _socket
+    global DRIVER_PID, KEPT
     ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
     ours, theirs = ours.detach(), theirs.detach()
-    global DRIVER_PID
     pid = os.fork()
     if pid == 0:
         os.dup2(theirs, CONTROL_FD, inheritable=False)
@@ -631,14 +646,18 @@ def spawn_interpreter(K):
         for name in KEEPER_SIGNALS[1:]:
             _signal.signal(getattr(_signal, name), _signal.SIG_DFL)
         DRIVER_PID = os.getpid()
+        KEPT = True
+        weigh_for_oom(K)
         return True
     os.close(theirs)
-    K.pid, K.fd, K.ready = pid, ours, False
-    K.up.clear()
+    K.pid, K.fd, K.ready, K.closed = pid, ours, False, False
+    K.head, K.body = bytearray(), None
     try:
         K.pidfd = os.pidfd_open(pid)
     except OSError as exc:
         fatal('cannot watch the interpreter: %s' % exc, 125)
+    if K.pending is not None and not write_fd(K.fd, K.pending):
+        signal_interpreter(K, _signal.SIGKILL)
     return False
 
 
@@ -646,8 +665,8 @@ def end_interpreter(K, violation=None, report=True):
     """The interpreter is gone, or must go: kill and reap it and everything
     it started, pass on the whole frames it wrote before it ended, say
     "died" (when it had said ready and report is set)."""
-    if violation:
-        _signal.pidfd_send_signal(K.pidfd, _signal.SIGKILL)
+    if violation or not report:
+        signal_interpreter(K, _signal.SIGKILL)
     try:
         status = os.waitpid(K.pid, 0)[1]
     except ChildProcessError:
@@ -655,80 +674,118 @@ def end_interpreter(K, violation=None, report=True):
     kill_the_rest()
     os.close(K.pidfd)
     K.pidfd = -1
-    os.set_blocking(K.fd, False)
-    while report and K.ready and not violation:
+    if report and K.ready and not violation:
+        os.set_blocking(K.fd, False)
         try:
-            chunk = os.read(K.fd, KEEPER_READ)
-        except OSError:
-            chunk = b''
-        if not chunk:
-            break
-        K.up += chunk
-        violation = pass_up(K)
+            while not violation:
+                violation = read_up(K)
+        except (BlockingIOError, ConnectionResetError):
+            pass
+        if violation in ('eof', 'closed'):
+            violation = None
     os.close(K.fd)
     K.fd = -1
+    K.pid = 0
     if report and K.ready:
-        died = '{"type":"died","id":%d,"status":%d' % (K.last_exec, status)
+        died = '{"type":"died","id":%d,"status":%d' % (K.started, status)
         if violation:
             died += ',"violation":"%s"' % violation
-        keeper_send(K, died + '}')
-        K.cause = 'died'
+        elif K.closed:
+            died += ',"closed":true'
+        keeper_send(died + '}')
+        if K.cause != 'restart':
+            K.cause = 'died'
         K.quick_deaths = 0
     elif report:
         K.quick_deaths += 1
-        if K.quick_deaths > QUICK_DEATHS_MAX:
+        if K.quick_deaths >= QUICK_DEATHS_MAX:
             fatal('%d fresh interpreters ended before they were ready' % K.quick_deaths, 125)
 
 
-def pass_up(K):
-    """Pass the whole frames from the interpreter on to the supervisor;
-    the name of a violation, or None."""
-    frames, too_big = take_frames(K.up)
-    for frame in frames:
-        kind = frame_head(frame[4:])[0]
-        if not K.ready:
-            if kind != 'ready':
-                return 'forged'
-            K.ready = True
-            version = '%d.%d.%d' % sys.version_info[:3]
-            keeper_send(K, '{"type":"ready","python":"%s","pid":%d,"cause":"%s"}'
-                        % (version, K.pid, K.cause))
-            continue
-        if kind in ('ready', 'died'):
+def read_up(K):
+    """Read from the interpreter into the frame it is writing (its body
+    preallocated: no copy of it is made) and take the frame when it is
+    whole.  None, 'eof', or the name of a violation."""
+    if K.body is None:
+        chunk = os.read(K.fd, 4 - len(K.head))
+        if not chunk:
+            return 'eof'
+        K.head += chunk
+        if len(K.head) < 4:
+            return None
+        size = int.from_bytes(K.head, 'big')
+        if size > FRAME_MAX:
+            return 'frame_max'
+        K.body, K.got = bytearray(size), 0
+    if K.got < len(K.body):
+        n = os.readv(K.fd, [memoryview(K.body)[K.got:]])
+        if n == 0:
+            return 'eof'
+        K.got += n
+        if K.got < len(K.body):
+            return None
+    head, body = K.head, K.body
+    K.head, K.body = bytearray(), None
+    return take_up(K, head, body)
+
+
+def take_up(K, head, body):
+    """A whole frame from the interpreter: its "ready" and "started" are
+    ours; anything else goes on to the supervisor."""
+    kind, number = frame_head(body)
+    if not K.ready:
+        if kind != 'ready':
             return 'forged'
-        if not write_fd(CONTROL_FD, frame):
-            os._exit(0)
-    return 'frame_max' if too_big else None
+        K.ready = True
+        version = '%d.%d.%d' % sys.version_info[:3]
+        keeper_send('{"type":"ready","python":"%s","pid":%d,"cause":"%s"}'
+                    % (version, K.pid, K.cause))
+        K.cause = 'start'
+        return None
+    if kind in ('ready', 'died'):
+        return 'forged'
+    if kind == 'started':
+        K.started = number
+        K.pending = None
+        return None
+    if not write_fd(CONTROL_FD, head, body):
+        os._exit(0)
+    return None
 
 
 def pass_down(K):
     """Pass the whole frames from the supervisor on to the interpreter, but
-    a "restart" (ours).  The environment is ours too, for the next one."""
-    frames, too_big = take_frames(K.down)
-    if too_big:
-        fatal('a frame over FRAME_MAX from the supervisor', PROTOCOL_ERROR)
-    for frame in frames:
-        kind, number = frame_head(frame[4:])
+    a "restart" (ours: the frames after it wait for the fresh one).  The
+    environment is ours too, for the next one; an exec is kept until the
+    interpreter says it started it."""
+    while len(K.down) >= 4:
+        size = int.from_bytes(K.down[:4], 'big')
+        if size > FRAME_MAX:
+            fatal('a frame over FRAME_MAX from the supervisor', PROTOCOL_ERROR)
+        if len(K.down) < 4 + size:
+            return
+        frame = bytes(K.down[:4 + size])
+        del K.down[:4 + size]
+        kind = frame_head(frame[4:])[0]
         if kind == 'restart':
             K.cause = 'restart'
-            if K.pid:
-                _signal.pidfd_send_signal(K.pidfd, _signal.SIGKILL)
-                end_interpreter(K, report=False)
-                K.pid = 0
-            continue
+            K.pending = None
+            end_interpreter(K, report=False)
+            return
         if kind == 'env':
+            # What a fresh interpreter starts with, whatever the code did
+            # to the old one's os.environ.
             import json
-            env = json.loads(frame[4:])['env']
-            for item in env:
+            for item in json.loads(frame[4:])['env']:
                 name, _, value = item.partition('=')
                 os.environ[name] = value
-                START_ENV[name] = value
         elif kind == 'exec':
-            K.last_exec = number
-        if K.pid and not write_fd(K.fd, frame):
+            K.pending = frame
+        if not write_fd(K.fd, frame):
             # It died, or shut its end: it can no longer be told
             # anything.  Its end is seen next.
-            _signal.pidfd_send_signal(K.pidfd, _signal.SIGKILL)
+            K.closed = True
+            signal_interpreter(K, _signal.SIGKILL)
 
 
 def keep():
@@ -737,36 +794,51 @@ def keep():
     import select
     K = Keeper()
     os.set_blocking(CONTROL_FD, True)
+    # Not dumpable, whatever the interpreter is (a cold one is, after its
+    # exec): the code, as the same user, cannot read or write our memory.
+    try:
+        import ctypes
+        K.libc = ctypes.CDLL(None)
+        K.dumpable = K.libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0)
+        if K.libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+            raise OSError('prctl')
+    except (OSError, ImportError, AttributeError) as exc:
+        fatal('the keeper cannot make itself undumpable: %s' % exc, 125)
     for name in KEEPER_SIGNALS:
-        _signal.signal(getattr(_signal, name), lambda n, f: keeper_forward(K, n, f))
+        _signal.signal(getattr(_signal, name), lambda n, f: signal_interpreter(K, n))
     while True:
         if not K.pid:
             if spawn_interpreter(K):
                 return
+            pass_down(K)                # what came after a restart
+            if not K.pid:
+                continue
         poller = select.poll()
         poller.register(CONTROL_FD, select.POLLIN)
-        poller.register(K.fd, select.POLLIN)
+        if not K.closed:                # its end would poll as hung up for ever
+            poller.register(K.fd, select.POLLIN)
         poller.register(K.pidfd, select.POLLIN)
         events = dict(poller.poll())
-        if events.get(K.fd):
+        if K.fd in events and not K.closed:
             try:
-                chunk = os.read(K.fd, KEEPER_READ)
-            except OSError:
-                chunk = b''
-            if chunk:
-                K.up += chunk
-                violation = pass_up(K)
-                if violation:
-                    end_interpreter(K, violation)
-                    K.pid = 0
-                    continue
-            else:
-                # It closed its end: it can no longer be told anything.
-                _signal.pidfd_send_signal(K.pidfd, _signal.SIGKILL)
+                what = read_up(K)
+            except ConnectionResetError:
+                what = 'eof'
+            if what == 'eof':
+                # Its end closed: it is ending (its files close before its
+                # exit shows), or it closed or shut its end and can no
+                # longer be told anything.
+                ending = select.poll()
+                ending.register(K.pidfd, select.POLLIN)
+                if not ending.poll(EXIT_SHOWS_MS):
+                    K.closed = True
+                    signal_interpreter(K, _signal.SIGKILL)
                 events[K.pidfd] = select.POLLIN
+            elif what:
+                end_interpreter(K, what)
+                continue
         if events.get(K.pidfd):
             end_interpreter(K)
-            K.pid = 0
             continue
         if events.get(CONTROL_FD):
             try:
@@ -2495,40 +2567,6 @@ def detach_stdin(saved):
     sys.stdin = saved
 
 
-def restart():
-    """{"type": "restart"}: become a fresh interpreter in this very process
-    (pid 1 keeps it as the sandbox's main process), as the driver started:
-    /work as cwd, the umask, no signal handled or blocked, fd 0
-    /dev/null, only fds 0-3, the environment it started with.  The jail
-    (namespaces, cgroups, seccomp, Landlock, no_new_privs, rlimits) is the
-    process's and stays as it is.  The fresh one kills what the old one
-    left (clear_sandbox) before it says ready."""
-    if os.getppid() != 1:
-        reject('restart: this driver is not the main process of a sandbox')
-    flush_stdio()
-    for reset in (lambda: os.chdir('/work'), lambda: os.umask(0o022),
-                  lambda: signal.pthread_sigmask(signal.SIG_SETMASK, ())):
-        try:
-            reset()
-        except OSError:
-            pass
-    for number in signal.valid_signals():
-        try:
-            signal.signal(number, signal.SIG_DFL)
-        except (OSError, ValueError):
-            pass                        # SIGKILL, SIGSTOP
-    try:
-        null = os.open('/dev/null', os.O_RDONLY)
-        os.dup2(null, 0)
-        os.close(null)
-        os.closerange(CONTROL_FD + 1, max(os.sysconf('SC_OPEN_MAX'), 1024))
-        os.set_inheritable(CONTROL_FD, True)
-        os.execve('/usr/bin/python3', ['/usr/bin/python3', '-I', '-u', DRIVER_FILE,
-                                       '--restarted'], START_ENV)
-    except OSError as exc:
-        fatal('cannot restart: %s' % exc, 125)
-
-
 def load_modules():
     """The rest of the standard library the driver needs."""
     global ast, base64, importlib, io, json, linecache, shlex, shutil, signal, site, stat
@@ -2571,10 +2609,14 @@ def serve():
             # exec (a sandbox forked from a template starts with the
             # template's).
             apply_env(request['env'])
-            START_ENV.update(item.partition('=')[::2] for item in request['env'])
             continue
         if request['type'] == 'restart':
-            restart()
+            # The keeper's to act on; it never passes one on.
+            reject('restart: this driver is not the main process of a sandbox')
+        if KEPT:
+            # Before any of the cell runs: an exec its keeper never hears
+            # of as started goes to the next interpreter if this one ends.
+            write_all(encode_frame({'type': 'started', 'id': request['id']}))
         handle_exec(request)
 '''
 

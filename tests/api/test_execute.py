@@ -289,8 +289,32 @@ def test_the_interpreter_ending_between_executions(fapi, flavour):
     res = check_result(fapi.execute(sid, "print(open('kept.txt').read(), 'kept' in dir())"))
     assert res["status"] == "ok" and res["stdout"] == "yes False\n", res
     assert res["restarted"] is True, res
-    assert "ended after the last execution (exited with status 7)" in res["reason"], res
+    assert res["reason"].startswith("the interpreter exited with status 7 after the last "
+                                    "execution; a fresh one ran this code"), res
     expect_fresh(fapi, sid)
+
+
+@flavours()
+def test_an_execution_the_dying_interpreter_never_started_runs_in_the_next(fapi, flavour):
+    # A thread starves the main thread (which would read the next exec) and
+    # then ends the interpreter: the exec it never started is not reported
+    # as ended with it, it runs in the fresh interpreter.
+    sid = fapi.session(limits={"timeout_s": 10})
+    keep_a_file(fapi, sid)
+    res = fapi.execute(sid, "import os, sys, threading, time\n"
+                            "def hog():\n"
+                            "    time.sleep(0.2)\n"
+                            "    sys.setswitchinterval(100)\n"
+                            "    t = time.monotonic()\n"
+                            "    while time.monotonic() - t < 1.5: pass\n"
+                            "    os._exit(0)\n"
+                            "threading.Thread(target=hog).start()")
+    assert res["status"] == "ok", res
+    time.sleep(0.6)
+    res = check_result(fapi.execute(sid, "open('ran.txt', 'w').write('yes')\nprint('ran')"))
+    assert res["status"] == "ok" and res["stdout"] == "ran\n" and res["restarted"], res
+    assert "exited with status 0 after the last execution" in res["reason"], res
+    assert fapi.execute(sid, "print(open('ran.txt').read())")["stdout"] == "yes\n"
 
 
 @flavours()
@@ -343,6 +367,8 @@ def test_an_interpreter_that_cuts_its_control_socket_is_replaced(fapi, flavour, 
     t0 = time.monotonic()
     res = check_result(fapi.execute(sid, f"import os, socket, time\n{code}\ntime.sleep(30)"))
     assert res["status"] == "killed" and res["signal"] == 9 and res["restarted"], res
+    assert res["reason"].startswith("the interpreter closed its control socket and was "
+                                    "killed; a fresh interpreter took its place"), res
     assert time.monotonic() - t0 < 5
     expect_fresh(fapi, sid)
 

@@ -204,6 +204,23 @@ def test_petri_own_processes_are_refused(request, fixture):
     assert out(api.execute(sid, "print(child.pid)")) == "4\n"
 
 
+def test_a_process_made_a_child_of_the_keeper_is_listed(api):
+    # CLONE_PARENT makes a sibling of the interpreter, a child of the keeper
+    # (pid 2): it is the code's, listed and signalled as any other; only
+    # the interpreter itself is protected.
+    sid = api.session()
+    pid = int(out(api.execute(sid, "import ctypes, os, signal\n"
+                                   "libc = ctypes.CDLL(None, use_errno=True)\n"
+                                   "pid = libc.syscall(56, 0x8000 | signal.SIGCHLD, 0, 0, 0, 0)\n"
+                                   "if pid == 0:\n"
+                                   "    os.execv('/bin/sleep', ['sleep', '600'])\n"
+                                   "print(pid)")))
+    p = wait_for(lambda: find(api, sid, "sleep", "600"), 30)
+    assert p and p["pid"] == pid and p["ppid"] == 2, listing(api, sid)
+    r = api.delete(f"/v1/sessions/{sid}/processes/{pid}?signal=KILL")
+    assert r.status_code == 202, r.text
+
+
 def test_unknown_pids_threads_and_bad_requests(api):
     sid = api.session()
     r = api.delete(f"/v1/sessions/{sid}/processes/999999")

@@ -161,17 +161,18 @@ def test_processes_that_multiply_do_not_outlive_a_restart(session, host_guard):
 ])
 def test_a_runtime_cannot_sabotage_its_restart(servers, path, sabotage, host_guard):
     # The code runs in the interpreter and may replace the driver's own
-    # functions there, its restart among them; but a restart is the
-    # keeper's (another process, not dumpable, so out of the code's
-    # reach): the interpreter is killed and replaced all the same.
+    # functions there, the reader of the next frame among them; but a
+    # restart is the keeper's (another process, not dumpable, so out of
+    # the code's reach): the interpreter is killed and replaced all the
+    # same.
     srv = servers(path)
     api = srv.api
     sid = api.session(limits=H.api_limits(H.DEFAULT_LIMITS))
     # display() is the driver's own function: its globals are the driver's.
     code = ('g = display.__globals__\n'
-            'assert "restart" in g and "serve" in g\n'
+            'assert "read_request" in g and "serve" in g\n'
             'exec(%r, g)\n'
-            'g["restart"] = g["sabotage"]\n'
+            'g["read_request"] = g["sabotage"]\n'
             'v = 1\n') % ('def sabotage():\n    ' + sabotage.replace('\n', '\n    '))
     res = execute(api, sid, code)
     assert res['status'] == 'ok', H.describe(res)

@@ -9,7 +9,9 @@ check each one:
 * CapInh, CapPrm, CapEff, CapBnd, CapAmb all 0; NoNewPrivs 1; Seccomp 2;
 * every namespace (user, mnt, pid, net, ipc, uts, cgroup) differs from
   the host's;
-* the driver holds fds 0-3 only, and every fd of every process is a pipe, a
+* the driver's keeper (the main process) holds fds 0-3, its end of the
+  interpreter's socket pair and a pidfd of it; the interpreter (the
+  keeper's child) fds 0-3 only; every fd of every process is a pipe, a
   socket or /dev/null (nothing that points to a host file);
 * its mounts: the root is a tmpfs, /usr is read-only, and no host path such
   as /root, /home, /var, /run or the checkout is mounted.
@@ -41,12 +43,15 @@ def inspect(pids):
     """Problems with the processes of one sandbox."""
     problems = []
     host_ns = {ns: H.ns_inode('self', ns) for ns in NAMESPACES}
-    # the driver: the main process, pid 2 of the sandbox (pid 1 of a warm
-    # sandbox is a fork of the template and carries its command line)
+    # the driver: the keeper, the main process, pid 2 of the sandbox (pid 1
+    # of a warm sandbox is a fork of the template and carries its command
+    # line), and the interpreter, its child
     drivers = [p for p in pids if '/opt/petri/driver.py' in cmdline(p)
                and (H.proc_status(p) or {}).get('NSpid', '').split()[-1:] == ['2']]
-    if not drivers:
-        problems.append(f'no driver among {[(p, cmdline(p)) for p in pids]}')
+    interpreters = [p for p in pids if '/opt/petri/driver.py' in cmdline(p)
+                    and str(drivers[:1] and drivers[0]) == (H.proc_status(p) or {}).get('PPid')]
+    if not drivers or not interpreters:
+        problems.append(f'no keeper or interpreter among {[(p, cmdline(p)) for p in pids]}')
     for pid in pids:
         st = H.proc_status(pid)
         if st is None:
@@ -93,10 +98,13 @@ def inspect(pids):
             if dev not in own:      # a file of the sandbox's own tmpfs is fine (bash's script)
                 problems.append(f'{who}: fd {fd} -> {target} (not on a tmpfs of the sandbox)')
         if pid in drivers:
-            extra = sorted(set(fds) - {0, 1, 2, 3})
-            if extra or sorted(fds) != [0, 1, 2, 3]:
-                problems.append(f'{who}: the driver holds fds {sorted(fds)} ({fds})')
+            kinds = sorted((fd, fds[fd].split(':')[0]) for fd in fds)
+            if kinds != [(0, '/dev/null'), (1, 'pipe'), (2, 'pipe'), (3, 'socket'),
+                         (4, 'socket'), (5, 'anon_inode')] or 'pidfd' not in fds[5]:
+                problems.append(f'{who}: the keeper holds fds {sorted(fds)} ({fds})')
             problems += inspect_mounts(pid, who)
+        if pid in interpreters and sorted(fds) != [0, 1, 2, 3]:
+            problems.append(f'{who}: the interpreter holds fds {sorted(fds)} ({fds})')
     return problems
 
 
