@@ -180,19 +180,6 @@ static bool token_ok(struct e2b *e, const char *sid, const char *token, int *key
 
 /* ---- contexts ----------------------------------------------------------- */
 
-static int random_hex(char *out, size_t digits)
-{
-	unsigned char raw[64];
-	size_t n = (digits + 1) / 2;
-
-	if (n > sizeof(raw) || getrandom(raw, n, 0) != (ssize_t)n)
-		return -EIO;
-	for (size_t i = 0; i < n; i++)
-		snprintf(out + 2 * i, 3, "%02x", raw[i]);
-	out[digits] = '\0';
-	return 0;
-}
-
 int e2b_context_add(struct e2b *e, const char *sid, const char *language, const char *cwd,
 		    struct e2b_context *out)
 {
@@ -202,7 +189,7 @@ int e2b_context_add(struct e2b *e, const char *sid, const char *language, const 
 
 	snprintf(c.language, sizeof(c.language), "%s", language);
 	snprintf(c.cwd, sizeof(c.cwd), "%s", cwd);
-	if (random_hex(c.id, 32) < 0)
+	if (id_random_hex(c.id, 32) < 0)
 		return -EIO;
 	pthread_mutex_lock(&e->lock);
 	if ((i = find(e, sid)) < 0)
@@ -631,7 +618,7 @@ known:
 		goto out;
 	}
 	p.env = (const char *const *)env;
-	if (!(b = calloc(1, sizeof(*b))) || random_hex(b->token, E2B_TOKEN_LEN) < 0) {
+	if (!(b = calloc(1, sizeof(*b))) || id_make(b->token, sizeof(b->token), "tok", rq->cfg->node, 64) < 0) {
 		answered = e2b_error(rq, 500, "out of memory");
 		goto out;
 	}

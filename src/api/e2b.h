@@ -29,6 +29,7 @@
 
 #include "api/http.h"
 #include "runtime/languages.h"
+#include "util/ids.h"
 
 #define E2B_ENVD_PORT		49983
 #define E2B_CODE_PORT		49999
@@ -37,7 +38,8 @@
 /* Code contexts per sandbox: a default one per language (at most
  * LANG_EXTRA_MAX + the 5 built in), then the client's own. */
 #define E2B_CONTEXTS_MAX	80
-#define E2B_TOKEN_LEN		64		/* hex digits of a token */
+/* An access token: "tok_" NODE "-" 64 hex digits, at most (util/ids.h). */
+#define E2B_TOKEN_LEN		ID_LEN("tok", 64)
 
 struct e2b;
 

@@ -402,8 +402,9 @@ static enum MHD_Result route(struct api_req *rq)
 		/* Polled by load balancers: atomics only, no lock a slow
 		 * path (a template starting, a session spawning) holds. */
 		smgr_health(rq->sm, &h);
-		return http_json(rq, 200, json_pack("{s:s, s:s, s:I, s:b, s:s, s:I, s:I}",
-						    "status", "ok", "version", petri_version(),
+		return http_json(rq, 200, json_pack("{s:s, s:s, s:s, s:I, s:b, s:s, s:I, s:I}",
+						    "status", "ok", "node", rq->cfg->node,
+						    "version", petri_version(),
 						    "sessions", (json_int_t)h.sessions,
 						    "cgroups", smgr_cgroups(rq->sm),
 						    "warm", h.warm, "pool", (json_int_t)h.pool,

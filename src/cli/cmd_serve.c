@@ -164,7 +164,7 @@ int cmd_serve(int argc, char **argv)
 	printf("petri: listening on %s%s\n",
 	       strncmp(api_address(srv), "unix:", 5) ? "http://" : "", api_address(srv));
 	fflush(stdout);
-	log_info("serving on %s (%s, max %u sessions)", api_address(srv),
+	log_info("serving on %s as node %s (%s, max %u sessions)", api_address(srv), l.cfg.node,
 		 l.cfg.napi_keys ? "API keys required" : "no API keys: local only",
 		 l.cfg.max_sessions);
 	/* Ready means accepting connections: the warm template may still be

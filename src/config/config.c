@@ -14,10 +14,21 @@
 
 static void config_http_defaults(struct petri_config *c);
 
+/* The host's name as a node's (util/ids.h). */
+static void config_default_node(char node[ID_NODE_MAX + 1])
+{
+	char host[256] = "";
+
+	if (gethostname(host, sizeof(host) - 1) < 0)
+		host[0] = '\0';
+	id_node_from_host(host, node);
+}
+
 void config_defaults(struct petri_config *c)
 {
 	memset(c, 0, sizeof(*c));
 	snprintf(c->listen, sizeof(c->listen), "127.0.0.1:8080");
+	config_default_node(c->node);
 	c->max_sessions = 100;
 	c->max_executions = 16;
 	c->max_body_bytes = 64ull << 20;
@@ -239,6 +250,13 @@ static bool set_server(struct parse *p, const char *name, const char *v)
 			return false;
 		snprintf(c->listen, sizeof(c->listen), "%s", v);
 		return true;
+	}
+	if (!strcmp(name, "node")) {
+		if (!*v)
+			config_default_node(c->node);
+		else if (id_node_valid(v))
+			snprintf(c->node, sizeof(c->node), "%s", v);
+		return !*v || id_node_valid(v);
 	}
 	if (!strcmp(name, "api_keys"))
 		return push_list(&c->api_keys, &c->napi_keys, v) == 0;

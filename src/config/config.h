@@ -1,6 +1,6 @@
 /* config — the operator's one configuration file (INI, parsed by inih).
  *
- *   [server]   listen, api_keys, api_keys_file, max_sessions,
+ *   [server]   listen, node, api_keys, api_keys_file, max_sessions,
  *              max_executions, max_body_mb, max_file_mb, shutdown_grace_s,
  *              log_level, record, record_max_mb, record_keep_days,
  *              record_max_attachment_kb, max_return_file_kb, max_return_files_mb,
@@ -37,10 +37,14 @@
 
 struct jail_file;
 #include "runtime/languages.h"
+#include "util/ids.h"
 #include "util/log.h"
 
 struct petri_config {
 	char listen[256];	/* "HOST:PORT" or "unix:PATH" */
+	/* This petri's name among several behind a router, in every id it
+	 * makes (util/ids.h); by default the host's (id_node_from_host()). */
+	char node[ID_NODE_MAX + 1];
 	char **api_keys;
 	size_t napi_keys;
 	uint32_t max_sessions;

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "util/clock.h"
 #include "util/log.h"
@@ -91,16 +90,12 @@ int mcp_registry_open(struct mcp_registry *r, struct mcp_conn **out,
 		      char id[MCP_HTTP_ID_LEN + 1])
 {
 	struct mcp_conn *gone[16], *c;
-	unsigned char raw[16];
 	size_t ngone;
 	int e;
 
 	*out = NULL;
-	if (getrandom(raw, sizeof(raw), 0) != sizeof(raw))
-		return -EIO;
-	memcpy(id, "mcp_", 4);
-	for (int i = 0; i < 16; i++)
-		snprintf(id + 4 + 2 * i, 3, "%02x", raw[i]);
+	if ((e = id_make(id, MCP_HTTP_ID_LEN + 1, "mcp", r->cfg->node, 32)) < 0)
+		return e;
 	if ((e = mcp_conn_new(r->sm, r->cfg, "http", &c)) < 0)
 		return e;
 	pthread_mutex_lock(&r->lock);

@@ -13,7 +13,7 @@
 #include "mcp/mcp.h"
 #include "session/session.h"
 
-#define MCP_HTTP_ID_LEN 36		/* "mcp_" + 32 hex digits */
+#define MCP_HTTP_ID_LEN ID_LEN("mcp", 32)	/* "mcp_" NODE "-" 32 hex (util/ids.h) */
 #define MCP_HTTP_FORGET_S 3600.0
 
 struct mcp_registry;

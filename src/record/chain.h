@@ -6,8 +6,9 @@
  *           and its length, so that no two different entries share an
  *           encoding (a domain text first, for the same reason across
  *           versions of the encoding: CHAIN_DOMAIN for an entry that
- *           names the petri that wrote it, CHAIN_DOMAIN_V1 for one kept
- *           by a petri before that).
+ *           names the petri and the node that wrote it, CHAIN_DOMAIN_V2
+ *           for one that names only the petri, CHAIN_DOMAIN_V1 for one
+ *           kept by a petri before that).
  *   link    SHA-256(the previous link || digest): changing, removing,
  *           inserting or reordering an entry changes every link after it.
  *           The first entry's previous link is CHAIN_GENESIS, 32 zero
@@ -31,7 +32,8 @@
 
 #define CHAIN_HASH_LEN 32
 #define CHAIN_HEX_LEN (2 * CHAIN_HASH_LEN + 1)
-#define CHAIN_DOMAIN "petri-record-entry-v2"
+#define CHAIN_DOMAIN "petri-record-entry-v3"
+#define CHAIN_DOMAIN_V2 "petri-record-entry-v2"
 #define CHAIN_DOMAIN_V1 "petri-record-entry-v1"
 
 struct chain_hasher;

@@ -414,7 +414,7 @@ static json_t *cell_petri(const json_t *entry)
 {
 	static const char *const from_entry[] = {
 		"seq", "session", "language", "started_at", "status", "code_truncated", "limits",
-		"engine",
+		"engine", "node",
 	};
 	static const char *const from_result[] = {
 		"exit_code", "signal", "duration_ms", "cpu_ms", "memory_peak_bytes", "reason",
@@ -747,6 +747,10 @@ static int html_entry(struct export *x, const json_t *e)
 		r = buf_append_str(b, " &middot; petri ");
 	if (!r && str(e, "engine"))
 		r = esc(b, str(e, "engine"));
+	if (!r && str(e, "node"))
+		r = buf_append_str(b, " on node ");
+	if (!r && str(e, "node"))
+		r = esc(b, str(e, "node"));
 	if (!r)
 		r = buf_append_str(b, "</p>\n");
 	if (!r && json_is_object(json_object_get(e, "limits"))) {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "util/clock.h"
+#include "util/ids.h"
 #include "util/log.h"
 #include "util/timefmt.h"
 #include "util/utf8.h"
@@ -35,12 +36,15 @@ struct record {
 	size_t attach_max;
 	int64_t entries, bytes;		/* what it holds, as of the last change */
 	int64_t last_seq;		/* the entry this daemon added last */
+	char node[ID_NODE_MAX + 1];	/* in every entry it adds */
 	record_hook on_add;		/* record_on_add(), under lock */
 	void *on_add_arg;
 };
 
 /* `engine`: the petri that wrote the entry (petri_version()); NULL in
- * entries kept by a petri before it was recorded.
+ * entries kept by a petri before it was recorded.  `node`: the node that
+ * ran it ([server] node; several nodes may share one file); NULL in
+ * entries kept before nodes were named.
  * `bytes`: what the row costs (record_add), summed without reading the
  * rows: the index covers it.  `digest` and `link`: the chain (chain.h).
  * `gap_link` and `gap_sig`: the entry before this one went to make room
@@ -69,7 +73,8 @@ static const char schema[] =
 	"  link TEXT,"
 	"  gap_link TEXT,"
 	"  gap_sig TEXT,"
-	"  engine TEXT);"
+	"  engine TEXT,"
+	"  node TEXT);"
 	"CREATE TABLE IF NOT EXISTS chain ("
 	"  id INTEGER PRIMARY KEY CHECK (id = 1),"
 	"  start_seq INTEGER NOT NULL,"
@@ -101,11 +106,8 @@ static const char add_chain[] =
 
 /* A file written before entries named their engine. */
 static const char add_engine[] = "ALTER TABLE executions ADD COLUMN engine TEXT;";
-/* The same, for a reader that may not change the file (verify, export):
- * the entries as they would be, engine NULL, in the connection's own
- * temporary schema, which a name finds before the file's. */
-static const char view_engine[] =
-	"CREATE TEMP VIEW executions AS SELECT *, NULL AS engine FROM main.executions;";
+/* A file written before entries named their node. */
+static const char add_node[] = "ALTER TABLE executions ADD COLUMN node TEXT;";
 
 static const char indexes[] =
 	"DROP INDEX IF EXISTS executions_session;"
@@ -113,12 +115,14 @@ static const char indexes[] =
 	"  ON executions(session, seq, bytes);";
 
 #define LIST_COLUMNS \
-	"seq, started_at, language, code, status, limits, result, code_truncated, session, engine"
+	"seq, started_at, language, code, status, limits, result, code_truncated, session, engine," \
+	" node"
 /* What an entry's digest covers, in this order (entry_digest()); the
  * columns of a walk (walk()) follow them. */
 #define DIGEST_COLUMNS \
-	"seq, session, started_at, language, code, code_truncated, status, limits, result, engine"
-enum { COL_DIGEST = 10, COL_LINK, COL_GAP_LINK, COL_GAP_SIG };
+	"seq, session, started_at, language, code, code_truncated, status, limits, result, engine," \
+	" node"
+enum { COL_ENGINE = 9, COL_NODE, COL_DIGEST, COL_LINK, COL_GAP_LINK, COL_GAP_SIG };
 
 static const struct {
 	size_t off;
@@ -127,8 +131,8 @@ static const struct {
 } statements[] = {
 	{ offsetof(struct record, insert),
 	  "INSERT INTO executions (seq, session, started_at, language, code, code_truncated,"
-	  " status, limits, result, bytes, digest, link, engine)"
-	  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)", true },
+	  " status, limits, result, bytes, digest, link, engine, node)"
+	  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)", true },
 	/* The same parameters, each listing the columns row_json() reads:
 	 * ?1 the session (where it is one), ?2 before, ?3 limit. */
 	{ offsetof(struct record, list),
@@ -265,12 +269,15 @@ static void add_column(struct chain_hasher *h, sqlite3_stmt *st, int col, bool t
 }
 
 /* The digest of a row of DIGEST_COLUMNS (from column 0 of st), as stored:
- * an entry without an engine was kept by an older petri, whose digest
- * stopped at the result (docs/record.md). */
+ * an entry without a node, or without an engine, was kept by an older
+ * petri, whose digest stopped at the engine, or at the result
+ * (docs/record.md). */
 static bool row_digest(sqlite3_stmt *st, unsigned char out[CHAIN_HASH_LEN])
 {
-	bool engine = sqlite3_column_type(st, 9) != SQLITE_NULL;
-	struct chain_hasher *h = chain_begin(engine ? CHAIN_DOMAIN : CHAIN_DOMAIN_V1);
+	bool engine = sqlite3_column_type(st, COL_ENGINE) != SQLITE_NULL;
+	bool node = engine && sqlite3_column_type(st, COL_NODE) != SQLITE_NULL;
+	struct chain_hasher *h = chain_begin(node ? CHAIN_DOMAIN : engine ? CHAIN_DOMAIN_V2 :
+					     CHAIN_DOMAIN_V1);
 
 	if (!h)
 		return false;
@@ -284,7 +291,9 @@ static bool row_digest(sqlite3_stmt *st, unsigned char out[CHAIN_HASH_LEN])
 	add_column(h, st, 7, true);
 	add_column(h, st, 8, true);
 	if (engine)
-		add_column(h, st, 9, true);
+		add_column(h, st, COL_ENGINE, true);
+	if (node)
+		add_column(h, st, COL_NODE, true);
 	return chain_finish(h, out);
 }
 
@@ -296,7 +305,7 @@ struct row {
 	const char *language, *code;
 	size_t code_len;
 	bool code_truncated;
-	const char *status, *limits, *result, *engine;
+	const char *status, *limits, *result, *engine, *node;
 };
 
 static void add_text_or_null(struct chain_hasher *h, const char *s, size_t n)
@@ -323,6 +332,7 @@ static bool entry_digest(const struct row *r, unsigned char out[CHAIN_HASH_LEN])
 	add_text_or_null(h, r->limits, r->limits ? strlen(r->limits) : 0);
 	chain_add_text(h, r->result, strlen(r->result));
 	chain_add_text(h, r->engine, strlen(r->engine));
+	chain_add_text(h, r->node, strlen(r->node));
 	return chain_finish(h, out);
 }
 
@@ -354,7 +364,7 @@ static int chain_existing(struct record *rec)
 		}
 		c.head_seq = sqlite3_column_int64(scan, 0);
 		c.entries++;
-		c.bytes += sqlite3_column_int64(scan, 10);
+		c.bytes += sqlite3_column_int64(scan, COL_DIGEST);	/* bytes, after them */
 		sqlite3_bind_int64(put, 1, c.head_seq);
 		bind_hex(put, 2, digest);
 		bind_hex(put, 3, c.head_link);
@@ -437,17 +447,38 @@ static int make_parent(const char *path, char *err, size_t errlen)
 
 /* What a file of an older petri lacks: fix, run when the executions have
  * no such column.  An SQLite result code. */
-static int add_missing(sqlite3 *db, const char *column, const char *fix)
+static bool has_column(sqlite3 *db, const char *column)
 {
 	sqlite3_stmt *probe = NULL;
 	char sql[64];
-	int rc = SQLITE_OK;
+	bool has;
 
 	snprintf(sql, sizeof(sql), "SELECT %s FROM executions", column);
-	if (sqlite3_prepare_v2(db, sql, -1, &probe, NULL) != SQLITE_OK)
-		rc = sqlite3_exec(db, fix, NULL, NULL, NULL);
+	has = sqlite3_prepare_v2(db, sql, -1, &probe, NULL) == SQLITE_OK;
 	sqlite3_finalize(probe);
-	return rc;
+	return has;
+}
+
+/* For a reader that may not change the file (verify, export): the entries
+ * as they would be, engine and node NULL where an older file has no such
+ * column, in the connection's own temporary schema, which a name finds
+ * before the file's. */
+static int view_missing(sqlite3 *db)
+{
+	bool engine = has_column(db, "engine"), node = has_column(db, "node");
+	char sql[160];
+
+	if (engine && node)
+		return SQLITE_OK;
+	snprintf(sql, sizeof(sql), "CREATE TEMP VIEW executions AS SELECT *%s%s FROM main.executions;",
+		 engine ? "" : ", NULL AS engine", node ? "" : ", NULL AS node");
+	return sqlite3_exec(db, sql, NULL, NULL, NULL);
+}
+
+/* Run fix, which adds column, when the file has no such column. */
+static int add_missing(sqlite3 *db, const char *column, const char *fix)
+{
+	return has_column(db, column) ? SQLITE_OK : sqlite3_exec(db, fix, NULL, NULL, NULL);
 }
 
 static int open_db(struct record *rec, const struct record_options *o, char *err, size_t errlen)
@@ -485,9 +516,11 @@ static int open_db(struct record *rec, const struct record_options *o, char *err
 		if (rc == SQLITE_OK)
 			rc = add_missing(rec->db, "engine", add_engine);
 		if (rc == SQLITE_OK)
+			rc = add_missing(rec->db, "node", add_node);
+		if (rc == SQLITE_OK)
 			rc = sqlite3_exec(rec->db, indexes, NULL, NULL, NULL);
 	} else if (rc == SQLITE_OK) {
-		rc = add_missing(rec->db, "engine", view_engine);
+		rc = view_missing(rec->db);
 	}
 	for (size_t i = 0; rc == SQLITE_OK && i < NSTATEMENTS; i++)
 		if (!rec->readonly || !statements[i].writes)
@@ -561,6 +594,8 @@ int record_open(const struct record_options *o, struct record **out, char *err, 
 		      rec->file ? (int64_t)RECORD_BUDGET_FILE : (int64_t)RECORD_BUDGET_MEMORY;
 	rec->keep_days = o->keep_days;
 	rec->attach_max = o->attachment_max;
+	snprintf(rec->node, sizeof(rec->node), "%s",
+		 o->node && id_node_valid(o->node) ? o->node : ID_NODE_DEFAULT);
 	if (!rec->path) {
 		record_close(rec);
 		return -ENOMEM;
@@ -895,11 +930,11 @@ static int insert_locked(struct record *rec, const struct record_entry *e, const
 		.session = e->session, .started_at = e->started_at, .language = e->language,
 		.code = e->code, .code_len = keep, .code_truncated = keep < n,
 		.status = result_status_name(e->result->status), .limits = limits,
-		.result = result, .engine = petri_version(),
+		.result = result, .engine = petri_version(), .node = rec->node,
 	};
 	int64_t bytes = (int64_t)(keep + strlen(result) + (limits ? strlen(limits) : 0) +
 				  strlen(e->language) + (e->session ? strlen(e->session) : 0) +
-				  strlen(r.engine) + RECORD_ROW_OVERHEAD);
+				  strlen(r.engine) + strlen(r.node) + RECORD_ROW_OVERHEAD);
 	unsigned char digest[CHAIN_HASH_LEN];
 	struct chain_row c;
 	int rc;
@@ -927,6 +962,7 @@ static int insert_locked(struct record *rec, const struct record_entry *e, const
 		bind_hex(st, 11, digest);
 		bind_hex(st, 12, c.head_link);
 		sqlite3_bind_text(st, 13, r.engine, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 14, r.node, -1, SQLITE_STATIC);
 		rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
 		done(st);
 	}
@@ -1105,6 +1141,10 @@ static int put_entry(struct buf *b, sqlite3_stmt *st)
 		r = buf_append_str(b, ",\"engine\":");
 	if (!r)
 		r = put_column_string(b, st, 9);
+	if (!r)
+		r = buf_append_str(b, ",\"node\":");
+	if (!r)
+		r = put_column_string(b, st, 10);
 	return r ? r : buf_append(b, "}", 1);
 }
 

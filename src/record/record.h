@@ -77,6 +77,8 @@ struct record_options {
 	int64_t max_entries, max_bytes;	/* 0: RECORD_KEEP_*, RECORD_BUDGET_* */
 	double keep_days;		/* 0: no bound by age */
 	size_t attachment_max;		/* bytes of base64 of one image or file */
+	const char *node;		/* the node's name, in every entry added
+					 * (util/ids.h); NULL: ID_NODE_DEFAULT */
 };
 
 /* 0 or -errno with a message.  A file's head is logged when it opens and
@@ -99,8 +101,9 @@ int record_add(struct record *rec, const struct record_entry *e);
 
 /* A listing is an array of entries {"seq", "session" (null for a one-shot
  * run), "started_at", "language", "code", "code_truncated", "status",
- * "limits", "result", "engine"}: seq orders the whole record, over all
- * sessions.
+ * "limits", "result", "engine", "node"}: seq orders the whole record, over
+ * all sessions (engine and node are null in entries kept before a petri
+ * recorded them).
  *
  * What one listing costs is bounded whatever the record holds: at most
  * `limit` rows (the API allows 1000) and RECORD_LIST_MAX bytes of JSON,

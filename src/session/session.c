@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -627,6 +626,7 @@ int smgr_new(const struct petri_config *cfg, struct jail_host *host,
 			.max_bytes = (int64_t)cfg->record_max_bytes,
 			.keep_days = cfg->record_keep_days,
 			.attachment_max = cfg->record_max_attachment_bytes,
+			.node = cfg->node,
 		     }, &m->record, err, errlen)) < 0)
 		goto fail;
 	r = spawner_new(host, ncpu > 0 ? (unsigned)(ncpu * 2) : 2, &m->spawner);
@@ -735,17 +735,6 @@ void smgr_free(struct smgr *m)
 	free(m);
 }
 
-static int new_id(char *id)
-{
-	unsigned char raw[16];
-
-	if (getrandom(raw, sizeof(raw), 0) != sizeof(raw))
-		return -EIO;
-	memcpy(id, "ses_", 4);
-	for (int i = 0; i < 16; i++)
-		snprintf(id + 4 + 2 * i, 3, "%02x", raw[i]);
-	return 0;
-}
 
 /* Reserve room for one more sandbox of key's, of pids processes, under the
  * caps: the session cap and the host's tasks, and key's share of both.
@@ -861,7 +850,7 @@ enum sm_result smgr_create(struct smgr *m, const struct session_params *p,
 	if ((r = reserve(m, FOR_SESSION, p->limits.pids, p->key)) != SM_OK)
 		return r;
 	s = calloc(1, sizeof(*s));
-	if (!s || new_id(s->id) < 0) {
+	if (!s || id_make(s->id, sizeof(s->id), "ses", m->cfg->node, 32) < 0) {
 		free(s);
 		r = SM_NO_MEMORY;
 		goto unreserve;

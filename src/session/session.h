@@ -29,7 +29,8 @@
 struct smgr;
 struct session;
 
-#define SESSION_ID_LEN 36	/* "ses_" + 32 hex digits */
+/* "ses_" NODE "-" 32 hex digits, at most (util/ids.h). */
+#define SESSION_ID_LEN ID_LEN("ses", 32)
 
 struct session_params {
 	const char *language;		/* default language of executions */

@@ -46,10 +46,14 @@ def field(tag, data):
 
 def digest(row):
     """The digest docs/record.md defines, from a row of its columns: with
-    the engine that wrote it, or (an entry of an older petri) without."""
-    seq, session, started_at, language, code, truncated, status, limits, result, engine = row
+    the engine and the node that wrote it, or (an entry of an older petri)
+    without the node, or without either."""
+    seq, session, started_at, language, code, truncated, status, limits, result, engine, node = row
+    if engine is None:
+        node = None
     h = hashlib.sha256()
-    h.update(field(3, b"petri-record-entry-v1" if engine is None else b"petri-record-entry-v2"))
+    h.update(field(3, b"petri-record-entry-v1" if engine is None else
+                   b"petri-record-entry-v2" if node is None else b"petri-record-entry-v3"))
     h.update(bytes([1]) + struct.pack(">q", seq))
     h.update(field(0, b"") if session is None else field(3, session.encode()))
     h.update(bytes([2]) + struct.pack(">d", started_at))
@@ -61,6 +65,8 @@ def digest(row):
     h.update(field(3, result.encode()))
     if engine is not None:
         h.update(field(3, engine.encode()))
+    if node is not None:
+        h.update(field(3, node.encode()))
     return h.digest()
 
 
@@ -73,7 +79,8 @@ def record_in(tmp_path):
     return path, conf
 
 
-COLUMNS = "seq, session, started_at, language, code, code_truncated, status, limits, result, engine"
+COLUMNS = ("seq, session, started_at, language, code, code_truncated, status, limits, result, engine,"
+           " node")
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +89,7 @@ def kept(tmp_path_factory):
     the daemon stopped; (config path, record path, the daemon's stderr).
     Shared: the tests read it, or change copies of it."""
     path, conf = record_in(tmp_path_factory.mktemp("kept"))
-    srv = Server(path.parent.parent, f"[server]\nrecord = {path}\n", light=True)
+    srv = Server(path.parent.parent, f"[server]\nrecord = {path}\nnode = kept\n", light=True)
     api = srv.api()
     sid = api.session()
     for i in range(4):
@@ -132,12 +139,13 @@ def test_the_chain_is_the_documented_format(kept):
         rows = db.execute(f"SELECT {COLUMNS}, digest, link FROM executions ORDER BY seq").fetchall()
     link = GENESIS
     for row in rows:
-        d = digest(row[:10])
-        assert d.hex() == row[10], row[0]
+        d = digest(row[:11])
+        assert d.hex() == row[11], row[0]
         link = hashlib.sha256(link + d).digest()
-        assert link.hex() == row[11], row[0]
-    # Every entry names the petri that wrote it.
+        assert link.hex() == row[12], row[0]
+    # Every entry names the petri and the node that wrote it.
     assert {row[9] for row in rows} == {petri_version()}
+    assert {row[10] for row in rows} == {"kept"}
     _, body = verify_json(conf)
     assert body["head"] == link.hex() and body["head_seq"] == 5
 
@@ -149,6 +157,9 @@ def test_the_chain_is_the_documented_format(kept):
     ("engine", "UPDATE executions SET engine = '0.0.1' WHERE seq = 4;", 4),
     # An entry passed off as one of a petri that did not record engines.
     ("engine-null", "UPDATE executions SET engine = NULL WHERE seq = 2;", 2),
+    ("node", "UPDATE executions SET node = 'elsewhere' WHERE seq = 4;", 4),
+    # An entry passed off as one of a petri that did not record nodes.
+    ("node-null", "UPDATE executions SET node = NULL WHERE seq = 3;", 3),
     ("deleted", "DELETE FROM executions WHERE seq = 2;", 2),
     ("deleted-last", "DELETE FROM executions WHERE seq = 5;", 5),
     ("inserted", "UPDATE executions SET seq = seq + 10 WHERE seq >= 3;"
@@ -316,16 +327,17 @@ def rechain(db, start_link=GENESIS):
 
 
 def test_a_record_of_an_older_petri_verifies_and_grows(make_server, kept, tmp_path):
-    """Entries kept before entries named their engine (engine null, the v1
-    digest) still verify, read-only also from a file without the engine
-    column; and a daemon adds its own entries after them."""
-    conf = tampered(tmp_path, kept[1], "UPDATE executions SET engine = NULL;", "older")
+    """Entries kept before entries named their engine (engine and node null,
+    the v1 digest) still verify, read-only also from a file without those
+    columns; and a daemon adds its own entries after them."""
+    conf = tampered(tmp_path, kept[1], "UPDATE executions SET engine = NULL, node = NULL;", "older")
     path = conf.parent / "record.sqlite"
     with sqlite3.connect(path) as db:
         rechain(db)
     make_server(f"[server]\nrecord = {path}\n[sessions]\nwarm = false\n").stop()   # signs the head
-    # The file as an older petri left it: no engine column.
-    old = tampered(tmp_path, path, "ALTER TABLE executions DROP COLUMN engine;", "no-column")
+    # The file as an older petri left it: no engine column, no node column.
+    old = tampered(tmp_path, path, "ALTER TABLE executions DROP COLUMN engine;"
+                   "ALTER TABLE executions DROP COLUMN node;", "no-column")
     code, body = verify_json(old)
     assert code == 0 and body["entries"] == 5, body
     with sqlite3.connect(old.parent / "record.sqlite") as db:     # read-only: unchanged
@@ -335,6 +347,7 @@ def test_a_record_of_an_older_petri_verifies_and_grows(make_server, kept, tmp_pa
     assert api.post("/v1/execute", {"code": "print('new')"}).status_code == 200
     listed = api.get("/v1/executions").json()["executions"]
     assert [e["engine"] for e in listed] == [petri_version()] + [None] * 5
+    assert [e["node"] for e in listed] == [api.get("/healthz").json()["node"]] + [None] * 5
     srv.stop()
     code, body = verify_json(conf)
     assert code == 0 and body["entries"] == 6, body

@@ -258,7 +258,7 @@ describe('Streamable HTTP: petri serve at /mcp', () => {
 
   test('the negotiated version is sent back as a header, and the session id was assigned', () => {
     assert.equal(transport.protocolVersion, LATEST_PROTOCOL_VERSION);
-    assert.match(transport.sessionId, /^mcp_[0-9a-f]{32}$/);
+    assert.match(transport.sessionId, /^mcp_[a-z0-9]{1,16}-[0-9a-f]{32}$/);
   });
 
   test('terminating the session deletes its sandbox; its id is then unknown', async () => {

@@ -36,6 +36,8 @@ START_TEST(test_defaults)
 	/* The record is kept in the state directory unless told otherwise. */
 	ck_assert(c.record_default);
 	ck_assert(strstr(c.record, "/record.sqlite") != NULL);
+	/* The node is named after the host, as a node's name. */
+	ck_assert(id_node_valid(c.node));
 	config_release(&c);
 }
 END_TEST
@@ -97,6 +99,9 @@ START_TEST(test_refused)
 		"[python]\npreload = a, .b\n",
 		"[python]\npath_preload = x\n",
 		"[server]\nrecord = relative.sqlite\n",
+		"[server]\nnode = petri-0\n",		/* util/ids.h: [a-z0-9]{1,16} */
+		"[server]\nnode = Petri0\n",
+		"[server]\nnode = 0123456789abcdef0\n",
 		"[nosection]\nx = 1\n",
 		"[server\nbroken\n",
 		"[language.perl]\nfile = main.pl\n",			/* no run */
@@ -357,6 +362,26 @@ START_TEST(test_long_line)
 }
 END_TEST
 
+START_TEST(test_node)
+{
+	struct petri_config c;
+	char host[ID_NODE_MAX + 1];
+
+	load_ok(&c, "[server]\nnode = n1\n");
+	ck_assert_str_eq(c.node, "n1");
+	config_release(&c);
+	load_ok(&c, "[server]\nnode = 0123456789abcdef\n");
+	ck_assert_str_eq(c.node, "0123456789abcdef");
+	config_release(&c);
+	/* Empty: the host's, as by default. */
+	config_defaults(&c);
+	snprintf(host, sizeof(host), "%s", c.node);
+	load_ok(&c, "[server]\nnode = n1\nnode =\n");
+	ck_assert_str_eq(c.node, host);
+	config_release(&c);
+}
+END_TEST
+
 START_TEST(test_listen)
 {
 	struct petri_config c;
@@ -392,6 +417,7 @@ Suite *config_suite(void)
 	tcase_add_test(tc, test_preload);
 	tcase_add_test(tc, test_long_line);
 	tcase_add_test(tc, test_listen);
+	tcase_add_test(tc, test_node);
 	tcase_add_test(tc, test_languages);
 	suite_add_tcase(s, tc);
 	return s;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "record/record.h"
+#include "util/ids.h"
 #include "util/version.h"
 #include "unit.h"
 
@@ -420,7 +421,8 @@ START_TEST(test_a_file_of_an_older_petri_opens)
 		" VALUES ('old', 1.0, 'bash', 'echo hi', 'ok', '{\"stdout\":\"hi\\n\"}');",
 		NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
-	ck_assert_int_eq(record_open(&(struct record_options){ .path = path }, &rec, err, sizeof(err)), 0);
+	ck_assert_int_eq(record_open(&(struct record_options){ .path = path, .node = "alpha" },
+				     &rec, err, sizeof(err)), 0);
 	ck_assert_int_eq(usage(rec, true, NULL).entries, 1);
 	ck_assert_int_gt(usage(rec, true, NULL).bytes, 7 + 15);
 	add(rec, "old", 10, 10, 'a');
@@ -431,8 +433,11 @@ START_TEST(test_a_file_of_an_older_petri_opens)
 	/* The old entry names no engine (its digest is the one of its time);
 	 * the new one names this petri. */
 	ck_assert(json_is_null(json_object_get(json_array_get(l, 0), "engine")));
+	ck_assert(json_is_null(json_object_get(json_array_get(l, 0), "node")));
 	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(l, 1), "engine")),
 			 petri_version());
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(l, 1), "node")),
+			 "alpha");
 	json_decref(l);
 	record_close(rec);
 	/* Reopened, it knows what it holds, and both digests verify. */
@@ -442,6 +447,38 @@ START_TEST(test_a_file_of_an_older_petri_opens)
 	ck_assert_msg(check.broken == 0, "%s", check.why);
 	ck_assert_int_eq(check.entries, 2);
 	record_close(rec);
+	/* The node is part of what an entry's digest covers: an entry said
+	 * to come from another node, or from none (as if an older petri had
+	 * kept it), breaks the chain there. */
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+		ck_assert_int_eq(sqlite3_exec(db, i ? "UPDATE executions SET node = 'beta' WHERE seq = 2" :
+					      "UPDATE executions SET node = NULL WHERE seq = 2",
+					      NULL, NULL, NULL), SQLITE_OK);
+		sqlite3_close(db);
+		ck_assert_int_eq(record_open(&(struct record_options){ .path = path, .readonly = true },
+					     &rec, err, sizeof(err)), 0);
+		ck_assert_int_eq(record_verify(rec, NULL, 0, NULL, &check), 0);
+		ck_assert_int_eq(check.broken, 2);
+		record_close(rec);
+	}
+	/* Read as they are (verify, export), files without a node, or
+	 * without an engine either: those columns are null. */
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+		ck_assert_int_eq(sqlite3_exec(db, i ? "ALTER TABLE executions DROP COLUMN engine" :
+					      "ALTER TABLE executions DROP COLUMN node",
+					      NULL, NULL, NULL), SQLITE_OK);
+		sqlite3_close(db);
+		ck_assert_int_eq(record_open(&(struct record_options){ .path = path, .readonly = true },
+					     &rec, err, sizeof(err)), 0);
+		l = list(rec, "old", 0, &truncated);
+		ck_assert_uint_eq(json_array_size(l), 2);
+		ck_assert(json_is_null(json_object_get(json_array_get(l, 1), "node")));
+		ck_assert(i == 0 || json_is_null(json_object_get(json_array_get(l, 1), "engine")));
+		json_decref(l);
+		record_close(rec);
+	}
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/record.sqlite-wal", dir);
 	unlink(path);
@@ -546,6 +583,7 @@ START_TEST(test_an_entry_is_written_as_json_writes_it)
 	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(entry, "result"),
 							   "stdout")), "out\n");
 	ck_assert_str_eq(json_string_value(json_object_get(entry, "engine")), petri_version());
+	ck_assert_str_eq(json_string_value(json_object_get(entry, "node")), ID_NODE_DEFAULT);
 	ck_assert(json_is_false(json_object_get(entry, "code_truncated")));
 	json_decref(l);
 	record_close(rec);

@@ -1,10 +1,13 @@
-/* Small helpers of src/util that the other suites do not cover: clocks
- * strict numbers, and the cost scan of JSON texts. */
+/* Small helpers of src/util that the other suites do not cover: clocks,
+ * strict numbers, the cost scan of JSON texts, and ids. */
+#include <errno.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #include "unit.h"
 #include "util/clock.h"
+#include "util/ids.h"
 #include "util/jsoncost.h"
 #include "util/num.h"
 
@@ -99,6 +102,47 @@ START_TEST(test_jsoncost)
 }
 END_TEST
 
+/* A node's name, from the configuration or the host's name, and the ids
+ * that carry it (util/ids.h: routers read the layout). */
+START_TEST(test_ids_name_their_node)
+{
+	char node[ID_NODE_MAX + 1], id[ID_LEN("ses", 32) + 1], small[20];
+
+	ck_assert(id_node_valid("a"));
+	ck_assert(id_node_valid("petri0"));
+	ck_assert(id_node_valid("0123456789abcdef"));
+	ck_assert(!id_node_valid(""));
+	ck_assert(!id_node_valid("0123456789abcdef0"));	/* 17 */
+	ck_assert(!id_node_valid("petri-0"));
+	ck_assert(!id_node_valid("petri_0"));
+	ck_assert(!id_node_valid("Petri"));
+	ck_assert(!id_node_valid("p\xc3\xa9"));
+
+	id_node_from_host("petri-0", node);
+	ck_assert_str_eq(node, "petri0");
+	id_node_from_host("Build-Box.example.org", node);
+	ck_assert_str_eq(node, "buildbox");
+	/* The last 16: a StatefulSet's ordinal stays. */
+	id_node_from_host("petri-sandbox-nodes-12", node);
+	ck_assert_str_eq(node, "risandboxnodes12");
+	ck_assert(id_node_valid(node));
+	id_node_from_host("", node);
+	ck_assert_str_eq(node, ID_NODE_DEFAULT);
+	id_node_from_host("---.x", node);
+	ck_assert_str_eq(node, ID_NODE_DEFAULT);
+
+	ck_assert_int_eq(id_make(id, sizeof(id), "ses", "0123456789abcdef", 32), 0);
+	ck_assert_uint_eq(strlen(id), ID_LEN("ses", 32));
+	ck_assert(!strncmp(id, "ses_0123456789abcdef-", 21));
+	for (const char *p = id + 21; *p; p++)
+		ck_assert((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'));
+	ck_assert_int_eq(id_make(id, sizeof(id), "ses", "n1", 32), 0);
+	ck_assert_uint_eq(strlen(id), 4 + 2 + 1 + 32);
+	ck_assert_int_eq(id_make(id, sizeof(id), "ses", "n-1", 32), -EINVAL);
+	ck_assert_int_eq(id_make(small, sizeof(small), "ses", "n1", 32), -EINVAL);
+}
+END_TEST
+
 Suite *util_suite(void)
 {
 	Suite *s = suite_create("util");
@@ -109,6 +153,7 @@ Suite *util_suite(void)
 	tcase_add_test(tc, test_num_u32);
 	tcase_add_test(tc, test_num_double);
 	tcase_add_test(tc, test_jsoncost);
+	tcase_add_test(tc, test_ids_name_their_node);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -51,7 +51,7 @@ describe('the web page, no keys', () => {
 
   test('New session opens a notebook and lists the session', async () => {
     await page.getByRole('button', { name: 'New session' }).click();
-    await page.waitForURL(/#\/session\/ses_[0-9a-f]+$/);
+    await page.waitForURL(/#\/session\/ses_[a-z0-9]+-[0-9a-f]+$/);
     sid = page.url().split('/').pop();
     await page.locator('#sessions').getByRole('link', { name: new RegExp(sid) }).waitFor();
     await page.getByRole('textbox', { name: 'Code' }).waitFor();
