@@ -662,7 +662,7 @@ static void sm_connect_error(enum sm_result r, const char *reason, const char **
 			     char *msg, size_t len)
 {
 	*code = r == SM_BUSY || r == SM_CAPACITY || r == SM_HOST_FULL || r == SM_KEY_SHARE ? "resource_exhausted" :
-		r == SM_GONE || r == SM_NOT_FOUND || r == SM_STOPPING ? "unavailable" :
+		r == SM_GONE || r == SM_NOT_FOUND || r == SM_STOPPING || r == SM_DRAINING ? "unavailable" :
 		r == SM_INVALID ? "invalid_argument" : "internal";
 	snprintf(msg, len, "%s%s", r == SM_BUSY ? "busy: " : "", http_sm_message(r, reason));
 }

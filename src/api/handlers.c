@@ -28,6 +28,7 @@ const char *http_sm_code(enum sm_result r, int *status)
 		[SM_PROTECTED] = 403,
 		[SM_HOST_FULL] = 429,
 		[SM_KEY_SHARE] = 429,
+		[SM_DRAINING] = 503,
 	};
 
 	if (status)

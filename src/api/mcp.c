@@ -112,6 +112,12 @@ static enum MHD_Result post(struct api_req *rq)
 					     "starts a new session: send it without Mcp-Session-Id");
 			goto out;
 		}
+		if (smgr_draining(rq->sm)) {
+			/* A new MCP session is a new session: another node's. */
+			answered = rpc_error(rq, 503, MCP_INTERNAL_ERROR,
+					     sm_result_message(SM_DRAINING));
+			goto out;
+		}
 		if ((r = mcp_registry_open(rq->mcp, &c, new_id)) < 0) {
 			answered = rpc_error(rq, r == -EAGAIN ? 503 : 500, MCP_INTERNAL_ERROR,
 					     r == -EAGAIN ? "too many MCP sessions: try again later" :

@@ -45,6 +45,7 @@
 #include "mcp/registry.h"
 #include "util/clock.h"
 #include "util/jsoncost.h"
+#include "util/listen.h"
 #include "util/log.h"
 #include "util/metrics.h"
 #include "util/utf8.h"
@@ -287,6 +288,30 @@ bool http_key_ok(const struct petri_config *cfg, const char *key)
 	return http_key_find(cfg, key, &index);
 }
 
+/* The node's administration (docs/cluster.md): drain and undrain. */
+static bool is_node_path(const char *url)
+{
+	return !strcmp(url, "/v1/node") || !strncmp(url, "/v1/node/", 9);
+}
+
+/* May the request administer the node?  With [cluster] admin_keys, only
+ * with one of them (an API key never can: a tenant must not drain a
+ * node); without, only a server without API keys (local use). */
+static bool admin_authorized(struct api_req *rq)
+{
+	const char *h = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "Authorization");
+	bool found = false;
+
+	rq->key_index = -1;
+	if (rq->cfg->nadmin_keys == 0)
+		return rq->cfg->napi_keys == 0;
+	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+		return false;
+	for (size_t i = 0; i < rq->cfg->nadmin_keys; i++)
+		found |= http_same_secret(h + 7, rq->cfg->admin_keys[i]);
+	return found;
+}
+
 /* Is the request's key one of the server's (or are there none)?  Notes
  * which in rq->key_index. */
 static bool authorized(struct api_req *rq)
@@ -390,26 +415,54 @@ enum MHD_Result http_not_allowed(struct api_req *rq, const char *allow)
 
 #define LANGUAGES_WAIT_S 20.0	/* GET /v1/languages waits for the probe */
 
+/* /healthz's answer, also the node's state after a drain or an undrain.
+ * Polled by load balancers: atomics only, no lock a slow path (a template
+ * starting, a session spawning) holds. */
+static enum MHD_Result health(struct api_req *rq)
+{
+	struct smgr_health h;
+
+	smgr_health(rq->sm, &h);
+	return http_json(rq, 200, json_pack("{s:s, s:s, s:s, s:I, s:b, s:s, s:I, s:I, s:b}",
+					    "status", "ok", "node", rq->cfg->node,
+					    "version", petri_version(),
+					    "sessions", (json_int_t)h.sessions,
+					    "cgroups", smgr_cgroups(rq->sm),
+					    "warm", h.warm, "pool", (json_int_t)h.pool,
+					    "max_sessions", (json_int_t)h.max_sessions,
+					    "draining", h.draining));
+}
+
+/* GET /v1/node, POST /v1/node/drain and /v1/node/undrain: the node's
+ * administration, for an admin key (admin_authorized()). */
+static enum MHD_Result handle_node(struct api_req *rq)
+{
+	const char *url = rq->url, *m = rq->method;
+
+	if (!strcmp(url, "/v1/node")) {
+		if (strcmp(m, "GET"))
+			return http_not_allowed(rq, "GET");
+		return health(rq);
+	}
+	if (strcmp(url, "/v1/node/drain") && strcmp(url, "/v1/node/undrain"))
+		return http_error(rq, 404, "not_found", "no such endpoint: %.200s", url);
+	if (strcmp(m, "POST"))
+		return http_not_allowed(rq, "POST");
+	smgr_drain(rq->sm, !strcmp(url, "/v1/node/drain"));
+	return health(rq);
+}
+
 static enum MHD_Result route(struct api_req *rq)
 {
 	const char *url = rq->url, *m = rq->method;
 
 	if (!strcmp(url, "/healthz")) {
-		struct smgr_health h;
-
 		if (strcmp(m, "GET"))
 			return http_not_allowed(rq, "GET");
-		/* Polled by load balancers: atomics only, no lock a slow
-		 * path (a template starting, a session spawning) holds. */
-		smgr_health(rq->sm, &h);
-		return http_json(rq, 200, json_pack("{s:s, s:s, s:s, s:I, s:b, s:s, s:I, s:I}",
-						    "status", "ok", "node", rq->cfg->node,
-						    "version", petri_version(),
-						    "sessions", (json_int_t)h.sessions,
-						    "cgroups", smgr_cgroups(rq->sm),
-						    "warm", h.warm, "pool", (json_int_t)h.pool,
-						    "max_sessions", (json_int_t)h.max_sessions));
+		return health(rq);
 	}
+	if (is_node_path(url))
+		return handle_node(rq);
 	if (!strcmp(url, "/metrics")) {
 		struct buf b = BUF_INIT;
 		enum MHD_Result r;
@@ -505,7 +558,7 @@ static bool runs_inline(const char *url)
 {
 	return !strcmp(url, "/healthz") || !strcmp(url, "/metrics") ||
 	       !strcmp(url, "/v1/openapi.json") || !strcmp(url, "/v1/events") ||
-	       web_is_asset(url);
+	       is_node_path(url) || web_is_asset(url);
 }
 
 /* Requests whose answer is small whatever the client does: deleting
@@ -619,8 +672,17 @@ static enum MHD_Result on_headers(struct api_server *srv, struct api_req *rq)
 		share_tenant_of(rq->conn, rq->key_index, &rq->tenant);
 		return MHD_YES;
 	}
+	if (is_node_path(rq->url) && !admin_authorized(rq)) {
+		metrics_inc(M_REJECT_AUTH);
+		return http_error(rq, rq->cfg->nadmin_keys ? 401 : 403, "unauthorized",
+				  rq->cfg->nadmin_keys ? "an admin key is required: Authorization: "
+				  "Bearer <one of [cluster] admin_keys>" : "this server has API keys "
+				  "and no [cluster] admin_keys: no one may administer the node over "
+				  "HTTP");
+	}
 	/* The web page's files hold no data: the page asks for the key. */
-	if (strcmp(rq->url, "/healthz") && !web_is_asset(rq->url) && !authorized(rq)) {
+	if (strcmp(rq->url, "/healthz") && !is_node_path(rq->url) && !web_is_asset(rq->url) &&
+	    !authorized(rq)) {
 		metrics_inc(M_REJECT_AUTH);
 		return http_error(rq, 401, "unauthorized",
 				  "a valid API key is required: Authorization: Bearer <key>");
@@ -906,59 +968,6 @@ static int listen_unix(struct api_server *srv, const char *path, char *err, size
 	return fd;
 }
 
-static int listen_tcp(struct api_server *srv, const char *listen_at, char *err, size_t errlen)
-{
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE |
-				  AI_NUMERICSERV }, *ai = NULL;
-	char host[256], port[16], name[INET6_ADDRSTRLEN];
-	const char *colon = strrchr(listen_at, ':');
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
-	size_t n;
-	int fd = -1, one = 1, r;
-
-	if (!colon || colon == listen_at || strlen(colon + 1) >= sizeof(port) ||
-	    (n = (size_t)(colon - listen_at)) >= sizeof(host)) {
-		snprintf(err, errlen, "listen: expected HOST:PORT or unix:PATH, got '%s'", listen_at);
-		return -EINVAL;
-	}
-	memcpy(host, listen_at, n);
-	host[n] = '\0';
-	if (host[0] == '[' && n > 2 && host[n - 1] == ']') {
-		memmove(host, host + 1, n - 2);
-		host[n - 2] = '\0';
-	}
-	snprintf(port, sizeof(port), "%s", colon + 1);
-	if ((r = getaddrinfo(host, port, &hints, &ai)) != 0) {
-		snprintf(err, errlen, "listen: cannot resolve '%s': %s", listen_at, gai_strerror(r));
-		return -EINVAL;
-	}
-	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, LISTEN_BACKLOG) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
-		int e = errno;
-
-		snprintf(err, errlen, "listen on %s: %s", listen_at, strerror(e));
-		if (fd >= 0)
-			close(fd);
-		freeaddrinfo(ai);
-		return -e;
-	}
-	freeaddrinfo(ai);
-	if (ss.ss_family == AF_INET6) {
-		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
-
-		inet_ntop(AF_INET6, &s6->sin6_addr, name, sizeof(name));
-		snprintf(srv->address, sizeof(srv->address), "[%s]:%u", name, ntohs(s6->sin6_port));
-	} else {
-		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
-
-		inet_ntop(AF_INET, &s4->sin_addr, name, sizeof(name));
-		snprintf(srv->address, sizeof(srv->address), "%s:%u", name, ntohs(s4->sin_port));
-	}
-	return fd;
-}
 
 int api_open(const struct petri_config *cfg, struct api_server **out, char *err, size_t errlen)
 {
@@ -973,7 +982,8 @@ int api_open(const struct petri_config *cfg, struct api_server **out, char *err,
 		return -ENOMEM;
 	srv->cfg = cfg;
 	fd = !strncmp(cfg->listen, "unix:", 5) ? listen_unix(srv, cfg->listen + 5, err, errlen) :
-						 listen_tcp(srv, cfg->listen, err, errlen);
+						 listen_tcp(cfg->listen, LISTEN_BACKLOG, srv->address,
+							    sizeof(srv->address), err, errlen);
 	if (fd < 0) {
 		free(srv);
 		return fd;

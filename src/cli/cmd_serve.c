@@ -40,7 +40,9 @@
  * docs/architecture.md says why each thread exists and what each lock
  * guards.
  *
- * Shutdown: stop accepting, give requests in flight the grace period,
+ * Shutdown: on SIGTERM with [cluster] drain_grace_s, drain first (no new
+ * sessions, the agent says drain) until the sessions have ended or the
+ * grace has passed; then stop accepting, give requests in flight the grace period,
  * then kill every sandbox (executions still running end as killed), wait
  * for their responses to go out, free everything and exit 0.  api_stop()
  * returns only when the API's worker threads and streams have let go of
@@ -64,6 +66,7 @@
 
 #include "api/api.h"
 #include "cli/commands.h"
+#include "cluster/agent.h"
 #include "config/config.h"
 #include "jail/jail.h"
 #include "session/session.h"
@@ -78,6 +81,29 @@ static void usage(FILE *f)
 		"  --listen ADDR   where to listen (default 127.0.0.1:8080; port 0 picks one)\n"
 		"  --config FILE   the configuration file (docs/configuration.md)\n"
 		"  -v, --verbose   log every request\n");
+}
+
+/* SIGTERM on a node of a cluster ([cluster] drain_grace_s): take no new
+ * sessions while the live ones run on, until none is left, grace seconds
+ * have passed, or another signal says stop now. */
+static void drain_first(struct smgr *sm, const sigset_t *stop, double grace)
+{
+	double end = clock_mono_s() + grace, left;
+	struct smgr_health h;
+
+	smgr_drain(sm, true);
+	smgr_health(sm, &h);
+	log_info("draining before stopping: %zu sessions live, at most %g s", h.sessions, grace);
+	while (smgr_health(sm, &h), h.sessions > 0 && (left = end - clock_mono_s()) > 0) {
+		struct timespec ts = { .tv_nsec = left < 0.2 ? (long)(left * 1e9) : 200000000L };
+		int sig = sigtimedwait(stop, NULL, &ts);
+
+		if (sig > 0 && sig != SIGHUP) {
+			log_info("%s: stopping now, %zu sessions live", strsignal(sig), h.sessions);
+			return;
+		}
+	}
+	log_info("drained: %zu sessions live", h.sessions);
 }
 
 static void wait_idle(struct api_server *srv, double seconds)
@@ -100,6 +126,7 @@ int cmd_serve(int argc, char **argv)
 	const char *config_path = NULL, *listen_at = NULL;
 	struct cli_local l;
 	struct api_server *srv;
+	struct node_agent *agent = NULL;
 	bool verbose = false;
 	sigset_t stop;
 	char err[512];
@@ -136,7 +163,8 @@ int cmd_serve(int argc, char **argv)
 	}
 	/* Before anything is started (the record, the template): a refused
 	 * address, or one in use, is a quick error. */
-	if (api_open(&l.cfg, &srv, err, sizeof(err)) < 0)
+	if (api_open(&l.cfg, &srv, err, sizeof(err)) < 0 ||
+	    (l.cfg.agent_listen[0] && agent_open(l.cfg.agent_listen, &agent, err, sizeof(err)) < 0))
 		die(2, "%s", err);
 	log_set_prefix("petri serve");
 	log_set_level(verbose ? LOG_DEBUG : l.cfg.log_level);
@@ -163,6 +191,15 @@ int cmd_serve(int argc, char **argv)
 	}
 	printf("petri: listening on %s%s\n",
 	       strncmp(api_address(srv), "unix:", 5) ? "http://" : "", api_address(srv));
+	if (agent) {
+		if (agent_start(agent, l.sm, err, sizeof(err)) < 0) {
+			api_stop(srv);
+			cli_local_stop(&l);
+			die(2, "%s", err);
+		}
+		printf("petri: agent on %s\n", agent_address(agent));
+		log_info("agent for HAProxy's agent-check on %s", agent_address(agent));
+	}
 	fflush(stdout);
 	log_info("serving on %s as node %s (%s, max %u sessions)", api_address(srv), l.cfg.node,
 		 l.cfg.napi_keys ? "API keys required" : "no API keys: local only",
@@ -178,13 +215,19 @@ int cmd_serve(int argc, char **argv)
 			break;
 		log_info("SIGHUP ignored: restart petri to change its configuration");
 	}
+	if (sig == SIGTERM && l.cfg.drain_grace_s > 0) {
+		sd_notify(0, "STATUS=draining");
+		drain_first(l.sm, &stop, l.cfg.drain_grace_s);
+	}
 	log_info("%s: stopping (grace %g s)", strsignal(sig), l.cfg.shutdown_grace_s);
 	sd_notify(0, "STOPPING=1\nSTATUS=stopping");
+	agent_stopping(agent);
 	api_quiesce(srv);
 	wait_idle(srv, l.cfg.shutdown_grace_s);
 	smgr_shutdown(l.sm);
 	wait_idle(srv, 5.0);
 	api_stop(srv);
+	agent_stop(agent);
 	cli_local_stop(&l);
 	log_info("stopped");
 	return 0;

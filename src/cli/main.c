@@ -17,6 +17,9 @@ static const struct cli_command commands[] = {
 	{ "mcp", cmd_mcp, "serve the Model Context Protocol on stdio (for MCP clients)" },
 	{ "ask", cmd_ask, "let a model answer a question by running code, step by step" },
 	{ "record", cmd_record, "verify and export the execution record petri serve keeps" },
+	{ "drain", cmd_drain, "stop a petri serve taking new sessions; its sessions run on" },
+	{ "undrain", cmd_undrain, "let a drained petri serve take new sessions again" },
+	{ "node", cmd_node, "print a petri serve's state: node, sessions, capacity, draining" },
 	{ NULL, NULL, NULL },
 };
 

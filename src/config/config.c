@@ -496,6 +496,36 @@ static bool plain_dir_name(const char *v)
 	return true;
 }
 
+static bool set_cluster(struct parse *p, const char *name, const char *v)
+{
+	struct petri_config *c = p->cfg;
+
+	if (!strcmp(name, "admin_keys"))
+		return push_list(&c->admin_keys, &c->nadmin_keys, v) == 0;
+	if (!strcmp(name, "agent_listen")) {
+		if (strlen(v) >= sizeof(c->agent_listen) || !strncmp(v, "unix:", 5))
+			return false;
+		snprintf(c->agent_listen, sizeof(c->agent_listen), "%s", v);
+		return true;
+	}
+	if (!strcmp(name, "drain_grace_s"))
+		return num_double(v, 0, 86400, &c->drain_grace_s);
+	return false;
+}
+
+/* An admin key that is also an API key would let a tenant drain the node. */
+static int check_admin_keys(const struct petri_config *c, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < c->nadmin_keys; i++)
+		for (size_t j = 0; j < c->napi_keys; j++)
+			if (!strcmp(c->admin_keys[i], c->api_keys[j])) {
+				snprintf(err, errlen, "[cluster] admin_keys: a key is also one of "
+					 "[server] api_keys: give administration keys of its own");
+				return -EINVAL;
+			}
+	return 0;
+}
+
 static bool set_python(struct parse *p, const char *name, const char *v)
 {
 	struct petri_config *c = p->cfg;
@@ -558,6 +588,8 @@ static int handler(void *user, const char *section, const char *name,
 		ok = set_language(p, section + 9, name, value);
 	else if (!strcmp(section, "python"))
 		ok = set_python(p, name, value);
+	else if (!strcmp(section, "cluster"))
+		ok = set_cluster(p, name, value);
 	else
 		ok = false;
 	if (!ok && !p->failed) {
@@ -726,7 +758,8 @@ int config_load(struct petri_config *c, const char *path, char *err, size_t errl
 	    (r = check_pool(&p, err, errlen)) < 0 ||
 	    (r = check_uid_range(c, err, errlen)) < 0 ||
 	    (r = check_languages(c, path, err, errlen)) < 0 ||
-	    (r = check_binds(c, path, err, errlen)) < 0)
+	    (r = check_binds(c, path, err, errlen)) < 0 ||
+	    (r = check_admin_keys(c, err, errlen)) < 0)
 		config_release(c);
 	return r;
 }
@@ -761,6 +794,7 @@ void config_release(struct petri_config *c)
 {
 	free_languages(c);
 	free_list(&c->api_keys, &c->napi_keys);
+	free_list(&c->admin_keys, &c->nadmin_keys);
 	free_list(&c->ro_binds, &c->nro_binds);
 	free_list(&c->env, &c->nenv);
 	free_list(&c->python_path, &c->npython_path);

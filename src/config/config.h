@@ -19,6 +19,7 @@
  *              (repeatable, NAME=value)
  *   [language.NAME] file, run, compile, version, aliases, extensions, summary:
  *              a language the operator adds (src/runtime/languages.h)
+ *   [cluster]  admin_keys, agent_listen, drain_grace_s (docs/cluster.md)
  *   [python]   path (directories on sys.path, repeatable), wheelhouse (the
  *              directory of wheels that pip installs from), preload (modules
  *              the warm template imports)
@@ -111,6 +112,15 @@ struct petri_config {
 	size_t nro_binds;
 	char **env;		/* NULL-terminated "NAME=value" */
 	size_t nenv;
+
+	/* [cluster] (docs/cluster.md): the keys that may drain and undrain
+	 * this node (none of them an API key); where HAProxy's agent-check
+	 * reads its state ("": no agent); how long SIGTERM drains before the
+	 * daemon stops (0: it stops at once, as a single node does). */
+	char **admin_keys;
+	size_t nadmin_keys;
+	char agent_listen[256];
+	double drain_grace_s;
 
 	/* [language.NAME]: the operator's languages, checked by lang_check();
 	 * every string and list is the configuration's own. */

@@ -353,6 +353,7 @@ static enum sm_result start(struct tools *t, struct session **out, char *err, si
 		.idle_timeout_s = t->cfg->idle_timeout_s,
 		.max_lifetime_s = t->cfg->max_lifetime_s,
 		.key = t->key,
+		.continues = true,	/* the MCP session exists: its sandbox, not a new one */
 	};
 	enum sm_result r;
 	bool closed;

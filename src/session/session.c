@@ -96,6 +96,8 @@ struct smgr {
 	pthread_t reaper;
 	pthread_cond_t stop_cond;
 	bool stopping;
+	/* smgr_drain(); also read without the lock (/healthz, the agent). */
+	atomic_bool draining, stopped;
 	/* Sandboxes to tear down (reap, remove the cgroup) off the request
 	 * path: they are killed at once, cleaned up here. */
 	pthread_t disposer;
@@ -130,6 +132,7 @@ const char *sm_result_code(enum sm_result r)
 		[SM_PROTECTED] = "process_protected",
 		[SM_HOST_FULL] = "over_capacity",
 		[SM_KEY_SHARE] = "over_capacity",
+		[SM_DRAINING] = "draining",
 	};
 
 	return (size_t)r < sizeof(codes) / sizeof(codes[0]) && codes[r] ? codes[r] : "internal";
@@ -171,6 +174,9 @@ const char *sm_result_message(enum sm_result r)
 		return "this API key holds its share of the server's sandboxes (max_sessions) "
 		       "or of the host's processes, divided among the keys; retry later, end "
 		       "sessions it no longer needs, or ask for fewer pids";
+	case SM_DRAINING:
+		return "this node is draining: it takes no new sessions while its sessions run "
+		       "on; ask again and a router sends it to another node";
 	}
 	return "unknown";
 }
@@ -491,6 +497,20 @@ void smgr_health(struct smgr *m, struct smgr_health *h)
 	}
 	h->sessions = atomic_load(&m->live);
 	h->max_sessions = m->cfg->max_sessions;
+	h->draining = atomic_load(&m->draining);
+	h->stopping = atomic_load(&m->stopped);
+}
+
+bool smgr_draining(struct smgr *m)
+{
+	return atomic_load(&m->draining);
+}
+
+void smgr_drain(struct smgr *m, bool on)
+{
+	if (atomic_exchange(&m->draining, on) != on)
+		log_info("%s: %s", on ? "draining" : "no longer draining",
+			 on ? "no new sessions; the live ones run on" : "new sessions welcome");
 }
 
 /* The host's tables against what the configuration lets the sandboxes
@@ -667,6 +687,7 @@ void smgr_shutdown(struct smgr *m)
 {
 	pthread_mutex_lock(&m->lock);
 	m->stopping = true;
+	atomic_store(&m->stopped, true);
 	pthread_cond_broadcast(&m->stop_cond);
 	/* Kill everything at once: all sandboxes die in parallel. */
 	for (size_t i = 0; i < m->n; i++)
@@ -741,7 +762,8 @@ void smgr_free(struct smgr *m)
  * Given back with tasks_give() (a probe's: probes--). */
 enum reserve_for { FOR_SESSION, FOR_ONESHOT, FOR_PROBE };
 
-static enum sm_result reserve(struct smgr *m, enum reserve_for what, uint32_t pids, int key)
+static enum sm_result reserve(struct smgr *m, enum reserve_for what, uint32_t pids, int key,
+			      bool continues)
 {
 	struct key_hold *k;
 	enum sm_result r = SM_OK;
@@ -750,6 +772,8 @@ static enum sm_result reserve(struct smgr *m, enum reserve_for what, uint32_t pi
 	k = key_of(m, key);
 	if (m->stopping)
 		r = SM_STOPPING;
+	else if (what != FOR_PROBE && !continues && atomic_load(&m->draining))
+		r = SM_DRAINING;
 	else if (what == FOR_PROBE)
 		m->probes++;	/* never a client's slot (config.c counts its uid) */
 	else if (m->n + m->oneshots + m->starting >= m->cfg->max_sessions)
@@ -773,7 +797,7 @@ static enum sm_result reserve(struct smgr *m, enum reserve_for what, uint32_t pi
 		}
 	}
 	pthread_mutex_unlock(&m->lock);
-	if (r != SM_OK && r != SM_STOPPING)
+	if (r != SM_OK && r != SM_STOPPING && r != SM_DRAINING)
 		metrics_inc(M_REJECT_CAPACITY);
 	return r;
 }
@@ -847,7 +871,7 @@ enum sm_result smgr_create(struct smgr *m, const struct session_params *p,
 	enum sm_result r;
 
 	*out = NULL;
-	if ((r = reserve(m, FOR_SESSION, p->limits.pids, p->key)) != SM_OK)
+	if ((r = reserve(m, FOR_SESSION, p->limits.pids, p->key, p->continues)) != SM_OK)
 		return r;
 	s = calloc(1, sizeof(*s));
 	if (!s || id_make(s->id, sizeof(s->id), "ses", m->cfg->node, 32) < 0) {
@@ -1673,7 +1697,7 @@ static enum sm_result oneshot_begin(struct smgr *m, const struct oneshot *o, str
 	enum sm_result r;
 
 	*out = NULL;
-	if ((r = reserve(m, internal ? FOR_PROBE : FOR_ONESHOT, lim->pids, o->key)) != SM_OK)
+	if ((r = reserve(m, internal ? FOR_PROBE : FOR_ONESHOT, lim->pids, o->key, false)) != SM_OK)
 		return r;
 	r = spawn(m, lim, NULL, out, err, errlen);
 	pthread_mutex_lock(&m->lock);

@@ -42,6 +42,10 @@ struct session_params {
 	 * keys, or petri's own).  With several keys, each may hold at most its
 	 * share (config_share_of) of max_sessions and of the host's tasks. */
 	int key;
+	/* The sandbox of a client's session that exists already (an MCP
+	 * session's, made on its first call or by its reset): taken while the
+	 * node drains, as its sessions run on. */
+	bool continues;
 };
 
 /* What the session manager answers.  Front ends map each to their own
@@ -64,6 +68,7 @@ enum sm_result {
 				 * pids now (tables.h) */
 	SM_KEY_SHARE,		/* its API key holds its share of the sandboxes
 				 * or of the host's processes */
+	SM_DRAINING,		/* the node takes no new sessions (smgr_drain) */
 };
 
 /* A sentence for r, for when there is no reason more precise. */
@@ -90,6 +95,10 @@ enum sm_result smgr_delete(struct smgr *m, const char *id);
 /* Refuse new sessions and kill every sandbox now (executions in flight end
  * as killed); smgr_free() later frees what is left. */
 void smgr_shutdown(struct smgr *m);
+/* Draining (on): take no new session or one-shot (SM_DRAINING), while the
+ * live sessions run on, until smgr_drain(m, false) (docs/cluster.md). */
+void smgr_drain(struct smgr *m, bool on);
+bool smgr_draining(struct smgr *m);
 json_t *smgr_list_json(struct smgr *m);
 /* What the sandboxes have (session/probe.h: GET /v1/languages's answer, a
  * new reference): from what an earlier start found when that is still
@@ -109,10 +118,11 @@ void smgr_warm_start(struct smgr *m);
  * warm is "off" (warm = false, or not started), "starting", "ready" or
  * "failed" (every sandbox starts cold, a retry may still succeed); pool,
  * the warm sandboxes ready; sessions, the live ones; max_sessions, the
- * cap. */
+ * cap; draining (smgr_drain); stopping (smgr_shutdown has begun). */
 struct smgr_health {
 	const char *warm;
 	size_t pool, sessions, max_sessions;
+	bool draining, stopping;
 };
 void smgr_health(struct smgr *m, struct smgr_health *h);
 /* Does every sandbox get cgroups of its own?  false: its limits are

@@ -371,8 +371,8 @@ def test_metrics_count_sessions_and_executions(make_server):
                               "max_sessions")} == \
         {"status": "ok", "version": version.reported(PETRI), "sessions": 0, "cgroups": True,
          "warm": "ready", "max_sessions": 100}, h
-    assert set(h) == {"status", "version", "sessions", "cgroups", "warm", "pool",
-                      "max_sessions"}, h
+    assert set(h) == {"status", "node", "version", "sessions", "cgroups", "warm", "pool",
+                      "max_sessions", "draining"}, h
 
 
 def test_healthz_names_the_version(api):

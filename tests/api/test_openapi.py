@@ -211,7 +211,8 @@ def test_document_structure():
                 "/v1/sessions/{id}/export", "/v1/sessions/{id}/files",
                 "/v1/sessions/{id}/files/{path}", "/v1/sessions/{id}/archive",
                 "/v1/sessions/{id}/processes", "/v1/sessions/{id}/processes/{pid}",
-                "/v1/execute", "/v1/executions", "/v1/events", "/v1/executions/export", "/v1/languages"}
+                "/v1/execute", "/v1/executions", "/v1/events", "/v1/executions/export", "/v1/languages",
+                "/v1/node", "/v1/node/drain", "/v1/node/undrain"}
     assert set(DOC["paths"]) == expected
     op_ids = []
     for template, item in DOC["paths"].items():
@@ -281,7 +282,8 @@ def test_an_undeclared_response_fails():
 # a response the server can give must be declared wherever it can give it,
 # not only where a test happened to meet it.
 
-INLINE = {"/healthz", "/metrics", "/v1/openapi.json", "/v1/events"}   # runs_inline()
+INLINE = {"/healthz", "/metrics", "/v1/openapi.json", "/v1/events",   # runs_inline()
+          "/v1/node", "/v1/node/drain", "/v1/node/undrain"}
 EXPENSIVE_READS = {"/v1/executions", "/v1/executions/export",         # is_expensive_read()
                    "/v1/sessions/{id}/executions", "/v1/sessions/{id}/export",
                    "/v1/sessions/{id}/archive"}

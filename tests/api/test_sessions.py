@@ -24,7 +24,7 @@ def test_create_get_list_delete(api):
     assert r.status_code == 201, r.text
     s = r.json()
     sid = s["id"]
-    assert re.fullmatch(r"[A-Za-z0-9_]+", sid)
+    assert re.fullmatch(r"ses_[a-z0-9]{1,16}-[0-9a-f]{32}", sid)
     assert r.headers["Location"] == f"/v1/sessions/{sid}"
     assert s["language"] == "python"
     assert s["status"] == "idle"
