@@ -76,7 +76,7 @@ UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/%.o)
 SESSION_UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/unit/session/*.c)) \
 	$(patsubst %,$(BUILD)/src/%.o,session/session session/spawner session/probe session/tables record/record record/chain \
 		runtime/result runtime/processes runtime/languages config/config exec/limits util/base64 util/buf util/clock \
-		util/ids util/log util/metrics util/num util/timefmt util/utf8 util/version)
+		util/cidr util/ids util/log util/metrics util/num util/timefmt util/utf8 util/version)
 
 all: $(BUILD)/petri
 

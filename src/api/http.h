@@ -47,6 +47,11 @@ struct api_req {
 					 * slots (server.c) */
 	int client_fd;			/* its socket, once http_gone() looked */
 	struct MHD_Connection *conn;
+	/* Its client's address (util/cidr.h bytes; has_client false on a
+	 * unix socket): the peer's, or the one a trusted router forwarded
+	 * (clients.h), which holds one of its requests in flight. */
+	unsigned char client[16];
+	bool has_client, forwarded, client_held;
 	struct share_tenant tenant;	/* who it is charged to (share.h) */
 	const char *method;
 	const char *url;

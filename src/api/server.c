@@ -37,12 +37,14 @@
 #include <unistd.h>
 
 #include "api/answers.h"
+#include "api/clients.h"
 #include "api/e2b.h"
 #include "api/events.h"
 #include "api/http.h"
 #include "api/openapi.h"
 #include "api/worker.h"
 #include "mcp/registry.h"
+#include "util/cidr.h"
 #include "util/clock.h"
 #include "util/jsoncost.h"
 #include "util/listen.h"
@@ -72,6 +74,7 @@ struct api_server {
 	struct e2b *e2b;		/* the E2B front end's sandboxes */
 	struct events *events;		/* GET /v1/events */
 	struct answers *answers;	/* answers not yet read (answers.h) */
+	struct clients *clients;	/* with trusted_proxies (clients.h) */
 	char listen_host[256];		/* the Host it answers to by default; "*": any */
 	/* The expensive reads (listings of the record, exports, archive
 	 * downloads) in flight,
@@ -100,10 +103,19 @@ static enum MHD_Result queue(struct api_req *rq, unsigned status, struct MHD_Res
 		return MHD_NO;
 	MHD_add_response_header(resp, "Cache-Control", "no-store");
 	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-	if (status >= 400)
-		log_info("%s %s -> %u", rq->method, rq->url, status);
-	else
-		log_debug("%s %s -> %u", rq->method, rq->url, status);
+	if (status >= 400 || log_get_level() >= LOG_DEBUG) {
+		char who[64] = "";
+
+		if (rq->has_client) {
+			memcpy(who, " (client ", 9);
+			cidr_addr_text(rq->client, who + 9, sizeof(who) - 10);
+			strcat(who, ")");
+		}
+		if (status >= 400)
+			log_info("%s %s -> %u%s", rq->method, rq->url, status, who);
+		else
+			log_debug("%s %s -> %u%s", rq->method, rq->url, status, who);
+	}
 	if (rq->answered) {	/* one response per request */
 		MHD_destroy_response(resp);
 		return MHD_NO;
@@ -669,7 +681,8 @@ static enum MHD_Result on_headers(struct api_server *srv, struct api_req *rq)
 		 * control plane, a sandbox's token on the data plane. */
 		if (!e2b_authorize(rq, &answered))
 			return answered;
-		share_tenant_of(rq->conn, rq->key_index, &rq->tenant);
+		share_tenant_of_bytes(rq->has_client ? rq->client : NULL, rq->key_index,
+				      &rq->tenant);
 		return MHD_YES;
 	}
 	if (is_node_path(rq->url) && !admin_authorized(rq)) {
@@ -687,7 +700,7 @@ static enum MHD_Result on_headers(struct api_server *srv, struct api_req *rq)
 		return http_error(rq, 401, "unauthorized",
 				  "a valid API key is required: Authorization: Bearer <key>");
 	}
-	share_tenant_of(rq->conn, rq->key_index, &rq->tenant);
+	share_tenant_of_bytes(rq->has_client ? rq->client : NULL, rq->key_index, &rq->tenant);
 	/* An upload streams into its session's writer (files.c), never held
 	 * here: it starts now that the request may be made. */
 	return rq->raw_upload ? files_upload_start(rq) : MHD_YES;
@@ -763,6 +776,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 {
 	struct api_server *srv = cls;
 	struct api_req *rq = *ctx;
+	enum client_verdict verdict;
 	enum MHD_Result r;
 
 	(void)version;
@@ -781,8 +795,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		rq->client_fd = -1;
 		rq->conn = conn;
 		rq->key_index = -1;
+		verdict = clients_admit(srv->clients, rq);
 		/* Its address until its key is known. */
-		share_tenant_of(conn, -1, &rq->tenant);
+		share_tenant_of_bytes(rq->has_client ? rq->client : NULL, -1, &rq->tenant);
 		rq->body_since = clock_mono_s();
 		rq->answers = srv->answers;
 		rq->method = method;
@@ -790,6 +805,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*ctx = rq;
 		atomic_fetch_add(&srv->active, 1);
 		rq->counted = true;
+		if (verdict == CLIENT_BAD_HEADER)
+			return http_error(rq, 400, "bad_request", "Bad Request: X-Forwarded-For "
+					  "from a trusted proxy names no address");
+		if (verdict == CLIENT_TOO_MANY)
+			return http_error(rq, 429, "too_many_requests", "this client has "
+					  "max_connections_per_ip requests open through the "
+					  "router already; retry when one has ended");
 		return on_headers(srv, rq);
 	}
 	if (rq->ran) {		/* resumed: queue what the worker kept */
@@ -828,6 +850,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **ctx,
 		return;
 	if (rq->counted)
 		atomic_fetch_sub(&srv->active, 1);
+	clients_release(srv->clients, rq);
 	give_read(srv, rq);
 	if (rq->turn)
 		share_give(srv->turns, &rq->tenant, 1);
@@ -1006,6 +1029,7 @@ static void api_close(struct api_server *srv)
 int api_start(struct api_server *srv, struct smgr *sm, char *err, size_t errlen)
 {
 	const struct petri_config *cfg = srv->cfg;
+	struct MHD_OptionItem per_ip[] = { { MHD_OPTION_END, 0, NULL }, { MHD_OPTION_END, 0, NULL } };
 	unsigned workers, spare;
 	int fd = srv->listen_fd, r;
 
@@ -1017,12 +1041,14 @@ int api_start(struct api_server *srv, struct smgr *sm, char *err, size_t errlen)
 	    (cfg->napi_keys && !(srv->key_reads = calloc(cfg->napi_keys,
 							  sizeof(*srv->key_reads)))) ||
 	    mcp_registry_new(sm, cfg, &srv->mcp) < 0 || e2b_new(&srv->e2b) < 0 ||
+	    clients_new(cfg, &srv->clients) < 0 ||
 	    share_new(cfg->max_buffered_bytes, config_share_of(cfg, cfg->max_buffered_bytes),
 		      &srv->bodies) < 0 ||
 	    (cfg->napi_keys > 1 && share_new(UINT64_MAX / 2, config_share_of(cfg, cfg->max_executions),
 					     &srv->turns) < 0)) {
 		mcp_registry_free(srv->mcp);
 		e2b_free(srv->e2b);
+		clients_free(srv->clients);
 		free(srv->key_reads);
 		share_free(srv->bodies);
 		share_free(srv->turns);
@@ -1037,6 +1063,15 @@ int api_start(struct api_server *srv, struct smgr *sm, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot start the HTTP server's threads: %s", strerror(-r));
 		goto fail;
 	}
+	/* Behind trusted routers, clients.c caps each address's connections
+	 * itself (libmicrohttpd's cap cannot spare the routers'); else
+	 * libmicrohttpd does. */
+	if (srv->clients)
+		per_ip[0] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_CONNECTION,
+						     (intptr_t)clients_on_connection, srv->clients };
+	else
+		per_ip[0] = (struct MHD_OptionItem){ MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+						     (intptr_t)cfg->max_connections_per_ip, NULL };
 	srv->daemon = MHD_start_daemon(
 		MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC |
 		MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, srv,
@@ -1046,7 +1081,7 @@ int api_start(struct api_server *srv, struct smgr *sm, char *err, size_t errlen)
 		MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
 		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 		MHD_OPTION_CONNECTION_LIMIT, fit_connections(cfg),
-		MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_connections_per_ip,
+		MHD_OPTION_ARRAY, per_ip,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(cfg->http_timeout_s + 0.5),
 		MHD_OPTION_END);
 	if (!srv->daemon) {
@@ -1066,6 +1101,7 @@ fail:
 		stream_hub_free(srv->streams);
 	mcp_registry_free(srv->mcp);
 	e2b_free(srv->e2b);
+	clients_free(srv->clients);
 	free(srv->key_reads);
 	share_free(srv->bodies);
 	share_free(srv->turns);
@@ -1113,6 +1149,7 @@ void api_stop(struct api_server *srv)
 	files_waiter_free(srv->waiter);
 	mcp_registry_free(srv->mcp);
 	e2b_free(srv->e2b);
+	clients_free(srv->clients);
 	free(srv->key_reads);
 	share_free(srv->bodies);
 	share_free(srv->turns);

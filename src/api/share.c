@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/cidr.h"
+
 #define BUCKETS 64
 
 struct holder {
@@ -22,35 +24,24 @@ struct share {
 	struct holder *bucket[BUCKETS];
 };
 
-void share_tenant_of_addr(const struct sockaddr *sa, int key_index, struct share_tenant *t)
+void share_tenant_of_bytes(const unsigned char *addr, int key_index, struct share_tenant *t)
 {
 	memset(t, 0, sizeof(*t));
 	t->key = key_index;
-	if (key_index >= 0 || !sa)
+	if (key_index >= 0 || !addr)
 		return;
-	if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
-
-		/* As ::ffff:a.b.c.d, the address a dual-stack socket reports. */
-		t->addr[10] = t->addr[11] = 0xff;
-		memcpy(t->addr + 12, &s4->sin_addr, 4);
-	} else if (sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
-
-		/* A host is given a /64 (RFC 6177; SLAAC's privacy addresses
-		 * change within it at will): its first 64 bits name the tenant,
-		 * or one client would be as many tenants as it cares to use
-		 * addresses.  An IPv4 address, mapped, stays one address. */
-		memcpy(t->addr, &s6->sin6_addr, IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr) ? 16 : 8);
-	}
+	/* A host is given a /64 (RFC 6177; SLAAC's privacy addresses change
+	 * within it at will): its first 64 bits name the tenant, or one
+	 * client would be as many tenants as it cares to use addresses.  An
+	 * IPv4 address, mapped (::ffff:a.b.c.d), stays one address. */
+	memcpy(t->addr, addr, IN6_IS_ADDR_V4MAPPED((const struct in6_addr *)addr) ? 16 : 8);
 }
 
-void share_tenant_of(struct MHD_Connection *conn, int key_index, struct share_tenant *t)
+void share_tenant_of_addr(const struct sockaddr *sa, int key_index, struct share_tenant *t)
 {
-	const union MHD_ConnectionInfo *ci = key_index >= 0 ? NULL :
-		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	unsigned char addr[16];
 
-	share_tenant_of_addr(ci ? ci->client_addr : NULL, key_index, t);
+	share_tenant_of_bytes(cidr_addr_of(sa, addr) ? addr : NULL, key_index, t);
 }
 
 int share_new(uint64_t total, uint64_t per_tenant, struct share **out)

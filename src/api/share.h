@@ -27,9 +27,11 @@ struct share_tenant {
 	unsigned char addr[16];		/* IPv4 (mapped) or IPv6; zero for unix */
 };
 
-/* The tenant of a request on conn made with key index key_index (-1: none). */
-void share_tenant_of(struct MHD_Connection *conn, int key_index, struct share_tenant *t);
-/* The same from the client's address sa (NULL: a unix socket's). */
+/* The tenant of a request made with key index key_index (-1: none) by the
+ * client at addr (16 bytes, IPv4 mapped: util/cidr.h; NULL: a unix
+ * socket's). */
+void share_tenant_of_bytes(const unsigned char *addr, int key_index, struct share_tenant *t);
+/* The same from the client's socket address sa (NULL: a unix socket's). */
 void share_tenant_of_addr(const struct sockaddr *sa, int key_index, struct share_tenant *t);
 
 struct share;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "jail/jail.h"
+#include "util/cidr.h"
 #include "util/num.h"
 
 static void config_http_defaults(struct petri_config *c);
@@ -236,6 +237,13 @@ static bool set_http(struct petri_config *c, const char *name, const char *v, bo
 	return true;
 }
 
+static bool cidr_ok(const char *s)
+{
+	struct cidr c;
+
+	return cidr_parse(s, &c);
+}
+
 static bool set_server(struct parse *p, const char *name, const char *v)
 {
 	struct petri_config *c = p->cfg;
@@ -260,6 +268,9 @@ static bool set_server(struct parse *p, const char *name, const char *v)
 	}
 	if (!strcmp(name, "api_keys"))
 		return push_list(&c->api_keys, &c->napi_keys, v) == 0;
+	if (!strcmp(name, "trusted_proxies"))
+		return push_list_checked(&c->trusted_proxies, &c->ntrusted_proxies, v, cidr_ok,
+					 CONFIG_TRUSTED_PROXIES_MAX);
 	if (!strcmp(name, "record")) {
 		if (strlen(v) >= sizeof(c->record) || (v[0] && v[0] != '/'))
 			return false;
@@ -795,6 +806,7 @@ void config_release(struct petri_config *c)
 	free_languages(c);
 	free_list(&c->api_keys, &c->napi_keys);
 	free_list(&c->admin_keys, &c->nadmin_keys);
+	free_list(&c->trusted_proxies, &c->ntrusted_proxies);
 	free_list(&c->ro_binds, &c->nro_binds);
 	free_list(&c->env, &c->nenv);
 	free_list(&c->python_path, &c->npython_path);

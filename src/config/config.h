@@ -7,7 +7,7 @@
  *              archive_max_entries, archive_max_ratio
  *              HTTP: max_json_kb, max_buffered_mb, http_threads, http_workers,
  *              http_timeout_s, max_connections, max_connections_per_ip,
- *              allowed_hosts, allowed_origins
+ *              allowed_hosts, allowed_origins, trusted_proxies
  *   [sessions] idle_timeout_s, max_lifetime_s, pool_min, pool_max,
  *              pool_window_s, pool_size (a fixed pool_min = pool_max), warm,
  *              warm_wait_s
@@ -87,6 +87,11 @@ struct petri_config {
 	size_t nallowed_hosts;
 	char **allowed_origins;		/* NULL-terminated, besides the server's own */
 	size_t nallowed_origins;
+	/* Routers whose X-Forwarded-For names the client (util/cidr.h
+	 * ranges, at most CONFIG_TRUSTED_PROXIES_MAX); none: the header is
+	 * never read. */
+	char **trusted_proxies;
+	size_t ntrusted_proxies;
 
 	double idle_timeout_s;
 	double max_lifetime_s;
@@ -152,6 +157,7 @@ struct petri_config {
 #define CONFIG_POOL_MIN_DEFAULT 2
 #define CONFIG_POOL_MAX_DEFAULT 8
 #define CONFIG_POOL_MAX 1000
+#define CONFIG_TRUSTED_PROXIES_MAX 64
 
 /* [sessions] warm_wait_s by default: a few seconds, about what a cold start
  * of Python with pandas costs on a loaded host. */

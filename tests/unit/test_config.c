@@ -102,6 +102,12 @@ START_TEST(test_refused)
 		"[server]\nnode = petri-0\n",		/* util/ids.h: [a-z0-9]{1,16} */
 		"[server]\nnode = Petri0\n",
 		"[server]\nnode = 0123456789abcdef0\n",
+		"[server]\ntrusted_proxies = 10.0.0.1/8\n",	/* host bits: a mistake */
+		"[server]\ntrusted_proxies = router.example\n",
+		"[cluster]\nagent_listen = unix:/run/agent\n",
+		"[cluster]\ndrain_grace_s = -1\n",
+		"[cluster]\nunknown = 1\n",
+		"[server]\napi_keys = k1\n[cluster]\nadmin_keys = k1\n",	/* a tenant's key */
 		"[nosection]\nx = 1\n",
 		"[server\nbroken\n",
 		"[language.perl]\nfile = main.pl\n",			/* no run */
@@ -372,6 +378,14 @@ START_TEST(test_node)
 	config_release(&c);
 	load_ok(&c, "[server]\nnode = 0123456789abcdef\n");
 	ck_assert_str_eq(c.node, "0123456789abcdef");
+	config_release(&c);
+	load_ok(&c, "[server]\ntrusted_proxies = 10.0.0.0/8, 192.0.2.7\n"
+		"trusted_proxies = 2001:db8::/32\n[cluster]\nadmin_keys = a1, a2\n"
+		"agent_listen = 127.0.0.1:0\ndrain_grace_s = 30\n");
+	ck_assert_uint_eq(c.ntrusted_proxies, 3);
+	ck_assert_uint_eq(c.nadmin_keys, 2);
+	ck_assert_str_eq(c.agent_listen, "127.0.0.1:0");
+	ck_assert(c.drain_grace_s == 30);
 	config_release(&c);
 	/* Empty: the host's, as by default. */
 	config_defaults(&c);

@@ -1,11 +1,12 @@
 /* Small helpers of src/util that the other suites do not cover: clocks,
- * strict numbers, the cost scan of JSON texts, and ids. */
+ * strict numbers, the cost scan of JSON texts, ids and address ranges. */
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
 
 #include "unit.h"
+#include "util/cidr.h"
 #include "util/clock.h"
 #include "util/ids.h"
 #include "util/jsoncost.h"
@@ -143,6 +144,47 @@ START_TEST(test_ids_name_their_node)
 }
 END_TEST
 
+/* The ranges of trusted routers: IPv4 also as a dual-stack socket reports
+ * it, prefixes exact to the bit, no host bits past the prefix. */
+START_TEST(test_cidr)
+{
+	unsigned char a[16];
+	struct cidr c;
+	char text[64];
+
+	ck_assert(cidr_parse("10.0.0.0/8", &c));
+	ck_assert(cidr_addr_parse("10.255.1.2", a) && cidr_contains(&c, a));
+	ck_assert(cidr_addr_parse("::ffff:10.1.2.3", a) && cidr_contains(&c, a));
+	ck_assert(cidr_addr_parse("11.0.0.1", a) && !cidr_contains(&c, a));
+	ck_assert(cidr_parse("192.0.2.7", &c) && c.bits == 128);
+	ck_assert(cidr_addr_parse("192.0.2.7", a) && cidr_contains(&c, a));
+	ck_assert(cidr_addr_parse("192.0.2.6", a) && !cidr_contains(&c, a));
+	ck_assert(cidr_parse("172.16.0.0/12", &c));
+	ck_assert(cidr_addr_parse("172.31.255.255", a) && cidr_contains(&c, a));
+	ck_assert(cidr_addr_parse("172.32.0.0", a) && !cidr_contains(&c, a));
+	ck_assert(cidr_parse("0.0.0.0/0", &c));
+	ck_assert(cidr_addr_parse("8.8.8.8", a) && cidr_contains(&c, a));
+	ck_assert(cidr_addr_parse("2001:db8::1", a) && !cidr_contains(&c, a));
+	ck_assert(cidr_parse("2001:db8::/33", &c));
+	ck_assert(cidr_addr_parse("2001:db8:7fff::1", a) && cidr_contains(&c, a));
+	ck_assert(cidr_addr_parse("2001:db8:8000::1", a) && !cidr_contains(&c, a));
+	ck_assert(cidr_parse("::1", &c));
+	ck_assert(cidr_addr_parse("::1", a) && cidr_any(&c, 1, a));
+	for (const char *bad = "10.0.0.1/8\0" "10.0.0.0/33\0" "10.0.0.0/\0" "10.0.0.0/+8\0"
+			       "10.0.0.0/8x\0" "2001:db8::1/32\0" "::/129\0" "host\0" "\0";
+	     *bad; bad += strlen(bad) + 1)
+		ck_assert_msg(!cidr_parse(bad, &c), "accepted %s", bad);
+	ck_assert(!cidr_parse("", &c));
+	ck_assert(!cidr_addr_parse("1.2.3", a));
+	ck_assert(cidr_addr_parse("192.0.2.44", a));
+	cidr_addr_text(a, text, sizeof(text));
+	ck_assert_str_eq(text, "192.0.2.44");
+	ck_assert(cidr_addr_parse("2001:db8::9", a));
+	cidr_addr_text(a, text, sizeof(text));
+	ck_assert_str_eq(text, "2001:db8::9");
+}
+END_TEST
+
 Suite *util_suite(void)
 {
 	Suite *s = suite_create("util");
@@ -154,6 +196,7 @@ Suite *util_suite(void)
 	tcase_add_test(tc, test_num_double);
 	tcase_add_test(tc, test_jsoncost);
 	tcase_add_test(tc, test_ids_name_their_node);
+	tcase_add_test(tc, test_cidr);
 	suite_add_tcase(s, tc);
 	return s;
 }
