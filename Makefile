@@ -202,6 +202,11 @@ hostile: $(BUILD)/petri
 faults: $(BUILD)/petri
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -s tests/faults
 
+# Three nodes behind HAProxy (deploy/local/cluster), through the router
+# only; one cluster for the module, its tests in order (~1 minute).
+cluster-test: $(BUILD)/petri
+	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) tests/cluster
+
 # MCP: raw-protocol tests, and the official MCP TypeScript SDK as a client
 # (installed with npm ci from tests/mcp/package-lock.json when missing).
 tests/mcp/node_modules: tests/mcp/package.json tests/mcp/package-lock.json
@@ -265,7 +270,7 @@ install-test: $(BUILD)/petri
 # no latency (~160 s one after the other, ~120 s of CPU).
 JOBS  := $(or $(JOBS),$(shell nproc))
 CLIENT_TIERS := mcp-test web-test e2b-test ask-test install-test fuzz-smoke
-TIERS := unit unit-valgrind blackbox hostile cpython-test faults clients
+TIERS := unit unit-valgrind blackbox hostile cpython-test faults cluster-test clients
 
 clients:
 	@$(MAKE) --no-print-directory -j$(JOBS) --output-sync=target $(CLIENT_TIERS)

@@ -21,6 +21,7 @@ int cmd_record(int argc, char **argv);
 int cmd_drain(int argc, char **argv);
 int cmd_undrain(int argc, char **argv);
 int cmd_node(int argc, char **argv);
+int cmd_cluster(int argc, char **argv);
 
 /* A table of commands (main.c's; a command's subcommands, as petri
  * record's), ended by a NULL name.  cli_dispatch() runs the one argv[1]

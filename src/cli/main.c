@@ -19,6 +19,7 @@ static const struct cli_command commands[] = {
 	{ "record", cmd_record, "verify and export the execution record petri serve keeps" },
 	{ "drain", cmd_drain, "stop a petri serve taking new sessions; its sessions run on" },
 	{ "undrain", cmd_undrain, "let a drained petri serve take new sessions again" },
+	{ "cluster", cmd_cluster, "print the configuration of HAProxy in front of several nodes" },
 	{ "node", cmd_node, "print a petri serve's state: node, sessions, capacity, draining" },
 	{ NULL, NULL, NULL },
 };

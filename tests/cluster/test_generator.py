@@ -1,0 +1,48 @@
+"""petri cluster haproxy: what it refuses, and a configuration HAProxy
+accepts for one node or many (the cluster tier runs one for real)."""
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import PETRI
+
+
+def generate(*args):
+    return subprocess.run([PETRI, "cluster", "haproxy", *args], capture_output=True, text=True,
+                          timeout=30)
+
+
+@pytest.mark.parametrize("bad", [
+    "n1", "n1=", "n-1=127.0.0.1:1", "N1=127.0.0.1:1", "n1=host", "n1=127.0.0.1:1,agent=0",
+    "n1=127.0.0.1:1,agent=70000", "n1=127.0.0.1:1,weight=3", "n1=127.0.0.1:1 x",
+    "n1=127.0.0.1:1'", "0123456789abcdef0=127.0.0.1:1",
+])
+def test_bad_nodes_are_refused(bad):
+    p = generate("--node", bad)
+    assert p.returncode == 2 and "--node" in p.stderr and not p.stdout, (bad, p.stderr)
+
+
+def test_refusals():
+    assert generate().returncode == 2
+    p = generate("--node", "a=127.0.0.1:1", "--node", "a=127.0.0.1:2")
+    assert p.returncode == 2 and "two nodes named a" in p.stderr
+    assert generate("--node", "a=127.0.0.1:1", "--listen", "nocolon").returncode == 2
+    assert generate("--node", "a=127.0.0.1:1", "--stats-socket", "relative").returncode == 2
+
+
+@pytest.mark.skipif(not shutil.which("haproxy"), reason="haproxy is not installed (scripts/deps)")
+@pytest.mark.parametrize("nodes", [1, 7])
+def test_haproxy_accepts_it(tmp_path, nodes):
+    args = []
+    for k in range(nodes):
+        args += ["--node", f"n{k}=10.0.0.{k + 1}:8080" + (",agent=8081" if k % 2 else "")]
+    p = generate("--listen", "127.0.0.1:18080", "--stats-socket", str(tmp_path / "s.sock"), *args)
+    assert p.returncode == 0, p.stderr
+    cfg = tmp_path / "haproxy.cfg"
+    cfg.write_text(p.stdout)
+    c = subprocess.run(["haproxy", "-c", "-f", str(cfg)], capture_output=True, text=True, timeout=30)
+    assert c.returncode == 0, c.stdout + c.stderr
+    for k in range(nodes):
+        assert f"use_backend node_n{k} if {{ var(txn.node) -m str n{k} }}" in p.stdout
+    assert p.stdout.count("agent-check agent-port 8081") == nodes // 2
