@@ -204,7 +204,7 @@ faults: $(BUILD)/petri
 
 # Three nodes behind HAProxy (deploy/local/cluster), through the router
 # only; one cluster for the module, its tests in order (~1 minute).
-cluster-test: $(BUILD)/petri
+cluster-test: $(BUILD)/petri tests/e2b/new/node_modules
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) tests/cluster
 
 # MCP: raw-protocol tests, and the official MCP TypeScript SDK as a client

@@ -9,13 +9,16 @@ sessions are unaffected; `cluster down` leaves nothing.
 
 The tests run in file order on one cluster: the destructive ones last."""
 import json
+import os
 import signal
 import socket
+import subprocess
 import time
 from collections import Counter
 
 import requests
 
+from apihelp import cgroup_dirs, still_alive
 from conftest import CAP, NODES
 
 JSON = {"Content-Type": "application/json"}
@@ -135,6 +138,19 @@ def test_e2b_routes_through_the_router(cluster):
                            timeout=60).status_code == 204
 
 
+def test_the_e2b_sdk_through_the_router(cluster):
+    """E2B's own JavaScript SDK, pointed at the router as docs/e2b.md says."""
+    env = {**os.environ, "E2B_API_URL": cluster.url, "E2B_SANDBOX_URL": cluster.url,
+           "E2B_API_KEY": "e2b_" + "2" * 32}
+    p = subprocess.run(["node", os.path.join(os.path.dirname(__file__), "e2b_sdk.mjs")],
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out["text"] == "42" and out["read"] == "through the router\n", out
+    assert out["stdout"] == "through the router\n", out
+    assert node_of(out["id"]) in {f"n{k}" for k in range(1, NODES + 1)}
+
+
 def open_stream(port, source, path, xff=None):
     s = socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(source, 0))
     head = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
@@ -196,7 +212,6 @@ def test_sigterm_drains_the_node_first(cluster):
         requests.delete(f"{cluster.url}/v1/sessions/{own}", timeout=60)
         own = create(cluster.url)
     pid = cluster.pid(3)
-    import os
     os.kill(pid, signal.SIGTERM)
     assert wait_for(lambda: cluster.server_status("nodes", "n3").startswith("DRAIN"), 30)
     assert not [s for s in (create(cluster.url) for _ in range(6)) if node_of(s) == "n3"]
@@ -207,7 +222,6 @@ def test_sigterm_drains_the_node_first(cluster):
 
 
 def test_a_dead_nodes_sessions_say_so_and_the_rest_work(cluster):
-    import os
     sids = [create(cluster.url) for _ in range(8)]
     victims = [s for s in sids if node_of(s) == "n1"]
     others = [s for s in sids if node_of(s) != "n1"]
@@ -232,9 +246,7 @@ def test_a_dead_nodes_sessions_say_so_and_the_rest_work(cluster):
 def test_down_leaves_nothing(cluster):
     p, pids = cluster.down()
     assert p.returncode == 0, p.stderr
-    import os
     for pid, tree in zip(pids, cluster.trees.values()):
-        from apihelp import cgroup_dirs, still_alive
         assert not still_alive(tree), f"processes of node pid {pid} outlived it"
         assert not cgroup_dirs(pid), f"cgroups of node pid {pid} left behind"
     assert not os.path.exists(cluster.dir)
