@@ -178,7 +178,8 @@ def main():
             time.sleep(0.01)
         res["kill9_to_node_unavailable_ms"] = round((time.monotonic() - t0) * 1000)
     finally:
-        subprocess.run([CLUSTER, "down", "--dir", d], capture_output=True, timeout=300)
+        subprocess.run([CLUSTER, "down", "--dir", d, "--petri", petri], capture_output=True,
+                       timeout=300)
         shutil.rmtree(tmp, ignore_errors=True)
     res["load_after"] = loadavg()
     print(json.dumps(res, indent=2))

@@ -676,6 +676,14 @@ static enum MHD_Result on_headers(struct api_server *srv, struct api_req *rq)
 		return answered;
 	if (cl && strtoull(cl, NULL, 10) > rq->body_max)
 		return too_large(rq);
+	/* Without keys the server is this machine's only (it listens on
+	 * loopback): a router must not open it to the clients behind it. */
+	if (!cfg->napi_keys && rq->forwarded && !cidr_loopback(rq->client)) {
+		metrics_inc(M_REJECT_AUTH);
+		return http_error(rq, 403, "forbidden", "this server has no API keys: it serves "
+				  "its own machine only, not clients behind a router (configure "
+				  "api_keys)");
+	}
 	if (rq->e2b_kind != E2B_NONE) {
 		/* E2B's SDKs bring their own credentials: an API key on the
 		 * control plane, a sandbox's token on the data plane. */

@@ -26,14 +26,25 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: petri cluster haproxy --node NAME=HOST:PORT[,agent=PORT] ... [--listen ADDR:PORT]\n"
-		"                             [--stats-socket PATH]\n"
+		"                             [--stats-socket PATH] [--source ADDR]\n"
 		"\n"
 		"  --node NAME=HOST:PORT[,agent=PORT]  a petri node: its [server] node name, where\n"
 		"                  its API listens, and its [cluster] agent_listen port (repeat)\n"
 		"  --listen ADDR:PORT  where HAProxy listens (default 127.0.0.1:8080)\n"
 		"  --stats-socket PATH HAProxy's runtime API on a unix socket (admin level)\n"
+		"  --source ADDR   the address HAProxy connects to the nodes from\n"
 		"\n"
 		"Prints a commented HAProxy configuration (docs/cluster.md) on stdout.\n");
+}
+
+/* Text that goes into the configuration as one word of one line: no
+ * space, quote, comment, escape or control character. */
+static bool plain_word(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] == 0x7f || strchr("'\"#\\", s[i]))
+			return false;
+	return len > 0;
 }
 
 /* NAME=HOST:PORT[,agent=PORT] */
@@ -52,7 +63,7 @@ static int parse_node(const char *arg, struct node *n)
 	comma = strchr(eq + 1, ',');
 	len = comma ? (size_t)(comma - eq - 1) : strlen(eq + 1);
 	if (!len || len >= sizeof(n->addr) || !memchr(eq + 1, ':', len) ||
-	    strcspn(eq + 1, " \t'\"#\\") < len)
+	    !plain_word(eq + 1, len))
 		return -1;
 	memcpy(n->addr, eq + 1, len);
 	if (comma) {
@@ -76,7 +87,7 @@ static void error_json(int status, const char *code, const char *message)
 }
 
 static void print_config(const struct node *v, size_t n, const char *listen_at,
-			 const char *stats_socket)
+			 const char *stats_socket, const char *source)
 {
 	printf("# HAProxy in front of %zu petri node%s, made by `petri cluster haproxy`.\n"
 	       "# docs/cluster.md explains each part.  It holds no state: a session's id\n"
@@ -96,7 +107,12 @@ static void print_config(const struct node *v, size_t n, const char *listen_at,
 	       "    mode http\n"
 	       "    # The client's address, for the nodes' per-client caps and logs:\n"
 	       "    # name this HAProxy's address in each node's [server] trusted_proxies.\n"
-	       "    option forwardfor\n"
+	       "    option forwardfor\n");
+	if (source)
+		printf("    # The address the nodes see this HAProxy connect from: the one\n"
+		       "    # their trusted_proxies names.\n"
+		       "    source %s\n", source);
+	printf(
 	       "    timeout connect 2s\n"
 	       "    timeout http-request 30s\n"
 	       "    # Executions run up to [max_limits] timeout_s (600 s by default) and\n"
@@ -108,6 +124,10 @@ static void print_config(const struct node *v, size_t n, const char *listen_at,
 	       "    timeout queue 10s\n\n");
 	printf("frontend petri\n"
 	       "    bind %s\n"
+	       "    # What a client says of who it is counts for nothing: the nodes\n"
+	       "    # believe X-Forwarded-For from this router only, which sets it\n"
+	       "    # (option forwardfor) to the address it saw.\n"
+	       "    http-request del-header X-Forwarded-For\n"
 	       "    # The id a request names: a session or E2B sandbox in the path, E2B's\n"
 	       "    # headers (the sandbox's id, or its access token alone), MCP's session.\n"
 	       "    http-request set-var(txn.id) path,field(4,/) if { path_beg /v1/sessions/ } || { path_beg /e2b/sandboxes/ }\n"
@@ -123,12 +143,13 @@ static void print_config(const struct node *v, size_t n, const char *listen_at,
 	       "    http-request set-var(txn.node) path,field(3,/) if { path_beg /nodes/ }\n"
 	       "    http-request set-path / if { path_reg ^/nodes/[^/]*/?$ }\n"
 	       "    http-request set-path %%[path,regsub(^/nodes/[^/]*/,/)] if { path_beg /nodes/ }\n"
-	       "    # A node this router does not know: no such session, said at once.\n"
-	       "    http-request return status 404 content-type application/json string '{\"error\":{\"code\":\"session_not_found\",\"message\":\"no such session\"}}' if { var(txn.node) -m found } !{ var(txn.node) -m str",
+	       "    # A node this router does not know: no such session, said at once.\n",
 	       listen_at);
 	for (size_t i = 0; i < n; i++)
-		printf(" %s", v[i].name);
-	printf(" }\n");
+		printf("    acl known_node var(txn.node) -m str %s\n", v[i].name);
+	printf("    http-request return status 404 content-type application/json string "
+	       "'{\"error\":{\"code\":\"session_not_found\",\"message\":\"no such session\"}}' "
+	       "if { var(txn.node) -m found } !known_node\n");
 	for (size_t i = 0; i < n; i++)
 		printf("    use_backend node_%s if { var(txn.node) -m str %s }\n", v[i].name,
 		       v[i].name);
@@ -160,11 +181,13 @@ static void print_config(const struct node *v, size_t n, const char *listen_at,
 		       "backend node_%s\n"
 		       "    option httpchk GET /healthz\n"
 		       "    http-check expect status 200\n"
-		       "    # A connection to a node that has just died breaks without an\n"
-		       "    # answer: tried once more, it is refused, and the client hears\n"
-		       "    # node_unavailable (503) at once, not a 502.\n"
-		       "    retries 1\n"
-		       "    retry-on conn-failure empty-response\n", v[i].name, v[i].name);
+		       "    # A connection of its own for each request: once the node has\n"
+		       "    # died, the connection is refused (never half-sent), and the\n"
+		       "    # client hears node_unavailable (503) at once.  A request under\n"
+		       "    # way when it died gets node_unavailable as a 502: it is never\n"
+		       "    # sent twice.\n"
+		       "    http-reuse never\n"
+		       "    retries 1\n", v[i].name, v[i].name);
 		error_json(503, "node_unavailable", "the node that holds this session is down: the session is lost");
 		error_json(502, "node_unavailable", "the node that holds this session stopped answering: the session may be lost");
 		error_json(504, "node_timeout", "the node that holds this session did not answer in time");
@@ -178,17 +201,18 @@ static int cluster_haproxy(int argc, char **argv)
 		{ "node", required_argument, NULL, 'n' },
 		{ "listen", required_argument, NULL, 'l' },
 		{ "stats-socket", required_argument, NULL, 's' },
+		{ "source", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct node *v = calloc(NODES_MAX, sizeof(*v));
-	const char *listen_at = "127.0.0.1:8080", *stats_socket = NULL;
+	const char *listen_at = "127.0.0.1:8080", *stats_socket = NULL, *source = NULL;
 	size_t n = 0;
 	int c;
 
 	if (!v)
 		die(1, "out of memory");
-	while ((c = getopt_long(argc, argv, "n:l:s:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:l:s:S:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
 			if (n == NODES_MAX)
@@ -202,14 +226,19 @@ static int cluster_haproxy(int argc, char **argv)
 			n++;
 			break;
 		case 'l':
-			if (!strchr(optarg, ':') || strcspn(optarg, " \t'\"#\\") < strlen(optarg))
+			if (!strchr(optarg, ':') || !plain_word(optarg, strlen(optarg)))
 				die(2, "--listen %s: expected ADDR:PORT", optarg);
 			listen_at = optarg;
 			break;
 		case 's':
-			if (optarg[0] != '/' || strcspn(optarg, " \t'\"#\\") < strlen(optarg))
+			if (optarg[0] != '/' || !plain_word(optarg, strlen(optarg)))
 				die(2, "--stats-socket %s: expected an absolute path", optarg);
 			stats_socket = optarg;
+			break;
+		case 'S':
+			if (!plain_word(optarg, strlen(optarg)))
+				die(2, "--source %s: expected an address", optarg);
+			source = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -226,7 +255,7 @@ static int cluster_haproxy(int argc, char **argv)
 		free(v);
 		return 2;
 	}
-	print_config(v, n, listen_at, stats_socket);
+	print_config(v, n, listen_at, stats_socket, source);
 	free(v);
 	return fflush(stdout) == 0 ? 0 : 1;
 }

@@ -35,6 +35,9 @@ struct tools {
 	char sid[SESSION_ID_LEN + 1];	/* "" before first use */
 	char used[SESSION_ID_LEN + 1];	/* where the last call ran, "" nowhere */
 	bool closed;
+	/* It had a sandbox once (call lock): the next is a new session, which
+	 * a draining node refuses; the first is the MCP session's own. */
+	bool had_sandbox;
 	atomic_bool warmed;		/* tools_warm() was called */
 };
 
@@ -353,7 +356,7 @@ static enum sm_result start(struct tools *t, struct session **out, char *err, si
 		.idle_timeout_s = t->cfg->idle_timeout_s,
 		.max_lifetime_s = t->cfg->max_lifetime_s,
 		.key = t->key,
-		.continues = true,	/* the MCP session exists: its sandbox, not a new one */
+		.continues = !t->had_sandbox,
 	};
 	enum sm_result r;
 	bool closed;
@@ -367,6 +370,7 @@ static enum sm_result start(struct tools *t, struct session **out, char *err, si
 	}
 	if ((r = smgr_create(t->sm, &p, out, err, errlen)) != SM_OK)
 		return r;
+	t->had_sandbox = true;
 	pthread_mutex_lock(&t->lock);
 	closed = t->closed;
 	if (!closed)

@@ -269,13 +269,15 @@ static void add_column(struct chain_hasher *h, sqlite3_stmt *st, int col, bool t
 }
 
 /* The digest of a row of DIGEST_COLUMNS (from column 0 of st), as stored:
- * an entry without a node, or without an engine, was kept by an older
- * petri, whose digest stopped at the engine, or at the result
- * (docs/record.md). */
+ * an entry without a node, or without a node and an engine, was kept by an
+ * older petri, whose digest stopped at the engine, or at the result
+ * (docs/record.md).  An entry with a node has the current digest, its
+ * engine included even when null: no petri wrote such an entry, so a node
+ * added to an older one breaks the chain there. */
 static bool row_digest(sqlite3_stmt *st, unsigned char out[CHAIN_HASH_LEN])
 {
-	bool engine = sqlite3_column_type(st, COL_ENGINE) != SQLITE_NULL;
-	bool node = engine && sqlite3_column_type(st, COL_NODE) != SQLITE_NULL;
+	bool node = sqlite3_column_type(st, COL_NODE) != SQLITE_NULL;
+	bool engine = node || sqlite3_column_type(st, COL_ENGINE) != SQLITE_NULL;
 	struct chain_hasher *h = chain_begin(node ? CHAIN_DOMAIN : engine ? CHAIN_DOMAIN_V2 :
 					     CHAIN_DOMAIN_V1);
 

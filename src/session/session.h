@@ -42,9 +42,9 @@ struct session_params {
 	 * keys, or petri's own).  With several keys, each may hold at most its
 	 * share (config_share_of) of max_sessions and of the host's tasks. */
 	int key;
-	/* The sandbox of a client's session that exists already (an MCP
-	 * session's, made on its first call or by its reset): taken while the
-	 * node drains, as its sessions run on. */
+	/* The first sandbox of a client's session that exists already (an
+	 * MCP session's, made on its first call): taken while the node
+	 * drains, as its sessions run on. */
 	bool continues;
 };
 

@@ -43,6 +43,13 @@ bool cidr_contains(const struct cidr *c, const unsigned char addr[16])
 	return !rest || !((c->addr[whole] ^ addr[whole]) & (unsigned char)(0xff << (8 - rest)));
 }
 
+bool cidr_loopback(const unsigned char addr[16])
+{
+	static const unsigned char one[16] = { [15] = 1 };
+
+	return (!memcmp(addr, v4_prefix, 12) && addr[12] == 127) || !memcmp(addr, one, 16);
+}
+
 bool cidr_any(const struct cidr *v, size_t n, const unsigned char addr[16])
 {
 	for (size_t i = 0; i < n; i++)

@@ -25,6 +25,8 @@ bool cidr_addr_parse(const char *s, unsigned char out[16]);
  * IPv4 nor IPv6. */
 bool cidr_addr_of(const struct sockaddr *sa, unsigned char out[16]);
 bool cidr_contains(const struct cidr *c, const unsigned char addr[16]);
+/* Is addr a loopback address (127.0.0.0/8, ::1)? */
+bool cidr_loopback(const unsigned char addr[16]);
 /* Is addr in any of the n ranges? */
 bool cidr_any(const struct cidr *v, size_t n, const unsigned char addr[16]);
 /* addr as text (IPv4 dotted when mapped) into out (at least 46 bytes). */

@@ -95,6 +95,14 @@ def test_drain_refuses_new_sessions_and_keeps_the_live_ones(make_server):
         "jsonrpc": "2.0", "id": 2, "method": "tools/call",
         "params": {"name": "execute", "arguments": {"code": "print(7 * 6)"}}})
     assert r.status_code == 200 and "42" in r.text and not r.json()["result"].get("isError"), r.text
+    # Its sandbox ended, the next one would be a new session: refused.
+    mcp_sid = [x["id"] for x in api.get("/v1/sessions").json()["sessions"] if x["id"] != sid]
+    assert len(mcp_sid) == 1, mcp_sid
+    assert api.delete(f"/v1/sessions/{mcp_sid[0]}").status_code == 204
+    r = requests.post(srv.url + "/mcp", headers=mcp_headers, timeout=120, json={
+        "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "execute", "arguments": {"code": "print(1)"}}})
+    assert r.status_code == 200 and r.json()["result"].get("isError") and "draining" in r.text, r.text
 
     r = admin(srv, "undrain")
     assert r.status_code == 200 and r.json()["draining"] is False, r.text

@@ -18,6 +18,8 @@ from apihelp import wait_for
 
 ROUTER, OTHER = "127.0.0.2", "127.0.0.3"
 CAP = 3
+KEY = "proxies-key-" + "c" * 20
+AUTH = f"Authorization: Bearer {KEY}\r\n"
 
 
 def port_of(srv):
@@ -28,7 +30,7 @@ def open_stream(port, source, xff=None):
     """GET /v1/events from source (with X-Forwarded-For xff): the socket,
     and the status line (b"" when the connection was shut)."""
     s = socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(source, 0))
-    head = "GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+    head = "GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\n" + AUTH
     if xff is not None:
         head += f"X-Forwarded-For: {xff}\r\n"
     try:
@@ -43,7 +45,7 @@ def request(port, source, path="/v1/nothing", headers=()):
     """One request from source; the status code (0: the connection was shut)."""
     s = socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(source, 0))
     try:
-        s.sendall((f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+        s.sendall((f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n{AUTH}"
                    + "".join(f"{k}: {v}\r\n" for k, v in headers) + "\r\n").encode())
         line = s.recv(64)
         return int(line.split()[1]) if line.startswith(b"HTTP/1.1 ") else 0
@@ -55,7 +57,7 @@ def request(port, source, path="/v1/nothing", headers=()):
 
 @pytest.fixture
 def routed(make_server):
-    return make_server(f"[server]\ntrusted_proxies = {ROUTER}/32, 10.9.0.0/16\n"
+    return make_server(f"[server]\napi_keys = {KEY}\ntrusted_proxies = {ROUTER}/32, 10.9.0.0/16\n"
                        f"max_connections_per_ip = {CAP}\n[sessions]\nwarm = false\n")
 
 
@@ -131,3 +133,15 @@ def test_without_trusted_proxies_the_header_is_never_read(make_server):
     time.sleep(0.2)
     assert f"-> 404 (client {ROUTER})" in srv.stderr_text()
     assert "192.0.2.66" not in srv.stderr_text()
+
+
+def test_a_server_without_keys_serves_no_client_behind_a_router(make_server):
+    """Without API keys a server is its own machine's only: a router in
+    front of it does not open it to the clients behind the router."""
+    srv = make_server(f"[server]\ntrusted_proxies = {ROUTER}\n[sessions]\nwarm = false\n")
+    port = port_of(srv)
+    assert request(port, ROUTER, "/v1/sessions", [("X-Forwarded-For", "192.0.2.9")]) == 403
+    assert request(port, ROUTER, "/v1/node/drain", [("X-Forwarded-For", "2001:db8::1")]) == 403
+    # A client on this machine, through the router: served.
+    assert request(port, ROUTER, "/v1/sessions", [("X-Forwarded-For", "127.0.0.9")]) == 200
+    assert request(port, ROUTER, "/v1/sessions") == 200

@@ -49,11 +49,9 @@ def digest(row):
     the engine and the node that wrote it, or (an entry of an older petri)
     without the node, or without either."""
     seq, session, started_at, language, code, truncated, status, limits, result, engine, node = row
-    if engine is None:
-        node = None
     h = hashlib.sha256()
-    h.update(field(3, b"petri-record-entry-v1" if engine is None else
-                   b"petri-record-entry-v2" if node is None else b"petri-record-entry-v3"))
+    h.update(field(3, b"petri-record-entry-v3" if node is not None else
+                   b"petri-record-entry-v2" if engine is not None else b"petri-record-entry-v1"))
     h.update(bytes([1]) + struct.pack(">q", seq))
     h.update(field(0, b"") if session is None else field(3, session.encode()))
     h.update(bytes([2]) + struct.pack(">d", started_at))
@@ -63,8 +61,8 @@ def digest(row):
     h.update(field(3, status.encode()))
     h.update(field(0, b"") if limits is None else field(3, limits.encode()))
     h.update(field(3, result.encode()))
-    if engine is not None:
-        h.update(field(3, engine.encode()))
+    if node is not None or engine is not None:
+        h.update(field(0, b"") if engine is None else field(3, engine.encode()))
     if node is not None:
         h.update(field(3, node.encode()))
     return h.digest()
@@ -160,6 +158,9 @@ def test_the_chain_is_the_documented_format(kept):
     ("node", "UPDATE executions SET node = 'elsewhere' WHERE seq = 4;", 4),
     # An entry passed off as one of a petri that did not record nodes.
     ("node-null", "UPDATE executions SET node = NULL WHERE seq = 3;", 3),
+    # A node given to an entry that names no engine (as an older petri's).
+    ("node-no-engine", "UPDATE executions SET engine = NULL WHERE seq = 2;"
+                       "UPDATE executions SET node = 'elsewhere' WHERE seq = 2;", 2),
     ("deleted", "DELETE FROM executions WHERE seq = 2;", 2),
     ("deleted-last", "DELETE FROM executions WHERE seq = 5;", 5),
     ("inserted", "UPDATE executions SET seq = seq + 10 WHERE seq >= 3;"
@@ -342,6 +343,10 @@ def test_a_record_of_an_older_petri_verifies_and_grows(make_server, kept, tmp_pa
     assert code == 0 and body["entries"] == 5, body
     with sqlite3.connect(old.parent / "record.sqlite") as db:     # read-only: unchanged
         assert "engine" not in [c[1] for c in db.execute("PRAGMA table_info(executions)")]
+    # A node given to such an entry is caught: no petri wrote one.
+    code, body = verify_json(tampered(tmp_path, path, "UPDATE executions SET node = 'n9' WHERE seq = 2;",
+                                      "node-on-old"))
+    assert code == 1 and body["broken"] == 2, body
     srv = make_server(f"[server]\nrecord = {path}\n")
     api = srv.api()
     assert api.post("/v1/execute", {"code": "print('new')"}).status_code == 200

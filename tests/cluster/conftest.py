@@ -91,8 +91,8 @@ class Cluster:
 
     def down(self):
         pids = [self.pid(k) for k in range(1, NODES + 1)]
-        p = subprocess.run([CLUSTER, "down", "--dir", self.dir], capture_output=True, text=True,
-                           timeout=200)
+        p = subprocess.run([CLUSTER, "down", "--dir", self.dir, "--petri", PETRI],
+                           capture_output=True, text=True, timeout=200)
         return p, pids
 
 

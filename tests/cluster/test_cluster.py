@@ -166,18 +166,20 @@ def open_stream(port, source, path, xff=None):
 
 def test_per_client_caps_hold_behind_the_router(cluster):
     """Each client (its own address, as the router saw it) has CAP requests
-    in flight at a node; a header naming someone else changes nothing."""
+    in flight at a node; a header naming someone else changes nothing,
+    through the router or straight to a node."""
     path = "/nodes/n1/v1/events"
     held = []
     try:
-        for _ in range(CAP):
-            s, line = open_stream(cluster.port, "127.0.0.5", path)
-            held.append(s)
-            assert line == b"HTTP/1.1 200 OK", line
-        for xff in (None, "127.0.0.6", "198.51.100.1"):
-            s, line = open_stream(cluster.port, "127.0.0.5", path, xff)
-            held.append(s)
-            assert line.startswith(b"HTTP/1.1 429"), (xff, line)
+        for source in ("127.0.0.5", "127.0.0.1"):
+            for _ in range(CAP):
+                s, line = open_stream(cluster.port, source, path)
+                held.append(s)
+                assert line == b"HTTP/1.1 200 OK", line
+            for xff in (None, "127.0.0.6", "198.51.100.1", "127.0.0.2"):
+                s, line = open_stream(cluster.port, source, path, xff)
+                held.append(s)
+                assert line.startswith(b"HTTP/1.1 429"), (source, xff, line)
         # Another client is served at the same node.
         s, line = open_stream(cluster.port, "127.0.0.6", path)
         held.append(s)
@@ -185,6 +187,20 @@ def test_per_client_caps_hold_behind_the_router(cluster):
     finally:
         for s in held:
             s.close()
+    # Straight to a node, from an address it does not trust: the header is
+    # not read, and the log names the address the request came from.
+    node2 = int(cluster.node_url(2).rsplit(":", 1)[1])
+    s, line = open_stream(node2, "127.0.0.1", "/v1/nothing", "192.0.2.77")
+    s.close()
+    assert line.startswith(b"HTTP/1.1 404"), line
+    with open(f"{cluster.dir}/node-2.log") as f:
+        log = f.read()
+    assert "-> 404 (client 127.0.0.1)" in log and "192.0.2.77" not in log
+    # The streams' ends reach the node (at its next keepalive at the
+    # latest): both clients are served again.
+    for source in ("127.0.0.5", "127.0.0.1"):
+        assert wait_for(lambda: open_stream(cluster.port, source, "/nodes/n1/healthz")[1]
+                        == b"HTTP/1.1 200 OK", 60), source
 
 
 def test_a_drained_node_takes_no_new_session(cluster):
@@ -231,6 +247,8 @@ def test_a_dead_nodes_sessions_say_so_and_the_rest_work(cluster):
     r = requests.post(f"{cluster.url}/v1/sessions/{victims[0]}/execute", json={"code": "1"},
                       timeout=60)
     took = time.monotonic() - started
+    # 503 at once: each request has a connection of its own to its node,
+    # refused once the node is gone (never sent twice).
     assert r.status_code == 503, r.text
     assert r.headers["Content-Type"].startswith("application/json")
     assert r.json()["error"]["code"] == "node_unavailable", r.text

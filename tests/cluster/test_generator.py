@@ -46,3 +46,29 @@ def test_haproxy_accepts_it(tmp_path, nodes):
     for k in range(nodes):
         assert f"use_backend node_n{k} if {{ var(txn.node) -m str n{k} }}" in p.stdout
     assert p.stdout.count("agent-check agent-port 8081") == nodes // 2
+
+
+@pytest.mark.parametrize("args", [
+    ["--node", "a=127.0.0.1:1\ndisabled"], ["--node", "a=127.0.0.1:1\r"],
+    ["--node", "a=127.0.0.1:1", "--listen", "127.0.0.1:8080\ndisabled"],
+    ["--node", "a=127.0.0.1:1", "--stats-socket", "/run/x\nuser root"],
+    ["--node", "a=127.0.0.1:1", "--source", "127.0.0.2\n"],
+])
+def test_no_line_can_be_added(args):
+    """A value goes into the configuration as one word: a newline, a
+    control character or a quote is refused."""
+    p = generate(*args)
+    assert p.returncode == 2 and not p.stdout, (args, p.stderr)
+
+
+@pytest.mark.skipif(not shutil.which("haproxy"), reason="haproxy is not installed (scripts/deps)")
+def test_many_nodes(tmp_path):
+    """Each known node is a line of its own: HAProxy takes at most 64
+    words a line."""
+    args = [a for k in range(200) for a in ("--node", f"n{k}=10.0.{k // 200}.{k % 200 + 1}:8080")]
+    p = generate("--listen", "127.0.0.1:18080", *args)
+    assert p.returncode == 0, p.stderr
+    cfg = tmp_path / "haproxy.cfg"
+    cfg.write_text(p.stdout)
+    c = subprocess.run(["haproxy", "-c", "-f", str(cfg)], capture_output=True, text=True, timeout=60)
+    assert c.returncode == 0, c.stdout[-2000:] + c.stderr[-2000:]
