@@ -430,6 +430,10 @@ class PetriServer:
             f.write('[server]\nlisten = 127.0.0.1:0\nmax_sessions = 200\n'
                     'max_executions = 32\nlog_level = warning\n'
                     '[sessions]\npool_size = %d\nwarm = %s\n'
+                    # 200 sessions must fit the host's pid and pty tables
+                    # (petri refuses to start otherwise): the benches' code
+                    # runs a few processes and no terminal.
+                    '[limits]\npids = 128\n[sandbox]\nptys = 8\n'
                     % (pool_size, 'true' if warm else 'false'))
             f.write(extra)
         self.log_path = os.path.join(self.dir, 'serve.log')
