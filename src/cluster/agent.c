@@ -99,12 +99,14 @@ int agent_open(const char *listen_at, struct node_agent **out, char *err, size_t
 
 int agent_start(struct node_agent *a, struct smgr *sm, char *err, size_t errlen)
 {
-	int r;
+	int r = 0;
 
 	a->sm = sm;
-	if ((a->stop_fd = eventfd(0, EFD_CLOEXEC)) < 0 ||
-	    (r = pthread_create(&a->thread, NULL, serve, a)) != 0) {
-		r = a->stop_fd < 0 ? -errno : -r;
+	if ((a->stop_fd = eventfd(0, EFD_CLOEXEC)) < 0)
+		r = -errno;
+	else if ((r = pthread_create(&a->thread, NULL, serve, a)) != 0)
+		r = -r;
+	if (r < 0) {
 		snprintf(err, errlen, "[cluster] agent_listen: cannot start the agent: %s",
 			 strerror(-r));
 		if (a->stop_fd >= 0)
