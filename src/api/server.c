@@ -278,19 +278,25 @@ bool http_same_secret(const char *a, const char *b)
 	return diff == 0;
 }
 
-bool http_key_find(const struct petri_config *cfg, const char *key, int *index)
+/* key's index in the n secrets of list, or -1: every one compared,
+ * whichever matches, so that the time says nothing of which. */
+static int find_secret(const char *key, char *const *list, size_t n)
 {
 	int found = -1;
 
+	for (size_t i = 0; key && i < n; i++)
+		if (http_same_secret(key, list[i]) && found < 0)
+			found = (int)i;
+	return found;
+}
+
+bool http_key_find(const struct petri_config *cfg, const char *key, int *index)
+{
 	*index = -1;
 	if (cfg->napi_keys == 0)
 		return true;
-	/* Every key compared, whichever matches. */
-	for (size_t i = 0; key && i < cfg->napi_keys; i++)
-		if (http_same_secret(key, cfg->api_keys[i]) && found < 0)
-			found = (int)i;
-	*index = found;
-	return found >= 0;
+	*index = find_secret(key, cfg->api_keys, cfg->napi_keys);
+	return *index >= 0;
 }
 
 bool http_key_ok(const struct petri_config *cfg, const char *key)
@@ -312,16 +318,13 @@ static bool is_node_path(const char *url)
 static bool admin_authorized(struct api_req *rq)
 {
 	const char *h = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "Authorization");
-	bool found = false;
 
 	rq->key_index = -1;
 	if (rq->cfg->nadmin_keys == 0)
 		return rq->cfg->napi_keys == 0;
 	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
 		return false;
-	for (size_t i = 0; i < rq->cfg->nadmin_keys; i++)
-		found |= http_same_secret(h + 7, rq->cfg->admin_keys[i]);
-	return found;
+	return find_secret(h + 7, rq->cfg->admin_keys, rq->cfg->nadmin_keys) >= 0;
 }
 
 /* Is the request's key one of the server's (or are there none)?  Notes

@@ -95,9 +95,9 @@ struct smgr {
 	atomic_uint executions;
 	pthread_t reaper;
 	pthread_cond_t stop_cond;
-	bool stopping;
-	/* smgr_drain(); also read without the lock (/healthz, the agent). */
-	atomic_bool draining, stopped;
+	/* smgr_shutdown() has begun (set under the lock); smgr_drain().  Both
+	 * are also read without the lock (/healthz, the agent). */
+	atomic_bool stopping, draining;
 	/* Sandboxes to tear down (reap, remove the cgroup) off the request
 	 * path: they are killed at once, cleaned up here. */
 	pthread_t disposer;
@@ -498,7 +498,7 @@ void smgr_health(struct smgr *m, struct smgr_health *h)
 	h->sessions = atomic_load(&m->live);
 	h->max_sessions = m->cfg->max_sessions;
 	h->draining = atomic_load(&m->draining);
-	h->stopping = atomic_load(&m->stopped);
+	h->stopping = atomic_load(&m->stopping);
 }
 
 bool smgr_draining(struct smgr *m)
@@ -687,7 +687,6 @@ void smgr_shutdown(struct smgr *m)
 {
 	pthread_mutex_lock(&m->lock);
 	m->stopping = true;
-	atomic_store(&m->stopped, true);
 	pthread_cond_broadcast(&m->stop_cond);
 	/* Kill everything at once: all sandboxes die in parallel. */
 	for (size_t i = 0; i < m->n; i++)
