@@ -183,12 +183,13 @@ static void print_config(const struct node *v, size_t n, const char *listen_at,
 		       "    http-check expect status 200\n"
 		       "    # A connection of its own for each request: once the node has\n"
 		       "    # died, the connection is refused (never half-sent), and the\n"
-		       "    # client hears node_unavailable (503) at once, with no retry\n"
-		       "    # (HAProxy waits a second before one).  A request under way\n"
-		       "    # when it died gets node_unavailable as a 502: it is never sent\n"
-		       "    # twice.\n"
+		       "    # client hears node_unavailable (503).  One retry, a second\n"
+		       "    # later: a connection the dying node's socket still took and\n"
+		       "    # then reset is refused on the retry.  A request under way\n"
+		       "    # when it died gets node_unavailable as a 502: it is never\n"
+		       "    # sent twice.\n"
 		       "    http-reuse never\n"
-		       "    retries 0\n", v[i].name, v[i].name);
+		       "    retries 1\n", v[i].name, v[i].name);
 		error_json(503, "node_unavailable", "the node that holds this session is down: the session is lost");
 		error_json(502, "node_unavailable", "the node that holds this session stopped answering: the session may be lost");
 		error_json(504, "node_timeout", "the node that holds this session did not answer in time");
