@@ -49,8 +49,8 @@ void e2b_free(struct e2b *e);
 /* What an incoming request is, from its headers (server.c, before the
  * body): not E2B's, the control plane, envd, the code interpreter, or a
  * data-plane call to a port petri does not serve.  The native API's paths
- * (/v1/..., /healthz, /metrics, /mcp) are never E2B's, whatever the
- * headers say. */
+ * (/v1/..., /healthz, /readyz, /metrics, /mcp) are never E2B's, whatever
+ * the headers say. */
 enum e2b_kind { E2B_NONE, E2B_CONTROL, E2B_ENVD, E2B_CODE, E2B_BAD_PORT };
 enum e2b_kind e2b_kind_of(struct MHD_Connection *conn, const char *url);
 

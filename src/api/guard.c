@@ -154,8 +154,9 @@ bool guard_request(struct api_req *rq, const char *listen_host, enum MHD_Result 
 				   "or one Transfer-Encoding, never both or two");
 		return false;
 	}
-	/* /healthz answers load balancers and probes, whatever they call us. */
-	if (!strcmp(rq->url, "/healthz"))
+	/* /healthz and /readyz answer load balancers and probes, whatever
+	 * they call us. */
+	if (!strcmp(rq->url, "/healthz") || !strcmp(rq->url, "/readyz"))
 		return true;
 	if (host && (!host_part(host, strlen(host), name, sizeof(name)) ||
 		     !host_allowed(rq, name, listen_host))) {

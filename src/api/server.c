@@ -5,14 +5,14 @@
  *
  * Threads: libmicrohttpd runs http_threads event threads (epoll), each
  * serving many connections, so an idle or slow socket costs a few KiB and
- * no thread.  They read headers and bodies, answer /healthz, /metrics and
- * the OpenAPI document themselves, and hand every other request to the
- * workers with its connection suspended.  A streamed execution runs on its
- * worker after the response was queued; its content reader never waits
- * (stream.c); an upload whose sandbox is slow waits suspended, resumed by
- * files.c's waiter thread.  Shutdown (api_stop) joins the workers and ends the streams
- * before MHD closes the connections, so no thread of the API holds a
- * session once it returns.
+ * no thread.  They read headers and bodies, answer /healthz, /readyz,
+ * /metrics and the OpenAPI document themselves, and hand every other
+ * request to the workers with its connection suspended.  A streamed
+ * execution runs on its worker after the response was queued; its content
+ * reader never waits (stream.c); an upload whose sandbox is slow waits
+ * suspended, resumed by files.c's waiter thread.  Shutdown (api_stop) joins
+ * the workers and ends the streams before MHD closes the connections, so no
+ * thread of the API holds a session once it returns.
  *
  * Budgets: a JSON body at most max_json_kb, scanned by util/jsoncost
  * before jansson builds it; an upload at most max_file_mb; all bodies held
@@ -430,22 +430,48 @@ enum MHD_Result http_not_allowed(struct api_req *rq, const char *allow)
 
 #define LANGUAGES_WAIT_S 20.0	/* GET /v1/languages waits for the probe */
 
-/* /healthz's answer, also the node's state after a drain or an undrain.
- * Polled by load balancers: atomics only, no lock a slow path (a template
- * starting, a session spawning) holds. */
-static enum MHD_Result health(struct api_req *rq)
+/* /healthz and /readyz: probes, answered to anyone (no key, any Host) on
+ * the event thread. */
+static bool is_probe(const char *url)
+{
+	return !strcmp(url, "/healthz") || !strcmp(url, "/readyz");
+}
+
+/* Why the node should get no new work now (/readyz), or NULL.  A warm
+ * path that is off or failed is ready: its sandboxes start cold, but
+ * start; one starting is not, for a while. */
+static const char *not_ready(const struct smgr_health *h)
+{
+	if (h->stopping)
+		return "stopping";
+	if (h->draining)
+		return "draining";
+	if (!strcmp(h->warm, "starting"))
+		return "warming";
+	return NULL;
+}
+
+/* /healthz's answer, also the node's state after a drain or an undrain;
+ * with readiness, /readyz's: the same, 503 with "status": "not_ready" and
+ * a reason while not_ready().  Polled by load balancers and Kubernetes:
+ * atomics only, no lock a slow path (a template starting, a session
+ * spawning) holds. */
+static enum MHD_Result health(struct api_req *rq, bool readiness)
 {
 	struct smgr_health h;
+	const char *why;
 
 	smgr_health(rq->sm, &h);
-	return http_json(rq, 200, json_pack("{s:s, s:s, s:s, s:I, s:b, s:s, s:I, s:I, s:b}",
-					    "status", "ok", "node", rq->cfg->node,
-					    "version", petri_version(),
-					    "sessions", (json_int_t)h.sessions,
-					    "cgroups", smgr_cgroups(rq->sm),
-					    "warm", h.warm, "pool", (json_int_t)h.pool,
-					    "max_sessions", (json_int_t)h.max_sessions,
-					    "draining", h.draining));
+	why = readiness ? not_ready(&h) : NULL;
+	return http_json(rq, why ? 503 : 200,
+			 json_pack("{s:s, s:s, s:s, s:I, s:b, s:s, s:I, s:I, s:b, s:s*}",
+				   "status", why ? "not_ready" : "ok", "node", rq->cfg->node,
+				   "version", petri_version(),
+				   "sessions", (json_int_t)h.sessions,
+				   "cgroups", smgr_cgroups(rq->sm),
+				   "warm", h.warm, "pool", (json_int_t)h.pool,
+				   "max_sessions", (json_int_t)h.max_sessions,
+				   "draining", h.draining, "reason", why));
 }
 
 /* GET /v1/node, POST /v1/node/drain and /v1/node/undrain: the node's
@@ -457,24 +483,24 @@ static enum MHD_Result handle_node(struct api_req *rq)
 	if (!strcmp(url, "/v1/node")) {
 		if (strcmp(m, "GET"))
 			return http_not_allowed(rq, "GET");
-		return health(rq);
+		return health(rq, false);
 	}
 	if (strcmp(url, "/v1/node/drain") && strcmp(url, "/v1/node/undrain"))
 		return http_error(rq, 404, "not_found", "no such endpoint: %.200s", url);
 	if (strcmp(m, "POST"))
 		return http_not_allowed(rq, "POST");
 	smgr_drain(rq->sm, !strcmp(url, "/v1/node/drain"));
-	return health(rq);
+	return health(rq, false);
 }
 
 static enum MHD_Result route(struct api_req *rq)
 {
 	const char *url = rq->url, *m = rq->method;
 
-	if (!strcmp(url, "/healthz")) {
+	if (is_probe(url)) {
 		if (strcmp(m, "GET"))
 			return http_not_allowed(rq, "GET");
-		return health(rq);
+		return health(rq, !strcmp(url, "/readyz"));
 	}
 	if (is_node_path(url))
 		return handle_node(rq);
@@ -571,7 +597,7 @@ static bool is_upload(const char *method, const char *url)
  * suspends its connection when it has nothing to send). */
 static bool runs_inline(const char *url)
 {
-	return !strcmp(url, "/healthz") || !strcmp(url, "/metrics") ||
+	return is_probe(url) || !strcmp(url, "/metrics") ||
 	       !strcmp(url, "/v1/openapi.json") || !strcmp(url, "/v1/events") ||
 	       is_node_path(url) || web_is_asset(url);
 }
@@ -705,7 +731,7 @@ static enum MHD_Result on_headers(struct api_server *srv, struct api_req *rq)
 				  "HTTP");
 	}
 	/* The web page's files hold no data: the page asks for the key. */
-	if (strcmp(rq->url, "/healthz") && !is_node_path(rq->url) && !web_is_asset(rq->url) &&
+	if (!is_probe(rq->url) && !is_node_path(rq->url) && !web_is_asset(rq->url) &&
 	    !authorized(rq)) {
 		metrics_inc(M_REJECT_AUTH);
 		return http_error(rq, 401, "unauthorized",

@@ -150,7 +150,10 @@ static bool push_list_checked(char ***list, size_t *n, const char *v,
 	return *n <= max;
 }
 
-static int load_keys_file(struct petri_config *c, const char *path)
+/* A keys file (api_keys_file, admin_keys_file) into list: a key or a
+ * comma-separated list a line, lines that start with '#' skipped.  0, or
+ * -errno (it cannot be read, or out of memory). */
+static int load_keys_file(char ***list, size_t *n, const char *path)
 {
 	FILE *f = fopen(path, "r");
 	char line[1024];
@@ -161,10 +164,27 @@ static int load_keys_file(struct petri_config *c, const char *path)
 	while (r == 0 && fgets(line, sizeof(line), f)) {
 		line[strcspn(line, "\r\n")] = '\0';
 		if (line[0] && line[0] != '#')
-			r = push_list(&c->api_keys, &c->napi_keys, line);
+			r = push_list(list, n, line);
 	}
+	if (r == 0 && ferror(f))
+		r = errno ? -errno : -EIO;	/* a directory: EISDIR */
 	fclose(f);
 	return r;
+}
+
+/* name = v in [section] names a keys file: load it into list, or fail the
+ * parse saying which file and why (the generic message would not). */
+static bool set_keys_file(struct parse *p, const char *section, const char *name,
+			  const char *v, char ***list, size_t *n)
+{
+	int r = load_keys_file(list, n, v);
+
+	if (r < 0 && !p->failed) {
+		snprintf(p->err, p->errlen, "%s: %s in [%s]: cannot read '%s': %s",
+			 p->path, name, section, v, strerror(-r));
+		p->failed = true;
+	}
+	return r == 0;
 }
 
 /* [limits] and [max_limits]: the ranges of limit_rules. */
@@ -293,7 +313,7 @@ static bool set_server(struct parse *p, const char *name, const char *v)
 		return true;
 	}
 	if (!strcmp(name, "api_keys_file"))
-		return load_keys_file(c, v) == 0;
+		return set_keys_file(p, "server", name, v, &c->api_keys, &c->napi_keys);
 	if (!strcmp(name, "max_sessions"))
 		return num_u32(v, 1, 100000, &c->max_sessions);
 	if (!strcmp(name, "max_executions"))
@@ -513,6 +533,8 @@ static bool set_cluster(struct parse *p, const char *name, const char *v)
 
 	if (!strcmp(name, "admin_keys"))
 		return push_list(&c->admin_keys, &c->nadmin_keys, v) == 0;
+	if (!strcmp(name, "admin_keys_file"))
+		return set_keys_file(p, "cluster", name, v, &c->admin_keys, &c->nadmin_keys);
 	if (!strcmp(name, "agent_listen")) {
 		if (strlen(v) >= sizeof(c->agent_listen) || !strncmp(v, "unix:", 5))
 			return false;
@@ -524,14 +546,17 @@ static bool set_cluster(struct parse *p, const char *name, const char *v)
 	return false;
 }
 
-/* An admin key that is also an API key would let a tenant drain the node. */
+/* An admin key that is also an API key would let a tenant drain the node.
+ * Checked once the whole file is read: keys and keys files come in any
+ * order. */
 static int check_admin_keys(const struct petri_config *c, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < c->nadmin_keys; i++)
 		for (size_t j = 0; j < c->napi_keys; j++)
 			if (!strcmp(c->admin_keys[i], c->api_keys[j])) {
 				snprintf(err, errlen, "[cluster] admin_keys: a key is also one of "
-					 "[server] api_keys: give administration keys of its own");
+					 "[server] api_keys (or their keys files): give "
+					 "administration keys of their own");
 				return -EINVAL;
 			}
 	return 0;

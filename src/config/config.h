@@ -19,7 +19,8 @@
  *              (repeatable, NAME=value)
  *   [language.NAME] file, run, compile, version, aliases, extensions, summary:
  *              a language the operator adds (src/runtime/languages.h)
- *   [cluster]  admin_keys, agent_listen, drain_grace_s (docs/cluster.md)
+ *   [cluster]  admin_keys, admin_keys_file, agent_listen, drain_grace_s
+ *              (docs/cluster.md)
  *   [python]   path (directories on sys.path, repeatable), wheelhouse (the
  *              directory of wheels that pip installs from), preload (modules
  *              the warm template imports)
@@ -119,9 +120,10 @@ struct petri_config {
 	size_t nenv;
 
 	/* [cluster] (docs/cluster.md): the keys that may drain and undrain
-	 * this node (none of them an API key); where HAProxy's agent-check
-	 * reads its state ("": no agent); how long SIGTERM drains before the
-	 * daemon stops (0: it stops at once, as a single node does). */
+	 * this node (admin_keys and admin_keys_file; none of them an API
+	 * key); where HAProxy's agent-check reads its state ("": no agent);
+	 * how long SIGTERM drains before the daemon stops (0: it stops at
+	 * once, as a single node does). */
 	char **admin_keys;
 	size_t nadmin_keys;
 	char agent_listen[256];

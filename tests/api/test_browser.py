@@ -134,8 +134,9 @@ def test_rebound_host_cannot_run_code(keyless):
         status, _, body, _ = post_json(port, path, {"code": "1+1"}, host=host)
         assert status == 200, (host, body)
     # A health probe may call the server anything.
-    status, _, body, _ = send(port, "GET", "/healthz", host="10.1.2.3:8080")
-    assert status == 200, body
+    for path in ("/healthz", "/readyz"):
+        status, _, body, _ = send(port, "GET", path, host="10.1.2.3:8080")
+        assert status == 200, (path, body)
 
 
 def test_json_routes_take_only_json(keyless):

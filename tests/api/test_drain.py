@@ -1,7 +1,7 @@
 """A node drains (docs/cluster.md): it takes no new session, one-shot, E2B
 sandbox or MCP session (503 `draining`) while its sessions run on;
 /healthz and the node's agent say so (HAProxy's agent-check reads
-`ready up N%`, `drain`, `down`); an admin key, never a tenant's API key,
+`ready up N%`, `drain`, `down`), and /readyz answers 503 `draining`; an admin key, never a tenant's API key,
 drains and undrains it (POST /v1/node/drain, `petri drain`); SIGTERM with
 [cluster] drain_grace_s drains first and stops once the sessions have
 ended, the grace has passed, or a second signal says so.
@@ -111,6 +111,24 @@ def test_drain_refuses_new_sessions_and_keeps_the_live_ones(make_server):
     requests.delete(srv.url + "/mcp", headers=mcp_headers, timeout=60)
 
 
+def test_readyz_follows_drain_and_undrain(make_server):
+    srv = make_server(config())
+    readyz = lambda: requests.get(srv.url + "/readyz", timeout=30)  # noqa: E731
+    r = readyz()                                  # no key: a probe's
+    assert r.status_code == 200 and r.json()["status"] == "ok", r.text
+    assert admin(srv, "drain").status_code == 200
+    r = readyz()
+    assert r.status_code == 503, r.text
+    body = r.json()
+    assert body["status"] == "not_ready" and body["reason"] == "draining", body
+    assert body["draining"] is True and body["node"] == "d1", body
+    # /healthz still says the node is up: only readiness changed.
+    assert srv.api(TENANT).get("/healthz").status_code == 200
+    assert admin(srv, "undrain").status_code == 200
+    r = readyz()
+    assert r.status_code == 200 and "reason" not in r.json(), r.text
+
+
 def test_only_an_admin_key_administers_the_node(make_server, tmp_path):
     srv = make_server(config())
     api = srv.api(TENANT)
@@ -162,6 +180,8 @@ def test_sigterm_drains_until_the_sessions_end(make_server):
     srv.proc.send_signal(signal.SIGTERM)
     assert wait_for(lambda: api.get("/healthz").json()["draining"], 30)
     assert agent_says(addr) == "drain\n"
+    r = api.get("/readyz")
+    assert r.status_code == 503 and r.json()["reason"] == "draining", r.text
     assert api.post("/v1/sessions", {}).json()["error"]["code"] == "draining"
     assert api.execute(sid, "print('still here')")["stdout"] == "still here\n"
     assert srv.proc.poll() is None

@@ -3,6 +3,9 @@ path is starting, ready, off or failed, how many warm sandboxes are ready,
 the live sessions and the cap; a session asked for while the template
 starts waits for it at most [sessions] warm_wait_s, and the log says
 whether it waited or went cold (docs/api.md, docs/configuration.md).
+GET /readyz says the same by its status alone (a Kubernetes
+readinessProbe): 503 "warming" while the template starts, 200 once the
+warm path has settled (drain and undrain: test_drain.py).
 
 The template is made slow on purpose (it preloads a module of the
 operator's [python] path that sleeps), so that "starting" is a state the
@@ -70,6 +73,43 @@ def test_healthz_answers_needs_no_key_and_only_get(make_server):
     h = healthz(srv.url)
     assert h and h["warm"] == "ready", h
     assert srv.api().post("/healthz", {}).status_code == 405
+
+
+def readyz(srv, key=None):
+    r = srv.api(key).get("/readyz")
+    return r.status_code, r.json()
+
+
+def test_readyz_is_503_warming_until_the_template_is_ready(make_server, slow_path):
+    srv = make_server(slow_config(slow_path, 600), light=False, wait_warm=False)
+    status, body = readyz(srv)
+    assert status == 503, body
+    assert body["status"] == "not_ready" and body["reason"] == "warming", body
+    assert body["warm"] == "starting" and body["draining"] is False, body
+    # The rest of the body is /healthz's.
+    h = srv.api().get("/healthz").json()
+    assert set(body) == set(h) | {"reason"} and body["node"] == h["node"], (body, h)
+    assert srv.wait_warm(120) == "ready"
+    status, body = readyz(srv)
+    assert status == 200 and body["status"] == "ok" and "reason" not in body, body
+    assert body["warm"] == "ready", body
+
+
+def test_readyz_is_200_at_once_without_a_warm_path(cold_server):
+    status, body = readyz(cold_server)
+    assert status == 200 and body["warm"] == "off" and "reason" not in body, body
+
+
+def test_readyz_needs_no_key_and_only_get(make_server):
+    srv = make_server("[server]\napi_keys = k1\n")
+    status, body = readyz(srv)                  # no key
+    assert status == 200 and body["status"] == "ok", body
+    assert srv.api("wrong").get("/readyz").status_code == 200
+    assert srv.api().get("/metrics").status_code == 401     # keys are on
+    for method in ("POST", "PUT", "DELETE"):
+        r = srv.api().request(method, "/readyz")
+        assert r.status_code == 405 and r.headers["Allow"] == "GET", (method, r.text)
+        assert r.json()["error"]["code"] == "method_not_allowed", r.text
 
 
 def test_a_session_waits_for_the_starting_template(make_server, slow_path):

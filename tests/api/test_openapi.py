@@ -204,7 +204,7 @@ def _walk(node, path=()):
 def test_document_structure():
     assert DOC["openapi"] == "3.1.0"
     assert DOC["info"]["title"] and DOC["info"]["version"]
-    expected = {"/healthz", "/metrics", "/v1/openapi.json", "/v1/sessions", "/v1/sessions/{id}",
+    expected = {"/healthz", "/readyz", "/metrics", "/v1/openapi.json", "/v1/sessions", "/v1/sessions/{id}",
                 "/v1/sessions/{id}/keepalive", "/v1/sessions/{id}/interrupt",
                 "/v1/sessions/{id}/restart",
                 "/v1/sessions/{id}/execute", "/v1/sessions/{id}/executions",
@@ -231,7 +231,7 @@ def test_document_structure():
                 assert deref(resp)["description"]
                 if status not in ("204",):
                     assert deref(resp).get("content"), f"{m} {template} {status}"
-            if template != "/healthz":
+            if template not in ("/healthz", "/readyz"):
                 assert "401" in op["responses"], f"{m} {template} lacks 401"
     assert len(op_ids) == len(set(op_ids))
     for name in ("Session", "Result", "MimeBundle", "Error", "FileEntry", "FileList",
@@ -282,7 +282,7 @@ def test_an_undeclared_response_fails():
 # a response the server can give must be declared wherever it can give it,
 # not only where a test happened to meet it.
 
-INLINE = {"/healthz", "/metrics", "/v1/openapi.json", "/v1/events",   # runs_inline()
+INLINE = {"/healthz", "/readyz", "/metrics", "/v1/openapi.json", "/v1/events",   # runs_inline()
           "/v1/node", "/v1/node/drain", "/v1/node/undrain"}
 EXPENSIVE_READS = {"/v1/executions", "/v1/executions/export",         # is_expensive_read()
                    "/v1/sessions/{id}/executions", "/v1/sessions/{id}/export",
@@ -382,6 +382,16 @@ def test_healthz_and_metrics(api):
     r = api.get("/healthz")
     assert r.status_code == 200
     assert check(r)["status"] == "ok"
+    r = api.get("/readyz")     # the server has settled
+    assert r.status_code == 200
+    assert check(r)["status"] == "ok"
+    # Not ready: 503 with a NotReady body (not an Error envelope, which
+    # check() expects of every 4xx and 5xx), still declared.
+    body = dict(check(r), status="not_ready", reason="warming")
+    responses = declared_responses("GET", "/readyz")[1]
+    validate(body, deref(responses["503"])["content"]["application/json"]["schema"])
+    with pytest.raises(AssertionError):
+        validate(dict(body, reason="bored"), {"$ref": "#/components/schemas/NotReady"})
     r = api.get("/metrics")
     assert r.status_code == 200
     assert r.headers["Content-Type"].startswith("text/plain")
@@ -867,6 +877,7 @@ def test_not_found_and_method_not_allowed(api):
         (api.post(f"/v1/sessions/{sid}"), 405, "method_not_allowed"),
         (api.get(f"/v1/sessions/{sid}/execute"), 405, "method_not_allowed"),
         (api.post("/healthz"), 405, "method_not_allowed"),
+        (api.post("/readyz"), 405, "method_not_allowed"),
         (api.post("/metrics"), 405, "method_not_allowed"),
         (api.delete("/v1/openapi.json"), 405, "method_not_allowed"),
     ]
@@ -924,6 +935,8 @@ def test_keys_401(make_server, api):
                   a.get("/nope"), a.request("PUT", "/v1/sessions")):
             assert r.status_code == 401 and error_code(r) == "unauthorized", r.request.url
     r = anon.get("/healthz")
+    assert r.status_code == 200 and check(r)["status"] == "ok"
+    r = anon.get("/readyz")
     assert r.status_code == 200 and check(r)["status"] == "ok"
     r = good.get("/v1/sessions")
     assert r.status_code == 200 and check(r) == {"sessions": []}

@@ -4,10 +4,10 @@
  * without "..", NAME=value env entries, a uid_base that is not root's and
  * a uid range with room for every sandbox that can live at once.
  *
- * api_keys_file may name any file, and a device (/dev/zero), a FIFO or
- * /proc/kmsg would block the fuzzer, not find a bug: inputs that name
- * api_keys_file and mention dev, proc, sys, run or fd are skipped.  The
- * seeds point it at KEYS, written at start-up. */
+ * api_keys_file and admin_keys_file may name any file, and a device
+ * (/dev/zero), a FIFO or /proc/kmsg would block the fuzzer, not find a bug:
+ * inputs that name a keys_file and mention dev, proc, sys, run or fd are
+ * skipped.  The seeds point it at KEYS, written at start-up. */
 #include <assert.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -52,7 +52,7 @@ static bool blocking_keys_file(const uint8_t *data, size_t size)
 {
 	static const char *const risky[] = { "dev", "proc", "sys", "run", "fd", NULL };
 
-	if (!memmem(data, size, "api_keys_file", 13))
+	if (!memmem(data, size, "keys_file", 9))
 		return false;
 	for (size_t i = 0; risky[i]; i++)
 		if (memmem(data, size, risky[i], strlen(risky[i])))

@@ -11,15 +11,21 @@
 
 static char path[64];
 
-static void write_config(const char *text)
+/* A new file in /tmp holding text; its name in file (the caller unlinks). */
+static void write_temp(char file[64], const char *text)
 {
 	int fd;
 
-	snprintf(path, sizeof(path), "/tmp/petri-config-XXXXXX");
-	fd = mkstemp(path);
+	snprintf(file, 64, "/tmp/petri-config-XXXXXX");
+	fd = mkstemp(file);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
 	close(fd);
+}
+
+static void write_config(const char *text)
+{
+	write_temp(path, text);
 }
 
 START_TEST(test_defaults)
@@ -396,6 +402,55 @@ START_TEST(test_node)
 }
 END_TEST
 
+START_TEST(test_keys_files)
+{
+	char api[64], admin[64], text[512];
+	struct petri_config c;
+	const char *err;
+
+	write_temp(api, "# the tenants\nt1, t2\n\nt3\n");
+	write_temp(admin, "# the operators\na1\n#a2\n  \na3 , a4\r\n");
+	snprintf(text, sizeof(text), "[cluster]\nadmin_keys_file = %s\nadmin_keys = a0\n"
+		 "[server]\napi_keys_file = %s\n", admin, api);
+	load_ok(&c, text);
+	ck_assert_uint_eq(c.napi_keys, 3);
+	ck_assert_str_eq(c.api_keys[2], "t3");
+	ck_assert_uint_eq(c.nadmin_keys, 4);
+	ck_assert_str_eq(c.admin_keys[0], "a1");
+	ck_assert_str_eq(c.admin_keys[1], "a3");
+	ck_assert_str_eq(c.admin_keys[2], "a4");
+	ck_assert_str_eq(c.admin_keys[3], "a0");
+	config_release(&c);
+
+	/* An admin key that is a tenant's, however it comes: from either
+	 * file, before or after the other list. */
+	snprintf(text, sizeof(text), "[cluster]\nadmin_keys_file = %s\n[server]\n"
+		 "api_keys = a3\n", admin);
+	ck_assert_ptr_nonnull(strstr(load_refused(text), "admin_keys"));
+	snprintf(text, sizeof(text), "[server]\napi_keys = a1\n[cluster]\n"
+		 "admin_keys_file = %s\n", admin);
+	ck_assert_ptr_nonnull(strstr(load_refused(text), "admin_keys"));
+	snprintf(text, sizeof(text), "[cluster]\nadmin_keys = t2\n[server]\n"
+		 "api_keys_file = %s\n", api);
+	ck_assert_ptr_nonnull(strstr(load_refused(text), "admin_keys"));
+	snprintf(text, sizeof(text), "[server]\napi_keys_file = %s\n[cluster]\n"
+		 "admin_keys_file = %s\nadmin_keys_file = %s\n", api, admin, api);
+	ck_assert_ptr_nonnull(strstr(load_refused(text), "admin_keys"));
+	unlink(api);
+	unlink(admin);
+
+	/* A file that cannot be read is an error that names it and says why. */
+	err = load_refused("[cluster]\nadmin_keys_file = /nonexistent/admin\n");
+	ck_assert_msg(strstr(err, "admin_keys_file in [cluster]: cannot read "
+			     "'/nonexistent/admin': No such file or directory"), "%s", err);
+	err = load_refused("[server]\napi_keys_file = /nonexistent/keys\n");
+	ck_assert_msg(strstr(err, "api_keys_file in [server]: cannot read "
+			     "'/nonexistent/keys'"), "%s", err);
+	err = load_refused("[cluster]\nadmin_keys_file = /\n");
+	ck_assert_msg(strstr(err, "Is a directory"), "%s", err);
+}
+END_TEST
+
 START_TEST(test_listen)
 {
 	struct petri_config c;
@@ -432,6 +487,7 @@ Suite *config_suite(void)
 	tcase_add_test(tc, test_long_line);
 	tcase_add_test(tc, test_listen);
 	tcase_add_test(tc, test_node);
+	tcase_add_test(tc, test_keys_files);
 	tcase_add_test(tc, test_languages);
 	suite_add_tcase(s, tc);
 	return s;
