@@ -51,9 +51,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/magic.h>
 
 #include "util/log.h"
 
@@ -71,6 +74,8 @@ static const char *const ctrl_names[C_COUNT] = {
 
 #define DEFAULT_LEAF "/petri"
 #define SUPERVISOR_LEAF "petri-supervisor"	/* v2_delegated(): where petri moves itself */
+#define PROC_CGROUP_INIT_INO 0xEFFFFFFBu	/* the initial cgroup namespace's inode,
+						 * fixed (include/linux/proc_ns.h) */
 #define CPU_PERIOD_US 100000u
 #define CPU_MIN_QUOTA_US 1000u	/* the kernel refuses less than 1 ms */
 #define KILL_TIMEOUT_MS 2000	/* the default of cg_manager_set_kill_timeout() */
@@ -498,8 +503,9 @@ static int cgpath_normalize(const char *in, char *out, size_t outlen)
  * /proc/self/cgroup ("id:ctrl,ctrl:/path"; v2's line is "0::/path").  ""
  * (the root) when it is not listed or does not exist under mount: a
  * /proc/self/cgroup that does not match the mount (no cgroup namespace in a
- * container) must not make us build a phantom path. */
-static void own_cgroup(const char *name, const char *self, const char *mount,
+ * container) must not make us build a phantom path.  Returns whether it was
+ * listed and exists, so that a caller can tell "the root" from "unknown". */
+static bool own_cgroup(const char *name, const char *self, const char *mount,
 		       char *out, size_t len)
 {
 	char buf[8192], dir[PATH_MAX];
@@ -508,7 +514,7 @@ static void own_cgroup(const char *name, const char *self, const char *mount,
 
 	out[0] = '\0';
 	if (snprintf(buf, sizeof(buf), "%s", self) >= (int)sizeof(buf))
-		return;
+		return false;
 	for (char *line = buf; line && *line;) {
 		char *nl = strchr(line, '\n'), *start = line, *ctrls, *path;
 		bool match = false;
@@ -533,10 +539,44 @@ static void own_cgroup(const char *name, const char *self, const char *mount,
 			continue;
 		if (cgpath_normalize(path, out, len) ||
 		    file_path(dir, sizeof(dir), mount, out) ||
-		    stat(dir, &st) || !S_ISDIR(st.st_mode))
+		    stat(dir, &st) || !S_ISDIR(st.st_mode)) {
 			out[0] = '\0';
-		return;
+			return false;
+		}
+		return true;
 	}
+	return false;
+}
+
+/* The inode of a namespace file is the namespace's id (on nsfs, where
+ * /proc/<pid>/ns/ links lead), and the initial cgroup namespace's is fixed.
+ * Anything else (no such file, not nsfs: an emulated /proc) counts as the
+ * initial namespace, which keeps the behaviour petri has always had. */
+enum cg_ns cg_ns_detect(void)
+{
+	static const char path[] = "/proc/self/ns/cgroup";
+	struct statfs fs;
+	struct stat st;
+
+	if (stat(path, &st) < 0 || statfs(path, &fs) < 0 ||
+	    fs.f_type != NSFS_MAGIC)
+		return CG_NS_INITIAL;
+	return st.st_ino == PROC_CGROUP_INIT_INO ? CG_NS_INITIAL : CG_NS_PRIVATE;
+}
+
+/* Is our own v2 cgroup (or, once we have moved into SUPERVISOR_LEAF, its
+ * parent) the root of a cgroup namespace other than the host's?  The
+ * container runtime made that namespace for us and mounted its root at
+ * root: a cgroup handed over whole, as systemd's Delegate=yes hands one
+ * over, but bound by the "no internal processes" rule, unlike the host's
+ * real root. */
+static bool ns_handed_over(const char *root, const char *self, enum cg_ns ns)
+{
+	char own[PATH_MAX];
+
+	if (ns != CG_NS_PRIVATE || !own_cgroup("", self, root, own, sizeof(own)))
+		return false;
+	return !own[0] || !strcmp(own, "/" SUPERVISOR_LEAF);
 }
 
 /* systemd marks a cgroup it hands over to a unit (Delegate=yes) with the
@@ -715,6 +755,9 @@ static int v2_writable(const char *dir, char *err, size_t errlen)
 
 /* v2 without root: the subtree systemd (or whoever) delegated to us is our
  * own cgroup, from /proc/self/cgroup.  Sandboxes go under <own>/petri.
+ * <own> may be the root of a private cgroup namespace (ns_handed_over()),
+ * bound by the same rule; only the real root, the initial namespace's, is
+ * free of it.
  * A cgroup other than the root may not both hold processes and enable
  * controllers for its children ("no internal processes"), so, as systemd's
  * delegation rules ask, we first move ourselves into a leaf of our own,
@@ -723,17 +766,17 @@ static int v2_writable(const char *dir, char *err, size_t errlen)
  * whose scope we share) would still forbid controllers: then none are
  * enabled, and m->note says so (kill, counting and CPU time still work). */
 static int v2_delegated(struct cg_manager *m, const char *root, const char *self,
-			unsigned want, char *err, size_t errlen)
+			enum cg_ns ns, unsigned want, char *err, size_t errlen)
 {
 	char own[PATH_MAX], dir[PATH_MAX], leaf[PATH_MAX], buf[SMALL_FILE], pid[16];
 	const char *slash;
 	int rc, others;
 
 	own_cgroup("", self, root, own, sizeof(own));
-	if (!own[0])	/* the root (of our cgroup namespace): no such rule */
+	if (!own[0] && ns != CG_NS_PRIVATE)	/* the real root: no such rule */
 		return v2_setup(m, root, "", DEFAULT_LEAF, want, err, errlen);
 	slash = strrchr(own, '/');
-	if (!strcmp(slash + 1, SUPERVISOR_LEAF))
+	if (slash && !strcmp(slash + 1, SUPERVISOR_LEAF))
 		own[slash - own] = '\0';
 	if (snprintf(dir, sizeof(dir), "%s%s", root, own) >= (int)sizeof(dir) ||
 	    snprintf(leaf, sizeof(leaf), "%s/" SUPERVISOR_LEAF, dir) >= (int)sizeof(leaf))
@@ -756,7 +799,9 @@ static int v2_delegated(struct cg_manager *m, const char *root, const char *self
 		set_err(m->note, sizeof(m->note), "other processes share our cgroup '%s', so its "
 			 "children cannot have controllers (cgroup v2 allows no processes "
 			 "in a cgroup that enables them): no memory, pids or cpu limits by "
-			 "cgroup; run petri in a cgroup of its own", dir);
+			 "cgroup; %s", dir, own[0] || ns != CG_NS_PRIVATE ?
+			 "run petri in a cgroup of its own" :
+			 "make petri the container's command, not a shell or init around it");
 		want = 0;
 	}
 	return v2_setup(m, root, own, DEFAULT_LEAF, want, err, errlen);
@@ -875,6 +920,7 @@ int cg_manager_open(const char *fs_root, const struct cg_options *o,
 	char root[PATH_MAX], rel[PATH_MAX], self[8192] = "";
 	const char *parent = o ? o->parent : NULL;
 	struct cg_manager *m = NULL;
+	enum cg_ns ns;
 	unsigned v2, v1;
 	size_t len;
 	int rc;
@@ -915,10 +961,12 @@ int cg_manager_open(const char *fs_root, const struct cg_options *o,
 	m->version = detect(root, &v2, &v1);
 	switch (m->version) {
 	case JAIL_CG_V2:
+		ns = o && o->ns != CG_NS_DETECT ? o->ns : cg_ns_detect();
 		if (parent && *parent)
 			rc = v2_setup(m, root, "", rel, v2, err, errlen);
-		else if ((o && o->delegated) || marked_delegated(root, self))
-			rc = v2_delegated(m, root, self, v2, err, errlen);
+		else if ((o && o->delegated) || marked_delegated(root, self) ||
+			 ns_handed_over(root, self, ns))
+			rc = v2_delegated(m, root, self, ns, v2, err, errlen);
 		else
 			rc = v2_setup(m, root, "", DEFAULT_LEAF, v2, err, errlen);
 		break;

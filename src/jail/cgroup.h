@@ -22,7 +22,11 @@
  * controllers for its children may hold no process itself.  A root petri
  * does the same when systemd marked its cgroup as delegated (Delegate=yes
  * sets the xattr trusted.delegate), so that a unit's limits (MemoryMax=)
- * hold for its sandboxes and stopping the unit reaches them.
+ * hold for its sandboxes and stopping the unit reaches them.  So does any
+ * petri whose own cgroup is the root of a cgroup namespace other than the
+ * host's (a container's: containerd's and docker's default on v2): that
+ * root is a cgroup handed over whole, and the kernel applies the same "no
+ * internal processes" rule to it as to any non-root cgroup.
  *
  * The sweep trusts /proc/<pid>: use one parent per pid namespace (two
  * petri daemons in different pid namespaces must not share a parent).
@@ -75,6 +79,19 @@ struct cg_stats {
 int cg_manager_new(const char *fs_root, const char *parent,
 		   struct cg_manager **out, char *err, size_t errlen);
 
+/* Which cgroup namespace we run in.  The host's (the kernel's initial
+ * one) sees the hierarchy's real root, which may hold processes and enable
+ * controllers at once; any other one's root is a cgroup like any other. */
+enum cg_ns {
+	CG_NS_DETECT,			/* ask cg_ns_detect() */
+	CG_NS_INITIAL,
+	CG_NS_PRIVATE,
+};
+/* CG_NS_PRIVATE when /proc/self/ns/cgroup is not the initial cgroup
+ * namespace; CG_NS_INITIAL when it is, and when that cannot be told (no
+ * such file: a kernel before 4.6 has no cgroup namespaces). */
+enum cg_ns cg_ns_detect(void);
+
 struct cg_options {
 	const char *parent;		/* as cg_manager_new()'s */
 	/* v2 without a parent: nest in our own, delegated cgroup (above) */
@@ -82,6 +99,9 @@ struct cg_options {
 	/* The text of /proc/self/cgroup to go by; NULL: read it (tests give
 	 * their own, to place a fake tree's caller) */
 	const char *self_cgroup;
+	/* The cgroup namespace to go by; CG_NS_DETECT (0): cg_ns_detect()
+	 * (tests say which, for a fake tree) */
+	enum cg_ns ns;
 };
 int cg_manager_open(const char *fs_root, const struct cg_options *o,
 		    struct cg_manager **out, char *err, size_t errlen);

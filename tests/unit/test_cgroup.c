@@ -29,6 +29,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -833,15 +834,43 @@ static void fake_delegated(char *root, size_t len, char *own, size_t ownlen,
 	put(own, "cgroup.procs", "");
 }
 
-static struct cg_manager *delegated_manager(const char *root, const char *self)
+/* The options of a caller that /proc/self/cgroup places at self, in the
+ * cgroup namespace ns (a fake tree cannot make its own namespace). */
+static struct cg_manager *ns_manager(const char *root, const char *self,
+				     enum cg_ns ns, bool delegated)
 {
-	const struct cg_options o = { .delegated = true, .self_cgroup = self };
+	const struct cg_options o = { .delegated = delegated, .self_cgroup = self,
+				      .ns = ns };
 	struct cg_manager *m = NULL;
 	char err[512] = "";
 	int rc = cg_manager_open(root, &o, &m, err, sizeof(err));
 
 	ck_assert_msg(rc == 0, "cg_manager_open('%s'): %d %s", root, rc, err);
 	return m;
+}
+
+static struct cg_manager *delegated_manager(const char *root, const char *self)
+{
+	return ns_manager(root, self, CG_NS_DETECT, true);
+}
+
+/* m nests in own as a delegate does: out of <own> before it enables
+ * controllers (the leaf petri-supervisor holds us), all three enabled for
+ * <own> and <own>/petri, the sandboxes' parent. */
+static void ck_nested(const struct cg_manager *m, const char *own)
+{
+	char dir[PATH_MAX], pid[16];
+
+	ck_assert_int_eq(cg_version(m), JAIL_CG_V2);
+	ck_assert(cg_has_memory(m) && cg_has_pids(m) && cg_has_cpu(m));
+	ck_assert_str_eq(cg_manager_note(m), "");
+	pathf(dir, sizeof(dir), "%s/petri", own);
+	ck_assert_str_eq(cg_parent_dir(m), dir);
+	ck_file(dir, "cgroup.subtree_control", "+memory +pids +cpu");
+	ck_file(own, "cgroup.subtree_control", "+memory +pids +cpu");
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	pathf(dir, sizeof(dir), "%s/petri-supervisor", own);
+	ck_file(dir, "cgroup.procs", pid);
 }
 
 /* The delegate's own cgroup, not the hierarchy's root, is where its
@@ -853,24 +882,14 @@ START_TEST(test_v2_fake_delegated)
 	 * a v1 line first, the v2 line last. */
 	static const char self[] = "1:name=systemd:/elsewhere\n0::/u/app.scope\n";
 	struct cg_limits lim = { 64 * MiB, 32, 500 };
-	char root[PATH_MAX], own[PATH_MAX], dir[PATH_MAX], pid[16];
+	char root[PATH_MAX], own[PATH_MAX], dir[PATH_MAX];
 	struct cg_manager *m;
 	struct cg *cg;
 
 	fake_delegated(root, sizeof(root), own, sizeof(own), "v2d", "cpu memory pids\n");
 	m = delegated_manager(root, self);
-	ck_assert_int_eq(cg_version(m), JAIL_CG_V2);
-	ck_assert(cg_has_memory(m) && cg_has_pids(m) && cg_has_cpu(m));
-	ck_assert_str_eq(cg_manager_note(m), "");
+	ck_nested(m, own);
 	pathf(dir, sizeof(dir), "%s/petri", own);
-	ck_assert_str_eq(cg_parent_dir(m), dir);
-	/* Out of <own> before it enables controllers: the leaf holds us. */
-	snprintf(pid, sizeof(pid), "%d", (int)getpid());
-	pathf(dir, sizeof(dir), "%s/petri-supervisor", own);
-	ck_file(dir, "cgroup.procs", pid);
-	ck_file(own, "cgroup.subtree_control", "+memory +pids +cpu");
-	pathf(dir, sizeof(dir), "%s/petri", own);
-	ck_file(dir, "cgroup.subtree_control", "+memory +pids +cpu");
 	/* Above <own> is not ours: untouched. */
 	ck_file(root, "cgroup.subtree_control", "");
 	ck_assert(!existsf("%s/u/cgroup.subtree_control", root));
@@ -983,6 +1002,105 @@ START_TEST(test_v2_fake_delegated_not_ours)
 		      "message: %s", err);
 	ck_assert(!existsf("%s/petri-supervisor", own));
 	ck_assert(!existsf("%s/petri", own));
+}
+END_TEST
+
+/* ---- fake v2, a container's cgroup namespace --------------------------- */
+
+/* A container's private cgroup namespace: its root, mounted at the fake
+ * root, is our own cgroup ("0::/"), handed over whole.  As in a delegated
+ * cgroup, we move into petri-supervisor first, then enable controllers at
+ * the root and in /petri, where the sandboxes go.  A petri started again
+ * from the leaf finds the same. */
+START_TEST(test_v2_fake_private_ns)
+{
+	struct cg_limits lim = { 32 * MiB, 16, 250 };
+	char root[PATH_MAX], dir[PATH_MAX];
+	struct cg_manager *m;
+	struct cg *cg;
+
+	fake_v2(root, sizeof(root), "v2ns", "cpu io memory pids\n");
+	m = ns_manager(root, "0::/\n", CG_NS_PRIVATE, false);
+	ck_nested(m, root);
+	pathf(dir, sizeof(dir), "%s/petri", root);
+
+	ck_assert_int_eq(cg_create(m, &lim, &cg), 0);
+	ck_assert_int_eq(strncmp(cg_path(cg), dir, strlen(dir)), 0);
+	ck_file(cg_path(cg), "memory.max", "33554432");
+	ck_file(cg_path(cg), "pids.max", "16");
+	fake_destroy(cg, root, false);
+	cg_manager_free(m);
+
+	m = ns_manager(root, "0::/petri-supervisor\n", CG_NS_PRIVATE, false);
+	ck_assert_str_eq(cg_parent_dir(m), dir);
+	ck_assert(cg_has_memory(m));
+	ck_assert(!existsf("%s/petri-supervisor/petri-supervisor", root));
+	cg_manager_free(m);
+
+	/* Asked to be a delegate (no root), the same. */
+	fake_v2(root, sizeof(root), "v2nsd", "pids\n");
+	m = ns_manager(root, "0::/\n", CG_NS_PRIVATE, true);
+	ck_assert(!cg_has_memory(m) && cg_has_pids(m));
+	ck_assert(existsf("%s/petri-supervisor", root));
+	ck_file(root, "cgroup.subtree_control", "+pids");
+	cg_manager_free(m);
+}
+END_TEST
+
+/* Another process shares the namespace's root (a shell that started
+ * petri): no controller can be enabled, and the note says so and why. */
+START_TEST(test_v2_fake_private_ns_shared)
+{
+	char root[PATH_MAX], dir[PATH_MAX];
+	struct cg_manager *m;
+
+	fake_v2(root, sizeof(root), "v2nss", "cpu memory pids\n");
+	put(root, "cgroup.procs", "1\n");
+	m = ns_manager(root, "0::/\n", CG_NS_PRIVATE, false);
+	ck_assert_int_eq(cg_version(m), JAIL_CG_V2);
+	ck_assert(!cg_has_memory(m) && !cg_has_pids(m) && !cg_has_cpu(m));
+	ck_assert_msg(strstr(cg_manager_note(m), "other processes share our cgroup") &&
+		      strstr(cg_manager_note(m), root) &&
+		      strstr(cg_manager_note(m), "container's command"),
+		      "note: %s", cg_manager_note(m));
+	ck_file(root, "cgroup.subtree_control", "");
+	pathf(dir, sizeof(dir), "%s/petri", root);
+	ck_assert_str_eq(cg_parent_dir(m), dir);
+	ck_file(dir, "cgroup.subtree_control", "<missing>");
+	cg_manager_free(m);
+}
+END_TEST
+
+/* The host's namespace: its root is the real root, which may hold
+ * processes and enable controllers at once, so petri stays where it is and
+ * makes /petri, as it always did (delegate or not).  In a private
+ * namespace, a cgroup below its root is not handed over by that alone:
+ * the same default. */
+START_TEST(test_v2_fake_initial_ns)
+{
+	char root[PATH_MAX], own[PATH_MAX], dir[PATH_MAX];
+	struct cg_manager *m;
+
+	fake_v2(root, sizeof(root), "v2ni", "cpu memory pids\n");
+	put(root, "cgroup.procs", "1\n");
+	for (int delegated = 0; delegated < 2; delegated++) {
+		m = ns_manager(root, "0::/\n", CG_NS_INITIAL, delegated);
+		ck_assert(cg_has_memory(m) && cg_has_pids(m) && cg_has_cpu(m));
+		ck_assert_str_eq(cg_manager_note(m), "");
+		pathf(dir, sizeof(dir), "%s/petri", root);
+		ck_assert_str_eq(cg_parent_dir(m), dir);
+		ck_assert(!existsf("%s/petri-supervisor", root));
+		ck_file(root, "cgroup.subtree_control", "+memory +pids +cpu");
+		cg_manager_free(m);
+	}
+
+	fake_delegated(root, sizeof(root), own, sizeof(own), "v2nb", "cpu memory pids\n");
+	m = ns_manager(root, "0::/u/app.scope\n", CG_NS_PRIVATE, false);
+	pathf(dir, sizeof(dir), "%s/petri", root);
+	ck_assert_str_eq(cg_parent_dir(m), dir);
+	ck_assert(!existsf("%s/petri-supervisor", own));
+	ck_assert(!existsf("%s/petri-supervisor", root));
+	cg_manager_free(m);
 }
 END_TEST
 
@@ -1766,6 +1884,50 @@ START_TEST(test_real_v2_delegated)
 }
 END_TEST
 
+/* cg_ns_detect() on this kernel: "private" in a child that made a cgroup
+ * namespace of its own, and in this process what its namespace is (the
+ * initial one, unless the tests themselves run in a container's). */
+START_TEST(test_real_ns_detect)
+{
+	struct stat st;
+	int status;
+	pid_t pid;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "test_cgroup: skip real cgroup namespace: not root "
+			"(unshare(CLONE_NEWCGROUP) needs CAP_SYS_ADMIN)\n");
+		return;
+	}
+	if (stat("/proc/self/ns/cgroup", &st) < 0) {
+		fprintf(stderr, "test_cgroup: skip real cgroup namespace: "
+			"'/proc/self/ns/cgroup': %s\n", strerror(errno));
+		return;
+	}
+	if (st.st_ino == 0xEFFFFFFBu)
+		ck_assert_int_eq(cg_ns_detect(), CG_NS_INITIAL);
+	else
+		fprintf(stderr, "test_cgroup: real cgroup namespace: these tests run in a "
+			"private one already, not checking the initial one\n");
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct stat own;
+
+		if (unshare(CLONE_NEWCGROUP) < 0)
+			_exit(2);
+		if (stat("/proc/self/ns/cgroup", &own) < 0 || own.st_ino == st.st_ino)
+			_exit(3);
+		_exit(cg_ns_detect() == CG_NS_PRIVATE ? 0 : 1);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_msg(WEXITSTATUS(status) == 0, "child: %s",
+		      WEXITSTATUS(status) == 1 ? "cg_ns_detect() did not say private" :
+		      WEXITSTATUS(status) == 2 ? "unshare(CLONE_NEWCGROUP) failed" :
+		      "no new cgroup namespace after unshare()");
+}
+END_TEST
+
 /* ---- fixtures ----------------------------------------------------------- */
 
 static void fake_setup(void)
@@ -1825,6 +1987,9 @@ Suite *cgroup_suite(void)
 	tcase_add_test(fake, test_v2_fake_marked_delegated);
 	tcase_add_test(fake, test_v2_fake_delegated_some_controllers);
 	tcase_add_test(fake, test_v2_fake_delegated_not_ours);
+	tcase_add_test(fake, test_v2_fake_private_ns);
+	tcase_add_test(fake, test_v2_fake_private_ns_shared);
+	tcase_add_test(fake, test_v2_fake_initial_ns);
 	tcase_add_test(fake, test_naming);
 	tcase_add_test(fake, test_concurrent_names);
 	tcase_add_test(fake, test_sweep_fake_v2);
@@ -1843,6 +2008,7 @@ Suite *cgroup_suite(void)
 	tcase_add_test(real, test_real_v2_unified);
 	tcase_add_test(real, test_real_v2_marked_delegated);
 	tcase_add_test(real, test_real_v2_delegated);
+	tcase_add_test(real, test_real_ns_detect);
 	suite_add_tcase(s, real);
 	return s;
 }
