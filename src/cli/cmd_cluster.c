@@ -4,7 +4,9 @@
  * or in E2B's or MCP's headers) goes to the node the session's id names;
  * any other request goes to the node with the most room, by the agents'
  * weights; a session whose node is down gets a JSON node_unavailable at
- * once, never another node's 404. */
+ * once, never another node's 404.  With --dns, the nodes' addresses are
+ * names HAProxy resolves while it runs (Kubernetes' pods, whose addresses
+ * change when they restart: deploy/kubernetes, docs/kubernetes.md). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,13 +28,16 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: petri cluster haproxy --node NAME=HOST:PORT[,agent=PORT] ... [--listen ADDR:PORT]\n"
-		"                             [--stats-socket PATH] [--source ADDR]\n"
+		"                             [--stats-socket PATH] [--source ADDR] [--dns]\n"
 		"\n"
 		"  --node NAME=HOST:PORT[,agent=PORT]  a petri node: its [server] node name, where\n"
 		"                  its API listens, and its [cluster] agent_listen port (repeat)\n"
 		"  --listen ADDR:PORT  where HAProxy listens (default 127.0.0.1:8080)\n"
 		"  --stats-socket PATH HAProxy's runtime API on a unix socket (admin level)\n"
 		"  --source ADDR   the address HAProxy connects to the nodes from\n"
+		"  --dns           HOST is a name HAProxy resolves while it runs, with the\n"
+		"                  name servers of /etc/resolv.conf: it starts before the\n"
+		"                  nodes exist and follows their addresses when they change\n"
 		"\n"
 		"Prints a commented HAProxy configuration (docs/cluster.md) on stdout.\n");
 }
@@ -86,8 +91,30 @@ static void error_json(int status, const char *code, const char *message)
 	       "'{\"error\":{\"code\":\"%s\",\"message\":\"%s\"}}'\n", status, code, message);
 }
 
+/* Where HAProxy finds the nodes' addresses, with --dns. */
+static void print_resolvers(void)
+{
+	printf("# The nodes' addresses, asked of the name servers of /etc/resolv.conf\n"
+	       "# (in Kubernetes, the cluster's DNS) while HAProxy runs: a node that\n"
+	       "# restarts with a new address is followed within seconds, and a node\n"
+	       "# that does not exist (yet) is in maintenance, not an error at start.\n"
+	       "resolvers dns\n"
+	       "    parse-resolv-conf\n"
+	       "    hold valid 5s\n"
+	       "    hold nx 5s\n"
+	       "    hold obsolete 5s\n"
+	       "    timeout resolve 1s\n"
+	       "    timeout retry 1s\n\n");
+}
+
+/* The end of a server line: how its address is found. */
+static const char *resolve_opts(bool dns)
+{
+	return dns ? " resolvers dns init-addr none" : "";
+}
+
 static void print_config(const struct node *v, size_t n, const char *listen_at,
-			 const char *stats_socket, const char *source)
+			 const char *stats_socket, const char *source, bool dns)
 {
 	printf("# HAProxy in front of %zu petri node%s, made by `petri cluster haproxy`.\n"
 	       "# docs/cluster.md explains each part.  It holds no state: a session's id\n"
@@ -103,6 +130,8 @@ static void print_config(const struct node *v, size_t n, const char *listen_at,
 		       "    # drain`, ... (socat, or `echo CMD | nc -U`).\n"
 		       "    stats socket %s mode 600 level admin\n", stats_socket);
 	printf("\n");
+	if (dns)
+		print_resolvers();
 	printf("defaults\n"
 	       "    mode http\n"
 	       "    # The client's address, for the nodes' per-client caps and logs:\n"
@@ -170,7 +199,8 @@ static void print_config(const struct node *v, size_t n, const char *listen_at,
 	for (size_t i = 0; i < n; i++) {
 		/* weight 100: the agent's N% is N (of weight 1, any N < 100
 		 * would round to 0: no new session). */
-		printf("    server %s %s weight 100 check inter 2s fall 2 rise 1", v[i].name, v[i].addr);
+		printf("    server %s %s weight 100 check inter 2s fall 2 rise 1%s", v[i].name,
+		       v[i].addr, resolve_opts(dns));
 		if (v[i].agent)
 			printf(" agent-check agent-port %u agent-inter 2s", v[i].agent);
 		printf("\n");
@@ -193,7 +223,8 @@ static void print_config(const struct node *v, size_t n, const char *listen_at,
 		error_json(503, "node_unavailable", "the node that holds this session is down: the session is lost");
 		error_json(502, "node_unavailable", "the node that holds this session stopped answering: the session may be lost");
 		error_json(504, "node_timeout", "the node that holds this session did not answer in time");
-		printf("    server %s %s check inter 1s fall 1 rise 1\n\n", v[i].name, v[i].addr);
+		printf("    server %s %s check inter 1s fall 1 rise 1%s\n\n", v[i].name, v[i].addr,
+		       resolve_opts(dns));
 	}
 }
 
@@ -204,17 +235,19 @@ static int cluster_haproxy(int argc, char **argv)
 		{ "listen", required_argument, NULL, 'l' },
 		{ "stats-socket", required_argument, NULL, 's' },
 		{ "source", required_argument, NULL, 'S' },
+		{ "dns", no_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct node *v = calloc(NODES_MAX, sizeof(*v));
 	const char *listen_at = "127.0.0.1:8080", *stats_socket = NULL, *source = NULL;
 	size_t n = 0;
+	bool dns = false;
 	int c;
 
 	if (!v)
 		die(1, "out of memory");
-	while ((c = getopt_long(argc, argv, "n:l:s:S:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:l:s:S:dh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
 			if (n == NODES_MAX)
@@ -242,6 +275,9 @@ static int cluster_haproxy(int argc, char **argv)
 				die(2, "--source %s: expected an address", optarg);
 			source = optarg;
 			break;
+		case 'd':
+			dns = true;
+			break;
 		case 'h':
 			usage(stdout);
 			free(v);
@@ -257,7 +293,7 @@ static int cluster_haproxy(int argc, char **argv)
 		free(v);
 		return 2;
 	}
-	print_config(v, n, listen_at, stats_socket, source);
+	print_config(v, n, listen_at, stats_socket, source, dns);
 	free(v);
 	return fflush(stdout) == 0 ? 0 : 1;
 }

@@ -72,3 +72,35 @@ def test_many_nodes(tmp_path):
     cfg.write_text(p.stdout)
     c = subprocess.run(["haproxy", "-c", "-f", str(cfg)], capture_output=True, text=True, timeout=60)
     assert c.returncode == 0, c.stdout[-2000:] + c.stderr[-2000:]
+
+
+def resolv_conf_has_nameserver():
+    try:
+        with open("/etc/resolv.conf") as f:
+            return any(line.split()[:1] == ["nameserver"] for line in f)
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not shutil.which("haproxy"), reason="haproxy is not installed (scripts/deps)")
+@pytest.mark.skipif(not resolv_conf_has_nameserver(),
+                    reason="/etc/resolv.conf names no name server for HAProxy's parse-resolv-conf")
+def test_dns_names_a_router_starts_before_its_nodes(tmp_path):
+    """--dns: the nodes are names HAProxy resolves while it runs (pods of a
+    StatefulSet, deploy/kubernetes), so a name that does not resolve yet is
+    not an error at start; without --dns the same configuration is refused."""
+    name = "petri-0.petri-nodes.petri.svc.cluster.local.invalid"
+    args = ["--listen", "127.0.0.1:18080", "--node", f"petri0={name}:8080,agent=8081"]
+    cfg = tmp_path / "haproxy.cfg"
+    for dns, accepted in ((True, True), (False, False)):
+        p = generate(*args, *(["--dns"] if dns else []))
+        assert p.returncode == 0, p.stderr
+        cfg.write_text(p.stdout)
+        c = subprocess.run(["haproxy", "-c", "-f", str(cfg)], capture_output=True, text=True, timeout=60)
+        assert (c.returncode == 0) == accepted, (dns, c.stdout + c.stderr)
+        if dns:
+            assert "resolvers dns\n    parse-resolv-conf\n" in p.stdout
+            # Both of the node's server lines (the shared pool, its own backend).
+            assert p.stdout.count(f"{name}:8080") == p.stdout.count("resolvers dns init-addr none") == 2
+        else:
+            assert "resolvers" not in p.stdout and "could not resolve" in c.stderr
