@@ -243,6 +243,18 @@ tests/e2b/%/node_modules: tests/e2b/%/package.json tests/e2b/%/package-lock.json
 e2b-test: $(BUILD)/petri tests/e2b/new/node_modules tests/e2b/old/node_modules
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n 3 tests/e2b
 
+# deploy/kubernetes offline (seconds): every object against its schema from
+# kubernetes-models (pinned in tests/kubernetes/package-lock.json), unknown
+# fields included; its ports, paths and grace period agree with petri.ini;
+# haproxy.cfg is what deploy/kubernetes/generate writes, and HAProxy starts
+# with it and answers in JSON while no node's name resolves.
+tests/kubernetes/node_modules: tests/kubernetes/package.json tests/kubernetes/package-lock.json
+	cd tests/kubernetes && npm ci --prefer-offline --no-audit --no-fund
+	@touch $@
+
+kubernetes-test: $(BUILD)/petri tests/kubernetes/node_modules
+	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) tests/kubernetes
+
 # CPython's own regression tests (Debian's libpython3.11-testsuite) for the
 # modules that exercise the sandbox's decisions, bare, in a cold sandbox and
 # in a warm session at once; a test that passes bare must pass inside.  One
@@ -269,7 +281,7 @@ install-test: $(BUILD)/petri
 # node, chromium, a scripted model, dpkg) or each use one core, and measure
 # no latency (~160 s one after the other, ~120 s of CPU).
 JOBS  := $(or $(JOBS),$(shell nproc))
-CLIENT_TIERS := mcp-test web-test e2b-test ask-test install-test fuzz-smoke
+CLIENT_TIERS := mcp-test web-test e2b-test ask-test install-test kubernetes-test fuzz-smoke
 TIERS := unit unit-valgrind blackbox hostile cpython-test faults cluster-test clients
 
 clients:
@@ -336,6 +348,6 @@ dist:
 include tests/fuzz/fuzz.mk
 include packaging/packaging.mk
 
-.PHONY: FORCE dist all unit unit-valgrind blackbox api-test cli-test hostile cpython-test faults mcp-test web-test web-screenshots e2b-test ask-test install-test test test-build clients ci-san test-san clean fuzz fuzz-smoke
+.PHONY: FORCE dist all unit unit-valgrind blackbox api-test cli-test hostile cpython-test faults mcp-test web-test web-screenshots e2b-test ask-test install-test kubernetes-test test test-build clients ci-san test-san clean fuzz fuzz-smoke
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
