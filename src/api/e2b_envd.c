@@ -25,6 +25,7 @@
 
 #include "api/e2b.h"
 #include "runtime/files.h"
+#include "runtime/ws.h"
 #include "util/base64.h"
 #include "util/jsoncost.h"
 #include "util/num.h"
@@ -101,81 +102,55 @@ static void fail_set(struct fail *f, unsigned status, const char *code, unsigned
 	va_end(ap);
 }
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+/* envd's words for a workspace result (runtime/ws.h): the REST status, the
+ * Connect code and status, the sentence; the rest are 500, internal. */
+static const struct http_ws_words words[WS_RESULTS] = {
+	[WS_NOT_FOUND] = { 404, 404, "not_found", .after = " does not exist" },
+	[WS_EXISTS] = { 409, 409, "already_exists", .after = " exists already" },
+	[WS_IS_DIR] = { 400, 400, "invalid_argument", .after = " is a directory" },
+	[WS_NOT_DIR] = { 400, 400, "invalid_argument", .after = " or one of its parents is not "
+			 "a directory" },
+	[WS_NOT_REGULAR] = { 400, 400, "invalid_argument", .after = " is not a regular file, or "
+			     "the operation makes no sense for it (FIFOs, sockets and devices "
+			     "are refused; a directory cannot move into itself)" },
+	[WS_SYMLINK] = { 400, 400, "invalid_argument", .after = " goes through too many "
+			 "symbolic links, or a link where none is followed" },
+	[WS_LEAVES] = { 400, 400, "invalid_argument", .after = " leads out of " E2B_HOME },
+	[WS_TOO_LONG] = { 400, 400, "invalid_argument", .before = "the path is too long",
+			  .about = HTTP_ABOUT_NOTHING },
+	[WS_NOT_EMPTY] = { 400, 400, "invalid_argument", .after = " is a directory that is not "
+			   "empty" },
+	[WS_DENIED] = { 403, 403, "permission_denied", .after = ": permission denied (the "
+			"sandbox's user may not do this)" },
+	[WS_TOO_MANY] = { 400, 400, "failed_precondition", .after = " holds more than petri "
+			  "takes in one call (" STR(FILES_LIST_MAX) " entries listed, "
+			  STR(REMOVE_MAX) " removed, " STR(FILES_TREE_DEPTH) " levels deep)" },
+	[WS_FULL] = { 507, 429, "resource_exhausted", .before = "the sandbox's workspace is "
+		      "full (", .after = " MiB)", .about = HTTP_ABOUT_DISK },
+	[WS_NO_MEMORY] = { 507, 429, "resource_exhausted", .before = "the file does not fit in "
+			   "the sandbox's memory limit (", .after = " MiB, which " E2B_HOME
+			   " counts against)", .about = HTTP_ABOUT_MEMORY },
+	[WS_NO_PROCESS] = { 429, 429, "resource_exhausted", .before = "the sandbox is at its "
+			    "process limit (", .after = "): writing a file needs one process of "
+			    "it", .about = HTTP_ABOUT_PIDS },
+	[WS_STALLED] = { 503, 503, "unavailable", .before = "the sandbox took no byte of the "
+			 "file for too long: it is stopped or starved", .about = HTTP_ABOUT_NOTHING },
+	[WS_CHANGING] = { 503, 409, "aborted", .before = "the workspace is changing too fast to "
+			  "look up ", .after = " safely; retry" },
+};
+
 /* What a files_* error means for path (as the SDK named it). */
 static void fail_errno(struct fail *f, struct session *s, int err, const char *path)
 {
-	switch (err) {
-	case -ENOENT:
-		fail_set(f, 404, "not_found", 404, "'%.300s' does not exist", path);
-		break;
-	case -EEXIST:
-		fail_set(f, 409, "already_exists", 409, "'%.300s' exists already", path);
-		break;
-	case -EISDIR:
-		fail_set(f, 400, "invalid_argument", 400, "'%.300s' is a directory", path);
-		break;
-	case -ENOTDIR:
-		fail_set(f, 400, "invalid_argument", 400, "'%.300s' or one of its parents is "
-			 "not a directory", path);
-		break;
-	case -EINVAL:
-	case -ENXIO:
-		fail_set(f, 400, "invalid_argument", 400, "'%.300s' is not a regular file, or "
-			 "the operation makes no sense for it (FIFOs, sockets and devices are "
-			 "refused; a directory cannot move into itself)", path);
-		break;
-	case -ELOOP:
-		fail_set(f, 400, "invalid_argument", 400, "'%.300s' goes through too many "
-			 "symbolic links, or a link where none is followed", path);
-		break;
-	case -EXDEV:
-		fail_set(f, 400, "invalid_argument", 400, "'%.300s' leads out of " E2B_HOME,
-			 path);
-		break;
-	case -ENAMETOOLONG:
-		fail_set(f, 400, "invalid_argument", 400, "the path is too long");
-		break;
-	case -ENOTEMPTY:
-		fail_set(f, 400, "invalid_argument", 400, "'%.300s' is a directory that is not "
-			 "empty", path);
-		break;
-	case -EACCES:
-	case -EPERM:
-		fail_set(f, 403, "permission_denied", 403, "'%.300s': permission denied (the "
-			 "sandbox's user may not do this)", path);
-		break;
-	case -E2BIG:
-		fail_set(f, 400, "failed_precondition", 400, "'%.300s' holds more than petri "
-			 "takes in one call (%d entries listed, %d removed, %d levels deep)",
-			 path, FILES_LIST_MAX, REMOVE_MAX, FILES_TREE_DEPTH);
-		break;
-	case -ENOSPC:
-	case -EDQUOT:
-	case -EFBIG:
-		fail_set(f, 507, "resource_exhausted", 429, "the sandbox's workspace is full "
-			 "(%u MiB)", session_limits(s)->disk_mb);
-		break;
-	case -ENOMEM:
-		fail_set(f, 507, "resource_exhausted", 429, "the file does not fit in the "
-			 "sandbox's memory limit (%u MiB, which " E2B_HOME " counts against)",
-			 session_limits(s)->memory_mb);
-		break;
-	case -EAGAIN:
-		fail_set(f, 429, "resource_exhausted", 429, "the sandbox is at its process "
-			 "limit (%u): writing a file needs one process of it",
-			 session_limits(s)->pids);
-		break;
-	case -ETIMEDOUT:
-		fail_set(f, 503, "unavailable", 503, "the sandbox took no byte of the file for "
-			 "too long: it is stopped or starved");
-		break;
-	case FILES_ECHANGING:
-		fail_set(f, 503, "aborted", 409, "the workspace is changing too fast to look "
-			 "up '%.300s' safely; retry", path);
-		break;
-	default:
-		fail_set(f, 500, "internal", 500, "'%.300s': %s", path, strerror(-err));
-	}
+	const struct http_ws_words *w = &words[ws_result_of(err)];
+
+	f->status = http_ws_sentence(w, err, path, session_limits(s), f->message,
+				     sizeof(f->message));
+	f->code = w->code ? w->code : "internal";
+	f->rpc_status = w->status ? w->rpc_status : 500;
 }
 
 static enum MHD_Result rest_fail(struct api_req *rq, const struct fail *f)

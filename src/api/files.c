@@ -15,52 +15,71 @@
 #include "util/log.h"
 #include "runtime/archive.h"
 #include "runtime/files.h"
+#include "runtime/ws.h"
 
+
+unsigned http_ws_sentence(const struct http_ws_words *w, int err, const char *path,
+			  const struct petri_limits *lim, char *out, size_t len)
+{
+	const char *before = w->before ? w->before : "", *after = w->after ? w->after : "";
+
+	if (!w->status) {
+		snprintf(out, len, "'%.300s': %s", path, strerror(-err));
+		return 500;
+	}
+	switch (w->about) {
+	case HTTP_ABOUT_PATH:
+		snprintf(out, len, "%s'%.300s'%s", before, path, after);
+		break;
+	case HTTP_ABOUT_NOTHING:
+		snprintf(out, len, "%s%s", before, after);
+		break;
+	case HTTP_ABOUT_DISK:
+	case HTTP_ABOUT_MEMORY:
+	case HTTP_ABOUT_PIDS:
+		snprintf(out, len, "%s%u%s", before, w->about == HTTP_ABOUT_DISK ? lim->disk_mb :
+			 w->about == HTTP_ABOUT_MEMORY ? lim->memory_mb : lim->pids, after);
+		break;
+	}
+	return w->status;
+}
+
+/* The API's words for a workspace result: its status and sentence (the
+ * code is ws_result_code()'s); the rest are 500, internal. */
+static const struct http_ws_words words[WS_RESULTS] = {
+	[WS_NOT_FOUND] = { 404, .before = "no such file: " },
+	[WS_IS_DIR] = { 400, .after = " is a directory" },
+	[WS_NOT_DIR] = { 400, .before = "a component of ", .after = " is not a directory" },
+	[WS_SYMLINK] = { 400, .after = " is a symbolic link, which is not written through" },
+	[WS_LEAVES] = { 400, .after = " leads outside /work" },
+	[WS_NOT_REGULAR] = { 400, .after = " is not a regular file (FIFOs, sockets and devices "
+			     "are refused)" },
+	[WS_NOT_EMPTY] = { 409, .after = " is a directory that is not empty" },
+	[WS_TOO_LONG] = { 400, .before = "the path is too long", .about = HTTP_ABOUT_NOTHING },
+	[WS_FULL] = { 413, .before = "the session's workspace is full",
+		      .about = HTTP_ABOUT_NOTHING },
+	[WS_CHANGING] = { 503, .before = "the workspace is changing too fast to look up ",
+			  .after = " safely (renames or mounts in the sandbox raced every try); "
+			  "retry" },
+	[WS_WRITER_FAILED] = { 500, .before = "the upload's writer failed",
+			       .about = HTTP_ABOUT_NOTHING },
+};
 
 static enum MHD_Result file_error(struct api_req *rq, int err, const char *path)
 {
-	switch (err) {
-	case -ENOENT:
-		return http_error(rq, 404, "file_not_found", "no such file: '%.300s'", path);
-	case -EISDIR:
-		if (!strcmp(rq->method, "GET"))
-			return http_error(rq, 400, "is_a_directory", "'%.300s' is a directory; "
-					  "list it with GET .../files?path=%.300s", path, path);
-		return http_error(rq, 400, "is_a_directory", "'%.300s' is a directory", path);
-	case -ENOTDIR:
-		if (strstr(rq->url, "/files/") == NULL)	/* a listing */
-			return http_error(rq, 400, "not_a_directory", "'%.300s' is not a directory",
-					  path);
-		return http_error(rq, 400, "not_a_directory", "a component of '%.300s' is not a "
-				  "directory", path);
-	case -ELOOP:
-		return http_error(rq, 400, "invalid_path", "'%.300s' is a symbolic link, which "
-				  "is not written through", path);
-	case -EXDEV:
-		return http_error(rq, 400, "invalid_path", "'%.300s' leads outside /work", path);
-	case -EINVAL:
-	case -ENXIO:
-		return http_error(rq, 400, "not_a_regular_file", "'%.300s' is not a regular file "
-				  "(FIFOs, sockets and devices are refused)", path);
-	case -ENOSPC:
-	case -EDQUOT:
-	case -EFBIG:
-		return http_error(rq, 413, "too_large", "the session's workspace is full");
-	case -ECHILD:
-	case -EPIPE:
-		return http_error(rq, 500, "internal", "the upload's writer failed");
-	case -ENOTEMPTY:
-		return http_error(rq, 409, "directory_not_empty", "'%.300s' is a directory that "
-				  "is not empty", path);
-	case -ENAMETOOLONG:
-		return http_error(rq, 400, "invalid_path", "the path is too long");
-	case FILES_ECHANGING:
-		return http_error(rq, 503, "workspace_changing", "the workspace is changing too "
-				  "fast to look up '%.300s' safely (renames or mounts in the sandbox "
-				  "raced every try); retry", path);
-	default:
-		return http_error(rq, 500, "internal", "'%.300s': %s", path, strerror(-err));
-	}
+	enum ws_result r = ws_result_of(err);
+	unsigned status;
+	char msg[512];
+
+	/* Two sentences say what the route was for: a file to download, a
+	 * directory to list. */
+	if (r == WS_IS_DIR && !strcmp(rq->method, "GET"))
+		return http_error(rq, 400, "is_a_directory", "'%.300s' is a directory; list it "
+				  "with GET .../files?path=%.300s", path, path);
+	if (r == WS_NOT_DIR && strstr(rq->url, "/files/") == NULL)
+		return http_error(rq, 400, "not_a_directory", "'%.300s' is not a directory", path);
+	status = http_ws_sentence(&words[r], err, path, NULL, msg, sizeof(msg));
+	return http_error(rq, status, ws_result_code(r), "%s", msg);
 }
 
 static struct files_user user_of(struct session *s)

@@ -17,6 +17,7 @@
 #include "runtime/box.h"
 #include "runtime/files.h"
 #include "runtime/languages.h"
+#include "runtime/ws.h"
 #include "util/base64.h"
 #include "util/buf.h"
 #include "util/log.h"
@@ -289,32 +290,12 @@ static const char *work_path(const char *in, bool allow_empty, char *why, size_t
 	return p;
 }
 
+/* What a files.h error means, after "cannot read '/work/x': ". */
 static const char *file_error(int err)
 {
-	switch (err) {
-	case -ENOENT:
-		return "no such file or directory";
-	case -EISDIR:
-		return "it is a directory";
-	case -ENOTDIR:
-		return "a component of the path is not a directory";
-	case -ELOOP:
-		return "it is a symbolic link, which is not followed";
-	case -EXDEV:
-		return "it leads outside /work";
-	case -EINVAL:
-	case -ENXIO:
-		return "it is not a regular file";
-	case -ENOSPC:
-	case -EDQUOT:
-	case -EFBIG:
-		return "the sandbox's disk (/work) is full";
-	case FILES_ECHANGING:
-		return "the workspace is changing too fast (renames or mounts in the sandbox "
-		       "raced every lookup of the path); retry";
-	default:
-		return strerror(-err);
-	}
+	enum ws_result r = ws_result_of(err);
+
+	return r == WS_FAILED ? strerror(-err) : ws_result_message(r);
 }
 
 /* ---- the session ------------------------------------------------------- */
