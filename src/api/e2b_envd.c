@@ -181,21 +181,23 @@ static enum MHD_Result rpc_error(struct api_req *rq, unsigned status, const char
 }
 
 /* A path the SDK sent into rel (relative to /work); false with f set. */
-static bool sdk_to_rel(const char *in, bool allow_empty, char *rel, size_t len, struct fail *f)
+static bool sdk_to_rel(const char *in, bool allow_empty, char rel[FILES_PATH_MAX + 1],
+		       struct fail *f)
 {
+	enum ws_result r;
 	char why[160];
 
 	if (!in) {
 		fail_set(f, 400, "invalid_argument", 400, "a path is required");
 		return false;
 	}
-	if (e2b_work_path(in, allow_empty, rel, len, why, sizeof(why)))
-		return true;
-	if (in[0] == '/' && strcmp(in, E2B_HOME) && strncmp(in, E2B_HOME "/", sizeof(E2B_HOME)))
+	r = ws_path(in, E2B_HOME, (allow_empty ? WS_PATH_ROOT : 0) | WS_PATH_SLASH, rel, why,
+		    sizeof(why));
+	if (r == WS_ELSEWHERE)
 		fail_set(f, 403, "permission_denied", 403, "'%.300s': %s", in, why);
-	else
+	else if (r != WS_OK)
 		fail_set(f, 400, "invalid_argument", 400, "'%.300s': %s", in, why);
-	return false;
+	return r == WS_OK;
 }
 
 static struct files_user user_of(struct session *s)
@@ -216,7 +218,7 @@ static enum MHD_Result download(struct api_req *rq, struct session *s)
 	struct fail f;
 	int r;
 
-	if (!sdk_to_rel(path, false, rel, sizeof(rel), &f))
+	if (!sdk_to_rel(path, false, rel, &f))
 		return rest_fail(rq, &f);
 	if ((r = files_send(rq, s, rel, &queued)) == 0)
 		return queued;
@@ -252,7 +254,7 @@ static int upload_part(void *ctx, const struct multipart_part *p)
 			 "'path' to write it to");
 		return -EINVAL;
 	}
-	if (!sdk_to_rel(target, false, rel, sizeof(rel), &up->f))
+	if (!sdk_to_rel(target, false, rel, &up->f))
 		return -EINVAL;
 	if (!up->write)
 		return 0;
@@ -389,8 +391,8 @@ static int list_one(void *ctx, const char *path, const struct stat *st, const ch
 }
 
 /* The request's string field key as a work path; false with f set. */
-static bool path_arg(json_t *req, const char *key, bool allow_empty, char *rel, size_t len,
-		     struct fail *f)
+static bool path_arg(json_t *req, const char *key, bool allow_empty,
+		     char rel[FILES_PATH_MAX + 1], struct fail *f)
 {
 	json_t *v = json_object_get(req, key);
 
@@ -399,7 +401,7 @@ static bool path_arg(json_t *req, const char *key, bool allow_empty, char *rel, 
 		return false;
 	}
 	/* proto3 leaves out an empty string: absent is "". */
-	return sdk_to_rel(v ? json_string_value(v) : "", allow_empty, rel, len, f);
+	return sdk_to_rel(v ? json_string_value(v) : "", allow_empty, rel, f);
 }
 
 static enum MHD_Result filesystem(struct api_req *rq, struct session *s, const char *method,
@@ -415,7 +417,7 @@ static enum MHD_Result filesystem(struct api_req *rq, struct session *s, const c
 	if (!shown)
 		shown = E2B_HOME;
 	if (!strcmp(method, "Stat")) {
-		if (!path_arg(req, "path", true, rel, sizeof(rel), &f))
+		if (!path_arg(req, "path", true, rel, &f))
 			return rpc_fail(rq, &f);
 		if ((entry = stat_json(s, rel, &r)))
 			answer = json_pack("{s:o}", "entry", entry);
@@ -436,7 +438,7 @@ static enum MHD_Result filesystem(struct api_req *rq, struct session *s, const c
 			return rpc_error(rq, 400, "invalid_argument", "'depth' must be from 1 to %d",
 					 LIST_DEPTH_MAX);
 		}
-		if (!path_arg(req, "path", true, rel, sizeof(rel), &f)) {
+		if (!path_arg(req, "path", true, rel, &f)) {
 			json_decref(l.entries);
 			return rpc_fail(rq, &f);
 		}
@@ -447,20 +449,20 @@ static enum MHD_Result filesystem(struct api_req *rq, struct session *s, const c
 		else
 			json_decref(l.entries);
 	} else if (!strcmp(method, "MakeDir")) {
-		if (!path_arg(req, "path", false, rel, sizeof(rel), &f))
+		if (!path_arg(req, "path", false, rel, &f))
 			return rpc_fail(rq, &f);
 		if ((r = files_mkdir(&u, fd, rel)) == 0 && (entry = stat_json(s, rel, &r)))
 			answer = json_pack("{s:o}", "entry", entry);
 		session_note_write(s);
 	} else if (!strcmp(method, "Remove")) {
-		if (!path_arg(req, "path", false, rel, sizeof(rel), &f))
+		if (!path_arg(req, "path", false, rel, &f))
 			return rpc_fail(rq, &f);
 		if ((r = files_remove_tree(&u, fd, rel, REMOVE_MAX)) == 0)
 			answer = json_object();
 		session_note_write(s);
 	} else if (!strcmp(method, "Move")) {
-		if (!path_arg(req, "source", false, rel, sizeof(rel), &f) ||
-		    !path_arg(req, "destination", false, to, sizeof(to), &f))
+		if (!path_arg(req, "source", false, rel, &f) ||
+		    !path_arg(req, "destination", false, to, &f))
 			return rpc_fail(rq, &f);
 		shown = json_string_value(json_object_get(req, "source"));
 		if ((r = files_rename(&u, fd, rel, to)) == 0 && (entry = stat_json(s, to, &r)))

@@ -1,6 +1,7 @@
 /* /v1/sessions/{id}/files: upload, download, list, delete.  Paths are
- * checked here for a clear 400, then resolved inside the sandbox's /work by
- * src/runtime/files.c (openat2, RESOLVE_IN_ROOT). */
+ * checked here for a clear 400 (ws_path(), src/runtime/ws.h), then
+ * resolved inside the sandbox's /work by src/runtime/files.c (openat2,
+ * RESOLVE_IN_ROOT). */
 #include <errno.h>
 #include <pthread.h>
 #include <poll.h>
@@ -865,7 +866,7 @@ enum MHD_Result handle_files(struct api_req *rq, struct session *s, const char *
 {
 	const char *m = rq->method;
 	struct files_user u = user_of(s);
-	char why[160];
+	char why[160], rel[FILES_PATH_MAX + 1];
 
 	if (is_list) {
 		const char *dir = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "path");
@@ -875,27 +876,26 @@ enum MHD_Result handle_files(struct api_req *rq, struct session *s, const char *
 
 		if (strcmp(m, "GET"))
 			return http_not_allowed(rq, "GET");
-		if (!dir)
-			dir = "";
-		if (files_check_path(dir, true, why, sizeof(why)) < 0)
+		if (ws_path(dir ? dir : "", NULL, WS_PATH_ROOT | WS_PATH_SLASH, rel, why,
+			    sizeof(why)) != WS_OK)
 			return http_error(rq, 400, "invalid_path", "%s", why);
-		if ((r = files_list(&u, session_work_fd(s), dir, &list, &truncated)) < 0)
-			return file_error(rq, r, dir);
+		if ((r = files_list(&u, session_work_fd(s), rel, &list, &truncated)) < 0)
+			return file_error(rq, r, rel);
 		session_touch(s);
-		return http_json(rq, 200, json_pack("{s:s, s:o, s:b}", "path", dir, "files", list,
+		return http_json(rq, 200, json_pack("{s:s, s:o, s:b}", "path", rel, "files", list,
 						    "truncated", truncated));
 	}
-	if (files_check_path(path, false, why, sizeof(why)) < 0)
+	if (ws_path(path, NULL, 0, rel, why, sizeof(why)) != WS_OK)
 		return http_error(rq, 400, "invalid_path", "%s", why);
 	if (!strcmp(m, "GET"))
-		return download(rq, s, path);
+		return download(rq, s, rel);
 	if (!strcmp(m, "PUT"))
-		return upload(rq, path);
+		return upload(rq, rel);
 	if (!strcmp(m, "DELETE")) {
-		int r = files_delete(&u, session_work_fd(s), path);
+		int r = files_delete(&u, session_work_fd(s), rel);
 
 		if (r < 0)
-			return file_error(rq, r, path);
+			return file_error(rq, r, rel);
 		session_touch(s);
 		return http_empty(rq, 204);
 	}
@@ -1010,15 +1010,10 @@ enum MHD_Result handle_archive(struct api_req *rq, struct session *s)
 {
 	const char *path = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "path");
 	char why[160], dir[FILES_PATH_MAX + 1];
-	size_t len;
 
-	if (!path)
-		path = "";
-	if (files_check_path(path, true, why, sizeof(why)) < 0)
+	if (ws_path(path ? path : "", NULL, WS_PATH_ROOT | WS_PATH_SLASH, dir, why,
+		    sizeof(why)) != WS_OK)
 		return http_error(rq, 400, "invalid_path", "%s", why);
-	/* "dir/" is dir, as in a listing. */
-	len = strlen(path);
-	snprintf(dir, sizeof(dir), "%.*s", (int)(len && path[len - 1] == '/' ? len - 1 : len), path);
 	if (!strcmp(rq->method, "GET"))
 		return archive_out(rq, s, dir);
 	if (!strcmp(rq->method, "POST"))

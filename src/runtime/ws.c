@@ -1,6 +1,7 @@
 #include "runtime/ws.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 enum ws_result ws_result_of(int err)
@@ -72,4 +73,51 @@ const char *ws_result_message(enum ws_result r)
 const char *ws_result_code(enum ws_result r)
 {
 	return (unsigned)r < WS_RESULTS ? results[r].code : "internal";
+}
+
+/* in names root itself ("/work"), or a path under it ("/work/x"): in's
+ * part below root, else NULL. */
+static const char *under(const char *in, const char *root)
+{
+	size_t n = strlen(root);
+
+	if (strncmp(in, root, n) || (in[n] && in[n] != '/'))
+		return NULL;
+	return in[n] ? in + n + 1 : in + n;
+}
+
+enum ws_result ws_path(const char *in, const char *root, unsigned flags,
+		       char rel[FILES_PATH_MAX + 1], char *why, size_t whylen)
+{
+	const char *p = in;
+	size_t len;
+
+	rel[0] = '\0';
+	if (root && (p = under(in, root)) == NULL) {
+		p = in;
+		if (!strcmp(p, "."))
+			p = "";
+		else if (!strncmp(p, "./", 2))
+			p += 2;
+		else if (p[0] == '/') {
+			snprintf(why, whylen, "only files under %s can be reached: give a path "
+				 "relative to %s or starting with %s/", root, root, root);
+			return WS_ELSEWHERE;
+		}
+	}
+	len = strlen(p);
+	/* "dir/" names dir; "/" alone stays absolute, as the check says. */
+	if ((flags & WS_PATH_SLASH) && len > 1 && p[len - 1] == '/')
+		len--;
+	if (len > FILES_PATH_MAX) {
+		files_check_path(p, false, why, whylen);	/* it says how long */
+		return WS_BAD_PATH;
+	}
+	memcpy(rel, p, len);
+	rel[len] = '\0';
+	if (files_check_path(rel, flags & WS_PATH_ROOT, why, whylen) < 0) {
+		rel[0] = '\0';
+		return WS_BAD_PATH;
+	}
+	return WS_OK;
 }

@@ -1,20 +1,29 @@
 /* ws — what the workspace (a session's /work) says to every front end: one
- * result for its operations.
+ * result for its operations, and one rule for the paths clients name its
+ * files by.
  *
  * The operations (files.h) return 0 or -errno; ws_result_of() turns that
  * into an enum ws_result, which each front end maps to its own wire through
  * one table: the HTTP API to a status (code: ws_result_code()), E2B's envd
  * to a status and a Connect code, MCP to the sentence of
  * ws_result_message().  A result keeps no errno: a front end that words the
- * unexpected (WS_FAILED) with strerror() keeps the errno it was given. */
+ * unexpected (WS_FAILED) with strerror() keeps the errno it was given.
+ *
+ * A client names a file the way its protocol does: "data.csv" or
+ * "/work/data.csv" (MCP), "/home/user/data.csv" (E2B's SDKs), or relative
+ * only (the HTTP API).  ws_path() turns each into the one form files.h
+ * takes, relative to /work, and refuses what names no file of it. */
 #ifndef PETRI_WS_H
 #define PETRI_WS_H
+
+#include <stdbool.h>
+#include <stddef.h>
 
 #include "runtime/files.h"
 
 enum ws_result {
 	WS_OK = 0,
-	WS_BAD_PATH,		/* refused by files_check_path(): see why */
+	WS_BAD_PATH,		/* refused by ws_path() or files_check_path(): see why */
 	WS_ELSEWHERE,		/* an absolute path outside the workspace: see why */
 	WS_NOT_FOUND,		/* ENOENT */
 	WS_EXISTS,		/* EEXIST */
@@ -45,5 +54,20 @@ const char *ws_result_message(enum ws_result r);
 /* The error code the HTTP API answers r with ("internal" where it has no
  * code of its own), as sm_result_code() is for sessions. */
 const char *ws_result_code(enum ws_result r);
+
+/* What ws_path() takes besides a file. */
+enum {
+	WS_PATH_ROOT = 1,	/* the workspace itself: "", ".", "/work" */
+	WS_PATH_SLASH = 2,	/* a trailing '/': "dir/" names dir */
+};
+
+/* The path in, as a client of a front end sent it, into rel relative to
+ * /work, as files.h takes it: without root (the workspace's absolute name
+ * for this front end: "/work", E2B_HOME) or a leading "./".  root NULL:
+ * only a path relative to /work, taken as it is.  WS_OK; WS_ELSEWHERE for
+ * an absolute path not under root; WS_BAD_PATH for anything
+ * files_check_path() refuses; why says which in a sentence. */
+enum ws_result ws_path(const char *in, const char *root, unsigned flags,
+		       char rel[FILES_PATH_MAX + 1], char *why, size_t whylen);
 
 #endif
