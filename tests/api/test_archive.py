@@ -14,7 +14,6 @@ import os
 import signal
 import socket
 import stat
-import sys
 import tarfile
 import threading
 
@@ -24,8 +23,7 @@ import requests
 from apihelp import cgroup_dirs, error_of, process_tree, wait_for
 from conftest import Server
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from archives import MTIME, entry, leftovers, snapshot, tar_bytes, zip_bytes, zip_entry  # noqa: E402
+from archives import MTIME, entry, leftovers, snapshot, tar_bytes, zip_bytes, zip_entry
 
 # A small project: a file, an executable that asked for set-user-id, its
 # directory (after its files, with its own mode and time), a symbolic link

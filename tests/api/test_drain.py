@@ -36,7 +36,7 @@ def config(extra=""):
 
 def agent_address(srv):
     """The second line petri serve prints: where its agent listens."""
-    line = srv.proc.stdout.readline()
+    line = srv.out_line(1, timeout=60)
     assert line.startswith("petri: agent on "), line
     host, port = line.split()[-1].rsplit(":", 1)
     return host, int(port)

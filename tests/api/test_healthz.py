@@ -16,14 +16,12 @@ asked for during the start went cold at once (tens of seconds on a loaded
 machine, competing with the template's imports) and said nothing."""
 import os
 import re
-import sys
 
 import pytest
 
 from apihelp import healthz, wait_for
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from wheels import operator_dir  # noqa: E402
+from wheels import operator_dir
 
 SLOW_S = 6      # the slow template's import; a session never waits that long unless told
 

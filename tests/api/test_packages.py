@@ -8,14 +8,12 @@ binds (ro_bind silently missing in every warm sandbox), `[python]` was an
 unknown section, and pip in the sandbox refused to install (PEP 668)."""
 import os
 import subprocess
-import sys
 
 import pytest
 
 from conftest import PETRI, Server
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from wheels import make_wheel, operator_dir, snapshot  # noqa: E402
+from wheels import make_wheel, operator_dir, snapshot
 
 HELLO = "petrihello"
 SITE = "/work/.local/lib/python3.11/site-packages"

@@ -7,12 +7,10 @@ threads.  Either way the session is warm, works, and its pid 1 reaps what
 its programs leave behind."""
 import json
 import os
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from wheels import operator_dir  # noqa: E402
+from wheels import operator_dir
 
 PROBE = r'''
 import json, os, sys

@@ -1,0 +1,10 @@
+"""Root of every pytest tier: puts tests/ on sys.path once, so that a tier
+imports the shared harness (`from harness import Daemon, wait_for`) and
+tests/memcg.py without a sys.path.insert of its own.  It defines no
+fixture: each directory sees the fixtures of its own conftest.py only."""
+import os
+import sys
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+if TESTS not in sys.path:
+    sys.path.insert(0, TESTS)

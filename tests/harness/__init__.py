@@ -1,0 +1,470 @@
+"""The one way a test starts `petri serve`, waits for it and talks to it.
+
+Every pytest tier imports it as `harness` (tests/conftest.py puts tests/ on
+sys.path once).  What is specific to a tier (the API tier's module-scoped
+servers, the fault tier's kill -9 clean-up, the hostile tier's neighbour
+session) stays in the tier, built on this:
+
+Daemon      one `petri serve` for a test: its own config file, state
+            directory, port (127.0.0.1:0, the address read from the line
+            it prints) and, when asked, uid range; started detached (a
+            session of its own, stdin from /dev/null) with stdout and
+            stderr in files of the test's tmp dir; stopped by pid with a
+            note of what outlived it.
+wait_for    the one polling helper: a condition, a deadline, an interval.
+healthz, readyz, wait_warm
+            readiness as the daemon states it (GET /healthz's "warm",
+            GET /readyz's status), with a deadline; never a line of its log.
+Api         a small requests-based client; SSE (a streamed execution),
+            answer_on() (the answer to a hand-written request on a raw
+            socket), metric() (one sample of /metrics).
+process_tree, still_alive, cgroup_dirs, cgroup_tag
+            the leak checks.
+petri_lock  /run/lock/petri-tests.lock: shared while a petri starts (a
+            starting petri sweeps the cgroups of dead ones), exclusive
+            where a test kills one and checks the sweep.
+"""
+import contextlib
+import fcntl
+import http.client
+import itertools
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+import urllib.parse
+from pathlib import Path
+
+import requests
+
+TESTS = Path(__file__).resolve().parents[1]
+ROOT = TESTS.parent
+PETRI = os.environ.get("PETRI_BIN") or str(ROOT / "build" / "petri")
+SANDBOX_UID_MIN = 2_000_000_000          # JAIL_UID_BASE_DEFAULT in src/jail/jail.h
+LOCK_PATH = "/run/lock/petri-tests.lock"
+
+# The states of /healthz's "warm" that do not change by waiting: the
+# template is up (ready), there is none (off: warm = false), or it could not
+# start (failed: every sandbox starts cold).
+WARM_SETTLED = ("ready", "off", "failed")
+
+
+def wait_for(cond, timeout, interval=0.1):
+    """Poll cond() until it returns a true value; returns it, or the last
+    false value once timeout seconds have passed."""
+    end = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v or time.monotonic() >= end:
+            return v
+        time.sleep(interval)
+
+
+@contextlib.contextmanager
+def petri_lock(exclusive=False):
+    with open(LOCK_PATH, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+# ---------------------------------------------------------------- readiness
+
+def _get(url, path, timeout):
+    """(status, body bytes) of GET path at url (http://host:port or
+    unix:/path)."""
+    if url.startswith("unix:"):
+        class Conn(http.client.HTTPConnection):
+            def connect(self):
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.settimeout(self.timeout)
+                s.connect(url[5:])
+                self.sock = s
+        c = Conn("localhost", timeout=timeout)
+    else:
+        u = urllib.parse.urlsplit(url)
+        c = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+    try:
+        c.request("GET", path)
+        r = c.getresponse()
+        return r.status, r.read()
+    finally:
+        c.close()
+
+
+def healthz(url, timeout=5):
+    """GET /healthz as a dict; None when it does not answer 200 (not up
+    yet, or gone)."""
+    try:
+        status, body = _get(url, "/healthz", timeout)
+        return json.loads(body) if status == 200 else None
+    except (OSError, ValueError, http.client.HTTPException):
+        return None
+
+
+def readyz(url, timeout=5):
+    """(status, body as a dict) of GET /readyz: 200 when the warm path is
+    up and sessions are taken, else 503 with a "reason"; (None, None) when
+    it does not answer."""
+    try:
+        status, body = _get(url, "/readyz", timeout)
+        return status, json.loads(body) if body else {}
+    except (OSError, ValueError, http.client.HTTPException):
+        return None, None
+
+
+def wait_warm(url, timeout=120, alive=lambda: True):
+    """Poll /healthz until "warm" is settled (WARM_SETTLED), timeout seconds
+    pass, or alive() turns false (the daemon exited).  Returns the last
+    "warm" seen ("starting", or None when /healthz never answered)."""
+    warm = None
+
+    def settled():
+        nonlocal warm
+        if not alive():
+            return True
+        h = healthz(url)
+        warm = h.get("warm") if h else warm
+        return warm in WARM_SETTLED
+
+    wait_for(settled, timeout)
+    return warm
+
+
+# ---------------------------------------------------------------- leak checks
+
+def _stat_fields(pid):
+    """The fields of /proc/<pid>/stat after the command name (a command
+    name may be any bytes, cut at 15 even inside a UTF-8 character)."""
+    try:
+        with open(f"/proc/{pid}/stat", errors="replace") as f:
+            st = f.read()
+    except OSError:
+        return None
+    return st[st.rindex(")") + 2:].split()
+
+
+def process_tree(root):
+    """Host pids of root's descendants, each with its start time (to tell
+    a pid that was reused): {pid: starttime}."""
+    children, starts = {}, {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            fields = _stat_fields(d)
+            if fields:
+                children.setdefault(int(fields[1]), []).append(int(d))
+                starts[int(d)] = int(fields[19])
+    out, todo = {}, [root]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            if c not in out:
+                out[c] = starts[c]
+                todo.append(c)
+    return out
+
+
+def still_alive(tree):
+    """Those of {pid: starttime} that still run (same pid, same start)."""
+    alive = []
+    for pid, start in tree.items():
+        fields = _stat_fields(pid)
+        if fields and int(fields[19]) == start and fields[0] != "Z":
+            alive.append(pid)
+    return alive
+
+
+def cgroup_dirs(pid, root="/sys/fs/cgroup"):
+    """Cgroup directories p<pid>-... under any .../petri/ of the hierarchy."""
+    found = []
+    for dirpath, dirnames, _ in os.walk(root):
+        if os.path.basename(dirpath) == "petri":
+            found += [os.path.join(dirpath, d) for d in dirnames if d.startswith(f"p{pid}-")]
+            dirnames[:] = []
+    return found
+
+
+def cgroup_tag(pid):
+    """"p<pid>-<start time>-": the name prefix of the cgroups petri process
+    pid makes (src/jail/cgroup.c's make_tag()); the start time tells it from
+    an earlier process of the same pid.  Read it while the process exists."""
+    fields = _stat_fields(pid)
+    assert fields, f"pid {pid} is gone: its cgroup tag cannot be read"
+    return f"p{pid}-{fields[19]}-"
+
+
+# ---------------------------------------------------------------- the daemon
+
+_names = itertools.count()
+
+
+class Daemon:
+    """One `petri serve` for a test.
+
+    tmp_path: the test's directory; the daemon's files are <stem>.ini (the
+    config: `config` text, plus a [sandbox] uid range when uid_range =
+    (base, count) is given), <stem>.state/ (STATE_DIRECTORY: its record),
+    <stem>.out (stdout: the address line, then the agent's), <stem>.log
+    (stderr), where stem is name-<n>.  env: the environment (os.environ by
+    default); preexec_fn: run in the child before exec (a memory cgroup's
+    enter); lock: take petri_lock() shared until it listens (False when the
+    caller holds it).  Raises RuntimeError when it exits or prints no
+    address within start_timeout seconds.
+
+    .url, .port, .pid, .proc, .tag (its cgroups' prefix), .state_dir,
+    .config_path."""
+
+    def __init__(self, tmp_path, config="", *, name="petri", extra_args=(), env=None,
+                 preexec_fn=None, lock=True, uid_range=None, start_timeout=60):
+        tmp_path = Path(tmp_path)
+        stem = f"{name}-{next(_names)}"
+        if uid_range:
+            config += "\n[sandbox]\nuid_base = %d\nuid_count = %d\n" % uid_range
+        self.config_path = tmp_path / f"{stem}.ini"
+        self.config_path.write_text(config)
+        self.state_dir = tmp_path / f"{stem}.state"
+        self.out_path = tmp_path / f"{stem}.out"
+        self.log_path = tmp_path / f"{stem}.log"
+        env = {**(os.environ if env is None else env), "STATE_DIRECTORY": str(self.state_dir)}
+        args = [PETRI, "serve", "--listen", "127.0.0.1:0", "--config", str(self.config_path),
+                *extra_args]
+        with petri_lock() if lock else contextlib.nullcontext():
+            with open(self.out_path, "wb") as out, open(self.log_path, "wb") as log:
+                self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out,
+                                             stderr=log, env=env, preexec_fn=preexec_fn,
+                                             start_new_session=True)
+            self.t_start = time.monotonic()
+            self.tag = cgroup_tag(self.proc.pid)
+            # The address, not readiness: the daemon prints it once it
+            # listens (and has swept the cgroups of dead petris).
+            line = wait_for(lambda: self.out_line(0) or not self.running(), start_timeout)
+        m = re.search(r"listening on (http://\S+|unix:\S+)", line if isinstance(line, str) else "")
+        if not m:
+            self.kill()
+            raise RuntimeError(f"petri serve did not start: {self.out_line(0)!r} "
+                               f"{self.stderr_text()[-3000:]}")
+        self.url = m.group(1)
+        self.port = int(self.url.rsplit(":", 1)[1]) if self.url.startswith("http") else None
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def running(self):
+        return self.proc.poll() is None
+
+    def out_line(self, n, timeout=0):
+        """Line n (from 0) of what it printed on stdout, once complete;
+        "" when it has not come within timeout seconds."""
+        def line():
+            lines = self.out_path.read_text(errors="replace").split("\n")
+            return lines[n] + "\n" if len(lines) > n + 1 else ""
+        return wait_for(line, timeout, 0.05) if timeout else line()
+
+    def stderr_text(self):
+        """What it logged so far."""
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def health(self):
+        return healthz(self.url)
+
+    def ready(self):
+        return readyz(self.url)
+
+    def wait_warm(self, timeout):
+        """/healthz's "warm" once settled (or as last seen at timeout, or
+        when the daemon exited)."""
+        return wait_warm(self.url, timeout, alive=self.running)
+
+    def descendants(self):
+        return process_tree(self.proc.pid)
+
+    def kill(self):
+        """SIGKILL by pid (never by name), and reap."""
+        if self.proc.poll() is None:
+            try:
+                os.kill(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.wait()
+
+    def terminate(self, timeout):
+        """SIGTERM; (exit code, or None if it did not exit in time; seconds)."""
+        t0 = time.monotonic()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            code = None
+        return code, time.monotonic() - t0
+
+    def stop(self, timeout=30):
+        """SIGTERM and wait; SIGKILL and raise subprocess.TimeoutExpired
+        after timeout seconds.  Returns the exit code; notes in .leaked the
+        processes of its tree that outlived it and in .leaked_cgroups its
+        cgroup directories that remain."""
+        tree = self.descendants() if self.running() else {}
+        if self.running():
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise
+        self.leaked = still_alive(tree)
+        self.leaked_cgroups = cgroup_dirs(self.proc.pid)
+        return code
+
+    def problems(self, code):
+        """What is wrong with a stop() that returned code: [] when it exited
+        0 and left no process and no cgroup."""
+        out = []
+        if code != 0:
+            out.append(f"petri serve exited {code}: {self.stderr_text()[-3000:]}")
+        if self.leaked:
+            out.append(f"processes of petri serve outlived it: {self.leaked}")
+        if self.leaked_cgroups:
+            out.append(f"cgroups left behind: {self.leaked_cgroups}")
+        return out
+
+
+# ---------------------------------------------------------------- the client
+
+class Api:
+    """requests on one connection pool; key: a bearer API key."""
+
+    def __init__(self, url, key=None, timeout=120):
+        self.url = url
+        self.timeout = timeout
+        self.s = requests.Session()
+        if key:
+            self.s.headers["Authorization"] = f"Bearer {key}"
+
+    def request(self, method, path, **kw):
+        kw.setdefault("timeout", self.timeout)
+        return self.s.request(method, self.url + path, **kw)
+
+    def get(self, path, **kw):
+        return self.request("GET", path, **kw)
+
+    def post(self, path, body=None, **kw):
+        if body is not None:
+            kw["json"] = body
+        return self.request("POST", path, **kw)
+
+    def put(self, path, data=b"", **kw):
+        return self.request("PUT", path, data=data, **kw)
+
+    def delete(self, path, **kw):
+        return self.request("DELETE", path, **kw)
+
+    def session(self, **body):
+        r = self.post("/v1/sessions", body)
+        assert r.status_code == 201, f"{r.status_code} {r.text[:2000]}"
+        return r.json()["id"]
+
+    def execute(self, sid, code, **kw):
+        r = self.post(f"/v1/sessions/{sid}/execute", {"code": code, **kw})
+        assert r.status_code == 200, f"{r.status_code} {r.text[:2000]}"
+        return r.json()
+
+    def status(self, sid):
+        r = self.get(f"/v1/sessions/{sid}")
+        return r.json().get("status") if r.status_code == 200 else r.status_code
+
+
+def http_connection(url, timeout):
+    u = urllib.parse.urlsplit(url)
+    return http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+
+
+def answer_on(sock, limit=1 << 20):
+    """The whole answer (head and body, bytes) that arrives on a raw socket
+    after a hand-written request: read until the body's Content-Length (0
+    without one) is in, the peer closes, or the socket's timeout.  One
+    recv() may hold only the head: the body can come in a segment of its
+    own.  What came after the answer is returned too."""
+    data = b""
+    while len(data) < limit:
+        head, sep, body = data.partition(b"\r\n\r\n")
+        if sep:
+            length = 0
+            for line in head.split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value.strip())
+            if len(body) >= length:
+                return data
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+class SSE:
+    """A streamed execution.  Iterate for (t, event, data); .close() drops
+    the connection (shutdown + close: the server sees it at once)."""
+
+    def __init__(self, url, path, body, key=None, timeout=60):
+        self.t0 = time.monotonic()
+        self.c = http_connection(url, timeout)
+        payload = json.dumps(body).encode()
+        headers = {"Content-Type": "application/json", "Accept": "text/event-stream",
+                   "Content-Length": str(len(payload))}
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        self.c.request("POST", path, payload, headers)
+        self.resp = self.c.getresponse()
+        self.status = self.resp.status
+        self.headers = {k.lower(): v for k, v in self.resp.getheaders()}
+
+    def __iter__(self):
+        event, data = None, []
+        while True:
+            line = self.resp.readline()
+            if not line:
+                return
+            line = line.decode("utf-8").rstrip("\r\n")
+            if line == "":
+                if event is not None or data:
+                    yield (time.monotonic() - self.t0, event or "message",
+                           json.loads("\n".join(data)) if data else None)
+                event, data = None, []
+            elif line.startswith(":"):
+                continue
+            elif line.startswith("event:"):
+                event = line[6:].strip()
+            elif line.startswith("data:"):
+                data.append(line[5:].lstrip(" "))
+
+    def close(self):
+        sock = self.c.sock
+        try:
+            if sock:
+                sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.resp.close()
+        self.c.close()
+
+
+def metric(text, name, **labels):
+    """Value of the sample `name{labels}` in Prometheus text, or None."""
+    want = ",".join(f'{k}="{v}"' for k, v in labels.items())
+    key = f"{name}{{{want}}}" if want else name
+    for line in text.splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        k, _, v = line.rpartition(" ")
+        if k == key:
+            return float(v)
+    return None
