@@ -1,15 +1,11 @@
 """Fixtures of the load and fault tests (helpers: faulthelp.py)."""
 import os
 import signal
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from faulthelp import Daemon, cgroup_dirs, cgroup_procs, sandbox_procs_tagged  # noqa: E402
+from faulthelp import Daemon, cgroup_dirs, cgroup_procs, sandbox_procs_tagged
 
 
 def _cleanup(daemon):

@@ -23,24 +23,17 @@ processes, found by cgroup name, and its empty cgroup directories).
 """
 import os
 import re
-import signal
-import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 
+import requests
+
+import harness
+from harness import (PETRI, SANDBOX_UID_MIN, SSE, Api, answer_on, cgroup_dirs, metric,  # noqa: F401
+                     petri_lock, process_tree, still_alive, wait_for)
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "api"))
-
-from apihelp import (SSE, answer_on, cgroup_dirs, metric, petri_lock, process_tree,  # noqa: E402,F401
-                     still_alive, wait_for, wait_warm as wait_for_warm)
-
-import requests  # noqa: E402
-
-PETRI = os.environ.get("PETRI_BIN") or str(ROOT / "build" / "petri")
-SANDBOX_UID_MIN = 2_000_000_000
 OUT = HERE / "out"
 
 
@@ -98,74 +91,34 @@ def mountinfo():
 
 # ---------------------------------------------------------------- daemons
 
-class Daemon:
-    """One `petri serve` on a free loopback port.
+class Daemon(harness.Daemon):
+    """One `petri serve` (harness.Daemon) whose warm template is up, unless
+    its config turns the warm path off or wait_warm=False.
 
-    .pid, .url, .tag ("p<pid>-<starttime>-": the prefix of its sandboxes'
-    cgroups), .api() (a requests-based client), .log_lines (monotonic time,
-    line) of what it wrote on stderr, .descendants() ({pid: starttime})."""
+    .tag ("p<pid>-<starttime>-": the prefix of its sandboxes' cgroups),
+    .api(), .metrics(), .log_matches() and .wait_log() (its log lines, each
+    with the monotonic time it was first seen)."""
 
-    def __init__(self, tmp_path, config, name, lock=True, wait_warm=True):
-        self.config_path = Path(tmp_path) / f"{name}.ini"
-        self.config_path.write_text(config)
-        self.log_lines = []
-        self._lines_lock = threading.Lock()
+    def __init__(self, tmp_path, config, name, lock=True, wait_warm=True, preexec_fn=None):
+        self._seen = []
+        super().__init__(tmp_path, config, name=name, lock=lock, preexec_fn=preexec_fn)
         self.warm_expected = not re.search(r"^\s*warm\s*=\s*(false|no|off|0)\s*$", config,
                                            re.M | re.I)
-        args = [PETRI, "serve", "--listen", "127.0.0.1:0", "--config", str(self.config_path)]
-        if lock:
-            with petri_lock():
-                self._start(args)
-        else:
-            self._start(args)
-        line = self.proc.stdout.readline()
-        m = re.search(r"listening on (http://\S+)", line)
-        if not m:
-            self.kill()
-            raise RuntimeError(f"petri serve did not start: {line!r} {self.stderr_text()[-3000:]}")
-        self.url = m.group(1)
-        threading.Thread(target=self._drain_stdout, daemon=True).start()
         if wait_warm and self.warm_expected:
-            state = wait_for_warm(self.url, 60, alive=self.running)
+            state = self.wait_warm(60)
             assert state == "ready", \
                 f"no warm template within 60 s ({state}): {self.stderr_text()[-3000:]}"
-
-    def _start(self, args):
-        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, errors="replace")
-        self.t_start = time.monotonic()
-        self.starttime = starttime(self.proc.pid)
-        self.tag = f"p{self.proc.pid}-{self.starttime}-"
-        self._drain = threading.Thread(target=self._read_stderr, daemon=True)
-        self._drain.start()
-
-    def _read_stderr(self):
-        for line in self.proc.stderr:
-            with self._lines_lock:
-                self.log_lines.append((time.monotonic(), line))
-
-    def _drain_stdout(self):
-        for _ in self.proc.stdout:
-            pass
-
-    @property
-    def pid(self):
-        return self.proc.pid
-
-    def running(self):
-        return self.proc.poll() is None
 
     def api(self):
         return Api(self.url)
 
-    def stderr_text(self):
-        with self._lines_lock:
-            return "".join(line for _, line in self.log_lines)
-
     def log_matches(self, pattern):
-        """[(time, line)] of the log lines containing pattern."""
-        with self._lines_lock:
-            return [(t, line) for t, line in self.log_lines if pattern in line]
+        """[(time, line)] of the log lines containing pattern; the time is
+        when a call here first saw the line."""
+        lines = self.stderr_text().split("\n")[:-1]
+        now = time.monotonic()
+        self._seen += [(now, line + "\n") for line in lines[len(self._seen):]]
+        return [(t, line) for t, line in self._seen if pattern in line]
 
     def wait_log(self, pattern, timeout, count=1):
         """Wait until `pattern` was logged `count` times; returns the
@@ -175,69 +128,8 @@ class Daemon:
         got = self.log_matches(pattern)
         return got[count - 1] if hits and len(got) >= count else None
 
-    def descendants(self):
-        return process_tree(self.proc.pid)
-
     def metrics(self):
         return requests.get(self.url + "/metrics", timeout=30).text
-
-    def kill(self):
-        """SIGKILL by pid (never by name), and reap."""
-        if self.proc.poll() is None:
-            try:
-                os.kill(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        self.proc.wait()
-        self._drain.join(10)
-
-    def terminate(self, timeout):
-        """SIGTERM; (exit code or None if it did not exit in time, seconds)."""
-        t0 = time.monotonic()
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            code = self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            code = None
-        took = time.monotonic() - t0
-        if code is not None:
-            self._drain.join(10)
-        return code, took
-
-
-class Api:
-    def __init__(self, url):
-        self.url = url
-        self.s = requests.Session()
-
-    def request(self, method, path, **kw):
-        kw.setdefault("timeout", 120)
-        return self.s.request(method, self.url + path, **kw)
-
-    def get(self, path, **kw):
-        return self.request("GET", path, **kw)
-
-    def post(self, path, body=None, **kw):
-        if body is not None:
-            kw["json"] = body
-        return self.request("POST", path, **kw)
-
-    def delete(self, path, **kw):
-        return self.request("DELETE", path, **kw)
-
-    def session(self, **body):
-        r = self.post("/v1/sessions", body)
-        assert r.status_code == 201, f"{r.status_code} {r.text[:500]}"
-        return r.json()["id"]
-
-    def execute(self, sid, code, **kw):
-        r = self.post(f"/v1/sessions/{sid}/execute", {"code": code, **kw})
-        assert r.status_code == 200, f"{r.status_code} {r.text[:500]}"
-        return r.json()
-
-    def status(self, sid):
-        r = self.get(f"/v1/sessions/{sid}")
-        return r.json().get("status") if r.status_code == 200 else r.status_code
 
 
 # ---------------------------------------------------------------- leftovers

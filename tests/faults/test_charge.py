@@ -21,20 +21,14 @@ import json
 import os
 import signal
 import socket
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-
-import memcg  # noqa: E402
-from faulthelp import (Daemon, _read, answer_on, cgroup_dirs, cgroup_procs,  # noqa: E402
-                       starttime, wait_for)
+import memcg
+from faulthelp import Daemon, _read, answer_on, cgroup_dirs, cgroup_procs, wait_for
 
 MiB = 1 << 20
 
@@ -53,24 +47,6 @@ memory_mb = 64
 disk_mb = 1024
 pids = 64
 """
-
-
-class CgDaemon(Daemon):
-    """A Daemon started inside a MemoryCgroup (preexec_fn=cg.enter)."""
-
-    def __init__(self, tmp_path, config, name, cg):
-        self.cg = cg
-        super().__init__(tmp_path, config, name, wait_warm=False)
-
-    def _start(self, args):
-        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, errors="replace",
-                                     preexec_fn=self.cg.enter)
-        self.t_start = time.monotonic()
-        self.starttime = starttime(self.proc.pid)
-        self.tag = f"p{self.proc.pid}-{self.starttime}-"
-        self._drain = threading.Thread(target=self._read_stderr, daemon=True)
-        self._drain.start()
 
 
 def _int(path):
@@ -114,7 +90,9 @@ def daemon(tmp_path):
 
     def start(config=CONFIG, cg_limit=768 * MiB):
         cg = memcg.MemoryCgroup("charge", cg_limit)
-        d = CgDaemon(tmp_path, config, f"charge-{len(started)}", cg)
+        d = Daemon(tmp_path, config, f"charge-{len(started)}", wait_warm=False,
+                   preexec_fn=cg.enter)
+        d.cg = cg
         started.append(d)
         # At start the daemon finds what its sandboxes have by running one
         # (the probe, GET /v1/languages): wait for it and for its cgroups to
