@@ -23,7 +23,6 @@ noisy machine makes a test slower, never flaky.
 """
 import base64
 import contextlib
-import fcntl
 import hashlib
 import itertools
 import json
@@ -32,24 +31,21 @@ import re
 import signal
 import socket
 import subprocess
-import threading
-import time
 import weakref
 from pathlib import Path
 
 import requests
 
+import harness
+import memcg
+from harness import PETRI, SANDBOX_UID_MIN, cgroup_tag, petri_lock, wait_for  # noqa: F401
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 CORPUS = HERE / 'corpus'
 SWEEP_C = HERE / 'sweep' / 'syscall_sweep.c'
-PETRI = os.environ.get('PETRI_BIN') or str(ROOT / 'build' / 'petri')
 PYTHON = '/usr/bin/python3'
-SANDBOX_UID_MIN = 2_000_000_000          # JAIL_UID_BASE_DEFAULT in src/jail/jail.h
 CGROUP_FS = '/sys/fs/cgroup'
-# Shared with tests/cli and tests/api: every petri start holds it shared
-# (a starting petri sweeps the stale cgroups of dead petri processes).
-LOCK_PATH = '/run/lock/petri-tests.lock'
 # Put in the environment of every petri process the tier starts: a sandbox
 # must never see it (the daemon's and pid 1's environment are host secrets).
 CANARY_NAME = 'PETRI_HOSTILE_CANARY'
@@ -102,26 +98,10 @@ def petri_env():
     return env
 
 
-@contextlib.contextmanager
-def petri_lock():
-    with open(LOCK_PATH, 'a') as f:
-        fcntl.flock(f, fcntl.LOCK_SH)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
-def wait_until(pred, timeout=SETTLE_S, step=0.05):
-    """Poll pred() until it returns a truthy value or timeout; return the
-    last value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        v = pred()
-        if v or time.monotonic() > deadline:
-            return v
-        time.sleep(step)
-        step = min(step * 1.5, 0.5)
+def wait_until(pred, timeout=SETTLE_S, step=0.1):
+    """harness.wait_for with this tier's default deadline: poll pred()
+    until it returns a truthy value or timeout; return the last value."""
+    return wait_for(pred, timeout, step)
 
 
 # ---------------------------------------------------------------- /proc views
@@ -463,18 +443,6 @@ def petri_run(program_path, lang, limits, timeout=None, extra=()):
     return strict_json(lines[0]), tag, p
 
 
-def cgroup_tag(pid):
-    """The name prefix of the cgroups petri process `pid` makes,
-    "p<pid>-<start time>-", as src/jail/cgroup.c's make_tag() writes it.
-    The start time tells this process from an earlier one that had the same
-    pid and died leaving cgroups for the next daemon's sweep.  Read it while
-    the process exists (alive, or a zombie its parent has not reaped)."""
-    stat = _read(f'/proc/{pid}/stat')
-    assert stat, f'pid {pid} is gone: its cgroup tag cannot be read'
-    start = stat[stat.rindex(')') + 2:].split()[19]      # field 22, starttime
-    return f'p{pid}-{start}-'
-
-
 def run_leftovers(tag):
     """Processes and cgroups, named by cgroup_tag(), of a petri process that
     has finished."""
@@ -514,30 +482,12 @@ def read_headers(s):
     return head.decode('latin-1'), len(rest)
 
 
-class Api:
+class Api(harness.Api):
+    """harness.Api with this tier's own session() and execute() (the
+    result read as strict JSON)."""
+
     def __init__(self, url, key=None):
-        self.url = url
-        self.s = requests.Session()
-        if key:
-            self.s.headers['Authorization'] = f'Bearer {key}'
-
-    def request(self, method, path, **kw):
-        kw.setdefault('timeout', 180)
-        return self.s.request(method, self.url + path, **kw)
-
-    def get(self, path, **kw):
-        return self.request('GET', path, **kw)
-
-    def post(self, path, body=None, **kw):
-        if body is not None:
-            kw['json'] = body
-        return self.request('POST', path, **kw)
-
-    def put(self, path, data=b'', **kw):
-        return self.request('PUT', path, data=data, **kw)
-
-    def delete(self, path, **kw):
-        return self.request('DELETE', path, **kw)
+        super().__init__(url, key, timeout=180)
 
     def session(self, limits=None, env=None):
         body = {}
@@ -580,9 +530,9 @@ def api_limits(limits):
             'output_kb': limits['output_kb']}
 
 
-class Server:
-    """A `petri serve` on a free loopback port, with a neighbour session
-    that must keep answering whatever the others do."""
+class Server(harness.Daemon):
+    """A `petri serve` (harness.Daemon) with a neighbour session that must
+    keep answering whatever the others do; .api is its Api."""
 
     _n = itertools.count()
 
@@ -590,25 +540,9 @@ class Server:
         """key: the API key its own requests carry (the config names it)."""
         self.warm = warm
         cfg = SERVER_CONFIG.format(warm='' if warm else 'warm = false\n') + extra_config
-        self.config_path = Path(tmpdir) / f'petri-hostile-{next(self._n)}.ini'
-        self.config_path.write_text(cfg)
-        self._err = []
-        with petri_lock():
-            self.proc = subprocess.Popen(
-                [PETRI, 'serve', '--listen', '127.0.0.1:0', '--config', str(self.config_path)],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors='replace',
-                env=petri_env(), preexec_fn=preexec_fn)
-            STARTED.add(self.proc.pid)
-            self._drain = threading.Thread(target=self._read_stderr, daemon=True)
-            self._drain.start()
-            line = self.proc.stdout.readline()
-        m = re.search(r'listening on (http://\S+)', line)
-        if not m:
-            self.proc.kill()
-            self.proc.wait()
-            raise RuntimeError(f'petri serve did not start: {line!r} {self.stderr_text()}')
-        self.url = m.group(1)
-        self.port = int(self.url.rsplit(':', 1)[1])
+        super().__init__(tmpdir, cfg, name=f'petri-hostile-{next(self._n)}', env=petri_env(),
+                         preexec_fn=preexec_fn)
+        STARTED.add(self.pid)
         self.api = Api(self.url, key)
         if warm:
             # The template starts in the background: wait for it, so that
@@ -621,32 +555,6 @@ class Server:
         self.neighbour = self.api.session()
         why = self.neighbour_ok()
         assert why is None, why
-
-    def _read_stderr(self):
-        for line in self.proc.stderr:
-            self._err.append(line)
-
-    def stderr_text(self):
-        return ''.join(self._err)
-
-    def wait_warm(self, timeout):
-        """/healthz's "warm" once it settled (ready, off, failed), the daemon
-        exited, or timeout seconds passed: the last state seen."""
-        state = None
-
-        def settled():
-            nonlocal state
-            if self.proc.poll() is not None:
-                return True
-            try:
-                h = self.api.get('/healthz', timeout=5)
-                state = h.json().get('warm') if h.status_code == 200 else state
-            except (requests.RequestException, ValueError):
-                pass
-            return state in ('ready', 'off', 'failed')
-
-        wait_until(settled, timeout=timeout)
-        return state
 
     def neighbour_ok(self):
         """None if the daemon and the neighbour session are fine, else why."""
@@ -665,15 +573,11 @@ class Server:
         return None
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+        """SIGTERM; the exit code (that of SIGKILL after 60 s)."""
         try:
-            code = self.proc.wait(timeout=60)
+            return super().stop(60)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
-            code = self.proc.wait()
-        self._drain.join(10)
-        return code
+            return self.proc.returncode
 
 
 @contextlib.contextmanager
@@ -682,9 +586,6 @@ def jailed_server(tmpdir, name, limit, extra_config='', key=None):
     (tests/memcg.py), for a test that attacks it; yields (server, cgroup).
     At the end the neighbour must still answer, nothing may have been
     OOM-killed and the daemon must exit 0."""
-    import sys
-    sys.path.insert(0, str(HERE.parent))
-    import memcg
     with memcg.MemoryCgroup(name, limit) as cg:
         srv = Server(tmpdir, warm=False, extra_config=extra_config, preexec_fn=cg.enter,
                      key=key)

@@ -15,7 +15,6 @@ deadline is asserted (the machine is shared), the numbers are printed.
 """
 import os
 import socket
-import sys
 import threading
 import time
 
@@ -24,8 +23,7 @@ import requests
 
 import hostile as H
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
-import memcg  # noqa: E402
+import memcg
 
 pytestmark = pytest.mark.skipif(memcg.available() is not None, reason=str(memcg.available()))
 

@@ -20,16 +20,14 @@ import io
 import os
 import secrets
 import socket
-import sys
 import tarfile
 
 import pytest
 
 import hostile as H
 
-sys.path.insert(0, str(H.ROOT / 'tests'))
-import memcg  # noqa: E402 -- tests/memcg.py, shared by the tiers
-import archives as A  # noqa: E402
+import memcg  # tests/memcg.py, shared by the tiers
+import archives as A
 
 pytestmark = pytest.mark.skipif(memcg.available() is not None, reason=str(memcg.available()))
 

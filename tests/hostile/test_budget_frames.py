@@ -25,7 +25,6 @@ session), so noise cannot fail them while the bugs they catch cost 10 s.
 Every measured number is printed (pytest -s).
 """
 import os
-import sys
 import threading
 import time
 
@@ -33,7 +32,6 @@ import pytest
 
 import hostile as H
 
-sys.path.insert(0, str(H.ROOT / 'tests'))
 import memcg  # noqa: E402 -- tests/memcg.py, shared by the tiers
 
 pytestmark = pytest.mark.skipif(memcg.available() is not None,

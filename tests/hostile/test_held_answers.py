@@ -11,9 +11,7 @@ execution is refused (429 unread_answers) while the other key is served, and
 a client reading slower than min_read_kbps loses its connection.
 """
 import json
-import os
 import socket
-import sys
 import threading
 import time
 
@@ -21,8 +19,7 @@ import pytest
 
 import hostile as H
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
-import memcg  # noqa: E402
+import memcg
 
 pytestmark = pytest.mark.skipif(memcg.available() is not None, reason=str(memcg.available()))
 

@@ -9,7 +9,6 @@ are printed; only generous bounds are asserted (the machine is shared).
 import os
 import resource
 import socket
-import sys
 import threading
 import time
 
@@ -17,8 +16,7 @@ import pytest
 
 import hostile as H
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
-import memcg  # noqa: E402
+import memcg
 
 pytestmark = pytest.mark.skipif(memcg.available() is not None, reason=str(memcg.available()))
 

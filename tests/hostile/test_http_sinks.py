@@ -16,14 +16,12 @@ import http.client
 import json
 import os
 import socket
-import sys
 
 import pytest
 
 import hostile as H
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
-import memcg  # noqa: E402
+import memcg
 
 pytestmark = pytest.mark.skipif(memcg.available() is not None, reason=str(memcg.available()))
 

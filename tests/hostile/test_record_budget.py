@@ -14,13 +14,11 @@ than the whole record keeps; then:
 Every measured number is printed (pytest -s).
 """
 import os
-import sys
 
 import pytest
 
 import hostile as H
 
-sys.path.insert(0, str(H.ROOT / 'tests'))
 import memcg  # noqa: E402 -- tests/memcg.py, shared by the tiers
 
 pytestmark = pytest.mark.skipif(memcg.available() is not None,

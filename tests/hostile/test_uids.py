@@ -12,15 +12,12 @@ import fcntl
 import os
 import secrets
 import signal
-import sys
-from pathlib import Path
 
 import pytest
 
 import hostile as H
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import memcg  # noqa: E402
+import memcg
 
 LEASE_DIR = '/run/petri/uids'
 COUNT = 50                      # max_sessions 40 + pool 1 + 2 templates + the probe, and room
