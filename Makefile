@@ -76,7 +76,7 @@ UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/%.o)
 SESSION_UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/unit/session/*.c)) \
 	$(patsubst %,$(BUILD)/src/%.o,session/session session/spawner session/probe session/tables record/record record/chain \
 		runtime/result runtime/processes runtime/languages config/config exec/limits util/base64 util/buf util/clock \
-		util/cidr util/ids util/log util/metrics util/num util/timefmt util/utf8 util/version)
+		util/cidr util/ids util/log util/metrics util/num util/timefmt util/utf8 util/version util/workq)
 
 all: $(BUILD)/petri
 
@@ -161,7 +161,7 @@ VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --vgdb=no \
             --errors-for-leak-kinds=definite --trace-children=yes \
             --trace-children-skip='*/fc-cache,*/python3*'
 # record first: under valgrind it takes longest (SQLite), the rest alongside.
-VALGRIND_SUITES := record buf cache cgroup codec config export junit languages lease mcp mounts procs request share util
+VALGRIND_SUITES := record buf cache cgroup codec config export junit languages lease mcp mounts procs request share util workq
 ifneq ($(SAN),)
 unit-valgrind:
 	@echo "unit-valgrind: skipped in the sanitizer build (valgrind cannot run sanitized code)"

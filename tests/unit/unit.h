@@ -28,5 +28,6 @@ Suite *request_suite(void);
 Suite *share_suite(void);
 Suite *tables_suite(void);
 Suite *util_suite(void);
+Suite *workq_suite(void);
 
 #endif
