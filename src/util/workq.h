@@ -26,7 +26,7 @@
  *                                      with drop, the items
  *                                      still queued go to
  *                                      drop() on the caller
- *   workq_stop() -------------------->  join -------------> run what is left,
+ *   workq_stop() --------------------> join --------------> run what is left,
  *                                                           then return
  *   workq_free()
  *
@@ -40,9 +40,10 @@
  * Order: items start in the order they were pushed.  With one thread they
  * also end in that order; with several they may end in any order.
  *
- * Locks: the queue's lock is a leaf.  The handler and drop() are called
- * without it; admit() is called with it held, so it must be short and take
- * no lock that a handler holds while it pushes.
+ * Locks: the queue's lock is a leaf but for admit().  The handler and
+ * drop() are called without it; admit() is called with it held, so it must
+ * be short, must not push, and must take no lock that a thread may hold
+ * while it pushes.
  *
  * Threads: they live from workq_start() to workq_stop(), so they suit work
  * that must be done by a thread that outlives its result (PR_SET_PDEATHSIG
