@@ -161,7 +161,7 @@ VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --vgdb=no \
             --errors-for-leak-kinds=definite --trace-children=yes \
             --trace-children-skip='*/fc-cache,*/python3*'
 # record first: under valgrind it takes longest (SQLite), the rest alongside.
-VALGRIND_SUITES := record buf cache cgroup codec config export junit languages lease mcp mounts procs request share util workq
+VALGRIND_SUITES := record buf cache cgroup codec config export junit languages lease mcp mounts procs request share util workq ws
 ifneq ($(SAN),)
 unit-valgrind:
 	@echo "unit-valgrind: skipped in the sanitizer build (valgrind cannot run sanitized code)"

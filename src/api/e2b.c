@@ -13,7 +13,6 @@
 #include <strings.h>
 #include <sys/random.h>
 
-#include "runtime/files.h"
 #include "runtime/languages.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -325,33 +324,6 @@ const char *e2b_route_path(const struct api_req *rq, char *buf, size_t len)
 		p += sizeof(PREFIX) - 1;
 	snprintf(buf, len, "%s", *p ? p : "/");
 	return buf;
-}
-
-bool e2b_work_path(const char *in, bool allow_empty, char *rel, size_t rellen, char *why,
-		   size_t whylen)
-{
-	const char *p = in;
-
-	if (!strcmp(p, E2B_HOME) || !strcmp(p, E2B_HOME "/") || !strcmp(p, ".") || !*p)
-		p = "";
-	else if (!strncmp(p, E2B_HOME "/", sizeof(E2B_HOME)))
-		p += sizeof(E2B_HOME);
-	else if (!strncmp(p, "./", 2))
-		p += 2;
-	else if (p[0] == '/') {
-		snprintf(why, whylen, "only files under " E2B_HOME " (the workspace) can be "
-			 "reached");
-		return false;
-	}
-	if (strlen(p) >= rellen) {
-		snprintf(why, whylen, "the path is too long");
-		return false;
-	}
-	snprintf(rel, rellen, "%s", p);
-	/* "dir/" names the directory */
-	if (*rel && rel[strlen(rel) - 1] == '/')
-		rel[strlen(rel) - 1] = '\0';
-	return files_check_path(rel, allow_empty, why, whylen) == 0;
 }
 
 void e2b_sdk_path(const char *rel, char *out, size_t len)

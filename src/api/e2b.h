@@ -74,13 +74,8 @@ enum MHD_Result e2b_error(struct api_req *rq, unsigned status, const char *fmt, 
  * without its query: "/execute", "/filesystem.Filesystem/Stat". */
 const char *e2b_route_path(const struct api_req *rq, char *buf, size_t len);
 
-/* A path as the SDKs send it ("/home/user/a.txt", or relative to
- * /home/user) into rel, relative to /work ("" for /home/user itself), as
- * files_check_path() wants it.  false with why when it is outside the
- * workspace or not acceptable. */
-bool e2b_work_path(const char *in, bool allow_empty, char *rel, size_t rellen, char *why,
-		   size_t whylen);
-/* And back: rel (relative to /work) as the SDKs show it, into out. */
+/* rel (relative to /work) as the SDKs show it, into out: the way back
+ * from ws_path() with E2B_HOME as the root (runtime/ws.h). */
 void e2b_sdk_path(const char *rel, char *out, size_t len);
 
 /* The code contexts of a sandbox (the code interpreter's): each has an id

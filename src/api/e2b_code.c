@@ -19,6 +19,7 @@
 
 #include "runtime/files.h"
 #include "runtime/languages.h"
+#include "runtime/ws.h"
 #include "util/clock.h"
 #include "util/jsoncost.h"
 #include "util/timefmt.h"
@@ -396,25 +397,13 @@ out:
  * business (a missing one fails it with FileNotFoundError). */
 static bool cwd_arg(const char *in, char *out, size_t len, char *why, size_t whylen)
 {
-	char rel[FILES_NAME_MAX + 1];
-	const char *root = E2B_HOME, *p = in;
+	bool tmp = !strncmp(in, "/tmp", 4) && (in[4] == '\0' || in[4] == '/');
+	const char *root = tmp ? "/tmp" : E2B_HOME;
+	char rel[FILES_PATH_MAX + 1];
 	int w;
 
-	if (!strncmp(in, "/tmp", 4) && (in[4] == '\0' || in[4] == '/')) {
-		root = "/tmp";
-		p = in[4] ? in + 5 : "";
-		if (strlen(p) >= sizeof(rel)) {
-			snprintf(why, whylen, "the path is too long");
-			return false;
-		}
-		snprintf(rel, sizeof(rel), "%s", p);
-		if (*rel && rel[strlen(rel) - 1] == '/')
-			rel[strlen(rel) - 1] = '\0';
-		if (files_check_path(rel, true, why, whylen) < 0)
-			return false;
-	} else if (!e2b_work_path(in, true, rel, sizeof(rel), why, whylen)) {
+	if (ws_path(in, root, WS_PATH_ROOT | WS_PATH_SLASH, rel, why, whylen) != WS_OK)
 		return false;
-	}
 	w = snprintf(out, len, "%s%s%s", root, *rel ? "/" : "", rel);
 	if (w < 0 || (size_t)w >= len) {
 		snprintf(why, whylen, "the path is too long");

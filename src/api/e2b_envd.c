@@ -25,6 +25,7 @@
 
 #include "api/e2b.h"
 #include "runtime/files.h"
+#include "runtime/ws.h"
 #include "util/base64.h"
 #include "util/jsoncost.h"
 #include "util/num.h"
@@ -101,81 +102,55 @@ static void fail_set(struct fail *f, unsigned status, const char *code, unsigned
 	va_end(ap);
 }
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+/* envd's words for a workspace result (runtime/ws.h): the REST status, the
+ * Connect code and status, the sentence; the rest are 500, internal. */
+static const struct http_ws_words words[WS_RESULTS] = {
+	[WS_NOT_FOUND] = { 404, 404, "not_found", .after = " does not exist" },
+	[WS_EXISTS] = { 409, 409, "already_exists", .after = " exists already" },
+	[WS_IS_DIR] = { 400, 400, "invalid_argument", .after = " is a directory" },
+	[WS_NOT_DIR] = { 400, 400, "invalid_argument", .after = " or one of its parents is not "
+			 "a directory" },
+	[WS_NOT_REGULAR] = { 400, 400, "invalid_argument", .after = " is not a regular file, or "
+			     "the operation makes no sense for it (FIFOs, sockets and devices "
+			     "are refused; a directory cannot move into itself)" },
+	[WS_SYMLINK] = { 400, 400, "invalid_argument", .after = " goes through too many "
+			 "symbolic links, or a link where none is followed" },
+	[WS_LEAVES] = { 400, 400, "invalid_argument", .after = " leads out of " E2B_HOME },
+	[WS_TOO_LONG] = { 400, 400, "invalid_argument", .before = "the path is too long",
+			  .about = HTTP_ABOUT_NOTHING },
+	[WS_NOT_EMPTY] = { 400, 400, "invalid_argument", .after = " is a directory that is not "
+			   "empty" },
+	[WS_DENIED] = { 403, 403, "permission_denied", .after = ": permission denied (the "
+			"sandbox's user may not do this)" },
+	[WS_TOO_MANY] = { 400, 400, "failed_precondition", .after = " holds more than petri "
+			  "takes in one call (" STR(FILES_LIST_MAX) " entries listed, "
+			  STR(REMOVE_MAX) " removed, " STR(FILES_TREE_DEPTH) " levels deep)" },
+	[WS_FULL] = { 507, 429, "resource_exhausted", .before = "the sandbox's workspace is "
+		      "full (", .after = " MiB)", .about = HTTP_ABOUT_DISK },
+	[WS_NO_MEMORY] = { 507, 429, "resource_exhausted", .before = "the file does not fit in "
+			   "the sandbox's memory limit (", .after = " MiB, which " E2B_HOME
+			   " counts against)", .about = HTTP_ABOUT_MEMORY },
+	[WS_NO_PROCESS] = { 429, 429, "resource_exhausted", .before = "the sandbox is at its "
+			    "process limit (", .after = "): writing a file needs one process of "
+			    "it", .about = HTTP_ABOUT_PIDS },
+	[WS_STALLED] = { 503, 503, "unavailable", .before = "the sandbox took no byte of the "
+			 "file for too long: it is stopped or starved", .about = HTTP_ABOUT_NOTHING },
+	[WS_CHANGING] = { 503, 409, "aborted", .before = "the workspace is changing too fast to "
+			  "look up ", .after = " safely; retry" },
+};
+
 /* What a files_* error means for path (as the SDK named it). */
 static void fail_errno(struct fail *f, struct session *s, int err, const char *path)
 {
-	switch (err) {
-	case -ENOENT:
-		fail_set(f, 404, "not_found", 404, "'%.300s' does not exist", path);
-		break;
-	case -EEXIST:
-		fail_set(f, 409, "already_exists", 409, "'%.300s' exists already", path);
-		break;
-	case -EISDIR:
-		fail_set(f, 400, "invalid_argument", 400, "'%.300s' is a directory", path);
-		break;
-	case -ENOTDIR:
-		fail_set(f, 400, "invalid_argument", 400, "'%.300s' or one of its parents is "
-			 "not a directory", path);
-		break;
-	case -EINVAL:
-	case -ENXIO:
-		fail_set(f, 400, "invalid_argument", 400, "'%.300s' is not a regular file, or "
-			 "the operation makes no sense for it (FIFOs, sockets and devices are "
-			 "refused; a directory cannot move into itself)", path);
-		break;
-	case -ELOOP:
-		fail_set(f, 400, "invalid_argument", 400, "'%.300s' goes through too many "
-			 "symbolic links, or a link where none is followed", path);
-		break;
-	case -EXDEV:
-		fail_set(f, 400, "invalid_argument", 400, "'%.300s' leads out of " E2B_HOME,
-			 path);
-		break;
-	case -ENAMETOOLONG:
-		fail_set(f, 400, "invalid_argument", 400, "the path is too long");
-		break;
-	case -ENOTEMPTY:
-		fail_set(f, 400, "invalid_argument", 400, "'%.300s' is a directory that is not "
-			 "empty", path);
-		break;
-	case -EACCES:
-	case -EPERM:
-		fail_set(f, 403, "permission_denied", 403, "'%.300s': permission denied (the "
-			 "sandbox's user may not do this)", path);
-		break;
-	case -E2BIG:
-		fail_set(f, 400, "failed_precondition", 400, "'%.300s' holds more than petri "
-			 "takes in one call (%d entries listed, %d removed, %d levels deep)",
-			 path, FILES_LIST_MAX, REMOVE_MAX, FILES_TREE_DEPTH);
-		break;
-	case -ENOSPC:
-	case -EDQUOT:
-	case -EFBIG:
-		fail_set(f, 507, "resource_exhausted", 429, "the sandbox's workspace is full "
-			 "(%u MiB)", session_limits(s)->disk_mb);
-		break;
-	case -ENOMEM:
-		fail_set(f, 507, "resource_exhausted", 429, "the file does not fit in the "
-			 "sandbox's memory limit (%u MiB, which " E2B_HOME " counts against)",
-			 session_limits(s)->memory_mb);
-		break;
-	case -EAGAIN:
-		fail_set(f, 429, "resource_exhausted", 429, "the sandbox is at its process "
-			 "limit (%u): writing a file needs one process of it",
-			 session_limits(s)->pids);
-		break;
-	case -ETIMEDOUT:
-		fail_set(f, 503, "unavailable", 503, "the sandbox took no byte of the file for "
-			 "too long: it is stopped or starved");
-		break;
-	case FILES_ECHANGING:
-		fail_set(f, 503, "aborted", 409, "the workspace is changing too fast to look "
-			 "up '%.300s' safely; retry", path);
-		break;
-	default:
-		fail_set(f, 500, "internal", 500, "'%.300s': %s", path, strerror(-err));
-	}
+	const struct http_ws_words *w = &words[ws_result_of(err)];
+
+	f->status = http_ws_sentence(w, err, path, session_limits(s), f->message,
+				     sizeof(f->message));
+	f->code = w->code ? w->code : "internal";
+	f->rpc_status = w->status ? w->rpc_status : 500;
 }
 
 static enum MHD_Result rest_fail(struct api_req *rq, const struct fail *f)
@@ -206,21 +181,23 @@ static enum MHD_Result rpc_error(struct api_req *rq, unsigned status, const char
 }
 
 /* A path the SDK sent into rel (relative to /work); false with f set. */
-static bool sdk_to_rel(const char *in, bool allow_empty, char *rel, size_t len, struct fail *f)
+static bool sdk_to_rel(const char *in, bool allow_empty, char rel[FILES_PATH_MAX + 1],
+		       struct fail *f)
 {
+	enum ws_result r;
 	char why[160];
 
 	if (!in) {
 		fail_set(f, 400, "invalid_argument", 400, "a path is required");
 		return false;
 	}
-	if (e2b_work_path(in, allow_empty, rel, len, why, sizeof(why)))
-		return true;
-	if (in[0] == '/' && strcmp(in, E2B_HOME) && strncmp(in, E2B_HOME "/", sizeof(E2B_HOME)))
+	r = ws_path(in, E2B_HOME, (allow_empty ? WS_PATH_ROOT : 0) | WS_PATH_SLASH, rel, why,
+		    sizeof(why));
+	if (r == WS_ELSEWHERE)
 		fail_set(f, 403, "permission_denied", 403, "'%.300s': %s", in, why);
-	else
+	else if (r != WS_OK)
 		fail_set(f, 400, "invalid_argument", 400, "'%.300s': %s", in, why);
-	return false;
+	return r == WS_OK;
 }
 
 static struct files_user user_of(struct session *s)
@@ -241,7 +218,7 @@ static enum MHD_Result download(struct api_req *rq, struct session *s)
 	struct fail f;
 	int r;
 
-	if (!sdk_to_rel(path, false, rel, sizeof(rel), &f))
+	if (!sdk_to_rel(path, false, rel, &f))
 		return rest_fail(rq, &f);
 	if ((r = files_send(rq, s, rel, &queued)) == 0)
 		return queued;
@@ -277,7 +254,7 @@ static int upload_part(void *ctx, const struct multipart_part *p)
 			 "'path' to write it to");
 		return -EINVAL;
 	}
-	if (!sdk_to_rel(target, false, rel, sizeof(rel), &up->f))
+	if (!sdk_to_rel(target, false, rel, &up->f))
 		return -EINVAL;
 	if (!up->write)
 		return 0;
@@ -414,8 +391,8 @@ static int list_one(void *ctx, const char *path, const struct stat *st, const ch
 }
 
 /* The request's string field key as a work path; false with f set. */
-static bool path_arg(json_t *req, const char *key, bool allow_empty, char *rel, size_t len,
-		     struct fail *f)
+static bool path_arg(json_t *req, const char *key, bool allow_empty,
+		     char rel[FILES_PATH_MAX + 1], struct fail *f)
 {
 	json_t *v = json_object_get(req, key);
 
@@ -424,7 +401,7 @@ static bool path_arg(json_t *req, const char *key, bool allow_empty, char *rel, 
 		return false;
 	}
 	/* proto3 leaves out an empty string: absent is "". */
-	return sdk_to_rel(v ? json_string_value(v) : "", allow_empty, rel, len, f);
+	return sdk_to_rel(v ? json_string_value(v) : "", allow_empty, rel, f);
 }
 
 static enum MHD_Result filesystem(struct api_req *rq, struct session *s, const char *method,
@@ -440,7 +417,7 @@ static enum MHD_Result filesystem(struct api_req *rq, struct session *s, const c
 	if (!shown)
 		shown = E2B_HOME;
 	if (!strcmp(method, "Stat")) {
-		if (!path_arg(req, "path", true, rel, sizeof(rel), &f))
+		if (!path_arg(req, "path", true, rel, &f))
 			return rpc_fail(rq, &f);
 		if ((entry = stat_json(s, rel, &r)))
 			answer = json_pack("{s:o}", "entry", entry);
@@ -461,7 +438,7 @@ static enum MHD_Result filesystem(struct api_req *rq, struct session *s, const c
 			return rpc_error(rq, 400, "invalid_argument", "'depth' must be from 1 to %d",
 					 LIST_DEPTH_MAX);
 		}
-		if (!path_arg(req, "path", true, rel, sizeof(rel), &f)) {
+		if (!path_arg(req, "path", true, rel, &f)) {
 			json_decref(l.entries);
 			return rpc_fail(rq, &f);
 		}
@@ -472,20 +449,20 @@ static enum MHD_Result filesystem(struct api_req *rq, struct session *s, const c
 		else
 			json_decref(l.entries);
 	} else if (!strcmp(method, "MakeDir")) {
-		if (!path_arg(req, "path", false, rel, sizeof(rel), &f))
+		if (!path_arg(req, "path", false, rel, &f))
 			return rpc_fail(rq, &f);
 		if ((r = files_mkdir(&u, fd, rel)) == 0 && (entry = stat_json(s, rel, &r)))
 			answer = json_pack("{s:o}", "entry", entry);
 		session_note_write(s);
 	} else if (!strcmp(method, "Remove")) {
-		if (!path_arg(req, "path", false, rel, sizeof(rel), &f))
+		if (!path_arg(req, "path", false, rel, &f))
 			return rpc_fail(rq, &f);
 		if ((r = files_remove_tree(&u, fd, rel, REMOVE_MAX)) == 0)
 			answer = json_object();
 		session_note_write(s);
 	} else if (!strcmp(method, "Move")) {
-		if (!path_arg(req, "source", false, rel, sizeof(rel), &f) ||
-		    !path_arg(req, "destination", false, to, sizeof(to), &f))
+		if (!path_arg(req, "source", false, rel, &f) ||
+		    !path_arg(req, "destination", false, to, &f))
 			return rpc_fail(rq, &f);
 		shown = json_string_value(json_object_get(req, "source"));
 		if ((r = files_rename(&u, fd, rel, to)) == 0 && (entry = stat_json(s, to, &r)))

@@ -1,6 +1,7 @@
 /* /v1/sessions/{id}/files: upload, download, list, delete.  Paths are
- * checked here for a clear 400, then resolved inside the sandbox's /work by
- * src/runtime/files.c (openat2, RESOLVE_IN_ROOT). */
+ * checked here for a clear 400 (ws_path(), src/runtime/ws.h), then
+ * resolved inside the sandbox's /work by src/runtime/files.c (openat2,
+ * RESOLVE_IN_ROOT). */
 #include <errno.h>
 #include <pthread.h>
 #include <poll.h>
@@ -15,52 +16,71 @@
 #include "util/log.h"
 #include "runtime/archive.h"
 #include "runtime/files.h"
+#include "runtime/ws.h"
 
+
+unsigned http_ws_sentence(const struct http_ws_words *w, int err, const char *path,
+			  const struct petri_limits *lim, char *out, size_t len)
+{
+	const char *before = w->before ? w->before : "", *after = w->after ? w->after : "";
+
+	if (!w->status) {
+		snprintf(out, len, "'%.300s': %s", path, strerror(-err));
+		return 500;
+	}
+	switch (w->about) {
+	case HTTP_ABOUT_PATH:
+		snprintf(out, len, "%s'%.300s'%s", before, path, after);
+		break;
+	case HTTP_ABOUT_NOTHING:
+		snprintf(out, len, "%s%s", before, after);
+		break;
+	case HTTP_ABOUT_DISK:
+	case HTTP_ABOUT_MEMORY:
+	case HTTP_ABOUT_PIDS:
+		snprintf(out, len, "%s%u%s", before, w->about == HTTP_ABOUT_DISK ? lim->disk_mb :
+			 w->about == HTTP_ABOUT_MEMORY ? lim->memory_mb : lim->pids, after);
+		break;
+	}
+	return w->status;
+}
+
+/* The API's words for a workspace result: its status and sentence (the
+ * code is ws_result_code()'s); the rest are 500, internal. */
+static const struct http_ws_words words[WS_RESULTS] = {
+	[WS_NOT_FOUND] = { 404, .before = "no such file: " },
+	[WS_IS_DIR] = { 400, .after = " is a directory" },
+	[WS_NOT_DIR] = { 400, .before = "a component of ", .after = " is not a directory" },
+	[WS_SYMLINK] = { 400, .after = " is a symbolic link, which is not written through" },
+	[WS_LEAVES] = { 400, .after = " leads outside /work" },
+	[WS_NOT_REGULAR] = { 400, .after = " is not a regular file (FIFOs, sockets and devices "
+			     "are refused)" },
+	[WS_NOT_EMPTY] = { 409, .after = " is a directory that is not empty" },
+	[WS_TOO_LONG] = { 400, .before = "the path is too long", .about = HTTP_ABOUT_NOTHING },
+	[WS_FULL] = { 413, .before = "the session's workspace is full",
+		      .about = HTTP_ABOUT_NOTHING },
+	[WS_CHANGING] = { 503, .before = "the workspace is changing too fast to look up ",
+			  .after = " safely (renames or mounts in the sandbox raced every try); "
+			  "retry" },
+	[WS_WRITER_FAILED] = { 500, .before = "the upload's writer failed",
+			       .about = HTTP_ABOUT_NOTHING },
+};
 
 static enum MHD_Result file_error(struct api_req *rq, int err, const char *path)
 {
-	switch (err) {
-	case -ENOENT:
-		return http_error(rq, 404, "file_not_found", "no such file: '%.300s'", path);
-	case -EISDIR:
-		if (!strcmp(rq->method, "GET"))
-			return http_error(rq, 400, "is_a_directory", "'%.300s' is a directory; "
-					  "list it with GET .../files?path=%.300s", path, path);
-		return http_error(rq, 400, "is_a_directory", "'%.300s' is a directory", path);
-	case -ENOTDIR:
-		if (strstr(rq->url, "/files/") == NULL)	/* a listing */
-			return http_error(rq, 400, "not_a_directory", "'%.300s' is not a directory",
-					  path);
-		return http_error(rq, 400, "not_a_directory", "a component of '%.300s' is not a "
-				  "directory", path);
-	case -ELOOP:
-		return http_error(rq, 400, "invalid_path", "'%.300s' is a symbolic link, which "
-				  "is not written through", path);
-	case -EXDEV:
-		return http_error(rq, 400, "invalid_path", "'%.300s' leads outside /work", path);
-	case -EINVAL:
-	case -ENXIO:
-		return http_error(rq, 400, "not_a_regular_file", "'%.300s' is not a regular file "
-				  "(FIFOs, sockets and devices are refused)", path);
-	case -ENOSPC:
-	case -EDQUOT:
-	case -EFBIG:
-		return http_error(rq, 413, "too_large", "the session's workspace is full");
-	case -ECHILD:
-	case -EPIPE:
-		return http_error(rq, 500, "internal", "the upload's writer failed");
-	case -ENOTEMPTY:
-		return http_error(rq, 409, "directory_not_empty", "'%.300s' is a directory that "
-				  "is not empty", path);
-	case -ENAMETOOLONG:
-		return http_error(rq, 400, "invalid_path", "the path is too long");
-	case FILES_ECHANGING:
-		return http_error(rq, 503, "workspace_changing", "the workspace is changing too "
-				  "fast to look up '%.300s' safely (renames or mounts in the sandbox "
-				  "raced every try); retry", path);
-	default:
-		return http_error(rq, 500, "internal", "'%.300s': %s", path, strerror(-err));
-	}
+	enum ws_result r = ws_result_of(err);
+	unsigned status;
+	char msg[512];
+
+	/* Two sentences say what the route was for: a file to download, a
+	 * directory to list. */
+	if (r == WS_IS_DIR && !strcmp(rq->method, "GET"))
+		return http_error(rq, 400, "is_a_directory", "'%.300s' is a directory; list it "
+				  "with GET .../files?path=%.300s", path, path);
+	if (r == WS_NOT_DIR && strstr(rq->url, "/files/") == NULL)
+		return http_error(rq, 400, "not_a_directory", "'%.300s' is not a directory", path);
+	status = http_ws_sentence(&words[r], err, path, NULL, msg, sizeof(msg));
+	return http_error(rq, status, ws_result_code(r), "%s", msg);
 }
 
 static struct files_user user_of(struct session *s)
@@ -846,7 +866,7 @@ enum MHD_Result handle_files(struct api_req *rq, struct session *s, const char *
 {
 	const char *m = rq->method;
 	struct files_user u = user_of(s);
-	char why[160];
+	char why[160], rel[FILES_PATH_MAX + 1];
 
 	if (is_list) {
 		const char *dir = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "path");
@@ -856,27 +876,26 @@ enum MHD_Result handle_files(struct api_req *rq, struct session *s, const char *
 
 		if (strcmp(m, "GET"))
 			return http_not_allowed(rq, "GET");
-		if (!dir)
-			dir = "";
-		if (files_check_path(dir, true, why, sizeof(why)) < 0)
+		if (ws_path(dir ? dir : "", NULL, WS_PATH_ROOT | WS_PATH_SLASH, rel, why,
+			    sizeof(why)) != WS_OK)
 			return http_error(rq, 400, "invalid_path", "%s", why);
-		if ((r = files_list(&u, session_work_fd(s), dir, &list, &truncated)) < 0)
-			return file_error(rq, r, dir);
+		if ((r = files_list(&u, session_work_fd(s), rel, &list, &truncated)) < 0)
+			return file_error(rq, r, rel);
 		session_touch(s);
-		return http_json(rq, 200, json_pack("{s:s, s:o, s:b}", "path", dir, "files", list,
+		return http_json(rq, 200, json_pack("{s:s, s:o, s:b}", "path", rel, "files", list,
 						    "truncated", truncated));
 	}
-	if (files_check_path(path, false, why, sizeof(why)) < 0)
+	if (ws_path(path, NULL, 0, rel, why, sizeof(why)) != WS_OK)
 		return http_error(rq, 400, "invalid_path", "%s", why);
 	if (!strcmp(m, "GET"))
-		return download(rq, s, path);
+		return download(rq, s, rel);
 	if (!strcmp(m, "PUT"))
-		return upload(rq, path);
+		return upload(rq, rel);
 	if (!strcmp(m, "DELETE")) {
-		int r = files_delete(&u, session_work_fd(s), path);
+		int r = files_delete(&u, session_work_fd(s), rel);
 
 		if (r < 0)
-			return file_error(rq, r, path);
+			return file_error(rq, r, rel);
 		session_touch(s);
 		return http_empty(rq, 204);
 	}
@@ -991,15 +1010,10 @@ enum MHD_Result handle_archive(struct api_req *rq, struct session *s)
 {
 	const char *path = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "path");
 	char why[160], dir[FILES_PATH_MAX + 1];
-	size_t len;
 
-	if (!path)
-		path = "";
-	if (files_check_path(path, true, why, sizeof(why)) < 0)
+	if (ws_path(path ? path : "", NULL, WS_PATH_ROOT | WS_PATH_SLASH, dir, why,
+		    sizeof(why)) != WS_OK)
 		return http_error(rq, 400, "invalid_path", "%s", why);
-	/* "dir/" is dir, as in a listing. */
-	len = strlen(path);
-	snprintf(dir, sizeof(dir), "%.*s", (int)(len && path[len - 1] == '/' ? len - 1 : len), path);
 	if (!strcmp(rq->method, "GET"))
 		return archive_out(rq, s, dir);
 	if (!strcmp(rq->method, "POST"))

@@ -247,6 +247,31 @@ int files_send(struct api_req *rq, struct session *s, const char *path,
 	       enum MHD_Result *queued);
 int files_put(struct api_req *rq, struct session *s, const char *path, const void *data,
 	      size_t len, bool *ended);
+
+/* How an HTTP front end words a workspace result (runtime/ws.h): a table
+ * of these, indexed by enum ws_result, one per front end.  The sentence is
+ * before, its subject, after; the subject is the path, quoted ('x'), a
+ * limit of the session's, or nothing.  A row with no status is a result
+ * the front end has no words for: 500 and "'path': strerror(err)". */
+enum http_ws_about {
+	HTTP_ABOUT_PATH,	/* 'x' */
+	HTTP_ABOUT_NOTHING,
+	HTTP_ABOUT_DISK,	/* its disk_mb */
+	HTTP_ABOUT_MEMORY,	/* its memory_mb */
+	HTTP_ABOUT_PIDS,	/* its pids */
+};
+struct http_ws_words {
+	unsigned short status;		/* HTTP (E2B: its REST routes) */
+	unsigned short rpc_status;	/* E2B: a Connect unary call's */
+	const char *code;		/* E2B: Connect's code */
+	const char *before, *after;	/* NULL: "" */
+	enum http_ws_about about;
+};
+/* The sentence of w (a row of such a table) for err, 0 or -errno, at path
+ * (lim: the session's limits, for a row about one), into out; its status,
+ * 500 for a row without one. */
+unsigned http_ws_sentence(const struct http_ws_words *w, int err, const char *path,
+			  const struct petri_limits *lim, char *out, size_t len);
 /* The thread that resumes uploads whose writer caught up; stop resumes
  * them all (before MHD stops). */
 int files_waiter_new(struct files_waiter **out);

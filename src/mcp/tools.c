@@ -17,6 +17,7 @@
 #include "runtime/box.h"
 #include "runtime/files.h"
 #include "runtime/languages.h"
+#include "runtime/ws.h"
 #include "util/base64.h"
 #include "util/buf.h"
 #include "util/log.h"
@@ -267,54 +268,22 @@ next:
 	return NULL;
 }
 
-/* A path as models write it: "data.csv", "/work/data.csv", "./x".  Into
- * out, relative to /work; NULL (and why) when it is not acceptable. */
-static const char *work_path(const char *in, bool allow_empty, char *why, size_t whylen)
+/* A path as models write it ("data.csv", "/work/data.csv", "./x") into
+ * rel, relative to /work (ws_path()); false, with why, when refused.
+ * dir: a directory, which may be /work itself or end in '/'. */
+static bool work_path(const char *in, bool dir, char rel[FILES_PATH_MAX + 1], char *why,
+		      size_t whylen)
 {
-	const char *p = in;
-
-	if (!strcmp(p, "/work") || !strcmp(p, "/work/") || !strcmp(p, ".") || !strcmp(p, "./"))
-		p = "";
-	else if (!strncmp(p, "/work/", 6))
-		p += 6;
-	else if (!strncmp(p, "./", 2))
-		p += 2;
-	else if (p[0] == '/') {
-		snprintf(why, whylen, "only files under /work can be reached: give a path "
-			 "relative to /work or starting with /work/");
-		return NULL;
-	}
-	if (files_check_path(p, allow_empty, why, whylen) < 0)
-		return NULL;
-	return p;
+	return ws_path(in, "/work", dir ? WS_PATH_ROOT | WS_PATH_SLASH : 0, rel, why,
+		       whylen) == WS_OK;
 }
 
+/* What a files.h error means, after "cannot read '/work/x': ". */
 static const char *file_error(int err)
 {
-	switch (err) {
-	case -ENOENT:
-		return "no such file or directory";
-	case -EISDIR:
-		return "it is a directory";
-	case -ENOTDIR:
-		return "a component of the path is not a directory";
-	case -ELOOP:
-		return "it is a symbolic link, which is not followed";
-	case -EXDEV:
-		return "it leads outside /work";
-	case -EINVAL:
-	case -ENXIO:
-		return "it is not a regular file";
-	case -ENOSPC:
-	case -EDQUOT:
-	case -EFBIG:
-		return "the sandbox's disk (/work) is full";
-	case FILES_ECHANGING:
-		return "the workspace is changing too fast (renames or mounts in the sandbox "
-		       "raced every lookup of the path); retry";
-	default:
-		return strerror(-err);
-	}
+	enum ws_result r = ws_result_of(err);
+
+	return r == WS_FAILED ? strerror(-err) : ws_result_message(r);
 }
 
 /* ---- the session ------------------------------------------------------- */
@@ -517,7 +486,8 @@ static json_t *run_write_file(struct tools *t, struct session *s, json_t *args, 
 			      json_t **execution)
 {
 	json_t *content = json_object_get(args, "content");
-	const char *encoding = str_arg(args, "encoding", "utf-8"), *path;
+	const char *encoding = str_arg(args, "encoding", "utf-8");
+	char path[FILES_PATH_MAX + 1];
 	struct files_user u = user_of(s);
 	unsigned char *decoded = NULL;
 	const void *data = json_string_value(content);
@@ -528,8 +498,7 @@ static json_t *run_write_file(struct tools *t, struct session *s, json_t *args, 
 
 	(void)cancel_fd;
 	(void)execution;
-	path = work_path(str_arg(args, "path", ""), false, why, sizeof(why));
-	if (!path)
+	if (!work_path(str_arg(args, "path", ""), false, path, why, sizeof(why)))
 		return error_result("invalid path '%.300s': %s", str_arg(args, "path", ""), why);
 	if (!strcmp(encoding, "base64")) {
 		decoded = base64_decode(data, len, &len);
@@ -585,7 +554,8 @@ static json_t *run_read_file(struct tools *t, struct session *s, json_t *args, i
 			     json_t **execution)
 {
 	struct files_user u = user_of(s);
-	const char *path, *mime;
+	char path[FILES_PATH_MAX + 1];
+	const char *mime;
 	struct buf b = BUF_INIT;
 	json_t *out = NULL;
 	uint64_t size;
@@ -596,8 +566,7 @@ static json_t *run_read_file(struct tools *t, struct session *s, json_t *args, i
 
 	(void)cancel_fd;
 	(void)execution;
-	path = work_path(str_arg(args, "path", ""), false, why, sizeof(why));
-	if (!path)
+	if (!work_path(str_arg(args, "path", ""), false, path, why, sizeof(why)))
 		return error_result("invalid path '%.300s': %s", str_arg(args, "path", ""), why);
 	if ((r = files_open(&u, session_work_fd(s), path, &fd, &size)) < 0)
 		return error_result("cannot read '/work/%.300s': %s", path, file_error(r));
@@ -774,14 +743,13 @@ static json_t *run_upload_archive(struct tools *t, struct session *s, json_t *ar
 	json_t *content = json_object_get(args, "content"), *summary, *out;
 	char why[512];
 	unsigned char *data;
-	const char *dir;
+	char dir[FILES_PATH_MAX + 1];
 	size_t len;
 	int r;
 
 	(void)cancel_fd;
 	(void)execution;
-	dir = work_path(str_arg(args, "path", ""), true, why, sizeof(why));
-	if (!dir)
+	if (!work_path(str_arg(args, "path", ""), true, dir, why, sizeof(why)))
 		return error_result("invalid path '%.300s': %s", str_arg(args, "path", ""), why);
 	data = base64_decode(json_string_value(content), json_string_length(content), &len);
 	if (!data)
@@ -809,13 +777,12 @@ static json_t *run_download_archive(struct tools *t, struct session *s, json_t *
 {
 	struct buf b = BUF_INIT;
 	char why[512], uri[FILES_PATH_MAX + 32], *enc;
-	const char *dir;
+	char dir[FILES_PATH_MAX + 1];
 	json_t *out = NULL;
 
 	(void)cancel_fd;
 	(void)execution;
-	dir = work_path(str_arg(args, "path", ""), true, why, sizeof(why));
-	if (!dir)
+	if (!work_path(str_arg(args, "path", ""), true, dir, why, sizeof(why)))
 		return error_result("invalid path '%.300s': %s", str_arg(args, "path", ""), why);
 	if (archive_of(t, s, dir, &b, READ_BLOB_MAX, why, sizeof(why)) < 0) {
 		out = error_result("%s%s", why, b.len > READ_BLOB_MAX ? " (what a tool result "
@@ -842,7 +809,7 @@ static json_t *run_list_files(struct tools *t, struct session *s, json_t *args, 
 	struct files_user u = user_of(s);
 	struct buf b = BUF_INIT;
 	json_t *list = NULL, *e, *out = NULL;
-	const char *dir;
+	char dir[FILES_PATH_MAX + 1];
 	bool truncated;
 	char why[160];
 	size_t i;
@@ -850,8 +817,7 @@ static json_t *run_list_files(struct tools *t, struct session *s, json_t *args, 
 
 	(void)cancel_fd;
 	(void)execution;
-	dir = work_path(str_arg(args, "path", ""), true, why, sizeof(why));
-	if (!dir)
+	if (!work_path(str_arg(args, "path", ""), true, dir, why, sizeof(why)))
 		return error_result("invalid path '%.300s': %s", str_arg(args, "path", ""), why);
 	if ((r = files_list(&u, session_work_fd(s), dir, &list, &truncated)) < 0)
 		return error_result("cannot list '/work/%.300s': %s", dir, file_error(r));

@@ -40,6 +40,20 @@ static void restore(const struct files_user *old)
 	syscall(SYS_setfsgid, old->gid);
 }
 
+/* The value of call, evaluated once as the sandbox user u: every
+ * operation below runs through it.  A macro, not a function taking the
+ * operation: the operations share no signature (their out-parameters are
+ * fds, sizes, listings, stats), so a function would need every one's
+ * arguments packed into one struct, or a trampoline each, to wrap a call
+ * of one line. */
+#define AS_USER(u, call) ({				\
+	struct files_user old_ = become(u);		\
+	int r_ = (call);				\
+							\
+	restore(&old_);					\
+	r_;						\
+})
+
 /* openat2() with RESOLVE_IN_ROOT fails with EAGAIN when a rename or a
  * mount anywhere raced one of its ".." steps: it cannot prove the walk
  * stayed inside.  The sandbox can make that happen at will (renames in a
@@ -283,11 +297,7 @@ static int write_as(int work_fd, const char *path, const void *data, size_t len)
 int files_write(const struct files_user *u, int work_fd, const char *path,
 		const void *data, size_t len)
 {
-	struct files_user old = become(u);
-	int r = write_as(work_fd, path, data, len);
-
-	restore(&old);
-	return r;
+	return AS_USER(u, write_as(work_fd, path, data, len));
 }
 
 /* ---- the upload writer ---------------------------------------------------
@@ -371,8 +381,7 @@ static int sink_main(void *arg)
 
 	close(k->sock);		/* our copy of the daemon's end: EOF must reach us */
 	close_others(k->work_fd, k->peer);
-	syscall(SYS_setfsgid, k->u.gid);
-	syscall(SYS_setfsuid, k->u.uid);
+	become(&k->u);		/* for good: the writer is the sandbox's user */
 	r = open_beside(k->work_fd, k->path, k->tmp, &parent, &fd, &base);
 	while (r == 0) {
 		uint32_t len;
@@ -400,17 +409,21 @@ static int sink_main(void *arg)
 /* A killed writer leaves its temporary file, and the pages it holds stay
  * charged to the sandbox: remove it from here (a name in /work, as the
  * sandbox's user, the way files_delete() does). */
+static int remove_tmp_as(const struct files_sink *k)
+{
+	const char *base;
+	int parent = open_parent(k->work_fd, k->path, false, &base);
+
+	if (parent < 0)
+		return parent;
+	unlinkat(parent, k->tmp, 0);
+	close(parent);
+	return 0;
+}
+
 static void sink_remove_tmp(struct files_sink *k)
 {
-	struct files_user old = become(&k->u);
-	const char *base;
-	int parent;
-
-	if ((parent = open_parent(k->work_fd, k->path, false, &base)) >= 0) {
-		unlinkat(parent, k->tmp, 0);
-		close(parent);
-	}
-	restore(&old);
+	AS_USER(&k->u, remove_tmp_as(k));
 }
 
 /* The writer's end, status st (-1: lost): its errno, or -ENOMEM when it
@@ -696,30 +709,18 @@ static int open_as(int work_fd, const char *path, bool links, int *out, uint64_t
 int files_open(const struct files_user *u, int work_fd, const char *path, int *out,
 	       uint64_t *size)
 {
-	struct files_user old = become(u);
-	int r = open_as(work_fd, path, true, out, size);
-
-	restore(&old);
-	return r;
+	return AS_USER(u, open_as(work_fd, path, true, out, size));
 }
 
 int files_open_dir(const struct files_user *u, int work_fd, const char *dir)
 {
-	struct files_user old = become(u);
-	int fd = open_in(work_fd, dir[0] ? dir : ".", O_PATH | O_DIRECTORY, 0);
-
-	restore(&old);
-	return fd;
+	return AS_USER(u, open_dir(work_fd, dir));
 }
 
 int files_open_listed(const struct files_user *u, int work_fd, const char *path, int *out,
 		      uint64_t *size)
 {
-	struct files_user old = become(u);
-	int r = open_as(work_fd, path, false, out, size);
-
-	restore(&old);
-	return r;
+	return AS_USER(u, open_as(work_fd, path, false, out, size));
 }
 
 static const char *type_name(mode_t m)
@@ -834,11 +835,7 @@ static int list_as(int work_fd, const char *dir, json_t **out, bool *truncated)
 int files_list(const struct files_user *u, int work_fd, const char *dir, json_t **out,
 	       bool *truncated)
 {
-	struct files_user old = become(u);
-	int r = list_as(work_fd, dir, out, truncated);
-
-	restore(&old);
-	return r;
+	return AS_USER(u, list_as(work_fd, dir, out, truncated));
 }
 
 static int delete_as(int work_fd, const char *path)
@@ -859,11 +856,7 @@ static int delete_as(int work_fd, const char *path)
 
 int files_delete(const struct files_user *u, int work_fd, const char *path)
 {
-	struct files_user old = become(u);
-	int r = delete_as(work_fd, path);
-
-	restore(&old);
-	return r;
+	return AS_USER(u, delete_as(work_fd, path));
 }
 
 static int stat_as(int work_fd, const char *path, struct stat *st, char *target, size_t tlen)
@@ -891,11 +884,7 @@ static int stat_as(int work_fd, const char *path, struct stat *st, char *target,
 int files_stat(const struct files_user *u, int work_fd, const char *path, struct stat *st,
 	       char *target, size_t tlen)
 {
-	struct files_user old = become(u);
-	int r = stat_as(work_fd, path, st, target, tlen);
-
-	restore(&old);
-	return r;
+	return AS_USER(u, stat_as(work_fd, path, st, target, tlen));
 }
 
 /* ---- walking a tree ------------------------------------------------------
@@ -1077,15 +1066,12 @@ int files_walk(const struct files_user *u, int work_fd, const char *dir, unsigne
 	       size_t max, files_walk_fn fn, void *ctx)
 {
 	struct walk *w = calloc(1, sizeof(*w));
-	struct files_user old;
 	int r;
 
 	if (!w)
 		return -ENOMEM;
 	*w = (struct walk){ .fn = fn, .ctx = ctx, .left = max };
-	old = become(u);
-	r = depth ? walk_as(work_fd, dir, w, depth) : 0;
-	restore(&old);
+	r = depth ? AS_USER(u, walk_as(work_fd, dir, w, depth)) : 0;
 	free(w);
 	return r;
 }
@@ -1105,11 +1091,7 @@ static int mkdir_as(int work_fd, const char *path)
 
 int files_mkdir(const struct files_user *u, int work_fd, const char *path)
 {
-	struct files_user old = become(u);
-	int r = mkdir_as(work_fd, path);
-
-	restore(&old);
-	return r;
+	return AS_USER(u, mkdir_as(work_fd, path));
 }
 
 static int rename_as(int work_fd, const char *from, const char *to)
@@ -1133,11 +1115,7 @@ static int rename_as(int work_fd, const char *from, const char *to)
 
 int files_rename(const struct files_user *u, int work_fd, const char *from, const char *to)
 {
-	struct files_user old = become(u);
-	int r = rename_as(work_fd, from, to);
-
-	restore(&old);
-	return r;
+	return AS_USER(u, rename_as(work_fd, from, to));
 }
 
 static int remove_as(int work_fd, const char *path, struct walk *w, size_t max)
@@ -1176,14 +1154,11 @@ out:
 int files_remove_tree(const struct files_user *u, int work_fd, const char *path, size_t max)
 {
 	struct walk *w = calloc(1, sizeof(*w));
-	struct files_user old;
 	int r;
 
 	if (!w)
 		return -ENOMEM;
-	old = become(u);
-	r = remove_as(work_fd, path, w, max);
-	restore(&old);
+	r = AS_USER(u, remove_as(work_fd, path, w, max));
 	free(w);
 	return r;
 }

@@ -6,8 +6,9 @@
  * inside /work.  Magic links (/proc/self/fd/...) and crossing into another
  * mount are refused.  Only regular files are read or written: FIFOs,
  * sockets and devices are refused without ever blocking on them.  Paths
- * are checked first (files_check_path) so a client gets a clear 400 rather
- * than whatever the kernel makes of it.
+ * are checked first (files_check_path; a client's spelling of one goes
+ * through ws_path() in ws.h) so a client gets a clear 400 rather than
+ * whatever the kernel makes of it.
  *
  * Every operation runs with the calling thread's filesystem ids switched to
  * the sandbox user's host ids (setfsuid/setfsgid, per thread): the kernel

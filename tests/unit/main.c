@@ -31,6 +31,7 @@ int main(void)
 		tables_suite,
 		util_suite,
 		workq_suite,
+		ws_suite,
 	};
 	SRunner *sr = srunner_create(NULL);
 	const char *tap = getenv("PETRI_UNIT_TAP");
