@@ -11,6 +11,7 @@
 #include "config/config.h"
 #include "session/session.h"
 #include "util/buf.h"
+#include "util/workq.h"
 
 struct api_server;
 struct mcp_registry;
@@ -76,7 +77,7 @@ struct api_req {
 	 * gone by then): a streamed execution. */
 	void (*after)(void *arg);
 	void *after_arg;
-	struct api_req *next;	/* in the workers' queue */
+	struct workq_item work;	/* in the workers' queue (worker.c) */
 };
 
 /* Compare secrets in time that depends only on their lengths, not on where

@@ -6,8 +6,9 @@
  * execution, an MCP call, a delete) is handed over here with its
  * connection suspended; a worker runs the handler, keeps the response in
  * the request, and resumes the connection, whose event thread then queues
- * it.  The queue holds at most one request per connection, so the
- * connection limit bounds it.  Internal to src/api. */
+ * it.  The queue (util/workq.h, first in first out) holds at most one
+ * request per connection, so the connection limit bounds it.  Internal to
+ * src/api. */
 #ifndef PETRI_API_WORKER_H
 #define PETRI_API_WORKER_H
 

@@ -9,13 +9,15 @@
 
 #include "util/buf.h"
 #include "util/log.h"
+#include "util/workq.h"
 
 #define READ_CHUNK 65536
 #define MCP_SERVER_BUSY (-32000)
 
+/* A tool call waiting for the worker. */
 struct queued {
+	struct workq_item work;
 	json_t *msg;
-	struct queued *next;
 };
 
 struct stdio_conn {
@@ -23,13 +25,7 @@ struct stdio_conn {
 	int out_fd;
 	pthread_mutex_t write_lock;
 	bool out_broken;		/* the client stopped reading */
-
-	pthread_mutex_t lock;		/* the queue */
-	pthread_cond_t cond;
-	struct queued *head, *tail;
-	size_t queued;
-	bool draining;			/* no more input: finish and stop */
-	bool stop;			/* stop now, drop the queue */
+	struct workq *calls;		/* one thread, of struct queued */
 };
 
 static void send_msg(struct stdio_conn *sc, json_t *msg)
@@ -84,57 +80,53 @@ static bool slow(json_t *msg)
 	       !strcmp(json_string_value(json_object_get(msg, "method")), "tools/call");
 }
 
-static void *worker(void *arg)
+static bool out_broken(struct stdio_conn *sc)
+{
+	bool broken;
+
+	pthread_mutex_lock(&sc->write_lock);
+	broken = sc->out_broken;
+	pthread_mutex_unlock(&sc->write_lock);
+	return broken;
+}
+
+/* Let go of a call: answered, or dropped unrun (stopped, or nobody to
+ * answer). */
+static void free_call(struct workq_item *item, void *arg)
+{
+	struct queued *q = workq_entry(item, struct queued, work);
+
+	(void)arg;
+	json_decref(q->msg);
+	free(q);
+}
+
+/* The worker's handler: run the call, answer it. */
+static void run_call(struct workq_item *item, void *arg)
 {
 	struct stdio_conn *sc = arg;
+	struct queued *q = workq_entry(item, struct queued, work);
 
-	pthread_mutex_lock(&sc->lock);
-	for (;;) {
-		struct queued *q;
-
-		while (!sc->head && !sc->draining && !sc->stop)
-			pthread_cond_wait(&sc->cond, &sc->lock);
-		if (sc->stop || !sc->head)
-			break;
-		q = sc->head;
-		sc->head = q->next;
-		if (!sc->head)
-			sc->tail = NULL;
-		sc->queued--;
-		pthread_mutex_unlock(&sc->lock);
-		send_msg(sc, mcp_conn_handle(sc->conn, q->msg));
-		json_decref(q->msg);
-		free(q);
-		pthread_mutex_lock(&sc->lock);
-	}
-	pthread_mutex_unlock(&sc->lock);
-	return NULL;
+	send_msg(sc, mcp_conn_handle(sc->conn, q->msg));
+	free_call(item, arg);
 }
 
 /* Hand a message to the worker (steals msg). */
 static void enqueue(struct stdio_conn *sc, json_t *msg)
 {
-	struct queued *q;
+	struct queued *q = calloc(1, sizeof(*q));
 
-	pthread_mutex_lock(&sc->lock);
-	if (sc->queued >= MCP_STDIO_QUEUE_MAX || !(q = calloc(1, sizeof(*q)))) {
-		pthread_mutex_unlock(&sc->lock);
+	if (q)
+		q->msg = msg;
+	/* Full (MCP_STDIO_QUEUE_MAX waiting), or no memory. */
+	if (!q || workq_push(sc->calls, &q->work, NULL) < 0) {
+		free(q);
 		send_msg(sc, mcp_error(json_is_object(msg) ? json_object_get(msg, "id") : NULL,
 				       MCP_SERVER_BUSY, "too many tool calls are waiting (at most "
 				       "%d): wait for answers before sending more",
 				       MCP_STDIO_QUEUE_MAX));
 		json_decref(msg);
-		return;
 	}
-	q->msg = msg;
-	if (sc->tail)
-		sc->tail->next = q;
-	else
-		sc->head = q;
-	sc->tail = q;
-	sc->queued++;
-	pthread_cond_signal(&sc->cond);
-	pthread_mutex_unlock(&sc->lock);
 }
 
 static void handle_line(struct stdio_conn *sc, const char *line, size_t len)
@@ -198,12 +190,8 @@ static int read_loop(struct stdio_conn *sc, int in_fd, int stop_fd)
 		}
 		if (n == 0)
 			break;
-		pthread_mutex_lock(&sc->write_lock);
-		if (sc->out_broken) {
-			pthread_mutex_unlock(&sc->write_lock);
+		if (out_broken(sc))
 			break;
-		}
-		pthread_mutex_unlock(&sc->write_lock);
 		start = chunk;
 		while ((nl = memchr(start, '\n', (size_t)(chunk + n - start)))) {
 			size_t part = (size_t)(nl - start);
@@ -250,46 +238,28 @@ out:
 int mcp_stdio_serve(struct mcp_conn *c, int in_fd, int out_fd, int stop_fd)
 {
 	struct stdio_conn sc = { .conn = c, .out_fd = out_fd };
-	pthread_t th;
-	size_t queued;
 	int r;
 
 	pthread_mutex_init(&sc.write_lock, NULL);
-	pthread_mutex_init(&sc.lock, NULL);
-	pthread_cond_init(&sc.cond, NULL);
-	if ((r = pthread_create(&th, NULL, worker, &sc)) != 0) {
+	r = workq_start(1, MCP_STDIO_QUEUE_MAX, run_call, &sc, &sc.calls);
+	if (r < 0) {
 		mcp_conn_close(c);
-		return -r;
+		pthread_mutex_destroy(&sc.write_lock);
+		return r;
 	}
 	r = read_loop(&sc, in_fd, stop_fd);
 
-	pthread_mutex_lock(&sc.lock);
-	if (r != 0 || sc.out_broken) {
+	if (r != 0 || out_broken(&sc)) {
 		/* Stopped, or nobody to answer: drop what waits, kill what runs. */
-		sc.stop = true;
-		while (sc.head) {
-			struct queued *q = sc.head;
-
-			sc.head = q->next;
-			json_decref(q->msg);
-			free(q);
-		}
-		sc.tail = NULL;
-		sc.queued = 0;
-	}
-	sc.draining = true;
-	queued = sc.queued;	/* the worker takes from the queue once unlocked */
-	pthread_cond_signal(&sc.cond);
-	pthread_mutex_unlock(&sc.lock);
-	if (sc.stop)
+		workq_close(sc.calls, free_call);
 		mcp_conn_close(c);
-	else
-		log_info("mcp: end of input: finishing %zu queued call(s)", queued);
-	pthread_join(th, NULL);
+	} else {
+		log_info("mcp: end of input: finishing %zu queued call(s)",
+			 workq_close(sc.calls, NULL));
+	}
+	workq_free(sc.calls);	/* after the call that runs, if any */
 	mcp_conn_close(c);
 
-	pthread_cond_destroy(&sc.cond);
-	pthread_mutex_destroy(&sc.lock);
 	pthread_mutex_destroy(&sc.write_lock);
 	return r < 0 ? r : r == 1 ? 1 : 0;
 }

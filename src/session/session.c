@@ -22,6 +22,7 @@
 #include "util/log.h"
 #include "util/metrics.h"
 #include "util/timefmt.h"
+#include "util/workq.h"
 
 #define TOMBSTONES 4096
 #define TOMBSTONE_TTL_S 3600.0
@@ -99,13 +100,14 @@ struct smgr {
 	 * are also read without the lock (/healthz, the agent). */
 	atomic_bool stopping, draining;
 	/* Sandboxes to tear down (reap, remove the cgroup) off the request
-	 * path: they are killed at once, cleaned up here. */
-	pthread_t disposer;
-	pthread_mutex_t dispose_lock;
-	pthread_cond_t dispose_cond;
-	struct box **doomed;
-	size_t ndoomed, capdoomed;
-	bool disposer_stop;
+	 * path: they are killed at once, cleaned up on its thread. */
+	struct workq *disposer;		/* of struct doomed */
+};
+
+/* A killed sandbox in the disposer's queue. */
+struct doomed {
+	struct workq_item work;
+	struct box *box;
 };
 
 static json_t *time_json(double t)
@@ -231,47 +233,29 @@ static void room_grew(struct smgr *m)
  * sandbox no longer counts against the cap. */
 static void dispose(struct smgr *m, struct box *b)
 {
+	struct doomed *d;
+
 	if (!b)
 		return;
 	jail_stop(box_jail(b));
 	room_grew(m);
-	pthread_mutex_lock(&m->dispose_lock);
-	if (m->ndoomed == m->capdoomed) {
-		size_t cap = m->capdoomed ? m->capdoomed * 2 : 64;
-		struct box **v = realloc(m->doomed, cap * sizeof(*v));
-
-		if (!v) {
-			pthread_mutex_unlock(&m->dispose_lock);
-			box_free(b);	/* no memory: clean up here and now */
-			return;
-		}
-		m->doomed = v;
-		m->capdoomed = cap;
+	d = malloc(sizeof(*d));
+	if (d)
+		d->box = b;
+	if (!d || workq_push(m->disposer, &d->work, NULL) < 0) {
+		free(d);
+		box_free(b);	/* no memory, or no disposer any more: here and now */
 	}
-	m->doomed[m->ndoomed++] = b;
-	pthread_cond_signal(&m->dispose_cond);
-	pthread_mutex_unlock(&m->dispose_lock);
 }
 
-static void *disposer(void *arg)
+/* The disposer's handler. */
+static void tear_down(struct workq_item *item, void *arg)
 {
-	struct smgr *m = arg;
+	struct doomed *d = workq_entry(item, struct doomed, work);
 
-	pthread_mutex_lock(&m->dispose_lock);
-	for (;;) {
-		struct box *b;
-
-		while (!m->ndoomed && !m->disposer_stop)
-			pthread_cond_wait(&m->dispose_cond, &m->dispose_lock);
-		if (!m->ndoomed)
-			break;
-		b = m->doomed[--m->ndoomed];
-		pthread_mutex_unlock(&m->dispose_lock);
-		box_free(b);
-		pthread_mutex_lock(&m->dispose_lock);
-	}
-	pthread_mutex_unlock(&m->dispose_lock);
-	return NULL;
+	(void)arg;
+	box_free(d->box);
+	free(d);
 }
 
 static void session_free(struct session *s)
@@ -621,8 +605,6 @@ int smgr_new(const struct petri_config *cfg, struct jail_host *host,
 	m->tomb = calloc(TOMBSTONES, sizeof(*m->tomb));
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_cond_init(&m->stop_cond, NULL);
-	pthread_mutex_init(&m->dispose_lock, NULL);
-	pthread_cond_init(&m->dispose_cond, NULL);
 	if (!m->tomb) {
 		r = -ENOMEM;
 		goto fail;
@@ -654,26 +636,21 @@ int smgr_new(const struct petri_config *cfg, struct jail_host *host,
 		snprintf(err, errlen, "cannot start the spawner threads");
 		goto fail;
 	}
-	if (pthread_create(&m->disposer, NULL, disposer, m) != 0) {
-		r = -EAGAIN;
+	r = workq_start(1, 0, tear_down, m, &m->disposer);
+	if (r < 0) {
 		snprintf(err, errlen, "cannot start the disposer thread");
-		spawner_free(m->spawner);
 		goto fail;
 	}
 	if (pthread_create(&m->reaper, NULL, reaper, m) != 0) {
 		r = -EAGAIN;
 		snprintf(err, errlen, "cannot start the reaper thread");
-		spawner_free(m->spawner);
-		pthread_mutex_lock(&m->dispose_lock);
-		m->disposer_stop = true;
-		pthread_cond_signal(&m->dispose_cond);
-		pthread_mutex_unlock(&m->dispose_lock);
-		pthread_join(m->disposer, NULL);
 		goto fail;
 	}
 	*out = m;
 	return 0;
 fail:
+	spawner_free(m->spawner);
+	workq_free(m->disposer);
 	record_close(m->record);
 	free(m->found_cache.context);
 	free(m->found_dirs);
@@ -737,14 +714,7 @@ void smgr_free(struct smgr *m)
 		session_put(m->v[i]);
 	metrics_gauge_add(M_SESSIONS_LIVE, -(long)m->n);
 	spawner_free(m->spawner);
-	pthread_mutex_lock(&m->dispose_lock);
-	m->disposer_stop = true;
-	pthread_cond_signal(&m->dispose_cond);
-	pthread_mutex_unlock(&m->dispose_lock);
-	pthread_join(m->disposer, NULL);	/* after it emptied the queue */
-	free(m->doomed);
-	pthread_cond_destroy(&m->dispose_cond);
-	pthread_mutex_destroy(&m->dispose_lock);
+	workq_free(m->disposer);	/* after it emptied the queue */
 	record_close(m->record);
 	free(m->v);
 	free(m->oneshot_boxes);

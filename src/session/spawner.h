@@ -15,10 +15,12 @@
 struct spawner;
 
 int spawner_new(struct jail_host *host, unsigned threads, struct spawner **out);
-/* Stop the threads (after the requests in progress).  NULL allowed. */
+/* Stop the threads once they have started every sandbox asked for; later
+ * requests fail.  NULL allowed. */
 void spawner_free(struct spawner *sp);
 
-/* box_start() on a spawner thread; blocks the caller until it is done. */
+/* box_start() on a spawner thread; blocks the caller until it is done.
+ * box_start()'s result, or -ESHUTDOWN once spawner_free() has begun. */
 int spawner_box_start(struct spawner *sp, const struct box_config *cfg,
 		      struct box **out, char *err, size_t errlen);
 

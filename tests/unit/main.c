@@ -30,6 +30,7 @@ int main(void)
 		share_suite,
 		tables_suite,
 		util_suite,
+		workq_suite,
 		ws_suite,
 	};
 	SRunner *sr = srunner_create(NULL);

@@ -28,6 +28,7 @@ Suite *request_suite(void);
 Suite *share_suite(void);
 Suite *tables_suite(void);
 Suite *util_suite(void);
+Suite *workq_suite(void);
 Suite *ws_suite(void);
 
 #endif
