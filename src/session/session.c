@@ -1250,10 +1250,14 @@ int session_archive_begin(struct session *s, const char *dir, bool gzip, size_t 
 			  struct ws_archiver **out)
 {
 	struct files_user u;
+	int r;
 
 	session_file_owner(s, &u.uid, &u.gid);
-	return ws_archiver_start(&u, box_jail(s->box), dir, gzip, max_entries,
-				 (uint64_t)s->limits.disk_mb << 20, out);
+	r = ws_archiver_start(&u, box_jail(s->box), dir, gzip, max_entries,
+			      (uint64_t)s->limits.disk_mb << 20, out);
+	if (r == 0)
+		session_touch(s);
+	return r;
 }
 
 json_t *session_json(struct session *s)
