@@ -984,8 +984,6 @@ static enum MHD_Result archive_in(struct api_req *rq, struct session *s, const c
 	case SM_TOO_LARGE:
 		return http_error(rq, 413, "archive_too_large", "%s", err);
 	default:
-		/* The driver never saw it (busy, gone): it goes now. */
-		session_file_remove(s, up->archive);
 		return http_session_error(rq, r, err);
 	}
 }

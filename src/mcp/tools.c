@@ -640,8 +640,6 @@ static int unpack_into(struct tools *t, struct session *s, const void *data, siz
 	sr = session_unpack(t->sm, s, name, dir, summary, err, errlen);
 	if (sr == SM_OK)
 		return 0;
-	if (sr != SM_INVALID && sr != SM_TOO_LARGE)	/* the driver never saw it */
-		session_file_remove(s, name);
 	if (!err[0])
 		snprintf(err, errlen, "%s", sm_result_message(sr));
 	return -1;

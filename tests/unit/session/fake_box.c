@@ -386,6 +386,11 @@ int files_write(const struct files_user *u, int work_fd, const char *path,
 	return r;
 }
 
+int files_delete(const struct files_user *u, int work_fd, const char *path)
+{
+	return 0;
+}
+
 int files_sink_begin(const struct files_user *u, struct jail *j, const char *path,
 		     struct files_sink **out)
 {
