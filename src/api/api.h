@@ -4,8 +4,8 @@
  * on a sandbox (an execution, a stream) runs on a bounded pool of workers
  * with its connection suspended, so it blocks neither another connection
  * nor /healthz (server.c says more).  The API knows nothing of namespaces:
- * it speaks to the session manager (src/session) and to the files module
- * (src/runtime/files.h). */
+ * it speaks to the session manager (src/session), files included
+ * (src/session/workspace.h). */
 #ifndef PETRI_API_H
 #define PETRI_API_H
 

@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/files.h"
 #include "runtime/languages.h"
 #include "runtime/ws.h"
 #include "util/clock.h"

@@ -10,8 +10,9 @@
  *
  * Paths are /home/user/... or relative to it: the workspace, /work inside
  * the sandbox; anything else is refused (403, permission_denied), and every
- * path goes through runtime/files.c, which resolves it as the sandbox's user
- * inside /work whatever symlinks the code planted.  Uploads are written by
+ * path goes through the session's workspace (session/workspace.h), which
+ * resolves it as the sandbox's user inside /work whatever symlinks the code
+ * planted.  Uploads are written by
  * a writer charged to the sandbox (files_put).  A command is a bash
  * execution of the session: one at a time, like every execution (a second
  * is refused in the stream, resource_exhausted "busy: ..."). */
@@ -24,8 +25,8 @@
 #include <strings.h>
 
 #include "api/e2b.h"
-#include "runtime/files.h"
 #include "runtime/ws.h"
+#include "session/workspace.h"
 #include "util/base64.h"
 #include "util/jsoncost.h"
 #include "util/num.h"
@@ -142,7 +143,8 @@ static const struct http_ws_words words[WS_RESULTS] = {
 			  "look up ", .after = " safely; retry" },
 };
 
-/* What a files_* error means for path (as the SDK named it). */
+/* What a workspace error (-errno, session/workspace.h) means for path (as
+ * the SDK named it). */
 static void fail_errno(struct fail *f, struct session *s, int err, const char *path)
 {
 	const struct http_ws_words *w = &words[ws_result_of(err)];
@@ -198,14 +200,6 @@ static bool sdk_to_rel(const char *in, bool allow_empty, char rel[FILES_PATH_MAX
 	else if (r != WS_OK)
 		fail_set(f, 400, "invalid_argument", 400, "'%.300s': %s", in, why);
 	return r == WS_OK;
-}
-
-static struct files_user user_of(struct session *s)
-{
-	struct files_user u;
-
-	session_file_owner(s, &u.uid, &u.gid);
-	return u;
 }
 
 /* ---- files (REST) ------------------------------------------------------- */
@@ -324,15 +318,11 @@ static void permissions(mode_t m, char out[11])
 	out[10] = '\0';
 }
 
-struct owner {
-	uid_t uid;
-	gid_t gid;
-};
-
 /* An EntryInfo, proto3 JSON (int64 size as a string). */
-static json_t *entry_json(const char *rel, const struct stat *st, const char *target,
-			  const struct owner *o)
+static json_t *entry_json(const struct session_entry *en)
 {
+	const char *rel = en->path, *target = en->target;
+	const struct stat *st = en->st;
 	const char *base = strrchr(rel, '/') ? strrchr(rel, '/') + 1 : *rel ? rel : "user";
 	char shown[FILES_PATH_MAX + 16], perms[11], size[24], when[TIMEFMT_LEN], id[16];
 	const char *type = S_ISREG(st->st_mode) ? "FILE_TYPE_FILE" :
@@ -352,9 +342,9 @@ static json_t *entry_json(const char *rel, const struct stat *st, const char *ta
 		return NULL;
 	/* Files in /work belong to the sandbox's user, "user" to the SDK. */
 	snprintf(id, sizeof(id), "%u", (unsigned)st->st_uid);
-	json_object_set_new(e, "owner", json_string(st->st_uid == o->uid ? "user" : id));
+	json_object_set_new(e, "owner", json_string(en->user_uid ? "user" : id));
 	snprintf(id, sizeof(id), "%u", (unsigned)st->st_gid);
-	json_object_set_new(e, "group", json_string(st->st_gid == o->gid ? "user" : id));
+	json_object_set_new(e, "group", json_string(en->user_gid ? "user" : id));
 	if (type)	/* unspecified: proto3 leaves it out, list() skips it */
 		json_object_set_new(e, "type", json_string(type));
 	if (S_ISLNK(st->st_mode))
@@ -362,32 +352,24 @@ static json_t *entry_json(const char *rel, const struct stat *st, const char *ta
 	return e;
 }
 
+static int stat_one(void *ctx, const struct session_entry *en)
+{
+	json_t **e = ctx;
+
+	return (*e = entry_json(en)) ? 0 : -ENOMEM;
+}
+
 static json_t *stat_json(struct session *s, const char *rel, int *err)
 {
-	struct files_user u = user_of(s);
-	struct owner o = { u.uid, u.gid };
-	char target[FILES_PATH_MAX + 1];
-	struct stat st;
-	json_t *e;
+	json_t *e = NULL;
 
-	if ((*err = files_stat(&u, session_work_fd(s), rel, &st, target, sizeof(target))) < 0)
-		return NULL;
-	if (!(e = entry_json(rel, &st, target, &o)))
-		*err = -ENOMEM;
+	*err = session_file_stat(s, rel, stat_one, &e);
 	return e;
 }
 
-struct listing {
-	json_t *entries;
-	struct owner o;
-};
-
-static int list_one(void *ctx, const char *path, const struct stat *st, const char *target)
+static int list_one(void *ctx, const struct session_entry *en)
 {
-	struct listing *l = ctx;
-
-	return json_array_append_new(l->entries, entry_json(path, st, target, &l->o)) < 0 ?
-	       -ENOMEM : 0;
+	return json_array_append_new(ctx, entry_json(en)) < 0 ? -ENOMEM : 0;
 }
 
 /* The request's string field key as a work path; false with f set. */
@@ -408,8 +390,7 @@ static enum MHD_Result filesystem(struct api_req *rq, struct session *s, const c
 				  json_t *req)
 {
 	char rel[FILES_PATH_MAX + 1], to[FILES_PATH_MAX + 1];
-	struct files_user u = user_of(s);
-	int fd = session_work_fd(s), r = 0;
+	int r = 0;
 	const char *shown = json_string_value(json_object_get(req, "path"));
 	json_t *entry = NULL, *answer = NULL;
 	struct fail f;
@@ -423,7 +404,7 @@ static enum MHD_Result filesystem(struct api_req *rq, struct session *s, const c
 			answer = json_pack("{s:o}", "entry", entry);
 	} else if (!strcmp(method, "ListDir")) {
 		json_t *d = json_object_get(req, "depth");
-		struct listing l = { .entries = json_array(), .o = { u.uid, u.gid } };
+		json_t *entries = json_array();
 		json_int_t depth = d ? json_integer_value(d) : 1;
 
 		uint32_t v;
@@ -434,40 +415,37 @@ static enum MHD_Result filesystem(struct api_req *rq, struct session *s, const c
 		if (depth == 0)
 			depth = 1;
 		if (depth < 1 || depth > LIST_DEPTH_MAX) {
-			json_decref(l.entries);
+			json_decref(entries);
 			return rpc_error(rq, 400, "invalid_argument", "'depth' must be from 1 to %d",
 					 LIST_DEPTH_MAX);
 		}
 		if (!path_arg(req, "path", true, rel, &f)) {
-			json_decref(l.entries);
+			json_decref(entries);
 			return rpc_fail(rq, &f);
 		}
-		r = l.entries ? files_walk(&u, fd, rel, (unsigned)depth, FILES_LIST_MAX, list_one,
-					   &l) : -ENOMEM;
+		r = entries ? session_file_walk(s, rel, (unsigned)depth, FILES_LIST_MAX, list_one,
+						entries) : -ENOMEM;
 		if (r == 0)
-			answer = json_pack("{s:o}", "entries", l.entries);
+			answer = json_pack("{s:o}", "entries", entries);
 		else
-			json_decref(l.entries);
+			json_decref(entries);
 	} else if (!strcmp(method, "MakeDir")) {
 		if (!path_arg(req, "path", false, rel, &f))
 			return rpc_fail(rq, &f);
-		if ((r = files_mkdir(&u, fd, rel)) == 0 && (entry = stat_json(s, rel, &r)))
+		if ((r = session_file_mkdir(s, rel)) == 0 && (entry = stat_json(s, rel, &r)))
 			answer = json_pack("{s:o}", "entry", entry);
-		session_note_write(s);
 	} else if (!strcmp(method, "Remove")) {
 		if (!path_arg(req, "path", false, rel, &f))
 			return rpc_fail(rq, &f);
-		if ((r = files_remove_tree(&u, fd, rel, REMOVE_MAX)) == 0)
+		if ((r = session_file_remove_tree(s, rel, REMOVE_MAX)) == 0)
 			answer = json_object();
-		session_note_write(s);
 	} else if (!strcmp(method, "Move")) {
 		if (!path_arg(req, "source", false, rel, &f) ||
 		    !path_arg(req, "destination", false, to, &f))
 			return rpc_fail(rq, &f);
 		shown = json_string_value(json_object_get(req, "source"));
-		if ((r = files_rename(&u, fd, rel, to)) == 0 && (entry = stat_json(s, to, &r)))
+		if ((r = session_file_rename(s, rel, to)) == 0 && (entry = stat_json(s, to, &r)))
 			answer = json_pack("{s:o}", "entry", entry);
-		session_note_write(s);
 	} else if (!strcmp(method, "WatchDir") || !strcmp(method, "CreateWatcher") ||
 		   !strcmp(method, "GetWatcherEvents") || !strcmp(method, "RemoveWatcher")) {
 		return rpc_error(rq, 501, "unimplemented", "petri does not watch directories "
@@ -476,7 +454,6 @@ static enum MHD_Result filesystem(struct api_req *rq, struct session *s, const c
 		return rpc_error(rq, 404, "unimplemented", "no method filesystem.Filesystem/%.64s",
 				 method);
 	}
-	session_touch(s);
 	if (r < 0) {
 		fail_errno(&f, s, r, shown);
 		return rpc_fail(rq, &f);

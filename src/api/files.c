@@ -15,8 +15,8 @@
 #include "util/clock.h"
 #include "util/log.h"
 #include "runtime/archive.h"
-#include "runtime/files.h"
 #include "runtime/ws.h"
+#include "session/workspace.h"
 
 
 unsigned http_ws_sentence(const struct http_ws_words *w, int err, const char *path,
@@ -81,14 +81,6 @@ static enum MHD_Result file_error(struct api_req *rq, int err, const char *path)
 		return http_error(rq, 400, "not_a_directory", "'%.300s' is not a directory", path);
 	status = http_ws_sentence(&words[r], err, path, NULL, msg, sizeof(msg));
 	return http_error(rq, status, ws_result_code(r), "%s", msg);
-}
-
-static struct files_user user_of(struct session *s)
-{
-	struct files_user u;
-
-	session_file_owner(s, &u.uid, &u.gid);
-	return u;
 }
 
 /* ---- downloads ----------------------------------------------------------
@@ -268,23 +260,21 @@ static struct MHD_Response *download_new(struct api_req *rq, struct session *s, 
 int files_send(struct api_req *rq, struct session *s, const char *path,
 	       enum MHD_Result *queued)
 {
-	struct files_user u = user_of(s);
 	struct MHD_Response *resp;
-	uint64_t size;
-	int fd, r;
+	struct session_file f;
+	int r;
 
-	if ((r = files_open(&u, session_work_fd(s), path, &fd, &size)) < 0)
+	if ((r = session_file_open(s, path, &f)) < 0)
 		return r;
-	if (size > rq->cfg->max_file_bytes) {
-		close(fd);
+	if (f.size > rq->cfg->max_file_bytes) {
+		close(f.fd);
 		return -EFBIG;
 	}
-	if (!(resp = download_new(rq, s, fd, NULL, size)))
+	if (!(resp = download_new(rq, s, f.fd, NULL, f.size)))
 		return -ENOMEM;
-	MHD_add_response_header(resp, "Content-Type", files_content_type(path));
+	MHD_add_response_header(resp, "Content-Type", f.type);
 	/* Code wrote it: never let a browser run it in our origin. */
 	MHD_add_response_header(resp, "Content-Security-Policy", "sandbox");
-	session_touch(s);
 	*queued = http_queue(rq, 200, resp);
 	return 0;
 }
@@ -379,7 +369,7 @@ static void upload_stop(struct api_req *rq)
 enum MHD_Result files_upload_start(struct api_req *rq)
 {
 	const char *cl = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "Content-Length");
-	char id[SESSION_ID_LEN + 1], why[160];
+	char id[SESSION_ID_LEN + 1], why[160], rel[FILES_PATH_MAX + 1];
 	bool archive;
 	const char *path = upload_target(rq->method, rq->url, id, &archive);
 	struct api_upload *up;
@@ -398,12 +388,12 @@ enum MHD_Result files_upload_start(struct api_req *rq)
 			return MHD_YES;	/* the upload fails: not started */
 		path = up->archive;
 	}
-	if (!path || files_check_path(path, false, why, sizeof(why)) < 0 ||
+	if (!path || ws_path(path, NULL, 0, rel, why, sizeof(why)) != WS_OK ||
 	    smgr_lookup(rq->sm, id, &s, why, sizeof(why)) != SM_OK)
 		return MHD_YES;
 	memcpy(up->id, id, sizeof(id));
 	up->limits = *session_limits(s);
-	up->err = session_upload_begin(rq->sm, s, path, &up->up);
+	up->err = session_upload_begin(rq->sm, s, rel, &up->up);
 	session_put(s);
 	return MHD_YES;
 }
@@ -865,7 +855,6 @@ enum MHD_Result handle_files(struct api_req *rq, struct session *s, const char *
 			     bool is_list)
 {
 	const char *m = rq->method;
-	struct files_user u = user_of(s);
 	char why[160], rel[FILES_PATH_MAX + 1];
 
 	if (is_list) {
@@ -879,9 +868,8 @@ enum MHD_Result handle_files(struct api_req *rq, struct session *s, const char *
 		if (ws_path(dir ? dir : "", NULL, WS_PATH_ROOT | WS_PATH_SLASH, rel, why,
 			    sizeof(why)) != WS_OK)
 			return http_error(rq, 400, "invalid_path", "%s", why);
-		if ((r = files_list(&u, session_work_fd(s), rel, &list, &truncated)) < 0)
+		if ((r = session_file_list(s, rel, &list, &truncated)) < 0)
 			return file_error(rq, r, rel);
-		session_touch(s);
 		return http_json(rq, 200, json_pack("{s:s, s:o, s:b}", "path", rel, "files", list,
 						    "truncated", truncated));
 	}
@@ -892,11 +880,10 @@ enum MHD_Result handle_files(struct api_req *rq, struct session *s, const char *
 	if (!strcmp(m, "PUT"))
 		return upload(rq, rel);
 	if (!strcmp(m, "DELETE")) {
-		int r = files_delete(&u, session_work_fd(s), rel);
+		int r = session_file_remove(s, rel);
 
 		if (r < 0)
 			return file_error(rq, r, rel);
-		session_touch(s);
 		return http_empty(rq, 204);
 	}
 	return http_not_allowed(rq, "GET, PUT, DELETE");
@@ -972,14 +959,12 @@ static enum MHD_Result archive_out(struct api_req *rq, struct session *s, const 
 				? "attachment; filename=\"workspace.tar.gz\""
 				: "attachment; filename=\"workspace.tar\"");
 	MHD_add_response_header(resp, "Content-Security-Policy", "sandbox");
-	session_touch(s);
 	return http_queue(rq, 200, resp);
 }
 
 static enum MHD_Result archive_in(struct api_req *rq, struct session *s, const char *dir)
 {
 	struct api_upload *up = rq->upload;
-	struct files_user u = user_of(s);
 	json_t *summary;
 	char err[512] = "";
 	enum sm_result r;
@@ -991,7 +976,6 @@ static enum MHD_Result archive_in(struct api_req *rq, struct session *s, const c
 	r = session_unpack(rq->sm, s, up->archive, dir, &summary, err, sizeof(err));
 	switch (r) {
 	case SM_OK:
-		session_touch(s);
 		json_object_set_new(summary, "path", json_string(dir));
 		json_object_set_new(summary, "size", json_integer((json_int_t)up->size));
 		return http_json(rq, 201, summary);
@@ -1000,8 +984,6 @@ static enum MHD_Result archive_in(struct api_req *rq, struct session *s, const c
 	case SM_TOO_LARGE:
 		return http_error(rq, 413, "archive_too_large", "%s", err);
 	default:
-		/* The driver never saw it (busy, gone): it goes now. */
-		files_delete(&u, session_work_fd(s), up->archive);
 		return http_session_error(rq, r, err);
 	}
 }

@@ -237,8 +237,8 @@ void files_upload_end(struct api_req *rq);
 /* For other front ends (e2b_envd.c), in their own words.  send: the file
  * at path in s's /work as the response, read as the sandbox's user and let
  * go when the session ends (as GET .../files/{path}); 0 with the response
- * queued (*queued), or -errno before anything is: files_open()'s, -EFBIG
- * (over max_file_bytes), -ENOMEM.  put: data[0, len) written to path as an
+ * queued (*queued), or -errno before anything is: session_file_open()'s,
+ * -EFBIG (over max_file_bytes), -ENOMEM.  put: data[0, len) written to path as an
  * upload is, by a writer charged to the sandbox, on a worker, waiting at
  * most http_timeout_s for each step of its progress; 0 or -errno:
  * session_upload_finish()'s (-ENOSPC, -ENOMEM with *ended...), -EAGAIN (at

@@ -15,9 +15,9 @@
 #include "mcp/render.h"
 #include "runtime/archive.h"
 #include "runtime/box.h"
-#include "runtime/files.h"
 #include "runtime/languages.h"
 #include "runtime/ws.h"
+#include "session/workspace.h"
 #include "util/base64.h"
 #include "util/buf.h"
 #include "util/log.h"
@@ -278,7 +278,7 @@ static bool work_path(const char *in, bool dir, char rel[FILES_PATH_MAX + 1], ch
 		       whylen) == WS_OK;
 }
 
-/* What a files.h error means, after "cannot read '/work/x': ". */
+/* What a workspace error (-errno, session/workspace.h) means, after "cannot read '/work/x': ". */
 static const char *file_error(int err)
 {
 	enum ws_result r = ws_result_of(err);
@@ -474,21 +474,12 @@ out:
 
 /* ---- files ------------------------------------------------------------- */
 
-static struct files_user user_of(struct session *s)
-{
-	struct files_user u;
-
-	session_file_owner(s, &u.uid, &u.gid);
-	return u;
-}
-
 static json_t *run_write_file(struct tools *t, struct session *s, json_t *args, int cancel_fd,
 			      json_t **execution)
 {
 	json_t *content = json_object_get(args, "content");
 	const char *encoding = str_arg(args, "encoding", "utf-8");
 	char path[FILES_PATH_MAX + 1];
-	struct files_user u = user_of(s);
 	unsigned char *decoded = NULL;
 	const void *data = json_string_value(content);
 	size_t len = json_string_length(content);
@@ -512,11 +503,8 @@ static json_t *run_write_file(struct tools *t, struct session *s, json_t *args, 
 		return error_result("the file is larger than the %llu MiB limit",
 				    (unsigned long long)(t->cfg->max_file_bytes >> 20));
 	}
-	r = files_write(&u, session_work_fd(s), path, data, len);
+	r = session_file_write(s, path, data, len);
 	free(decoded);
-	/* Not the code's doing: keep it out of the next execution's files. */
-	session_note_write(s);
-	session_touch(s);
 	if (r < 0)
 		return error_result("cannot write '/work/%.300s': %s", path, file_error(r));
 	out = text_result("wrote %zu bytes to /work/%s", len, path);
@@ -553,8 +541,8 @@ static bool is_image(const char *mime)
 static json_t *run_read_file(struct tools *t, struct session *s, json_t *args, int cancel_fd,
 			     json_t **execution)
 {
-	struct files_user u = user_of(s);
 	char path[FILES_PATH_MAX + 1];
+	struct session_file f;
 	const char *mime;
 	struct buf b = BUF_INIT;
 	json_t *out = NULL;
@@ -562,18 +550,18 @@ static json_t *run_read_file(struct tools *t, struct session *s, json_t *args, i
 	const char *data;
 	size_t shown;
 	char why[160], *enc;
-	int fd, r;
+	int r;
 
 	(void)cancel_fd;
 	(void)execution;
 	if (!work_path(str_arg(args, "path", ""), false, path, why, sizeof(why)))
 		return error_result("invalid path '%.300s': %s", str_arg(args, "path", ""), why);
-	if ((r = files_open(&u, session_work_fd(s), path, &fd, &size)) < 0)
+	if ((r = session_file_open(s, path, &f)) < 0)
 		return error_result("cannot read '/work/%.300s': %s", path, file_error(r));
-	session_touch(s);
-	mime = files_content_type(path);
-	r = read_fd(fd, &b, READ_BLOB_MAX + 1);
-	close(fd);
+	mime = f.type;
+	size = f.size;
+	r = read_fd(f.fd, &b, READ_BLOB_MAX + 1);
+	close(f.fd);
 	if (r < 0) {
 		out = error_result("cannot read '/work/%.300s': %s", path, strerror(-r));
 		goto out;
@@ -632,7 +620,6 @@ out:
 static int unpack_into(struct tools *t, struct session *s, const void *data, size_t len,
 		       const char *dir, json_t **summary, char *err, size_t errlen)
 {
-	struct files_user u = user_of(s);
 	char name[BOX_ARCHIVE_NAME_LEN];
 	enum sm_result sr;
 	int r;
@@ -644,18 +631,15 @@ static int unpack_into(struct tools *t, struct session *s, const void *data, siz
 		return -1;
 	}
 	if ((r = box_archive_name(name)) == 0)
-		r = files_write(&u, session_work_fd(s), name, data, len);
+		r = session_file_write(s, name, data, len);
 	if (r < 0) {
 		snprintf(err, errlen, "cannot write the archive into /work: %s", file_error(r));
 		return -1;
 	}
 	err[0] = '\0';
 	sr = session_unpack(t->sm, s, name, dir, summary, err, errlen);
-	session_touch(s);
 	if (sr == SM_OK)
 		return 0;
-	if (sr != SM_INVALID && sr != SM_TOO_LARGE)	/* the driver never saw it */
-		files_delete(&u, session_work_fd(s), name);
 	if (!err[0])
 		snprintf(err, errlen, "%s", sm_result_message(sr));
 	return -1;
@@ -726,7 +710,6 @@ static int archive_of(struct tools *t, struct session *s, const char *dir, struc
 			n = -ETIMEDOUT;
 	}
 	archiver_end(aw);
-	session_touch(s);
 	if (n < 0)
 		snprintf(err, errlen, "cannot archive '/work/%.300s': %s", dir, strerror((int)-n));
 	else if (out->len > max)
@@ -806,7 +789,6 @@ static json_t *run_download_archive(struct tools *t, struct session *s, json_t *
 static json_t *run_list_files(struct tools *t, struct session *s, json_t *args, int cancel_fd,
 			      json_t **execution)
 {
-	struct files_user u = user_of(s);
 	struct buf b = BUF_INIT;
 	json_t *list = NULL, *e, *out = NULL;
 	char dir[FILES_PATH_MAX + 1];
@@ -819,9 +801,8 @@ static json_t *run_list_files(struct tools *t, struct session *s, json_t *args, 
 	(void)execution;
 	if (!work_path(str_arg(args, "path", ""), true, dir, why, sizeof(why)))
 		return error_result("invalid path '%.300s': %s", str_arg(args, "path", ""), why);
-	if ((r = files_list(&u, session_work_fd(s), dir, &list, &truncated)) < 0)
+	if ((r = session_file_list(s, dir, &list, &truncated)) < 0)
 		return error_result("cannot list '/work/%.300s': %s", dir, file_error(r));
-	session_touch(s);
 	if (buf_appendf(&b, "/work%s%s: %zu entr%s\n", dir[0] ? "/" : "", dir,
 			json_array_size(list), json_array_size(list) == 1 ? "y" : "ies") < 0)
 		goto out;
@@ -1332,21 +1313,18 @@ json_t *tools_list_only(struct tools *t, const char *const *names)
 int tools_upload(struct tools *t, const char *path, const void *data, size_t len,
 		 char *err, size_t errlen)
 {
-	struct files_user u;
+	char rel[FILES_PATH_MAX + 1], note[512];
 	struct session *s;
-	char note[512];
 	bool restarted;
 	int r = -EIO;
 
-	if (files_check_path(path, false, err, errlen) < 0)
+	if (ws_path(path, NULL, 0, rel, err, errlen) != WS_OK)
 		return -EINVAL;
 	pthread_mutex_lock(&t->call);
 	if (acquire(t, &s, &restarted, note, sizeof(note), err, errlen) == SM_OK) {
-		u = user_of(s);
-		r = files_write(&u, session_work_fd(s), path, data, len);
-		session_note_write(s);
+		r = session_file_write(s, rel, data, len);
 		if (r < 0)
-			snprintf(err, errlen, "cannot write '/work/%s': %s", path, file_error(r));
+			snprintf(err, errlen, "cannot write '/work/%s': %s", rel, file_error(r));
 		session_put(s);
 	}
 	pthread_mutex_unlock(&t->call);
@@ -1356,17 +1334,17 @@ int tools_upload(struct tools *t, const char *path, const void *data, size_t len
 int tools_unpack(struct tools *t, const void *data, size_t len, const char *dir,
 		 json_t **summary, char *err, size_t errlen)
 {
+	char rel[FILES_PATH_MAX + 1], note[512];
 	struct session *s;
-	char note[512];
 	bool restarted;
 	int r = -EIO;
 
 	*summary = NULL;
-	if (files_check_path(dir, true, err, errlen) < 0)
+	if (ws_path(dir, NULL, WS_PATH_ROOT, rel, err, errlen) != WS_OK)
 		return -EINVAL;
 	pthread_mutex_lock(&t->call);
 	if (acquire(t, &s, &restarted, note, sizeof(note), err, errlen) == SM_OK) {
-		r = unpack_into(t, s, data, len, dir, summary, err, errlen) < 0 ? -EINVAL : 0;
+		r = unpack_into(t, s, data, len, rel, summary, err, errlen) < 0 ? -EINVAL : 0;
 		session_put(s);
 	}
 	pthread_mutex_unlock(&t->call);
@@ -1395,27 +1373,25 @@ int tools_archive(struct tools *t, const char *dir, struct buf *out, size_t max,
 
 int tools_download(struct tools *t, const char *path, struct buf *out, size_t max)
 {
-	struct files_user u;
 	char sid[SESSION_ID_LEN + 1], reason[256];
+	struct session_file f;
 	struct session *s;
-	uint64_t size;
-	int fd, r;
+	int r;
 
 	pthread_mutex_lock(&t->lock);
 	memcpy(sid, t->sid, sizeof(sid));
 	pthread_mutex_unlock(&t->lock);
 	if (!sid[0] || smgr_lookup(t->sm, sid, &s, reason, sizeof(reason)) != SM_OK)
 		return -ENOENT;
-	u = user_of(s);
-	r = files_open(&u, session_work_fd(s), path, &fd, &size);
+	r = session_file_open(s, path, &f);
 	session_put(s);
 	if (r < 0)
 		return r;
-	if (size > max) {
-		close(fd);
+	if (f.size > max) {
+		close(f.fd);
 		return -EFBIG;
 	}
-	r = read_fd(fd, out, max);
-	close(fd);
+	r = read_fd(f.fd, out, max);
+	close(f.fd);
 	return r;
 }

@@ -1250,10 +1250,14 @@ int session_archive_begin(struct session *s, const char *dir, bool gzip, size_t 
 			  struct ws_archiver **out)
 {
 	struct files_user u;
+	int r;
 
 	session_file_owner(s, &u.uid, &u.gid);
-	return ws_archiver_start(&u, box_jail(s->box), dir, gzip, max_entries,
-				 (uint64_t)s->limits.disk_mb << 20, out);
+	r = ws_archiver_start(&u, box_jail(s->box), dir, gzip, max_entries,
+			      (uint64_t)s->limits.disk_mb << 20, out);
+	if (r == 0)
+		session_touch(s);
+	return r;
 }
 
 json_t *session_json(struct session *s)
@@ -1651,7 +1655,18 @@ static enum sm_result unpack_in(struct smgr *m, struct session *s, struct box *b
 enum sm_result session_unpack(struct smgr *m, struct session *s, const char *archive,
 			      const char *dest, json_t **summary, char *err, size_t errlen)
 {
-	return unpack_in(m, s, NULL, &s->limits, archive, dest, summary, err, errlen);
+	enum sm_result r = unpack_in(m, s, NULL, &s->limits, archive, dest, summary, err,
+				     errlen);
+
+	/* The driver removes what it read; one it never saw (busy, gone...)
+	 * goes here. */
+	if (r != SM_OK && r != SM_INVALID && r != SM_TOO_LARGE) {
+		struct files_user u;
+
+		session_file_owner(s, &u.uid, &u.gid);
+		files_delete(&u, session_work_fd(s), archive);
+	}
+	return r;
 }
 
 /* ---- one-shots -------------------------------------------------------- */

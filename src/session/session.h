@@ -199,7 +199,8 @@ void smgr_on_session(struct smgr *m, session_hook fn, void *arg);
  * lives as long as m. */
 struct record *smgr_record(struct smgr *m);
 
-/* File access: the workspace fd and the host ids files must belong to.
+/* File access, for the session layer's own session/workspace.c (front ends
+ * call that): the workspace fd and the host ids files must belong to.
  * Calls are serialized with executions only by the kernel: reads and
  * writes of /work while code runs see whatever the code does. */
 int session_work_fd(struct session *s);
@@ -215,7 +216,7 @@ enum sm_result session_processes(struct session *s, json_t **out, char *reason,
 				 size_t reasonlen);
 enum sm_result session_signal_process(struct session *s, int pid, int sig, char *reason,
 				      size_t reasonlen);
-/* Mark the session used now (file transfers count as use). */
+/* Mark the session used now (workspace.c: file transfers count as use). */
 void session_touch(struct session *s);
 /* When the session was created (seconds since the epoch), last used, and
  * its timeouts now. */
@@ -233,7 +234,8 @@ enum sm_result session_set_lifetime(struct session *s, double idle_timeout_s,
  * reference still holds of its sandbox (an open file of its /work) must be
  * let go: it is no longer counted against max_sessions. */
 bool session_ended(struct session *s);
-/* Files were just written into the session's /work by the API. */
+/* Files were just written into the session's /work by the host
+ * (workspace.c, uploads, archives): box_note_host_write(). */
 void session_note_write(struct session *s);
 
 /* An upload into the session's /work, streamed (see files_sink_* in
@@ -268,7 +270,8 @@ bool session_upload_reap(struct session_upload *up);
  * src/runtime/archive.h: its CPU and memory are the session's), at most
  * max_entries entries and the session's disk limit of content.  Does not
  * wait for the writer; the caller holds a reference to s for as long as
- * it reads, and cancels the writer when the session ends. */
+ * it reads, and cancels the writer when the session ends.  Its start
+ * counts as use. */
 struct ws_archiver;
 int session_archive_begin(struct session *s, const char *dir, bool gzip, size_t max_entries,
 			  struct ws_archiver **out);

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +51,7 @@ static struct box *last;
 static pthread_t last_starter;
 static uint64_t last_work_bytes;
 
-static void unexpected(const char *what)
+static _Noreturn void unexpected(const char *what)
 {
 	fprintf(stderr, "fake_box: %s called, which the test does not expect\n", what);
 	abort();
@@ -234,7 +235,10 @@ int box_files_inline(struct box *b, json_t *files, const char *const *patterns,
 	return 0;
 }
 
-void box_note_host_write(struct box *b) {}
+static atomic_int host_writes;
+
+void box_note_host_write(struct box *b) { atomic_fetch_add(&host_writes, 1); }
+int fake_box_host_writes(void) { return atomic_load(&host_writes); }
 
 void box_stop(struct box *b, const char *reason)
 {
@@ -384,6 +388,34 @@ int files_write(const struct files_user *u, int work_fd, const char *path,
 		b->work_used += len;
 	pthread_mutex_unlock(&lock);
 	return r;
+}
+
+int files_delete(const struct files_user *u, int work_fd, const char *path)
+{
+	return 0;
+}
+
+/* What session/workspace.c calls and no test does yet. */
+const char *files_content_type(const char *path) { unexpected("files_content_type"); }
+int files_open(const struct files_user *u, int work_fd, const char *path, int *fd,
+	       uint64_t *size) { unexpected("files_open"); }
+int files_list(const struct files_user *u, int work_fd, const char *dir, json_t **out,
+	       bool *truncated) { unexpected("files_list"); }
+int files_stat(const struct files_user *u, int work_fd, const char *path, struct stat *st,
+	       char *target, size_t tlen) { unexpected("files_stat"); }
+int files_walk(const struct files_user *u, int work_fd, const char *dir, unsigned depth,
+	       size_t max, files_walk_fn fn, void *ctx) { unexpected("files_walk"); }
+int files_remove_tree(const struct files_user *u, int work_fd, const char *path, size_t max)
+{
+	unexpected("files_remove_tree");
+}
+int files_mkdir(const struct files_user *u, int work_fd, const char *path)
+{
+	unexpected("files_mkdir");
+}
+int files_rename(const struct files_user *u, int work_fd, const char *from, const char *to)
+{
+	unexpected("files_rename");
 }
 
 int files_sink_begin(const struct files_user *u, struct jail *j, const char *path,

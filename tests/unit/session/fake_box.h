@@ -55,6 +55,8 @@ uint64_t fake_box_last_work_bytes(void);
 /* Wait until n executions are blocked in "block" (the test's timeout
  * bounds the wait). */
 void fake_box_wait_blocked(int n);
+/* How many times the host's writes were noted (box_note_host_write). */
+int fake_box_host_writes(void);
 /* Wait until every box is freed (the disposer frees them off the caller's
  * thread). */
 void fake_box_wait_all_freed(void);

@@ -25,6 +25,7 @@
 #include "exec/request.h"
 #include "fake_box.h"
 #include "session/session.h"
+#include "session/workspace.h"
 
 static struct petri_config cfg;
 static struct smgr *m;
@@ -606,6 +607,46 @@ START_TEST(test_max_lifetime)
 }
 END_TEST
 
+static double last_used(struct session *s)
+{
+	double created, used, idle, life;
+
+	session_times(s, &created, &used, &idle, &life);
+	return used;
+}
+
+/* The workspace's one rule (session/workspace.h): a write by the host is
+ * noted whatever came of it, a success counts as use, a removal is no
+ * write. */
+START_TEST(test_a_file_write_is_noted_and_a_success_is_use)
+{
+	struct session *s;
+	double before;
+	int writes;
+
+	start(4, 4);
+	s = create(60, 60);
+	writes = fake_box_host_writes();
+	before = last_used(s);
+	usleep(20 * 1000);
+	ck_assert_int_eq(session_file_write(s, "a.txt", "x", 1), 0);
+	ck_assert_int_eq(fake_box_host_writes(), writes + 1);
+	ck_assert(last_used(s) > before);
+
+	before = last_used(s);
+	usleep(20 * 1000);
+	ck_assert_int_eq(session_file_write(s, "dir/", "x", 1), -EISDIR);
+	ck_assert_int_eq(fake_box_host_writes(), writes + 2);
+	ck_assert(last_used(s) == before);
+
+	ck_assert_int_eq(session_file_remove(s, "a.txt"), 0);
+	ck_assert_int_eq(fake_box_host_writes(), writes + 2);
+	ck_assert(last_used(s) > before);
+	session_put(s);
+	finish();
+}
+END_TEST
+
 START_TEST(test_a_running_execution_does_not_expire)
 {
 	struct session *s;
@@ -842,6 +883,7 @@ static Suite *session_suite(void)
 	tcase_add_test(tc, test_oneshot_gives_slots_back_on_every_path);
 	tcase_add_test(tc, test_shutdown_with_executions_in_flight);
 	tcase_add_test(tc, test_shutdown_while_a_session_starts);
+	tcase_add_test(tc, test_a_file_write_is_noted_and_a_success_is_use);
 	suite_add_tcase(s, tc);
 	return s;
 }

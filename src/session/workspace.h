@@ -1,0 +1,89 @@
+/* workspace — a session's /work as every front end reaches it: the one door.
+ *
+ * A front end (the HTTP API, E2B's envd, MCP, petri ask) turns its client's
+ * spelling of a path into one relative to /work with ws_path()
+ * (runtime/ws.h), then calls these.  They do for it what each front end
+ * once did by itself: the operation as the sandbox's user, through the
+ * sandbox's workspace fd (runtime/files.h), the session's accounting and
+ * its use:
+ *
+ *   - a write the host makes (a file written, a directory made, a rename,
+ *     a tree removed) is noted whatever its outcome, a failed one included
+ *     (it may have made parents): the next execution's "files" then lists
+ *     none of it (box_note_host_write());
+ *   - an operation that succeeds counts as use of the session (its idle
+ *     timeout starts again), as an execution does.
+ *
+ * Each returns 0 or -errno, as runtime/files.h: a front end maps it once,
+ * through ws_result_of() and its own table, and words WS_FAILED with the
+ * errno it was given.
+ *
+ * Threads.  Any thread, a reference to s held.  Nothing here claims the
+ * session: reads and writes of /work while code runs see whatever the code
+ * does.  Uploads of a client's body (session_upload_*), archives in and
+ * out (session_unpack, session_archive_begin) are in session.h. */
+#ifndef PETRI_SESSION_WORKSPACE_H
+#define PETRI_SESSION_WORKSPACE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "runtime/ws.h"
+#include "session/session.h"
+
+/* A regular file of /work opened for reading: the caller reads and closes
+ * fd.  type: a MIME type from the name's extension (static). */
+struct session_file {
+	int fd;
+	uint64_t size;
+	const char *type;
+};
+
+/* Open path for reading.  -EISDIR, -ENOENT, -EINVAL (not a regular file)... */
+int session_file_open(struct session *s, const char *path, struct session_file *f);
+
+/* Write data to path, whole, replacing what was there (files_write(): for
+ * files of bounded size, written from the calling thread). */
+int session_file_write(struct session *s, const char *path, const void *data, size_t len);
+
+/* The entries of dir ("": /work), as files_list(): *out a new reference,
+ * at most FILES_LIST_MAX, *truncated if there were more. */
+int session_file_list(struct session *s, const char *dir, json_t **out, bool *truncated);
+
+/* One entry of /work as a listing or a stat sees it: its path (relative to
+ * /work), its lstat, a symlink's target ("" otherwise), and whether the
+ * sandbox's user owns it, which a front end names as the user sees it
+ * rather than by the host's ids the sandbox's user maps to. */
+struct session_entry {
+	const char *path;
+	const struct stat *st;
+	const char *target;
+	bool user_uid, user_gid;
+};
+typedef int (*session_entry_fn)(void *ctx, const struct session_entry *e);
+
+/* fn for path ("": /work) itself, not following a symlink at its end;
+ * fn's result < 0 is returned. */
+int session_file_stat(struct session *s, const char *path, session_entry_fn fn, void *ctx);
+/* fn for every entry under dir, depth levels deep, as files_walk():
+ * -E2BIG after max entries; fn's result < 0 stops the walk and is
+ * returned. */
+int session_file_walk(struct session *s, const char *dir, unsigned depth, size_t max,
+		      session_entry_fn fn, void *ctx);
+
+/* Remove a file, a symlink or an empty directory (not noted as a write:
+ * it leaves nothing for an execution's "files" to list). */
+int session_file_remove(struct session *s, const char *path);
+/* Remove path and everything under it, refused (-E2BIG) before anything
+ * goes when the tree holds more than max entries (files_remove_tree()). */
+int session_file_remove_tree(struct session *s, const char *path, size_t max);
+/* Make the directory path and its missing parents; -EEXIST if something
+ * is there. */
+int session_file_mkdir(struct session *s, const char *path);
+/* Move from to to (replacing a file there), making to's missing parents. */
+int session_file_rename(struct session *s, const char *from, const char *to);
+
+#endif
