@@ -391,8 +391,8 @@ static bool data_sid(struct api_req *rq, char *sid)
  * does not serve, must not open /metrics). */
 static bool is_native_path(const char *p)
 {
-	return !strcmp(p, "/healthz") || !strcmp(p, "/readyz") || !strcmp(p, "/metrics") ||
-	       !strcmp(p, "/mcp") || !strcmp(p, "/v1") || !strncmp(p, "/v1/", 4);
+	return http_is_probe(p) || !strcmp(p, "/metrics") || !strcmp(p, "/mcp") ||
+	       !strcmp(p, "/v1") || !strncmp(p, "/v1/", 4);
 }
 
 enum e2b_kind e2b_kind_of(struct MHD_Connection *conn, const char *url)

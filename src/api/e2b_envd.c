@@ -103,9 +103,6 @@ static void fail_set(struct fail *f, unsigned status, const char *code, unsigned
 	va_end(ap);
 }
 
-#define STR_(x) #x
-#define STR(x) STR_(x)
-
 /* envd's words for a workspace result (runtime/ws.h): the REST status, the
  * Connect code and status, the sentence; the rest are 500, internal. */
 static const struct http_ws_words words[WS_RESULTS] = {
@@ -127,8 +124,9 @@ static const struct http_ws_words words[WS_RESULTS] = {
 	[WS_DENIED] = { 403, 403, "permission_denied", .after = ": permission denied (the "
 			"sandbox's user may not do this)" },
 	[WS_TOO_MANY] = { 400, 400, "failed_precondition", .after = " holds more than petri "
-			  "takes in one call (" STR(FILES_LIST_MAX) " entries listed, "
-			  STR(REMOVE_MAX) " removed, " STR(FILES_TREE_DEPTH) " levels deep)" },
+			  "takes in one call (" NUM_TEXT(FILES_LIST_MAX) " entries listed, "
+			  NUM_TEXT(REMOVE_MAX) " removed, " NUM_TEXT(FILES_TREE_DEPTH)
+			  " levels deep)" },
 	[WS_FULL] = { 507, 429, "resource_exhausted", .before = "the sandbox's workspace is "
 		      "full (", .after = " MiB)", .about = HTTP_ABOUT_DISK },
 	[WS_NO_MEMORY] = { 507, 429, "resource_exhausted", .before = "the file does not fit in "

@@ -156,7 +156,7 @@ bool guard_request(struct api_req *rq, const char *listen_host, enum MHD_Result 
 	}
 	/* /healthz and /readyz answer load balancers and probes, whatever
 	 * they call us. */
-	if (!strcmp(rq->url, "/healthz") || !strcmp(rq->url, "/readyz"))
+	if (http_is_probe(rq->url))
 		return true;
 	if (host && (!host_part(host, strlen(host), name, sizeof(name)) ||
 		     !host_allowed(rq, name, listen_host))) {

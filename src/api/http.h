@@ -104,6 +104,9 @@ enum MHD_Result http_answer(struct api_req *rq, unsigned status, const char *typ
 enum MHD_Result http_empty(struct api_req *rq, unsigned status);
 /* 405 with an Allow header listing the methods that are. */
 enum MHD_Result http_not_allowed(struct api_req *rq, const char *allow);
+/* /healthz or /readyz: the probes, answered to anyone (no key, any Host,
+ * never E2B's) on the event thread. */
+bool http_is_probe(const char *url);
 
 /* s as a JSON string whatever its bytes (a message may quote what a client
  * or a sandbox sent): what is not UTF-8 becomes U+FFFD, as utf8_sanitize()

@@ -430,9 +430,7 @@ enum MHD_Result http_not_allowed(struct api_req *rq, const char *allow)
 
 #define LANGUAGES_WAIT_S 20.0	/* GET /v1/languages waits for the probe */
 
-/* /healthz and /readyz: probes, answered to anyone (no key, any Host) on
- * the event thread. */
-static bool is_probe(const char *url)
+bool http_is_probe(const char *url)
 {
 	return !strcmp(url, "/healthz") || !strcmp(url, "/readyz");
 }
@@ -497,7 +495,7 @@ static enum MHD_Result route(struct api_req *rq)
 {
 	const char *url = rq->url, *m = rq->method;
 
-	if (is_probe(url)) {
+	if (http_is_probe(url)) {
 		if (strcmp(m, "GET"))
 			return http_not_allowed(rq, "GET");
 		return health(rq, !strcmp(url, "/readyz"));
@@ -597,7 +595,7 @@ static bool is_upload(const char *method, const char *url)
  * suspends its connection when it has nothing to send). */
 static bool runs_inline(const char *url)
 {
-	return is_probe(url) || !strcmp(url, "/metrics") ||
+	return http_is_probe(url) || !strcmp(url, "/metrics") ||
 	       !strcmp(url, "/v1/openapi.json") || !strcmp(url, "/v1/events") ||
 	       is_node_path(url) || web_is_asset(url);
 }
@@ -731,7 +729,7 @@ static enum MHD_Result on_headers(struct api_server *srv, struct api_req *rq)
 				  "HTTP");
 	}
 	/* The web page's files hold no data: the page asks for the key. */
-	if (!is_probe(rq->url) && !is_node_path(rq->url) && !web_is_asset(rq->url) &&
+	if (!http_is_probe(rq->url) && !is_node_path(rq->url) && !web_is_asset(rq->url) &&
 	    !authorized(rq)) {
 		metrics_inc(M_REJECT_AUTH);
 		return http_error(rq, 401, "unauthorized",

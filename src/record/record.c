@@ -14,6 +14,7 @@
 #include "util/clock.h"
 #include "util/ids.h"
 #include "util/log.h"
+#include "util/num.h"
 #include "util/timefmt.h"
 #include "util/utf8.h"
 #include "util/version.h"
@@ -86,16 +87,13 @@ static const char schema[] =
 	"  entries INTEGER NOT NULL,"
 	"  bytes INTEGER NOT NULL);";
 
-#define STR_(x) #x
-#define STR(x) STR_(x)
-
 /* A file written before rows had a size: give them theirs. */
 static const char add_bytes[] =
 	"ALTER TABLE executions ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0;"
 	"UPDATE executions SET bytes = length(CAST(code AS BLOB))"
 	" + length(CAST(result AS BLOB)) + ifnull(length(CAST(limits AS BLOB)), 0)"
 	" + length(CAST(language AS BLOB)) + ifnull(length(CAST(session AS BLOB)), 0)"
-	" + " STR(RECORD_ROW_OVERHEAD) ";";
+	" + " NUM_TEXT(RECORD_ROW_OVERHEAD) ";";
 
 /* A file written before the chain: its rows are chained when it opens. */
 static const char add_chain[] =

@@ -656,6 +656,8 @@ fail:
 	free(m->found_dirs);
 	free(m->keys);
 	free(m->tomb);
+	pthread_cond_destroy(&m->stop_cond);
+	pthread_mutex_destroy(&m->lock);
 	free(m);
 	return r;
 }

@@ -1,9 +1,10 @@
 /* spawner — long-lived threads that start sandboxes for everyone else.
  *
  * PR_SET_PDEATHSIG, which makes a sandbox die with the daemon, fires when
- * the *thread* that spawned it exits.  HTTP requests run on short-lived
- * connection threads, so they must not spawn: they hand the work to these
- * threads, which live as long as the process. */
+ * the *thread* that spawned it exits.  The threads that ask for sandboxes
+ * (the API's workers, `petri mcp`'s tool thread) are stopped before the
+ * sessions they made, so they must not spawn: they hand the work to these
+ * threads, which live as long as the session manager. */
 #ifndef PETRI_SPAWNER_H
 #define PETRI_SPAWNER_H
 
