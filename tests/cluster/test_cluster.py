@@ -18,19 +18,10 @@ from collections import Counter
 
 import requests
 
-from apihelp import cgroup_dirs, still_alive
 from conftest import CAP, NODES
+from harness import cgroup_dirs, ended, still_alive, wait_for
 
 JSON = {"Content-Type": "application/json"}
-
-
-def wait_for(cond, timeout, interval=0.1):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if cond():
-            return True
-        time.sleep(interval)
-    return cond()
 
 
 def node_of(sid):
@@ -222,16 +213,6 @@ def test_a_drained_node_takes_no_new_session(cluster):
         requests.delete(f"{cluster.url}/v1/sessions/{sid}", timeout=60)
 
 
-def gone(pid):
-    """The process has ended and the kernel has closed its files: it is
-    no more, or a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rpartition(") ")[2][:1] == "Z"
-    except FileNotFoundError:
-        return True
-
-
 def test_sigterm_drains_the_node_first(cluster):
     own = create(cluster.url)
     while node_of(own) != "n3":
@@ -243,7 +224,7 @@ def test_sigterm_drains_the_node_first(cluster):
     assert not [s for s in (create(cluster.url) for _ in range(6)) if node_of(s) == "n3"]
     assert execute(cluster.url, own, "print('still')")["stdout"] == "still\n"
     assert requests.delete(f"{cluster.url}/v1/sessions/{own}", timeout=60).status_code == 204
-    assert wait_for(lambda: gone(pid), 60)
+    assert wait_for(lambda: ended(pid), 60)
 
 
 def test_a_dead_nodes_sessions_say_so_and_the_rest_work(cluster):
@@ -258,7 +239,7 @@ def test_a_dead_nodes_sessions_say_so_and_the_rest_work(cluster):
     # socket still accepts a connection, then resets it: a request in that
     # moment is answered 502 node_unavailable ("stopped answering"), never
     # sent again (it may not be idempotent).  Once the node is gone:
-    assert wait_for(lambda: gone(pid), 10)
+    assert wait_for(lambda: ended(pid), 10)
     r = requests.post(f"{cluster.url}/v1/sessions/{victims[0]}/execute", json={"code": "1"},
                       timeout=60)
     took = time.monotonic() - started

@@ -12,13 +12,14 @@ Daemon      one `petri serve` for a test: its own config file, state
             stderr in files of the test's tmp dir; stopped by pid with a
             note of what outlived it.
 wait_for    the one polling helper: a condition, a deadline, an interval.
+free_port   a loopback port nothing listens on, for a program that wants one.
 healthz, readyz, wait_warm
             readiness as the daemon states it (GET /healthz's "warm",
             GET /readyz's status), with a deadline; never a line of its log.
 Api         a small requests-based client; SSE (a streamed execution),
             answer_on() (the answer to a hand-written request on a raw
             socket), metric() (one sample of /metrics).
-process_tree, still_alive, cgroup_dirs, cgroup_tag
+process_tree, still_alive, ended, cgroup_dirs, cgroup_tag
             the leak checks.
 petri_lock  /run/lock/petri-tests.lock: shared while a petri starts (a
             starting petri sweeps the cgroups of dead ones), exclusive
@@ -61,6 +62,14 @@ def wait_for(cond, timeout, interval=0.1):
         if v or time.monotonic() >= end:
             return v
         time.sleep(interval)
+
+
+def free_port():
+    """A TCP port of 127.0.0.1 that nothing listens on now (for a program
+    that takes its port as a number, not 0)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 @contextlib.contextmanager
@@ -166,6 +175,13 @@ def process_tree(root):
                 out[c] = starts[c]
                 todo.append(c)
     return out
+
+
+def ended(pid):
+    """The process has ended and the kernel has closed its files: it is
+    no more, or a zombie."""
+    fields = _stat_fields(pid)
+    return fields is None or fields[0] == "Z"
 
 
 def still_alive(tree):

@@ -19,6 +19,7 @@ import requests
 
 from conftest import (BUILD, ROOT, cgroups_of, clean_env, make, petri_exe_pids, petri_lock,
                       repo_man_pages)
+from harness import free_port
 
 DEB_VERSION_CASES = {
     'v0.1.0-12-gabc1234-dirty': '0.1.0+12.gabc1234.dirty',
@@ -253,13 +254,6 @@ def test_deb_installs_works_starts_nothing_and_purges_clean(deb, tmp_path):
     assert cgroups_of(runs) == []
     assert os.path.exists('/var/lib/petri') == pkg.state_existed
     assert open('/proc/self/mountinfo').read().count('petri') == mounts_before
-
-
-def free_port():
-    import socket
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
 
 
 def systemctl(*args, check=True):

@@ -24,9 +24,10 @@ import shutil
 import signal
 import socket
 import subprocess
-import time
 
 import pytest
+
+from harness import free_port, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -430,12 +431,6 @@ def test_haproxy_accepts_it(haproxy):
     assert p.returncode == 0, p.stdout + p.stderr
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def request(port, method, path):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:
@@ -460,16 +455,16 @@ def test_haproxy_starts_before_the_nodes_exist(tmp_path, haproxy, k):
     log = open(tmp_path / "haproxy.log", "w+")
     proc = subprocess.Popen([haproxy, "-db", "-f", str(cfg)], stdin=subprocess.DEVNULL,
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    def listening():
+        assert proc.poll() is None, f"haproxy exited {proc.returncode}: " + (tmp_path / "haproxy.log").read_text()
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+        except OSError:
+            return False
+
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            assert proc.poll() is None, f"haproxy exited {proc.returncode}: " + (tmp_path / "haproxy.log").read_text()
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "haproxy did not listen within 10 s"
-                time.sleep(0.05)
+        assert wait_for(listening, 10, 0.05), "haproxy did not listen within 10 s"
         status, ctype, body = request(port, "GET", "/v1/sessions/ses_petri0-0123456789abcdef")
         assert (status, ctype) == (503, "application/json"), body
         assert json.loads(body)["error"]["code"] == "node_unavailable"
