@@ -184,6 +184,20 @@ def ended(pid):
     return fields is None or fields[0] == "Z"
 
 
+def refuses(url):
+    """Nothing listens at url's host and port any more: a connection is
+    refused.  A SIGKILLed daemon's leader shows as a zombie before its
+    other threads have exited and its listening socket is closed."""
+    u = urllib.parse.urlsplit(url)
+    try:
+        socket.create_connection((u.hostname, u.port), timeout=2).close()
+    except ConnectionRefusedError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
 def still_alive(tree):
     """Those of {pid: starttime} that still run (same pid, same start)."""
     alive = []
