@@ -67,7 +67,7 @@ MAIN_SRC := src/cli/main.c
 EXT_MAIN := src/runtime/pyext.c
 PID1_MAIN := src/jail/pid1.c
 LIB_SRC  := $(filter-out $(MAIN_SRC) $(EXT_MAIN) $(PID1_MAIN),$(shell find src -name '*.c' | sort))
-LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/src/runtime/embed.o
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/src/util/embed.o
 UNIT_SRC := $(filter-out tests/unit/session/%,$(shell find tests/unit -name '*.c' | sort))
 UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/%.o)
 # The session manager over a fake sandbox (tests/unit/session/fake_box.h):
@@ -76,7 +76,7 @@ UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/%.o)
 SESSION_UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/unit/session/*.c)) \
 	$(patsubst %,$(BUILD)/src/%.o,session/session session/spawner session/probe session/tables \
 		session/workspace record/record record/chain \
-		runtime/result runtime/processes runtime/languages config/config exec/limits util/base64 util/buf util/clock \
+		exec/result runtime/processes exec/languages config/config exec/limits util/base64 util/buf util/clock \
 		util/cidr util/ids util/log util/metrics util/num util/timefmt util/utf8 util/version util/workq)
 
 all: $(BUILD)/petri
@@ -129,7 +129,7 @@ $(BUILD)/petri-init: $(PID1_SRC) $(wildcard src/jail/*.h)
 
 # Embedded in the binary, so that petri is one file: the Python driver, the
 # template extension, the OpenAPI document and the web page (src/web).
-$(BUILD)/src/runtime/embed.o: src/runtime/embed.S src/runtime/driver.py docs/openapi.json \
+$(BUILD)/src/util/embed.o: src/util/embed.S src/runtime/driver.py docs/openapi.json \
 			      src/runtime/run.js src/runtime/profile.R \
 			      src/web/index.html src/web/app.js src/web/app.css \
 			      src/web/plotly-frame.html src/web/plotly-frame.js \

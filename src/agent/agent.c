@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runtime/files.h"
+#include "workspace/files.h"
 #include "util/base64.h"
 #include "util/buf.h"
 #include "util/savefile.h"

@@ -1,6 +1,6 @@
 /* /v1/sessions/{id}/files: upload, download, list, delete.  Paths are
- * checked here for a clear 400 (ws_path(), src/runtime/ws.h), then
- * resolved inside the sandbox's /work by src/runtime/files.c (openat2,
+ * checked here for a clear 400 (ws_path(), src/workspace/ws.h), then
+ * resolved inside the sandbox's /work by src/workspace/files.c (openat2,
  * RESOLVE_IN_ROOT). */
 #include <errno.h>
 #include <pthread.h>
@@ -14,8 +14,8 @@
 #include "api/http.h"
 #include "util/clock.h"
 #include "util/log.h"
-#include "runtime/archive.h"
-#include "runtime/ws.h"
+#include "workspace/archive.h"
+#include "workspace/ws.h"
 #include "session/workspace.h"
 
 
@@ -895,7 +895,7 @@ enum MHD_Result handle_files(struct api_req *rq, struct session *s, const char *
  * (charged to the session), and is then extracted by the session's driver,
  * inside the sandbox (session_unpack()): its parsing, its checks and its
  * cost are the session's.  A download is made here, as the stream goes
- * (src/runtime/archive.h), and let go like a file's when the session ends. */
+ * (src/workspace/archive.h), and let go like a file's when the session ends. */
 
 static enum MHD_Result archive_out(struct api_req *rq, struct session *s, const char *dir)
 {

@@ -6,7 +6,7 @@
 
 #include "api/events.h"
 #include "api/http.h"
-#include "runtime/languages.h"
+#include "exec/languages.h"
 #include "util/log.h"
 
 /* ---- shared helpers --------------------------------------------------- */

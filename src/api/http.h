@@ -251,7 +251,7 @@ int files_send(struct api_req *rq, struct session *s, const char *path,
 int files_put(struct api_req *rq, struct session *s, const char *path, const void *data,
 	      size_t len, bool *ended);
 
-/* How an HTTP front end words a workspace result (runtime/ws.h): a table
+/* How an HTTP front end words a workspace result (workspace/ws.h): a table
  * of these, indexed by enum ws_result, one per front end.  The sentence is
  * before, its subject, after; the subject is the path, quoted ('x'), a
  * limit of the session's, or nothing.  A row with no status is a result

@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#include "runtime/embed.h"
+#include "util/embed.h"
 
 static inline const char *openapi_json(void) { return petri_openapi_json; }
 static inline size_t openapi_json_len(void)

@@ -38,7 +38,7 @@
 
 #include "api/answers.h"
 #include "api/clients.h"
-#include "api/e2b.h"
+#include "e2b/e2b.h"
 #include "api/events.h"
 #include "api/http.h"
 #include "api/openapi.h"

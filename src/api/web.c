@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "api/http.h"
-#include "runtime/embed.h"
+#include "util/embed.h"
 
 #define WEB_CSP "default-src 'none'; script-src 'self'; style-src 'self'; " \
 		"img-src 'self' data:; connect-src 'self'; frame-src 'self'; " \

@@ -22,7 +22,7 @@
 #include "cli/commands.h"
 #include "cli/userfiles.h"
 #include "mcp/tools.h"
-#include "runtime/files.h"
+#include "workspace/files.h"
 #include "session/session.h"
 #include "util/buf.h"
 #include "util/log.h"

@@ -9,7 +9,7 @@
 #include "exec/limits.h"
 #include "jail/jail.h"
 #include "runtime/box.h"
-#include "runtime/languages.h"
+#include "exec/languages.h"
 #include "runtime/zygote.h"
 #include "session/probe.h"
 #include "util/clock.h"

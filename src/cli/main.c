@@ -5,7 +5,7 @@
 
 #include "cli/commands.h"
 #include "jail/jail.h"
-#include "runtime/archive.h"
+#include "workspace/archive.h"
 #include "util/log.h"
 #include "util/version.h"
 
@@ -125,7 +125,7 @@ int cli_dispatch(const char *prog, const struct cli_command *table,
 
 int main(int argc, char **argv)
 {
-	/* The daemon's archive writer (src/runtime/archive.h), not a command. */
+	/* The daemon's archive writer (src/workspace/archive.h), not a command. */
 	if (argc >= 2 && !strcmp(argv[1], WS_ARCHIVER_COMMAND))
 		return ws_archiver_main(argc, argv);
 	if (argc >= 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version"))) {

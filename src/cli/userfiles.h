@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/files.h"
+#include "workspace/files.h"
 #include "util/buf.h"
 
 #define USERFILES_MAX 64		/* --file arguments */

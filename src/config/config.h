@@ -18,7 +18,7 @@
  *              env
  *              (repeatable, NAME=value)
  *   [language.NAME] file, run, compile, version, aliases, extensions, summary:
- *              a language the operator adds (src/runtime/languages.h)
+ *              a language the operator adds (src/exec/languages.h)
  *   [cluster]  admin_keys, admin_keys_file, agent_listen, drain_grace_s
  *              (docs/cluster.md)
  *   [python]   path (directories on sys.path, repeatable), wheelhouse (the
@@ -38,7 +38,7 @@
 #include "exec/limits.h"
 
 struct jail_file;
-#include "runtime/languages.h"
+#include "exec/languages.h"
 #include "util/ids.h"
 #include "util/log.h"
 

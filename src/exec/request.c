@@ -10,8 +10,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "runtime/files.h"
-#include "runtime/languages.h"
+#include "workspace/files.h"
+#include "exec/languages.h"
 #include "util/base64.h"
 
 static bool refuse(struct request_error *e, const char *code, const char *fmt, ...)

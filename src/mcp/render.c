@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "runtime/junit.h"
+#include "exec/junit.h"
 #include "util/utf8.h"
 
 int render_clip(struct buf *out, const char *s, size_t len, size_t max)

@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "runtime/result.h"
+#include "exec/result.h"
 #include "util/buf.h"
 
 #define RENDER_STREAM_MAX	20000		/* bytes of stdout, of stderr */

@@ -13,10 +13,10 @@
 #include <unistd.h>
 
 #include "mcp/render.h"
-#include "runtime/archive.h"
+#include "workspace/archive.h"
 #include "runtime/box.h"
-#include "runtime/languages.h"
-#include "runtime/ws.h"
+#include "exec/languages.h"
+#include "workspace/ws.h"
 #include "session/workspace.h"
 #include "util/base64.h"
 #include "util/buf.h"

@@ -35,7 +35,7 @@
 #include <stdint.h>
 
 #include "record/chain.h"
-#include "runtime/result.h"
+#include "exec/result.h"
 #include "util/buf.h"
 
 #define RECORD_ENTRY_MAX (256u << 10)	/* bytes of code, of result, per entry */

@@ -17,10 +17,10 @@
 #include <unistd.h>
 
 #include "runtime/cache.h"
-#include "runtime/embed.h"
+#include "util/embed.h"
 #include "runtime/frame.h"
-#include "runtime/languages.h"
-#include "runtime/workspace.h"
+#include "exec/languages.h"
+#include "workspace/changes.h"
 #include "util/base64.h"
 #include "util/buf.h"
 #include "util/clock.h"

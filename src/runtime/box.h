@@ -20,7 +20,7 @@
 
 #include "jail/jail.h"
 #include "runtime/cache.h"
-#include "runtime/result.h"
+#include "exec/result.h"
 
 struct box;
 
@@ -178,7 +178,7 @@ void box_env_free(char **env);
 int box_files_inline(struct box *b, json_t *files, const char *const *patterns,
 		     size_t npatterns, uint64_t per_file, uint64_t total);
 
-/* The test results an execution left (runtime/junit.h), into res->tests:
+/* The test results an execution left (exec/junit.h), into res->tests:
  * the report at path (relative to /work), or with path NULL the reports
  * among res->files (the first JUNIT_FILES_MAX whose name ends in .xml and
  * that are reports), each read as the sandbox's user, at most

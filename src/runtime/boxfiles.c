@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "runtime/box.h"
-#include "runtime/files.h"
-#include "runtime/junit.h"
+#include "workspace/files.h"
+#include "exec/junit.h"
 #include "util/base64.h"
 #include "util/buf.h"
 #include "util/utf8.h"

@@ -39,7 +39,7 @@ Design
   Both libraries are patched as they are imported (``ImportPatches``).
 
 * Every other language is a program (the exec frame's ``program``: the
-  table of languages in src/runtime/languages.c, or an operator's
+  table of languages in src/exec/languages.c, or an operator's
   ``[language.NAME]``): the code is written to its ``file``, compiled with
   ``compile`` when there is one, and started with ``run``, as child processes
   in their own session/process group with the execution's stdin (the
@@ -107,7 +107,7 @@ SHELL_LINES_MAX = 100          # `!command` / `%pip` lines made commands per cel
 PROTOCOL_ERROR = 2             # exit status after a malformed frame
 CO_COROUTINE = 0x0080          # inspect.CO_COROUTINE: the cell uses top-level await
 IN_PROCESS = ('python',)       # languages without a "program": the driver's own
-PROGRAM_FILE_MAX = 64          # runtime/languages.h: LANG_FILE_MAX
+PROGRAM_FILE_MAX = 64          # exec/languages.h: LANG_FILE_MAX
 PROGRAM_COMMAND_MAX = 1024     # likewise LANG_COMMAND_MAX
 LEFT_RESULT_MAX = 1000         # files of $PETRI_RESULTS looked at
 LEFT_ERROR_MAX = 1 << 20       # error.json read, at most

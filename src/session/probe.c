@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "exec/request.h"
-#include "runtime/languages.h"
-#include "runtime/result.h"
+#include "exec/languages.h"
+#include "exec/result.h"
 #include "session/session.h"
 #include "util/buf.h"
 #include "util/clock.h"

@@ -4,7 +4,7 @@
  * probe is an ordinary Python execution in a fresh sandbox, as a
  * one-shot's, so it sees exactly what a session sees: the
  * host's packages, the operator's binds and [python] path, the table of
- * languages (runtime/languages.h).  GET /v1/languages, MCP's tool
+ * languages (exec/languages.h).  GET /v1/languages, MCP's tool
  * description and petri check say what it found (docs/languages.md). */
 #ifndef PETRI_PROBE_H
 #define PETRI_PROBE_H

@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "record/record.h"
-#include "runtime/archive.h"
-#include "runtime/files.h"
+#include "workspace/archive.h"
+#include "workspace/files.h"
 #include "runtime/processes.h"
 #include "session/pool.h"
 #include "session/probe.h"

@@ -24,7 +24,7 @@
 #include "jail/jail.h"
 #include "record/record.h"
 #include "runtime/box.h"
-#include "runtime/result.h"
+#include "exec/result.h"
 
 struct smgr;
 struct session;
@@ -239,7 +239,7 @@ bool session_ended(struct session *s);
 void session_note_write(struct session *s);
 
 /* An upload into the session's /work, streamed (see files_sink_* in
- * src/runtime/files.h): written by a process charged to the session's
+ * src/workspace/files.h): written by a process charged to the session's
  * cgroups, so the file counts against the session's memory and pids limits,
  * never the daemon's.  path is checked with files_check_path() already.
  * begin: as files_sink_begin() (it does not wait for the writer); the
@@ -267,7 +267,7 @@ bool session_upload_reap(struct session_upload *up);
 
 /* A tar (gzip: tar.gz) of dir of the session's /work, made by a writer
  * process charged to the session's cgroups (ws_archiver_start() in
- * src/runtime/archive.h: its CPU and memory are the session's), at most
+ * src/workspace/archive.h: its CPU and memory are the session's), at most
  * max_entries entries and the session's disk limit of content.  Does not
  * wait for the writer; the caller holds a reference to s for as long as
  * it reads, and cancels the writer when the session ends.  Its start

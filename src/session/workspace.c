@@ -1,6 +1,6 @@
 #include "session/workspace.h"
 
-#include "runtime/files.h"
+#include "workspace/files.h"
 
 /* The sandbox's user, whose host ids every operation runs with. */
 static struct files_user user_of(struct session *s)

@@ -2,9 +2,9 @@
  *
  * A front end (the HTTP API, E2B's envd, MCP, petri ask) turns its client's
  * spelling of a path into one relative to /work with ws_path()
- * (runtime/ws.h), then calls these.  They do for it what each front end
+ * (workspace/ws.h), then calls these.  They do for it what each front end
  * once did by itself: the operation as the sandbox's user, through the
- * sandbox's workspace fd (runtime/files.h), the session's accounting and
+ * sandbox's workspace fd (workspace/files.h), the session's accounting and
  * its use:
  *
  *   - a write the host makes (a file written, a directory made, a rename,
@@ -14,7 +14,7 @@
  *   - an operation that succeeds counts as use of the session (its idle
  *     timeout starts again), as an execution does.
  *
- * Each returns 0 or -errno, as runtime/files.h: a front end maps it once,
+ * Each returns 0 or -errno, as workspace/files.h: a front end maps it once,
  * through ws_result_of() and its own table, and words WS_FAILED with the
  * errno it was given.
  *
@@ -31,7 +31,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "runtime/ws.h"
+#include "workspace/ws.h"
 #include "session/session.h"
 
 /* A regular file of /work opened for reading: the caller reads and closes

@@ -36,7 +36,7 @@ FUZZ_LDLIBS := $(PKG_LIBS) -lpthread -lm
 
 # The main build's list of library sources, and its embedded files (data,
 # not code: the driver, the template extension, the OpenAPI document).
-FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/%.o) $(BUILD)/src/runtime/embed.o
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/%.o) $(BUILD)/src/util/embed.o
 FUZZ_BINS    := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
 
 # libFuzzer flags for every run, and per harness (dictionaries, sizes).

@@ -1,4 +1,4 @@
-/* A test report a sandbox wrote: junit_parse (src/runtime/junit.c) on any
+/* A test report a sandbox wrote: junit_parse (src/exec/junit.c) on any
  * bytes, then the result's "tests" as MCP renders it for a model.
  *
  * Oracle: a report is refused with a reason, or taken with every bound
@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "mcp/render.h"
-#include "runtime/junit.h"
-#include "runtime/result.h"
+#include "exec/junit.h"
+#include "exec/result.h"
 #include "util/utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

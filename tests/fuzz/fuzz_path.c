@@ -13,7 +13,7 @@
 
 #include <jansson.h>
 
-#include "runtime/files.h"
+#include "workspace/files.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

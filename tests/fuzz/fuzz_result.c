@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/result.h"
+#include "exec/result.h"
 #include "util/base64.h"
 #include "util/utf8.h"
 

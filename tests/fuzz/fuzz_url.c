@@ -7,7 +7,7 @@
  * longer than the input; no path the checks accept can leave /work. */
 #include "api/server.c"
 
-#include "runtime/files.h"
+#include "workspace/files.h"
 
 #include <assert.h>
 #include <ctype.h>

@@ -7,7 +7,7 @@
 
 #include "runtime/frame.h"
 #include "runtime/jstring.h"
-#include "runtime/result.h"
+#include "exec/result.h"
 #include "unit.h"
 #include "util/base64.h"
 #include "util/utf8.h"

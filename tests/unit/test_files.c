@@ -1,4 +1,4 @@
-/* runtime/files: the bounded retries of a path lookup the sandbox races.
+/* workspace/files: the bounded retries of a path lookup the sandbox races.
  *
  * openat2(RESOLVE_IN_ROOT) returns EAGAIN whenever a rename or a mount
  * happened during a ".." step; a sandbox renaming in a loop makes almost
@@ -17,7 +17,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "runtime/files.h"
+#include "workspace/files.h"
 #include "unit.h"
 
 static int calls, fail_first, fail_errno;

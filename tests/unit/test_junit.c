@@ -1,4 +1,4 @@
-/* JUnit XML reports (src/runtime/junit.c): what pytest and node --test
+/* JUnit XML reports (src/exec/junit.c): what pytest and node --test
  * write, and what a hostile sandbox could write instead. */
 #include <errno.h>
 #include <fcntl.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/junit.h"
+#include "exec/junit.h"
 #include "unit.h"
 #include "util/buf.h"
 #include "util/utf8.h"

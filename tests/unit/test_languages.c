@@ -1,4 +1,4 @@
-/* The table of languages (src/runtime/languages.c): lookups, the one error
+/* The table of languages (src/exec/languages.c): lookups, the one error
  * message, and that the documents built into the binary agree with it — the
  * OpenAPI document's enums and the driver's own list — and so does MCP's
  * tools/list, whatever is edited first. */
@@ -7,8 +7,8 @@
 
 #include "config/config.h"
 #include "mcp/mcp.h"
-#include "runtime/embed.h"
-#include "runtime/languages.h"
+#include "util/embed.h"
+#include "exec/languages.h"
 #include "session/probe.h"
 #include "unit.h"
 #include "util/buf.h"

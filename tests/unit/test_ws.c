@@ -1,10 +1,10 @@
-/* runtime/ws: the one path rule every front end resolves a client's path
+/* workspace/ws: the one path rule every front end resolves a client's path
  * by, against the spellings a hostile client tries, and the one result its
  * errors become. */
 #include <errno.h>
 #include <string.h>
 
-#include "runtime/ws.h"
+#include "workspace/ws.h"
 #include "unit.h"
 
 static char rel[FILES_PATH_MAX + 1], why[160];

@@ -11,9 +11,9 @@
 #include <string.h>
 
 #include "jail/jail.h"
-#include "runtime/archive.h"
+#include "workspace/archive.h"
 #include "runtime/box.h"
-#include "runtime/files.h"
+#include "workspace/files.h"
 #include "session/pool.h"
 #include "util/clock.h"
 

@@ -1,4 +1,4 @@
-#include "runtime/ws.h"
+#include "workspace/ws.h"
 
 #include <errno.h>
 #include <stdio.h>

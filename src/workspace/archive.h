@@ -31,7 +31,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "runtime/files.h"
+#include "workspace/files.h"
 
 #define ARCHIVE_NAMES_MAX (32u << 20)
 /* Every open archive's listing and buffers together, over all downloads:

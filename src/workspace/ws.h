@@ -19,7 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "runtime/files.h"
+#include "workspace/files.h"
 
 enum ws_result {
 	WS_OK = 0,

@@ -1,4 +1,4 @@
-#include "runtime/files.h"
+#include "workspace/files.h"
 
 #include <dirent.h>
 #include <errno.h>

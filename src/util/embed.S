@@ -3,7 +3,7 @@
  * template's C extension (src/runtime/pyext.c), the pid 1 of its sandboxes
  * (src/jail/pid1.c),
  * the OpenAPI document (docs/openapi.json) and the web page's static files
- * (src/web, docs/web.md).  See src/runtime/embed.h. */
+ * (src/web, docs/web.md).  See src/util/embed.h. */
 	.section .rodata
 	.global petri_driver_py
 	.type petri_driver_py, @object

@@ -1,7 +1,7 @@
 /* The E2B front end: routing, tokens, the registry of E2B sandboxes and the
  * control plane (e2b.h, docs/e2b.md).  The data plane is e2b_envd.c and
  * e2b_code.c. */
-#include "api/e2b.h"
+#include "e2b/e2b.h"
 
 #include <errno.h>
 #include <math.h>
@@ -13,7 +13,7 @@
 #include <strings.h>
 #include <sys/random.h>
 
-#include "runtime/languages.h"
+#include "exec/languages.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/metrics.h"

@@ -1,4 +1,4 @@
-#include "runtime/workspace.h"
+#include "workspace/changes.h"
 
 #include <dirent.h>
 #include <errno.h>

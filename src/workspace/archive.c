@@ -1,5 +1,5 @@
 /* archive — a directory of /work as a tar(.gz) stream (archive.h). */
-#include "runtime/archive.h"
+#include "workspace/archive.h"
 
 #include <archive.h>
 #include <archive_entry.h>

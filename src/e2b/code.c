@@ -10,15 +10,15 @@
  * contexts only choose the language and the cwd, as their executions keep
  * no state between them anyway.  The default contexts ("python", "bash",
  * "c"; e2b.c makes them) are the session's own namespace. */
-#include "api/e2b.h"
+#include "e2b/e2b.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/languages.h"
-#include "runtime/ws.h"
+#include "exec/languages.h"
+#include "workspace/ws.h"
 #include "util/clock.h"
 #include "util/jsoncost.h"
 #include "util/timefmt.h"

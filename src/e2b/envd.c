@@ -24,8 +24,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "api/e2b.h"
-#include "runtime/ws.h"
+#include "e2b/e2b.h"
+#include "workspace/ws.h"
 #include "session/workspace.h"
 #include "util/base64.h"
 #include "util/jsoncost.h"
@@ -103,7 +103,7 @@ static void fail_set(struct fail *f, unsigned status, const char *code, unsigned
 	va_end(ap);
 }
 
-/* envd's words for a workspace result (runtime/ws.h): the REST status, the
+/* envd's words for a workspace result (workspace/ws.h): the REST status, the
  * Connect code and status, the sentence; the rest are 500, internal. */
 static const struct http_ws_words words[WS_RESULTS] = {
 	[WS_NOT_FOUND] = { 404, 404, "not_found", .after = " does not exist" },

@@ -11,7 +11,7 @@
  * line by line for a place in a source file (struct scan).  Each report is
  * parsed into a junit of its own and added to the caller's only when the
  * whole report was read. */
-#include "runtime/junit.h"
+#include "exec/junit.h"
 
 #include <errno.h>
 #include <pthread.h>

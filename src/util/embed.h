@@ -1,4 +1,4 @@
-/* Files embedded in the petri binary (src/runtime/embed.S). */
+/* Files embedded in the petri binary (src/util/embed.S). */
 #ifndef PETRI_EMBED_H
 #define PETRI_EMBED_H
 

@@ -1,10 +1,10 @@
-/* workspace — reading a sandbox's /work from the host side.
+/* workspace/changes — reading a sandbox's /work from the host side.
  *
  * The directory fd comes from jail_work_fd().  The tree under it was made
  * by hostile code: nothing here follows a symlink, every walk is bounded in
  * depth and entries, and paths are never resolved with plain open(). */
-#ifndef PETRI_WORKSPACE_H
-#define PETRI_WORKSPACE_H
+#ifndef PETRI_WORKSPACE_CHANGES_H
+#define PETRI_WORKSPACE_CHANGES_H
 
 #include <jansson.h>
 #include <time.h>

@@ -1,4 +1,4 @@
-#include "runtime/languages.h"
+#include "exec/languages.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -22,13 +22,13 @@
  * Threads: any.  The registry of E2B sandboxes (their tokens, template,
  * metadata and code contexts) has one lock, a leaf: nothing else is taken
  * under it. */
-#ifndef PETRI_API_E2B_H
-#define PETRI_API_E2B_H
+#ifndef PETRI_E2B_H
+#define PETRI_E2B_H
 
 #include <stdbool.h>
 
 #include "api/http.h"
-#include "runtime/languages.h"
+#include "exec/languages.h"
 #include "util/ids.h"
 
 #define E2B_ENVD_PORT		49983
@@ -75,7 +75,7 @@ enum MHD_Result e2b_error(struct api_req *rq, unsigned status, const char *fmt, 
 const char *e2b_route_path(const struct api_req *rq, char *buf, size_t len);
 
 /* rel (relative to /work) as the SDKs show it, into out: the way back
- * from ws_path() with E2B_HOME as the root (runtime/ws.h). */
+ * from ws_path() with E2B_HOME as the root (workspace/ws.h). */
 void e2b_sdk_path(const char *rel, char *out, size_t len);
 
 /* The code contexts of a sandbox (the code interpreter's): each has an id

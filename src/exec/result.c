@@ -1,4 +1,4 @@
-#include "runtime/result.h"
+#include "exec/result.h"
 
 #include <errno.h>
 #include <stdio.h>
