@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "workspace/files.h"
+#include "session/workspace.h"
 #include "util/base64.h"
 #include "util/buf.h"
 #include "util/savefile.h"
@@ -61,11 +61,11 @@ static int save_image(struct run *rn, const char *b64, size_t n, const char *mim
  * on the host side.  path came out of the sandbox: checked first. */
 static int keep_file(struct run *rn, const char *path)
 {
-	char why[128], rel[FILES_PATH_MAX + 8];
+	char why[128], checked[FILES_PATH_MAX + 1], rel[FILES_PATH_MAX + 8];
 	struct buf data = BUF_INIT;
 	int r;
 
-	if (files_check_path(path, false, why, sizeof(why)) < 0)
+	if (ws_path(path, NULL, 0, checked, why, sizeof(why)) != WS_OK)
 		return -EINVAL;
 	if ((r = tools_download(rn->cfg->tools, path, &data, rn->cfg->file_max)) < 0)
 		return r;

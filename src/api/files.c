@@ -14,8 +14,6 @@
 #include "api/http.h"
 #include "util/clock.h"
 #include "util/log.h"
-#include "workspace/archive.h"
-#include "workspace/ws.h"
 #include "session/workspace.h"
 
 
@@ -127,7 +125,7 @@ static struct session *download_let_go(struct download *d)
 		close(d->fd);
 	d->fd = -1;
 	if (d->aw) {
-		ws_archiver_cancel(d->aw);
+		session_archive_cancel(d->aw);
 		reap_archiver_later(d->waiter, d->aw);
 	}
 	d->aw = NULL;
@@ -191,12 +189,12 @@ static ssize_t archive_read(void *cls, uint64_t pos, char *out, size_t max)
 	if (d->s && session_ended(d->s))
 		s = download_let_go(d);
 	if (d->aw) {
-		n = ws_archiver_read(d->aw, out, max);
+		n = session_archive_read(d->aw, out, max);
 		if ((n == -EAGAIN || n == -EINPROGRESS) && http_client_gone(d->client_fd))
 			n = MHD_CONTENT_READER_END_WITH_ERROR;
 		else if (n == -EAGAIN || n == -EINPROGRESS)
 			n = wait_readable(d->waiter, d->conn, n == -EAGAIN ?
-					  ws_archiver_fd(d->aw) : ws_archiver_exit_fd(d->aw),
+					  session_archive_fd(d->aw) : session_archive_exit_fd(d->aw),
 					  DOWNLOAD_WAIT_S) < 0 ? MHD_CONTENT_READER_END_WITH_ERROR : 0;
 		else if (n <= 0)
 			n = n == 0 ? MHD_CONTENT_READER_END_OF_STREAM
@@ -230,7 +228,7 @@ static struct MHD_Response *download_new(struct api_req *rq, struct session *s, 
 		if (fd >= 0)
 			close(fd);
 		if (aw) {
-			ws_archiver_cancel(aw);
+			session_archive_cancel(aw);
 			reap_archiver_later(rq->waiter, aw);
 		}
 		return NULL;
@@ -314,7 +312,7 @@ struct api_upload {
 	struct session_upload *up;	/* NULL: the body is dropped */
 	/* POST .../archive: the name the archive is written under, for the
 	 * driver to extract (session_unpack()); "" for a file. */
-	char archive[BOX_ARCHIVE_NAME_LEN];
+	char archive[EXEC_ARCHIVE_NAME_LEN];
 	struct petri_limits limits;	/* the session's, for the messages */
 	char id[SESSION_ID_LEN + 1];	/* the session's, for the cap per session */
 	int err;			/* why the upload failed; 0 */
@@ -384,7 +382,7 @@ enum MHD_Result files_upload_start(struct api_req *rq)
 	rq->upload = up;
 	if (archive) {
 		/* A name of its own in /work, which the driver looks for. */
-		if ((up->err = box_archive_name(up->archive)) < 0)
+		if ((up->err = exec_archive_name(up->archive)) < 0)
 			return MHD_YES;	/* the upload fails: not started */
 		path = up->archive;
 	}
@@ -419,7 +417,7 @@ enum MHD_Result files_upload_start(struct api_req *rq)
  * waiting by upload_stop(), and of archives whose client went or whose
  * session ended: when one's exit fd is readable (or every REAP_POLL_MS on
  * a kernel without pidfds), session_upload_reap() frees it and removes its
- * temporary file, ws_archiver_reap() frees it. */
+ * temporary file, session_archive_reap() frees it. */
 
 #define WAITER_MAX 1024
 #define WAITING_PER_SESSION 4
@@ -477,12 +475,12 @@ static void wake(struct files_waiter *w)
 
 static int reapable_exit_fd(const struct reapable *r)
 {
-	return r->up ? session_upload_exit_fd(r->up) : ws_archiver_exit_fd(r->aw);
+	return r->up ? session_upload_exit_fd(r->up) : session_archive_exit_fd(r->aw);
 }
 
 static bool reapable_reap(struct reapable *r)
 {
-	return r->up ? session_upload_reap(r->up) : ws_archiver_reap(r->aw);
+	return r->up ? session_upload_reap(r->up) : session_archive_reap(r->aw);
 }
 
 /* Reap r now: at shutdown, or when it cannot be queued.  Its writer was
@@ -520,7 +518,7 @@ static void reap_later(struct files_waiter *w, struct session_upload *sup)
 static void reap_archiver_later(struct files_waiter *w, struct ws_archiver *aw)
 {
 	/* Often dead already: then nothing is queued. */
-	if (!ws_archiver_reap(aw))
+	if (!session_archive_reap(aw))
 		reap_queue(w, (struct reapable){ .aw = aw });
 }
 
@@ -903,6 +901,7 @@ static enum MHD_Result archive_out(struct api_req *rq, struct session *s, const 
 							 "format");
 	struct MHD_Response *resp;
 	struct ws_archiver *aw;
+	char why[512];
 	size_t entries;
 	bool gzip;
 	int r;
@@ -917,37 +916,18 @@ static enum MHD_Result archive_out(struct api_req *rq, struct session *s, const 
 	/* Listed, then compressed, by a writer charged to the session; this
 	 * worker waits for the listing's outcome (an answer, not a cut
 	 * stream), and the event thread only copies what the writer made. */
-	if ((r = session_archive_begin(s, dir, gzip, rq->cfg->archive_max_entries, &aw)) < 0)
-		return http_error(rq, 500, "internal", "cannot start the archive's writer: %s",
-				  strerror(-r));
-	r = ws_archiver_opened(aw, rq->cfg->http_timeout_s, &entries);
-	if (r < 0) {
-		ws_archiver_cancel(aw);
+	r = session_archive_start(s, dir, gzip, rq->cfg->archive_max_entries,
+				  rq->cfg->http_timeout_s, &aw, &entries, why, sizeof(why));
+	if (r < 0 && aw)
 		reap_archiver_later(rq->waiter, aw);
-	}
+	if (r < 0 && !aw)
+		return http_error(rq, 500, "internal", "%s", why);
 	if (r == -EAGAIN)
-		return http_error(rq, 429, "too_many_processes", "the session is at its pids "
-				  "limit (%u): the archive's writer needs one process of it",
-				  session_limits(s)->pids);
-	if (r == -ETIMEDOUT)
-		return http_error(rq, 503, "busy", "the archive's writer listed nothing within "
-				  "%g s (http_timeout_s): the session is starved; retry later",
-				  rq->cfg->http_timeout_s);
-	if (r == -ENOMEM)
-		return http_error(rq, 413, "too_large", "the archive's writer went over the "
-				  "session's memory limit (%u MiB), or the session ended; download a "
-				  "directory of it", session_limits(s)->memory_mb);
-	if (r == -E2BIG)
-		return http_error(rq, 413, "too_large", "'%.300s' holds more than %u entries "
-				  "(archive_max_entries), %u MiB of names, %u levels or %u MiB of "
-				  "files (the session's disk limit; sparse files and hard links count "
-				  "their full size): download a directory of it", *dir ? dir : "/work",
-				  rq->cfg->archive_max_entries, ARCHIVE_NAMES_MAX >> 20,
-				  FILES_TREE_DEPTH, session_limits(s)->disk_mb);
-	if (r == -EBUSY)
-		return http_error(rq, 503, "busy", "the archive's listing and buffers would hold "
-				  "more than %u MiB; download a directory of it",
-				  ARCHIVE_HELD_MAX >> 20);
+		return http_error(rq, 429, "too_many_processes", "%s", why);
+	if (r == -ETIMEDOUT || r == -EBUSY)
+		return http_error(rq, 503, "busy", "%s", why);
+	if (r == -ENOMEM || r == -E2BIG)
+		return http_error(rq, 413, "too_large", "%s", why);
 	if (r < 0)
 		return file_error(rq, r, dir);
 	log_debug("http: an archive of '%.300s': %zu entries", dir, entries);

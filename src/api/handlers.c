@@ -134,7 +134,7 @@ static enum MHD_Result create_session(struct api_req *rq)
 	}
 out:
 	session_put(s);
-	box_env_free(env);
+	exec_env_free(env);
 	json_decref(body);
 	return answered;
 }
@@ -158,7 +158,7 @@ static enum MHD_Result execute(struct api_req *rq, struct session *s)
 	};
 	enum MHD_Result answered = MHD_NO;
 	json_t *body = http_body_object(rq, &answered);
-	struct box_exec ex = { .env = NULL };
+	struct exec_request ex = { .env = NULL };
 	struct request_error e;
 	struct result res;
 	char reason[256] = "";

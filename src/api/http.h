@@ -168,7 +168,7 @@ enum MHD_Result handle_web(struct api_req *rq);
  * any byte of the stream.  stream_execute(): the native API's Server-Sent
  * Events (docs/api.md). */
 enum MHD_Result stream_execute(struct api_req *rq, struct session *s,
-			       const struct box_exec *ex);
+			       const struct exec_request *ex);
 
 /* How a stream is written.  Each callback appends the bytes of one event
  * to out (0, or <0 to write nothing); state is the wire's own, state_size
@@ -189,9 +189,9 @@ struct stream_wire {
 	const char *content_type;
 	size_t state_size;
 	int (*begin)(void *state, struct buf *out);	/* optional */
-	int (*output)(void *state, struct buf *out, enum box_stream s, const char *data,
+	int (*output)(void *state, struct buf *out, enum exec_stream s, const char *data,
 		      size_t len);
-	int (*text)(void *state, struct buf *out, enum box_stream s, const char *text,
+	int (*text)(void *state, struct buf *out, enum exec_stream s, const char *text,
 		    size_t len);
 	int (*rich)(void *state, struct buf *out, const json_t *bundle, bool main);
 	int (*error)(void *state, struct buf *out, const json_t *error);
@@ -204,11 +204,11 @@ struct stream_wire {
 	void (*release)(void *state);
 };
 enum MHD_Result stream_execute_as(struct api_req *rq, struct session *s,
-				  const struct box_exec *ex, const struct stream_wire *wire);
+				  const struct exec_request *ex, const struct stream_wire *wire);
 /* The same with the wire's state starting as a copy of init (state_size
  * bytes; NULL: zeroed). */
 enum MHD_Result stream_execute_with(struct api_req *rq, struct session *s,
-				    const struct box_exec *ex, const struct stream_wire *wire,
+				    const struct exec_request *ex, const struct stream_wire *wire,
 				    const void *init);
 
 /* The server's SSE streams: a tick resumes each suspended one for its

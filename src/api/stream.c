@@ -85,7 +85,7 @@ struct stream {
 	/* the execution */
 	struct smgr *sm;
 	struct session *s;
-	struct box_exec ex;
+	struct exec_request ex;
 	char *code, *language, *context, *cwd, *input;	/* ex's copies */
 	char **env;			/* ex.env's copy */
 };
@@ -120,7 +120,7 @@ static void stream_put(struct stream *st)
 	if (st->wire_state && st->wire->release)
 		st->wire->release(st->wire_state);
 	free(st->wire_state);
-	box_env_free(st->env);
+	exec_env_free(st->env);
 	pthread_mutex_destroy(&st->lock);
 	free(st);
 }
@@ -184,10 +184,10 @@ static bool gone(struct stream *st)
 
 /* Text for a wire that takes it: what the code wrote, up to the last whole
  * character (the rest waits for the next chunk, or for the end). */
-static void text_event(struct stream *st, enum box_stream s, const char *data, size_t len,
+static void text_event(struct stream *st, enum exec_stream s, const char *data, size_t len,
 		       bool end)
 {
-	struct utf8_carry *c = &st->carry[s == BOX_STDOUT ? 0 : 1];
+	struct utf8_carry *c = &st->carry[s == EXEC_STDOUT ? 0 : 1];
 	struct buf clean = BUF_INIT, ev = BUF_INIT;
 	int r = end ? utf8_carry_flush(c, &clean) : utf8_carry_take(c, data, len, &clean);
 
@@ -198,7 +198,7 @@ static void text_event(struct stream *st, enum box_stream s, const char *data, s
 	buf_release(&clean);
 }
 
-static void on_output(void *ctx, enum box_stream s, const char *data, size_t len)
+static void on_output(void *ctx, enum exec_stream s, const char *data, size_t len)
 {
 	struct stream *st = ctx;
 	struct buf ev = BUF_INIT;
@@ -236,7 +236,7 @@ static void on_error(void *ctx, const json_t *error)
 static void run_stream(void *arg)
 {
 	struct stream *st = arg;
-	struct box_events ev = { .ctx = st, .output = on_output, .rich = on_rich,
+	struct exec_events ev = { .ctx = st, .output = on_output, .rich = on_rich,
 				 .error = on_error };
 	char reason[256] = "";
 	struct buf end = BUF_INIT;
@@ -251,8 +251,8 @@ static void run_stream(void *arg)
 		r = session_run(st->sm, st->s, &st->ex, &ev, &res, reason, sizeof(reason));
 	}
 	if (st->wire->text && !gone(st)) {	/* an unfinished character at the end */
-		text_event(st, BOX_STDOUT, NULL, 0, true);
-		text_event(st, BOX_STDERR, NULL, 0, true);
+		text_event(st, EXEC_STDOUT, NULL, 0, true);
+		text_event(st, EXEC_STDERR, NULL, 0, true);
 	}
 	if (!gone(st) && st->wire->done(st->wire_state, &end, r, reason,
 					r == SM_OK ? &res : NULL) == 0)
@@ -340,7 +340,7 @@ static char *dup_or_null(const char *v, bool *failed)
 }
 
 enum MHD_Result stream_execute_with(struct api_req *rq, struct session *s,
-				    const struct box_exec *ex, const struct stream_wire *wire,
+				    const struct exec_request *ex, const struct stream_wire *wire,
 				    const void *init)
 {
 	struct stream_hub *hub = rq->streams;
@@ -377,7 +377,7 @@ enum MHD_Result stream_execute_with(struct api_req *rq, struct session *s,
 	st->context = dup_or_null(ex->context, &failed);
 	st->cwd = dup_or_null(ex->cwd, &failed);
 	st->input = dup_or_null(ex->input, &failed);	/* no NUL (request.c) */
-	st->env = box_env_dup(ex->env);
+	st->env = exec_env_dup(ex->env);
 	st->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	st->s = session_ref(s);	/* the stream outlives this request */
 	pthread_mutex_lock(&hub->lock);
@@ -428,7 +428,7 @@ fail:
 }
 
 enum MHD_Result stream_execute_as(struct api_req *rq, struct session *s,
-				  const struct box_exec *ex, const struct stream_wire *wire)
+				  const struct exec_request *ex, const struct stream_wire *wire)
 {
 	return stream_execute_with(rq, s, ex, wire, NULL);
 }
@@ -445,11 +445,11 @@ static int sse_event(struct buf *out, const char *event, json_t *data)
 	return r;
 }
 
-static int sse_text(void *state, struct buf *out, enum box_stream s, const char *text,
+static int sse_text(void *state, struct buf *out, enum exec_stream s, const char *text,
 		    size_t len)
 {
 	(void)state;
-	return sse_event(out, s == BOX_STDOUT ? "stdout" : "stderr",
+	return sse_event(out, s == EXEC_STDOUT ? "stdout" : "stderr",
 			 json_pack("{s:s%}", "text", text, len));
 }
 
@@ -494,7 +494,7 @@ static const struct stream_wire sse_wire = {
 };
 
 enum MHD_Result stream_execute(struct api_req *rq, struct session *s,
-			       const struct box_exec *ex)
+			       const struct exec_request *ex)
 {
 	return stream_execute_as(rq, s, ex, &sse_wire);
 }

@@ -54,7 +54,7 @@ static void print_wrapped(size_t col, const char *text)
  * languages with their versions, the packages (session/probe.h). */
 static json_t *find_out(struct box *box)
 {
-	struct box_exec ex;
+	struct exec_request ex;
 	struct result res;
 	json_t *found = NULL, *d;
 	char *code = probe_code();

@@ -32,8 +32,8 @@
 #include "util/log.h"
 #include "util/num.h"
 
-#define CODE_FILE_MAX BOX_CODE_MAX
-_Static_assert(BOX_STDIN_MAX == CODE_FILE_MAX, "--stdin is read as the code is");
+#define CODE_FILE_MAX EXEC_CODE_MAX
+_Static_assert(EXEC_STDIN_MAX == CODE_FILE_MAX, "--stdin is read as the code is");
 
 static void usage(FILE *f)
 {
@@ -163,10 +163,10 @@ static void write_all(int fd, const char *p, size_t n)
 	}
 }
 
-static void on_output(void *ctx, enum box_stream s, const char *data, size_t len)
+static void on_output(void *ctx, enum exec_stream s, const char *data, size_t len)
 {
 	(void)ctx;
-	write_all(s == BOX_STDOUT ? 1 : 2, data, len);
+	write_all(s == EXEC_STDOUT ? 1 : 2, data, len);
 }
 
 /* A rich result, as a terminal can show it. */
@@ -353,7 +353,7 @@ int cmd_run(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct box_events ev = { .output = on_output, .rich = on_rich, .error = on_error };
+	struct exec_events ev = { .output = on_output, .rich = on_rich, .error = on_error };
 	struct buf code = BUF_INIT, input = BUF_INIT;
 	const char *input_path = NULL;
 	const char *lang_arg = NULL, *inline_code = NULL, *save_dir = NULL, *config = NULL;

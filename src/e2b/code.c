@@ -6,7 +6,7 @@
  * or one while an envd command runs, is answered 409 before any byte of
  * the stream), the same request model (exec/request.h: code, timeout,
  * variables), the same jail.  A context is a namespace of the session's
- * one Python interpreter (box_exec.context), with its own cwd; bash and C
+ * one Python interpreter (exec_request.context), with its own cwd; bash and C
  * contexts only choose the language and the cwd, as their executions keep
  * no state between them anyway.  The default contexts ("python", "bash",
  * "c"; e2b.c makes them) are the session's own namespace. */
@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "exec/languages.h"
-#include "workspace/ws.h"
+#include "session/workspace.h"
 #include "util/clock.h"
 #include "util/jsoncost.h"
 #include "util/timefmt.h"
@@ -49,14 +49,14 @@ static int nd_line(struct buf *out, json_t *obj)
 	return r;
 }
 
-static int nd_text(void *state, struct buf *out, enum box_stream s, const char *text,
+static int nd_text(void *state, struct buf *out, enum exec_stream s, const char *text,
 		   size_t len)
 {
 	char ts[TIMEFMT_LEN];
 
 	(void)state;
 	return nd_line(out, json_pack("{s:s, s:s%, s:s}", "type",
-				      s == BOX_STDOUT ? "stdout" : "stderr", "text", text, len,
+				      s == EXEC_STDOUT ? "stdout" : "stderr", "text", text, len,
 				      "timestamp", timefmt_rfc3339(clock_wall_s(), ts)));
 }
 
@@ -131,7 +131,7 @@ static int nd_dropped(void *state, struct buf *out, unsigned long long n)
 	int len = snprintf(text, sizeof(text), "[petri] %llu output or result events were "
 			   "dropped here: the client read too slowly\n", n);
 
-	return nd_text(state, out, BOX_STDERR, text, (size_t)len);
+	return nd_text(state, out, EXEC_STDERR, text, (size_t)len);
 }
 
 static json_t *error_line(const char *name, const char *value, const char *traceback)
@@ -335,7 +335,7 @@ static enum MHD_Result execute(struct api_req *rq, struct session *s)
 	json_t *body = body_object(rq, &answered), *req = NULL;
 	const char *context_id, *language, *lang = "python";
 	struct nd_state init = { .count = 0 };
-	struct box_exec ex = { .env = NULL };
+	struct exec_request ex = { .env = NULL };
 	char **env = NULL;
 	struct e2b_context c;
 	struct request_error e;
@@ -370,7 +370,7 @@ static enum MHD_Result execute(struct api_req *rq, struct session *s)
 				     ex.code && !env ? "env_vars: " : "", e.message);
 		goto out;
 	}
-	box_env_free((char **)ex.env);	/* request_exec's, empty */
+	exec_env_free((char **)ex.env);	/* request_exec's, empty */
 	ex.env = (const char *const *)env;
 	ex.cwd = c.cwd;
 	ex.context = !strcmp(c.language, "python") && !c.is_default ? c.id : NULL;

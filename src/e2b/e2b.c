@@ -624,7 +624,7 @@ out:
 	if (b)
 		sandbox_free(b);
 	session_put(s);
-	box_env_free(env);
+	exec_env_free(env);
 	json_decref(body);
 	return answered;
 }

@@ -25,7 +25,6 @@
 #include <strings.h>
 
 #include "e2b/e2b.h"
-#include "workspace/ws.h"
 #include "session/workspace.h"
 #include "util/base64.h"
 #include "util/jsoncost.h"
@@ -534,7 +533,7 @@ static int process_begin(void *state, struct buf *out)
 	return envelope(out, 0, event("start", json_pack("{s:I}", "pid", (json_int_t)ps->pid)));
 }
 
-static int process_output(void *state, struct buf *out, enum box_stream s, const char *data,
+static int process_output(void *state, struct buf *out, enum exec_stream s, const char *data,
 			  size_t len)
 {
 	char *b64 = base64_encode(data, len, NULL);
@@ -543,7 +542,7 @@ static int process_output(void *state, struct buf *out, enum box_stream s, const
 	(void)state;
 	if (!b64)
 		return -ENOMEM;
-	r = envelope(out, 0, event("data", json_pack("{s:s}", s == BOX_STDOUT ? "stdout" :
+	r = envelope(out, 0, event("data", json_pack("{s:s}", s == EXEC_STDOUT ? "stdout" :
 						     "stderr", b64)));
 	free(b64);
 	return r;
@@ -551,7 +550,7 @@ static int process_output(void *state, struct buf *out, enum box_stream s, const
 
 static int process_stderr(struct buf *out, const char *text)
 {
-	return process_output(NULL, out, BOX_STDERR, text, strlen(text));
+	return process_output(NULL, out, EXEC_STDERR, text, strlen(text));
 }
 
 static int process_rich(void *state, struct buf *out, const json_t *bundle, bool main)
@@ -751,7 +750,7 @@ static enum MHD_Result process_start(struct api_req *rq, struct session *s)
 {
 	const struct petri_limits *lim = session_limits(s);
 	const unsigned char *b = (const unsigned char *)rq->body.data;
-	struct box_exec ex = { .env = NULL };
+	struct exec_request ex = { .env = NULL };
 	char cwd[CWD_MAX + sizeof(E2B_HOME) + 2];
 	struct buf code = BUF_INIT;
 	json_t *req = NULL, *proc, *args, *envs, *jcwd, *a, *exec = NULL, *env = NULL;

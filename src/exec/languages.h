@@ -13,7 +13,7 @@
  * execution's working directory, both inside the session's sandbox.
  *
  * A client may say a language by its name or by an alias ("py", "sh");
- * everything past the front end (box_exec, sessions, the record, the driver)
+ * everything past the front end (the request, sessions, the record, the driver)
  * sees the canonical name only. */
 #ifndef PETRI_LANGUAGES_H
 #define PETRI_LANGUAGES_H

@@ -233,7 +233,7 @@ char **request_env(const struct petri_config *cfg, const json_t *env,
 			n++;
 			continue;
 		}
-		box_env_free(out);
+		exec_env_free(out);
 		return NULL;
 	}
 	return out;
@@ -245,10 +245,10 @@ static bool code_ok(const json_t *code, struct request_error *e)
 {
 	if (!json_is_string(code))
 		return refuse(e, "invalid_request", "'code' (a string) is required");
-	if (json_string_length(code) > BOX_CODE_MAX ||
+	if (json_string_length(code) > EXEC_CODE_MAX ||
 	    memchr(json_string_value(code), '\0', json_string_length(code)))
 		return refuse(e, "invalid_request", "'code' must be at most %u bytes and "
-			      "contain no NUL", BOX_CODE_MAX);
+			      "contain no NUL", EXEC_CODE_MAX);
 	return true;
 }
 
@@ -259,10 +259,10 @@ static bool stdin_ok(const json_t *v, struct request_error *e)
 {
 	if (!v || json_is_null(v))
 		return true;
-	if (!json_is_string(v) || json_string_length(v) > BOX_STDIN_MAX ||
+	if (!json_is_string(v) || json_string_length(v) > EXEC_STDIN_MAX ||
 	    memchr(json_string_value(v), '\0', json_string_length(v)))
 		return refuse(e, "invalid_request", "'stdin' must be a string of at most %u bytes "
-			      "without NUL", BOX_STDIN_MAX);
+			      "without NUL", EXEC_STDIN_MAX);
 	return true;
 }
 
@@ -290,7 +290,7 @@ static bool tests_spec(const json_t *v, const char **path, struct request_error 
 }
 
 bool request_exec(const struct petri_config *cfg, const json_t *obj, const char *language,
-		  const struct petri_limits *lim, struct box_exec *ex, struct request_error *e)
+		  const struct petri_limits *lim, struct exec_request *ex, struct request_error *e)
 {
 	json_t *code = json_object_get(obj, "code"), *input = json_object_get(obj, "stdin");
 	char **env;
@@ -318,9 +318,9 @@ bool request_exec(const struct petri_config *cfg, const json_t *obj, const char 
 	return true;
 }
 
-void request_exec_release(struct box_exec *ex)
+void request_exec_release(struct exec_request *ex)
 {
-	box_env_free((char **)ex->env);
+	exec_env_free((char **)ex->env);
 	ex->env = NULL;
 }
 

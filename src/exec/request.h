@@ -22,7 +22,7 @@
 #include <stddef.h>
 
 #include "config/config.h"
-#include "runtime/box.h"
+#include "exec/exec.h"
 
 #define REQUEST_ENV_MAX		64		/* variables per session or execution */
 #define REQUEST_ENV_BYTES	(64u << 10)	/* all of them, as NAME=value */
@@ -45,7 +45,7 @@ bool request_limits(const struct petri_config *cfg, const json_t *limits,
 bool request_language(const json_t *v, const char **name, struct request_error *e);
 
 /* "env": {"NAME": "value"} (NULL or null: none) -> a NULL-terminated
- * "NAME=value" array to box_env_free(); NULL with e when refused (or out of
+ * "NAME=value" array to exec_env_free(); NULL with e when refused (or out of
  * memory: e->code "internal").  Names petri or the operator sets are
  * refused. */
 char **request_env(const struct petri_config *cfg, const json_t *env,
@@ -53,13 +53,13 @@ char **request_env(const struct petri_config *cfg, const json_t *env,
 
 /* An execution from obj's "code", "language", "timeout_s", "env",
  * "tests" ("junit:PATH": the test report to read, PATH checked as a file's
- * path is) and "stdin" (at most BOX_STDIN_MAX bytes, no NUL), to run in a sandbox with limits lim whose default language is
+ * path is) and "stdin" (at most EXEC_STDIN_MAX bytes, no NUL), to run in a sandbox with limits lim whose default language is
  * language: the timeout is at most lim's, the output capped by lim.  The
  * execution points into obj.  Release with request_exec_release()
  * whatever it returns. */
 bool request_exec(const struct petri_config *cfg, const json_t *obj, const char *language,
-		  const struct petri_limits *lim, struct box_exec *ex, struct request_error *e);
-void request_exec_release(struct box_exec *ex);
+		  const struct petri_limits *lim, struct exec_request *ex, struct request_error *e);
+void request_exec_release(struct exec_request *ex);
 
 /* "idle_timeout_s" and "max_lifetime_s" of obj: each absent (keeps *idle,
  * *life) or from 1 s to the configuration's value, which is also the
@@ -86,7 +86,7 @@ struct oneshot_file {
 
 struct oneshot {
 	struct petri_limits limits;
-	struct box_exec ex;
+	struct exec_request ex;
 	/* An archive (tar, tar.gz, tar.bz2, tar.xz, zip) extracted into
 	 * archive_dest ("" or NULL: /work) first, by the sandbox's driver, as
 	 * POST /v1/sessions/{id}/archive does; NULL: none. */

@@ -13,10 +13,8 @@
 #include <unistd.h>
 
 #include "mcp/render.h"
-#include "workspace/archive.h"
-#include "runtime/box.h"
+#include "exec/exec.h"
 #include "exec/languages.h"
-#include "workspace/ws.h"
 #include "session/workspace.h"
 #include "util/base64.h"
 #include "util/buf.h"
@@ -430,7 +428,7 @@ static json_t *run_execute(struct tools *t, struct session *s, json_t *args, int
 {
 	char reason[256] = "", note[512] = "";
 	struct request_error e;
-	struct box_exec ex;
+	struct exec_request ex;
 	struct result res;
 	json_t *content, *out = NULL;
 	enum sm_result r;
@@ -620,7 +618,7 @@ out:
 static int unpack_into(struct tools *t, struct session *s, const void *data, size_t len,
 		       const char *dir, json_t **summary, char *err, size_t errlen)
 {
-	char name[BOX_ARCHIVE_NAME_LEN];
+	char name[EXEC_ARCHIVE_NAME_LEN];
 	enum sm_result sr;
 	int r;
 
@@ -630,7 +628,7 @@ static int unpack_into(struct tools *t, struct session *s, const void *data, siz
 			 (unsigned long long)(t->cfg->max_file_bytes >> 20));
 		return -1;
 	}
-	if ((r = box_archive_name(name)) == 0)
+	if ((r = exec_archive_name(name)) == 0)
 		r = session_file_write(s, name, data, len);
 	if (r < 0) {
 		snprintf(err, errlen, "cannot write the archive into /work: %s", file_error(r));
@@ -649,16 +647,16 @@ static int unpack_into(struct tools *t, struct session *s, const void *data, siz
  * death, not for the sandbox's pace. */
 static void archiver_end(struct ws_archiver *aw)
 {
-	ws_archiver_cancel(aw);
-	while (!ws_archiver_reap(aw)) {
-		struct pollfd pfd = { .fd = ws_archiver_exit_fd(aw), .events = POLLIN };
+	session_archive_cancel(aw);
+	while (!session_archive_reap(aw)) {
+		struct pollfd pfd = { .fd = session_archive_exit_fd(aw), .events = POLLIN };
 
 		poll(&pfd, pfd.fd >= 0 ? 1 : 0, 100);
 	}
 }
 
 /* dir of s's /work as a tar.gz into out, at most max bytes, made by a
- * writer charged to the session (session_archive_begin(): its CPU and
+ * writer charged to the session (session_archive_start(): its CPU and
  * memory are the session's).  0, or -1 with why in err. */
 static int archive_of(struct tools *t, struct session *s, const char *dir, struct buf *out,
 		      size_t max, char *err, size_t errlen)
@@ -667,43 +665,20 @@ static int archive_of(struct tools *t, struct session *s, const char *dir, struc
 	struct ws_archiver *aw;
 	size_t entries;
 	ssize_t n = 1;
-	int r;
 
-	if ((r = session_archive_begin(s, dir, true, t->cfg->archive_max_entries, &aw)) < 0) {
-		snprintf(err, errlen, "cannot start the archive's writer: %s", strerror(-r));
-		return -1;
-	}
-	r = ws_archiver_opened(aw, t->cfg->http_timeout_s, &entries);
-	if (r == -EBUSY)
-		snprintf(err, errlen, "the archive's listing and buffers would hold more than "
-			 "%u MiB: archive a directory of it", ARCHIVE_HELD_MAX >> 20);
-	else if (r == -E2BIG)
-		snprintf(err, errlen, "/work/%.300s holds more than %u entries or more than "
-			 "%u MiB of files (the disk limit; sparse files and hard links count "
-			 "their full size): archive a directory of it", dir,
-			 t->cfg->archive_max_entries, session_limits(s)->disk_mb);
-	else if (r == -EAGAIN)
-		snprintf(err, errlen, "the session is at its pids limit: the archive's writer "
-			 "needs one process of it");
-	else if (r == -ETIMEDOUT)
-		snprintf(err, errlen, "the session listed nothing within %g s: it is starved; "
-			 "try again later", t->cfg->http_timeout_s);
-	else if (r == -ENOMEM)
-		snprintf(err, errlen, "the archive's writer went over the session's memory "
-			 "limit (%u MiB), or the session ended", session_limits(s)->memory_mb);
-	else if (r < 0)
-		snprintf(err, errlen, "cannot archive '/work/%.300s': %s", dir, file_error(r));
-	if (r < 0) {
-		archiver_end(aw);
+	if (session_archive_start(s, dir, true, t->cfg->archive_max_entries,
+				  t->cfg->http_timeout_s, &aw, &entries, err, errlen) < 0) {
+		if (aw)
+			archiver_end(aw);
 		return -1;
 	}
 	while ((n > 0 || n == -EAGAIN || n == -EINPROGRESS) && out->len <= max &&
 	       buf_reserve(out, 65536) == 0) {
-		struct pollfd pfd = { .fd = ws_archiver_fd(aw), .events = POLLIN };
+		struct pollfd pfd = { .fd = session_archive_fd(aw), .events = POLLIN };
 
-		n = ws_archiver_read(aw, out->data + out->len, 65536);
+		n = session_archive_read(aw, out->data + out->len, 65536);
 		if (n == -EINPROGRESS)	/* the pipe ended: wait for the exit */
-			pfd.fd = ws_archiver_exit_fd(aw);
+			pfd.fd = session_archive_exit_fd(aw);
 		if (n > 0)
 			out->len += (size_t)n;
 		else if ((n == -EAGAIN || n == -EINPROGRESS) && poll(&pfd, 1, step_ms) == 0)

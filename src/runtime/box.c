@@ -537,29 +537,6 @@ static json_t *env_json(const char *const *env)
 	return list;
 }
 
-char **box_env_dup(const char *const *env)
-{
-	size_t n = 0;
-	char **out;
-
-	while (env && env[n])
-		n++;
-	out = calloc(n + 1, sizeof(*out));
-	for (size_t i = 0; out && i < n; i++)
-		if (!(out[i] = strdup(env[i]))) {
-			box_env_free(out);
-			return NULL;
-		}
-	return out;
-}
-
-void box_env_free(char **env)
-{
-	for (size_t i = 0; env && env[i]; i++)
-		free(env[i]);
-	free(env);
-}
-
 int box_send_env(struct box *b, const char *const *env)
 {
 	json_t *list = env_json(env), *frame;
@@ -638,8 +615,8 @@ void box_free(struct box *b)
 
 struct run {
 	struct box *b;
-	const struct box_exec *ex;
-	const struct box_events *ev;
+	const struct exec_request *ex;
+	const struct exec_events *ev;
 	struct result *res;
 	long long id;
 	size_t output_cap, results_cap;
@@ -661,13 +638,13 @@ struct run {
 	double ctl_eof_at;		/* when the control channel closed, or 0 */
 	double started;			/* CLOCK_MONOTONIC */
 	double frame_cpu_s;		/* the daemon's CPU on its frames so far */
-	/* Per stream (indexed by enum box_stream): past the cap and
+	/* Per stream (indexed by enum exec_stream): past the cap and
 	 * OUTPUT_OVER_MAX, no longer read; since when its pipe is seen full,
 	 * or 0; when the interrupt's grace last read a chunk of it. */
 	bool stopped[3];
 	double full_since[3];
 	double grace_read_at[3];
-	enum box_stream stalled;	/* the stream that stopped the code, or 0 */
+	enum exec_stream stalled;	/* the stream that stopped the code, or 0 */
 };
 
 /* Seconds until the frames of this execution may cost the daemon more CPU
@@ -696,17 +673,6 @@ static void expect_frames(struct run *run)
 	frame_reader_expect(&run->b->fr, &ex);
 }
 
-int box_archive_name(char out[BOX_ARCHIVE_NAME_LEN])
-{
-	uint64_t rnd;
-
-	if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-		return -EIO;
-	snprintf(out, BOX_ARCHIVE_NAME_LEN, "%s%016llx", BOX_ARCHIVE_PREFIX,
-		 (unsigned long long)rnd);
-	return 0;
-}
-
 static int send_exec(struct run *run, double deadline)
 {
 	const struct language *lang = lang_find(run->ex->language);
@@ -724,7 +690,7 @@ static int send_exec(struct run *run, double deadline)
 		return -EINVAL;	/* a variable that is not UTF-8 */
 	}
 	if (run->ex->unpack) {
-		const struct box_unpack *u = run->ex->unpack;
+		const struct exec_unpack *u = run->ex->unpack;
 
 		r = json_object_set_new(req, "unpack", json_pack(
 			"{s:s, s:s, s:I, s:I, s:I}", "archive", u->archive, "dest", u->dest,
@@ -1002,33 +968,33 @@ static void read_ctl(struct run *run)
 	run->frame_cpu_s += clock_thread_cpu_s() - cpu0;
 }
 
-static int stream_fd(const struct run *run, enum box_stream s)
+static int stream_fd(const struct run *run, enum exec_stream s)
 {
-	return s == BOX_STDOUT ? jail_stdout_fd(run->b->jail) : jail_stderr_fd(run->b->jail);
+	return s == EXEC_STDOUT ? jail_stdout_fd(run->b->jail) : jail_stderr_fd(run->b->jail);
 }
 
-static bool *stream_eof(struct run *run, enum box_stream s)
+static bool *stream_eof(struct run *run, enum exec_stream s)
 {
-	return s == BOX_STDOUT ? &run->b->out_eof : &run->b->err_eof;
+	return s == EXEC_STDOUT ? &run->b->out_eof : &run->b->err_eof;
 }
 
-static const char *stream_name(enum box_stream s)
+static const char *stream_name(enum exec_stream s)
 {
-	return s == BOX_STDOUT ? "stdout" : "stderr";
+	return s == EXEC_STDOUT ? "stdout" : "stderr";
 }
 
 /* Whether a stream is still read in this execution: not at its end of
  * file, not past its cap (OUTPUT_OVER_MAX). */
-static bool stream_read(struct run *run, enum box_stream s)
+static bool stream_read(struct run *run, enum exec_stream s)
 {
 	return !*stream_eof(run, s) && !run->stopped[s];
 }
 
 /* Read and drop at most max bytes of a stream that is no longer kept,
  * counting them as written. */
-static void drop_stream(struct run *run, enum box_stream s, size_t max)
+static void drop_stream(struct run *run, enum exec_stream s, size_t max)
 {
-	struct result_stream *rs = s == BOX_STDOUT ? &run->res->out : &run->res->err;
+	struct result_stream *rs = s == EXEC_STDOUT ? &run->res->out : &run->res->err;
 	char chunk[CHUNK];
 	ssize_t n = 1;
 
@@ -1043,9 +1009,9 @@ static void drop_stream(struct run *run, enum box_stream s, size_t max)
 
 /* Read what is in a pipe now, up to where the stream stops being read.
  * Returns false at EOF. */
-static bool read_stream(struct run *run, enum box_stream s)
+static bool read_stream(struct run *run, enum exec_stream s)
 {
-	struct result_stream *rs = s == BOX_STDOUT ? &run->res->out : &run->res->err;
+	struct result_stream *rs = s == EXEC_STDOUT ? &run->res->out : &run->res->err;
 	uint64_t stop_at = (uint64_t)run->output_cap + OUTPUT_OVER_MAX;
 	char chunk[CHUNK];
 	ssize_t n = -1;
@@ -1084,7 +1050,7 @@ static bool pipe_full(int fd)
  * OUTPUT_STALL_S: then run->stalled says which. */
 static bool output_stalled(struct run *run, double now)
 {
-	for (enum box_stream s = BOX_STDOUT; s <= BOX_STDERR; s++) {
+	for (enum exec_stream s = EXEC_STDOUT; s <= EXEC_STDERR; s++) {
 		if (!run->stopped[s] || *stream_eof(run, s) || !pipe_full(stream_fd(run, s))) {
 			run->full_since[s] = 0;
 			continue;
@@ -1103,7 +1069,7 @@ static bool output_stalled(struct run *run, double now)
  * read, so that the runtime's last words do not block it. */
 static void grace_read(struct run *run, double now)
 {
-	for (enum box_stream s = BOX_STDOUT; s <= BOX_STDERR; s++)
+	for (enum exec_stream s = EXEC_STDOUT; s <= EXEC_STDERR; s++)
 		if (run->stopped[s] && now - run->grace_read_at[s] >= TICK_MS / 1000.0) {
 			run->grace_read_at[s] = now;
 			drop_stream(run, s, CHUNK);
@@ -1116,7 +1082,7 @@ static void grace_read(struct run *run, double now)
  * worth into the next execution, which reads it up to its own cap. */
 static void drop_leftover(struct run *run)
 {
-	for (enum box_stream s = BOX_STDOUT; s <= BOX_STDERR; s++) {
+	for (enum exec_stream s = EXEC_STDOUT; s <= EXEC_STDERR; s++) {
 		int size = fcntl(stream_fd(run, s), F_GETPIPE_SZ);
 
 		if (run->stopped[s])
@@ -1130,7 +1096,7 @@ static void drop_leftover(struct run *run)
 static void drain(struct run *run, bool to_eof)
 {
 	double deadline = clock_mono_s() + DRAIN_TIMEOUT_S;
-	bool out_open = stream_read(run, BOX_STDOUT), err_open = stream_read(run, BOX_STDERR);
+	bool out_open = stream_read(run, EXEC_STDOUT), err_open = stream_read(run, EXEC_STDERR);
 
 	do {
 		struct pollfd pfd[2] = {
@@ -1139,9 +1105,9 @@ static void drain(struct run *run, bool to_eof)
 		};
 
 		if (out_open)
-			out_open = read_stream(run, BOX_STDOUT) && !run->stopped[BOX_STDOUT];
+			out_open = read_stream(run, EXEC_STDOUT) && !run->stopped[EXEC_STDOUT];
 		if (err_open)
-			err_open = read_stream(run, BOX_STDERR) && !run->stopped[BOX_STDERR];
+			err_open = read_stream(run, EXEC_STDERR) && !run->stopped[EXEC_STDERR];
 		if (!to_eof || (!out_open && !err_open))
 			break;
 		poll(pfd, 2, 20);
@@ -1165,7 +1131,7 @@ static enum stop pump(struct run *run, double deadline, uint64_t cpu_start,
 		      bool watch_cancel)
 {
 	struct jail *j = run->b->jail;
-	const struct box_exec *ex = run->ex;
+	const struct exec_request *ex = run->ex;
 	uint64_t cpu_limit_ns = ex->cpu_s > 0 ? (uint64_t)(ex->cpu_s * 1e9) : 0;
 	int cancel_fd = watch_cancel ? ex->cancel_fd : -1;
 
@@ -1173,8 +1139,8 @@ static enum stop pump(struct run *run, double deadline, uint64_t cpu_start,
 		/* A negative fd is not polled: nothing more comes from a stream
 		 * at its end of file, and its POLLHUP would never stop. */
 		struct pollfd pfd[6] = {
-			{ .fd = stream_read(run, BOX_STDOUT) ? jail_stdout_fd(j) : -1, .events = POLLIN },
-			{ .fd = stream_read(run, BOX_STDERR) ? jail_stderr_fd(j) : -1, .events = POLLIN },
+			{ .fd = stream_read(run, EXEC_STDOUT) ? jail_stdout_fd(j) : -1, .events = POLLIN },
+			{ .fd = stream_read(run, EXEC_STDERR) ? jail_stderr_fd(j) : -1, .events = POLLIN },
 			{ .fd = run->b->ctl_eof ? -1 : jail_ctl_fd(j), .events = POLLIN },
 			{ .fd = jail_status_fd(j), .events = POLLIN },
 			{ .fd = jail_pidfd(j), .events = POLLIN },
@@ -1207,9 +1173,9 @@ static enum stop pump(struct run *run, double deadline, uint64_t cpu_start,
 		if (r < 0 && errno != EINTR)
 			break;
 		if (pfd[0].revents)
-			read_stream(run, BOX_STDOUT);
+			read_stream(run, EXEC_STDOUT);
 		if (pfd[1].revents)
-			read_stream(run, BOX_STDERR);
+			read_stream(run, EXEC_STDERR);
 		if (pfd[2].revents || (pfd[2].fd < 0 && throttled > 0 && !run->b->ctl_eof &&
 					frame_cpu_wait(run, clock_mono_s()) == 0))
 			read_ctl(run);
@@ -1243,8 +1209,8 @@ static void describe_stop(struct run *run, enum stop why, double secs, const cha
 			    why == STOP_CANCEL ? "cancellation" : "time limit";
 	/* A writer blocked past the cap in a way not seen as a full pipe
 	 * waits for the clock: say so beside it. */
-	const char *blocked = run->stopped[BOX_STDOUT] ? " (stdout was past its output limit "
-			      "and no longer read)" : run->stopped[BOX_STDERR] ?
+	const char *blocked = run->stopped[EXEC_STDOUT] ? " (stdout was past its output limit "
+			      "and no longer read)" : run->stopped[EXEC_STDERR] ?
 			      " (stderr was past its output limit and no longer read)" : "";
 
 	if (why == STOP_OUTPUT)
@@ -1416,8 +1382,8 @@ static int replace_interpreter(struct run *run)
 	return run->violated ? -EPROTO : -ETIMEDOUT;
 }
 
-int box_exec(struct box *b, const struct box_exec *ex,
-	     const struct box_events *ev, struct result *res)
+int box_exec(struct box *b, const struct exec_request *ex,
+	     const struct exec_events *ev, struct result *res)
 {
 	struct run run = { .b = b, .ex = ex, .ev = ev, .res = res };
 	struct jail_usage u0 = { 0 }, u1 = { 0 };
@@ -1430,14 +1396,14 @@ int box_exec(struct box *b, const struct box_exec *ex,
 	if (b->dead)
 		return -EPIPE;
 	if (!canonical_language(ex->language) || !ex->code ||
-	    strlen(ex->code) > BOX_CODE_MAX || !(ex->timeout_s > 0) ||
-	    (ex->input && (ex->input_len > BOX_STDIN_MAX ||
+	    strlen(ex->code) > EXEC_CODE_MAX || !(ex->timeout_s > 0) ||
+	    (ex->input && (ex->input_len > EXEC_STDIN_MAX ||
 			   memchr(ex->input, '\0', ex->input_len))))
 		return -EINVAL;
 	run.id = ++b->next_id;
-	run.output_cap = ex->output_cap ? ex->output_cap : BOX_OUTPUT_CAP_DEFAULT;
-	run.results_cap = ex->results_cap ? ex->results_cap : BOX_RESULTS_CAP_DEFAULT;
-	grace = ex->grace_s > 0 ? ex->grace_s : BOX_GRACE_DEFAULT;
+	run.output_cap = ex->output_cap ? ex->output_cap : EXEC_OUTPUT_CAP_DEFAULT;
+	run.results_cap = ex->results_cap ? ex->results_cap : EXEC_RESULTS_CAP_DEFAULT;
+	grace = ex->grace_s > 0 ? ex->grace_s : EXEC_GRACE_DEFAULT;
 	expect_frames(&run);
 
 	jail_reset_peak(b->jail);

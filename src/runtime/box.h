@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "jail/jail.h"
+#include "exec/exec.h"
 #include "runtime/cache.h"
 #include "exec/result.h"
 
@@ -65,72 +66,6 @@ struct box_jail_parts {
 	char find_links[32 + 1024];				/* PIP_FIND_LINKS= */
 };
 
-enum box_stream { BOX_STDOUT = 1, BOX_STDERR = 2 };
-
-/* Called as output and results arrive (for streaming); any may be NULL. */
-struct box_events {
-	void *ctx;
-	void (*output)(void *ctx, enum box_stream s, const char *data, size_t len);
-	/* main: the bundle is the value of the code's last expression (as a
-	 * notebook shows it), not something the code display()ed. */
-	void (*rich)(void *ctx, const json_t *bundle, bool main);
-	void (*error)(void *ctx, const json_t *error);
-};
-
-/* An archive to extract instead of code (session_unpack()): the driver
- * checks every entry and extracts it all or nothing (docs/api.md#archives,
- * docs/protocol.md).  archive: a name in /work that starts with
- * BOX_ARCHIVE_PREFIX, written there by the host and removed by the driver;
- * dest: a path in /work, checked with files_check_path() ("": /work). */
-#define BOX_ARCHIVE_PREFIX ".petri-archive-"
-#define BOX_ARCHIVE_NAME_LEN (sizeof(BOX_ARCHIVE_PREFIX) + 16)	/* its NUL too */
-/* A new name for an archive: the prefix and 16 random hex digits.  0, or
- * -EIO when the kernel gives no random bytes. */
-int box_archive_name(char out[BOX_ARCHIVE_NAME_LEN]);
-struct box_unpack {
-	const char *archive;
-	const char *dest;
-	uint64_t max_entries, max_bytes, max_ratio;
-};
-
-struct box_exec {
-	const char *language;		/* a name of lang_table (no alias) */
-	const char *code;
-	double timeout_s;		/* wall clock; > 0 */
-	double cpu_s;			/* CPU time of the whole sandbox; 0: none */
-	size_t output_cap;		/* per stream; 0: default */
-	size_t results_cap;		/* all rich results together; 0: default */
-	bool one_shot;			/* on timeout kill at once (no interrupt) */
-	double grace_s;			/* interrupt -> kill; 0: default */
-	int cancel_fd;			/* readable = stop now (as a timeout); -1 */
-	const char *const *env;		/* "NAME=value" for this execution only
-					 * (the driver restores its environment
-					 * after), NULL-terminated; NULL: none */
-	/* Python's variables live in contexts of one interpreter: NULL is
-	 * the session's own; another name (at most 64 printable ASCII
-	 * characters) has its own, made when first named.  fresh: start the
-	 * context empty.  cwd: where the code (and its programs) run, an
-	 * absolute path; NULL: /work. */
-	const char *context;
-	bool fresh;
-	const char *cwd;
-	/* The JUnit XML report to read into the result's "tests" when the
-	 * execution ends, relative to /work and checked (files_check_path);
-	 * NULL: the reports among the files the execution wrote, if any. */
-	const char *junit;
-	const struct box_unpack *unpack;	/* NULL: run code */
-	/* What the code reads from its standard input (Python's sys.stdin and
-	 * input(), a program's fd 0), at most BOX_STDIN_MAX bytes of UTF-8
-	 * without NUL; NULL: none, reading gives end of file at once. */
-	const char *input;
-	size_t input_len;
-};
-
-#define BOX_OUTPUT_CAP_DEFAULT	(1u << 20)
-#define BOX_RESULTS_CAP_DEFAULT	(32u << 20)
-#define BOX_CODE_MAX		(1u << 20)
-#define BOX_STDIN_MAX		(1u << 20)
-#define BOX_GRACE_DEFAULT	2.0
 
 /* 0 or -errno with a message in err. */
 int box_start(struct jail_host *host, const struct box_config *cfg,
@@ -139,8 +74,8 @@ int box_start(struct jail_host *host, const struct box_config *cfg,
 /* Run one execution.  Returns 0 with *res filled (whatever the code did:
  * res->status tells), -EPIPE if the box was already dead, -EINVAL for a bad
  * request (unknown language, code too long), -ENOMEM. */
-int box_exec(struct box *b, const struct box_exec *ex,
-	     const struct box_events *ev, struct result *res);
+int box_exec(struct box *b, const struct exec_request *ex,
+	     const struct exec_events *ev, struct result *res);
 /* What -EINVAL from box_exec() means, for a client. */
 #define BOX_EINVAL_REASON "the code, its stdin or a variable is not valid UTF-8, or the " \
 	"code or stdin is longer than 1 MiB"
@@ -163,11 +98,6 @@ int box_jail_config(const struct box_config *cfg, struct jail_config *jc,
 /* Set variables in the driver's environment ("NAME=value", NULL-terminated),
  * for every execution after this.  0 or -errno. */
 int box_send_env(struct box *b, const char *const *env);
-
-/* A copy of a NULL-terminated "NAME=value" array (NULL: none), freed with
- * box_env_free(); NULL when out of memory. */
-char **box_env_dup(const char *const *env);
-void box_env_free(char **env);
 
 /* Put the content of the files an execution wrote (files: its result's
  * array of {"path", "size"}) inline: those whose path matches one of the

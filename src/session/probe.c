@@ -150,9 +150,9 @@ char *probe_code(void)
 	return code.data;
 }
 
-struct box_exec probe_exec(const char *code)
+struct exec_request probe_exec(const char *code)
 {
-	return (struct box_exec){
+	return (struct exec_request){
 		.language = lang_default(), .code = code, .timeout_s = PROBE_TIMEOUT_S,
 		.output_cap = PROBE_OUTPUT_MAX, .cancel_fd = -1,
 	};

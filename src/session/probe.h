@@ -14,7 +14,7 @@
 #include <stddef.h>
 
 #include "exec/limits.h"
-#include "runtime/box.h"
+#include "exec/exec.h"
 
 struct smgr;
 
@@ -26,7 +26,7 @@ char *probe_code(void);
 
 /* Its execution: code (from probe_code()) in Python, with the probe's
  * timeout and output cap; no cancel descriptor. */
-struct box_exec probe_exec(const char *code);
+struct exec_request probe_exec(const char *code);
 
 /* What the probe printed, checked: {"python": "3.11.2", "packages":
  * {NAME: VERSION}, "languages": {NAME: "first line of its version" or

@@ -999,6 +999,7 @@ const char *session_id(const struct session *s) { return s->id; }
 const char *session_language(const struct session *s) { return s->language; }
 const struct petri_limits *session_limits(const struct session *s) { return &s->limits; }
 int session_work_fd(struct session *s) { return jail_work_fd(box_jail(s->box)); }
+struct jail *session_jail(struct session *s) { return box_jail(s->box); }
 
 void session_file_owner(struct session *s, uid_t *uid, gid_t *gid)
 {
@@ -1248,20 +1249,6 @@ bool session_upload_reap(struct session_upload *up)
 	return true;
 }
 
-int session_archive_begin(struct session *s, const char *dir, bool gzip, size_t max_entries,
-			  struct ws_archiver **out)
-{
-	struct files_user u;
-	int r;
-
-	session_file_owner(s, &u.uid, &u.gid);
-	r = ws_archiver_start(&u, box_jail(s->box), dir, gzip, max_entries,
-			      (uint64_t)s->limits.disk_mb << 20, out);
-	if (r == 0)
-		session_touch(s);
-	return r;
-}
-
 json_t *session_json(struct session *s)
 {
 	json_t *j;
@@ -1314,7 +1301,7 @@ static json_t *limits_json(const struct petri_limits *l)
 
 /* Count a finished execution in the metrics (by status, duration) and add
  * it to the execution record; session NULL for a one-shot. */
-static void finished(struct smgr *m, struct session *s, const struct box_exec *ex,
+static void finished(struct smgr *m, struct session *s, const struct exec_request *ex,
 		     const struct petri_limits *lim, double started_at,
 		     const struct result *res)
 {
@@ -1432,8 +1419,8 @@ void session_release(struct smgr *m, struct session *s)
 	exec_slot_give(m);
 }
 
-enum sm_result session_exec(struct smgr *m, struct session *s, const struct box_exec *ex,
-			    const struct box_events *ev, struct result *res,
+enum sm_result session_exec(struct smgr *m, struct session *s, const struct exec_request *ex,
+			    const struct exec_events *ev, struct result *res,
 			    char *reason, size_t reasonlen)
 {
 	enum sm_result r = session_claim(m, s, reason, reasonlen);
@@ -1482,8 +1469,8 @@ static void bury(struct smgr *m, struct session *s)
 		session_put(s);
 }
 
-enum sm_result session_run(struct smgr *m, struct session *s, const struct box_exec *ex,
-			   const struct box_events *ev, struct result *res, char *reason,
+enum sm_result session_run(struct smgr *m, struct session *s, const struct exec_request *ex,
+			   const struct exec_events *ev, struct result *res, char *reason,
 			   size_t reasonlen)
 {
 	double started_at = clock_wall_s();
@@ -1515,7 +1502,7 @@ enum sm_result session_run(struct smgr *m, struct session *s, const struct box_e
 
 /* How long a restart waits for an execution it interrupted to end: the
  * interrupt's tick and grace, and room. */
-#define RESTART_WAIT_S (BOX_GRACE_DEFAULT + 3.0)
+#define RESTART_WAIT_S (EXEC_GRACE_DEFAULT + 3.0)
 
 enum sm_result session_restart(struct smgr *m, struct session *s, char *reason,
 			       size_t reasonlen)
@@ -1628,11 +1615,11 @@ static enum sm_result unpack_in(struct smgr *m, struct session *s, struct box *b
 				const struct petri_limits *lim, const char *archive,
 				const char *dest, json_t **summary, char *err, size_t errlen)
 {
-	struct box_unpack job = {
+	struct exec_unpack job = {
 		.archive = archive, .dest = dest, .max_entries = m->cfg->archive_max_entries,
 		.max_bytes = (uint64_t)lim->disk_mb << 20, .max_ratio = m->cfg->archive_max_ratio,
 	};
-	struct box_exec ex = {
+	struct exec_request ex = {
 		.language = "python", .code = "", .timeout_s = lim->timeout_s, .cancel_fd = -1,
 		.one_shot = !s, .unpack = &job,
 	};
@@ -1741,7 +1728,7 @@ static void oneshot_end(struct smgr *m, struct box *b, const struct oneshot *o)
 static enum sm_result put_archive(struct smgr *m, struct box *b, const struct oneshot *o,
 				  char *err, size_t errlen)
 {
-	static const char name[] = BOX_ARCHIVE_PREFIX "oneshot";
+	static const char name[] = EXEC_ARCHIVE_PREFIX "oneshot";
 	struct files_user u;
 	json_t *summary;
 	enum sm_result r;
@@ -1792,10 +1779,10 @@ static enum sm_result put_files(struct box *b, const struct oneshot *o, char *er
 }
 
 enum sm_result smgr_oneshot(struct smgr *m, const struct oneshot *o,
-			    const struct box_events *ev, struct result *res, char *err,
+			    const struct exec_events *ev, struct result *res, char *err,
 			    size_t errlen)
 {
-	struct box_exec ex = o->ex;
+	struct exec_request ex = o->ex;
 	struct box *b = NULL;
 	double started_at;
 	enum sm_result r;

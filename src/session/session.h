@@ -23,7 +23,7 @@
 #include "exec/request.h"
 #include "jail/jail.h"
 #include "record/record.h"
-#include "runtime/box.h"
+#include "exec/exec.h"
 #include "exec/result.h"
 
 struct smgr;
@@ -148,8 +148,8 @@ enum sm_result session_claim(struct smgr *m, struct session *s, char *reason,
  * had died (reason), SM_INVALID for code the runtime refuses, SM_NO_MEMORY.
  * If the execution kills the runtime, the session is dead from then on
  * (later calls get SM_GONE). */
-enum sm_result session_run(struct smgr *m, struct session *s, const struct box_exec *ex,
-			   const struct box_events *ev, struct result *res, char *reason,
+enum sm_result session_run(struct smgr *m, struct session *s, const struct exec_request *ex,
+			   const struct exec_events *ev, struct result *res, char *reason,
 			   size_t reasonlen);
 /* Interrupt the session's execution in progress, if any, as a timeout
  * does (box_interrupt(): SIGINT, the session kept when the code stops);
@@ -169,8 +169,8 @@ enum sm_result session_restart(struct smgr *m, struct session *s, char *reason,
 /* Give a claim back without running anything. */
 void session_release(struct smgr *m, struct session *s);
 /* session_claim() then session_run(). */
-enum sm_result session_exec(struct smgr *m, struct session *s, const struct box_exec *ex,
-			    const struct box_events *ev, struct result *res,
+enum sm_result session_exec(struct smgr *m, struct session *s, const struct exec_request *ex,
+			    const struct exec_events *ev, struct result *res,
 			    char *reason, size_t reasonlen);
 
 /* What the execution record holds for a session (record_list() in
@@ -200,11 +200,13 @@ void smgr_on_session(struct smgr *m, session_hook fn, void *arg);
 struct record *smgr_record(struct smgr *m);
 
 /* File access, for the session layer's own session/workspace.c (front ends
- * call that): the workspace fd and the host ids files must belong to.
- * Calls are serialized with executions only by the kernel: reads and
- * writes of /work while code runs see whatever the code does. */
+ * call that): the workspace fd, the host ids files must belong to, and the
+ * sandbox (whose cgroups an archive's writer is charged to).  Calls are
+ * serialized with executions only by the kernel: reads and writes of /work
+ * while code runs see whatever the code does. */
 int session_work_fd(struct session *s);
 void session_file_owner(struct session *s, uid_t *uid, gid_t *gid);
+struct jail *session_jail(struct session *s);
 /* The processes the session's code left running (every process of its
  * sandbox but pid 1 and the driver, runtime/processes.h), and a signal to
  * one of them by its pid inside.  Neither claims the session: they work
@@ -265,19 +267,8 @@ void session_upload_cancel(struct session_upload *up);
 int session_upload_exit_fd(const struct session_upload *up);
 bool session_upload_reap(struct session_upload *up);
 
-/* A tar (gzip: tar.gz) of dir of the session's /work, made by a writer
- * process charged to the session's cgroups (ws_archiver_start() in
- * src/workspace/archive.h: its CPU and memory are the session's), at most
- * max_entries entries and the session's disk limit of content.  Does not
- * wait for the writer; the caller holds a reference to s for as long as
- * it reads, and cancels the writer when the session ends.  Its start
- * counts as use. */
-struct ws_archiver;
-int session_archive_begin(struct session *s, const char *dir, bool gzip, size_t max_entries,
-			  struct ws_archiver **out);
-
 /* Extract an archive that an upload left in the session's /work (archive:
- * a BOX_ARCHIVE_PREFIX name, removed whatever happens) into dest (checked
+ * a EXEC_ARCHIVE_PREFIX name, removed whatever happens) into dest (checked
  * with files_check_path(); "": /work), all or nothing, by the session's own
  * driver inside its limits (docs/api.md#archives).  It claims the session as
  * an execution does (SM_BUSY, SM_GONE...) and is not recorded.  SM_OK with
@@ -298,7 +289,7 @@ enum sm_result session_unpack(struct smgr *m, struct session *s, const char *arc
  * SM_NO_MEMORY. */
 struct oneshot;
 enum sm_result smgr_oneshot(struct smgr *m, const struct oneshot *o,
-			    const struct box_events *ev, struct result *res, char *err,
+			    const struct exec_events *ev, struct result *res, char *err,
 			    size_t errlen);
 
 #endif

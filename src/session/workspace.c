@@ -1,5 +1,10 @@
 #include "session/workspace.h"
 
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "workspace/archive.h"
 #include "workspace/files.h"
 
 /* The sandbox's user, whose host ids every operation runs with. */
@@ -113,3 +118,61 @@ int session_file_rename(struct session *s, const char *from, const char *to)
 
 	return wrote(s, files_rename(&u, session_work_fd(s), from, to));
 }
+
+/* ---- an archive of a directory, out -------------------------------------- */
+
+int session_archive_start(struct session *s, const char *dir, bool gzip, size_t max_entries,
+			  double timeout_s, struct ws_archiver **out, size_t *entries,
+			  char *why, size_t whylen)
+{
+	const struct petri_limits *lim = session_limits(s);
+	struct files_user u = user_of(s);
+	const char *slash = *dir ? "/" : "";
+	int r;
+
+	*entries = 0;
+	r = used(s, ws_archiver_start(&u, session_jail(s), dir, gzip, max_entries,
+				      (uint64_t)lim->disk_mb << 20, out));
+	if (r < 0) {
+		*out = NULL;
+		snprintf(why, whylen, "cannot start the archive's writer: %s", strerror(-r));
+		return r;
+	}
+	if ((r = ws_archiver_opened(*out, timeout_s, entries)) == 0)
+		return 0;
+	ws_archiver_cancel(*out);
+	if (r == -EAGAIN)
+		snprintf(why, whylen, "the session is at its pids limit (%u): the archive's "
+			 "writer needs one process of it", lim->pids);
+	else if (r == -ETIMEDOUT)
+		snprintf(why, whylen, "the archive's writer listed nothing within %g s: the "
+			 "session is starved; try again later", timeout_s);
+	else if (r == -ENOMEM)
+		snprintf(why, whylen, "the archive's writer went over the session's memory "
+			 "limit (%u MiB), or the session ended; archive a directory of it",
+			 lim->memory_mb);
+	else if (r == -E2BIG)
+		snprintf(why, whylen, "/work%s%.300s holds more than %zu entries "
+			 "(archive_max_entries), %u MiB of names, %u levels or %u MiB of files "
+			 "(the session's disk limit; sparse files and hard links count their "
+			 "full size): archive a directory of it", slash, dir, max_entries,
+			 ARCHIVE_NAMES_MAX >> 20, FILES_TREE_DEPTH, lim->disk_mb);
+	else if (r == -EBUSY)
+		snprintf(why, whylen, "the archive's listing and buffers would hold more than "
+			 "%u MiB; archive a directory of it", ARCHIVE_HELD_MAX >> 20);
+	else
+		snprintf(why, whylen, "cannot archive /work%s%.300s: %s", slash, dir,
+			 ws_result_of(r) == WS_FAILED ? strerror(-r)
+						      : ws_result_message(ws_result_of(r)));
+	return r;
+}
+
+ssize_t session_archive_read(struct ws_archiver *a, char *out, size_t max)
+{
+	return ws_archiver_read(a, out, max);
+}
+
+int session_archive_fd(const struct ws_archiver *a) { return ws_archiver_fd(a); }
+int session_archive_exit_fd(const struct ws_archiver *a) { return ws_archiver_exit_fd(a); }
+void session_archive_cancel(struct ws_archiver *a) { ws_archiver_cancel(a); }
+bool session_archive_reap(struct ws_archiver *a) { return ws_archiver_reap(a); }

@@ -20,8 +20,8 @@
  *
  * Threads.  Any thread, a reference to s held.  Nothing here claims the
  * session: reads and writes of /work while code runs see whatever the code
- * does.  Uploads of a client's body (session_upload_*), archives in and
- * out (session_unpack, session_archive_begin) are in session.h. */
+ * does.  Uploads of a client's body (session_upload_*) and archives in
+ * (session_unpack) are in session.h: they stream, or claim the session. */
 #ifndef PETRI_SESSION_WORKSPACE_H
 #define PETRI_SESSION_WORKSPACE_H
 
@@ -31,8 +31,8 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "workspace/ws.h"
 #include "session/session.h"
+#include "workspace/ws.h"
 
 /* A regular file of /work opened for reading: the caller reads and closes
  * fd.  type: a MIME type from the name's extension (static). */
@@ -85,5 +85,38 @@ int session_file_remove_tree(struct session *s, const char *path, size_t max);
 int session_file_mkdir(struct session *s, const char *path);
 /* Move from to to (replacing a file there), making to's missing parents. */
 int session_file_rename(struct session *s, const char *from, const char *to);
+
+/* ---- an archive of a directory, out -------------------------------------
+ *
+ * A tar (gzip: tar.gz) of dir of the session's /work, made by a writer
+ * process charged to the session's cgroups (workspace/archive.h: its CPU
+ * and memory are the session's), at most max_entries entries and the
+ * session's disk limit of content.
+ *
+ * start: starts the writer, and waits at most timeout_s for its listing
+ * (on a worker, never an event thread); its start counts as use.  0 with
+ * *out, the writer, and the number of entries; or -errno with why in a
+ * sentence the client can act on: -EAGAIN (the session's pids limit),
+ * -ETIMEDOUT (the session is starved), -ENOMEM (its memory limit, or it
+ * ended), -E2BIG (over the entries, names, depth or disk bounds), -EBUSY
+ * (over what the daemon holds for archives at once), or a file's error
+ * (ws_result_of()); then *out is the writer, killed, to reap as below, or
+ * NULL when none started.  read: never waits: bytes (> 0), 0 at the whole
+ * stream's end, -EAGAIN (wait for session_archive_fd() to be readable),
+ * -EINPROGRESS (wait for session_archive_exit_fd(), then read again), or
+ * another -errno: the stream is cut.  cancel: kill the writer without
+ * waiting; then session_archive_reap() until true (it frees a), when
+ * session_archive_exit_fd() is readable (-1: try now and then).  The caller
+ * holds a reference to s while it reads, and cancels when the session
+ * ends. */
+struct ws_archiver;
+int session_archive_start(struct session *s, const char *dir, bool gzip, size_t max_entries,
+			  double timeout_s, struct ws_archiver **out, size_t *entries,
+			  char *why, size_t whylen);
+ssize_t session_archive_read(struct ws_archiver *a, char *out, size_t max);
+int session_archive_fd(const struct ws_archiver *a);
+int session_archive_exit_fd(const struct ws_archiver *a);
+void session_archive_cancel(struct ws_archiver *a);
+bool session_archive_reap(struct ws_archiver *a);
 
 #endif

@@ -110,7 +110,7 @@ START_TEST(test_exec)
 	struct petri_config c;
 	struct petri_limits lim;
 	struct request_error e;
-	struct box_exec ex;
+	struct exec_request ex;
 	json_t *j;
 
 	config_defaults(&c);
@@ -171,7 +171,7 @@ START_TEST(test_exec_tests)
 	};
 	struct petri_config c;
 	struct request_error e;
-	struct box_exec ex;
+	struct exec_request ex;
 
 	config_defaults(&c);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

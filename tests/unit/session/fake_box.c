@@ -172,7 +172,7 @@ static bool readable(int fd)
 }
 
 /* "block": until stopped or cancelled.  Callers hold lock. */
-static void run_blocked(struct box *b, const struct box_exec *ex, struct result *res)
+static void run_blocked(struct box *b, const struct exec_request *ex, struct result *res)
 {
 	blocked++;
 	pthread_cond_broadcast(&changed);
@@ -194,8 +194,8 @@ static void run_blocked(struct box *b, const struct box_exec *ex, struct result 
 	}
 }
 
-int box_exec(struct box *b, const struct box_exec *ex,
-	     const struct box_events *ev, struct result *res)
+int box_exec(struct box *b, const struct exec_request *ex,
+	     const struct exec_events *ev, struct result *res)
 {
 	const char *code = ex->code ? ex->code : "";
 	int r = 0;
@@ -205,7 +205,7 @@ int box_exec(struct box *b, const struct box_exec *ex,
 		r = -EPIPE;
 	} else if (!strcmp(code, "ok") || !strcmp(code, "write")) {
 		res->status = RESULT_OK;
-		result_stream_add(&res->out, "ok\n", 3, BOX_OUTPUT_CAP_DEFAULT);
+		result_stream_add(&res->out, "ok\n", 3, EXEC_OUTPUT_CAP_DEFAULT);
 		if (!strcmp(code, "write"))
 			json_array_append_new(res->files, json_pack("{s:s, s:i}", "path",
 								    FAKE_WRITTEN, "size", 3));
@@ -397,6 +397,10 @@ int files_delete(const struct files_user *u, int work_fd, const char *path)
 
 /* What session/workspace.c calls and no test does yet. */
 const char *files_content_type(const char *path) { unexpected("files_content_type"); }
+int files_check_path(const char *path, bool allow_empty, char *why, size_t whylen)
+{
+	unexpected("files_check_path");
+}
 int files_open(const struct files_user *u, int work_fd, const char *path, int *fd,
 	       uint64_t *size) { unexpected("files_open"); }
 int files_list(const struct files_user *u, int work_fd, const char *dir, json_t **out,
@@ -473,7 +477,7 @@ bool files_sink_reap(struct files_sink *k)
 	return true;
 }
 
-/* ---- archive.h: the session layer only starts a writer -------------- */
+/* ---- archive.h: no writer ever starts ---------------------------------- */
 
 int ws_archiver_start(const struct files_user *u, struct jail *j, const char *dir, bool gzip,
 		      size_t max_entries, uint64_t max_bytes, struct ws_archiver **out)
@@ -481,6 +485,21 @@ int ws_archiver_start(const struct files_user *u, struct jail *j, const char *di
 	*out = NULL;
 	return -ENOSYS;
 }
+
+int ws_archiver_opened(struct ws_archiver *a, double timeout_s, size_t *entries)
+{
+	unexpected("ws_archiver_opened");
+}
+
+ssize_t ws_archiver_read(struct ws_archiver *a, char *out, size_t max)
+{
+	unexpected("ws_archiver_read");
+}
+
+int ws_archiver_fd(const struct ws_archiver *a) { unexpected("ws_archiver_fd"); }
+int ws_archiver_exit_fd(const struct ws_archiver *a) { unexpected("ws_archiver_exit_fd"); }
+void ws_archiver_cancel(struct ws_archiver *a) { unexpected("ws_archiver_cancel"); }
+bool ws_archiver_reap(struct ws_archiver *a) { unexpected("ws_archiver_reap"); }
 
 /* ---- pool.h: the tests run with warm = false --------------------------- */
 

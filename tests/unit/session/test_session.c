@@ -24,6 +24,7 @@
 #include "config/config.h"
 #include "exec/request.h"
 #include "fake_box.h"
+#include "runtime/box.h"
 #include "session/session.h"
 #include "session/workspace.h"
 
@@ -87,9 +88,9 @@ static enum sm_result try_create(void)
 	return r;
 }
 
-static struct box_exec exec_of(const char *code, int cancel_fd)
+static struct exec_request exec_of(const char *code, int cancel_fd)
 {
-	return (struct box_exec){
+	return (struct exec_request){
 		.language = "python", .code = code, .timeout_s = 10, .cancel_fd = cancel_fd,
 	};
 }
@@ -98,7 +99,7 @@ static struct box_exec exec_of(const char *code, int cancel_fd)
 static enum sm_result run(struct session *s, const char *code, struct result *res,
 			  char *reason, size_t reasonlen)
 {
-	struct box_exec ex = exec_of(code, -1);
+	struct exec_request ex = exec_of(code, -1);
 
 	ck_assert_int_eq(result_init(res), 0);
 	reason[0] = '\0';
@@ -173,7 +174,7 @@ struct job {
 	pthread_t thread;
 	struct session *s;
 	struct oneshot o;
-	struct box_exec ex;
+	struct exec_request ex;
 	struct result res;
 	char reason[256];
 	enum sm_result r;
