@@ -7,6 +7,7 @@
  * builds the response and is refused by libmicrohttpd, which is all a
  * parser needs.  The operator's limits are the defaults. */
 #include "api/handlers.c"
+#include "workspace/files.h"
 
 #include <assert.h>
 
@@ -32,7 +33,7 @@ static void check_oneshot(const json_t *body, const struct oneshot *o)
 	}
 	for (size_t i = 0; o->ex.env[i]; i++)
 		assert(strchr(o->ex.env[i], '=') && strncmp(o->ex.env[i], "PATH=", 5));
-	assert(!o->ex.input || (o->ex.input_len <= BOX_STDIN_MAX &&
+	assert(!o->ex.input || (o->ex.input_len <= EXEC_STDIN_MAX &&
 				!memchr(o->ex.input, '\0', o->ex.input_len)));
 }
 
@@ -49,7 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	enum MHD_Result answered = MHD_NO;
 	struct request_error e;
 	struct petri_limits lim;
-	struct box_exec ex;
+	struct exec_request ex;
 	struct oneshot o;
 	json_t *body;
 	char **env;
@@ -82,7 +83,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		assert(idle <= cfg.idle_timeout_s && life <= cfg.max_lifetime_s);
 		for (size_t i = 0; env[i]; i++)
 			assert(strchr(env[i], '=') && strncmp(env[i], "PATH=", 5));
-		box_env_free(env);
+		exec_env_free(env);
 	}
 
 	/* POST /v1/sessions/<id>/execute, with the session's limits */

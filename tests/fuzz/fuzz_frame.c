@@ -49,7 +49,7 @@ static int read_all(const uint8_t *data, size_t size, size_t step, struct run *r
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct box_exec ex = { .language = "python", .code = "", .cancel_fd = -1 };
+	struct exec_request ex = { .language = "python", .code = "", .cancel_fd = -1 };
 	struct result res, res2;
 	/* Boxes without a sandbox: the reader and what "ready" notes. */
 	static struct box b, b2;
