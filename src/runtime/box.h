@@ -1,13 +1,14 @@
 /* box — a sandbox with the runtime driver in it, and executions in it.
  *
  * box_start() spawns a jail whose main process is the Python driver
- * (docs/protocol.md) and waits for its "ready".  box_exec() sends one piece
- * of code, pumps stdout, stderr and frames until the driver says "done", a
- * limit fires or the sandbox dies, and fills a struct result: its files
- * written and the test reports among them (box_read_tests()) included.
- * A box that
- * died (crash, OOM, protocol violation, kill after a timeout) stays dead:
- * box_exec() then fails with -EPIPE and box_dead_reason() says why.
+ * (docs/protocol.md) and waits for its "ready".  box_exec() translates one
+ * struct exec_request (exec/exec.h: code to run, or an archive to unpack)
+ * into the driver's "exec" frame, pumps stdout, stderr and frames until the
+ * driver says "done", a limit fires or the sandbox dies, and fills a struct
+ * result: its files written and the test reports among them
+ * (box_read_tests()) included.  A box that died (crash, OOM, protocol
+ * violation, kill after a timeout) stays dead: box_exec() then fails with
+ * -EPIPE and box_dead_reason() says why.
  *
  * A box is not thread-safe: one execution at a time, by one thread. */
 #ifndef PETRI_BOX_H
