@@ -1,5 +1,40 @@
 /* http — what the API's handlers share: the request, and the ways to
- * answer it.  Internal to src/api. */
+ * answer it.  Internal to src/api and to the adapter beside it (src/e2b),
+ * which answers on the same server.
+ *
+ * The files of src/api, by the thread that runs them (docs/architecture.md
+ * has the whole table of threads and the order of their locks):
+ *
+ *   event threads (libmicrohttpd, epoll; never wait on a sandbox)
+ *     server.c    listening, routing, authentication, bodies and their
+ *                 budgets; /healthz, /readyz, /metrics and the OpenAPI
+ *                 document answered here
+ *     guard.c     what the headers alone condemn (framing, Host, Origin)
+ *     clients.c   who the client is: its address, or a trusted router's
+ *                 forwarded one, and its requests in flight
+ *     share.c     a budget shared fairly between tenants (bodies, streams)
+ *     answers.c   answers held until their clients have read them
+ *     web.c       the web page's files
+ *     the content readers of stream.c, export.c and files.c's downloads,
+ *     which copy what is ready, and files.c's uploads, offered to their
+ *     writer a chunk at a time: neither ever waits
+ *   workers (worker.c: a work queue, the connection suspended meanwhile)
+ *     handlers.c  sessions, executions and one-shots
+ *     files.c     files and archives of a session's /work (through
+ *                 session/workspace.h)
+ *     record.c    the whole record's listing; export.c starts exports
+ *     mcp.c       /mcp, MCP's Streamable HTTP transport (src/mcp does MCP)
+ *     src/e2b     E2B's control plane, envd and /execute, over the same
+ *                 session API (e2b_route())
+ *   threads of their own
+ *     stream.c    the stream hub's tick: keepalives, clients gone
+ *     events.c    fed on the thread that recorded an execution
+ *     files.c     the upload waiter: resumes suspended uploads and
+ *                 downloads, reaps the writers of aborted ones
+ *
+ * A handler that may block is handed to a worker by server.c: it answers
+ * with http_error(), http_json() or http_queue() as any other, and the
+ * response is queued by the event thread when the connection resumes. */
 #ifndef PETRI_API_HTTP_H
 #define PETRI_API_HTTP_H
 
