@@ -29,8 +29,9 @@ from pathlib import Path
 import requests
 
 import harness
-from harness import (PETRI, SANDBOX_UID_MIN, SSE, Api, answer_on, cgroup_dirs, metric,  # noqa: F401
-                     petri_lock, process_tree, still_alive, wait_for)
+from harness import (PETRI, SANDBOX_UID_MIN, SSE, Api, answer_on, cgroup_dirs, cmdline,  # noqa: F401
+                     metric, petri_lock, proc_status, process_tree, read_text, still_alive,
+                     wait_for)
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -38,49 +39,6 @@ OUT = HERE / "out"
 
 
 # ---------------------------------------------------------------- /proc views
-
-def _read(path):
-    try:
-        with open(path, errors="replace") as f:    # a comm may be any bytes
-            return f.read()
-    except OSError:
-        return None
-
-
-def proc_status(pid):
-    text = _read(f"/proc/{pid}/status")
-    if text is None:
-        return None
-    out = {}
-    for line in text.splitlines():
-        k, _, v = line.partition(":")
-        out[k] = v.strip()
-    return out
-
-
-def cmdline(pid):
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().split(b"\0")
-    except OSError:
-        return []
-
-
-def starttime(pid):
-    st = _read(f"/proc/{pid}/stat")
-    if not st:
-        return None
-    return int(st[st.rindex(")") + 2:].split()[19])
-
-
-def pid_alive(pid, start=None):
-    """pid runs (not a zombie), and is the same process when start is given."""
-    st = _read(f"/proc/{pid}/stat")
-    if not st:
-        return False
-    fields = st[st.rindex(")") + 2:].split()
-    return fields[0] != "Z" and (start is None or int(fields[19]) == start)
-
 
 def mountinfo():
     """The mount points of our mount namespace, as a sorted list of their
@@ -144,7 +102,7 @@ def sandbox_procs_tagged(tag):
         st = proc_status(d)
         if not st or "Uid" not in st or int(st["Uid"].split()[0]) < SANDBOX_UID_MIN:
             continue
-        cg = _read(f"/proc/{d}/cgroup") or ""
+        cg = read_text(f"/proc/{d}/cgroup") or ""
         if f"/petri/{tag}" in cg:
             out[int(d)] = (st.get("Name"), st.get("State"))
     return out
@@ -165,7 +123,7 @@ def cgroup_procs(dirs):
     process (a directory that is gone holds none)."""
     out = {}
     for d in dirs:
-        text = _read(os.path.join(d, "cgroup.procs"))
+        text = read_text(os.path.join(d, "cgroup.procs"))
         if text and text.split():
             out[d] = [int(x) for x in text.split()]
     return out

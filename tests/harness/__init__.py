@@ -19,7 +19,8 @@ healthz, readyz, wait_warm
 Api         a small requests-based client; SSE (a streamed execution),
             answer_on() (the answer to a hand-written request on a raw
             socket), metric() (one sample of /metrics).
-read_text, stat_fields, proc_status, cmdline, start_time, runs, cpu_seconds
+read_text, stat_fields, proc_status, cmdline, command_line, start_time, runs,
+cpu_seconds
             /proc views (a process that is gone reads as None or []).
 process_tree, still_alive, ended, cgroup_dirs, cgroup_tag
             the leak checks.
@@ -149,6 +150,11 @@ def wait_warm(url, timeout=120, alive=lambda: True):
 
 # ---------------------------------------------------------------- /proc views
 
+# The states of a process that has ended: a zombie (Z) waits for its parent
+# to reap it; dead (X) is seen for a moment while it is reaped.
+ENDED = ("Z", "X")
+
+
 def read_text(path):
     """A file's text, or None when it cannot be read (a process that is
     gone).  Not UTF-8 is replaced: a command name in /proc may be any bytes,
@@ -191,6 +197,12 @@ def cmdline(pid):
         return []
 
 
+def command_line(pid):
+    """cmdline(pid) as one string, its arguments joined by spaces ("" when
+    it is gone)."""
+    return b" ".join(cmdline(pid)).decode("utf-8", "replace").strip()
+
+
 def start_time(pid):
     """pid's start time (clock ticks after boot; with the pid, it names one
     process), or None when it is gone."""
@@ -202,7 +214,7 @@ def runs(pid, start=None):
     """pid runs (not a zombie), and is the process that started at start
     when start is given."""
     fields = stat_fields(pid)
-    return bool(fields) and fields[0] != "Z" and (start is None or int(fields[19]) == start)
+    return bool(fields) and fields[0] not in ENDED and (start is None or int(fields[19]) == start)
 
 
 def cpu_seconds(pid):
@@ -237,7 +249,7 @@ def ended(pid):
     """The process has ended and the kernel has closed its files: it is
     no more, or a zombie."""
     fields = stat_fields(pid)
-    return fields is None or fields[0] == "Z"
+    return fields is None or fields[0] in ENDED
 
 
 def refuses(url):
