@@ -29,9 +29,8 @@ from pathlib import Path
 import requests
 
 import harness
-from harness import (PETRI, SANDBOX_UID_MIN, SSE, Api, answer_on, cgroup_dirs, cmdline,  # noqa: F401
-                     metric, petri_lock, proc_status, process_tree, read_text, still_alive,
-                     wait_for)
+from harness import SSE, metric  # noqa: F401 -- for the tier's tests
+from harness import SANDBOX_UID_MIN, Api, cgroup_dirs, proc_status, read_text, still_alive, wait_for
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -144,34 +143,6 @@ def leftovers(daemon, tree):
     if procs:
         out["cgroup.procs"] = procs
     return out
-
-
-def find_template(daemon_pid):
-    """[(template pid, its pid 1)] in daemon_pid's process tree: a process
-    running `driver.py --zygote` whose parent (PPid in /proc/<pid>/status)
-    is a direct child of the daemon that is pid 1 of its pid namespace,
-    and which is itself in that namespace only (NSpid of two levels: the
-    sessions' pid 1 also run the forked driver and have the same parent,
-    but are one pid namespace deeper)."""
-    tree = process_tree(daemon_pid)
-    found = []
-    for pid in tree:
-        cmd = cmdline(pid)
-        if not any(a.endswith(b"driver.py") for a in cmd) or b"--zygote" not in cmd:
-            continue
-        st = proc_status(pid)
-        if not st:
-            continue
-        ppid = int(st["PPid"])
-        pst = proc_status(ppid)
-        if ppid not in tree or not pst or int(pst["PPid"]) != daemon_pid:
-            continue
-        if pst.get("NSpid", "").split()[-1:] != ["1"]:
-            continue
-        if len(st.get("NSpid", "").split()) != 2:
-            continue
-        found.append((pid, ppid))
-    return found
 
 
 def pct(values, p):

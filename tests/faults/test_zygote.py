@@ -9,8 +9,8 @@ import signal
 import threading
 import time
 
-from faulthelp import cgroup_dirs, find_template, leftovers, metric, mountinfo, write_out
-from harness import runs, start_time, wait_for
+from faulthelp import cgroup_dirs, leftovers, metric, mountinfo, write_out
+from harness import find_template, runs, start_time, wait_for
 
 POOL = 2
 N_OLD = 6

@@ -23,7 +23,7 @@ read_text, stat_fields, proc_status, cmdline, command_line, start_time, runs,
 cpu_seconds
             /proc views (a process that is gone reads as None or []).
 process_tree, still_alive, ended, cgroup_dirs, cgroup_tag
-            the leak checks.
+            the leak checks; find_template (the warm template's pids).
 petri_lock  /run/lock/petri-tests.lock: shared while a petri starts (a
             starting petri sweeps the cgroups of dead ones), exclusive
             where a test kills one and checks the sweep.
@@ -264,6 +264,34 @@ def refuses(url):
     except OSError:
         return False
     return False
+
+
+def find_template(daemon_pid):
+    """[(template pid, its pid 1)] in daemon_pid's process tree: the warm
+    template is a process running `driver.py --zygote` whose parent (PPid
+    in /proc/<pid>/status) is a direct child of the daemon that is pid 1 of
+    its pid namespace, and which is itself in that namespace only (NSpid of
+    two levels: the sessions' pid 1 also run the forked driver and have the
+    same parent, but are one pid namespace deeper)."""
+    tree = process_tree(daemon_pid)
+    found = []
+    for pid in tree:
+        cmd = cmdline(pid)
+        if not any(a.endswith(b"driver.py") for a in cmd) or b"--zygote" not in cmd:
+            continue
+        st = proc_status(pid)
+        if not st:
+            continue
+        ppid = int(st["PPid"])
+        pst = proc_status(ppid)
+        if ppid not in tree or not pst or int(pst["PPid"]) != daemon_pid:
+            continue
+        if pst.get("NSpid", "").split()[-1:] != ["1"]:
+            continue
+        if len(st.get("NSpid", "").split()) != 2:
+            continue
+        found.append((pid, ppid))
+    return found
 
 
 def still_alive(tree):
