@@ -8,13 +8,13 @@ inputs -> {name: bytes}
     the input files, generated once per worker from fixed seeds: sales.csv,
     budget.xlsx (two sheets), measurements.csv, customers.csv.
 
-servers -> {"preloaded": Server, "imported": Server}
-    two `petri serve` (tests/api/conftest.py's Server, each in a memory
-    cgroup of its own): one with the default [python] preload, whose
-    sessions find the data stack imported, and one with `preload =`
-    (nothing), whose sessions import every library themselves.  Both are
-    stopped at the end of the worker's session, and must exit 0 and leave no
-    process or cgroup behind.
+servers -> {"preloaded": Daemon, "imported": Daemon}
+    two `petri serve` (harness.Daemon, each in a memory cgroup of its own,
+    its warm path settled before the tasks run): one with the default
+    [python] preload, whose sessions find the data stack imported, and one
+    with `preload =` (nothing), whose sessions import every library
+    themselves.  Both are stopped at the end of the worker's session, and
+    must exit 0 and leave no process or cgroup behind.
 
 run_petri(server, code, inputs) / run_bare(code, inputs, tmp) -> Answer
     the task as a one-shot (POST /v1/execute with the inputs as files and
@@ -23,25 +23,15 @@ run_petri(server, code, inputs) / run_bare(code, inputs, tmp) -> Answer
     what the analyst gets from it (see comparable()).
 """
 import base64
-import importlib.util
 import io
 import os
 import subprocess
-import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-TESTS = HERE.parent
-sys.path.insert(0, str(TESTS))
-sys.path.insert(0, str(TESTS / 'api'))
-import memcg  # noqa: E402
-
-_spec = importlib.util.spec_from_file_location('api_conftest', TESTS / 'api' / 'conftest.py')
-api_conftest = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(api_conftest)
+import memcg
+from harness import Api, Daemon
 
 PY = '/usr/bin/python3'
 # What a sandbox's environment has (base_env in src/runtime/box.c), with
@@ -120,16 +110,17 @@ def servers(tmp_path_factory):
         for name, config in configs.items():
             cg = memcg.MemoryCgroup('analyst-%s-%d' % (name, os.getpid()), 6 << 30)
             cgroups.append(cg)
-            started[name] = api_conftest.Server(tmp_path_factory.mktemp(name), config,
-                                                preexec_fn=cg.enter)
+            d = Daemon(tmp_path_factory.mktemp(name), config, name=name, preexec_fn=cg.enter)
+            started[name] = d
+            # The tasks run against the warm path's steady state; /healthz
+            # says when it has settled (ready, off, failed).
+            d.wait_warm(120)
         yield started
     finally:
         problems = []
-        for name, s in started.items():
-            code, err = s.stop()
-            if code != 0 or s.leaked or s.leaked_cgroups:
-                problems.append('%s: exit %s, left %s %s\n%s' % (
-                    name, code, s.leaked, s.leaked_cgroups, err[-2000:]))
+        for name, d in started.items():
+            code = d.stop()
+            problems += ['%s: %s' % (name, p) for p in d.problems(code)]
         for cg in cgroups:
             cg.close()
         assert not problems, problems
@@ -174,7 +165,7 @@ def run_petri(server, code, inputs):
                       for name, data in inputs.items()],
             'return_files': ['out/*'],
             'limits': {'timeout_s': TIMEOUT_S}}
-    resp = server.api().post('/v1/execute', body, timeout=TIMEOUT_S + 30)
+    resp = Api(server.url).post('/v1/execute', body, timeout=TIMEOUT_S + 30)
     assert resp.status_code == 200, resp.text[:2000]
     r = resp.json()
     files = {}

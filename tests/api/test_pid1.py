@@ -10,6 +10,7 @@ import os
 
 import pytest
 
+from harness import cmdline, read_text, stat_fields
 from wheels import operator_dir
 
 PROBE = r'''
@@ -89,16 +90,12 @@ def forked_by_the_template(srv):
     template's pid 1 (B reparented when the runtime's child exits)?"""
     out = {}
     for pid in srv.descendants():
-        try:
-            with open(f'/proc/{pid}/comm') as f:
-                if f.read().strip() != 'petri-init':
-                    continue
-            with open(f'/proc/{pid}/stat') as f:
-                ppid = int(f.read().rsplit(')', 1)[1].split()[1])
-            with open(f'/proc/{ppid}/cmdline', 'rb') as f:
-                out[pid] = b'--zygote' in f.read()
-        except OSError:
-            pass
+        if (read_text(f'/proc/{pid}/comm') or '').strip() != 'petri-init':
+            continue
+        fields = stat_fields(pid)
+        args = cmdline(int(fields[1])) if fields else []
+        if args:                        # neither it nor its parent is gone
+            out[pid] = b'--zygote' in b'\0'.join(args)
     return out
 
 

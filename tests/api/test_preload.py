@@ -6,14 +6,10 @@ import json
 import os
 import re
 import subprocess
-import sys
 
 import pytest
 
-from conftest import PETRI
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'faults'))
-from faulthelp import find_template  # noqa: E402
+from harness import PETRI, find_template
 
 PROBE = ('import sys, json\n'
          'print(json.dumps({m: m in sys.modules for m in %r}))')

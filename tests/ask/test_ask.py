@@ -2,13 +2,9 @@
 petri sends (tool schema, tool results, message order, Authorization) and
 what it prints; retries, errors, malformed tool calls and the round limit."""
 import json
-import os
-import sys
 
+import version  # tests/version.py
 from askhelp import PETRI, reply_text, reply_tools, run_ask
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import version  # noqa: E402 -- tests/version.py
 
 CSV = "region,amount\nnorth,10\nsouth,20\neast,30\n"
 

@@ -31,7 +31,6 @@ same mounts as at the start.
 import base64
 import codecs
 import contextlib
-import fcntl
 import json
 import os
 import subprocess
@@ -42,9 +41,9 @@ from typing import Optional
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-PETRI = os.environ.get('PETRI_BIN') or str(ROOT / 'build' / 'petri')
-SANDBOX_UID_MIN = 2_000_000_000          # JAIL_UID_BASE_DEFAULT in src/jail/jail.h
+from harness import (PETRI, SANDBOX_UID_MIN, command_line, ended, petri_lock, proc_status,
+                     start_time, wait_for)
+
 CGROUP_FS = Path('/sys/fs/cgroup')
 CLK_TCK = os.sysconf('SC_CLK_TCK')
 STATUSES = {'ok', 'error', 'timeout', 'oom', 'killed'}
@@ -55,9 +54,8 @@ DEFAULT_TIMEOUT = 60                     # subprocess timeout around petri itsel
 STARTED_PIDS = set()
 
 # Every petri start sweeps the stale cgroups of dead petri processes.  A test
-# that must see what a dead petri left behind holds this lock exclusively
-# (fixture `no_other_petri`); every other run holds it shared.
-LOCK_PATH = '/run/lock/petri-tests.lock'
+# that must see what a dead petri left behind holds harness.petri_lock()
+# exclusively (fixture `no_other_petri`); every other run holds it shared.
 _exclusive_held = False
 
 
@@ -66,25 +64,19 @@ def petri_running():
     if _exclusive_held:
         yield
         return
-    with open(LOCK_PATH, 'a') as f:
-        fcntl.flock(f, fcntl.LOCK_SH)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+    with petri_lock():
+        yield
 
 
 @pytest.fixture
 def no_other_petri():
     global _exclusive_held
-    with open(LOCK_PATH, 'a') as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
+    with petri_lock(exclusive=True):
         _exclusive_held = True
         try:
             yield
         finally:
             _exclusive_held = False
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 @dataclass
@@ -292,14 +284,8 @@ def petri_raw():
 # ---- host-side views -------------------------------------------------------
 
 def _status_field(pid, name):
-    try:
-        with open(f'/proc/{pid}/status', errors='replace') as f:
-            for line in f:
-                if line.startswith(name + ':'):
-                    return line.split(':', 1)[1].split()
-    except OSError:
-        return None
-    return None
+    v = (proc_status(pid) or {}).get(name)
+    return v.split() if v is not None else None
 
 
 def _proc_uid(pid):
@@ -310,28 +296,6 @@ def _proc_uid(pid):
 def _proc_ppid(pid):
     v = _status_field(pid, 'PPid')
     return int(v[0]) if v else None
-
-
-def _proc_state(pid):
-    v = _status_field(pid, 'State')
-    return v[0] if v else None
-
-
-def _proc_starttime(pid):
-    try:
-        with open(f'/proc/{pid}/stat') as f:
-            stat = f.read()
-    except OSError:
-        return None
-    return int(stat.rsplit(')', 1)[1].split()[19])  # field 22
-
-
-def _proc_cmdline(pid):
-    try:
-        with open(f'/proc/{pid}/cmdline', 'rb') as f:
-            return f.read().replace(b'\0', b' ').decode('utf-8', 'replace').strip()
-    except OSError:
-        return ''
 
 
 def _is_petri_supervisor(pid):
@@ -357,10 +321,10 @@ def sandbox_procs(since_ticks=0):
         uid = _proc_uid(pid)
         if uid is None or uid < SANDBOX_UID_MIN:
             continue
-        st = _proc_starttime(pid)
-        if st is None or st < since_ticks or _proc_state(pid) in (None, 'Z', 'X'):
+        st = start_time(pid)
+        if st is None or st < since_ticks or ended(pid):
             continue
-        found.append((pid, uid, _proc_cmdline(pid)))
+        found.append((pid, uid, command_line(pid)))
     return found
 
 
@@ -390,12 +354,7 @@ def procs_matching(token):
 def wait_for_procs(token, timeout=5):
     """procs_matching(token), waiting for it to be non-empty: a child that
     has just been started may not show its new argv for a moment."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = procs_matching(token)
-        if found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.05)
+    return wait_for(lambda: procs_matching(token), timeout, 0.05)
 
 
 def cgroup_petri_dirs():
@@ -455,12 +414,10 @@ def no_leaks_after_session():
 
     # Sandbox processes with no petri supervisor above them are strays. A
     # supervisor's teardown may still be in flight: give it a moment.
-    deadline = time.monotonic() + 5
-    while True:
-        strays = [p for p in sandbox_procs(start) if not has_live_supervisor(p[0])]
-        if not strays or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
+    def strays_now():
+        return [p for p in sandbox_procs(start) if not has_live_supervisor(p[0])]
+    wait_for(lambda: not strays_now(), 5, 0.2)
+    strays = strays_now()
     if strays:
         problems.append(f'stray sandbox processes (pid, uid, cmdline): {strays}')
 

@@ -5,12 +5,10 @@ sandbox's mounts: Invalid argument"); `[python] path` and an offline pip
 from `[python] wheelhouse` in a one-shot (the cold path; tests/api/
 test_packages.py covers the daemon's warm path too)."""
 import os
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
-from wheels import make_wheel, operator_dir  # noqa: E402
+from wheels import make_wheel, operator_dir
 
 
 @pytest.fixture(scope='module')

@@ -4,15 +4,12 @@ checkout is git describe's; and a release tarball (make dist) unpacked
 where there is no .git builds and reports the version it was made with."""
 import os
 import subprocess
-import sys
 import tarfile
 
 import pytest
 
-from conftest import PETRI, ROOT
-
-sys.path.insert(0, str(ROOT / "tests"))
-import version  # noqa: E402 -- tests/version.py
+import version  # tests/version.py
+from harness import PETRI, ROOT
 
 IN_GIT = (ROOT / ".git").exists()
 # A make run from a test starts clean: not a sub-make of the one running

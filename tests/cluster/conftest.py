@@ -5,17 +5,12 @@ import os
 import random
 import socket
 import subprocess
-import sys
 
 import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(REPO, "tests", "api"))
-from apihelp import cgroup_dirs, petri_lock, process_tree, still_alive  # noqa: E402
+from harness import PETRI, ROOT, cgroup_dirs, petri_lock, process_tree, start_time, still_alive
 
-PETRI = os.environ.get("PETRI_BIN", os.path.join(REPO, "build", "petri"))
-CLUSTER = os.path.join(REPO, "deploy", "local", "cluster")
+CLUSTER = str(ROOT / "deploy" / "local" / "cluster")
 NODES = 3
 CAP = 3
 
@@ -41,12 +36,6 @@ def free_port_block():
     raise RuntimeError("no free block of ports")
 
 
-def start_of(pid):
-    with open(f"/proc/{pid}/stat", errors="replace") as f:
-        st = f.read()
-    return int(st[st.rindex(")") + 2:].split()[19])
-
-
 class Cluster:
     def __init__(self, tmp):
         self.dir = str(tmp / "cluster")
@@ -60,7 +49,7 @@ class Cluster:
                                capture_output=True, text=True, timeout=200)
         assert p.returncode == 0, p.stdout + p.stderr
         self.url = f"http://127.0.0.1:{self.port}"
-        self.trees = {k: process_tree(self.pid(k)) | {self.pid(k): start_of(self.pid(k))}
+        self.trees = {k: process_tree(self.pid(k)) | {self.pid(k): start_time(self.pid(k))}
                       for k in range(1, NODES + 1)}
 
     def pid(self, k):

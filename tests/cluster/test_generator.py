@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from conftest import PETRI
+from harness import PETRI
 
 
 def generate(*args):

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from conftest import PROGRAMS, Driver
+from harness import cpu_seconds, ended, wait_for
 
 PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
 
@@ -26,9 +27,7 @@ def test_start_up_is_cheap(tmp_path):
     (the wall clock is the machine's load; bench/ measures it)."""
     driver = Driver(tmp_path)
     try:
-        with open('/proc/%d/stat' % driver.proc.pid) as file:
-            fields = file.read().rsplit(')', 1)[1].split()
-        cpu_s = (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+        cpu_s = cpu_seconds(driver.proc.pid)
         assert cpu_s < 1.0, cpu_s       # about 0.03 s
     finally:
         assert driver.close() == 0
@@ -497,22 +496,9 @@ def test_sigint_kills_a_bash_child_promptly(driver):
     assert outcome.error['name'] == 'KeyboardInterrupt'
     assert outcome.exit_code == 130
     sleeper = int((driver.cwd / 'sleeper.pid').read_text())
-    assert not process_alive(sleeper)
+    # Ended (gone, or a zombie waiting for its reaper) within a second.
+    assert wait_for(lambda: ended(sleeper), 1, 0.02), f'the sleeper {sleeper} still runs'
     assert driver.run('echo again', 'bash').stdout == b'again\n'
-
-
-def process_alive(pid):
-    """True while pid runs (a zombie waiting for its reaper is not running)."""
-    for _ in range(50):
-        try:
-            with open('/proc/%d/stat' % pid) as file:
-                state = file.read().rsplit(')', 1)[1].split()[0]
-        except FileNotFoundError:
-            return False
-        if state == 'Z':
-            return False
-        time.sleep(0.02)
-    return True
 
 
 # ---------------------------------------------------------------- C

@@ -8,55 +8,42 @@ once per pinned SDK set (tests/e2b/new, tests/e2b/old, installed by `make
 e2b-test` with npm ci).  The daemon must leave no process behind.
 """
 import os
-import re
 import secrets
-import signal
 import subprocess
-import sys
-import threading
 
 import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, 'tests'))
-sys.path.insert(0, os.path.join(ROOT, 'tests', 'mcp'))
-import memcg  # noqa: E402
-from mcphelp import assert_no_leftovers, descendants  # noqa: E402
+import memcg
+from harness import Daemon, process_tree, still_alive, wait_for
 
-PETRI = os.environ.get('PETRI_BIN') or os.path.join(ROOT, 'build', 'petri')
+HERE = os.path.dirname(os.path.abspath(__file__))
 # The SDK sets, and the directory whose node_modules each needs.
 SDKS = {'new': 'new', 'old': 'old', '2.14': 'old'}
 CG_LIMIT = 6 << 30        # the daemon and the few sandboxes a run holds at once
 RUN_TIMEOUT_S = 900       # one node --test run (every test inside has its own, shorter)
 
 
-class Daemon:
+class E2bDaemon(Daemon):
+    """harness.Daemon with an E2B API key, noting every process of its tree
+    seen while the SDKs ran (.seen, {pid: start time}): none may outlive it."""
+
     def __init__(self, tmp_path, cg):
         # A key shaped as e2b 2.28 insists (e2b_ and lowercase hex).
         self.key = 'e2b_' + secrets.token_hex(20)
-        cfg = tmp_path / 'e2b.ini'
-        cfg.write_text(f'[server]\napi_keys = {self.key}\n')
-        self.proc = subprocess.Popen(
-            [PETRI, 'serve', '--listen', '127.0.0.1:0', '--config', str(cfg)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors='replace',
-            preexec_fn=cg.enter)
-        self.err = []
-        threading.Thread(target=lambda: self.err.extend(self.proc.stderr), daemon=True).start()
-        line = self.proc.stdout.readline()
-        m = re.search(r'listening on (http://\S+)', line)
-        if not m:
-            self.proc.kill()
-            self.proc.wait()
-            raise RuntimeError(f'petri serve did not start: {line!r} {"".join(self.err)[-2000:]}')
-        self.url = m.group(1)
-        self.seen = set()
+        super().__init__(tmp_path, f'[server]\napi_keys = {self.key}\n', name='e2b',
+                         preexec_fn=cg.enter)
+        self.seen = {}
+
+    def look(self):
+        self.seen |= process_tree(self.pid)
 
     def stop(self):
-        self.seen |= descendants(self.proc.pid)
-        self.proc.send_signal(signal.SIGTERM)
-        code = self.proc.wait(timeout=60)
-        assert_no_leftovers(self.seen)
+        self.look()
+        code = super().stop(60)
+        # What ran below it during the runs, not only at the end; a
+        # moment's grace for what the kernel is still tearing down.
+        wait_for(lambda: not still_alive(self.seen), 5)
+        self.leaked = sorted(set(self.leaked) | set(still_alive(self.seen)))
         return code
 
 
@@ -66,13 +53,13 @@ def daemon(tmp_path_factory):
     if why:
         pytest.skip(why)
     with memcg.MemoryCgroup('e2b', CG_LIMIT) as cg:
-        d = Daemon(tmp_path_factory.mktemp('e2b'), cg)
+        d = E2bDaemon(tmp_path_factory.mktemp('e2b'), cg)
         try:
             yield d
         finally:
             code = d.stop()
             assert cg.oom_kills() == 0, 'the daemon was OOM-killed in its own cgroup'
-            assert code == 0, ''.join(d.err)[-3000:]
+            assert d.problems(code) == []
 
 
 @pytest.mark.parametrize('sdk', list(SDKS))
@@ -91,6 +78,6 @@ def test_sdk(daemon, sdk):
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-        daemon.seen |= descendants(daemon.proc.pid)
-    assert daemon.proc.poll() is None, f'petri serve died: {"".join(daemon.err)[-3000:]}'
+        daemon.look()
+    assert daemon.running(), f'petri serve died: {daemon.stderr_text()[-3000:]}'
     assert proc.returncode == 0, f'E2B SDK {sdk} failed:\n{out[-20000:]}'

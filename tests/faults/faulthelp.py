@@ -29,8 +29,8 @@ from pathlib import Path
 import requests
 
 import harness
-from harness import (PETRI, SANDBOX_UID_MIN, SSE, Api, answer_on, cgroup_dirs, metric,  # noqa: F401
-                     petri_lock, process_tree, still_alive, wait_for)
+from harness import SSE, metric  # noqa: F401 -- for the tier's tests
+from harness import SANDBOX_UID_MIN, Api, cgroup_dirs, proc_status, read_text, still_alive, wait_for
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -38,49 +38,6 @@ OUT = HERE / "out"
 
 
 # ---------------------------------------------------------------- /proc views
-
-def _read(path):
-    try:
-        with open(path, errors="replace") as f:    # a comm may be any bytes
-            return f.read()
-    except OSError:
-        return None
-
-
-def proc_status(pid):
-    text = _read(f"/proc/{pid}/status")
-    if text is None:
-        return None
-    out = {}
-    for line in text.splitlines():
-        k, _, v = line.partition(":")
-        out[k] = v.strip()
-    return out
-
-
-def cmdline(pid):
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().split(b"\0")
-    except OSError:
-        return []
-
-
-def starttime(pid):
-    st = _read(f"/proc/{pid}/stat")
-    if not st:
-        return None
-    return int(st[st.rindex(")") + 2:].split()[19])
-
-
-def pid_alive(pid, start=None):
-    """pid runs (not a zombie), and is the same process when start is given."""
-    st = _read(f"/proc/{pid}/stat")
-    if not st:
-        return False
-    fields = st[st.rindex(")") + 2:].split()
-    return fields[0] != "Z" and (start is None or int(fields[19]) == start)
-
 
 def mountinfo():
     """The mount points of our mount namespace, as a sorted list of their
@@ -144,7 +101,7 @@ def sandbox_procs_tagged(tag):
         st = proc_status(d)
         if not st or "Uid" not in st or int(st["Uid"].split()[0]) < SANDBOX_UID_MIN:
             continue
-        cg = _read(f"/proc/{d}/cgroup") or ""
+        cg = read_text(f"/proc/{d}/cgroup") or ""
         if f"/petri/{tag}" in cg:
             out[int(d)] = (st.get("Name"), st.get("State"))
     return out
@@ -165,7 +122,7 @@ def cgroup_procs(dirs):
     process (a directory that is gone holds none)."""
     out = {}
     for d in dirs:
-        text = _read(os.path.join(d, "cgroup.procs"))
+        text = read_text(os.path.join(d, "cgroup.procs"))
         if text and text.split():
             out[d] = [int(x) for x in text.split()]
     return out
@@ -186,34 +143,6 @@ def leftovers(daemon, tree):
     if procs:
         out["cgroup.procs"] = procs
     return out
-
-
-def find_template(daemon_pid):
-    """[(template pid, its pid 1)] in daemon_pid's process tree: a process
-    running `driver.py --zygote` whose parent (PPid in /proc/<pid>/status)
-    is a direct child of the daemon that is pid 1 of its pid namespace,
-    and which is itself in that namespace only (NSpid of two levels: the
-    sessions' pid 1 also run the forked driver and have the same parent,
-    but are one pid namespace deeper)."""
-    tree = process_tree(daemon_pid)
-    found = []
-    for pid in tree:
-        cmd = cmdline(pid)
-        if not any(a.endswith(b"driver.py") for a in cmd) or b"--zygote" not in cmd:
-            continue
-        st = proc_status(pid)
-        if not st:
-            continue
-        ppid = int(st["PPid"])
-        pst = proc_status(ppid)
-        if ppid not in tree or not pst or int(pst["PPid"]) != daemon_pid:
-            continue
-        if pst.get("NSpid", "").split()[-1:] != ["1"]:
-            continue
-        if len(st.get("NSpid", "").split()) != 2:
-            continue
-        found.append((pid, ppid))
-    return found
 
 
 def pct(values, p):

@@ -28,7 +28,8 @@ from pathlib import Path
 import pytest
 
 import memcg
-from faulthelp import Daemon, _read, answer_on, cgroup_dirs, cgroup_procs, wait_for
+from faulthelp import Daemon, cgroup_procs
+from harness import answer_on, cgroup_dirs, read_text, wait_for
 
 MiB = 1 << 20
 
@@ -50,12 +51,12 @@ pids = 64
 
 
 def _int(path):
-    text = _read(path)
+    text = read_text(path)
     return int(text) if text and text.strip().isdigit() else 0
 
 
 def _keyed(path, key):
-    for line in (_read(path) or "").splitlines():
+    for line in (read_text(path) or "").splitlines():
         k, _, v = line.partition(" ")
         if k == key:
             return int(v)
@@ -63,14 +64,14 @@ def _keyed(path, key):
 
 
 def host_shmem():
-    for line in (_read("/proc/meminfo") or "").splitlines():
+    for line in (read_text("/proc/meminfo") or "").splitlines():
         if line.startswith("Shmem:"):
             return int(line.split()[1]) * 1024
     return 0
 
 
 def vm_rss(pid):
-    for line in (_read(f"/proc/{pid}/status") or "").splitlines():
+    for line in (read_text(f"/proc/{pid}/status") or "").splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
     return 0

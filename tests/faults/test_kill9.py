@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from faulthelp import (SSE, cgroup_dirs, leftovers, mountinfo, petri_lock, proc_status,
-                       sandbox_tree, wait_for, write_out)
+from faulthelp import leftovers, mountinfo, sandbox_tree, write_out
+from harness import SSE, cgroup_dirs, petri_lock, proc_status, wait_for
 
 CONFIG = """
 [server]

@@ -9,8 +9,8 @@ import signal
 import threading
 import time
 
-from faulthelp import (cgroup_dirs, find_template, leftovers, metric, mountinfo, pid_alive,
-                      starttime, wait_for, write_out)
+from faulthelp import cgroup_dirs, leftovers, metric, mountinfo, write_out
+from harness import find_template, runs, start_time, wait_for
 
 POOL = 2
 N_OLD = 6
@@ -43,7 +43,7 @@ def test_template_killed_under_load(daemons):
     tmpl = find_template(srv.pid)
     assert len(tmpl) == 1, f"not one template in the daemon's tree: {tmpl}"
     zpid, zinit = tmpl[0]
-    zstart, zinit_start = starttime(zpid), starttime(zinit)
+    zstart, zinit_start = start_time(zpid), start_time(zinit)
 
     # Sessions forked from this template, each with its state.
     old = [api.session() for _ in range(N_OLD)]
@@ -118,7 +118,7 @@ def test_template_killed_under_load(daemons):
 
     # The template: still the process found above (pid and start time).
     assert find_template(srv.pid) == [(zpid, zinit)]
-    assert starttime(zpid) == zstart
+    assert start_time(zpid) == zstart
     t_kill[0] = time.monotonic()
     os.kill(zpid, signal.SIGKILL)
     died = srv.wait_log(DIED, 30)
@@ -136,7 +136,7 @@ def test_template_killed_under_load(daemons):
     # Every old session still holds its state.
     state = [api.execute(sid, "(x, len(df))")["results"] for sid in old]
     m = srv.metrics()
-    old_init_alive = pid_alive(zinit, zinit_start)
+    old_init_alive = runs(zinit, zinit_start)
 
     died_s = died[0] - t_kill[0] if died else None
     ready_s = ready[0] - t_kill[0] if ready else None
@@ -160,7 +160,7 @@ def test_template_killed_under_load(daemons):
     remaining = leftovers(srv, tree)
     cg_left = cgroup_dirs(srv.pid)
     report += (f"  SIGTERM: exit {code} after {took:.2f} s; old template pid 1 alive after: "
-               f"{pid_alive(zinit, zinit_start)}\n")
+               f"{runs(zinit, zinit_start)}\n")
     print("\n" + report)
     write_out("zygote.txt", report)
 
@@ -180,7 +180,7 @@ def test_template_killed_under_load(daemons):
     assert old_init_alive, "the old template's pid 1 died with the template (its sessions hang from it)"
 
     assert code == 0, srv.stderr_text()[-3000:]
-    assert not pid_alive(zinit, zinit_start), f"the old template's pid 1 {zinit} outlived the daemon"
+    assert not runs(zinit, zinit_start), f"the old template's pid 1 {zinit} outlived the daemon"
     assert left, remaining
     assert not cg_left, cg_left
     assert mountinfo() == mounts_before

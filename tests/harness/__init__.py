@@ -19,8 +19,11 @@ healthz, readyz, wait_warm
 Api         a small requests-based client; SSE (a streamed execution),
             answer_on() (the answer to a hand-written request on a raw
             socket), metric() (one sample of /metrics).
+read_text, stat_fields, proc_status, cmdline, command_line, start_time, runs,
+cpu_seconds
+            /proc views (a process that is gone reads as None or []).
 process_tree, still_alive, ended, cgroup_dirs, cgroup_tag
-            the leak checks.
+            the leak checks; find_template (the warm template's pids).
 petri_lock  /run/lock/petri-tests.lock: shared while a petri starts (a
             starting petri sweeps the cgroups of dead ones), exclusive
             where a test kills one and checks the sweep.
@@ -145,17 +148,82 @@ def wait_warm(url, timeout=120, alive=lambda: True):
     return warm
 
 
-# ---------------------------------------------------------------- leak checks
+# ---------------------------------------------------------------- /proc views
 
-def _stat_fields(pid):
-    """The fields of /proc/<pid>/stat after the command name (a command
-    name may be any bytes, cut at 15 even inside a UTF-8 character)."""
+# The states of a process that has ended: a zombie (Z) waits for its parent
+# to reap it; dead (X) is seen for a moment while it is reaped.
+ENDED = ("Z", "X")
+
+
+def read_text(path):
+    """A file's text, or None when it cannot be read (a process that is
+    gone).  Not UTF-8 is replaced: a command name in /proc may be any bytes,
+    cut at 15 even inside a UTF-8 character."""
     try:
-        with open(f"/proc/{pid}/stat", errors="replace") as f:
-            st = f.read()
+        with open(path, errors="replace") as f:
+            return f.read()
     except OSError:
         return None
+
+
+def stat_fields(pid):
+    """The fields of /proc/<pid>/stat after the command name, so that
+    [0] is the state, [1] the parent, [11] and [12] utime and stime, [19]
+    the start time (proc(5)'s field n is [n - 3]); None when it is gone."""
+    st = read_text(f"/proc/{pid}/stat")
+    if not st:
+        return None
     return st[st.rindex(")") + 2:].split()
+
+
+def proc_status(pid):
+    """/proc/<pid>/status as {name: value}, or None."""
+    text = read_text(f"/proc/{pid}/status")
+    if text is None:
+        return None
+    out = {}
+    for line in text.splitlines():
+        k, _, v = line.partition(":")
+        out[k] = v.strip()
+    return out
+
+
+def cmdline(pid):
+    """The arguments of pid, as bytes ([] when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().split(b"\0")
+    except OSError:
+        return []
+
+
+def command_line(pid):
+    """cmdline(pid) as one string, its arguments joined by spaces ("" when
+    it is gone)."""
+    return b" ".join(cmdline(pid)).decode("utf-8", "replace").strip()
+
+
+def start_time(pid):
+    """pid's start time (clock ticks after boot; with the pid, it names one
+    process), or None when it is gone."""
+    fields = stat_fields(pid)
+    return int(fields[19]) if fields else None
+
+
+def runs(pid, start=None):
+    """pid runs (not a zombie), and is the process that started at start
+    when start is given."""
+    fields = stat_fields(pid)
+    return bool(fields) and fields[0] not in ENDED and (start is None or int(fields[19]) == start)
+
+
+def cpu_seconds(pid):
+    """The CPU time pid has spent (user and system), in seconds."""
+    fields = stat_fields(pid)
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# ---------------------------------------------------------------- leak checks
 
 
 def process_tree(root):
@@ -164,7 +232,7 @@ def process_tree(root):
     children, starts = {}, {}
     for d in os.listdir("/proc"):
         if d.isdigit():
-            fields = _stat_fields(d)
+            fields = stat_fields(d)
             if fields:
                 children.setdefault(int(fields[1]), []).append(int(d))
                 starts[int(d)] = int(fields[19])
@@ -180,8 +248,8 @@ def process_tree(root):
 def ended(pid):
     """The process has ended and the kernel has closed its files: it is
     no more, or a zombie."""
-    fields = _stat_fields(pid)
-    return fields is None or fields[0] == "Z"
+    fields = stat_fields(pid)
+    return fields is None or fields[0] in ENDED
 
 
 def refuses(url):
@@ -198,14 +266,37 @@ def refuses(url):
     return False
 
 
+def find_template(daemon_pid):
+    """[(template pid, its pid 1)] in daemon_pid's process tree: the warm
+    template is a process running `driver.py --zygote` whose parent (PPid
+    in /proc/<pid>/status) is a direct child of the daemon that is pid 1 of
+    its pid namespace, and which is itself in that namespace only (NSpid of
+    two levels: the sessions' pid 1 also run the forked driver and have the
+    same parent, but are one pid namespace deeper)."""
+    tree = process_tree(daemon_pid)
+    found = []
+    for pid in tree:
+        cmd = cmdline(pid)
+        if not any(a.endswith(b"driver.py") for a in cmd) or b"--zygote" not in cmd:
+            continue
+        st = proc_status(pid)
+        if not st:
+            continue
+        ppid = int(st["PPid"])
+        pst = proc_status(ppid)
+        if ppid not in tree or not pst or int(pst["PPid"]) != daemon_pid:
+            continue
+        if pst.get("NSpid", "").split()[-1:] != ["1"]:
+            continue
+        if len(st.get("NSpid", "").split()) != 2:
+            continue
+        found.append((pid, ppid))
+    return found
+
+
 def still_alive(tree):
     """Those of {pid: starttime} that still run (same pid, same start)."""
-    alive = []
-    for pid, start in tree.items():
-        fields = _stat_fields(pid)
-        if fields and int(fields[19]) == start and fields[0] != "Z":
-            alive.append(pid)
-    return alive
+    return [pid for pid, start in tree.items() if runs(pid, start)]
 
 
 def cgroup_dirs(pid, root="/sys/fs/cgroup"):
@@ -222,7 +313,7 @@ def cgroup_tag(pid):
     """"p<pid>-<start time>-": the name prefix of the cgroups petri process
     pid makes (src/jail/cgroup.c's make_tag()); the start time tells it from
     an earlier process of the same pid.  Read it while the process exists."""
-    fields = _stat_fields(pid)
+    fields = stat_fields(pid)
     assert fields, f"pid {pid} is gone: its cgroup tag cannot be read"
     return f"p{pid}-{fields[19]}-"
 
@@ -242,14 +333,15 @@ class Daemon:
     (stderr), where stem is name-<n>.  env: the environment (os.environ by
     default); preexec_fn: run in the child before exec (a memory cgroup's
     enter); lock: take petri_lock() shared until it listens (False when the
-    caller holds it).  Raises RuntimeError when it exits or prints no
+    caller holds it); command: what runs `serve` ([PETRI] by default; an
+    installed binary, or one behind a wrapper such as setpriv).  Raises RuntimeError when it exits or prints no
     address within start_timeout seconds.
 
     .url, .port, .pid, .proc, .tag (its cgroups' prefix), .state_dir,
     .config_path."""
 
     def __init__(self, tmp_path, config="", *, name="petri", extra_args=(), env=None,
-                 preexec_fn=None, lock=True, uid_range=None, start_timeout=60):
+                 preexec_fn=None, lock=True, uid_range=None, start_timeout=60, command=None):
         tmp_path = Path(tmp_path)
         stem = f"{name}-{next(_names)}"
         if uid_range:
@@ -260,8 +352,8 @@ class Daemon:
         self.out_path = tmp_path / f"{stem}.out"
         self.log_path = tmp_path / f"{stem}.log"
         env = {**(os.environ if env is None else env), "STATE_DIRECTORY": str(self.state_dir)}
-        args = [PETRI, "serve", "--listen", "127.0.0.1:0", "--config", str(self.config_path),
-                *extra_args]
+        args = [*(command or [PETRI]), "serve", "--listen", "127.0.0.1:0",
+                "--config", str(self.config_path), *extra_args]
         with petri_lock() if lock else contextlib.nullcontext():
             with open(self.out_path, "wb") as out, open(self.log_path, "wb") as log:
                 self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out,

@@ -38,7 +38,8 @@ import requests
 
 import harness
 import memcg
-from harness import PETRI, SANDBOX_UID_MIN, cgroup_tag, petri_lock, wait_for  # noqa: F401
+from harness import (PETRI, SANDBOX_UID_MIN, cgroup_tag, petri_lock, proc_status,  # noqa: F401
+                     read_text, stat_fields, wait_for)
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -106,34 +107,6 @@ def wait_until(pred, timeout=SETTLE_S, step=0.1):
 
 # ---------------------------------------------------------------- /proc views
 
-def _read(path, mode='r'):
-    try:
-        # A command name in /proc may be any bytes (cut at 15, even inside
-        # a UTF-8 character).
-        with open(path, mode, **({} if 'b' in mode else {'errors': 'replace'})) as f:
-            return f.read()
-    except OSError:
-        return None
-
-
-def proc_status(pid):
-    text = _read(f'/proc/{pid}/status')
-    if text is None:
-        return None
-    out = {}
-    for line in text.splitlines():
-        k, _, v = line.partition(':')
-        out[k] = v.strip()
-    return out
-
-
-def proc_stat_fields(pid):
-    st = _read(f'/proc/{pid}/stat')
-    if not st:
-        return None
-    return [st[:st.rindex(')') + 1]] + st[st.rindex(')') + 2:].split()
-
-
 def ns_inode(pid, ns):
     try:
         link = os.readlink(f'/proc/{pid}/ns/{ns}')
@@ -162,7 +135,7 @@ def sandbox_procs():
 
 def proc_cgroups(pid):
     """Host cgroup directories of pid (v1 hierarchies and the v2 one)."""
-    text = _read(f'/proc/{pid}/cgroup') or ''
+    text = read_text(f'/proc/{pid}/cgroup') or ''
     dirs = []
     for line in text.splitlines():
         parts = line.split(':', 2)
@@ -190,16 +163,16 @@ def ancestors(pid):
     seen = set()
     while pid > 1 and pid not in seen:
         seen.add(pid)
-        f = proc_stat_fields(pid)
+        f = stat_fields(pid)
         if not f:
             break
-        pid = int(f[2])
+        pid = int(f[1])
         chain.append(pid)
     return chain
 
 
 def comm(pid):
-    return (_read(f'/proc/{pid}/comm') or '').strip()
+    return (read_text(f'/proc/{pid}/comm') or '').strip()
 
 
 # Host pids of the petri processes this worker started.  The machine is
@@ -230,7 +203,7 @@ def procs_in_pidns(inode):
 
 
 def cgroup_tasks(d):
-    text = _read(os.path.join(d, 'cgroup.procs'))
+    text = read_text(os.path.join(d, 'cgroup.procs'))
     if text is None:
         return None                      # gone
     return [int(x) for x in text.split()]
@@ -253,7 +226,7 @@ def listen_sockets():
     """LISTEN sockets of the host's network namespace: {(proto, local): uid}."""
     out = {}
     for proto in ('tcp', 'tcp6'):
-        text = _read(f'/proc/net/{proto}') or ''
+        text = read_text(f'/proc/net/{proto}') or ''
         for line in text.splitlines()[1:]:
             f = line.split()
             if len(f) > 7 and f[3] == '0A':
@@ -308,7 +281,7 @@ class HostSnapshot:
         for p in ('/proc/sys/kernel/core_pattern', '/proc/sys/kernel/hostname',
                   '/proc/sys/kernel/modprobe', '/proc/sys/vm/overcommit_memory',
                   '/proc/sys/kernel/unprivileged_bpf_disabled'):
-            self.knobs[p] = _read(p)
+            self.knobs[p] = read_text(p)
         self.uts = os.uname().nodename
 
     def changes(self, other):

@@ -13,7 +13,6 @@ executions (issue 29).
 The daemon's CPU time is read from /proc/PID/stat; only a generous
 deadline is asserted (the machine is shared), the numbers are printed.
 """
-import os
 import socket
 import threading
 import time
@@ -22,6 +21,7 @@ import pytest
 import requests
 
 import hostile as H
+from harness import cpu_seconds
 
 import memcg
 
@@ -35,19 +35,14 @@ IDLE_WINDOW_S = 1.0         # idle: less than IDLE_CPU_S of CPU in a window
 IDLE_CPU_S = 0.1
 
 
-def cpu_s(pid):
-    f = H.proc_stat_fields(pid)
-    return (int(f[13]) + int(f[14])) / os.sysconf('SC_CLK_TCK')
-
-
 def wait_idle(pid, deadline_s):
     """Seconds until the daemon spent under IDLE_CPU_S in IDLE_WINDOW_S, or
     None when it did not within deadline_s."""
     t0 = time.monotonic()
-    last = cpu_s(pid)
+    last = cpu_seconds(pid)
     while time.monotonic() - t0 < deadline_s:
         time.sleep(IDLE_WINDOW_S)
-        now = cpu_s(pid)
+        now = cpu_seconds(pid)
         if now - last < IDLE_CPU_S:
             return time.monotonic() - t0
         last = now
@@ -77,7 +72,7 @@ def test_abandoned_listings_stop_and_spare_the_bystander(tmp_path):
         assert len(whole.content) > 6 << 20, len(whole.content)
         assert len(whole.json()['executions']) >= ENTRIES
 
-        before = cpu_s(srv.proc.pid)
+        before = cpu_seconds(srv.proc.pid)
         abandon(srv.port, '/v1/executions?limit=1000', ABANDONED)
         # The bystander asks while the daemon deals with what was left.
         answer = {}
@@ -96,7 +91,7 @@ def test_abandoned_listings_stop_and_spare_the_bystander(tmp_path):
         t = threading.Thread(target=bystander)
         t.start()
         idle_after = wait_idle(srv.proc.pid, IDLE_DEADLINE_S)
-        spent = cpu_s(srv.proc.pid) - before
+        spent = cpu_seconds(srv.proc.pid) - before
         t.join(130)
         print(f'\n{ABANDONED} abandoned listings of {len(whole.content) >> 20} MiB: the daemon '
               f'spent {spent:.2f} s of CPU, idle after {idle_after} s; bystander {answer}')

@@ -25,6 +25,7 @@ import tarfile
 import pytest
 
 import hostile as H
+from harness import cmdline, cpu_seconds, read_text
 
 import memcg  # tests/memcg.py, shared by the tiers
 import archives as A
@@ -308,7 +309,7 @@ def test_stalled_downloads_of_a_huge_listing_hold_a_bounded_amount(jailed, host_
 def archive_writers(daemon):
     """The daemon's archive writers (src/runtime/archive.h)."""
     return [p for p in H.all_pids() if daemon in H.ancestors(p) and
-            (H._read(f'/proc/{p}/cmdline', 'rb') or b'').split(b'\0')[1:2] == [b'__archive-writer']]
+            cmdline(p)[1:2] == [b'__archive-writer']]
 
 
 def test_the_writer_is_confined_while_it_reads_the_sandboxs_files(jailed, host_guard):
@@ -333,7 +334,7 @@ def test_the_writer_is_confined_while_it_reads_the_sandboxs_files(jailed, host_g
         net = H.ns_inode(writer, 'net')
         assert net and net != H.ns_inode(srv.proc.pid, 'net'), 'the daemon\'s network'
         links = [line.split(':')[0].strip()
-                 for line in H._read(f'/proc/{writer}/net/dev').splitlines()[2:]]
+                 for line in read_text(f'/proc/{writer}/net/dev').splitlines()[2:]]
         assert links == ['lo'], links
     finally:
         s.close()
@@ -410,11 +411,6 @@ os.symlink(prev, '/work/d')
 '''
 
 
-def cpu_s(pid):
-    fields = H.proc_stat_fields(pid)
-    return (int(fields[12]) + int(fields[13])) / os.sysconf('SC_CLK_TCK')   # utime, stime
-
-
 def test_links_swapped_in_during_a_download_cost_the_daemon_nothing(jailed, host_guard):
     """Listed, then its directory swapped for a chain of 39 symbolic links
     of 790 '..' hops each: every file after it was opened through 62 000
@@ -434,9 +430,9 @@ def test_links_swapped_in_during_a_download_cost_the_daemon_nothing(jailed, host
         next(chunks)                    # listed, and started
         res = srv.api.execute(sid, SWAP, timeout_s=60)
         assert res['status'] == 'ok', H.describe(res)
-        cpu0 = cpu_s(srv.proc.pid)
+        cpu0 = cpu_seconds(srv.proc.pid)
         got = sum(len(c) for c in chunks)
-        spent = cpu_s(srv.proc.pid) - cpu0
+        spent = cpu_seconds(srv.proc.pid) - cpu0
     print(f'the rest: {got >> 10} KiB for {spent:.2f} s of the daemon\'s CPU')
     assert spent < 2, f'{spent:.1f} s of the daemon\'s CPU for the rest of the download'
     # a directory reached through a link is still archived (resolved once)

@@ -31,6 +31,7 @@ import time
 import pytest
 
 import hostile as H
+from harness import cpu_seconds
 
 import memcg  # noqa: E402 -- tests/memcg.py, shared by the tiers
 
@@ -85,11 +86,6 @@ def reset_peak_rss(pid):
     """VmHWM starts again from the current RSS (proc(5), clear_refs)."""
     with open(f'/proc/{pid}/clear_refs', 'w') as f:
         f.write('5')
-
-
-def cpu_s(pid):
-    f = H.proc_stat_fields(pid)
-    return (int(f[12]) + int(f[13])) / os.sysconf('SC_CLK_TCK')
 
 
 @pytest.fixture(params=['serve-cold', 'serve-warm'], scope='module')
@@ -174,9 +170,9 @@ FLOODS = {
 def test_a_frame_flood_ends_the_session_not_the_daemons_cpu(server, flood):
     sid = new_session(server)
     pid = server.proc.pid
-    before = cpu_s(pid)
+    before = cpu_seconds(pid)
     r = attack(server, sid, FLOODS[flood])
-    spent = cpu_s(pid) - before
+    spent = cpu_seconds(pid) - before
     print(f'\n{"warm" if server.warm else "cold"} {flood} flood: daemon CPU {spent:.2f} s, '
           f'session ended after {r["duration_ms"]} ms ({r["cpu_ms"]} ms of its CPU): '
           f'{r["reason"]}')
@@ -194,9 +190,9 @@ def test_a_frame_flood_ends_the_session_not_the_daemons_cpu(server, flood):
 def test_closed_streams_do_not_make_the_daemon_spin(server, fds, status):
     sid = new_session(server)
     pid = server.proc.pid
-    before = cpu_s(pid)
+    before = cpu_seconds(pid)
     r = attack(server, sid, ''.join(f'os.close({fd})\n' for fd in fds) + 'time.sleep(4)')
-    spent = cpu_s(pid) - before
+    spent = cpu_seconds(pid) - before
     print(f'\n{"warm" if server.warm else "cold"}: fds {fds} closed: daemon CPU {spent:.2f} s '
           f'in {r["duration_ms"]} ms: {r["status"]} {r["reason"]}')
     assert r['status'] == status, H.describe(r)
@@ -224,10 +220,10 @@ threading.Thread(target=flood, daemon=True).start()
 ''')
     assert r['status'] == 'ok', H.describe(r)
     H.wait_until(lambda: False, timeout=2)      # the thread fills the socket meanwhile
-    before = cpu_s(pid)
+    before = cpu_seconds(pid)
     reset_peak_rss(pid)
     r = server.api.execute(sid, '1+1')
-    spent = cpu_s(pid) - before
+    spent = cpu_seconds(pid) - before
     rss = memcg.peak_rss(pid)
     print(f'\n{"warm" if server.warm else "cold"}: frames between executions: daemon CPU '
           f'{spent:.2f} s, peak RSS {rss / 2**20:.1f} MiB: {r["reason"]}')
@@ -289,10 +285,10 @@ def test_output_past_the_cap_costs_the_writer_not_the_daemon(server, flood):
     sid = server.api.session(limits=FLOOD_LIMITS)
     H.SessionWatch(server.api, sid, warm=server.warm)
     pid = server.proc.pid
-    before = cpu_s(pid)
+    before = cpu_seconds(pid)
     r = server.api.execute(sid, 'import os\n' + code if language == 'python' else code,
                            language=language)
-    spent = cpu_s(pid) - before
+    spent = cpu_seconds(pid) - before
     wall = r['duration_ms'] / 1000
     print(f'\n{"warm" if server.warm else "cold"} {flood} output flood: daemon CPU {spent:.2f} s '
           f'over {wall:.2f} s ({spent / max(wall, 0.1):.2f} of a core): {r["status"]}, '
@@ -324,12 +320,12 @@ def test_a_background_writer_costs_the_daemon_little(server):
     r = server.api.execute(sid, 'import subprocess\n'
                            'subprocess.Popen(["cat", "/dev/zero"], start_new_session=True)\nNone')
     assert r['status'] in ('ok', 'timeout'), H.describe(r)
-    before = cpu_s(pid)
+    before = cpu_seconds(pid)
     started = time.monotonic()
     results = [server.api.execute(sid, 'import time\nfor _ in range(20):\n    time.sleep(0.1)')
                for _ in range(3)]
     wall = time.monotonic() - started
-    spent = cpu_s(pid) - before
+    spent = cpu_seconds(pid) - before
     print(f'\n{"warm" if server.warm else "cold"}: a background writer: daemon CPU {spent:.2f} s '
           f'over {wall:.2f} s: {[(x["status"], x["reason"]) for x in results]}')
     for x in results:

@@ -25,18 +25,11 @@ import time
 import pytest
 
 import hostile as H
+from harness import command_line
 
 NAMESPACES = ('user', 'mnt', 'pid', 'net', 'ipc', 'uts', 'cgroup')
 HOST_PATHS = ('/root', '/home', '/var', '/run', '/srv', '/boot', '/mnt', str(H.ROOT), '/tmp/pytest')
 SLEEP = 'sleep 600'
-
-
-def cmdline(pid):
-    try:
-        with open(f'/proc/{pid}/cmdline', 'rb') as f:
-            return f.read().replace(b'\0', b' ').decode('utf-8', 'replace').strip()
-    except OSError:
-        return ''
 
 
 def inspect(pids):
@@ -46,17 +39,17 @@ def inspect(pids):
     # the driver: the keeper, the main process, pid 2 of the sandbox (pid 1
     # of a warm sandbox is a fork of the template and carries its command
     # line), and the interpreter, its child
-    drivers = [p for p in pids if '/opt/petri/driver.py' in cmdline(p)
+    drivers = [p for p in pids if '/opt/petri/driver.py' in command_line(p)
                and (H.proc_status(p) or {}).get('NSpid', '').split()[-1:] == ['2']]
-    interpreters = [p for p in pids if '/opt/petri/driver.py' in cmdline(p)
+    interpreters = [p for p in pids if '/opt/petri/driver.py' in command_line(p)
                     and str(drivers[:1] and drivers[0]) == (H.proc_status(p) or {}).get('PPid')]
     if not drivers or not interpreters:
-        problems.append(f'no keeper or interpreter among {[(p, cmdline(p)) for p in pids]}')
+        problems.append(f'no keeper or interpreter among {[(p, command_line(p)) for p in pids]}')
     for pid in pids:
         st = H.proc_status(pid)
         if st is None:
             continue
-        who = f'{pid} ({cmdline(pid)[:60]})'
+        who = f'{pid} ({command_line(pid)[:60]})'
         uids = [int(x) for x in st['Uid'].split()]
         gids = [int(x) for x in st['Gid'].split()]
         if any(u < H.SANDBOX_UID_MIN for u in uids) or any(g < H.SANDBOX_UID_MIN for g in gids):
@@ -139,9 +132,9 @@ def inspect_mounts(pid, who):
 def wait_for_sleep(find_pids):
     def ready():
         pids = find_pids()
-        return pids if any(cmdline(p).startswith('sleep') for p in pids) else None
+        return pids if any(command_line(p).startswith('sleep') for p in pids) else None
     pids = H.wait_until(ready, timeout=60)
-    assert pids, f'no sleep in the sandbox: {[(p, cmdline(p)) for p in find_pids()]}'
+    assert pids, f'no sleep in the sandbox: {[(p, command_line(p)) for p in find_pids()]}'
     return pids
 
 
@@ -199,8 +192,8 @@ def test_posture_session(path, language, servers, host_guard):
     try:
         pids = wait_for_sleep(watch.host_procs)
         problems = settled(pids)
-        if language == 'javascript' and not any(cmdline(p).startswith('node ') for p in pids):
-            problems.append(f'no node among {[(p, cmdline(p)) for p in pids]}')
+        if language == 'javascript' and not any(command_line(p).startswith('node ') for p in pids):
+            problems.append(f'no node among {[(p, command_line(p)) for p in pids]}')
     finally:
         srv.api.delete(f'/v1/sessions/{sid}')
         t.join(60)

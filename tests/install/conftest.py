@@ -11,8 +11,6 @@ unit_file(destdir)     the installed petri.service
 petri_exe_pids(path)   pids whose executable is path (also once deleted)
 cgroups_of(pids)       cgroup directories p<pid>-... of those pids anywhere under
                        /sys/fs/cgroup (the sandbox cgroups petri names after itself)
-petri_lock()           the CLI and API tiers' lock, held shared while petri
-                       runs (a start sweeps dead petris' cgroups)
 
 Fixtures
 --------
@@ -21,17 +19,14 @@ installed              (module) `make install DESTDIR=<tmp> PREFIX=/usr`: the
 """
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from harness import ROOT
+
 BUILD = os.environ.get('PETRI_BUILD', 'build')
 CGROUP_FS = '/sys/fs/cgroup'
-
-sys.path.insert(0, str(ROOT / 'tests' / 'api'))
-from apihelp import petri_lock, process_tree, still_alive  # noqa: E402,F401
 
 
 def clean_env(**extra):

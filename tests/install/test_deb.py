@@ -12,14 +12,12 @@ import shutil
 import stat
 import subprocess
 import threading
-import time
 
 import pytest
 import requests
 
-from conftest import (BUILD, ROOT, cgroups_of, clean_env, make, petri_exe_pids, petri_lock,
-                      repo_man_pages)
-from harness import free_port
+from conftest import BUILD, ROOT, cgroups_of, clean_env, make, petri_exe_pids, repo_man_pages
+from harness import free_port, petri_lock, wait_for
 
 DEB_VERSION_CASES = {
     'v0.1.0-12-gabc1234-dirty': '0.1.0+12.gabc1234.dirty',
@@ -289,10 +287,9 @@ def test_deb_as_a_systemd_service(deb):
                 # makes its sandboxes in "petri" beside it.
                 procs = open(f'{cgroup}/petri-supervisor/cgroup.procs').read().split()
                 assert str(main) in procs
-                deadline = time.monotonic() + 60
-                while not [d for d in os.listdir(f'{cgroup}/petri') if d.startswith(f'p{main}-')]:
-                    assert time.monotonic() < deadline, os.listdir(f'{cgroup}/petri')
-                    time.sleep(0.2)
+                assert wait_for(lambda: [d for d in os.listdir(f'{cgroup}/petri')
+                                         if d.startswith(f'p{main}-')], 60, 0.2), \
+                    os.listdir(f'{cgroup}/petri')
             systemctl('stop', 'petri')
             assert systemctl('show', '-P', 'Result', 'petri') == 'success'
             assert systemctl('show', '-P', 'ExecMainStatus', 'petri') == '0'

@@ -10,15 +10,14 @@ systemd would).  test_deb.py runs the real service where pid 1 is systemd."""
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
-import threading
 
 import pytest
 import requests
 
-from conftest import cgroups_of, petri_lock, process_tree, repo_man_pages, still_alive, unit_file
+from conftest import cgroups_of, repo_man_pages, unit_file
+from harness import Daemon, petri_lock, still_alive
 
 
 def unit_settings(path):
@@ -102,23 +101,17 @@ def test_serve_works_with_the_units_capabilities_and_notifies_systemd(installed,
 
     notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     notify.bind(str(tmp_path / 'notify'))
-    (tmp_path / 'petri.ini').write_text('[sessions]\npool_min = 1\npool_max = 1\n')
-    env = {**os.environ, 'NOTIFY_SOCKET': str(tmp_path / 'notify'),
-           'STATE_DIRECTORY': str(tmp_path / 'state')}
-    err = []
-    with petri_lock():
-        proc = subprocess.Popen(
-            confined(binary, settings, 'serve', '--listen', '127.0.0.1:0',
-                     '--config', str(tmp_path / 'petri.ini')),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-            preexec_fn=lambda: os.umask(umask))
-        drain = threading.Thread(target=lambda: err.extend(proc.stderr), daemon=True)
-        drain.start()
-        line = proc.stdout.readline()
     try:
-        m = re.search(r'listening on (http://\S+)', line)
-        assert m, f'{line!r} {"".join(err)}'
-        url = m.group(1)
+        # Raises when it prints no address.
+        d = Daemon(tmp_path, '[sessions]\npool_min = 1\npool_max = 1\n', name='unit',
+                   command=confined(binary, settings),
+                   env={**os.environ, 'NOTIFY_SOCKET': str(tmp_path / 'notify')},
+                   preexec_fn=lambda: os.umask(umask))
+    except BaseException:
+        notify.close()
+        raise
+    try:
+        url = d.url
         ready = recv_notify(notify, 60)
         assert ready is not None and 'READY=1' in ready.split('\n'), ready
         assert f'STATUS=listening on {url.removeprefix("http://")}' in ready
@@ -141,18 +134,13 @@ def test_serve_works_with_the_units_capabilities_and_notifies_systemd(installed,
         assert r.status_code == 200 and r.json()['stdout'] == '4\n', r.text
         assert s.delete(f'{url}/v1/sessions/{sid}', timeout=60).status_code == 204
 
-        tree = process_tree(proc.pid)
-        proc.send_signal(signal.SIGTERM)
+        tree = d.descendants()
+        code, _ = d.terminate(60)       # SIGTERM; what it sent stays queued on notify
         stopping = recv_notify(notify, 30)
         assert stopping is not None and 'STOPPING=1' in stopping.split('\n'), stopping
-        assert proc.wait(timeout=60) == 0, ''.join(err)[-3000:]
+        assert code == 0, d.stderr_text()[-3000:]
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        d.kill()                        # if it still runs
         notify.close()
-        drain.join(10)
-        proc.stdout.close()
-        proc.stderr.close()
     assert still_alive(tree) == []
-    assert cgroups_of([proc.pid]) == []
+    assert cgroups_of([d.pid]) == []

@@ -2,63 +2,28 @@
 the fixtures are in conftest.py.
 
 McpProc starts `petri mcp` (stdio) and speaks newline-delimited JSON-RPC to
-it byte by byte; HttpServer starts `petri serve` for the Streamable HTTP
-transport at /mcp.  Every petri process started here must leave no sandbox
-process behind: its descendants are recorded while it runs and checked
-after it exits.
+it byte by byte; HttpServer is harness.Daemon, `petri serve` for the
+Streamable HTTP transport at /mcp.  Every petri process started here must
+leave no sandbox process behind: the processes of its tree are recorded
+while it runs and checked after it exits.
 """
 import json
 import os
-import re
 import select
-import signal
 import subprocess
 import time
 
 import requests
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PETRI = os.environ.get("PETRI_BIN") or os.path.join(ROOT, "build", "petri")
+from harness import PETRI, Daemon, process_tree, still_alive, wait_for
+
 VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]
 
 
-def descendants(pid):
-    """Pids below pid (through /proc/<pid>/task/*/children)."""
-    found, todo = set(), [pid]
-    while todo:
-        p = todo.pop()
-        try:
-            tasks = os.listdir(f"/proc/{p}/task")
-        except OSError:
-            continue
-        for t in tasks:
-            try:
-                with open(f"/proc/{p}/task/{t}/children") as f:
-                    kids = [int(k) for k in f.read().split()]
-            except OSError:
-                continue
-            for k in kids:
-                if k not in found:
-                    found.add(k)
-                    todo.append(k)
-    return found
-
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat", errors="replace") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
-
-
-def assert_no_leftovers(pids, timeout=5):
-    deadline = time.monotonic() + timeout
-    while True:
-        left = [p for p in pids if alive(p)]
-        if not left or time.monotonic() > deadline:
-            break
-        time.sleep(0.1)
+def assert_no_leftovers(tree, timeout=5):
+    """None of {pid: start time} runs once timeout seconds have passed."""
+    wait_for(lambda: not still_alive(tree), timeout)
+    left = still_alive(tree)
     assert not left, f"processes left behind: {left}"
 
 
@@ -74,14 +39,14 @@ class McpProc:
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE)
         self.buf = b""
-        self.seen = set()
+        self.seen = {}
         self.next_id = 1000
 
     def send(self, msg):
         data = msg if isinstance(msg, bytes) else json.dumps(msg).encode() + b"\n"
         self.proc.stdin.write(data)
         self.proc.stdin.flush()
-        self.seen |= descendants(self.proc.pid)
+        self.seen |= process_tree(self.proc.pid)
 
     def recv(self, timeout=60):
         """The next message; every line on stdout must be one."""
@@ -91,7 +56,7 @@ class McpProc:
             if left <= 0:
                 raise TimeoutError(f"no message within {timeout} s")
             r, _, _ = select.select([self.proc.stdout], [], [], min(left, 0.2))
-            self.seen |= descendants(self.proc.pid)
+            self.seen |= process_tree(self.proc.pid)
             if r:
                 chunk = os.read(self.proc.stdout.fileno(), 1 << 20)
                 if not chunk:
@@ -158,27 +123,17 @@ def text_of(result):
     return "\n".join(c["text"] for c in result["content"] if c["type"] == "text")
 
 
-class HttpServer:
+class HttpServer(Daemon):
     def __init__(self, tmp_path, config=""):
-        cfg = tmp_path / "serve.ini"
-        cfg.write_text(config)
-        self.proc = subprocess.Popen([PETRI, "serve", "--listen", "127.0.0.1:0", "--config",
-                                      str(cfg)], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline()
-        m = re.search(r"listening on (http://\S+)", line)
-        if not m:
-            self.proc.kill()
-            raise RuntimeError(f"petri serve did not start: {line!r}")
-        self.url = m.group(1)
+        super().__init__(tmp_path, config, name="mcp-serve")
         self.mcp = self.url + "/mcp"
 
     def stop(self):
-        seen = descendants(self.proc.pid)
-        self.proc.send_signal(signal.SIGTERM)
-        code = self.proc.wait(timeout=30)
-        assert_no_leftovers(seen)
-        return code, self.proc.stderr.read()
+        """SIGTERM; (exit code, stderr).  Nothing of its tree may outlive it."""
+        code = super().stop(30)
+        assert not self.leaked, f"processes left behind: {self.leaked}"
+        assert not self.leaked_cgroups, f"cgroups left behind: {self.leaked_cgroups}"
+        return code, self.stderr_text()
 
 
 JSON_HEADERS = {"Content-Type": "application/json",

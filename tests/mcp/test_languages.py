@@ -91,9 +91,6 @@ def test_aliases_run_the_language_they_name(mcp, http_server):
 def test_the_operators_languages_and_wheelhouse_reach_the_model(make_mcp):
     """A model sees what this server has: an operator's language in the
     enum and running, and that pip installs from the wheelhouse."""
-    import os
-    import sys
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     from wheels import make_wheel, operator_dir
     with operator_dir("wheels") as wh:
         make_wheel(wh, "petrimcp", "1.0", {"petrimcp/__init__.py": "ANSWER = 42\n"})

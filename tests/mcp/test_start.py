@@ -15,12 +15,13 @@ import json
 import os
 import re
 
-from mcphelp import descendants, text_of
+from harness import process_tree
+from mcphelp import text_of
 
 
 def cmdlines(pid):
     out = []
-    for p in descendants(pid):
+    for p in process_tree(pid):
         try:
             with open(f"/proc/{p}/cmdline", "rb") as f:
                 out.append(f.read())

@@ -2,18 +2,14 @@
 errors, the lifecycle, version negotiation, batches, cancellation, expiry
 and shutdown."""
 import json
-import os
 import re
 import signal
-import sys
 import time
 
 import pytest
 
 from mcphelp import PETRI, VERSIONS, text_of
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from version import of_source, reported  # noqa: E402 -- tests/version.py
+from version import of_source, reported  # tests/version.py
 
 INIT = {"protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "pytest", "version": "1"}}
