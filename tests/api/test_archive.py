@@ -440,7 +440,7 @@ def test_a_download_ends_when_the_session_is_deleted(api):
 
 
 def archive_writers(daemon_pid):
-    """Pids of the daemon's archive writers (src/runtime/archive.h)."""
+    """Pids of the daemon's archive writers (src/workspace/archive.h)."""
     found = []
     for pid in process_tree(daemon_pid):
         try:

@@ -8,7 +8,7 @@ Fixtures
 petri_json(code, *flags, lang=None, ...) -> Run
     `petri run --json [flags] -c CODE` (or FILE / `-`): checks that petri's
     stdout is exactly one line holding one JSON document, validates the
-    result object's schema (docs/api.md, src/runtime/result.h), checks that
+    result object's schema (docs/api.md, src/exec/result.h), checks that
     the exit status agrees with the result, and returns a Run with
     .result (the dict), .proc (the CompletedProcess, bytes), .wall (seconds)
     and .pid (host pid of the petri process).
@@ -234,7 +234,7 @@ def validate_result(r, where=''):
 
 
 def expected_cli_code(r):
-    """petri run's exit status for a result (src/runtime/result.h)."""
+    """petri run's exit status for a result (src/exec/result.h)."""
     if r['status'] == 'timeout':
         return 124
     if r['status'] == 'oom':

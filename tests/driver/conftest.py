@@ -16,7 +16,7 @@ import subprocess
 import time
 from pathlib import Path
 
-# The built-in programs as src/runtime/languages.c sends them (the box adds
+# The built-in programs as src/exec/languages.c sends them (the box adds
 # "program" to every exec frame of a language other than Python).
 PROGRAMS = {
     'bash': {'file': '{tmp}/main.sh', 'run': '/bin/bash {file}'},

@@ -307,7 +307,7 @@ def test_stalled_downloads_of_a_huge_listing_hold_a_bounded_amount(jailed, host_
 
 
 def archive_writers(daemon):
-    """The daemon's archive writers (src/runtime/archive.h)."""
+    """The daemon's archive writers (src/workspace/archive.h)."""
     return [p for p in H.all_pids() if daemon in H.ancestors(p) and
             cmdline(p)[1:2] == [b'__archive-writer']]
 

@@ -1,4 +1,4 @@
-"""One table of languages behind every front end (src/runtime/languages.c):
+"""One table of languages behind every front end (src/exec/languages.c):
 the same unknown language gets the same message from `petri run -l`, the
 HTTP API and MCP, and an alias runs the language it names everywhere."""
 import subprocess
