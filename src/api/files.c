@@ -55,6 +55,8 @@ static const struct http_ws_words words[WS_RESULTS] = {
 			     "are refused)" },
 	[WS_NOT_EMPTY] = { 409, .after = " is a directory that is not empty" },
 	[WS_TOO_LONG] = { 400, .before = "the path is too long", .about = HTTP_ABOUT_NOTHING },
+	[WS_DENIED] = { 403, .after = ": permission denied (its mode does not let the "
+			"sandbox's user, as whom every file operation runs)" },
 	[WS_FULL] = { 413, .before = "the session's workspace is full",
 		      .about = HTTP_ABOUT_NOTHING },
 	[WS_CHANGING] = { 503, .before = "the workspace is changing too fast to look up ",

@@ -50,7 +50,8 @@ static const struct {
 	[WS_NOT_REGULAR] = { "it is not a regular file", "not_a_regular_file" },
 	[WS_NOT_EMPTY] = { "it is a directory that is not empty", "directory_not_empty" },
 	[WS_TOO_LONG] = { "the path is too long", "invalid_path" },
-	[WS_DENIED] = { "permission denied (the sandbox's user may not do this)", "internal" },
+	[WS_DENIED] = { "permission denied (the sandbox's user may not do this)",
+			"permission_denied" },
 	[WS_TOO_MANY] = { "it holds more entries than one call takes", "internal" },
 	[WS_FULL] = { "the sandbox's disk (/work) is full", "too_large" },
 	[WS_NO_MEMORY] = { "it does not fit in the sandbox's memory limit, which /work counts "

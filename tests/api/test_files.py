@@ -139,6 +139,18 @@ def test_missing_file_and_directory_download(api, sid):
     assert r.status_code == 400
 
 
+def test_a_file_the_sandboxs_user_may_not_read_is_403(api, sid):
+    """Every file operation runs as the sandbox's user: what its mode
+    forbids that user is forbidden here too, and said so (it was 500)."""
+    api.execute(sid, "import os\nopen('locked', 'w').write('x')\nos.chmod('locked', 0)\n"
+                     "os.mkdir('shut')\nos.chmod('shut', 0)")
+    for r in (api.get(f"/v1/sessions/{sid}/files/locked"),
+              api.put(f"/v1/sessions/{sid}/files/shut/x", data=b"y")):
+        assert r.status_code == 403, r.text
+        err = error_of(r.content)
+        assert err["code"] == "permission_denied" and "permission denied" in err["message"], err
+
+
 # Paths as sent on the wire, after /files/.  Each must be refused with 400
 # before anything is opened.
 BAD_PATHS = {
