@@ -192,8 +192,8 @@ WAIT_JOBS ?= 4
 # default, docs/record.md) here rather than in the machine's state directory.
 export STATE_DIRECTORY := $(abspath $(BUILD))/test-state
 
-# One pytest run per directory: each has a conftest.py of its own, and test
-# modules import helpers from theirs by name.
+# One pytest run per tier, each with its own number of processes; any
+# tiers can also be run by one pytest (docs/testing.md, tests/docs/test_one_run.py).
 blackbox: $(BUILD)/petri
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/driver
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/cli

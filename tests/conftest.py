@@ -1,7 +1,9 @@
 """Root of every pytest tier: puts tests/ on sys.path once, so that a tier
 imports the shared harness (`from harness import Daemon, wait_for`) and
 tests/memcg.py without a sys.path.insert of its own.  It defines no
-fixture: each directory sees the fixtures of its own conftest.py only."""
+fixture: each directory sees the fixtures of its own conftest.py only.
+Tiers import no conftest, so that any of them run in one pytest process
+(docs/testing.md, tests/docs/test_one_run.py)."""
 import os
 import sys
 

@@ -2,7 +2,7 @@
 describe; matplotlib and seaborn charts; statsmodels regressions;
 scikit-learn models; sympy; Word and PDF reports written for download.
 
-Each task runs three times on the same input files (conftest.py): as a
+Each task runs three times on the same input files (analysthelp.py): as a
 one-shot in a `petri serve` whose template preloaded the data stack, as one
 in a `petri serve` that preloads nothing (the session imports everything
 itself), and as `python3 -c` in bare /usr/bin/python3.  Its stdout and the
@@ -10,7 +10,7 @@ files it wrote under out/ must be identical in all three (charts: PNG bytes,
 savefig's metadata fixed; documents: their text and structure)."""
 import pytest
 
-from conftest import run_bare, run_petri
+from analysthelp import run_bare, run_petri
 
 # savefig without the clock or the version in the file.
 PNG = 'dict(format="png", dpi=72, metadata={"Software": None})'

@@ -20,8 +20,7 @@ import threading
 import pytest
 import requests
 
-from apihelp import cgroup_dirs, error_of, process_tree, wait_for
-from conftest import Server
+from apihelp import Server, cgroup_dirs, error_of, process_tree, wait_for
 
 from archives import MTIME, entry, leftovers, snapshot, tar_bytes, zip_bytes, zip_entry
 

@@ -11,7 +11,7 @@ import socket
 
 import pytest
 
-from apihelp import answer_on
+from apihelp import Server, answer_on
 
 
 def port_of(srv):
@@ -72,8 +72,6 @@ def code_of(body):
 
 @pytest.fixture(scope="module")
 def keyless(tmp_path_factory):
-    from conftest import Server
-
     srv = Server(tmp_path_factory.mktemp("browser"), "[sessions]\nwarm = false\n")
     yield srv
     code, err = srv.stop()

@@ -17,8 +17,7 @@ import time
 import pytest
 import requests
 
-from apihelp import wait_for
-from conftest import PETRI
+from apihelp import PETRI, wait_for
 
 TENANT = "tenant-key-" + "a" * 24
 ADMIN = "admin-key-" + "b" * 24

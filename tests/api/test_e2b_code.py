@@ -18,7 +18,7 @@ import urllib.parse
 import pytest
 import requests
 
-from conftest import attacked_server
+from apihelp import attacked_server
 
 CG_LIMIT = 4 << 30
 TIMEOUT_S = 15          # the sandboxes' execution time limit ([limits] timeout_s)

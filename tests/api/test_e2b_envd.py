@@ -12,7 +12,7 @@ import struct
 import pytest
 import requests
 
-from conftest import Server
+from apihelp import Server
 
 HOME = "/home/user"
 

@@ -14,8 +14,7 @@ import urllib.parse
 import pytest
 import requests
 
-from apihelp import answer_on
-from conftest import attacked_server
+from apihelp import answer_on, attacked_server
 
 CG_LIMIT = 2 << 30
 ENVD, CODE = "49983", "49999"

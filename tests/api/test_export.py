@@ -13,7 +13,7 @@ import subprocess
 import nbformat
 import pytest
 
-from conftest import PETRI, Server
+from apihelp import PETRI, Server
 
 HOSTILE = "</script><img src=x onerror=alert(1)>"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

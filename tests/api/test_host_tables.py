@@ -10,8 +10,7 @@ import requests
 
 import pytest
 
-from apihelp import metric
-from conftest import PETRI
+from apihelp import PETRI, metric
 
 
 def kernel(name):

@@ -7,7 +7,7 @@ import importlib.metadata
 
 import pytest
 
-from conftest import Server
+from apihelp import Server
 
 OPERATOR = """
 [language.perl]

@@ -13,7 +13,7 @@ import subprocess
 
 import requests
 
-from conftest import PETRI
+from apihelp import PETRI
 
 NODE = "alpha7"
 KEY = "e2b_" + "5" * 32

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from conftest import PETRI, Server
+from apihelp import PETRI, Server
 
 from wheels import make_wheel, operator_dir, snapshot
 

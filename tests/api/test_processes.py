@@ -16,8 +16,7 @@ import threading
 
 import pytest
 
-from apihelp import error_of, still_alive, wait_for
-from conftest import attacked_server
+from apihelp import attacked_server, error_of, still_alive, wait_for
 
 # Wait inside the sandbox until 127.0.0.1:PORT accepts, then GET / once.
 FETCH = """

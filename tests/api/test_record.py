@@ -127,7 +127,7 @@ def test_record_in_a_file_survives_a_restart(make_server, tmp_path):
 
 def test_a_relative_record_path_is_refused(make_server, tmp_path):
     import subprocess
-    from conftest import PETRI
+    from apihelp import PETRI
     cfg = tmp_path / "bad.ini"
     cfg.write_text("[server]\nrecord = relative.sqlite\n")
     p = subprocess.run([PETRI, "serve", "--listen", "127.0.0.1:0", "--config", str(cfg)],

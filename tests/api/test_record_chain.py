@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from conftest import PETRI, Server
+from apihelp import PETRI, Server
 import version  # noqa: E402 -- tests/version.py, on the path conftest.py sets
 
 

@@ -7,7 +7,7 @@ import subprocess
 import pytest
 import requests
 
-from conftest import PETRI
+from apihelp import PETRI
 
 CONFIG = ("[limits]\nmemory_mb = 256\n[max_limits]\nmemory_mb = 512\ntimeout_s = 60\n"
           "[sessions]\nwarm = false\n")

@@ -30,7 +30,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from conftest import PETRI, petri_running
+from clihelp import petri_running
+from harness import PETRI
 
 NOBODY = 'nobody'
 MiB = 1 << 20

@@ -6,7 +6,7 @@ import signal
 
 import pytest
 
-from conftest import popen_petri, wait_for_procs
+from clihelp import popen_petri, wait_for_procs
 
 
 def test_python_print(petri_json):

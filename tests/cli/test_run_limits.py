@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (OUTPUT_CAP, _spawn, leftover_cgroups, popen_petri,
-                      procs_matching, wait_for_procs)
+from clihelp import (OUTPUT_CAP, leftover_cgroups, popen_petri, procs_matching, spawn,
+                     wait_for_procs)
 
 MiB = 1 << 20
 
@@ -434,7 +434,7 @@ SLEEPER = ('import subprocess, time\nsubprocess.Popen(["sleep", "{token}"])\n'
 
 def _sweep():
     """Any petri start sweeps the stale cgroups of dead petri processes."""
-    _spawn(['run', '-c', 'pass'])
+    spawn(['run', '-c', 'pass'])
 
 
 def _wait_gone(token, seconds=3):

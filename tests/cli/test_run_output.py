@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from conftest import OUTPUT_CAP
+from clihelp import OUTPUT_CAP
 
 BAD = b'ok \xff\xfe\x00 nul \xc3\x28 \xed\xa0\x80 \xc0\x80 \xf4\x90\x80\x80 end\n'
 

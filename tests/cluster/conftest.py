@@ -1,88 +1,12 @@
-"""A local cluster of three nodes behind HAProxy (deploy/local/cluster), for
-the whole module: light nodes (`preload =`), each trusting the router's
-address and capping each client at CAP requests in flight."""
+"""The fixture of the cluster tier: `cluster`, one Cluster (clusterhelp.py)
+for the whole module, taken down at its end, when no process and no cgroup
+of a node may outlive it and its directory must be gone."""
 import os
-import random
-import socket
-import subprocess
 
 import pytest
 
-from harness import PETRI, ROOT, cgroup_dirs, petri_lock, process_tree, start_time, still_alive
-
-CLUSTER = str(ROOT / "deploy" / "local" / "cluster")
-NODES = 3
-CAP = 3
-
-
-def free_port_block():
-    """A port P with P, P+1..P+NODES and P+101..P+100+NODES free now."""
-    for _ in range(200):
-        p = random.randrange(20000, 60000)
-        wanted = [p] + [p + k for k in range(1, NODES + 1)] + [p + 100 + k for k in range(1, NODES + 1)]
-        socks = []
-        try:
-            for q in wanted:
-                s = socket.socket()
-                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                s.bind(("127.0.0.1", q))
-                socks.append(s)
-            return p
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise RuntimeError("no free block of ports")
-
-
-class Cluster:
-    def __init__(self, tmp):
-        self.dir = str(tmp / "cluster")
-        extra = tmp / "node.ini"
-        extra.write_text(f"[server]\nmax_connections_per_ip = {CAP}\n")
-        self.port = free_port_block()
-        with petri_lock():
-            p = subprocess.run([CLUSTER, "up", "--nodes", str(NODES), "--port", str(self.port),
-                                "--dir", self.dir, "--preload", "", "--petri", PETRI,
-                                "--node-config", str(extra), "--wait", "150"],
-                               capture_output=True, text=True, timeout=200)
-        assert p.returncode == 0, p.stdout + p.stderr
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.trees = {k: process_tree(self.pid(k)) | {self.pid(k): start_time(self.pid(k))}
-                      for k in range(1, NODES + 1)}
-
-    def pid(self, k):
-        with open(os.path.join(self.dir, f"node-{k}.pid")) as f:
-            return int(f.read())
-
-    def node_url(self, k):
-        with open(os.path.join(self.dir, f"node-{k}.url")) as f:
-            return f.read().strip()
-
-    def haproxy(self, command):
-        """HAProxy's runtime API (the cluster's stats socket)."""
-        s = socket.socket(socket.AF_UNIX)
-        s.connect(os.path.join(self.dir, "haproxy.sock"))
-        s.sendall(command.encode() + b"\n")
-        out = b""
-        while chunk := s.recv(65536):
-            out += chunk
-        s.close()
-        return out.decode()
-
-    def server_status(self, backend, server):
-        for line in self.haproxy("show stat").splitlines():
-            f = line.split(",")
-            if len(f) > 17 and f[0] == backend and f[1] == server:
-                return f[17]
-        return None
-
-    def down(self):
-        pids = [self.pid(k) for k in range(1, NODES + 1)]
-        p = subprocess.run([CLUSTER, "down", "--dir", self.dir, "--petri", PETRI],
-                           capture_output=True, text=True, timeout=200)
-        return p, pids
+from clusterhelp import Cluster
+from harness import cgroup_dirs, still_alive
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from collections import Counter
 
 import requests
 
-from conftest import CAP, NODES
+from clusterhelp import CAP, NODES
 from harness import cgroup_dirs, ended, refuses, still_alive, wait_for
 
 JSON = {"Content-Type": "application/json"}

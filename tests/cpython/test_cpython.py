@@ -1,6 +1,6 @@
 """Inside petri, CPython's regression tests pass as they do bare.
 
-For each path (cold, warm) and each module of conftest.MODULES: a test case
+For each path (cold, warm) and each module of cpythonhelp.MODULES: a test case
 that passes bare must pass inside, and a module that passes bare must pass
 inside (a crash, a timeout or a failure in a subtest shows only at module
 level).  What fails or is skipped bare is not expected inside; what petri
@@ -10,7 +10,7 @@ breaks ordinary programs fails here.
 """
 import pytest
 
-from conftest import MODULES
+from cpythonhelp import MODULES
 
 
 def differences(bare, inside):

@@ -1,4 +1,4 @@
-"""Tests of the in-sandbox driver against docs/protocol.md (harness: conftest.py)."""
+"""Tests of the in-sandbox driver against docs/protocol.md (harness: driverhelp.py)."""
 
 import base64
 import os
@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import PROGRAMS, Driver
+from driverhelp import PROGRAMS, Driver
 from harness import cpu_seconds, ended, wait_for
 
 PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'

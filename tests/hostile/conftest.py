@@ -1,4 +1,4 @@
-"""Fixtures of the adversarial tier; the helpers live in hostile.py.
+"""Fixtures of the adversarial tier; the helpers live in tests/hostilehelp.py.
 
 One `petri serve` per path (cold sessions, warm sessions) per xdist worker,
 started on first use and stopped at the end of the worker's session, when
@@ -10,7 +10,7 @@ import socket
 
 import pytest
 
-import hostile as H
+import hostilehelp as H
 
 
 def pytest_configure(config):
@@ -40,7 +40,7 @@ def markers(tmp_path_factory):
 def host_lacks(tmp_path_factory):
     """lacks(feature): why this kernel cannot take an attack that needs
     FEATURE (the sentence the test reports), or None when it can.  Probed
-    outside any sandbox, once per worker (hostile.HOST_FEATURES)."""
+    outside any sandbox, once per worker (hostilehelp.HOST_FEATURES)."""
     known = {}
 
     def lacks(feature):

@@ -20,7 +20,7 @@ import time
 import pytest
 import requests
 
-import hostile as H
+import hostilehelp as H
 from harness import cpu_seconds
 
 import memcg

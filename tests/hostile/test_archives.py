@@ -24,7 +24,7 @@ import tarfile
 
 import pytest
 
-import hostile as H
+import hostilehelp as H
 from harness import cmdline, cpu_seconds, read_text
 
 import memcg  # tests/memcg.py, shared by the tiers

@@ -30,7 +30,7 @@ import time
 
 import pytest
 
-import hostile as H
+import hostilehelp as H
 from harness import cpu_seconds
 
 import memcg  # noqa: E402 -- tests/memcg.py, shared by the tiers

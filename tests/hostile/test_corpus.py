@@ -1,10 +1,10 @@
 """Every program of tests/hostile/corpus against the three paths.
 
 A program makes ONE attack and says what it saw on stderr (stdout is lost
-on the warm path, see hostile.WARM_STDOUT_LOST): `CONTAINED ...` when the
+on the warm path, see hostilehelp.WARM_STDOUT_LOST): `CONTAINED ...` when the
 attack failed as it must, `ESCAPE ...` when it got something it must never
 get.  The header of each file says which statuses count as contained (see
-hostile.Program).  Then, from the host: the sandbox's processes and cgroups
+hostilehelp.Program).  Then, from the host: the sandbox's processes and cgroups
 are gone after the run (petri run) or the session's deletion (serve), host
 files and kernel knobs are unchanged, no sandbox uid listens on the host,
 and (serve) the daemon still answers a neighbour session.
@@ -17,7 +17,7 @@ import warnings
 
 import pytest
 
-import hostile as H
+import hostilehelp as H
 
 PROGRAMS = H.corpus_programs()
 

@@ -14,7 +14,7 @@ import time
 import pytest
 import requests
 
-import hostile as H
+import hostilehelp as H
 
 SERVE_PATHS = ('serve-cold', 'serve-warm')
 

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-import hostile as H
+import hostilehelp as H
 
 SERVE_PATHS = ('serve-cold', 'serve-warm')
 

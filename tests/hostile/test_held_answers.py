@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-import hostile as H
+import hostilehelp as H
 
 import memcg
 

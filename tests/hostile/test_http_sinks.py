@@ -19,7 +19,7 @@ import socket
 
 import pytest
 
-import hostile as H
+import hostilehelp as H
 
 import memcg
 

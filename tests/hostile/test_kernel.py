@@ -5,7 +5,7 @@ processes that would outlive one, a runtime that sabotages its own), on
 the cold and warm paths."""
 import pytest
 
-import hostile as H
+import hostilehelp as H
 
 SERVE_PATHS = ('serve-cold', 'serve-warm')
 STDIN_MAX = 1 << 20

@@ -28,7 +28,7 @@ import os
 
 import pytest
 
-import hostile as H
+import hostilehelp as H
 
 LIMITS = dict(H.DEFAULT_LIMITS, timeout=30, pids=48)
 

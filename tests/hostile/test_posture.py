@@ -24,7 +24,7 @@ import time
 
 import pytest
 
-import hostile as H
+import hostilehelp as H
 from harness import command_line
 
 NAMESPACES = ('user', 'mnt', 'pid', 'net', 'ipc', 'uts', 'cgroup')

@@ -17,7 +17,7 @@ import os
 
 import pytest
 
-import hostile as H
+import hostilehelp as H
 
 import memcg  # noqa: E402 -- tests/memcg.py, shared by the tiers
 

@@ -7,7 +7,7 @@ FIFO), and nothing that git runs (.git/config, .git/hooks) is written."""
 import os
 import subprocess
 
-import hostile as H
+import hostilehelp as H
 
 ATTACK = r'''
 set -u

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-import hostile as H
+import hostilehelp as H
 
 SERVE_PATHS = ('serve-cold', 'serve-warm')
 PYLIB = sorted(glob.glob('/usr/lib/python3.*/sqlite3'))[0].rsplit('/', 1)[0]

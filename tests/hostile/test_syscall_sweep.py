@@ -14,7 +14,7 @@ is compared with `petri policy` (names turned into numbers with the host's
 * a number the header does not name must be denied (ENOSYS);
 * nothing on the x86_64 ABI may be killed (SIGSYS), and every x32 and i386
   call must be (SIGSYS): the filter kills a foreign ABI outright.  One
-  exception, probed on the host outside any sandbox (hostile.i386_entry):
+  exception, probed on the host outside any sandbox (hostilehelp.i386_entry):
   a kernel with no 32-bit entry answers int 0x80 with SIGSEGV before any
   filter sees it, so there an i386 SIGSEGV is the call not running, is
   accepted, and the test says so in a warning; where the host takes int
@@ -32,7 +32,7 @@ import warnings
 
 import pytest
 
-import hostile as H
+import hostilehelp as H
 
 SWEEP_C = H.SWEEP_C
 UNISTD = '/usr/include/x86_64-linux-gnu/asm/unistd_64.h'

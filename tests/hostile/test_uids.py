@@ -15,7 +15,7 @@ import signal
 
 import pytest
 
-import hostile as H
+import hostilehelp as H
 
 import memcg
 

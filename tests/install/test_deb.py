@@ -16,8 +16,8 @@ import threading
 import pytest
 import requests
 
-from conftest import BUILD, ROOT, cgroups_of, clean_env, make, petri_exe_pids, repo_man_pages
-from harness import free_port, petri_lock, wait_for
+from harness import ROOT, free_port, petri_lock, wait_for
+from installhelp import BUILD, cgroups_of, clean_env, make, petri_exe_pids, repo_man_pages
 
 DEB_VERSION_CASES = {
     'v0.1.0-12-gabc1234-dirty': '0.1.0+12.gabc1234.dirty',

@@ -7,8 +7,8 @@ import os
 import re
 import subprocess
 
-from conftest import BUILD, ROOT, make, repo_man_pages, tree, unit_file
-from harness import petri_lock
+from harness import ROOT, petri_lock
+from installhelp import BUILD, make, repo_man_pages, tree, unit_file
 
 DOCS = ['README.md', *sorted(f'docs/{p.name}' for p in (ROOT / 'docs').iterdir()
                              if p.suffix in ('.md', '.png') or p.name == 'openapi.json')]

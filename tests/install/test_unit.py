@@ -16,8 +16,8 @@ import subprocess
 import pytest
 import requests
 
-from conftest import cgroups_of, repo_man_pages, unit_file
 from harness import Daemon, petri_lock, still_alive
+from installhelp import cgroups_of, repo_man_pages, unit_file
 
 
 def unit_settings(path):

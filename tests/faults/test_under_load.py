@@ -53,7 +53,7 @@ HOSTILES = {
     # Mostly oom at once.  On a loaded host it can also pass its time limit
     # first (starved of CPU, or stalled in reclaim at the cgroup's limit):
     # then it is a timeout (or oom, when the OOM killer ends it during the
-    # interrupt's grace: test_findings.py).
+    # interrupt's grace: test_load_findings.py).
     "memory bomb": (
         "python", "b = []\nwhile True:\n    b.append(bytearray(16 << 20))\n",
         {"timeout_s": HOSTILE_TIMEOUT_S}, {"oom", "timeout"}),

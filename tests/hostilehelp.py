@@ -1,5 +1,7 @@
-"""Helpers of the adversarial tier (tests/hostile): running code on the three
-paths, and looking at the host from the outside.
+"""Helpers of the adversarial tier (tests/hostile), which the CPython tier
+uses too: running code on the three paths, and looking at the host from the
+outside.  It stands in tests/, where every tier finds it by name
+(`import hostilehelp as H`), not beside the tier's tests.
 
 Paths
 -----
@@ -41,7 +43,7 @@ import memcg
 from harness import (PETRI, SANDBOX_UID_MIN, cgroup_tag, petri_lock, proc_status,  # noqa: F401
                      read_text, stat_fields, wait_for)
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent / 'hostile'    # the tier: its corpus, its sweep
 ROOT = HERE.parents[1]
 CORPUS = HERE / 'corpus'
 SWEEP_C = HERE / 'sweep' / 'syscall_sweep.c'

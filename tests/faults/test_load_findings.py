@@ -1,6 +1,6 @@
 """What the load test turned up, reduced to a deterministic case.
 
-Under load, the memory bomb of test_load.py sometimes passes its time limit
+Under load, the memory bomb of test_under_load.py sometimes passes its time limit
 before the kernel kills it; petri interrupts it (SIGINT), the OOM killer
 ends it a moment later, within the 2 s grace, and the result says
 `timeout` with "the code did not stop when interrupted", exit_code null,
