@@ -182,14 +182,6 @@ endif
 # Black-box tests run the real binary (PETRI_BIN) with pytest from Debian.
 PYTEST := $(PYTHON) -m pytest -q -ra -p no:cacheprovider
 PYTEST_JOBS ?= 2
-# The API tier spends most of its time waiting on sandboxes (limits and
-# timeouts its tests run into on purpose, sessions' teardown), not on the
-# CPU: on the 2-core build machine four at once took it from 169 s to 127 s
-# (185 s to 139 s under ASan).  The hostile tier gained as much (270 s to
-# 165 s), but under ASan with four at once one of its tests
-# (test_held_answers, SSE) saw a key's two answers held at once: it stays
-# at PYTEST_JOBS until that race is understood.
-WAIT_JOBS ?= 4
 # The daemons the tests start keep their execution records (persistent by
 # default, docs/record.md) here rather than in the machine's state directory.
 export STATE_DIRECTORY := $(abspath $(BUILD))/test-state
@@ -199,7 +191,7 @@ export STATE_DIRECTORY := $(abspath $(BUILD))/test-state
 blackbox: $(BUILD)/petri
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/driver
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/cli
-	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(WAIT_JOBS) tests/api
+	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/api
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/analyst
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) tests/docs
 
@@ -323,7 +315,7 @@ test-san:
 	$(MAKE) SAN=thread unit api-test faults
 
 api-test: $(BUILD)/petri
-	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(WAIT_JOBS) tests/api
+	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/api
 
 cli-test: $(BUILD)/petri
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/cli
