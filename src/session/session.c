@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "record/record.h"
-#include "workspace/archive.h"
 #include "workspace/files.h"
 #include "runtime/processes.h"
 #include "session/pool.h"
