@@ -27,6 +27,7 @@
  *     src/e2b     E2B's control plane, envd and /execute, over the same
  *                 session API (e2b_route())
  *   threads of their own
+ *     accept.c    accepts connections and hands them to the event threads
  *     stream.c    the stream hub's tick: keepalives, clients gone
  *     events.c    fed on the thread that recorded an execution
  *     files.c     the upload waiter: resumes suspended uploads and

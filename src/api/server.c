@@ -3,9 +3,9 @@
  * and stream.c; header checks in guard.c; blocking handlers run in
  * worker.c.
  *
- * Threads: libmicrohttpd runs http_threads event threads (epoll), each
- * serving many connections, so an idle or slow socket costs a few KiB and
- * no thread.  They read headers and bodies, answer /healthz, /readyz,
+ * Threads: accept.c's thread accepts connections and hands them to
+ * libmicrohttpd's http_threads event threads (epoll), each serving many
+ * connections, so an idle or slow socket costs a few KiB and no thread.  They read headers and bodies, answer /healthz, /readyz,
  * /metrics and the OpenAPI document themselves, and hand every other
  * request to the workers with its connection suspended.  A streamed
  * execution runs on its worker after the response was queued; its content
@@ -36,6 +36,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "api/accept.h"
 #include "api/answers.h"
 #include "api/clients.h"
 #include "e2b/e2b.h"
@@ -56,8 +57,11 @@
 struct api_server {
 	const struct petri_config *cfg;
 	struct smgr *sm;
-	struct MHD_Daemon *daemon;
-	int listen_fd;
+	/* The event threads: a libmicrohttpd daemon each, fed by the acceptor. */
+	struct MHD_Daemon *daemons[CONFIG_HTTP_THREADS_MAX];
+	unsigned ndaemons;
+	int listen_fd;			/* -1 once quiesced */
+	struct acceptor *acceptor;	/* accepts on it (accept.h) */
 	char address[300];
 	char unix_path[108];
 	atomic_bool quiescing;
@@ -923,6 +927,19 @@ static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
 	return (size_t)(w - s);
 }
 
+/* The acceptor counted every connection; behind trusted routers,
+ * clients.c counts it against its address's cap. */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct api_server *srv = cls;
+
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED && srv->acceptor)
+		acceptor_closed(srv->acceptor, conn);
+	if (srv->clients)
+		clients_on_connection(srv->clients, conn, socket_context, toe);
+}
+
 __attribute__((format(printf, 2, 0)))
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
@@ -1055,7 +1072,8 @@ int api_open(const struct petri_config *cfg, struct api_server **out, char *err,
 /* Close what api_open() made, when api_start() never ran or failed. */
 static void api_close(struct api_server *srv)
 {
-	close(srv->listen_fd);
+	if (srv->listen_fd >= 0)
+		close(srv->listen_fd);
 	if (srv->unix_path[0])
 		unlink(srv->unix_path);
 	free(srv);
@@ -1064,8 +1082,7 @@ static void api_close(struct api_server *srv)
 int api_start(struct api_server *srv, struct smgr *sm, char *err, size_t errlen)
 {
 	const struct petri_config *cfg = srv->cfg;
-	struct MHD_OptionItem per_ip[] = { { MHD_OPTION_END, 0, NULL }, { MHD_OPTION_END, 0, NULL } };
-	unsigned workers, spare;
+	unsigned workers, spare, limit;
 	int fd = srv->listen_fd, r;
 
 	srv->sm = sm;
@@ -1099,32 +1116,36 @@ int api_start(struct api_server *srv, struct smgr *sm, char *err, size_t errlen)
 		goto fail;
 	}
 	/* Behind trusted routers, clients.c caps each address's connections
-	 * itself (libmicrohttpd's cap cannot spare the routers'); else
-	 * libmicrohttpd does. */
-	if (srv->clients)
-		per_ip[0] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_CONNECTION,
-						     (intptr_t)clients_on_connection, srv->clients };
-	else
-		per_ip[0] = (struct MHD_OptionItem){ MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-						     (intptr_t)cfg->max_connections_per_ip, NULL };
-	srv->daemon = MHD_start_daemon(
-		MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC |
-		MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, srv,
-		MHD_OPTION_LISTEN_SOCKET, fd,
-		MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->http_threads,
-		MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-		MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
-		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-		MHD_OPTION_CONNECTION_LIMIT, fit_connections(cfg),
-		MHD_OPTION_ARRAY, per_ip,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(cfg->http_timeout_s + 0.5),
-		MHD_OPTION_END);
-	if (!srv->daemon) {
-		snprintf(err, errlen, "cannot start the HTTP server");
-		r = -EIO;
-		goto fail;
+	 * (the routers' spared); else the acceptor does. */
+	limit = fit_connections(cfg);
+	for (unsigned i = 0; i < cfg->http_threads; i++) {
+		srv->daemons[i] = MHD_start_daemon(
+			MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_NO_LISTEN_SOCKET |
+			MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC | MHD_USE_ERROR_LOG,
+			0, NULL, NULL, on_request, srv,
+			MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
+			MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+			MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
+			MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+			MHD_OPTION_CONNECTION_LIMIT, limit,	/* the acceptor's is lower */
+			MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(cfg->http_timeout_s + 0.5),
+			MHD_OPTION_END);
+		if (!srv->daemons[i]) {
+			snprintf(err, errlen, "cannot start the HTTP server");
+			r = -EIO;
+			goto fail_daemons;
+		}
+		srv->ndaemons++;
+	}
+	if ((r = acceptor_start(fd, srv->daemons, srv->ndaemons, limit,
+				srv->clients ? 0 : cfg->max_connections_per_ip, &srv->acceptor)) < 0) {
+		snprintf(err, errlen, "cannot start the HTTP server's threads: %s", strerror(-r));
+		goto fail_daemons;
 	}
 	return 0;
+fail_daemons:
+	for (unsigned i = 0; i < srv->ndaemons; i++)
+		MHD_stop_daemon(srv->daemons[i]);
 fail:
 	workers_free(srv->workers);
 	events_free(srv->events);
@@ -1148,7 +1169,10 @@ fail:
 void api_quiesce(struct api_server *srv)
 {
 	atomic_store(&srv->quiescing, true);
-	MHD_quiesce_daemon(srv->daemon);
+	acceptor_stop(srv->acceptor);
+	if (srv->listen_fd >= 0)
+		close(srv->listen_fd);	/* the port refuses from now on */
+	srv->listen_fd = -1;
 	/* An event stream would last forever: end them now, so that the
 	 * requests in flight are those that will end. */
 	events_stop(srv->events);
@@ -1168,7 +1192,6 @@ void api_stop(struct api_server *srv)
 {
 	if (!srv)
 		return;
-	/* Quiesced, MHD leaves the listening socket to us: close it once. */
 	if (!atomic_load(&srv->quiescing))
 		api_quiesce(srv);
 	/* Every handler returns (the sandboxes are dead), then every stream
@@ -1177,7 +1200,9 @@ void api_stop(struct api_server *srv)
 	workers_stop(srv->workers);
 	stream_hub_stop(srv->streams);
 	files_waiter_stop(srv->waiter);
-	MHD_stop_daemon(srv->daemon);
+	for (unsigned i = 0; i < srv->ndaemons; i++)
+		MHD_stop_daemon(srv->daemons[i]);
+	acceptor_free(srv->acceptor);	/* MHD_stop_daemon reported its closes */
 	workers_free(srv->workers);
 	events_free(srv->events);	/* its streams went with MHD */
 	stream_hub_free(srv->streams);

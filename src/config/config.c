@@ -238,7 +238,7 @@ static bool set_http(struct petri_config *c, const char *name, const char *v, bo
 		*ok = num_u32(v, 1, 1u << 20, &n);
 		c->min_read_bytes_per_s = (uint64_t)n << 10;
 	} else if (!strcmp(name, "http_threads")) {
-		*ok = num_u32(v, 1, 64, &c->http_threads);
+		*ok = num_u32(v, 1, CONFIG_HTTP_THREADS_MAX, &c->http_threads);
 	} else if (!strcmp(name, "http_workers")) {
 		*ok = num_u32(v, 1, 4096, &c->http_workers);
 	} else if (!strcmp(name, "http_timeout_s")) {

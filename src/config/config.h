@@ -79,7 +79,7 @@ struct petri_config {
 	uint64_t max_buffered_bytes;	/* all request bodies held at once */
 	uint64_t max_answers_bytes;	/* answers made and not yet read (api/answers.h) */
 	uint64_t min_read_bytes_per_s;	/* how fast a client must read an answer */
-	uint32_t http_threads;		/* libmicrohttpd's event threads */
+	uint32_t http_threads;		/* event threads, at most CONFIG_HTTP_THREADS_MAX */
 	uint32_t http_workers;		/* threads that run blocking handlers */
 	double http_timeout_s;		/* a connection idle while reading or writing */
 	uint32_t max_connections;
@@ -160,6 +160,8 @@ struct petri_config {
 #define CONFIG_POOL_MAX_DEFAULT 8
 #define CONFIG_POOL_MAX 1000
 #define CONFIG_TRUSTED_PROXIES_MAX 64
+/* Event threads of the HTTP server (http_threads). */
+#define CONFIG_HTTP_THREADS_MAX 64
 
 /* [sessions] warm_wait_s by default: a few seconds, about what a cold start
  * of Python with pandas costs on a loaded host. */

@@ -1,10 +1,13 @@
-"""Connection budgets of `petri serve`: one address cannot hold more than
+"""Connection budgets of `petri serve`: at max_connections the server
+accepts no more until one closes, one address cannot hold more than
 max_connections_per_ip, and a client that stops sending its request is
 closed after http_timeout_s (docs/configuration.md, "The HTTP server")."""
 import socket
 import time
 
 import requests
+
+import harness
 
 
 def port_of(srv):
@@ -59,6 +62,32 @@ def test_one_address_cannot_take_every_connection(make_server):
             s.close()
         assert time.monotonic() < deadline, "127.0.0.5 is still refused"
         time.sleep(0.2)
+
+
+def test_at_the_connection_limit_the_next_waits_for_a_free_one(make_server):
+    """At max_connections the server accepts nothing more (the next
+    connections wait in the kernel's backlog, none is reset) and spends no
+    CPU on them; when one closes, the oldest waiting is served."""
+    srv = make_server("[server]\nmax_connections = 16\nmax_connections_per_ip = 0\n"
+                      "http_timeout_s = 120\n[sessions]\nwarm = false\n")
+    port = port_of(srv)
+    held = [half_request(f"127.0.0.{10 + i}", port) for i in range(16)]
+    waiting = socket.create_connection(("127.0.0.1", port), timeout=10)
+    try:
+        # The handshake is the kernel's; the request is never read.
+        waiting.sendall(f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+        cpu = harness.cpu_seconds(srv.pid)
+        assert not closed(waiting, 2), "a connection past the limit was answered or reset"
+        spent = harness.cpu_seconds(srv.pid) - cpu
+        assert spent < 0.5, f"the daemon spent {spent:.2f} s of CPU at the limit"
+        assert all(not closed(s, 0.01) for s in held), "a held connection was closed"
+        held.pop().close()
+        waiting.settimeout(30)
+        assert waiting.recv(12).startswith(b"HTTP/1.1 200"), "the waiting connection was not served"
+    finally:
+        waiting.close()
+        for s in held:
+            s.close()
 
 
 def test_a_stalled_request_is_closed(make_server):
