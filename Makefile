@@ -161,8 +161,12 @@ VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --vgdb=no \
             --suppressions=$(abspath tests/unit/valgrind.supp) \
             --errors-for-leak-kinds=definite --trace-children=yes \
             --trace-children-skip='*/fc-cache,*/python3*'
-# record first: under valgrind it takes longest (SQLite), the rest alongside.
-VALGRIND_SUITES := record buf cache cgroup codec config export junit languages lease mcp mounts procs request share util workq ws
+# Each a process of its own, the longest first: the record's budgets and
+# listings (tens of MiB through SQLite, a minute or more each under
+# memcheck) as cases of their own (SUITE:CASE), so that the two cores end
+# together.
+VALGRIND_SUITES := record:listings record:whole record:budgets session record:core buf cache cgroup codec \
+		   config export junit languages lease mcp mounts procs request share util workq ws
 ifneq ($(SAN),)
 unit-valgrind:
 	@echo "unit-valgrind: skipped in the sanitizer build (valgrind cannot run sanitized code)"
@@ -174,26 +178,30 @@ else
 # four times its own here (a hang still ends it).
 VALGRIND_JOBS ?= 2
 unit-valgrind: $(BUILD)/unit-tests $(BUILD)/unit-session
-	@printf '%s\n' $(VALGRIND_SUITES) session | CK_TIMEOUT_MULTIPLIER=4 xargs -P $(VALGRIND_JOBS) -I{} sh -c \
-		'if [ {} = session ]; then exec $(VALGRIND) $(BUILD)/unit-session; fi; \
-		 CK_RUN_SUITE={} exec $(VALGRIND) $(BUILD)/unit-tests'
+	@printf '%s\n' $(VALGRIND_SUITES) | CK_TIMEOUT_MULTIPLIER=4 xargs -P $(VALGRIND_JOBS) -I{} sh -c \
+		'suite={}; case=; case $$suite in *:*) case=$${suite#*:}; suite=$${suite%%:*};; esac; \
+		 if [ $$suite = session ]; then exec $(VALGRIND) $(BUILD)/unit-session; fi; \
+		 exec env CK_RUN_SUITE=$$suite $${case:+CK_RUN_CASE=$$case} $(VALGRIND) $(BUILD)/unit-tests'
 endif
 
 # Black-box tests run the real binary (PETRI_BIN) with pytest from Debian.
 PYTEST := $(PYTHON) -m pytest -q -ra -p no:cacheprovider
-PYTEST_JOBS ?= 2
+# Test processes of a pytest run: the black-box and hostile tiers mostly
+# wait on sandboxes, so twice the cores keeps both busy.
+PYTEST_JOBS ?= 4
 # The daemons the tests start keep their execution records (persistent by
 # default, docs/record.md) here rather than in the machine's state directory.
 export STATE_DIRECTORY := $(abspath $(BUILD))/test-state
 
-# One pytest run per tier, each with its own number of processes; any
-# tiers can also be run by one pytest (docs/testing.md, tests/docs/test_one_run.py).
+# The black-box tiers: the CLI's alone (at its end it checks that no
+# sandbox process outlived its supervisor, which another tier's daemon
+# stopping at that moment would fail), then the others in one pytest run
+# (docs/testing.md, "Several tiers in one pytest run"): one tier's slowest
+# tests overlap the next one's.
+BLACKBOX := tests/driver tests/api tests/analyst tests/docs
 blackbox: $(BUILD)/petri
-	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/driver
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/cli
-	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/api
-	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/analyst
-	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) tests/docs
+	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) $(BLACKBOX)
 
 # The adversarial tier: hostile programs on the cold path, cold sessions and
 # warm sessions; the syscall sweep; the posture of a running sandbox.
@@ -278,18 +286,25 @@ install-test: $(BUILD)/petri
 	PETRI_BUILD=$(BUILD) $(PYTEST) tests/install
 
 # `make test`: what the tiers run is built first, JOBS at a time; then the
-# tiers, one at a time (several load the machine on purpose, or measure
-# latency), under scripts/leftovers: TMPDIR is a directory of the suite's
-# own, and a file the suite leaves there or in /tmp fails it.  The clients'
-# tiers and the fuzzers' smoke run JOBS at a time: they mostly wait (on
-# node, chromium, a scripted model, dpkg) or each use one core, and measure
-# no latency (~160 s one after the other, ~120 s of CPU).
+# tiers, one after the other (the hostile tier and the faults load the
+# machine on purpose, the faults measure latency), under scripts/leftovers:
+# TMPDIR is a directory of the suite's own, and a file the suite leaves
+# there or in /tmp fails it.  The last, `waiting`, runs the tiers that
+# mostly wait several at a time.
 JOBS  := $(or $(JOBS),$(shell nproc))
 CLIENT_TIERS := mcp-test web-test e2b-test ask-test install-test kubernetes-test fuzz-smoke
-TIERS := unit unit-valgrind blackbox hostile cpython-test faults cluster-test clients
+TIERS := unit unit-valgrind blackbox hostile faults waiting
 
 clients:
 	@$(MAKE) --no-print-directory -j$(JOBS) --output-sync=target $(CLIENT_TIERS)
+
+# The tiers that mostly wait (on CPython's own tests, HAProxy and three
+# nodes, node, chromium, a scripted model, dpkg), WAIT_JOBS at a time,
+# each one's output together once it ends.
+WAITING_TIERS := cpython-test cluster-test $(CLIENT_TIERS)
+WAIT_JOBS ?= 4
+waiting:
+	@$(MAKE) --no-print-directory -j$(WAIT_JOBS) --output-sync=target $(WAITING_TIERS)
 
 test-build: $(BUILD)/petri $(BUILD)/unit-tests $(BUILD)/unit-session
 
@@ -352,6 +367,6 @@ dist:
 include tests/fuzz/fuzz.mk
 include packaging/packaging.mk
 
-.PHONY: FORCE dist all unit unit-valgrind blackbox api-test cli-test hostile cpython-test faults mcp-test web-test web-screenshots e2b-test ask-test install-test kubernetes-test test test-build clients ci-san test-san clean fuzz fuzz-smoke
+.PHONY: FORCE dist all unit unit-valgrind blackbox api-test cli-test waiting hostile cpython-test faults mcp-test web-test web-screenshots e2b-test ask-test install-test kubernetes-test test test-build clients ci-san test-san clean fuzz fuzz-smoke
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

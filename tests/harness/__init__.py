@@ -29,12 +29,14 @@ petri_lock  /run/lock/petri-tests.lock: shared while a petri starts (a
             where a test kills one and checks the sweep.
 """
 import contextlib
+import hashlib
 import fcntl
 import http.client
 import itertools
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -323,6 +325,59 @@ def cgroup_tag(pid):
 _names = itertools.count()
 
 
+# ------------------------------------------------------- what the probe found
+
+# A daemon finds out what its sandboxes have (a probe: a sandbox and up to a
+# second of CPU, src/session/probe.c) unless its state directory holds what
+# an earlier start found that is still true (found.json, whose key and
+# stamps the daemon checks).  A run starts a few hundred daemons, each with
+# a state directory of its own: each starts with the suite's copy for its
+# configuration's context (in the STATE_DIRECTORY make sets), and one that
+# had to probe leaves what it found there.  Only the daemon judges a copy:
+# a wrong one costs a probe, never a wrong answer.
+
+def _probe_context(config):
+    """A name for what in config changes a probe's findings: the languages'
+    sections, binds, the [python] path and the wheelhouse."""
+    keep, section = [], ""
+    for line in config.splitlines():
+        text = line.strip()
+        if text.startswith("["):
+            section = text
+        elif section.startswith("[language") or re.match(r"(ro_bind|path|wheelhouse)\s*=", text):
+            keep.append(f"{section} {text}")
+    return hashlib.sha1("\n".join(keep).encode()).hexdigest()[:16]
+
+
+def _suite_probe_cache(config):
+    shared = os.environ.get("STATE_DIRECTORY")
+    return Path(shared) / f"found-{_probe_context(config)}.json" if shared else None
+
+
+def seed_probe_cache(state_dir, config):
+    """Give state_dir the suite's found.json for config, if there is one."""
+    shared = _suite_probe_cache(config)
+    if shared and shared.is_file():
+        Path(state_dir).mkdir(mode=0o700, parents=True, exist_ok=True)
+        shutil.copyfile(shared, Path(state_dir) / "found.json")
+        os.chmod(Path(state_dir) / "found.json", 0o600)
+
+
+def keep_probe_cache(state_dir, config):
+    """Keep state_dir's found.json as the suite's for config, when it differs."""
+    shared, made = _suite_probe_cache(config), Path(state_dir) / "found.json"
+    try:
+        if not shared or made.read_bytes() == (shared.read_bytes() if shared.is_file() else b""):
+            return
+    except OSError:
+        return
+    shared.parent.mkdir(parents=True, exist_ok=True)
+    tmp = shared.with_name(f"{shared.name}.{os.getpid()}")
+    shutil.copyfile(made, tmp)
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, shared)
+
+
 class Daemon:
     """One `petri serve` for a test.
 
@@ -334,14 +389,18 @@ class Daemon:
     default); preexec_fn: run in the child before exec (a memory cgroup's
     enter); lock: take petri_lock() shared until it listens (False when the
     caller holds it); command: what runs `serve` ([PETRI] by default; an
-    installed binary, or one behind a wrapper such as setpriv).  Raises RuntimeError when it exits or prints no
-    address within start_timeout seconds.
+    installed binary, or one behind a wrapper such as setpriv);
+    probe_cache: start with the suite's found.json (seed_probe_cache), so
+    that it does not probe what its sandboxes have (False: a test of the
+    probe).  Raises RuntimeError when it exits or prints no address within
+    start_timeout seconds.
 
     .url, .port, .pid, .proc, .tag (its cgroups' prefix), .state_dir,
     .config_path."""
 
     def __init__(self, tmp_path, config="", *, name="petri", extra_args=(), env=None,
-                 preexec_fn=None, lock=True, uid_range=None, start_timeout=60, command=None):
+                 preexec_fn=None, lock=True, uid_range=None, start_timeout=60, command=None,
+                 probe_cache=True):
         tmp_path = Path(tmp_path)
         stem = f"{name}-{next(_names)}"
         if uid_range:
@@ -351,6 +410,9 @@ class Daemon:
         self.state_dir = tmp_path / f"{stem}.state"
         self.out_path = tmp_path / f"{stem}.out"
         self.log_path = tmp_path / f"{stem}.log"
+        self.probe_cache = probe_cache
+        if probe_cache:
+            seed_probe_cache(self.state_dir, config)
         env = {**(os.environ if env is None else env), "STATE_DIRECTORY": str(self.state_dir)}
         args = [*(command or [PETRI]), "serve", "--listen", "127.0.0.1:0",
                 "--config", str(self.config_path), *extra_args]
@@ -443,6 +505,8 @@ class Daemon:
             raise
         self.leaked = still_alive(tree)
         self.leaked_cgroups = cgroup_dirs(self.proc.pid)
+        if self.probe_cache:
+            keep_probe_cache(self.state_dir, self.config_path.read_text())
         return code
 
     def problems(self, code):

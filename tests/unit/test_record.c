@@ -590,20 +590,30 @@ START_TEST(test_an_entry_is_written_as_json_writes_it)
 }
 END_TEST
 
+/* Four cases, so that valgrind's run (Makefile, VALGRIND_SUITES) can give
+ * each a process of its own: the budgets and the listings fill the record
+ * with tens of MiB, and each listing takes memcheck about a minute. */
 Suite *record_suite(void)
 {
 	Suite *s = suite_create("record");
-	TCase *tc = tcase_create("core");
+	TCase *budgets = tcase_create("budgets"), *listings = tcase_create("listings");
+	TCase *whole = tcase_create("whole"), *tc = tcase_create("core");
 
+	tcase_set_timeout(budgets, 120);
+	tcase_add_test(budgets, test_budget_bounds_the_record);
+	tcase_add_test(budgets, test_a_session_evicts_its_own_first);
+	suite_add_tcase(s, budgets);
+	tcase_set_timeout(listings, 120);
+	tcase_add_test(listings, test_a_listing_is_bounded_and_pages);
+	suite_add_tcase(s, listings);
+	tcase_set_timeout(whole, 120);
+	tcase_add_test(whole, test_the_whole_record_is_bounded_and_pages);
+	suite_add_tcase(s, whole);
 	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, test_budget_bounds_the_record);
-	tcase_add_test(tc, test_a_session_evicts_its_own_first);
 	tcase_add_test(tc, test_an_entry_is_bounded_whatever_it_holds);
 	tcase_add_test(tc, test_test_cases_give_way_to_their_counts);
 	tcase_add_test(tc, test_a_long_stream_is_cut_on_a_character);
-	tcase_add_test(tc, test_a_listing_is_bounded_and_pages);
 	tcase_add_test(tc, test_the_whole_record_lists_newest_first_with_one_shots);
-	tcase_add_test(tc, test_the_whole_record_is_bounded_and_pages);
 	tcase_add_test(tc, test_a_file_of_an_older_petri_opens);
 	tcase_add_test(tc, test_the_listings_read_an_index);
 	tcase_add_test(tc, test_a_listing_stops_when_nobody_waits);
