@@ -147,28 +147,51 @@ static bool room_for(const struct stream *st, size_t len)
 
 /* Queue what a wire callback wrote into ev (consumed).  live: an output
  * or result event, which a client too far behind loses. */
-static void queue(struct stream *st, struct buf *ev, bool live)
+/* Append ev for the client (with st->lock held); a live event that finds
+ * no room is dropped and counted, and the count said before the next. */
+static void append(struct stream *st, const struct buf *ev, bool live)
 {
 	struct buf notice = BUF_INIT;
 
-	pthread_mutex_lock(&st->lock);
 	if (st->closed || !ev->len)
-		goto out;
+		return;
 	if (live && !room_for(st, ev->len)) {
 		st->dropped++;
-		goto out;
+		return;
 	}
 	if (st->dropped && (!st->wire->dropped ||
 			    st->wire->dropped(st->wire_state, &notice, st->dropped) == 0)) {
 		buf_append(&st->out, notice.data, notice.len);
 		st->dropped = 0;
 	}
+	buf_release(&notice);
 	buf_append(&st->out, ev->data, ev->len);
 	wake(st);
-out:
+}
+
+static void queue(struct stream *st, struct buf *ev, bool live)
+{
+	pthread_mutex_lock(&st->lock);
+	append(st, ev, live);
 	pthread_mutex_unlock(&st->lock);
-	buf_release(&notice);
 	buf_release(ev);
+}
+
+/* The end event (end: may be empty), and what the client has yet to read
+ * charged to its key, in one step: a client that has read the end finds
+ * the charge made, so its key's next request is judged with it.  The
+ * execution's slot is free again by now, but what its client has yet to
+ * read counts against its key until it is read. */
+static void finish(struct stream *st, struct buf *end)
+{
+	pthread_mutex_lock(&st->lock);
+	append(st, end, false);
+	st->finished = true;
+	st->charged = answers_charge(st->answers, &st->tenant, st->out.len) ? st->out.len : 0;
+	st->deadline = answers_deadline(st->answers, st->charged);
+	wake(st);
+	pthread_mutex_unlock(&st->lock);
+	buf_release(end);
 }
 
 /* Nobody to send it to: spare the work (a done event can be 100 MiB). */
@@ -255,19 +278,11 @@ static void run_stream(void *arg)
 		text_event(st, EXEC_STDERR, NULL, 0, true);
 	}
 	if (!gone(st) && st->wire->done(st->wire_state, &end, r, reason,
-					r == SM_OK ? &res : NULL) == 0)
-		queue(st, &end, false);
-	buf_release(&end);
+					r == SM_OK ? &res : NULL) != 0)
+		buf_release(&end);
 	if (have)
 		result_release(&res);
-	pthread_mutex_lock(&st->lock);
-	st->finished = true;
-	/* The execution's slot is free again, but not what its client has
-	 * yet to read: that counts against its key until it is read. */
-	st->charged = answers_charge(st->answers, &st->tenant, st->out.len) ? st->out.len : 0;
-	st->deadline = answers_deadline(st->answers, st->charged);
-	wake(st);
-	pthread_mutex_unlock(&st->lock);
+	finish(st, &end);
 	stream_put(st);
 }
 

@@ -1,13 +1,16 @@
 """Fixtures of the black-box tests against a real `petri serve` (the Server
 they start, attacked_server() and the other helpers are in apihelp.py).
 
-`server` (module-scoped) starts the daemon with a config written for the
-test (tests/harness: its own port, state directory and log file, readiness
-read from /healthz), and stops it with SIGTERM afterwards, checking that it
-exits 0 and leaves no sandbox process or cgroup behind; `cold_server` is one
-with the warm path off.  `make_server` starts one with a custom config (for
-limits, keys, expiry); its warm template preloads nothing unless the config
-names a `preload` (apihelp.LIGHT).  `api` is harness.Api on `server`.
+`server` is a daemon with the default configuration (tests/harness: its
+own port, state directory and log file, readiness read from /healthz),
+one per test process, shared by the modules it runs; it is stopped with
+SIGTERM at the end, and must exit 0 and leave no sandbox process or cgroup
+behind.  A module whose tests need a daemon nobody else touched (they
+count what the whole server holds, or stop it) sets OWN_SERVER = True and
+gets one of its own.  `cold_server` is the same with the warm path off.
+`make_server` starts one with a custom config (for limits, keys, expiry);
+its warm template preloads nothing unless the config names a `preload`
+(apihelp.LIGHT).  `api` is harness.Api on `server`.
 """
 import subprocess
 
@@ -15,6 +18,8 @@ import pytest
 
 from apihelp import Server, check_stopped
 from harness import Api
+
+COLD = "[sessions]\nwarm = false\n"
 
 
 @pytest.fixture
@@ -39,20 +44,41 @@ def make_server(tmp_path):
         assert not srv.leaked_cgroups, f"cgroups left behind: {srv.leaked_cgroups}"
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def _shared(request, tmp_path_factory, name, config=""):
+    """The module's daemon of this configuration: the test process's, or
+    one of its own when the module says OWN_SERVER."""
+    if getattr(request.module, "OWN_SERVER", False):
+        srv = Server(tmp_path_factory.mktemp(name), config)
+        yield srv
+        check_stopped(srv)
+    else:
+        yield request.getfixturevalue(f"shared_{name}")
+
+
+@pytest.fixture(scope="session")
+def shared_srv(tmp_path_factory):
     srv = Server(tmp_path_factory.mktemp("srv"))
     yield srv
     check_stopped(srv)
 
 
-@pytest.fixture(scope="module")
-def cold_server(tmp_path_factory):
-    """Like `server`, with the warm path off ([sessions] warm = false):
-    every sandbox starts cold, as when no template can run."""
-    srv = Server(tmp_path_factory.mktemp("cold"), "[sessions]\nwarm = false\n")
+@pytest.fixture(scope="session")
+def shared_cold(tmp_path_factory):
+    srv = Server(tmp_path_factory.mktemp("cold"), COLD)
     yield srv
     check_stopped(srv)
+
+
+@pytest.fixture(scope="module")
+def server(request, tmp_path_factory):
+    yield from _shared(request, tmp_path_factory, "srv")
+
+
+@pytest.fixture(scope="module")
+def cold_server(request, tmp_path_factory):
+    """Like `server`, with the warm path off ([sessions] warm = false):
+    every sandbox starts cold, as when no template can run."""
+    yield from _shared(request, tmp_path_factory, "cold", COLD)
 
 
 @pytest.fixture

@@ -9,6 +9,9 @@ import pytest
 
 from apihelp import Server
 
+# It reads the whole record (empty until its own one-shot): a daemon of its own.
+OWN_SERVER = True
+
 OPERATOR = """
 [language.perl]
 file = main.pl

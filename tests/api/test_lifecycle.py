@@ -18,6 +18,9 @@ from apihelp import (PETRI, SSE, cgroup_dirs, error_of, metric, petri_lock, raw,
                      unix_request, wait_for)
 import version  # noqa: E402 -- tests/version.py, on the path conftest.py sets
 
+# It reads the server's counters and lists its sessions: a daemon of its own.
+OWN_SERVER = True
+
 
 # ---- expiry ----------------------------------------------------------------
 
