@@ -256,6 +256,7 @@ def test_an_exception_is_one_error_line_with_its_traceback(sbx):
     assert sbx.run("import sys\nsys.exit(3)").error["name"] == "SystemExit"
 
 
+@pytest.mark.slow
 def test_a_timeout_is_a_timeout_error(sbx):
     e = sbx.run("import time\nprint('started', flush=True)\ntime.sleep(600)")
     assert e.stdout == "started\n"

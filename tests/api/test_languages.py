@@ -220,6 +220,7 @@ def test_a_session_in_a_long_named_language(api):
     assert res["stdout"] == "42\n", res
 
 
+@pytest.mark.slow
 def test_the_probe_takes_no_clients_slot(make_server):
     """While the probe runs (a version command that takes its 10 s), a
     server of one session and one execution still serves its client, and

@@ -5,6 +5,8 @@ import statistics
 import threading
 import time
 
+import pytest
+
 from apihelp import metric
 
 N_SESSIONS = 50
@@ -24,6 +26,7 @@ def pct(values, p):
     return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
 
 
+@pytest.mark.slow
 def test_fifty_sessions_with_a_hostile_neighbour(make_server):
     srv = make_server(CONFIG, light=False)   # what forked sessions cost with the default preload
     api = srv.api()

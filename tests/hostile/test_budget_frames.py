@@ -310,6 +310,7 @@ def test_output_past_the_cap_costs_the_writer_not_the_daemon(server, flood):
     assert server.neighbour_ok() is None
 
 
+@pytest.mark.slow
 def test_a_background_writer_costs_the_daemon_little(server):
     # A process the code leaves behind floods the session's stdout, also
     # between executions: each later execution reads at most its cap (and

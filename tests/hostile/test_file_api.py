@@ -146,6 +146,7 @@ subprocess.Popen([sys.executable, '-c', code], stdin=subprocess.DEVNULL, stdout=
 '''
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('path', SERVE_PATHS)
 def test_symlink_swapped_during_download(path, servers, markers, host_guard):
     """/work/big alternates, as fast as rename allows, between a 32 MiB file

@@ -178,6 +178,7 @@ def test_a_key_that_does_not_read_is_refused_and_the_other_is_served(jailed, kin
     assert r.status_code == 200, r.text
 
 
+@pytest.mark.slow
 def test_a_client_reading_too_slowly_loses_its_answer(tmp_path):
     # 2 MiB/s after a 20 s grace: an answer of 30 MiB must be read within
     # 35 s.  The client reads 256 KiB a second (it would take two minutes);

@@ -121,6 +121,7 @@ def closed_by_peer(s):
         return True
 
 
+@pytest.mark.slow
 def test_slow_connections_leave_room_for_everyone(jailed_server):
     srv, cg = jailed_server
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

@@ -48,6 +48,7 @@ def listing(api, sid, **params):
     return len(r.content), r.json()
 
 
+@pytest.mark.slow
 def test_one_session_cannot_take_the_record(server):
     api = server.api
     quiet = api.session()
