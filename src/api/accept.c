@@ -36,6 +36,7 @@ struct acceptor {
 	int wake;		/* eventfd: stop, or a connection closed at the limit */
 	struct share *by_addr;	/* connections per client address; NULL: no cap */
 	atomic_bool stopping;
+	bool short_of_fds;	/* said so; until an accept succeeds again */
 	bool running;		/* the thread was started and not yet joined */
 	pthread_t thread;
 	unsigned nslots;
@@ -121,13 +122,17 @@ static bool accept_some(struct acceptor *a)
 				continue;
 			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
 			    errno == ENOMEM) {
-				log_warn("http: cannot accept a connection: %s", strerror(errno));
+				if (!a->short_of_fds)	/* once, not every retry */
+					log_warn("http: cannot accept connections: %s",
+						 strerror(errno));
+				a->short_of_fds = true;
 				return false;
 			}
 			if (errno != EAGAIN)
 				log_debug("http: accept: %s", strerror(errno));
 			return true;
 		}
+		a->short_of_fds = false;
 		if (tenant_of(a, sa, &t) && share_take(a->by_addr, &t, 1) < 0) {
 			metrics_inc(M_REJECT_CAPACITY);
 			close(fd);	/* the client reads its end */
