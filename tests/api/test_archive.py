@@ -222,7 +222,7 @@ def test_a_busy_session_is_409_and_the_archive_goes(api, sid):
         sid, "import time, os\ntime.sleep(2)\nsorted(os.listdir('/work'))")))
     t.start()
     try:
-        assert wait_for(lambda: api.get(f"/v1/sessions/{sid}").json()["status"] == "busy", 20)
+        assert api.wait_busy(sid, 20)
         refused(unpack(api, sid, tar_bytes(PROJECT, "gz")), 409, "session_busy")
     finally:
         t.join()

@@ -230,7 +230,7 @@ def test_sigterm_with_executions_in_flight(make_server):
               {"code": "import time\nwhile True:\n    print('x', flush=True)\n    time.sleep(0.2)"})
     next(iter(sse))
     for sid in sids[:2]:
-        wait_for(lambda: api.get(f"/v1/sessions/{sid}").json()["status"] == "busy", 10)
+        assert api.wait_busy(sid, 10)
     time.sleep(0.5)
     tree = srv.descendants()
     assert len(tree) >= 5, tree
@@ -300,7 +300,7 @@ def test_sigterm_refuses_new_work_during_grace(make_server):
     t = threading.Thread(target=lambda: out.setdefault("r", srv.api().post(
         f"/v1/sessions/{sid}/execute", {"code": "import time\ntime.sleep(4)\n'finished'"})))
     t.start()
-    wait_for(lambda: api.get(f"/v1/sessions/{sid}").json()["status"] == "busy", 10)
+    assert api.wait_busy(sid, 10)
     srv.proc.send_signal(signal.SIGTERM)
     assert harness.wait_for(lambda: harness.refuses(srv.url), 3), \
         "the port still accepts connections after SIGTERM"
@@ -319,7 +319,7 @@ def test_delete_during_execution(server, api):
     t = threading.Thread(target=lambda: out.setdefault("r", server.api().post(
         f"/v1/sessions/{sid}/execute", {"code": "import time\ntime.sleep(30)"})))
     t.start()
-    wait_for(lambda: api.get(f"/v1/sessions/{sid}").json()["status"] == "busy", 10)
+    assert api.wait_busy(sid, 10)
     t0 = time.monotonic()
     assert api.delete(f"/v1/sessions/{sid}").status_code == 204
     t.join(15)

@@ -2,7 +2,6 @@
 405, 409, 410, 413, 429; and the capacity limits behind 409/429."""
 import base64
 import threading
-import time
 
 import pytest
 
@@ -199,12 +198,7 @@ def run_in_thread(fn):
 
 
 def wait_busy(api, sid, timeout=10):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if api.get(f"/v1/sessions/{sid}").json()["status"] == "busy":
-            return
-        time.sleep(0.02)
-    raise AssertionError("the session never became busy")
+    assert api.wait_busy(sid, timeout), "the session never became busy"
 
 
 def test_409_same_session_concurrent(server, api, sid):

@@ -20,7 +20,6 @@ from datetime import datetime
 import pytest
 import requests
 from jsonschema import Draft202012Validator, FormatChecker, RefResolver
-from jsonschema.exceptions import ValidationError
 
 DOC_PATH = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "openapi.json")
 with open(DOC_PATH, "rb") as _f:
@@ -891,9 +890,7 @@ def keep_busy(api, sid, out):
     t = threading.Thread(target=lambda: out.update(r=api.post(
         f"/v1/sessions/{sid}/execute", {"code": "import time; time.sleep(1.5)"})))
     t.start()
-    deadline = time.time() + 5
-    while check(api.get(f"/v1/sessions/{sid}"))["status"] != "busy" and time.time() < deadline:
-        time.sleep(0.05)
+    api.wait_busy(sid, 5)
     return t
 
 

@@ -206,11 +206,7 @@ def execute_in_thread(api, sid, body):
 
 
 def wait_busy(api, sid):
-    import time
-    deadline = time.monotonic() + 60
-    while api.get(f"/v1/sessions/{sid}").json()["status"] != "busy":
-        assert time.monotonic() < deadline, "the execution never started"
-        time.sleep(0.05)
+    assert api.wait_busy(sid, 60), "the execution never started"
 
 
 def test_interrupt_stops_the_execution_and_keeps_the_session(wapi):
@@ -312,6 +308,6 @@ def test_restart_of_unknown_session_and_bad_requests(api):
     sid = api.session()
     assert api.get(f"/v1/sessions/{sid}/restart").status_code == 405
     assert api.post(f"/v1/sessions/{sid}/restart", {"x": 1}).status_code == 400
-    res = api.execute(sid, "import os\nos.kill(os.getppid(), 9)")
+    api.execute(sid, "import os\nos.kill(os.getppid(), 9)")
     r = api.post(f"/v1/sessions/{sid}/restart")
     assert r.status_code == 410 and "signal 9" in error_of(r.content)["message"], r.text

@@ -566,6 +566,11 @@ class Api:
         r = self.get(f"/v1/sessions/{sid}")
         return r.json().get("status") if r.status_code == 200 else r.status_code
 
+    def wait_busy(self, sid, timeout=30):
+        """Until session sid says it is executing: True, or False once
+        timeout seconds have passed."""
+        return bool(wait_for(lambda: self.status(sid) == "busy", timeout, 0.05))
+
 
 def http_connection(url, timeout):
     u = urllib.parse.urlsplit(url)
