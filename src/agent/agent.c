@@ -67,9 +67,9 @@ static int keep_file(struct run *rn, const char *path)
 
 	if (ws_path(path, NULL, 0, checked, why, sizeof(why)) != WS_OK)
 		return -EINVAL;
-	if ((r = tools_download(rn->cfg->tools, path, &data, rn->cfg->file_max)) < 0)
+	if ((r = tools_download(rn->cfg->tools, checked, &data, rn->cfg->file_max)) < 0)
 		return r;
-	snprintf(rel, sizeof(rel), "files/%s", path);
+	snprintf(rel, sizeof(rel), "files/%s", checked);
 	r = savefile_write(rn->cfg->save_dir, rel, data.data ? data.data : "", data.len);
 	buf_release(&data);
 	return r;

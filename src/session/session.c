@@ -16,6 +16,7 @@
 #include "session/probe.h"
 #include "session/spawner.h"
 #include "session/tables.h"
+#include "session/workspace.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -1648,12 +1649,8 @@ enum sm_result session_unpack(struct smgr *m, struct session *s, const char *arc
 
 	/* The driver removes what it read; one it never saw (busy, gone...)
 	 * goes here. */
-	if (r != SM_OK && r != SM_INVALID && r != SM_TOO_LARGE) {
-		struct files_user u;
-
-		session_file_owner(s, &u.uid, &u.gid);
-		files_delete(&u, session_work_fd(s), archive);
-	}
+	if (r != SM_OK && r != SM_INVALID && r != SM_TOO_LARGE)
+		session_file_remove(s, archive);
 	return r;
 }
 
