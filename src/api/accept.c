@@ -105,7 +105,8 @@ static void release(struct acceptor *a, struct slot *s, const struct sockaddr *s
 }
 
 /* Accept what is waiting, at most a burst, while a daemon has room.
- * False: out of descriptors or memory, wait before the next try. */
+ * False: out of descriptors or memory (or another error), wait before the
+ * next try. */
 static bool accept_some(struct acceptor *a)
 {
 	struct slot *s;
@@ -128,9 +129,12 @@ static bool accept_some(struct acceptor *a)
 				a->short_of_fds = true;
 				return false;
 			}
-			if (errno != EAGAIN)
-				log_debug("http: accept: %s", strerror(errno));
-			return true;
+			if (errno == EAGAIN)
+				return true;
+			/* Unexpected (the socket itself in trouble): not again at
+			 * once, or the thread would spin on a readable socket. */
+			log_debug("http: accept: %s", strerror(errno));
+			return false;
 		}
 		a->short_of_fds = false;
 		if (tenant_of(a, sa, &t) && share_take(a->by_addr, &t, 1) < 0) {
@@ -155,8 +159,10 @@ static void *run(void *arg)
 	bool room = true;
 
 	while (wait_for(a, room, room ? -1 : RETRY_MS * 10)) {
-		if ((room = least_loaded(a) != NULL) && !accept_some(a))
-			wait_for(a, false, RETRY_MS);
+		/* The pause may take the stop's wake-up: heed it. */
+		if ((room = least_loaded(a) != NULL) && !accept_some(a) &&
+		    !wait_for(a, false, RETRY_MS))
+			break;
 		room = least_loaded(a) != NULL;
 	}
 	return NULL;

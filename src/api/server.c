@@ -1079,6 +1079,25 @@ static void api_close(struct api_server *srv)
 	free(srv);
 }
 
+/* Free what api_start() made, its threads stopped, then what api_open()
+ * made.  Each part may be missing (a start that failed half-way). */
+static void api_free(struct api_server *srv)
+{
+	workers_free(srv->workers);
+	events_free(srv->events);
+	if (srv->streams)
+		stream_hub_free(srv->streams);
+	files_waiter_free(srv->waiter);
+	mcp_registry_free(srv->mcp);
+	e2b_free(srv->e2b);
+	clients_free(srv->clients);
+	free(srv->key_reads);
+	share_free(srv->bodies);
+	share_free(srv->turns);
+	answers_free(srv->answers);
+	api_close(srv);
+}
+
 int api_start(struct api_server *srv, struct smgr *sm, char *err, size_t errlen)
 {
 	const struct petri_config *cfg = srv->cfg;
@@ -1098,16 +1117,9 @@ int api_start(struct api_server *srv, struct smgr *sm, char *err, size_t errlen)
 		      &srv->bodies) < 0 ||
 	    (cfg->napi_keys > 1 && share_new(UINT64_MAX / 2, config_share_of(cfg, cfg->max_executions),
 					     &srv->turns) < 0)) {
-		mcp_registry_free(srv->mcp);
-		e2b_free(srv->e2b);
-		clients_free(srv->clients);
-		free(srv->key_reads);
-		share_free(srv->bodies);
-		share_free(srv->turns);
-		answers_free(srv->answers);
-		api_close(srv);
 		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
+		r = -ENOMEM;
+		goto fail;
 	}
 	if ((r = stream_hub_new(&srv->streams)) < 0 || (r = files_waiter_new(&srv->waiter)) < 0 ||
 	    (r = events_new(cfg, sm, srv->streams, &srv->events)) < 0 ||
@@ -1127,7 +1139,10 @@ int api_start(struct api_server *srv, struct smgr *sm, char *err, size_t errlen)
 			MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
 			MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
 			MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-			MHD_OPTION_CONNECTION_LIMIT, limit,	/* the acceptor's is lower */
+			/* Above the acceptor's part for it: libmicrohttpd reports a
+			 * close before it counts it, so the acceptor may hand it the
+			 * next connection while it still counts the old one. */
+			MHD_OPTION_CONNECTION_LIMIT, limit + 1,
 			MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(cfg->http_timeout_s + 0.5),
 			MHD_OPTION_END);
 		if (!srv->daemons[i]) {
@@ -1147,22 +1162,9 @@ fail_daemons:
 	for (unsigned i = 0; i < srv->ndaemons; i++)
 		MHD_stop_daemon(srv->daemons[i]);
 fail:
-	workers_free(srv->workers);
-	events_free(srv->events);
-	if (srv->waiter) {
+	if (srv->waiter)
 		files_waiter_stop(srv->waiter);
-		files_waiter_free(srv->waiter);
-	}
-	if (srv->streams)
-		stream_hub_free(srv->streams);
-	mcp_registry_free(srv->mcp);
-	e2b_free(srv->e2b);
-	clients_free(srv->clients);
-	free(srv->key_reads);
-	share_free(srv->bodies);
-	share_free(srv->turns);
-	answers_free(srv->answers);
-	api_close(srv);
+	api_free(srv);
 	return r;
 }
 
@@ -1203,16 +1205,6 @@ void api_stop(struct api_server *srv)
 	for (unsigned i = 0; i < srv->ndaemons; i++)
 		MHD_stop_daemon(srv->daemons[i]);
 	acceptor_free(srv->acceptor);	/* MHD_stop_daemon reported its closes */
-	workers_free(srv->workers);
-	events_free(srv->events);	/* its streams went with MHD */
-	stream_hub_free(srv->streams);
-	files_waiter_free(srv->waiter);
-	mcp_registry_free(srv->mcp);
-	e2b_free(srv->e2b);
-	clients_free(srv->clients);
-	free(srv->key_reads);
-	share_free(srv->bodies);
-	share_free(srv->turns);
-	answers_free(srv->answers);	/* MHD freed every response */
-	api_close(srv);
+	/* The event streams went with MHD, and every response it held. */
+	api_free(srv);
 }
