@@ -26,12 +26,12 @@ import argparse
 import datetime
 import json
 import os
-import random
 import shutil
 import signal
 import socket
 import statistics
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -40,6 +40,8 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLUSTER = os.path.join(HERE, "..", "deploy", "local", "cluster")
+sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+from harness import free_port_block  # noqa: E402 -- tests/harness, the tests' own
 
 
 def loadavg():
@@ -89,24 +91,6 @@ def throughput(url, clients, seconds):
     for t in ts:
         t.join()
     return {"per_s": round(done[0] / seconds, 1), "done": done[0], "errors": errors[0]}
-
-
-def free_port_block(nodes):
-    for _ in range(200):
-        p = random.randrange(20000, 60000)
-        socks = []
-        try:
-            for q in [p] + [p + k for k in range(1, nodes + 1)] + [p + 100 + k for k in range(1, nodes + 1)]:
-                s = socket.socket()
-                s.bind(("127.0.0.1", q))
-                socks.append(s)
-            return p
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise RuntimeError("no free ports")
 
 
 def main():

@@ -3,36 +3,14 @@ light nodes (`preload =`), each trusting the router's address and capping
 each client at CAP requests in flight.  The fixture `cluster` (conftest.py)
 is one for the whole module."""
 import os
-import random
 import socket
 import subprocess
 
-from harness import PETRI, ROOT, petri_lock, process_tree, start_time
+from harness import PETRI, ROOT, free_port_block, petri_lock, process_tree, start_time
 
 CLUSTER = str(ROOT / "deploy" / "local" / "cluster")
 NODES = 3
 CAP = 3
-
-
-def free_port_block():
-    """A port P with P, P+1..P+NODES and P+101..P+100+NODES free now."""
-    for _ in range(200):
-        p = random.randrange(20000, 60000)
-        wanted = [p] + [p + k for k in range(1, NODES + 1)] + [p + 100 + k for k in range(1, NODES + 1)]
-        socks = []
-        try:
-            for q in wanted:
-                s = socket.socket()
-                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                s.bind(("127.0.0.1", q))
-                socks.append(s)
-            return p
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise RuntimeError("no free block of ports")
 
 
 class Cluster:
@@ -40,7 +18,7 @@ class Cluster:
         self.dir = str(tmp / "cluster")
         extra = tmp / "node.ini"
         extra.write_text(f"[server]\nmax_connections_per_ip = {CAP}\n")
-        self.port = free_port_block()
+        self.port = free_port_block(NODES)
         with petri_lock():
             p = subprocess.run([CLUSTER, "up", "--nodes", str(NODES), "--port", str(self.port),
                                 "--dir", self.dir, "--preload", "", "--petri", PETRI,

@@ -88,6 +88,16 @@ def summary(lat_s):
             f"max={max(ms):.1f} ms mean={statistics.mean(ms):.1f} ms")
 
 
+def on_threads(fn, args, timeout):
+    """fn(a) for each a of args, each on a thread of its own, all at once;
+    returns when all have ended, or after timeout seconds for each."""
+    ts = [threading.Thread(target=fn, args=(a,)) for a in args]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(timeout)
+
+
 def test_hundred_sessions_with_hostile_neighbours(daemons):
     mounts_before = mountinfo()
     srv = daemons(CONFIG, "load")
@@ -119,11 +129,7 @@ def test_hundred_sessions_with_hostile_neighbours(daemons):
             err(f"create {i}: {e!r}")
 
     t0 = time.monotonic()
-    ts = [threading.Thread(target=create, args=(i,)) for i in range(N_WELL + len(HOSTILES))]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join(180)
+    on_threads(create, range(N_WELL + len(HOSTILES)), 180)
     create_wall = time.monotonic() - t0
     assert not errors, errors[:10]
     assert api.get("/healthz").json()["sessions"] == N_WELL + len(HOSTILES)
@@ -137,11 +143,7 @@ def test_hundred_sessions_with_hostile_neighbours(daemons):
         except Exception as e:  # noqa: BLE001
             err(f"setup {i}: {e!r}")
 
-    ts = [threading.Thread(target=setup, args=(i,)) for i in range(N_WELL)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join(180)
+    on_threads(setup, range(N_WELL), 180)
     assert not errors, errors[:10]
 
     def measure(phase):
@@ -257,11 +259,7 @@ def test_hundred_sessions_with_hostile_neighbours(daemons):
         except Exception as e:  # noqa: BLE001
             err(f"state {i}: {e!r}")
 
-    ts = [threading.Thread(target=check_state, args=(i,)) for i in range(N_WELL)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join(120)
+    on_threads(check_state, range(N_WELL), 120)
 
     # What the hostiles' ended sessions had is gone: the daemon's sandboxes
     # are exactly the live sessions, the pool and the template (one cgroup

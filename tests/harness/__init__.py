@@ -29,12 +29,13 @@ petri_lock  /run/lock/petri-tests.lock: shared while a petri starts (a
             where a test kills one and checks the sweep.
 """
 import contextlib
-import hashlib
 import fcntl
+import hashlib
 import http.client
 import itertools
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -75,6 +76,28 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def free_port_block(nodes):
+    """A port P of 127.0.0.1 with P, P+1..P+nodes and P+101..P+100+nodes
+    free now: deploy/local/cluster's router, nodes and their agents."""
+    for _ in range(200):
+        p = random.randrange(20000, 60000)
+        wanted = [p] + [p + k for k in range(1, nodes + 1)] + [p + 100 + k for k in range(1, nodes + 1)]
+        socks = []
+        try:
+            for q in wanted:
+                s = socket.socket()
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                s.bind(("127.0.0.1", q))
+                socks.append(s)
+            return p
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError("no free block of ports")
 
 
 @contextlib.contextmanager
