@@ -161,9 +161,9 @@ VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --vgdb=no \
             --suppressions=$(abspath tests/unit/valgrind.supp) \
             --errors-for-leak-kinds=definite --trace-children=yes \
             --trace-children-skip='*/fc-cache,*/python3*'
-# Each a process of its own, the longest first: the record's budgets and
-# listings (tens of MiB through SQLite, a minute or more each under
-# memcheck) as cases of their own (SUITE:CASE), so that the two cores end
+# Each a process of its own, the longest first: the record's listings (a
+# minute or more each under memcheck) and budgets (tens of MiB through
+# SQLite) as cases of their own (SUITE:CASE), so that the two cores end
 # together.
 VALGRIND_SUITES := record:listings record:whole record:budgets session record:core buf cache cgroup codec \
 		   config export junit languages lease mcp mounts procs request share util workq ws

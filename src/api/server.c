@@ -5,7 +5,8 @@
  *
  * Threads: accept.c's thread accepts connections and hands them to
  * libmicrohttpd's http_threads event threads (epoll), each serving many
- * connections, so an idle or slow socket costs a few KiB and no thread.  They read headers and bodies, answer /healthz, /readyz,
+ * connections, so an idle or slow socket costs a few KiB and no thread.
+ * They read headers and bodies, answer /healthz, /readyz,
  * /metrics and the OpenAPI document themselves, and hand every other
  * request to the workers with its connection suspended.  A streamed
  * execution runs on its worker after the response was queued; its content

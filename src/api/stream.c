@@ -145,8 +145,6 @@ static bool room_for(const struct stream *st, size_t len)
 	return st->out.len == 0 || (st->out.len <= limit && st->out.len + len <= PENDING_MAX);
 }
 
-/* Queue what a wire callback wrote into ev (consumed).  live: an output
- * or result event, which a client too far behind loses. */
 /* Append ev for the client (with st->lock held); a live event that finds
  * no room is dropped and counted, and the count said before the next. */
 static void append(struct stream *st, const struct buf *ev, bool live)
@@ -169,6 +167,8 @@ static void append(struct stream *st, const struct buf *ev, bool live)
 	wake(st);
 }
 
+/* Queue what a wire callback wrote into ev (consumed).  live: an output
+ * or result event, which a client too far behind loses. */
 static void queue(struct stream *st, struct buf *ev, bool live)
 {
 	pthread_mutex_lock(&st->lock);
