@@ -1070,8 +1070,10 @@ static int put_string(struct buf *b, const char *s, size_t n)
 		case '\n': r = buf_append(b, "\\n", 2); break;
 		case '\r': r = buf_append(b, "\\r", 2); break;
 		case '\t': r = buf_append(b, "\\t", 2); break;
-		default:
-			snprintf(esc, sizeof(esc), "\\u%04X", *p);
+		default:	/* as jansson writes it: \u00XX, upper-case hex */
+			memcpy(esc, "\\u00", 4);
+			esc[4] = "0123456789ABCDEF"[*p >> 4];
+			esc[5] = "0123456789ABCDEF"[*p & 15];
 			r = buf_append(b, esc, 6);
 		}
 		p++;

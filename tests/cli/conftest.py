@@ -23,7 +23,7 @@ import pytest
 
 from clihelp import (CLK_TCK, DEFAULT_TIMEOUT, STARTED_PIDS, exclusive_petri, has_live_supervisor,
                      is_petri_supervisor, leftover_cgroups, run_json, sandbox_procs, spawn)
-from harness import PETRI, wait_for
+from harness import PETRI, runs, start_time, wait_for
 
 
 @pytest.fixture
@@ -63,12 +63,21 @@ def no_leaks_after_session():
     yield
     problems = []
 
-    # Sandbox processes with no petri supervisor above them are strays. A
-    # supervisor's teardown may still be in flight: give it a moment.
+    # Sandbox processes with no petri supervisor above them are strays.
+    # One that is seen so for a moment is not: its supervisor's teardown
+    # may be in flight, in this worker or in another whose tests still
+    # run (a process the kernel is killing with its namespace is handed
+    # up, out of its supervisor's tree, until it is gone).  A stray is one
+    # that stays so: the same process, still running, still unsupervised.
     def strays_now():
-        return [p for p in sandbox_procs(start) if not has_live_supervisor(p[0])]
-    wait_for(lambda: not strays_now(), 5, 0.2)
-    strays = strays_now()
+        return {(p[0], start_time(p[0])): p for p in sandbox_procs(start)
+                if not has_live_supervisor(p[0])}
+
+    def lasting(seen):
+        return [p for (pid, st), p in seen.items() if runs(pid, st) and not has_live_supervisor(pid)]
+    seen = strays_now()
+    wait_for(lambda: not lasting(seen), 5, 0.2)
+    strays = lasting(seen)
     if strays:
         problems.append(f'stray sandbox processes (pid, uid, cmdline): {strays}')
 
