@@ -161,12 +161,13 @@ VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --vgdb=no \
             --suppressions=$(abspath tests/unit/valgrind.supp) \
             --errors-for-leak-kinds=definite --trace-children=yes \
             --trace-children-skip='*/fc-cache,*/python3*'
-# Each a process of its own, the longest first: the record's listings (a
-# minute or more each under memcheck) and budgets (tens of MiB through
-# SQLite) as cases of their own (SUITE:CASE), so that the two cores end
-# together.
-VALGRIND_SUITES := record:listings record:whole record:budgets session record:core buf cache cgroup codec \
-		   config export junit languages lease mcp mounts procs request share util workq ws
+# Each a process of its own, the longest first (15-30 s each under
+# memcheck here: the session suite, the record's budgets and listings,
+# tens of MiB through SQLite, as cases of their own, SUITE:CASE), so that
+# the two cores end together.
+VALGRIND_SUITES := session record:budgets record:listings record:core record:whole cache junit \
+		   export cgroup workq ws request codec languages mcp mounts config util share \
+		   buf lease procs
 ifneq ($(SAN),)
 unit-valgrind:
 	@echo "unit-valgrind: skipped in the sanitizer build (valgrind cannot run sanitized code)"
@@ -194,11 +195,12 @@ PYTEST_JOBS ?= 4
 export STATE_DIRECTORY := $(abspath $(BUILD))/test-state
 
 # The black-box tiers: the CLI's alone (at its end it checks that no
-# sandbox process outlived its supervisor, which another tier's daemon
-# stopping at that moment would fail), then the others in one pytest run
-# (docs/testing.md, "Several tiers in one pytest run"): one tier's slowest
-# tests overlap the next one's.
-BLACKBOX := tests/driver tests/api tests/analyst tests/docs
+# sandbox process outlived its supervisor and that the host's mounts are
+# as they were, which a daemon the faults kill -9 would fail), then the
+# others in one pytest run (docs/testing.md, "Several tiers in one pytest
+# run"): one tier's slowest tests overlap the next one's, and the tests
+# that wait keep the cores busy with the ones that do not.
+BLACKBOX := tests/driver tests/api tests/analyst tests/docs tests/hostile tests/faults
 blackbox: $(BUILD)/petri
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/cli
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) $(BLACKBOX)
@@ -209,8 +211,9 @@ hostile: $(BUILD)/petri
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) $(HOSTILE_SELECT) tests/hostile
 
 # Load and faults: 100 sessions with hostile neighbours, kill -9 of the
-# daemon, the warm template killed under load, SIGTERM under load.  Run
-# serially (it measures latency); numbers in tests/faults/out/.
+# daemon, the warm template killed under load, SIGTERM under load.  Alone
+# and serially here, for the latencies it writes to tests/faults/out/ (it
+# asserts none); in `make test`, one of the blackbox tiers.
 faults: $(BUILD)/petri
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -s tests/faults
 
@@ -286,14 +289,13 @@ install-test: $(BUILD)/petri
 	PETRI_BUILD=$(BUILD) $(PYTEST) tests/install
 
 # `make test`: what the tiers run is built first, JOBS at a time; then the
-# tiers, one after the other (the hostile tier and the faults load the
-# machine on purpose, the faults measure latency), under scripts/leftovers:
+# tiers, one after the other, under scripts/leftovers:
 # TMPDIR is a directory of the suite's own, and a file the suite leaves
 # there or in /tmp fails it.  The last, `waiting`, runs the tiers that
 # mostly wait several at a time.
 JOBS  := $(or $(JOBS),$(shell nproc))
 CLIENT_TIERS := mcp-test web-test e2b-test ask-test install-test kubernetes-test fuzz-smoke
-TIERS := unit unit-valgrind blackbox hostile faults waiting
+TIERS := unit unit-valgrind blackbox waiting
 
 clients:
 	@$(MAKE) --no-print-directory -j$(JOBS) --output-sync=target $(CLIENT_TIERS)
@@ -316,12 +318,28 @@ test:
 # tiers against the ASan+UBSan build, where petri meets what clients and
 # sandboxes send; a memory error or undefined behaviour stops the change.
 # Of the hostile corpus it runs the attacks on the daemon (not those on the
-# jail alone), on the cold path (tests/hostile/test_corpus.py says why).
-CI_SAN_TIERS := unit cli-test api-test hostile
+# jail alone), on the cold path (tests/hostile/test_corpus.py says why);
+# the API and hostile tiers in one pytest run, as `blackbox` runs them (no
+# API test is named as the selection leaves out).
+CI_SAN_TIERS := unit cli-test api-hostile
 CI_SAN_HOSTILE := -m 'not jail' -k 'not run: and not serve-warm:'
 ci-san:
 	@$(MAKE) --no-print-directory SAN=1 -j$(JOBS) test-build
-	@scripts/leftovers $(MAKE) --no-print-directory -j1 SAN=1 HOSTILE_SELECT="$(CI_SAN_HOSTILE)" $(CI_SAN_TIERS)
+	@scripts/leftovers $(MAKE) --no-print-directory -j1 SAN=1 $(CI_SAN_TIERS)
+
+api-hostile: $(BUILD)/petri
+	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) $(CI_SAN_HOSTILE) tests/api tests/hostile
+
+# .ci/run's builds at once, the release build's (with the fuzzers) and the
+# sanitizer build's, JOBS jobs between them: either alone leaves a core
+# idle for much of its time.  `make test` and `make ci-san` then find them
+# made.
+ci-build:
+	@$(MAKE) --no-print-directory -j$(JOBS) ci-build-release ci-build-san
+ci-build-release:
+	@$(MAKE) --no-print-directory test-build fuzz-build
+ci-build-san:
+	@$(MAKE) --no-print-directory SAN=1 test-build
 
 # The whole suite under ASan+UBSan; then the tiers where the daemon's
 # threads meet (the API and the faults) under ThreadSanitizer.
@@ -367,6 +385,6 @@ dist:
 include tests/fuzz/fuzz.mk
 include packaging/packaging.mk
 
-.PHONY: FORCE dist all unit unit-valgrind blackbox api-test cli-test waiting hostile cpython-test faults mcp-test web-test web-screenshots e2b-test ask-test install-test kubernetes-test test test-build clients ci-san test-san clean fuzz fuzz-smoke
+.PHONY: FORCE dist all unit unit-valgrind blackbox api-test cli-test waiting hostile cpython-test faults mcp-test web-test web-screenshots e2b-test ask-test install-test kubernetes-test test test-build clients ci-san ci-build ci-build-release ci-build-san api-hostile test-san clean fuzz fuzz-smoke
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -11,6 +11,8 @@ import statistics
 import threading
 import time
 
+import pytest
+
 from faulthelp import (cgroup_dirs, leftovers, metric, mountinfo, pct, sandbox_procs_tagged,
                       wait_for, write_out)
 
@@ -98,6 +100,7 @@ def on_threads(fn, args, timeout):
         t.join(timeout)
 
 
+@pytest.mark.slow
 def test_hundred_sessions_with_hostile_neighbours(daemons):
     mounts_before = mountinfo()
     srv = daemons(CONFIG, "load")

@@ -4,7 +4,7 @@
 #   make fuzz          every harness for FUZZ_TIME seconds (default 300), one
 #                      after the other; new inputs go to tests/fuzz/out/<name>/
 #   make fuzz-smoke    every harness over its seed corpus, then mutating for
-#                      FUZZ_SMOKE_TIME seconds (default 4; for CI and `make test`)
+#                      FUZZ_SMOKE_TIME seconds (default 2; for CI and `make test`)
 #   make fuzz-build    only build build/fuzz/fuzz_<name>
 #   make fuzz-<name>   one harness for FUZZ_TIME seconds, e.g. `make fuzz-frame`
 #
@@ -24,7 +24,7 @@ FUZZ_BUILD  := build/fuzz
 FUZZ_OUT    := tests/fuzz/out
 FUZZ_NAMES  := frame jstring result path url body config mcp chat multipart junit procs
 FUZZ_TIME   ?= 300
-FUZZ_SMOKE_TIME ?= 4
+FUZZ_SMOKE_TIME ?= 2
 
 FUZZ_SAN    := -fsanitize=address,undefined -fno-sanitize-recover=all \
                -fno-omit-frame-pointer
