@@ -34,6 +34,13 @@ WHICH_PATH = "'warm' if b'--zygote' in open('/proc/self/cmdline', 'rb').read().s
 COLD = CONFIG.replace("pool_size = 2", "pool_size = 2\nwarm = false")
 LEASES = "/run/petri/uids"          # a lock file per host uid in use (src/jail/lease.h)
 
+# The victim's uids are its own.  Every daemon leases from uid_base + 1000
+# up, and other tiers' daemons run beside this one and are killed at their
+# tests' end, their leases left for the next start to sweep: in the shared
+# range, one of theirs could be taken for one of the victim's.
+VICTIM_UIDS = {"warm": "\n[sandbox]\nuid_base = 2100000000\n",
+               "cold": "\n[sandbox]\nuid_base = 2100100000\n"}
+
 
 def host_uids(pids):
     """The real uids these processes run as (those still there)."""
@@ -76,7 +83,7 @@ def unheld_leases(uids):
 @pytest.mark.parametrize("victim", ["warm", "cold"])
 def test_kill9_in_the_middle_of_executions(daemons, victim):
     mounts_before = mountinfo()
-    srv = daemons(CONFIG if victim == "warm" else COLD, f"victim-{victim}")
+    srv = daemons((CONFIG if victim == "warm" else COLD) + VICTIM_UIDS[victim], f"victim-{victim}")
     api = srv.api()
     sids = [api.session() for _ in range(5)]
     bash_sid = api.session(language="bash")
