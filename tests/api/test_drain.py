@@ -12,7 +12,6 @@ import signal
 import socket
 import subprocess
 import threading
-import time
 
 import pytest
 import requests
@@ -214,7 +213,7 @@ def test_the_agent_says_down_while_stopping(make_server):
     t = threading.Thread(target=lambda: api.post(f"/v1/sessions/{sid}/execute",
                                                  {"code": "import time; time.sleep(5)"}))
     t.start()
-    time.sleep(1)       # the execution is under way: the stop waits for it
+    assert api.wait_busy(sid, 30)   # the execution is under way: the stop waits for it
     srv.proc.send_signal(signal.SIGTERM)
     assert wait_for(lambda: "stopping (grace" in srv.stderr_text(), 30)
     assert agent_says(addr) == "down\n"

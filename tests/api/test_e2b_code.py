@@ -12,13 +12,13 @@ import http.client
 import json
 import re
 import secrets
-import time
 import urllib.parse
 
 import pytest
 import requests
 
 from apihelp import attacked_server
+from harness import poll
 
 CG_LIMIT = 4 << 30
 TIMEOUT_S = 15          # the sandboxes' execution time limit ([limits] timeout_s)
@@ -482,13 +482,13 @@ def test_a_client_that_hangs_up_interrupts_the_execution(sbx):
     st.close()
     # the session is free again once the interrupt lands (no timing: the
     # next execution retries while busy)
-    for _ in range(600):
+    def execution():
         st = sbx.stream({"code": "'free'"})
-        if st.status != 409:
-            break
-        st.body()
-        st.close()
-        time.sleep(0.1)
+        if st.status == 409:
+            st.body()
+            st.close()
+        return st
+    st = poll(execution, lambda st: st.status != 409, 60)
     assert st.status == 200
     assert Execution(list(st)).text == "free"
     st.close()

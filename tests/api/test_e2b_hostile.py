@@ -8,13 +8,13 @@ key; raw requests, as no SDK would send them.
 import json
 import secrets
 import socket
-import time
 import urllib.parse
 
 import pytest
 import requests
 
-from apihelp import answer_on, attacked_server
+from apihelp import answer_on, attacked_server, wait_for
+from harness import unread
 
 CG_LIMIT = 2 << 30
 ENVD, CODE = "49983", "49999"
@@ -181,7 +181,7 @@ def test_a_token_only_request_whose_sandbox_is_killed_meanwhile(daemon, kill):
                            {"X-Access-Token": b["envdAccessToken"],
                             "Content-Type": f"multipart/form-data; boundary={boundary}"},
                            body)
-    time.sleep(0.5)    # the daemon reads the headers: not a timing assertion
+    assert wait_for(lambda: unread(c) == 0, 30), "the daemon never read the request"
     if kill == "e2b":
         r = requests.delete(daemon.url + "/sandboxes/" + b["sandboxID"],
                             headers={"X-API-KEY": daemon.key}, timeout=60)

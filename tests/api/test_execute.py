@@ -3,11 +3,14 @@ the limits (timeout with interrupt, SIGINT ignored, OOM); the one-shot
 POST /v1/execute."""
 import base64
 import io
+import os
+import secrets
 import time
 
 import pytest
 
 from apihelp import error_of, png_size
+from harness import naming, pids_named, read_text, wait_for
 
 RESULT_KEYS = {"status", "exit_code", "signal", "stdout", "stderr", "stdout_truncated",
                "stderr_truncated", "results", "error", "files", "duration_ms", "cpu_ms",
@@ -282,16 +285,33 @@ def test_the_interpreter_ending_between_executions(fapi, flavour):
     # execution runs in a fresh one, and says so.
     sid = fapi.session(limits={"timeout_s": 4})
     keep_a_file(fapi, sid)
+    name = f"die{secrets.token_hex(6)}"
     res = fapi.execute(sid, "import os, threading, time\n"
+                            + naming(name) +
                             "threading.Thread(target=lambda: (time.sleep(0.3), os._exit(7))).start()")
     assert res["status"] == "ok" and res["restarted"] is False, res
-    time.sleep(1)
+    # The keeper has reaped the interpreter: no process has its name (a
+    # zombie would).
+    assert wait_for(lambda: not pids_named(name), 30), "the interpreter did not end"
     res = check_result(fapi.execute(sid, "print(open('kept.txt').read(), 'kept' in dir())"))
     assert res["status"] == "ok" and res["stdout"] == "yes False\n", res
     assert res["restarted"] is True, res
     assert res["reason"].startswith("the interpreter exited with status 7 after the last "
                                     "execution; a fresh one ran this code"), res
     expect_fresh(fapi, sid)
+
+
+def hogging(name):
+    """Each process named name has a thread named "hogging" (so too once
+    it has ended)."""
+    for pid in pids_named(name):
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except FileNotFoundError:
+            continue
+        if not any(read_text(f"/proc/{pid}/task/{t}/comm") == "hogging\n" for t in tasks):
+            return False
+    return True
 
 
 @flavours()
@@ -301,16 +321,21 @@ def test_an_execution_the_dying_interpreter_never_started_runs_in_the_next(fapi,
     # as ended with it, it runs in the fresh interpreter.
     sid = fapi.session(limits={"timeout_s": 10})
     keep_a_file(fapi, sid)
+    name = f"calm{secrets.token_hex(5)}"
     res = fapi.execute(sid, "import os, sys, threading, time\n"
+                            + naming(name) +
                             "def hog():\n"
                             "    time.sleep(0.2)\n"
                             "    sys.setswitchinterval(100)\n"
+                            "    " + naming("hogging") +
                             "    t = time.monotonic()\n"
                             "    while time.monotonic() - t < 1.5: pass\n"
                             "    os._exit(0)\n"
                             "threading.Thread(target=hog).start()")
     assert res["status"] == "ok", res
-    time.sleep(0.6)
+    # The next exec goes once the thread hogs: it names itself then (or
+    # has already ended the process).
+    assert wait_for(lambda: hogging(name), 30, 0.05), "the thread never began to hog"
     res = check_result(fapi.execute(sid, "open('ran.txt', 'w').write('yes')\nprint('ran')"))
     assert res["status"] == "ok" and res["stdout"] == "ran\n" and res["restarted"], res
     assert "exited with status 0 after the last execution" in res["reason"], res

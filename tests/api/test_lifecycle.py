@@ -70,13 +70,10 @@ def test_max_lifetime_ends_a_busy_session(make_server):
     api = srv.api()
     sid = api.session()
     t0 = time.monotonic()
-    status = 200
-    while time.monotonic() - t0 < 6:
-        r = api.post(f"/v1/sessions/{sid}/execute", {"code": "1"})
-        status = r.status_code
-        if status != 200:
-            break
-        time.sleep(0.3)
+    # In use every 0.3 s until it ends.
+    r = harness.poll(lambda: api.post(f"/v1/sessions/{sid}/execute", {"code": "1"}),
+                     lambda r: r.status_code != 200, 6, 0.3)
+    status = r.status_code
     lived = time.monotonic() - t0
     assert status == 410, "the session outlived its max_lifetime_s although it was in use"
     assert 2.5 <= lived <= 5, lived
@@ -231,7 +228,11 @@ def test_sigterm_with_executions_in_flight(make_server):
     next(iter(sse))
     for sid in sids[:2]:
         assert api.wait_busy(sid, 10)
-    time.sleep(0.5)
+    # The bash children and the one-shot are under way.
+    assert wait_for(lambda: api.process_names(sids[1]).count("sleep") == 3, 10), \
+        api.process_names(sids[1])
+    assert wait_for(lambda: metric(api.get("/metrics").text, "petri_executions_running") == 4, 10), \
+        api.get("/metrics").text
     tree = srv.descendants()
     assert len(tree) >= 5, tree
     with petri_lock(exclusive=True):      # no other petri may sweep what this one leaves

@@ -137,7 +137,7 @@ def test_fifty_sessions_with_a_hostile_neighbour(make_server):
                 per_session_checks[i] += 1
                 if k > 400:
                     break
-                time.sleep(0.1)
+                time.sleep(0.1)     # a neighbour's pace, not a flood of its own
             res = a.execute(sid, "me")
             if res["results"] != [{"text/plain": str(i)}]:
                 errors.append(f"session {i} lost its state: {res}")

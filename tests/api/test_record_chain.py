@@ -267,7 +267,7 @@ def test_retention_by_age_keeps_the_chain_verifiable(make_server, tmp_path):
     api = srv.api()
     for i in range(3):
         api.post("/v1/execute", {"code": f"print({i})"})
-    time.sleep(2.5)
+    time.sleep(2.5)     # the three entries must grow older than record_keep_days
     api.post("/v1/execute", {"code": "print('new')"})
     srv.stop()
     code, body = verify_json(conf)

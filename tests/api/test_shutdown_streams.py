@@ -5,7 +5,7 @@ nothing of it remains."""
 import threading
 import time
 
-from apihelp import SSE
+from apihelp import SSE, metric, wait_for
 
 SLEEPER = "import time\nprint('started', flush=True)\ntime.sleep(120)"
 
@@ -40,7 +40,9 @@ def test_sigterm_with_streams_and_executions_in_flight(make_server):
     calls.append(threading.Thread(target=run, args=("/v1/execute", {"code": SLEEPER})))
     for t in calls:
         t.start()
-    time.sleep(2)                # all of them running in their sandboxes
+    # All nine in flight: the daemon counts them.
+    assert wait_for(lambda: metric(api.get("/metrics").text, "petri_executions_running") == 9,
+                    60, 0.2), api.get("/metrics").text
     for st in gone:
         st.close()
     t0 = time.monotonic()
@@ -74,7 +76,9 @@ def test_sigterm_right_after_stream_clients_hang_up(make_server):
                  {"code": "import sys\nwhile True: sys.stdout.write('x' * 4096)"}, timeout=120)
         assert st.status == 200
         gone.append(st)
-    time.sleep(1)
+    for st in gone:              # each one's code is writing
+        ev = next(iter(st))
+        assert ev[1] == "stdout", ev
     for st in gone:
         st.close()
     code, err = srv.stop(timeout=60)

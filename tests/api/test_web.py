@@ -8,9 +8,10 @@ import json
 import os
 import re
 import threading
-import time
 
 import requests
+
+from harness import poll
 
 CSP_DIRECTIVES = ["default-src 'none'", "script-src 'self'", "style-src 'self'",
                   "img-src 'self' data:", "connect-src 'self'", "frame-ancestors 'none'",
@@ -272,15 +273,15 @@ def test_event_streams_are_bounded(make_server):
         # server notices the hang-up within about a second).
         assert requests.get(srv.url + "/v1/sessions", timeout=30).status_code == 200
         opened.pop().conn.close()
-        deadline = time.monotonic() + 30
-        while True:
+
+        def stream():
             r = open_stream(srv, "127.0.0.4")
-            if r.status == 200:
-                opened.append(r)
-                break
-            r.conn.close()
-            assert time.monotonic() < deadline, "a closed stream never made room"
-            time.sleep(0.2)
+            if r.status != 200:
+                r.conn.close()
+            return r
+        r = poll(stream, lambda r: r.status == 200, 30, 0.2)
+        assert r.status == 200, "a closed stream never made room"
+        opened.append(r)
     finally:
         close_all(opened)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from clihelp import (OUTPUT_CAP, leftover_cgroups, popen_petri, procs_matching, spawn,
+from clihelp import (OUTPUT_CAP, leftover_cgroups, popen_petri, procs_matching, spawn, wait_for,
                      wait_for_procs)
 
 MiB = 1 << 20
@@ -202,7 +202,7 @@ def _run_and_watch(args, token, state=None):
         rest, err = p.communicate(timeout=30)
     left = procs_matching(token)
     if left:
-        time.sleep(2)
+        time.sleep(2)       # for the report: are they still there 2 s later?
         pytest.fail(f'process(es) of the sandbox outlived the run: {left}; '
                     f'2 s later: {procs_matching(token)}')
     assert not leftover_cgroups([p.pid])
@@ -438,9 +438,7 @@ def _sweep():
 
 
 def _wait_gone(token, seconds=3):
-    deadline = time.monotonic() + seconds
-    while procs_matching(token) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: not procs_matching(token), seconds, 0.05)
     return procs_matching(token)
 
 

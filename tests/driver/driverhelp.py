@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from harness import process_tree, stat_fields, wait_for
+
 # The built-in programs as src/exec/languages.c sends them (the box adds
 # "program" to every exec frame of a language other than Python).
 PROGRAMS = {
@@ -190,6 +192,11 @@ class Driver:
             for stream in ready:
                 self.read_from(stream)
 
+    def asleep(self):
+        """The driver and every process it started are asleep (state S)."""
+        pids = [self.proc.pid, *process_tree(self.proc.pid)]
+        return all((stat_fields(pid) or ['S'])[0] == 'S' for pid in pids)
+
     # -- execs
 
     def start(self, code, language='python'):
@@ -206,7 +213,9 @@ class Driver:
         while not frames or frames[-1]['type'] != 'done':
             if interrupt_on is not None and not interrupted \
                     and interrupt_on in self.stdout[out_mark:]:
-                time.sleep(0.2)         # let the code reach its blocking call
+                # The code has reached its blocking call (a sleep, a wait,
+                # a write to the socket this loop does not read meanwhile).
+                assert wait_for(self.asleep, timeout), 'the code never blocked'
                 os.kill(self.proc.pid, signal.SIGINT)
                 interrupted = True
             frame = self.pop_frame()

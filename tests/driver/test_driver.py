@@ -5,12 +5,11 @@ import os
 import signal
 import struct
 import sys
-import time
 
 import pytest
 
 from driverhelp import PROGRAMS, Driver
-from harness import cpu_seconds, ended, wait_for
+from harness import cpu_seconds, ended, proc_status, signal_pending, wait_for
 
 PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
 
@@ -95,7 +94,8 @@ def test_exec_env_is_restored_after_the_exec(driver):
 def test_sigint_between_execs_is_ignored(driver):
     driver.run('kept = 5')
     os.kill(driver.proc.pid, signal.SIGINT)
-    time.sleep(0.3)
+    assert wait_for(lambda: not signal_pending(driver.proc.pid, signal.SIGINT), 10), \
+        "the driver never took the SIGINT"
     outcome = driver.run('kept')
     assert outcome.error is None and outcome.plain == ['5']
 
@@ -262,9 +262,12 @@ def test_forked_child_sends_no_frames(driver):
 
 
 def test_display_from_a_thread_after_done_is_dropped(driver):
+    threads = int(proc_status(driver.proc.pid)["Threads"])
     driver.run('import threading, time\n'
                'threading.Thread(target=lambda: (time.sleep(0.3), display("late"))).start()')
-    time.sleep(0.6)
+    # The thread has displayed and ended.
+    assert wait_for(lambda: int(proc_status(driver.proc.pid)["Threads"]) == threads, 10), \
+        proc_status(driver.proc.pid)["Threads"]
     outcome = driver.run('"now"')
     assert outcome.plain == ["'now'"]       # the harness rejects frames of a finished exec
 

@@ -1,11 +1,10 @@
 """Fixtures of the load and fault tests (helpers: faulthelp.py)."""
 import os
 import signal
-import time
 
 import pytest
 
-from faulthelp import Daemon, cgroup_dirs, cgroup_procs, sandbox_procs_tagged
+from faulthelp import Daemon, cgroup_dirs, cgroup_procs, sandbox_procs_tagged, wait_for
 
 
 def _cleanup(daemon):
@@ -14,19 +13,20 @@ def _cleanup(daemon):
     process left in its cgroups and remove its empty cgroup directories (a
     killed daemon's cgroups stay until the next petri start sweeps them)."""
     daemon.kill()
-    for _ in range(50):
+
+    def none_left():
+        """Kill what is left; True when nothing was."""
         procs = sandbox_procs_tagged(daemon.tag)
         for d, pids in cgroup_procs(cgroup_dirs(daemon.pid)).items():
             if f"/{daemon.tag}" in d:
                 procs.update({p: None for p in pids})
-        if not procs:
-            break
         for p in procs:
             try:
                 os.kill(p, signal.SIGKILL)
             except OSError:
                 pass
-        time.sleep(0.1)
+        return not procs
+    wait_for(none_left, 5)
     for d in sorted(cgroup_dirs(daemon.pid), key=len, reverse=True):
         if os.path.basename(d).startswith(daemon.tag):
             for sub, _, _ in sorted(os.walk(d), key=lambda x: len(x[0]), reverse=True):

@@ -29,7 +29,7 @@ import pytest
 
 import memcg
 from faulthelp import Daemon, cgroup_procs
-from harness import answer_on, cgroup_dirs, read_text, wait_for
+from harness import answer_on, cgroup_dirs, ended, poll, read_text, unread, wait_for
 
 MiB = 1 << 20
 
@@ -112,11 +112,7 @@ def daemon(tmp_path):
         code, _ = d.terminate(30)
         if code is None:
             d.kill()
-        for _ in range(100):
-            left = cgroup_procs(cgroup_dirs(d.pid))
-            if not left:
-                break
-            time.sleep(0.1)
+        wait_for(lambda: not cgroup_procs(cgroup_dirs(d.pid)), 10)
         for path in cgroup_dirs(d.pid):
             try:
                 os.rmdir(path)
@@ -170,7 +166,7 @@ class Sampler:
     def _run(self):
         while not self._stop.is_set():
             self.max = max(self.max, self.f())
-            time.sleep(0.01)
+            time.sleep(0.01)    # a hundred samples a second
 
     def stop(self):
         self._stop.set()
@@ -269,7 +265,7 @@ print(len(kids))
 def test_upload_refused_or_cut_short_keeps_the_old_file(daemon):
     d = daemon()
     api = d.api()
-    sid, _ = new_session(d, api, memory_mb=256, disk_mb=16)
+    sid, cg = new_session(d, api, memory_mb=256, disk_mb=16)
     r = api.request("PUT", f"/v1/sessions/{sid}/files/f.txt", data=b"old\n")
     assert r.status_code == 201, r.text
     r = api.request("PUT", f"/v1/sessions/{sid}/files/f.txt", data=chunks(64 * MiB))
@@ -291,7 +287,7 @@ def test_upload_refused_or_cut_short_keeps_the_old_file(daemon):
     with socket.create_connection((host, int(port)), timeout=60) as c:
         c.sendall(f"PUT /v1/sessions/{sid}/files/f.txt HTTP/1.1\r\nHost: {host}\r\n"
                   f"Content-Length: {8 * MiB}\r\n\r\n".encode() + b"n" * MiB)
-        time.sleep(0.5)   # not a timing assertion: let the writer start
+        find_writer(cg.path)        # the writer started
     listing = lambda: [f["path"] for f in  # noqa: E731
                        api.get(f"/v1/sessions/{sid}/files").json()["files"]]
     assert wait_for(lambda: listing() == ["f.txt"], 30, 0.1), listing()
@@ -354,12 +350,22 @@ def test_loopback_tcp_buffers_are_charged_to_the_session(daemon):
     assert out["stdout"].strip() == "closed"
 
 
-def find_writer(cg):
-    """The upload writer: the one process of the session's cgroup that is root's."""
-    writer = wait_for(lambda: next((p for p in cgroup_procs([cg.path]).get(cg.path, [])
-                                    if os.stat(f"/proc/{p}").st_uid == 0), None), 10)
-    assert writer, "no upload writer in the session's cgroup"
-    return writer
+def writers(path):
+    """The upload writers in the session's cgroup directory path: its
+    processes that are root's."""
+    def roots(pid):
+        try:
+            return os.stat(f"/proc/{pid}").st_uid == 0
+        except FileNotFoundError:
+            return False
+    return [p for p in cgroup_procs([path]).get(path, []) if roots(p)]
+
+
+def find_writer(path, n=1):
+    """The first upload writer in cgroup directory path, once n are there."""
+    found = poll(lambda: writers(path), lambda w: len(w) >= n, 10)
+    assert len(found) >= n, f"{len(found)} upload writer(s) in the session's cgroup, not {n}"
+    return found[0]
 
 
 def test_a_stalled_writer_never_holds_the_event_thread(daemon):
@@ -379,10 +385,13 @@ def test_a_stalled_writer_never_holds_the_event_thread(daemon):
 
     ut = threading.Thread(target=upload, daemon=True)
     ut.start()
-    writer = find_writer(cg)
+    writer = find_writer(cg.path)
     os.kill(writer, signal.SIGSTOP)
     try:
-        time.sleep(1)               # its socket fills; the upload must wait
+        # Its socket fills and the upload must wait: nothing outside the
+        # daemon marks that moment (the socket's queue is the kernel's), so
+        # time passes.
+        time.sleep(1)
         worst = 0.0
         for _ in range(5):
             t0 = time.monotonic()
@@ -458,7 +467,7 @@ def test_a_writer_stopped_before_ready_never_holds_the_event_thread(daemon):
     out = []
     with fz:
         t = put_in_thread(d, fz.sid, "early.bin", 4 * MiB, out)
-        time.sleep(1)              # the upload began; its writer is frozen
+        find_writer(fz.dir)        # the upload began; its writer is frozen
         assert healthz_answers(api)
         assert not out, f"the upload ended while its writer was frozen: {out}"
     t.join(120)
@@ -483,13 +492,13 @@ def test_an_upload_aborted_while_its_writer_is_stopped_frees_the_event_thread(da
     s = socket.create_connection((host, port))
     s.sendall(f"PUT /v1/sessions/{sid}/files/f.bin HTTP/1.1\r\nHost: {host}:{port}\r\n"
               f"Content-Length: {64 * MiB}\r\n\r\n".encode())
-    writer = find_writer(cg)
+    writer = find_writer(cg.path)
     s.sendall(b"z" * 1024)          # taken whole: the connection is not suspended
-    time.sleep(0.5)
+    assert wait_for(lambda: unread(s) == 0, 30), "the daemon never read the 1024 bytes"
     os.kill(writer, signal.SIGSTOP)
     try:
         s.close()                  # the client gives up: an abort
-        time.sleep(0.5)
+        assert wait_for(lambda: ended(writer), 30), "the abort left its writer"
         assert healthz_answers(api)
         assert healthz_answers(api)
     finally:
@@ -512,7 +521,7 @@ def test_one_session_cannot_take_every_waiting_slot(daemon):
     waiting, extra = [], []
     with fz:
         threads = [put_in_thread(d, fz.sid, f"w{i}.bin", 8 * MiB, waiting) for i in range(4)]
-        time.sleep(2)              # their writers' sockets are full: all four wait
+        find_writer(fz.dir, 4)     # four writers, frozen: all four uploads wait
         for i in range(2):
             put_in_thread(d, fz.sid, f"x{i}.bin", 8 * MiB, extra).join(60)
         assert len(extra) == 2, extra
@@ -538,7 +547,7 @@ def test_a_stalled_upload_times_out_with_a_clear_error(daemon):
     assert api.request("PUT", f"/v1/sessions/{sid}/files/s.bin", data=b"old").status_code == 201
     out = []
     t = put_in_thread(d, sid, "s.bin", 0, out, data=chunks(256 * MiB))
-    writer = find_writer(cg)
+    writer = find_writer(cg.path)
     os.kill(writer, signal.SIGSTOP)
     try:
         t.join(60)

@@ -135,7 +135,8 @@ def test_kill9_in_the_middle_of_executions(daemons, victim):
         t.start()
     busy = wait_for(lambda: all(api.status(s) == "busy" for s in [*sids, bash_sid]), 30)
     assert busy, [api.status(s) for s in [*sids, bash_sid]]
-    time.sleep(0.5)                       # the bash children started
+    children = wait_for(lambda: api.process_names(bash_sid).count("sleep") == 3, 30)
+    assert children, api.process_names(bash_sid)      # the bash children started
     tree = srv.descendants()
     sandboxes = sandbox_tree(tree)
     dead_tag, dead_pid = srv.tag, srv.pid

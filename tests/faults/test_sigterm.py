@@ -78,7 +78,15 @@ def test_sigterm_with_thirty_sessions_executing(daemons):
         t.start()
     running = wait_for(lambda: metric(srv.metrics(), "petri_executions_running") == N, 60, 0.2)
     assert running, srv.metrics()
-    time.sleep(1)                       # bash children and spinners under way
+    # The bash children under way (the spinners spin once running).
+    api = srv.api()
+    bash = [sids[i] for i in range(N) if workload(i)[0] == "bash"]
+
+    def children(sid):
+        names = api.process_names(sid)
+        return names.count("sleep") == 2 and "yes" in names
+    assert wait_for(lambda: all(children(s) for s in bash), 60, 0.2), \
+        [api.process_names(s) for s in bash]
     tree = srv.descendants()
     sandboxes = sandbox_tree(tree)
     assert len(sandboxes) >= 2 * N, len(sandboxes)
@@ -103,11 +111,11 @@ def test_sigterm_with_thirty_sessions_executing(daemons):
                 created["refused"].append(503)
             else:
                 created["other"].append((r.status_code, r.text[:200]))
-            time.sleep(0.05)
+            time.sleep(0.05)    # asked over and over, at a pace, not a flood
 
     cr = threading.Thread(target=creator)
     cr.start()
-    time.sleep(0.5)
+    wait_for(lambda: created["before"] or created["other"], 60)   # asked before the SIGTERM
     code, took = srv.terminate(GRACE_S + 30)
     t0 = time.monotonic()
     clean = wait_for(lambda: not leftovers(srv, tree) and not cgroup_dirs(srv.pid), 10, 0.05)

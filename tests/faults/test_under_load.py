@@ -241,10 +241,9 @@ def test_hundred_sessions_with_hostile_neighbours(daemons):
         e.wait(60)
     # Let them get going: the fork bombs at their pids limit, the spinner
     # compiled and spinning, the flood flowing.
-    busy = lambda: all(api.status(s) == "busy" for s in hostile_sid.values())  # noqa: E731
-    deadline = time.monotonic() + 20
-    while not busy() and time.monotonic() < deadline:
-        time.sleep(0.2)
+    wait_for(lambda: all(api.status(s) == "busy" for s in hostile_sid.values()), 20, 0.2)
+    # Their ramp-up (a compile, forks up to the pids limit) ends in no one
+    # state to wait for: the measurement starts after it has had time.
     time.sleep(2)
 
     load_triv, load_pand, load_wall = measure("loaded")
@@ -328,12 +327,6 @@ def test_hundred_sessions_with_hostile_neighbours(daemons):
     code, took = srv.terminate(30)
     print(f"SIGTERM after the load test: exit {code} after {took:.2f} s")
     assert code == 0, srv.stderr_text()[-3000:]
-    left = {}
-    for _ in range(50):
-        left = leftovers(srv, tree)
-        if not left:
-            break
-        time.sleep(0.2)
-    assert not left, left
+    assert wait_for(lambda: not leftovers(srv, tree), 10, 0.2), leftovers(srv, tree)
     assert not cgroup_dirs(srv.pid), cgroup_dirs(srv.pid)
     assert mountinfo() == mounts_before

@@ -70,7 +70,7 @@ def test_template_killed_under_load(daemons):
                     errors.append(f"old session {i}: {r.status_code} {r.text[:300]}")
                     return
                 counts[i] += 1
-                time.sleep(0.05)
+                time.sleep(0.05)    # steady load, not a flood
         except Exception as e:  # noqa: BLE001
             errors.append(f"old session {i}: {e!r}")
 
@@ -85,10 +85,7 @@ def test_template_killed_under_load(daemons):
     loaders = [threading.Thread(target=load, args=(i,)) for i in range(N_OLD) if i != 1]
     for t in loaders:
         t.start()
-    lc = threading.Thread(target=long_cell)
-    lc.start()
-    wait_for(lambda: api.status(old[1]) == "busy", 10)
-    time.sleep(0.5)
+    wait_for(lambda: all(c for i, c in enumerate(counts) if i != 1) or errors, 30)   # load under way
 
     # New sessions are created all along, before, across and after the kill.
     created = []               # (seconds since the kill, path, ok)
@@ -110,11 +107,14 @@ def test_template_killed_under_load(daemons):
             except Exception as e:  # noqa: BLE001
                 errors.append(f"new session: {e!r}")
                 return
-            time.sleep(0.1)
+            time.sleep(0.1)     # one after another, at a pace
 
     cr = threading.Thread(target=creator)
     cr.start()
-    time.sleep(1)
+    wait_for(lambda: created or errors, 60)     # a new session made before the kill
+    lc = threading.Thread(target=long_cell)     # 4 s from now: across the kill
+    lc.start()
+    wait_for(lambda: api.status(old[1]) == "busy", 10)
 
     # The template: still the process found above (pid and start time).
     assert find_template(srv.pid) == [(zpid, zinit)]
@@ -127,8 +127,9 @@ def test_template_killed_under_load(daemons):
     pool_back = wait_for(lambda: metric(srv.metrics(), "petri_pool_ready") == POOL, 30)
     t_pool = time.monotonic()
     new_tmpl = find_template(srv.pid)
-    # Keep going a little on the new template.
-    time.sleep(2)
+    # Keep going on the new template: a new session made once the pool is back.
+    wait_for(lambda: any(s is not None and s > t_pool - t_kill[0] for s, _, _ in created)
+             or errors, 60)
     stop.set()
     for t in [*loaders, lc, cr]:
         t.join(60)

@@ -11,7 +11,8 @@ Daemon      one `petri serve` for a test: its own config file, state
             session of its own, stdin from /dev/null) with stdout and
             stderr in files of the test's tmp dir; stopped by pid with a
             note of what outlived it.
-wait_for    the one polling helper: a condition, a deadline, an interval.
+wait_for    the one polling helper: a condition, a deadline, an interval;
+            poll() on it, for a value to assert on (an answer, a listing).
 free_port   a loopback port nothing listens on, for a program that wants one.
 healthz, readyz, wait_warm
             readiness as the daemon states it (GET /healthz's "warm",
@@ -20,7 +21,7 @@ Api         a small requests-based client; SSE (a streamed execution),
             answer_on() (the answer to a hand-written request on a raw
             socket), metric() (one sample of /metrics).
 read_text, stat_fields, proc_status, cmdline, command_line, start_time, runs,
-cpu_seconds
+cpu_seconds, signal_pending, naming, pids_named, unread
             /proc views (a process that is gone reads as None or []).
 process_tree, still_alive, ended, cgroup_dirs, cgroup_tag
             the leak checks; find_template (the warm template's pids).
@@ -68,6 +69,21 @@ def wait_for(cond, timeout, interval=0.1):
         if v or time.monotonic() >= end:
             return v
         time.sleep(interval)
+
+
+def poll(fetch, done, timeout, interval=0.1):
+    """wait_for over a value: fetch() until done(value) holds or timeout
+    seconds have passed; returns the last value fetched either way, for the
+    caller's assertion and its message (a requests.Response is false when
+    its status is 4xx or 5xx, so it cannot be wait_for's condition)."""
+    last = []
+
+    def fetched_done():
+        last[:] = [fetch()]
+        return done(last[0])
+
+    wait_for(fetched_done, timeout, interval)
+    return last[0]
 
 
 def free_port():
@@ -246,6 +262,48 @@ def cpu_seconds(pid):
     """The CPU time pid has spent (user and system), in seconds."""
     fields = stat_fields(pid)
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def signal_pending(pid, sig):
+    """Signal sig sent to pid is still pending: not yet delivered to it
+    (its handler not yet run).  False when pid is gone."""
+    st = proc_status(pid)
+    if not st:
+        return False
+    mask = int(st["ShdPnd"], 16) | int(st["SigPnd"], 16)
+    return bool(mask >> (sig - 1) & 1)
+
+
+def naming(name):
+    """A line of Python that names the thread that runs it (prctl's
+    PR_SET_NAME, at most 15 bytes; /proc/self/comm is not the sandbox's to
+    write): in the main thread, the process's name, which pids_named() finds
+    from the host, until the process ends."""
+    return f"__import__('ctypes').CDLL(None).prctl(15, {name.encode()!r}, 0, 0, 0)\n"
+
+
+def pids_named(name):
+    """Host pids whose command name (/proc/<pid>/comm) is name: see
+    naming()."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit() and read_text(f"/proc/{d}/comm") == name + "\n":
+            out.append(int(d))
+    return out
+
+
+def unread(sock):
+    """Bytes sent on sock (TCP over IPv4, on this host) that its peer has
+    not read yet: the receive queue of the peer's end in /proc/net/tcp;
+    None when that end is not found (closed)."""
+    def hexaddr(addr):
+        return "%s:%04X" % (socket.inet_aton(addr[0])[::-1].hex().upper(), addr[1])
+    me, peer = hexaddr(sock.getsockname()), hexaddr(sock.getpeername())
+    for line in (read_text("/proc/net/tcp") or "").splitlines()[1:]:
+        f = line.split()
+        if f[1] == peer and f[2] == me:
+            return int(f[4].split(":")[1], 16)
+    return None
 
 
 # ---------------------------------------------------------------- leak checks
@@ -588,6 +646,12 @@ class Api:
     def status(self, sid):
         r = self.get(f"/v1/sessions/{sid}")
         return r.json().get("status") if r.status_code == 200 else r.status_code
+
+    def process_names(self, sid):
+        """The names of the processes session sid's code left running (its
+        GET .../processes), [] when it does not answer 200."""
+        r = self.get(f"/v1/sessions/{sid}/processes")
+        return [p["name"] for p in r.json()["processes"]] if r.status_code == 200 else []
 
     def wait_busy(self, sid, timeout=30):
         """Until session sid says it is executing: True, or False once

@@ -41,7 +41,7 @@ def wait_idle(pid, deadline_s):
     t0 = time.monotonic()
     last = cpu_seconds(pid)
     while time.monotonic() - t0 < deadline_s:
-        time.sleep(IDLE_WINDOW_S)
+        time.sleep(IDLE_WINDOW_S)       # the window the CPU is measured over
         now = cpu_seconds(pid)
         if now - last < IDLE_CPU_S:
             return time.monotonic() - t0

@@ -211,7 +211,7 @@ def test_a_client_reading_too_slowly_loses_its_answer(tmp_path):
                             return
                         n += len(chunk)
                     got[0] += n
-                    time.sleep(1)
+                    time.sleep(1)       # a slow reader: 256 KiB a second
             except OSError:
                 pass
 

@@ -20,7 +20,6 @@ import os
 import signal
 import subprocess
 import threading
-import time
 
 import pytest
 
@@ -143,13 +142,8 @@ def settled(pids):
     caught just after its exec holds the loader's fd of a library for a
     moment (seen in CI: sleep's fd 3 on libc.so.6), which a real leak
     outlasts."""
-    problems = inspect(pids)
-    for _ in range(20):
-        if not problems:
-            break
-        time.sleep(0.1)
-        problems = inspect(pids)
-    return problems
+    H.wait_until(lambda: not inspect(pids), timeout=2)
+    return inspect(pids)
 
 
 def test_posture_cold_run(tmp_path, host_guard):

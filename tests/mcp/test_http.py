@@ -4,6 +4,7 @@ import json
 
 import requests
 
+from harness import Api, metric, wait_for
 from mcphelp import JSON_HEADERS, http_init, http_post, text_of
 
 
@@ -171,8 +172,10 @@ def test_sandbox_idle_expiry_is_reported_on_next_use(make_http):
     call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
             "params": {"name": "execute", "arguments": {"code": "x = 1"}}}
     assert http_post(srv.mcp, sid, call).json()["result"]["isError"] is False
-    import time
-    time.sleep(2.5)
+    # The daemon ends the sandbox (asking the session would be a use).
+    api = Api(srv.url)
+    expired = wait_for(lambda: metric(api.get("/metrics").text, "petri_sessions_expired_total"), 30)
+    assert expired == 1, expired
     res = http_post(srv.mcp, sid, call).json()["result"]
     assert res["isError"] is True and "idle" in text_of(res)
     assert http_post(srv.mcp, sid, call).json()["result"]["isError"] is False

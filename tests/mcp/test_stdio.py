@@ -3,11 +3,13 @@ errors, the lifecycle, version negotiation, batches, cancellation, expiry
 and shutdown."""
 import json
 import re
+import secrets
 import signal
 import time
 
 import pytest
 
+from harness import naming, pids_named, poll, wait_for
 from mcphelp import PETRI, VERSIONS, text_of
 from version import of_source, reported  # tests/version.py
 
@@ -209,12 +211,8 @@ def test_processes_lists_and_stops_a_background_server(mcp):
                       "sleep 1000 &\necho ok", language="bash")
     assert res["isError"] is False, text_of(res)
     # Both children may still be in their execve when the call returns.
-    t = ""
-    for _ in range(200):
-        t = text_of(mcp.call("processes"))
-        if "http.server 8002" in t and "sleep 1000" in t:
-            break
-        time.sleep(0.05)
+    t = poll(lambda: text_of(mcp.call("processes")),
+             lambda t: "http.server 8002" in t and "sleep 1000" in t, 10, 0.05)
     assert t.startswith("2 processes besides petri's own"), t
     line = next(li for li in t.splitlines() if "http.server 8002" in li)
     pid = int(line.split()[0])
@@ -231,12 +229,8 @@ def test_processes_lists_and_stops_a_background_server(mcp):
     res = mcp.call("processes", {"stop": pid, "signal": "KILL"})
     assert res["isError"] is False and f"Sent SIGKILL to process {pid}" in text_of(res), res
     # Gone once pid 1 has reaped it (a zombie until then).
-    t = ""
-    for _ in range(200):
-        t = text_of(mcp.call("processes"))
-        if t.startswith("1 process besides"):
-            break
-        time.sleep(0.05)
+    t = poll(lambda: text_of(mcp.call("processes")),
+             lambda t: t.startswith("1 process besides"), 10, 0.05)
     assert "http.server" not in t and t.startswith("1 process besides"), t
     for args, words in (({"stop": 1}, "init"), ({"stop": 2}, "driver"),
                         ({"stop": 999999}, "no process 999999"),
@@ -307,7 +301,9 @@ def test_idle_expiry_is_reported_on_next_use(make_mcp):
     m = make_mcp(config="[sessions]\nidle_timeout_s = 1\n")
     m.initialize()
     assert "1" in text_of(m.execute("x = 1\nx"))
-    time.sleep(2.5)                                   # the reaper ticks every 0.5 s
+    # The idle timeout must pass (the reaper ticks every 0.5 s): petri mcp
+    # has no view of its sandbox that is not a use of it.
+    time.sleep(2.5)
     res = m.execute("x")
     assert res["isError"] is True
     t = text_of(res)
@@ -317,10 +313,18 @@ def test_idle_expiry_is_reported_on_next_use(make_mcp):
     assert text_of(m.execute("y = 2\ny")).strip().endswith("2")
 
 
+def named_sleeper():
+    """Code that names its process (pids_named() then finds it running)
+    and sleeps 60 s; and that name."""
+    name = f"nap{secrets.token_hex(6)}"
+    return naming(name) + "import time\ntime.sleep(60)", name
+
+
 def test_ping_is_answered_while_code_runs_and_cancel_stops_it(mcp):
+    code, name = named_sleeper()
     mcp.send({"jsonrpc": "2.0", "id": "long", "method": "tools/call",
-              "params": {"name": "execute", "arguments": {"code": "import time\ntime.sleep(60)"}}})
-    time.sleep(0.5)
+              "params": {"name": "execute", "arguments": {"code": code}}})
+    assert wait_for(lambda: pids_named(name), 30), "the code never ran"
     t0 = time.monotonic()
     assert mcp.request("ping", timeout=30)["result"] == {}
     assert time.monotonic() - t0 < 30              # long before the 60 s sleep ends
@@ -393,9 +397,10 @@ def test_end_of_input_finishes_queued_calls_then_deletes_the_sandbox(make_mcp):
 def test_sigterm_stops_a_running_call_at_once(make_mcp):
     m = make_mcp()
     m.initialize()
+    code, name = named_sleeper()
     m.send({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
-            "params": {"name": "execute", "arguments": {"code": "import time; time.sleep(60)"}}})
-    time.sleep(1)
+            "params": {"name": "execute", "arguments": {"code": code}}})
+    assert wait_for(lambda: pids_named(name), 30), "the code never ran"
     t0 = time.monotonic()
     m.proc.send_signal(signal.SIGTERM)
     assert m.proc.wait(timeout=40) == 0
