@@ -162,11 +162,11 @@ VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --vgdb=no \
             --errors-for-leak-kinds=definite --trace-children=yes \
             --trace-children-skip='*/fc-cache,*/python3*'
 # Each a process of its own, the longest first (15-30 s each under
-# memcheck here: the session suite, the record's budgets and listings,
-# tens of MiB through SQLite, as cases of their own, SUITE:CASE), so that
-# the two cores end together.
-VALGRIND_SUITES := session record:budgets record:listings record:core record:whole cache junit \
-		   export cgroup workq ws request codec languages mcp mounts config util share \
+# memcheck here: the session suite, the record's listings, tens of MiB
+# through SQLite, as cases of their own, SUITE:CASE), so that the two cores
+# end together.
+VALGRIND_SUITES := session record:listings record:core record:whole cache junit export cgroup \
+		   record:budgets workq ws request codec languages mcp mounts config util share \
 		   buf lease procs
 ifneq ($(SAN),)
 unit-valgrind:
