@@ -190,6 +190,10 @@ PYTEST := $(PYTHON) -m pytest -q -ra -p no:cacheprovider
 # Test processes of a pytest run: the black-box and hostile tiers mostly
 # wait on sandboxes, so twice the cores keeps both busy.
 PYTEST_JOBS ?= 4
+# The runs of several tiers at once (blackbox's second, ci-san's API and
+# hostile) wait more: at 4 processes the cores were idle 15% of the time,
+# at 6 they are busy, and the run takes 9% less.
+MERGED_JOBS ?= 6
 # The daemons the tests start keep their execution records (persistent by
 # default, docs/record.md) here rather than in the machine's state directory.
 export STATE_DIRECTORY := $(abspath $(BUILD))/test-state
@@ -203,7 +207,7 @@ export STATE_DIRECTORY := $(abspath $(BUILD))/test-state
 BLACKBOX := tests/driver tests/api tests/analyst tests/docs tests/hostile tests/faults
 blackbox: $(BUILD)/petri
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/cli
-	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) $(BLACKBOX)
+	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(MERGED_JOBS) $(BLACKBOX)
 
 # The adversarial tier: hostile programs on the cold path, cold sessions and
 # warm sessions; the syscall sweep; the posture of a running sandbox.
@@ -328,7 +332,7 @@ ci-san:
 	@scripts/leftovers $(MAKE) --no-print-directory -j1 SAN=1 $(CI_SAN_TIERS)
 
 api-hostile: $(BUILD)/petri
-	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) $(CI_SAN_HOSTILE) tests/api tests/hostile
+	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(MERGED_JOBS) $(CI_SAN_HOSTILE) tests/api tests/hostile
 
 # .ci/run's builds at once, the release build's (with the fuzzers) and the
 # sanitizer build's, JOBS jobs between them: either alone leaves a core
