@@ -44,8 +44,17 @@ def test_stdin_of_control_characters_fills_its_frame_and_no_more(session, host_g
     # 1 MiB of bytes that JSON escapes six times over (\u0001): a frame of
     # 6 MiB to the driver, within FRAME_MAX beside 1 MiB of code.
     api, sid = session
-    res = execute(api, sid, 'import sys\nd = sys.stdin.read()\n(len(d), set(d))',
-                  stdin='\x01' * STDIN_MAX)
+    code, stdin = 'import sys\nd = sys.stdin.read()\n(len(d), set(d))', '\x01' * STDIN_MAX
+    res = execute(api, sid, code, stdin=stdin)
+    if H.starved(res, H.DEFAULT_LIMITS['timeout']):
+        # The machine, not the frame (CI once gave it 86 ms of CPU in its
+        # 5 s): once more in a session of four times the time, as the
+        # corpus does; a frame that stalls times out again.
+        longer = api.session(limits=H.api_limits(H.longer(H.DEFAULT_LIMITS)))
+        try:
+            res = execute(api, longer, code, stdin=stdin)
+        finally:
+            api.delete(f'/v1/sessions/{longer}')
     assert res['results'] == [{'text/plain': "(%d, {'\\x01'})" % STDIN_MAX}], H.describe(res)
 
 
