@@ -324,12 +324,16 @@ test:
 # Of the hostile corpus it runs the attacks on the daemon (not those on the
 # jail alone), on the cold path (tests/hostile/test_corpus.py says why);
 # the API and hostile tiers in one pytest run, as `blackbox` runs them (no
-# API test is named as the selection leaves out).
-CI_SAN_TIERS := unit cli-test api-hostile
+# API test is named as the selection leaves out).  The unit tier, one
+# process that keeps half a core busy, runs beside the CLI's.
 CI_SAN_HOSTILE := -m 'not jail' -k 'not run: and not serve-warm:'
 ci-san:
 	@$(MAKE) --no-print-directory SAN=1 -j$(JOBS) test-build
-	@scripts/leftovers $(MAKE) --no-print-directory -j1 SAN=1 $(CI_SAN_TIERS)
+	@scripts/leftovers $(MAKE) --no-print-directory SAN=1 ci-san-tiers
+
+ci-san-tiers:
+	@$(MAKE) --no-print-directory -j2 --output-sync=target unit cli-test
+	@$(MAKE) --no-print-directory api-hostile
 
 api-hostile: $(BUILD)/petri
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(MERGED_JOBS) $(CI_SAN_HOSTILE) tests/api tests/hostile
@@ -389,6 +393,6 @@ dist:
 include tests/fuzz/fuzz.mk
 include packaging/packaging.mk
 
-.PHONY: FORCE dist all unit unit-valgrind blackbox api-test cli-test waiting hostile cpython-test faults mcp-test web-test web-screenshots e2b-test ask-test install-test kubernetes-test test test-build clients ci-san ci-build ci-build-release ci-build-san api-hostile test-san clean fuzz fuzz-smoke
+.PHONY: FORCE dist all unit unit-valgrind blackbox api-test cli-test waiting hostile cpython-test faults mcp-test web-test web-screenshots e2b-test ask-test install-test kubernetes-test test test-build clients ci-san ci-san-tiers ci-build ci-build-release ci-build-san api-hostile test-san clean fuzz fuzz-smoke
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

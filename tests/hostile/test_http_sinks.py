@@ -141,6 +141,7 @@ def events(text):
 PRINTED = 8 * MIB   # of \x01: 48 MiB of SSE text, escaped
 
 
+@pytest.mark.slow        # 10 s; 40 s under ASan, where it ended ci-san's run alone
 def test_a_stream_nobody_reads_holds_at_most_its_cap(jailed_server):
     srv, _ = jailed_server
     api = srv.api
