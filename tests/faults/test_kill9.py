@@ -35,9 +35,10 @@ COLD = CONFIG.replace("pool_size = 2", "pool_size = 2\nwarm = false")
 LEASES = "/run/petri/uids"          # a lock file per host uid in use (src/jail/lease.h)
 
 # The victim's uids are its own.  Every daemon leases from uid_base + 1000
-# up, and other tiers' daemons run beside this one and are killed at their
-# tests' end, their leases left for the next start to sweep: in the shared
-# range, one of theirs could be taken for one of the victim's.
+# up, and other daemons may run beside this one (another test's, another
+# run's on a shared machine) and be killed at their end, their leases left
+# for the next start to sweep: in the shared range, one of theirs could be
+# taken for one of the victim's.
 VICTIM_UIDS = {"warm": "\n[sandbox]\nuid_base = 2100000000\n",
                "cold": "\n[sandbox]\nuid_base = 2100100000\n"}
 
