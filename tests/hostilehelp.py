@@ -40,8 +40,8 @@ import requests
 
 import harness
 import memcg
-from harness import (PETRI, SANDBOX_UID_MIN, cgroup_tag, petri_lock, proc_status,  # noqa: F401
-                     read_text, stat_fields, wait_for)
+from harness import (PETRI, SANDBOX_UID_MIN, all_pids, cgroup_tag, petri_lock,  # noqa: F401
+                     proc_status, read_text, stat_fields, wait_for)
 
 HERE = Path(__file__).resolve().parent / 'hostile'    # the tier: its corpus, its sweep
 ROOT = HERE.parents[1]
@@ -116,10 +116,6 @@ def ns_inode(pid, ns):
         return None
     m = re.search(r'\[(\d+)\]', link)
     return int(m.group(1)) if m else None
-
-
-def all_pids():
-    return [int(d) for d in os.listdir('/proc') if d.isdigit()]
 
 
 def sandbox_procs():

@@ -21,7 +21,7 @@ Api         a small requests-based client; SSE (a streamed execution),
             answer_on() (the answer to a hand-written request on a raw
             socket), metric() (one sample of /metrics).
 read_text, stat_fields, proc_status, cmdline, command_line, start_time, runs,
-cpu_seconds, signal_pending, naming, pids_named, unread
+cpu_seconds, signal_pending, all_pids, naming, pids_named, unread
             /proc views (a process that is gone reads as None or []).
 process_tree, still_alive, ended, cgroup_dirs, cgroup_tag
             the leak checks; find_template (the warm template's pids).
@@ -282,14 +282,15 @@ def naming(name):
     return f"__import__('ctypes').CDLL(None).prctl(15, {name.encode()!r}, 0, 0, 0)\n"
 
 
+def all_pids():
+    """Every host pid now (a view: some may be gone when read)."""
+    return [int(d) for d in os.listdir("/proc") if d.isdigit()]
+
+
 def pids_named(name):
     """Host pids whose command name (/proc/<pid>/comm) is name: see
     naming()."""
-    out = []
-    for d in os.listdir("/proc"):
-        if d.isdigit() and read_text(f"/proc/{d}/comm") == name + "\n":
-            out.append(int(d))
-    return out
+    return [p for p in all_pids() if read_text(f"/proc/{p}/comm") == name + "\n"]
 
 
 def unread(sock):
@@ -313,12 +314,11 @@ def process_tree(root):
     """Host pids of root's descendants, each with its start time (to tell
     a pid that was reused): {pid: starttime}."""
     children, starts = {}, {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            fields = stat_fields(d)
-            if fields:
-                children.setdefault(int(fields[1]), []).append(int(d))
-                starts[int(d)] = int(fields[19])
+    for pid in all_pids():
+        fields = stat_fields(pid)
+        if fields:
+            children.setdefault(int(fields[1]), []).append(pid)
+            starts[pid] = int(fields[19])
     out, todo = {}, [root]
     while todo:
         for c in children.get(todo.pop(), []):

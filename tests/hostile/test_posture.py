@@ -24,7 +24,7 @@ import threading
 import pytest
 
 import hostilehelp as H
-from harness import command_line
+from harness import command_line, poll
 
 NAMESPACES = ('user', 'mnt', 'pid', 'net', 'ipc', 'uts', 'cgroup')
 HOST_PATHS = ('/root', '/home', '/var', '/run', '/srv', '/boot', '/mnt', str(H.ROOT), '/tmp/pytest')
@@ -142,8 +142,7 @@ def settled(pids):
     caught just after its exec holds the loader's fd of a library for a
     moment (seen in CI: sleep's fd 3 on libc.so.6), which a real leak
     outlasts."""
-    H.wait_until(lambda: not inspect(pids), timeout=2)
-    return inspect(pids)
+    return poll(lambda: inspect(pids), lambda problems: not problems, 2)
 
 
 def test_posture_cold_run(tmp_path, host_guard):
