@@ -129,6 +129,9 @@ bool http_key_find(const struct petri_config *cfg, const char *key, int *index);
 /* Queue resp (consumed; NULL: fail) with the common headers. */
 enum MHD_Result http_queue(struct api_req *rq, unsigned status, struct MHD_Response *resp);
 enum MHD_Result http_json(struct api_req *rq, unsigned status, json_t *body);
+/* The same with one more header (name NULL: none). */
+enum MHD_Result http_json_header(struct api_req *rq, unsigned status, json_t *body,
+				 const char *name, const char *value);
 enum MHD_Result http_error(struct api_req *rq, unsigned status, const char *code,
 			   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 enum MHD_Result http_text(struct api_req *rq, unsigned status, const char *type,
@@ -238,6 +241,11 @@ struct stream_wire {
 	size_t keepalive_len;
 	enum MHD_Result (*refuse)(struct api_req *rq, enum sm_result r, const char *reason);
 	void (*release)(void *state);
+	/* When the session was deleted while the execution ran: no done; the
+	 * connection is closed after the events sent so far, without the
+	 * response's proper end.  E2B's SDKs read a cut connection, then a
+	 * sandbox that answers 502, as a sandbox killed under the request. */
+	bool cut_when_deleted;
 };
 enum MHD_Result stream_execute_as(struct api_req *rq, struct session *s,
 				  const struct exec_request *ex, const struct stream_wire *wire);

@@ -169,7 +169,14 @@ enum MHD_Result http_empty(struct api_req *rq, unsigned status)
 
 enum MHD_Result http_json(struct api_req *rq, unsigned status, json_t *body)
 {
+	return http_json_header(rq, status, body, NULL, NULL);
+}
+
+enum MHD_Result http_json_header(struct api_req *rq, unsigned status, json_t *body,
+				 const char *name, const char *value)
+{
 	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	struct MHD_Response *resp;
 
 	json_decref(body);
 	if (!text) {
@@ -178,7 +185,15 @@ enum MHD_Result http_json(struct api_req *rq, unsigned status, json_t *body)
 
 		return http_text(rq, 500, "application/json", oom, sizeof(oom) - 1);
 	}
-	return http_answer(rq, status, "application/json", text, strlen(text));
+	if (!name)
+		return http_answer(rq, status, "application/json", text, strlen(text));
+	resp = answers_response(rq->answers, &rq->tenant, text, strlen(text));
+	if (resp && (MHD_add_response_header(resp, "Content-Type", "application/json") != MHD_YES ||
+		     MHD_add_response_header(resp, name, value) != MHD_YES)) {
+		MHD_destroy_response(resp);
+		resp = NULL;
+	}
+	return queue(rq, status, resp);
 }
 
 json_t *http_string(const char *s)

@@ -67,6 +67,7 @@ struct stream {
 	struct utf8_carry carry[2];	/* for wire->text: stdout, stderr */
 	unsigned long long dropped;	/* live events dropped since the last notice */
 	bool finished;			/* the worker queued its last event */
+	bool cut;			/* ... and the connection ends without an end */
 	bool closed;			/* the client is gone */
 	bool suspended;			/* the reader suspended conn */
 	int refs;
@@ -277,9 +278,16 @@ static void run_stream(void *arg)
 		text_event(st, EXEC_STDOUT, NULL, 0, true);
 		text_event(st, EXEC_STDERR, NULL, 0, true);
 	}
-	if (!gone(st) && st->wire->done(st->wire_state, &end, r, reason,
-					r == SM_OK ? &res : NULL) != 0)
+	if (st->wire->cut_when_deleted && session_deleted(st->s)) {
+		/* Deleted under the execution: what E2B's SDKs take for a
+		 * sandbox killed (http.h). */
+		pthread_mutex_lock(&st->lock);
+		st->cut = true;
+		pthread_mutex_unlock(&st->lock);
+	} else if (!gone(st) && st->wire->done(st->wire_state, &end, r, reason,
+					       r == SM_OK ? &res : NULL) != 0) {
 		buf_release(&end);
+	}
 	if (have)
 		result_release(&res);
 	finish(st, &end);
@@ -314,7 +322,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
 		buf_consume(&st->out, (size_t)n);
 		st->keepalive_at = clock_mono_s() + KEEPALIVE_S;
 	} else if (st->finished) {
-		n = MHD_CONTENT_READER_END_OF_STREAM;
+		n = st->cut ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
 	} else if (http_client_gone(st->client_fd) || atomic_load(&st->hub->stopping)) {
 		n = MHD_CONTENT_READER_END_WITH_ERROR;
 	} else if (klen && clock_mono_s() >= st->keepalive_at && max >= klen) {

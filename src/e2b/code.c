@@ -229,6 +229,7 @@ static const struct stream_wire ndjson_wire = {
 	.keepalive = "{\"type\":\"keepalive\"}\n",
 	.refuse = nd_refuse,
 	.release = nd_release,
+	.cut_when_deleted = true,
 };
 
 /* ---- requests -------------------------------------------------------------- */

@@ -38,10 +38,25 @@ struct e2b_sandbox {
 	size_t ncontexts;
 };
 
+/* A sandbox that ended, remembered for a while so that a client that holds
+ * its token hears 502 (gone) rather than 401 (wrong token): E2B's SDKs
+ * tell a killed sandbox from a dropped connection by that.  Only the
+ * holder of the token learns anything from it. */
+#define ENDED_MAX 1024			/* sandboxes remembered, the newest */
+#define ENDED_KEEP_S 3600.0		/* for at most this long */
+
+struct e2b_ended {
+	char sid[SESSION_ID_LEN + 1];
+	char token[E2B_TOKEN_LEN + 1];
+	double at;			/* monotonic; 0: an empty slot */
+};
+
 struct e2b {
 	pthread_mutex_t lock;
 	struct e2b_sandbox **v;
 	size_t n, cap;
+	struct e2b_ended ended[ENDED_MAX];	/* a ring */
+	size_t ended_next;
 };
 
 int e2b_new(struct e2b **out)
@@ -84,6 +99,11 @@ static ssize_t find(struct e2b *e, const char *sid)
 
 static void drop(struct e2b *e, size_t i)
 {
+	struct e2b_ended *d = &e->ended[e->ended_next++ % ENDED_MAX];
+
+	memcpy(d->sid, e->v[i]->sid, sizeof(d->sid));
+	memcpy(d->token, e->v[i]->token, sizeof(d->token));
+	d->at = clock_mono_s();
 	sandbox_free(e->v[i]);
 	e->v[i] = e->v[--e->n];
 }
@@ -161,8 +181,8 @@ static void sweep(struct e2b *e, struct smgr *sm)
 	free(ids);
 }
 
-/* Is token the sandbox's?  Unknown ids and wrong tokens alike: false. */
-/* Is token the sandbox sid's?  Then *key_index is the key that made it. */
+/* Is token the sandbox sid's?  Then *key_index is the key that made it.
+ * Unknown ids and wrong tokens alike: false. */
 static bool token_ok(struct e2b *e, const char *sid, const char *token, int *key_index)
 {
 	ssize_t i;
@@ -175,6 +195,22 @@ static bool token_ok(struct e2b *e, const char *sid, const char *token, int *key
 		*key_index = e->v[i]->key_index;
 	pthread_mutex_unlock(&e->lock);
 	return ok;
+}
+
+/* Was token that of sid, a sandbox that ended within ENDED_KEEP_S? */
+static bool token_ended(struct e2b *e, const char *sid, const char *token)
+{
+	double now = clock_mono_s();
+	bool ended = false;
+
+	if (!token)
+		return false;
+	pthread_mutex_lock(&e->lock);
+	for (size_t i = 0; i < ENDED_MAX && !ended; i++)
+		ended = e->ended[i].at > 0 && now - e->ended[i].at < ENDED_KEEP_S &&
+			!strcmp(e->ended[i].sid, sid) && http_same_secret(token, e->ended[i].token);
+	pthread_mutex_unlock(&e->lock);
+	return ended;
 }
 
 /* ---- contexts ----------------------------------------------------------- */
@@ -450,6 +486,14 @@ bool e2b_authorize(struct api_req *rq, enum MHD_Result *answered)
 	    (token_ok(rq->e2b, rq->e2b_sid, token, &rq->key_index) ||
 	     token_ok(rq->e2b, rq->e2b_sid, traffic, &rq->key_index)))
 		return true;
+	if (*rq->e2b_sid && (token_ended(rq->e2b, rq->e2b_sid, token) ||
+			     token_ended(rq->e2b, rq->e2b_sid, traffic))) {
+		/* 502: what the SDKs read as a sandbox killed or timed out */
+		metrics_inc(M_REJECT_NOT_FOUND);
+		*answered = e2b_error(rq, 502, "the sandbox %s was killed or reached its end of "
+				      "life", rq->e2b_sid);
+		return false;
+	}
 	metrics_inc(M_REJECT_AUTH);
 	*answered = e2b_error(rq, 401, "this sandbox does not exist or the access token is "
 			      "wrong (X-Access-Token)");
@@ -676,30 +720,224 @@ static enum MHD_Result set_timeout(struct api_req *rq, struct session *s, double
 				http_empty(rq, 204);
 }
 
+/* ---- listing ---------------------------------------------------------------- */
+
+#define LIST_LIMIT_MAX 1000	/* sandboxes one page of a listing takes */
+
+/* What GET /v2/sandboxes was asked for (its query). */
+struct list_query {
+	json_t *metadata;		/* key: value, every one to match; NULL: any */
+	bool running;			/* "running" among them */
+	bool states;			/* a state was asked for */
+	size_t limit;			/* 0: every one */
+	bool after;			/* from nextToken: only those listed after */
+	long long after_us;
+	char after_sid[SESSION_ID_LEN + 1];
+	char bad[160];			/* why the query is refused ("": it is not) */
+};
+
+/* A form value decoded in place: '+' is a space, then %XX. */
+static void form_unescape(char *v)
+{
+	for (char *p = v; *p; p++)
+		if (*p == '+')
+			*p = ' ';
+	MHD_http_unescape(v);
+}
+
+/* The metadata filter: a query string of its own (key=value&...), each key
+ * and value encoded once more (the SDKs encode each pair, then the whole).
+ * Decoded as E2B's API decodes it. */
+static bool metadata_filter(const char *in, json_t **out)
+{
+	char *copy = strdup(in), *save = NULL;
+	json_t *m = json_object();
+	bool ok = copy && m;
+
+	for (char *pair = ok ? strtok_r(copy, "&", &save) : NULL; ok && pair;
+	     pair = strtok_r(NULL, "&", &save)) {
+		char *eq = strchr(pair, '='), *value = pair + strlen(pair);
+
+		if (eq) {
+			*eq = '\0';
+			value = eq + 1;
+		}
+		for (int twice = 0; twice < 2; twice++) {
+			form_unescape(pair);
+			form_unescape(value);
+		}
+		ok = *pair && json_object_set_new(m, pair, http_string(value)) == 0;
+	}
+	free(copy);
+	if (!ok)
+		json_decref(m);
+	*out = ok ? m : NULL;
+	return ok;
+}
+
+/* A page's nextToken: the last sandbox listed, by its start (in
+ * microseconds) and its id: "<us>.<id>". */
+static bool next_token(const char *in, struct list_query *q)
+{
+	char *end;
+	size_t len;
+
+	errno = 0;
+	q->after_us = strtoll(in, &end, 10);
+	if (errno || end == in || *end != '.')
+		return false;
+	len = strlen(++end);
+	if (len == 0 || len > SESSION_ID_LEN || strspn(end, "abcdefghijklmnopqrstuvwxyz"
+						       "0123456789_-") != len)
+		return false;
+	memcpy(q->after_sid, end, len + 1);
+	return q->after = true;
+}
+
+static enum MHD_Result list_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+				const char *value)
+{
+	struct list_query *q = cls;
+	uint32_t n;
+
+	(void)kind;
+	if (*q->bad || !value)
+		return MHD_YES;
+	if (!strcmp(key, "metadata")) {
+		json_decref(q->metadata);
+		if (!metadata_filter(value, &q->metadata))
+			snprintf(q->bad, sizeof(q->bad), "'metadata' must be key=value pairs");
+	} else if (!strcmp(key, "state")) {
+		/* A list: the parameter repeated, or its values with commas. */
+		for (const char *p = value;; p++) {
+			size_t len = strcspn(p, ",");
+
+			q->states = true;
+			if (len == 7 && !strncmp(p, "running", 7))
+				q->running = true;
+			else if (!(len == 6 && !strncmp(p, "paused", 6)))
+				snprintf(q->bad, sizeof(q->bad), "'state' takes running and paused");
+			if (!p[len])
+				break;
+			p += len;
+		}
+	} else if (!strcmp(key, "limit")) {
+		if (!num_u32(value, 1, LIST_LIMIT_MAX, &n))
+			snprintf(q->bad, sizeof(q->bad), "'limit' must be from 1 to %d",
+				 LIST_LIMIT_MAX);
+		else
+			q->limit = n;
+	} else if (!strcmp(key, "nextToken")) {
+		if (!next_token(value, q))
+			snprintf(q->bad, sizeof(q->bad), "'nextToken' is not one this server gave");
+	}
+	return MHD_YES;
+}
+
+/* Does the sandbox j (as sandbox_json() gives it) match the query? */
+static bool list_match(const struct list_query *q, json_t *j)
+{
+	json_t *meta = json_object_get(j, "metadata"), *want;
+	const char *key;
+
+	if (q->states && !q->running)	/* petri's sandboxes are never paused */
+		return false;
+	json_object_foreach(q->metadata, key, want)
+		if (!json_equal(json_object_get(meta, key), want))
+			return false;
+	return true;
+}
+
+struct listed {
+	json_t *j;
+	long long started_us;
+	const char *sid;
+};
+
+/* Newest first, as E2B lists them; by id where two started together. */
+static int listed_cmp(const void *a, const void *b)
+{
+	const struct listed *x = a, *y = b;
+
+	if (x->started_us != y->started_us)
+		return x->started_us < y->started_us ? 1 : -1;
+	return -strcmp(x->sid, y->sid);
+}
+
+static bool after_token(const struct list_query *q, const struct listed *l)
+{
+	const struct listed cursor = { .started_us = q->after_us, .sid = q->after_sid };
+
+	return !q->after || listed_cmp(l, &cursor) > 0;
+}
+
+/* GET /v2/sandboxes[?metadata=&state=&limit=&nextToken=]: one page, and
+ * X-Next-Token when there is another. */
 static enum MHD_Result list(struct api_req *rq)
 {
+	struct list_query q = { .metadata = NULL };
+	struct listed *v = NULL;
 	json_t *out = json_array();
-	sandbox_id *ids;
+	sandbox_id *ids = NULL;
+	char token[48 + SESSION_ID_LEN];
+	size_t count = 0, shown = 0;
 	ssize_t n;
 
+	MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, list_arg, &q);
+	if (*q.bad) {
+		json_decref(q.metadata);
+		json_decref(out);
+		return e2b_error(rq, 400, "%s", q.bad);
+	}
 	sweep(rq->e2b, rq->sm);
 	n = ids_of(rq->e2b, &ids);
-	for (ssize_t i = 0; out && i < n; i++) {
+	if (n > 0)
+		v = calloc((size_t)n, sizeof(*v));
+	for (ssize_t i = 0; v && i < n; i++) {
 		struct session *s;
+		double created, used, idle, life;
 		char why[8];
+		json_t *j;
 
-		if (smgr_lookup(rq->sm, ids[i], &s, why, sizeof(why)) == SM_OK) {
-			json_array_append_new(out, sandbox_json(rq, s, false));
-			session_put(s);
+		if (smgr_lookup(rq->sm, ids[i], &s, why, sizeof(why)) != SM_OK)
+			continue;
+		session_times(s, &created, &used, &idle, &life);
+		j = sandbox_json(rq, s, false);
+		session_put(s);
+		if (j && list_match(&q, j)) {
+			v[count] = (struct listed){ .j = j, .started_us = (long long)(created * 1e6),
+						    .sid = json_string_value(json_object_get(j,
+									"sandboxID")) };
+			if (v[count].sid && after_token(&q, &v[count]))
+				count++;
+			else
+				json_decref(j);
+		} else {
+			json_decref(j);
 		}
 	}
+	if (count)
+		qsort(v, count, sizeof(*v), listed_cmp);
+	*token = '\0';
+	for (size_t i = 0; i < count; i++) {
+		if (q.limit && shown == q.limit) {
+			snprintf(token, sizeof(token), "%lld.%s", v[shown - 1].started_us,
+				 v[shown - 1].sid);
+			break;
+		}
+		if (out && json_array_append(out, v[i].j) == 0)
+			shown++;
+	}
+	for (size_t i = 0; i < count; i++)
+		json_decref(v[i].j);
+	free(v);
 	free(ids);
-	if (!out || n < 0) {
+	json_decref(q.metadata);
+	if (!out || n < 0 || (n > 0 && !v)) {
 		json_decref(out);
 		return e2b_error(rq, 500, "out of memory");
 	}
-	/* Every sandbox in one page: no X-Next-Token. */
-	return http_json(rq, 200, out);
+	return http_json_header(rq, 200, out, *token ? "X-Next-Token" : NULL, token);
 }
 
 static enum MHD_Result control(struct api_req *rq, const char *path)

@@ -315,6 +315,41 @@ static void permissions(mode_t m, char out[11])
 	out[10] = '\0';
 }
 
+/* A link's target as envd gives it: absolute, a relative one taken from the
+ * link's own directory (shown: the link as the SDK names it) with "." and
+ * ".." resolved by name.  Nothing is followed: the target may not exist, and
+ * may name a place the file calls cannot reach. */
+static void absolute_target(const char *shown, const char *target, char *out, size_t len)
+{
+	const char *slash = strrchr(shown, '/'), *p, *end;
+	size_t n = 0, dirlen = slash ? (size_t)(slash - shown) : 0;
+
+	if (*target == '/') {
+		snprintf(out, len, "%s", target);
+		return;
+	}
+	for (int part = 0; part < 2; part++) {
+		for (p = part ? target : shown, end = part ? p + strlen(p) : p + dirlen; p < end;) {
+			const char *next = memchr(p, '/', (size_t)(end - p));
+			size_t clen = (size_t)((next ? next : end) - p);
+
+			if (clen == 2 && p[0] == '.' && p[1] == '.') {
+				while (n > 0 && out[n - 1] != '/')
+					n--;
+				n -= n > 0;
+			} else if (clen && !(clen == 1 && *p == '.') && n + 1 + clen < len) {
+				out[n++] = '/';
+				memcpy(out + n, p, clen);
+				n += clen;
+			}
+			p += clen + (next != NULL);
+		}
+	}
+	if (n == 0 && len > 1)
+		out[n++] = '/';
+	out[n] = '\0';
+}
+
 /* An EntryInfo, proto3 JSON (int64 size as a string). */
 static json_t *entry_json(const struct session_entry *en)
 {
@@ -322,6 +357,7 @@ static json_t *entry_json(const struct session_entry *en)
 	const struct stat *st = en->st;
 	const char *base = strrchr(rel, '/') ? strrchr(rel, '/') + 1 : *rel ? rel : "user";
 	char shown[FILES_PATH_MAX + 16], perms[11], size[24], when[TIMEFMT_LEN], id[16];
+	char link[2 * FILES_PATH_MAX + 32];
 	const char *type = S_ISREG(st->st_mode) ? "FILE_TYPE_FILE" :
 			   S_ISDIR(st->st_mode) ? "FILE_TYPE_DIRECTORY" :
 			   S_ISLNK(st->st_mode) ? "FILE_TYPE_SYMLINK" : NULL;
@@ -344,8 +380,10 @@ static json_t *entry_json(const struct session_entry *en)
 	json_object_set_new(e, "group", json_string(en->user_gid ? "user" : id));
 	if (type)	/* unspecified: proto3 leaves it out, list() skips it */
 		json_object_set_new(e, "type", json_string(type));
-	if (S_ISLNK(st->st_mode))
-		json_object_set_new(e, "symlinkTarget", http_string(target));
+	if (S_ISLNK(st->st_mode)) {
+		absolute_target(shown, target, link, sizeof(link));
+		json_object_set_new(e, "symlinkTarget", http_string(link));
+	}
 	return e;
 }
 
@@ -434,8 +472,11 @@ static enum MHD_Result filesystem(struct api_req *rq, struct session *s, const c
 	} else if (!strcmp(method, "Remove")) {
 		if (!path_arg(req, "path", false, rel, &f))
 			return rpc_fail(rq, &f);
-		if ((r = session_file_remove_tree(s, rel, REMOVE_MAX)) == 0)
+		/* As envd: what is not there is removed already. */
+		if ((r = session_file_remove_tree(s, rel, REMOVE_MAX)) == 0 || r == -ENOENT) {
+			r = 0;
 			answer = json_object();
+		}
 	} else if (!strcmp(method, "Move")) {
 		if (!path_arg(req, "source", false, rel, &f) ||
 		    !path_arg(req, "destination", false, to, &f))
@@ -519,6 +560,7 @@ static enum MHD_Result stream_fail(struct api_req *rq, const char *code, const c
 
 struct process_state {
 	unsigned pid;
+	bool client_deadline;	/* the timeout is the client's (Connect-Timeout-Ms) */
 };
 
 static atomic_uint next_pid = 1000;
@@ -639,11 +681,15 @@ static int process_done(void *state, struct buf *out, enum sm_result r, const ch
 	json_t *end;
 	int rc;
 
-	(void)state;
 	if (!res) {
 		sm_connect_error(r, reason, &code, error, sizeof(error));
 		return end_stream(out, code, error);
 	}
+	/* Stopped at the client's own deadline: what envd says then (the
+	 * SDK's TimeoutError); a limit of petri's is the end event below. */
+	if (res->status == RESULT_TIMEOUT && ((struct process_state *)state)->client_deadline)
+		return end_stream(out, "deadline_exceeded", "the command ran past the request's "
+				  "timeout (timeoutMs) and was killed");
 	exited = res->has_exit_code && !res->signal &&
 		 (res->status == RESULT_OK || res->status == RESULT_ERROR);
 	if (exited) {
@@ -683,6 +729,7 @@ static const struct stream_wire process_wire = {
 	.keepalive = "\0\0\0\0\x1a" KEEPALIVE_JSON,
 	.keepalive_len = ENVELOPE_HDR + sizeof(KEEPALIVE_JSON) - 1,
 	.refuse = process_refuse,
+	.cut_when_deleted = true,
 };
 
 /* arg in single quotes, for bash: nothing in them is special but the
@@ -751,13 +798,14 @@ static enum MHD_Result process_start(struct api_req *rq, struct session *s)
 	const struct petri_limits *lim = session_limits(s);
 	const unsigned char *b = (const unsigned char *)rq->body.data;
 	struct exec_request ex = { .env = NULL };
+	struct process_state ps = { .pid = 0 };
 	char cwd[CWD_MAX + sizeof(E2B_HOME) + 2];
 	struct buf code = BUF_INIT;
 	json_t *req = NULL, *proc, *args, *envs, *jcwd, *a, *exec = NULL, *env = NULL;
 	const char *cmd, *c;
 	enum MHD_Result answered;
 	struct request_error e;
-	double timeout = lim->timeout_s;
+	double timeout;
 	size_t len = rq->body.len, i, n;
 
 	if (!content_type_is(rq, "application/connect+json"))
@@ -822,6 +870,7 @@ static enum MHD_Result process_start(struct api_req *rq, struct session *s)
 	/* A relative cwd is under the user's home, as envd has it. */
 	snprintf(cwd, sizeof(cwd), "%s%s%s", c[0] == '/' ? "" : E2B_HOME, c[0] == '/' ? "" : "/",
 		 c);
+	timeout = 0;	/* none: the sandbox's timeout_s */
 	if (!timeout_header(rq, &timeout)) {
 		answered = stream_fail(rq, "invalid_argument", "Connect-Timeout-Ms must be at "
 				       "most 10 digits");
@@ -840,7 +889,8 @@ static enum MHD_Result process_start(struct api_req *rq, struct session *s)
 	}
 	/* The SDK asks for 60 s unless told otherwise: a command runs at most
 	 * the sandbox's timeout_s, and the end says so when it is cut. */
-	if (timeout <= 0 || timeout > lim->timeout_s)
+	ps.client_deadline = timeout > 0 && timeout < lim->timeout_s;
+	if (timeout <= 0 || timeout >= lim->timeout_s)
 		timeout = lim->timeout_s;
 	if (timeout < 0.1)
 		timeout = 0.1;
@@ -863,7 +913,7 @@ static enum MHD_Result process_start(struct api_req *rq, struct session *s)
 		goto out;
 	}
 	ex.cwd = cwd;
-	answered = stream_execute_as(rq, s, &ex, &process_wire);
+	answered = stream_execute_with(rq, s, &ex, &process_wire, &ps);
 out:
 	request_exec_release(&ex);
 	json_decref(exec);

@@ -168,6 +168,7 @@ class State:
     driver_module = None       # this module, once it is no longer __main__
     user_site = None           # (inode, mtime) of USER_SITE when last looked at
     set_up = False             # serve_setup() has run
+    streams = ()               # the line-buffered stdout and stderr it made
 
 
 S = State()
@@ -928,6 +929,11 @@ def send(frame, exec_id=None, kept=None):
     payload = encode_frame(frame)
     main = _thread.get_ident() == MAIN_THREAD
     if main:
+        for stream in S.streams:        # a partial line written before this result
+            try:
+                stream.flush()
+            except Exception:
+                pass
         S.defer += 1
     try:
         with SEND_LOCK:
@@ -1520,8 +1526,9 @@ class ImportPatches:
 
 def run_python(exec_id, source):
     filename = '<cell %d>' % exec_id
+    source = dedent_cell(source)
     lines = [line + '\n' for line in source.split('\n')]
-    linecache.cache[filename] = (len(source), None, lines, filename)   # as written
+    linecache.cache[filename] = (len(source), None, lines, filename)   # before `!` lines
     try:
         source = shell_escapes(source, filename)
         body, last = compile_cell(source, filename,
@@ -1538,6 +1545,24 @@ def run_python(exec_id, source):
     if figure_error is not None and not S.error_sent:
         exit_code = conclude(figure_error)
     return exit_code
+
+
+def dedent_cell(source):
+    """A cell pasted with its indentation, as a notebook takes it: when the
+    first line of code (not blank, not a comment) is indented, which Python
+    refuses anyway, that indentation is taken off every line that starts
+    with it.  Line numbers stay."""
+    for line in source.split('\n'):
+        code = line.lstrip(' \t')
+        if code and code[0] != '#' and code.strip():
+            break
+    else:
+        return source
+    indent = line[:len(line) - len(code)]
+    if not indent:
+        return source
+    return '\n'.join(line[len(indent):] if line.startswith(indent) else line
+                     for line in source.split('\n'))
 
 
 def compile_cell(source, filename, lines):
@@ -2591,10 +2616,25 @@ def serve_setup():
         return
     S.set_up = True
     load_modules()
+    sys.stdout = line_buffered(1, sys.stdout)
+    sys.stderr = line_buffered(2, sys.stderr)
+    S.streams = (sys.stdout, sys.stderr)
     builtins.display = display
     builtins._petri_shell = shell_escape        # `!command` and `%pip` (shell_escapes)
     sys.path.insert(0, '')              # like the REPL: modules in the cwd import
     sys.meta_path.insert(0, ImportPatches())
+
+
+def line_buffered(fd, usual):
+    """Python's stdout or stderr for user code: written out at each newline
+    (and at the end of every execution, flush_stdio()), as on a terminal.
+    The interpreter runs with -u, which writes each piece apart, so
+    print('hello') would reach the client as 'hello' and then '\\n': two
+    events where a notebook sends one line."""
+    return io.TextIOWrapper(io.BufferedWriter(io.FileIO(fd, 'wb', closefd=False)),
+                            encoding=getattr(usual, 'encoding', None) or 'utf-8',
+                            errors=getattr(usual, 'errors', None) or 'backslashreplace',
+                            line_buffering=True)
 
 
 def serve():

@@ -1120,6 +1120,16 @@ bool session_ended(struct session *s)
 	return ended;
 }
 
+bool session_deleted(struct session *s)
+{
+	bool deleted;
+
+	pthread_mutex_lock(&s->lock);
+	deleted = s->deleted;
+	pthread_mutex_unlock(&s->lock);
+	return deleted;
+}
+
 void session_note_write(struct session *s)
 {
 	box_note_host_write(s->box);

@@ -236,6 +236,10 @@ enum sm_result session_set_lifetime(struct session *s, double idle_timeout_s,
  * reference still holds of its sandbox (an open file of its /work) must be
  * let go: it is no longer counted against max_sessions. */
 bool session_ended(struct session *s);
+/* Was it deleted (smgr_delete(): a client's DELETE, E2B's kill)?  A
+ * session never expires under an execution, so an execution whose session
+ * was deleted was cut short by that. */
+bool session_deleted(struct session *s);
 /* Files were just written into the session's /work by the host
  * (workspace.c, uploads, archives): box_note_host_write(). */
 void session_note_write(struct session *s);

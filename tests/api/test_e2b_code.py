@@ -12,6 +12,7 @@ import http.client
 import json
 import re
 import secrets
+import socket
 import urllib.parse
 
 import pytest
@@ -209,6 +210,64 @@ def test_stdout_arrives_while_the_code_runs(sbx):
     assert e.error is None, e.error
     assert e.stdout == "first\nreleased\n"
     assert e.stderr == "to stderr\n"
+
+
+def test_one_line_is_one_stdout_item(sbx):
+    # A line written in two pieces, apart in time, is still one item (as a
+    # notebook's kernel sends it); a print is one item, not 'x' then '\n'.
+    code = ("import sys, time\nsys.stdout.write('hel')\ntime.sleep(0.3)\nsys.stdout.write('lo\\n')\n"
+            "for i in range(3):\n    print(i)\nprint('oops', file=sys.stderr)\n"
+            "sys.stdout.write('no newline')")
+    e = sbx.run(code)
+    assert e.error is None, e.error
+    items = [x["text"] for x in e.lines if x["type"] == "stdout"]
+    assert "".join(items) == "hello\n0\n1\n2\nno newline"
+    # whole lines (the daemon may read several at once), the last at the end
+    assert items[0].startswith("hello\n") and items[-1].endswith("no newline"), items
+    assert all(x.endswith("\n") for x in items[:-1]), items
+    assert [x["text"] for x in e.lines if x["type"] == "stderr"] == ["oops\n"]
+
+
+def test_an_indented_cell_runs_as_a_notebook_runs_it(sbx):
+    e = sbx.run("\n        a = 20\n    \n        if a:\n            a += 1\n        a * 2\n        ")
+    assert e.error is None, e.error
+    assert e.text == "42"
+    # Only a cell Python would refuse changes: an indented comment first
+    # leaves the rest as it is.
+    e = sbx.run("  # a comment\nif True:\n  b = 2\nb")
+    assert e.error is None and e.text == "2", e.error
+    e = sbx.run("\n    x = 1\n    1 / 0")
+    assert e.error["name"] == "ZeroDivisionError"
+    assert "line 3" in e.error["traceback"] and "1 / 0" in e.error["traceback"]
+
+
+def test_a_sandbox_killed_under_an_execution_cuts_the_stream(sbx, daemon):
+    # E2B's SDK reads a cut connection, then 502 from the sandbox, as
+    # "killed while the request was in progress" (its TimeoutError).  On the
+    # wire: the chunks so far, then the connection closes without the last
+    # chunk (http.client would read that as a proper end).
+    body = json.dumps({"code": "import time\nprint('started', flush=True)\ntime.sleep(300)"})
+    head = "".join(f"{k}: {v}\r\n" for k, v in sbx.headers().items())
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=60) as s:
+        s.sendall((f"POST /execute HTTP/1.1\r\nHost: 127.0.0.1:{daemon.port}\r\n{head}"
+                   f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+                   f"{body}").encode())
+        data = b""
+        while b"started" not in data:
+            chunk = s.recv(65536)
+            assert chunk, f"closed before the first line: {data!r}"
+            data += chunk
+        sbx.kill()
+        while chunk := s.recv(65536):
+            data += chunk
+    assert data.startswith(b"HTTP/1.1 200 ") and b"Transfer-Encoding: chunked" in data
+    assert b"end_of_execution" not in data and not data.endswith(b"0\r\n\r\n"), data[-300:]
+    h = sbx.headers()
+    assert requests.get(daemon.url + "/health", headers={**h, "E2b-Sandbox-Port": "49983"},
+                        timeout=60).status_code == 502
+    assert requests.get(daemon.url + "/contexts", headers=h, timeout=60).status_code == 502
+    h["X-Access-Token"] = "x" * len(h["X-Access-Token"])
+    assert requests.get(daemon.url + "/contexts", headers=h, timeout=60).status_code == 401
 
 
 def test_split_characters_and_bad_bytes_come_out_whole(sbx):

@@ -8,6 +8,7 @@ import base64
 import json
 import secrets
 import struct
+import urllib.parse
 
 import pytest
 import requests
@@ -133,13 +134,22 @@ def summarize(evs):
     return out
 
 
-@pytest.fixture(scope="module")
-def box(srv):
+def new_box(srv, **body):
     r = requests.post(srv.url + "/sandboxes", headers={"X-API-KEY": srv.key},
-                      json={"templateID": "base", "timeout": 600}, timeout=120)
+                      json={"templateID": "base", "timeout": 600, **body}, timeout=120)
     assert r.status_code == 201, r.text
     j = r.json()
     return Envd(srv.url, j["sandboxID"], j["envdAccessToken"])
+
+
+def kill(srv, sid):
+    r = requests.delete(f"{srv.url}/sandboxes/{sid}", headers={"X-API-KEY": srv.key}, timeout=60)
+    assert r.status_code == 204, r.text
+
+
+@pytest.fixture(scope="module")
+def box(srv):
+    return new_box(srv)
 
 
 # ---- health and auth -----------------------------------------------------
@@ -327,15 +337,28 @@ def test_stat_list_makedir_move_remove(box):
     r = box.rpc("Remove", {"path": f"{HOME}/tree"})
     assert r.status_code == 200 and r.json() == {}
     assert box.rpc("Stat", {"path": f"{HOME}/tree"}).json()["code"] == "not_found"
+    for gone in (f"{HOME}/tree", f"{HOME}/tree/sub/g.txt"):   # envd: removed already
+        r = box.rpc("Remove", {"path": gone})
+        assert r.status_code == 200 and r.json() == {}, r.text
     r = box.rpc("Stat", {"path": HOME})
     assert r.json()["entry"]["path"] == HOME and r.json()["entry"]["type"] == "FILE_TYPE_DIRECTORY"
+
+
+def test_a_links_target_is_absolute_from_the_links_directory(box):
+    res = box.run("mkdir -p links && cd links && ln -sf t rel && ln -sf ../links/./t up && "
+                  "ln -sf ../../.. high && ln -sf /etc/hostname abs")
+    assert res["end"]["exitCode"] == 0, res
+    for name, target in [("rel", f"{HOME}/links/t"), ("up", f"{HOME}/links/t"),
+                         ("high", "/"), ("abs", "/etc/hostname")]:
+        e = box.rpc("Stat", {"path": f"links/{name}"}).json()["entry"]
+        assert e["type"] == "FILE_TYPE_SYMLINK", e
+        assert e["symlinkTarget"] == target, (name, e)
 
 
 def test_rpc_errors_are_connect_json(box):
     for method, body, status, code in [
         ("Stat", {"path": "missing"}, 404, "not_found"),
         ("ListDir", {"path": "missing"}, 404, "not_found"),
-        ("Remove", {"path": "missing"}, 404, "not_found"),
         ("Move", {"source": "missing", "destination": "x"}, 404, "not_found"),
         ("Remove", {"path": HOME}, 400, "invalid_argument"),
         ("ListDir", {"path": HOME, "depth": 1000}, 400, "invalid_argument"),
@@ -405,12 +428,77 @@ def test_envs_cwd_and_quoted_commands(box):
     assert res["end"]["exitCode"] != 0
 
 
-def test_a_command_past_its_timeout_ends_killed(box):
+def test_a_command_past_the_clients_deadline_is_deadline_exceeded(box):
+    # envd's answer, which the SDK throws as TimeoutError; the output so far
+    # came first, and the sandbox is free for the next command.
     res = box.run("echo started; sleep 60", timeout_ms=1500)
     assert res["stdout"] == b"started\n"
-    assert res["end"]["exited"] is False and res["end"]["status"] == "signal: killed"
-    assert res["end"]["exitCode"] == -1 and res["end"]["error"].startswith("signal: killed")
-    assert res["trailer"] == {}
+    assert res["end"] is None
+    assert res["trailer"]["error"]["code"] == "deadline_exceeded", res["trailer"]
+    assert "timeoutMs" in res["trailer"]["error"]["message"]
+    assert box.run("echo free")["stdout"] == b"free\n"
+
+
+def test_a_sandbox_killed_under_a_command_cuts_the_stream_then_answers_502(srv):
+    victim = new_box(srv)
+    r = victim.start_raw(envelope(0, {"process": {"cmd": "/bin/bash", "args": [
+        "-l", "-c", "echo started; sleep 60"]}}), timeout_ms=60000, stream=True)
+    assert r.status_code == 200
+    raw, cut, killed = b"", False, False
+    try:
+        for chunk in r.iter_content(None):
+            raw += chunk
+            if not killed and any("data" in e["event"] for f, e in envelopes_prefix(raw) if f == 0):
+                kill(srv, victim.sid)       # once the command has written
+                killed = True
+    except requests.exceptions.ChunkedEncodingError:
+        cut = True
+    finally:
+        r.close()
+    evs = envelopes_prefix(raw)
+    assert killed and cut, f"the stream ended properly: {evs}"
+    assert not any(f == 2 for f, _ in evs), f"an end of stream after the kill: {evs}"
+    # The token of a sandbox that ended hears 502 (gone), a wrong one 401.
+    assert victim.request("GET", "/health").status_code == 502
+    assert victim.request("GET", "/files", params={"path": "x"}).status_code == 502
+    assert victim.request("GET", "/health", token="x" * len(victim.token)).status_code == 401
+
+
+def test_list_filters_by_metadata_and_state_and_pages(srv):
+    tag = secrets.token_hex(8)
+    older = new_box(srv, metadata={"tag": tag, "name": "a b+c%d&e=f"})
+    newer = new_box(srv, metadata={"tag": tag})
+    other = new_box(srv, metadata={"tag": tag + "-not"})
+    key = {"X-API-KEY": srv.key}
+
+    def ids(**params):
+        r = requests.get(srv.url + "/v2/sandboxes", headers=key, params=params, timeout=60)
+        assert r.status_code == 200, r.text
+        return [b["sandboxID"] for b in r.json()], r.headers.get("X-Next-Token")
+
+    # as the SDKs send it: each pair encoded, then the whole
+    def meta(**pairs):
+        return urllib.parse.urlencode({urllib.parse.quote(k, safe=""): urllib.parse.quote(v, safe="")
+                                       for k, v in pairs.items()})
+
+    try:
+        assert ids(metadata=meta(tag=tag)) == ([newer.sid, older.sid], None)
+        assert ids(metadata=meta(tag=tag, name="a b+c%d&e=f")) == ([older.sid], None)
+        assert ids(metadata=meta(tag=tag), state="running") == ([newer.sid, older.sid], None)
+        assert ids(metadata=meta(tag=tag), state=["paused", "running"])[0] == [newer.sid, older.sid]
+        assert ids(metadata=meta(tag=tag), state="paused") == ([], None)
+        first, token = ids(metadata=meta(tag=tag), limit=1)
+        assert first == [newer.sid] and token
+        assert ids(metadata=meta(tag=tag), limit=1, nextToken=token) == ([older.sid], None)
+        all_ids, _ = ids()
+        assert {older.sid, newer.sid, other.sid} <= set(all_ids)
+        for params in ({"state": "stopped"}, {"limit": "0"}, {"limit": "x"},
+                       {"nextToken": "nope"}, {"nextToken": "1." + "x" * 200}):
+            r = requests.get(srv.url + "/v2/sandboxes", headers=key, params=params, timeout=60)
+            assert r.status_code == 400, (params, r.text)
+    finally:
+        for b in (older, newer, other):
+            kill(srv, b.sid)
 
 
 @pytest.mark.parametrize("body,code", [
