@@ -68,6 +68,14 @@ static const struct { const char *mime, *key; } formats[] = {
 	{ "application/javascript", "javascript" },
 };
 
+/* ... and those whose text is JSON, which E2B sends as JSON: a value shown
+ * as JSON, a chart's data, a DataFrame's columns (docs/api.md). */
+static const struct { const char *mime, *key; } json_formats[] = {
+	{ "application/json", "json" },
+	{ "application/vnd.petri.chart+json", "chart" },
+	{ "application/vnd.petri.dataframe+json", "data" },
+};
+
 /* text/plain as E2B gives it: its server drops one pair of single quotes
  * around the text (a str's repr 'abc' becomes abc), and the SDKs' users
  * read execution.text that way.  The driver keeps the repr; the wire
@@ -107,8 +115,10 @@ static int nd_rich(void *state, struct buf *out, const json_t *bundle, bool main
 			/* a string is never changed: share it, for the moment
 			 * the line is written (a PNG can be megabytes) */
 			json_object_set(o, formats[i].key, (json_t *)v);
-	if (json_is_string(v = json_object_get(bundle, "application/json")))
-		json_object_set_new(o, "json", json_repr(v));	/* NULL: not set */
+	/* JSON carried as text: parsed (bounded in cost), as E2B's keys */
+	for (size_t i = 0; i < sizeof(json_formats) / sizeof(json_formats[0]); i++)
+		if (json_is_string(v = json_object_get(bundle, json_formats[i].mime)))
+			json_object_set_new(o, json_formats[i].key, json_repr(v)); /* NULL: not set */
 	json_object_set_new(o, "is_main_result", json_boolean(main));
 	return nd_line(out, o);
 }

@@ -1233,7 +1233,36 @@ def mime_bundle(obj):
         html = series_html(obj)
         if html is not None and fits('text/html', html):
             data['text/html'] = html
+    if is_pandas_frame(obj):
+        table = frame_json(obj)
+        if table is not None and fits(FRAME_MIME, table):
+            data[FRAME_MIME] = table
     return data
+
+
+FRAME_MIME = 'application/vnd.petri.dataframe+json'
+FRAME_CELLS_MAX = 10000         # a larger DataFrame is shown as HTML and text only
+
+
+def is_pandas_frame(obj):
+    frame = getattr(sys.modules.get('pandas'), 'DataFrame', None)
+    return isinstance(frame, type) and isinstance(obj, frame)
+
+
+def frame_json(frame):
+    """A DataFrame's columns as JSON, {"column": [values, ...]} (E2B's
+    result.data); None when it is larger than FRAME_CELLS_MAX cells or
+    cannot be read."""
+    try:
+        if frame.size > FRAME_CELLS_MAX:
+            return None
+        columns = frame.to_dict(orient='list')
+        return json.dumps({str(name): [chart_value(v) for v in values]
+                           for name, values in columns.items()},
+                          allow_nan=False, separators=(',', ':'))
+    except Exception as exc:
+        note('the DataFrame could not be read as data: %s' % describe(exc))
+        return None
 
 
 def plain_text(obj):
@@ -1351,7 +1380,8 @@ def is_figure(obj):
 
 
 def figure_bundle(fig):
-    """PNG and text/plain of a matplotlib figure; remembered as shown."""
+    """PNG, text/plain and the chart's data of a matplotlib figure;
+    remembered as shown."""
     S.shown_figures.append(fig)
     text = plain_text(fig)
     try:
@@ -1359,7 +1389,262 @@ def figure_bundle(fig):
         fig.savefig(buf, format='png', bbox_inches='tight')
     except Exception as exc:
         return {'text/plain': '%s\n(rendering the figure failed: %s)' % (text, describe(exc))}
-    return {'image/png': base64.b64encode(buf.getvalue()).decode('ascii'), 'text/plain': text}
+    bundle = {'image/png': base64.b64encode(buf.getvalue()).decode('ascii'), 'text/plain': text}
+    chart = chart_json(fig)             # after drawing: tick labels are set then
+    if chart is not None:
+        bundle[CHART_MIME] = chart
+    return bundle
+
+
+# ---------------------------------------------------------------- charts as data
+#
+# What a figure shows, as data a model can read instead of a picture: the
+# kind of chart, its title, axes and elements (lines and their points, bars,
+# wedges, boxes), in the shape E2B's code interpreter gives (result.chart).
+# docs/api.md, "Charts as data".
+
+CHART_MIME = 'application/vnd.petri.chart+json'
+CHART_VALUES_MAX = 20000        # points, bars, wedges and boxes of one figure
+UNIT = None                     # re of a unit in an axis label: "Time (s)", "Length [m]"
+
+
+def chart_json(fig):
+    """The chart of fig as JSON text; None for a figure with no data, one
+    with more than CHART_VALUES_MAX values, or one that cannot be read."""
+    try:
+        axes = [ax for ax in fig.get_axes()]
+        if not axes or not any(ax.has_data() for ax in axes):
+            return None
+        if sum(values_in(ax) for ax in axes) > CHART_VALUES_MAX:
+            return None
+        if len(axes) == 1:
+            chart = axes_chart(axes[0])
+        else:
+            suptitle = getattr(fig, '_suptitle', None)
+            chart = {'type': 'superchart',
+                     'title': text_or_none(suptitle.get_text() if suptitle else ''),
+                     'elements': [axes_chart(ax) for ax in axes]}
+        return json.dumps(chart, allow_nan=False, separators=(',', ':'))
+    except Exception as exc:
+        note('the chart of a figure could not be read: %s' % describe(exc))
+        return None
+
+
+def values_in(ax):
+    n = len(ax.patches) + len(ax.collections)
+    for line in ax.get_lines():
+        n += len(line.get_xdata(orig=False))
+    for collection in ax.collections:
+        n += len(collection.get_offsets())
+    return n
+
+
+def axes_chart(ax):
+    kind = chart_kind(ax)
+    chart = {'type': kind, 'title': text_or_none(ax.get_title())}
+    if kind not in ('pie', 'unknown'):
+        chart.update(axis_labels(ax))
+    if kind in ('line', 'scatter'):
+        chart.update(axis_ticks(ax, 'x'))
+        chart.update(axis_ticks(ax, 'y'))
+    chart['elements'] = {'line': line_elements, 'scatter': scatter_elements,
+                         'bar': bar_elements, 'pie': pie_elements,
+                         'box_and_whisker': box_elements}.get(kind, lambda c, ax: [])(chart, ax)
+    return chart
+
+
+def chart_kind(ax):
+    """By what the axes hold, text aside: only lines, only boxes (patches
+    and their lines), only markers, only wedges or only bars; anything else
+    is "unknown"."""
+    from matplotlib.collections import PathCollection
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import PathPatch, Rectangle, Wedge
+    from matplotlib.text import Text
+    children = getattr(ax, '_children', None)
+    if children is None:
+        children = list(ax.lines) + list(ax.patches) + list(ax.collections)
+    drawn = [c for c in children if not isinstance(c, Text)]
+    if all(isinstance(c, Line2D) for c in drawn):
+        return 'line'
+    if all(isinstance(c, (PathPatch, Line2D)) for c in drawn):
+        return 'box_and_whisker'
+    drawn = [c for c in drawn if not (isinstance(c, Line2D) and is_rule(c))]
+    for kind, types in (('scatter', PathCollection), ('pie', Wedge), ('bar', Rectangle)):
+        if all(isinstance(c, types) for c in drawn):
+            return kind
+    return 'unknown'
+
+
+def is_rule(line):
+    """A straight horizontal or vertical line of two points (a grid line,
+    axhline), not data."""
+    x, y = line.get_xdata(orig=False), line.get_ydata(orig=False)
+    return len(x) == 2 and len(y) == 2 and (x[0] == x[1] or y[0] == y[1])
+
+
+def text_or_none(text):
+    return text if text else None
+
+
+def axis_labels(ax):
+    global UNIT
+    if UNIT is None:
+        import re
+        UNIT = re.compile(r'\s\((.*?)\)|\[(.*?)\]')
+    out = {}
+    for axis, label in (('x', ax.get_xlabel()), ('y', ax.get_ylabel())):
+        match = UNIT.search(label) if label else None
+        out[axis + '_label'] = text_or_none(label)
+        out[axis + '_unit'] = (match.group(1) or match.group(2)) if match else None
+    return out
+
+
+def is_date_axis(axis):
+    from matplotlib import dates
+    formatter = axis.get_major_formatter()
+    return isinstance(formatter, (dates.DateFormatter, dates.AutoDateFormatter,
+                                  dates.ConciseDateFormatter))
+
+
+def axis_ticks(ax, name):
+    from matplotlib import dates
+    axis = getattr(ax, name + 'axis')
+    ticks = list(axis.get_ticklocs())
+    labels = [t.get_text() for t in axis.get_ticklabels()]
+    if is_date_axis(axis):
+        values, scale = [dates.num2date(t).isoformat() for t in ticks], 'datetime'
+    else:
+        values, scale = [chart_value(t) for t in ticks], axis.get_scale()
+        category = getattr(sys.modules.get('matplotlib.category'), 'StrCategoryConverter', None)
+        if category is not None and isinstance(getattr(axis, 'converter', None), category):
+            scale = 'categorical'       # the data were strings
+    return {name + '_ticks': values, name + '_tick_labels': labels, name + '_scale': scale}
+
+
+def chart_value(v):
+    """A value of a chart or a table as JSON takes it: dates in ISO 8601,
+    numbers as numbers (NaN and infinities as null), other things as their
+    text."""
+    import datetime
+    if v is None or isinstance(v, (bool, str)):
+        return v
+    if isinstance(v, (datetime.date, datetime.datetime, datetime.time)):
+        return v.isoformat()
+    numpy = sys.modules.get('numpy')
+    if numpy is not None and isinstance(v, numpy.datetime64):
+        return str(v.astype('datetime64[s]'))
+    if numpy is not None and isinstance(v, numpy.bool_):
+        return bool(v)
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    if f != f or f in (float('inf'), float('-inf')):
+        return None
+    return int(f) if f.is_integer() and abs(f) < 2 ** 53 and not isinstance(v, float) else f
+
+
+def rounded(v):
+    """8 significant digits: what a picture's coordinates are worth."""
+    return float('%.8g' % v)
+
+
+def numbered(label, prefix, name):
+    """matplotlib's unnamed '_child3' as 'Line 3'."""
+    if label.startswith(prefix) and label[len(prefix):].isdigit():
+        return '%s %s' % (name, label[len(prefix):])
+    return label
+
+
+def line_elements(chart, ax):
+    return [{'label': numbered(line.get_label(), '_child', 'Line'),
+             'points': [[chart_value(x), chart_value(y)]
+                        for x, y in zip(line.get_xdata(), line.get_ydata())]}
+            for line in ax.get_lines() if not is_rule(line)]
+
+
+def scatter_elements(chart, ax):
+    return [{'label': c.get_label(),
+             'points': [[chart_value(x), chart_value(y)] for x, y in c.get_offsets()]}
+            for c in ax.collections]
+
+
+def swap_axes(chart):
+    for a, b in (('x_label', 'y_label'), ('x_unit', 'y_unit')):
+        chart[a], chart[b] = chart.get(b), chart.get(a)
+
+
+def bar_elements(chart, ax):
+    out = []
+    for container in ax.containers:
+        bars = list(container)
+        group = numbered(container.get_label(), '_container', 'Group')
+        horizontal = getattr(container, 'orientation', None) == 'horizontal'
+        if getattr(container, 'orientation', None) is None:
+            heights = [bar.get_height() for bar in bars]
+            horizontal = len(set(heights)) == 1 and len(heights) > 1
+        if horizontal:
+            swap_axes(chart)
+            labels = [t.get_text() for t in ax.get_yticklabels()]
+            values = [bar.get_width() for bar in bars]
+        else:
+            labels = [t.get_text() for t in ax.get_xticklabels()]
+            values = [bar.get_height() for bar in bars]
+        out += [{'label': label, 'value': chart_value(value), 'group': group}
+                for label, value in zip(labels, values)]
+    return out
+
+
+def pie_elements(chart, ax):
+    # A wedge's angles are float32 inside: 324 comes back as 323.99999237.
+    return [{'label': wedge.get_label(), 'angle': float('%.6g' % abs(wedge.theta2 - wedge.theta1)),
+             'radius': chart_value(wedge.r)}
+            for wedge in ax.patches]
+
+
+def box_elements(chart, ax):
+    """Each box (a patch) with its median, whiskers and outliers, found
+    among the axes' lines by where they lie."""
+    boxes = []
+    for patch in ax.patches:
+        vertices = patch.get_path().vertices
+        xs = [rounded(v) for v in vertices[:, 0]]
+        ys = [rounded(v) for v in vertices[:, 1]]
+        boxes.append({'x0': min(xs), 'x1': max(xs), 'y0': min(ys), 'y1': max(ys)})
+    # Upright boxes share a width; lying ones a height.
+    horizontal = len(boxes) > 1 and len({b['y1'] - b['y0'] for b in boxes}) == 1 \
+        and len({b['x1'] - b['x0'] for b in boxes}) > 1
+    if horizontal:
+        swap_axes(chart)
+        for b in boxes:
+            b['x0'], b['x1'], b['y0'], b['y1'] = b['y0'], b['y1'], b['x0'], b['x1']
+    labels = [t.get_text() for t in (ax.get_yticklabels() if horizontal else ax.get_xticklabels())]
+    for b in boxes:
+        b.update(low=b['y0'], high=b['y1'], median=None, outliers=[])
+    for line in ax.get_lines():
+        xs = [rounded(v) for v in line.get_xdata(orig=False)]
+        ys = [rounded(v) for v in line.get_ydata(orig=False)]
+        if horizontal:
+            xs, ys = ys, xs
+        if not xs:
+            continue
+        box = next((b for b in boxes if b['x0'] <= min(xs) and max(xs) <= b['x1']), None)
+        if box is None:
+            continue
+        if line.get_linestyle() in ('None', '', ' '):           # markers only: outliers
+            box['outliers'] += ys
+        elif len(ys) == 2 and ys[0] == ys[1] and box['y0'] <= ys[0] <= box['y1']:
+            box['median'] = ys[0]                              # across the box
+        elif len(xs) == 2 and xs[0] == xs[1]:                  # a whisker, from an edge
+            if max(ys) == box['y0']:
+                box['low'] = min(ys)
+            elif min(ys) == box['y1']:
+                box['high'] = max(ys)
+    return [{'label': label, 'min': b['low'], 'first_quartile': b['y0'],
+             'median': b['median'], 'third_quartile': b['y1'], 'max': b['high'],
+             'outliers': b['outliers']}
+            for label, b in zip(labels, boxes)]
 
 
 def emit_figures():
@@ -1476,6 +1761,28 @@ def patch_plotlyjs(module):
     module.get_plotlyjs = plotlyjs
 
 
+def patch_pil_image(module):
+    """PIL's Image.show() would start a viewer (xdg-open) that outlives the
+    execution: it shows the image as a result instead.  Image.save() to a
+    file shows it too, as E2B's interpreter does."""
+    image = getattr(module, 'Image', None)
+    if not isinstance(image, type) or getattr(image.show, 'petri', False):
+        return
+    save = image.save
+
+    def show(self, title=None, **options):
+        display(self)
+
+    def save_and_show(self, fp, format=None, **params):
+        save(self, fp, format, **params)
+        if isinstance(fp, (str, bytes, os.PathLike)):
+            display(self)
+
+    show.petri = True
+    image.show = show
+    image.save = save_and_show
+
+
 # ---------------------------------------------------------------- patches
 
 # What is patched in a library as it is imported: module name -> patch.
@@ -1486,6 +1793,7 @@ IMPORT_PATCHES = {
     'plotly.io._html': patch_plotlyjs,
     'plotly.offline': patch_plotlyjs,
     'plotly.offline.offline': patch_plotlyjs,
+    'PIL.Image': patch_pil_image,
 }
 
 

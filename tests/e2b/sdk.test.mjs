@@ -272,6 +272,26 @@ describe(`E2B SDK ${which}: e2b ${versions.e2b}, code-interpreter ${versions.ci}
       assert.equal(seen.length, e.results.length, 'onResult saw every result');
     });
 
+    test('a figure\'s result has its chart as data; a DataFrame\'s, its columns', T, async () => {
+      let e = await run(sbx, `
+        import matplotlib.pyplot as plt
+        plt.bar(['A', 'B'], [3, 5], label='n')
+        plt.title('Counts'); plt.xlabel('Letter'); plt.ylabel('Number (k)')
+        plt.show()
+      `);
+      assert.equal(e.error, undefined, JSON.stringify(e.error));
+      const chart = e.results[0].chart;
+      assert.ok(chart, JSON.stringify(e.results.map((r) => r.formats())));
+      assert.equal(chart.type, 'bar');
+      assert.equal(chart.title, 'Counts');
+      assert.equal(chart.y_unit, 'k');
+      assert.deepEqual(chart.elements, [{ label: 'A', value: 3, group: 'n' }, { label: 'B', value: 5, group: 'n' }]);
+      e = await run(sbx, 'import pandas as pd\npd.DataFrame({"a": [1, 2, 3]})');
+      assert.deepEqual(e.results[0].data, { a: [1, 2, 3] });
+      e = await run(sbx, 'from PIL import Image\nImage.new("RGB", (4, 4)).show()');
+      assert.ok(e.results[0].png, 'show() gives the image');
+    });
+
     test('a DataFrame as the last value comes back as HTML and text', T, async () => {
       const e = await run(sbx, 'import pandas as pd\ndf = pd.DataFrame({"a": [1, 2], "b": ["x", "y"]})\ndf');
       assert.equal(e.error, undefined, JSON.stringify(e.error));
