@@ -485,7 +485,8 @@ def test_execute_results(api):
                    "pd.DataFrame({'a': [1]})"))
     assert res["status"] == "ok"
     kinds = [sorted(b) for b in res["results"]]
-    assert ["text/html", "text/plain"] in kinds and ["image/png", "text/plain"] in kinds
+    assert ["application/vnd.petri.dataframe+json", "text/html", "text/plain"] in kinds
+    assert ["application/vnd.petri.chart+json", "image/png", "text/plain"] in kinds
     assert {"path": "out.txt", "size": 1} in res["files"]
 
     res = check(ex("echo nope; exit 3", language="bash"))
