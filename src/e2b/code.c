@@ -76,16 +76,16 @@ static const struct { const char *mime, *key; } json_formats[] = {
 	{ "application/vnd.petri.dataframe+json", "data" },
 };
 
-/* text/plain as E2B gives it: its server drops one pair of single quotes
- * around the text (a str's repr 'abc' becomes abc), and the SDKs' users
- * read execution.text that way.  The driver keeps the repr; the wire
+/* text/plain as E2B gives it: its server drops one pair of quotes, single
+ * or double, around the text (a str's repr 'abc' or "it's" becomes abc or
+ * it's), and the SDKs' users read execution.text that way.  The driver keeps the repr; the wire
  * mimics E2B. */
 static json_t *plain_text(const json_t *v)
 {
 	const char *t = json_string_value(v);
 	size_t n = json_string_length(v);
 
-	if (n >= 2 && t[0] == '\'' && t[n - 1] == '\'')
+	if (n >= 2 && (t[0] == '\'' || t[0] == '"') && t[n - 1] == t[0])
 		return json_stringn(t + 1, n - 2);
 	return json_stringn(t, n);
 }
@@ -401,20 +401,26 @@ out:
 	return answered;
 }
 
-/* Where a context's code runs: the workspace (/home/user, or a path under
- * it, or relative to it) or the sandbox's /tmp; in the canonical form
- * ("/home/user/a/b") into out.  Whether it exists is the execution's
- * business (a missing one fails it with FileNotFoundError). */
+/* Where a context's code runs, in the canonical form ("/home/user/a/b")
+ * into out: a path relative to the workspace (/home/user), or any absolute
+ * one in the sandbox (E2B's tests use /root): the code chdirs there as the
+ * sandbox's user, inside its jail, so the path opens nothing it could not.
+ * Whether it exists is the execution's business (a missing one fails it
+ * with FileNotFoundError). */
 static bool cwd_arg(const char *in, char *out, size_t len, char *why, size_t whylen)
 {
-	bool tmp = !strncmp(in, "/tmp", 4) && (in[4] == '\0' || in[4] == '/');
-	const char *root = tmp ? "/tmp" : E2B_HOME;
+	bool home = in[0] != '/' || (!strncmp(in, E2B_HOME, sizeof(E2B_HOME) - 1) &&
+				     (in[sizeof(E2B_HOME) - 1] == '\0' ||
+				      in[sizeof(E2B_HOME) - 1] == '/'));
+	const char *root = home ? E2B_HOME : "";
 	char rel[FILES_PATH_MAX + 1];
 	int w;
 
-	if (ws_path(in, root, WS_PATH_ROOT | WS_PATH_SLASH, rel, why, whylen) != WS_OK)
+	/* Elsewhere: "/" itself, or a clean path below it, by the same rule. */
+	if (ws_path(home ? in : in + 1, home ? root : NULL, WS_PATH_ROOT | WS_PATH_SLASH, rel,
+		    why, whylen) != WS_OK)
 		return false;
-	w = snprintf(out, len, "%s%s%s", root, *rel ? "/" : "", rel);
+	w = snprintf(out, len, "%s%s%s", root, *rel || !home ? "/" : "", rel);
 	if (w < 0 || (size_t)w >= len) {
 		snprintf(why, whylen, "the path is too long");
 		return false;
@@ -444,8 +450,8 @@ static enum MHD_Result create_context(struct api_req *rq, struct session *s)
 	    (language && !language_arg(rq, language, &lang, &answered)))
 		goto out;
 	if (!cwd_arg(cwd ? cwd : E2B_HOME, where, sizeof(where), why, sizeof(why))) {
-		answered = e2b_error(rq, 400, "'cwd' must be " E2B_HOME " or /tmp, or a "
-				     "directory in them: %s", why);
+		answered = e2b_error(rq, 400, "'cwd' must be an absolute path, or one "
+				     "relative to " E2B_HOME ": %s", why);
 		goto out;
 	}
 	r = e2b_context_add(rq->e2b, session_id(s), lang, where, &c);

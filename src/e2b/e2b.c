@@ -4,6 +4,7 @@
 #include "e2b/e2b.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -13,7 +14,10 @@
 #include <strings.h>
 #include <sys/random.h>
 
+#include <openssl/evp.h>
+
 #include "exec/languages.h"
+#include "util/base64.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/metrics.h"
@@ -34,6 +38,8 @@ struct e2b_sandbox {
 	int key_index;			/* the API key that made it: its data
 					 * plane's requests are that key's */
 	json_t *metadata;		/* an object */
+	double sampled_at;		/* monotonic, of the last metrics asked for */
+	uint64_t sampled_cpu_ns;	/* the sandbox's CPU time then */
 	struct e2b_context contexts[E2B_CONTEXTS_MAX];
 	size_t ncontexts;
 };
@@ -374,6 +380,11 @@ static const char *header(struct MHD_Connection *conn, const char *name)
 	return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
 }
 
+static const char *query(struct MHD_Connection *conn, const char *name)
+{
+	return MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
 static bool is_control_path(const char *p)
 {
 	if (!strncmp(p, PREFIX "/", sizeof(PREFIX)))
@@ -438,7 +449,8 @@ enum e2b_kind e2b_kind_of(struct MHD_Connection *conn, const char *url)
 
 	if (is_native_path(url))
 		return E2B_NONE;
-	if (!header(conn, "E2b-Sandbox-Id") && header(conn, "X-Access-Token") &&
+	if (!header(conn, "E2b-Sandbox-Id") && (header(conn, "X-Access-Token") ||
+						 query(conn, "signature")) &&
 	    is_envd_rest_path(url))
 		return E2B_ENVD;
 	if (header(conn, "E2b-Sandbox-Id")) {
@@ -448,6 +460,83 @@ enum e2b_kind e2b_kind_of(struct MHD_Connection *conn, const char *url)
 					    E2B_BAD_PORT;
 	}
 	return is_control_path(url) ? E2B_CONTROL : E2B_NONE;
+}
+
+/* ---- signed file URLs ------------------------------------------------------ */
+
+/* Is sig what E2B's SDKs put in a file URL (downloadUrl, uploadUrl) for the
+ * sandbox whose token is token: "v1_" and the unpadded base64 of the
+ * SHA-256 of "path:operation:user:token[:expiration]"? */
+static bool signature_is(const char *sig, const char *path, const char *operation,
+			 const char *user, const char *token, const char *expiration)
+{
+	unsigned char digest[EVP_MAX_MD_SIZE];
+	unsigned int dlen = 0;
+	char *text = NULL, *b64 = NULL;
+	bool ok = false;
+	int n;
+
+	n = expiration ? asprintf(&text, "%s:%s:%s:%s:%s", path, operation, user, token,
+				  expiration) :
+			 asprintf(&text, "%s:%s:%s:%s", path, operation, user, token);
+	if (n >= 0 && EVP_Digest(text, (size_t)n, digest, &dlen, EVP_sha256(), NULL) == 1 &&
+	    (b64 = base64_encode(digest, dlen, NULL))) {
+		b64[strcspn(b64, "=")] = '\0';
+		ok = !strncmp(sig, "v1_", 3) && http_same_secret(sig + 3, b64);
+	}
+	if (n >= 0)
+		free(text);
+	free(b64);
+	return ok;
+}
+
+/* GET or POST /files?path=&signature=[&signature_expiration=&username=]
+ * without a token: the sandbox is the one whose token signed it (each
+ * sandbox's token tried: as many hashes as there are sandboxes).  True
+ * with rq->e2b_sid and the key set; else answered (401). */
+static bool signed_request(struct api_req *rq, enum MHD_Result *answered)
+{
+	const char *sig = query(rq->conn, "signature"), *path = query(rq->conn, "path");
+	const char *user = query(rq->conn, "username"), *exp = query(rq->conn, "signature_expiration");
+	const char *operation = !strcmp(rq->method, "GET") ? "read" : "write";
+	struct e2b *e = rq->e2b;
+	struct { sandbox_id sid; char token[E2B_TOKEN_LEN + 1]; int key; } *v = NULL;
+	size_t n = 0;
+	ssize_t found = -1;
+	long long until;
+	char *end;
+
+	pthread_mutex_lock(&e->lock);
+	if (e->n && (v = calloc(e->n, sizeof(*v))))
+		for (n = 0; n < e->n; n++) {
+			memcpy(v[n].sid, e->v[n]->sid, sizeof(v[n].sid));
+			memcpy(v[n].token, e->v[n]->token, sizeof(v[n].token));
+			v[n].key = e->v[n]->key_index;
+		}
+	pthread_mutex_unlock(&e->lock);
+	for (size_t i = 0; path && (!strcmp(rq->method, "GET") || !strcmp(rq->method, "POST")) &&
+			   i < n && found < 0; i++)
+		if (signature_is(sig, path, operation, user ? user : "", v[i].token, exp))
+			found = (ssize_t)i;
+	if (found >= 0) {
+		memcpy(rq->e2b_sid, v[found].sid, sizeof(v[found].sid));
+		rq->key_index = v[found].key;
+	}
+	explicit_bzero(v, n * sizeof(*v));
+	free(v);
+	if (found < 0) {
+		metrics_inc(M_REJECT_AUTH);
+		*answered = e2b_error(rq, 401, "invalid signature");
+		return false;
+	}
+	errno = 0;
+	until = exp ? strtoll(exp, &end, 10) : 0;
+	if (exp && (errno || end == exp || *end || until < (long long)clock_wall_s())) {
+		metrics_inc(M_REJECT_AUTH);
+		*answered = e2b_error(rq, 401, "signature is already expired");
+		return false;
+	}
+	return true;
 }
 
 bool e2b_authorize(struct api_req *rq, enum MHD_Result *answered)
@@ -480,6 +569,8 @@ bool e2b_authorize(struct api_req *rq, enum MHD_Result *answered)
 				      E2B_CODE_PORT, port ? port : "(none)");
 		return false;
 	}
+	if (!header(rq->conn, "E2b-Sandbox-Id") && !token && query(rq->conn, "signature"))
+		return signed_request(rq, answered);
 	/* The sandbox is named here, once: the body may take long to come, and
 	 * by then the token may name no sandbox (killed), not another. */
 	if (data_sid(rq, rq->e2b_sid) &&
@@ -718,6 +809,73 @@ static enum MHD_Result set_timeout(struct api_req *rq, struct session *s, double
 		return session_error(rq, r, reason, session_id(s));
 	return answer_sandbox ? http_json(rq, 200, sandbox_json(rq, s, true)) :
 				http_empty(rq, 204);
+}
+
+/* ---- metrics ---------------------------------------------------------------- */
+
+/* An optional query argument of whole seconds since the epoch into *out;
+ * false when it is there and is not one. */
+static bool epoch_arg(struct api_req *rq, const char *name, long long *out)
+{
+	const char *v = query(rq->conn, name);
+	char *end;
+
+	if (!v)
+		return true;
+	errno = 0;
+	*out = strtoll(v, &end, 10);
+	return !errno && end != v && !*end;
+}
+
+/* GET /sandboxes/{id}/metrics[?start=&end=]: the sandbox as it is now, one
+ * sample taken when asked (petri keeps no history of it), in the range
+ * when one is given.  CPU is the share of the sandbox's CPUs used since
+ * the last time anyone asked (or since its start). */
+static enum MHD_Result metrics(struct api_req *rq, struct session *s)
+{
+	const struct petri_limits *l = session_limits(s);
+	double now = clock_wall_s(), mono = clock_mono_s(), created, used, idle, life, since;
+	double cpus = ceil(l->cpu) >= 1 ? ceil(l->cpu) : 1, pct;
+	long long from = LLONG_MIN, to = LLONG_MAX;
+	uint64_t cpu_before = 0;
+	struct session_usage u;
+	char when[TIMEFMT_LEN];
+	json_t *out = json_array();
+	ssize_t i;
+	int r;
+
+	if (!epoch_arg(rq, "start", &from) || !epoch_arg(rq, "end", &to)) {
+		json_decref(out);
+		return e2b_error(rq, 400, "'start' and 'end' are seconds since the epoch");
+	}
+	if ((r = session_usage(s, &u)) < 0) {
+		json_decref(out);
+		return e2b_error(rq, 500, "the sandbox's usage cannot be read: %s", strerror(-r));
+	}
+	session_times(s, &created, &used, &idle, &life);
+	since = now - created;
+	pthread_mutex_lock(&rq->e2b->lock);
+	if ((i = find(rq->e2b, session_id(s))) >= 0) {
+		struct e2b_sandbox *b = rq->e2b->v[i];
+
+		if (b->sampled_at > 0 && u.cpu_ns >= b->sampled_cpu_ns) {
+			since = mono - b->sampled_at;
+			cpu_before = b->sampled_cpu_ns;
+		}
+		b->sampled_at = mono;
+		b->sampled_cpu_ns = u.cpu_ns;
+	}
+	pthread_mutex_unlock(&rq->e2b->lock);
+	pct = since > 0 ? 100.0 * (double)(u.cpu_ns - cpu_before) / 1e9 / since / cpus : 0;
+	if (out && (double)from <= now + 1 && now <= (double)to + 1)
+		json_array_append_new(out, json_pack(
+			"{s:s, s:I, s:f, s:i, s:I, s:I, s:I, s:I}", "timestamp",
+			timefmt_rfc3339(now, when), "timestampUnix", (json_int_t)now, "cpuUsedPct",
+			round(fmin(pct, 100.0) * 100) / 100, "cpuCount", (int)cpus, "memUsed",
+			(json_int_t)u.memory_bytes, "memTotal", (json_int_t)l->memory_mb << 20,
+			"diskUsed", (json_int_t)u.work_used_bytes, "diskTotal",
+			(json_int_t)u.work_total_bytes));
+	return out ? http_json(rq, 200, out) : e2b_error(rq, 500, "out of memory");
 }
 
 /* ---- listing ---------------------------------------------------------------- */
@@ -971,7 +1129,7 @@ static enum MHD_Result control(struct api_req *rq, const char *path)
 	sid[n] = '\0';
 	rest = rest ? rest : "";
 	if (!strcmp(rest, "/pause") || !strcmp(rest, "/resume") || !strcmp(rest, "/snapshots") ||
-	    !strcmp(rest, "/fork") || !strcmp(rest, "/network") || !strcmp(rest, "/metrics"))
+	    !strcmp(rest, "/fork") || !strcmp(rest, "/network"))
 		return e2b_error(rq, 501, "petri does not support %s: its sandboxes run until "
 				 "they are killed or time out", rest + 1);
 	if (!strcmp(rest, "") && !strcmp(m, "DELETE")) {
@@ -987,6 +1145,8 @@ static enum MHD_Result control(struct api_req *rq, const char *path)
 		return answered;
 	if (!strcmp(rest, "") && !strcmp(m, "GET")) {
 		answered = http_json(rq, 200, sandbox_json(rq, s, false));
+	} else if (!strcmp(rest, "/metrics") && !strcmp(m, "GET")) {
+		answered = metrics(rq, s);
 	} else if ((!strcmp(rest, "/connect") || !strcmp(rest, "/timeout")) &&
 		   !strcmp(m, "POST")) {
 		body = rq->body.len ? http_body_object(rq, &answered) : json_object();

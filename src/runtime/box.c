@@ -92,9 +92,32 @@ struct box {
 	char python[32];
 };
 
+/* Commands that code written for other sandboxes (E2B's, a desktop's)
+ * expects and Debian's python3 in a one-user sandbox lacks: `python` is
+ * python3; `sudo` runs its command as it is, there being no other user to
+ * become.  Last on PATH: a real one installed comes first. */
+#define BOX_SHIMS "/opt/petri/bin"
+static const char python_shim[] = "#!/bin/sh\nexec python3 \"$@\"\n";
+static const char sudo_shim[] =
+	"#!/bin/sh\n"
+	"# petri: the sandbox has one user, so the command runs as it.\n"
+	"while [ $# -gt 0 ]; do\n"
+	"\tcase \"$1\" in\n"
+	"\t--) shift; break ;;\n"
+	"\t-u|-g|-C|-D|-h|-p|-r|-t|-U) shift; [ $# -gt 0 ] && shift ;;\n"
+	"\t-*) shift ;;\n"
+	"\t*) break ;;\n"
+	"\tesac\n"
+	"done\n"
+	"if [ $# -eq 0 ]; then\n"
+	"\techo 'usage: sudo COMMAND [ARGUMENT...] (one user here: it runs as you)' >&2\n"
+	"\texit 1\n"
+	"fi\n"
+	"exec \"$@\"\n";
+
 /* The sandbox's environment: a fixed base plus the caller's extras. */
 static const char *const base_env[] = {
-	"PATH=/usr/local/bin:/usr/bin:/bin:" BOX_USER_BASE "/bin",
+	"PATH=/usr/local/bin:/usr/bin:/bin:" BOX_USER_BASE "/bin:" BOX_SHIMS,
 	"HOME=" JAIL_WORKDIR,
 	"USER=" JAIL_USER,
 	"LOGNAME=" JAIL_USER,
@@ -401,6 +424,14 @@ int box_jail_config(const struct box_config *cfg, struct jail_config *jc,
 	parts->files[nf++] = (struct jail_file){
 		.path = "/opt/petri/profile.R", .data = petri_profile_r,
 		.len = (size_t)(petri_profile_r_end - petri_profile_r), .mode = 0644,
+	};
+	parts->files[nf++] = (struct jail_file){
+		.path = BOX_SHIMS "/python", .data = python_shim, .len = sizeof(python_shim) - 1,
+		.mode = 0755,
+	};
+	parts->files[nf++] = (struct jail_file){
+		.path = BOX_SHIMS "/sudo", .data = sudo_shim, .len = sizeof(sudo_shim) - 1,
+		.mode = 0755,
 	};
 	parts->files[nf++] = (struct jail_file){
 		.path = CACHE_FONTS_CONF_PATH, .data = parts->fonts_conf,

@@ -168,7 +168,7 @@ class State:
     driver_module = None       # this module, once it is no longer __main__
     user_site = None           # (inode, mtime) of USER_SITE when last looked at
     set_up = False             # serve_setup() has run
-    streams = ()               # the line-buffered stdout and stderr it made
+    streams = ()               # the line-buffered stdout and stderr it made, the originals
 
 
 S = State()
@@ -929,7 +929,7 @@ def send(frame, exec_id=None, kept=None):
     payload = encode_frame(frame)
     main = _thread.get_ident() == MAIN_THREAD
     if main:
-        for stream in S.streams:        # a partial line written before this result
+        for stream in S.streams[:2]:    # a partial line written before this result
             try:
                 stream.flush()
             except Exception:
@@ -1764,7 +1764,8 @@ def patch_plotlyjs(module):
 def patch_pil_image(module):
     """PIL's Image.show() would start a viewer (xdg-open) that outlives the
     execution: it shows the image as a result instead.  Image.save() to a
-    file shows it too, as E2B's interpreter does."""
+    file by the code itself shows it too, as E2B's interpreter does (not a
+    library's save: matplotlib's savefig() writes its PNG through PIL)."""
     image = getattr(module, 'Image', None)
     if not isinstance(image, type) or getattr(image.show, 'petri', False):
         return
@@ -1775,7 +1776,9 @@ def patch_pil_image(module):
 
     def save_and_show(self, fp, format=None, **params):
         save(self, fp, format, **params)
-        if isinstance(fp, (str, bytes, os.PathLike)):
+        caller = sys._getframe(1).f_globals.get('__name__') or ''
+        if isinstance(fp, (str, bytes, os.PathLike)) and \
+                caller.partition('.')[0] not in ('matplotlib', 'PIL'):
             display(self)
 
     show.petri = True
@@ -2924,9 +2927,11 @@ def serve_setup():
         return
     S.set_up = True
     load_modules()
-    sys.stdout = line_buffered(1, sys.stdout)
-    sys.stderr = line_buffered(2, sys.stderr)
-    S.streams = (sys.stdout, sys.stderr)
+    # Also as sys.__stdout__, what code that captured output restores; the
+    # interpreter's own stay referenced (collected, they would close fd 1).
+    S.streams = (line_buffered(1, sys.stdout), line_buffered(2, sys.stderr),
+                 sys.__stdout__, sys.__stderr__)
+    sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__ = S.streams[:2]
     builtins.display = display
     builtins._petri_shell = shell_escape        # `!command` and `%pip` (shell_escapes)
     sys.path.insert(0, '')              # like the REPL: modules in the cwd import

@@ -5,8 +5,10 @@
 //   main.txt    the value of the last expression, as Node's REPL shows it
 //               (nothing when it is undefined, or when the code is a module)
 //   error.json  {name, message, traceback} of an uncaught exception
-// Code with `import` or top-level `await` cannot be a script: it runs as an
-// ES module instead, and has no last value.
+// Code with top-level `await` runs in an async function, whose value is that
+// of its last expression, as at Node's prompt (`await fetchIt()` shows what
+// it resolves to).  Code with `import` cannot be a script: it runs as an ES
+// module instead, and has no last value.
 'use strict';
 
 const fs = require('fs');
@@ -78,14 +80,44 @@ function asModule() {
 	import(require('url').pathToFileURL(mjs).href).catch(report);
 }
 
+// The code in an async function that returns its last expression: the
+// code cut before each of its last lines in turn, the rest tried as that
+// expression (V8 says whether it is one by compiling it); none: the code as
+// the body, without a value.  Line numbers stay those of the code.
+const LAST_LINES_TRIED = 64;
+
+function asyncScript() {
+	const options = { filename: path.basename(file), lineOffset: -1 };
+	const lines = code.split('\n');
+	for (let k = lines.length - 1; k >= 0 && k >= lines.length - LAST_LINES_TRIED; k--) {
+		const last = lines.slice(k).join('\n').trim().replace(/;+$/, '');
+		if (!last)
+			continue;
+		try {
+			return new vm.Script('(async () => {\n' + lines.slice(0, k).join('\n') +
+					     '\nreturn (' + last + '\n);\n})()', options);
+		} catch (err) {
+			// not an expression there: cut one line higher
+		}
+	}
+	return new vm.Script('(async () => {\n' + code + '\n})()', options);
+}
+
 let script = null;
 try {
 	script = new vm.Script(code, { filename: path.basename(file) });
 } catch (err) {
-	if (err instanceof SyntaxError &&
-	    /import|export|await/.test(String(err.message)))
+	if (!(err instanceof SyntaxError))
+		report(err);
+	else if (/import|export/.test(String(err.message)))
 		asModule();
-	else
+	else if (/await/.test(String(err.message))) {
+		try {
+			script = asyncScript();
+		} catch (err2) {
+			asModule();	// what only a module can be (await in a for of a loop, ...)
+		}
+	} else
 		report(err);
 }
 if (script) {

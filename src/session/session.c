@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1022,6 +1023,25 @@ void session_times(struct session *s, double *created, double *last_used,
 	*idle_timeout_s = s->idle_timeout_s;
 	*max_lifetime_s = s->max_lifetime_s;
 	pthread_mutex_unlock(&s->lock);
+}
+
+int session_usage(struct session *s, struct session_usage *u)
+{
+	struct jail_usage ju;
+	struct statfs fs;
+	int r;
+
+	memset(u, 0, sizeof(*u));
+	if ((r = jail_usage(box_jail(s->box), &ju)) < 0)
+		return r;
+	u->cpu_ns = ju.cpu_ns;
+	u->memory_bytes = ju.memory_current;
+	/* /work is a tmpfs of its own: what the kernel counts of it */
+	if (fstatfs(session_work_fd(s), &fs) == 0) {
+		u->work_total_bytes = (uint64_t)fs.f_blocks * (uint64_t)fs.f_bsize;
+		u->work_used_bytes = (uint64_t)(fs.f_blocks - fs.f_bfree) * (uint64_t)fs.f_bsize;
+	}
+	return 0;
 }
 
 /* Is s alive (s->lock held)?  Then it is marked used now: SM_OK; else

@@ -224,6 +224,15 @@ void session_touch(struct session *s);
  * its timeouts now. */
 void session_times(struct session *s, double *created, double *last_used,
 		   double *idle_timeout_s, double *max_lifetime_s);
+/* What the session's sandbox uses now: its CPU time since it started, its
+ * memory (its cgroup's; 0 where there is none), and its /work's bytes
+ * used and size.  0, or -errno when its cgroup cannot be read. */
+struct session_usage {
+	uint64_t cpu_ns;
+	uint64_t memory_bytes;
+	uint64_t work_used_bytes, work_total_bytes;
+};
+int session_usage(struct session *s, struct session_usage *u);
 /* Change a live session's timeouts (a value <= 0 keeps the current one;
  * the caller checked them against the configuration's maxima) and mark it
  * used now, under the lock the reaper decides expiry under: a session

@@ -130,3 +130,7 @@ def test_pil_show_and_save_give_the_image_and_start_no_viewer(sid):
     assert "red.png" in [f["path"] for f in res["files"]]
     procs = api.process_names(s)
     assert not any("xdg" in p or "display" in p for p in procs), procs
+    # matplotlib writes its PNG files through PIL: that save is no result.
+    res = api.execute(s, "import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.savefig('fig.png')")
+    assert res["status"] == "ok", res
+    assert [("image/png" in b, CHART in b) for b in res["results"]] == [(True, True)]

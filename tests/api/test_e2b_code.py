@@ -176,7 +176,8 @@ def test_state_main_result_and_count(sbx):
     assert e.count == first + 1
     # E2B's server drops the quotes of a str's repr; so does petri's wire
     assert sbx.run("'kept'").text == "kept"
-    assert sbx.run("\"it's\"").text == "\"it's\"", "only single quotes, as E2B"
+    assert sbx.run("\"it's\"").text == "it's", "double quotes too, as E2B"
+    assert sbx.run("'ab' + 'c'").text == "abc" and sbx.run("42").text == "42"
     # number_of_executions comes right before the end
     assert [x["type"] for x in e.lines][-2:] == ["number_of_executions", "end_of_execution"]
 
@@ -443,8 +444,10 @@ def test_a_busy_execution_does_not_lose_a_restart(sbx):
 
 def test_context_cwd_and_language(sbx):
     sbx.run("import os\nos.makedirs('/home/user/sub', exist_ok=True)")
+    # Any directory of the sandbox, as the sandbox's user sees it (E2B's
+    # tests use /root): the code chdirs there inside its jail.
     for cwd, want in (("/home/user/sub", "/home/user/sub"), ("sub/", "/home/user/sub"),
-                      ("/tmp", "/tmp")):
+                      ("/tmp", "/tmp"), ("/etc/", "/etc"), ("/", "/"), ("/home/userx", "/home/userx")):
         r = sbx.ctx("POST", "/contexts", {"cwd": cwd})
         assert r.status_code == 200 and r.json()["cwd"] == want, r.text
     ctx = sbx.ctx("POST", "/contexts", {"cwd": "/home/user/sub"}).json()
@@ -453,7 +456,9 @@ def test_context_cwd_and_language(sbx):
     b = sbx.ctx("POST", "/contexts", {"language": "bash", "cwd": "/home/user/sub"}).json()
     assert b["language"] == "bash"
     assert sbx.run("ls", context_id=b["id"]).stdout == "here.txt\n"
-    for cwd in ("/etc", "/home/user/../etc", "/home/userx", "/tmp/../etc", "a\x01b",
+    e = sbx.run("import os\nos.getcwd()", context_id=sbx.ctx("POST", "/contexts", {"cwd": "/etc"}).json()["id"])
+    assert e.text == "/etc", e.error
+    for cwd in ("/home/user/../etc", "/tmp/../etc", "//etc", "/etc/./x", "a\x01b",
                 "/home/user/" + "d" * 300, 5):
         r = sbx.ctx("POST", "/contexts", {"cwd": cwd})
         assert r.status_code == 400 and r.json()["code"] == 400, (cwd, r.text)

@@ -5,9 +5,11 @@ never send: bad envelopes, truncated multipart, paths out of /home/user,
 symlinks the sandbox's code planted pointing at the host.
 """
 import base64
+import hashlib
 import json
 import secrets
 import struct
+import time
 import urllib.parse
 
 import pytest
@@ -462,6 +464,104 @@ def test_a_sandbox_killed_under_a_command_cuts_the_stream_then_answers_502(srv):
     assert victim.request("GET", "/health").status_code == 502
     assert victim.request("GET", "/files", params={"path": "x"}).status_code == 502
     assert victim.request("GET", "/health", token="x" * len(victim.token)).status_code == 401
+
+
+def signed(path, operation, token, expiration=None, user=""):
+    """A file URL's signature as E2B's SDKs make it (downloadUrl, uploadUrl)."""
+    text = f"{path}:{operation}:{user}:{token}" + (f":{expiration}" if expiration else "")
+    return "v1_" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode().rstrip("=")
+
+
+def test_python_and_sudo_are_there_and_sudo_changes_no_one(box):
+    res = box.run("python -c 'import sys; print(sys.version_info[0])'; sudo -u root id -u; "
+                  "sudo -E -- sh -c 'echo $0'; id -u; sudo; echo rc=$?")
+    out = res["stdout"].decode().split()
+    assert out[0] == "3" and out[2] == "sh" and out[-1] == "rc=1", res
+    assert out[1] == out[3] != "0", "sudo runs as the sandbox's own, unprivileged user"
+    assert b"usage: sudo" in res["stderr"]
+
+
+def test_signed_file_urls_need_no_token_and_only_open_their_file(srv, box):
+    box.upload([("signed.txt", b"by signature")], path="signed.txt")
+    url = srv.url + "/files"
+    later = int(time.time()) + 60
+
+    def get(**params):
+        return requests.get(url, params=params, timeout=60)
+
+    r = get(path="signed.txt", signature=signed("signed.txt", "read", box.token))
+    assert r.status_code == 200 and r.content == b"by signature"
+    r = get(path="signed.txt", signature=signed("signed.txt", "read", box.token, later),
+            signature_expiration=later)
+    assert r.status_code == 200 and r.content == b"by signature"
+    past = int(time.time()) - 10
+    r = get(path="signed.txt", signature=signed("signed.txt", "read", box.token, past),
+            signature_expiration=past)
+    assert (r.status_code, r.json()) == (401, {"code": 401, "message": "signature is already expired"})
+    for params in ({"path": "other.txt", "signature": signed("signed.txt", "read", box.token)},
+                   {"path": "signed.txt", "signature": signed("signed.txt", "write", box.token)},
+                   {"path": "signed.txt", "signature": signed("signed.txt", "read", box.token, later),
+                    "signature_expiration": later + 1},
+                   {"path": "signed.txt", "signature": signed("signed.txt", "read", "tok_" + "0" * 40)},
+                   {"path": "signed.txt", "signature": "v1_"},
+                   {"path": "signed.txt", "signature": "x" * 5000}):
+        r = get(**params)
+        assert r.status_code == 401 and b"by signature" not in r.content, (params, r.text)
+    # Another sandbox's signature opens that sandbox only.
+    other = new_box(srv)
+    try:
+        r = get(path="signed.txt", signature=signed("signed.txt", "read", other.token))
+        assert r.status_code == 404, r.text
+    finally:
+        kill(srv, other.sid)
+    # Uploads: a write signature, the multipart body the SDK sends.
+    body = multipart([("up.txt", b"uploaded by signature")], "----b0undary")
+    r = requests.post(url, params={"path": "up.txt", "signature": signed("up.txt", "write", box.token)},
+                      data=body, headers={"Content-Type": "multipart/form-data; boundary=----b0undary"},
+                      timeout=60)
+    assert r.status_code == 200, r.text
+    assert r.json() == [{"name": "up.txt", "type": "file", "path": f"{HOME}/up.txt"}]
+    assert box.download("up.txt").content == b"uploaded by signature"
+    r = requests.post(url, params={"path": "up.txt", "signature": signed("up.txt", "read", box.token)},
+                      data=body, headers={"Content-Type": "multipart/form-data; boundary=----b0undary"},
+                      timeout=60)
+    assert r.status_code == 401
+
+
+def test_metrics_are_the_sandbox_as_it_is_now(srv):
+    victim = new_box(srv)
+    url = f"{srv.url}/sandboxes/{victim.sid}/metrics"
+    key = {"X-API-KEY": srv.key}
+
+    def sample(**params):
+        r = requests.get(url, headers=key, params=params, timeout=60)
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    try:
+        first, = sample()
+        assert set(first) == {"timestamp", "timestampUnix", "cpuUsedPct", "cpuCount", "memUsed",
+                              "memTotal", "diskUsed", "diskTotal"}
+        assert abs(first["timestampUnix"] - time.time()) < 60 and first["timestamp"].endswith("Z")
+        assert first["cpuCount"] >= 1 and 0 <= first["cpuUsedPct"] <= 100
+        assert 0 < first["memUsed"] < first["memTotal"]
+        assert 0 <= first["diskUsed"] < first["diskTotal"]
+        # Busy since the last sample: some CPU; a file: more disk.
+        res = victim.run("head -c 4194304 /dev/urandom > big.bin; end=$((SECONDS + 1)); "
+                         "while [ $SECONDS -lt $end ]; do :; done")
+        assert res["end"]["exitCode"] == 0, res
+        busy, = sample()
+        assert busy["cpuUsedPct"] > 0, busy
+        assert busy["diskUsed"] >= first["diskUsed"] + (4 << 20), (first, busy)
+        now = int(time.time())
+        assert sample(start=now - 60, end=now + 60) != []
+        assert sample(start=now - 7200, end=now - 3600) == []
+        for params in ({"start": "x"}, {"end": "1.5"}):
+            assert requests.get(url, headers=key, params=params, timeout=60).status_code == 400
+    finally:
+        kill(srv, victim.sid)
+    r = requests.get(url, headers=key, timeout=60)
+    assert r.status_code == 404, r.text
 
 
 def test_list_filters_by_metadata_and_state_and_pages(srv):

@@ -121,6 +121,14 @@ def test_javascript_value_output_and_errors(api):
     assert "/opt/petri" not in res["error"]["traceback"]
     res = run(api, sid, "javascript", "let x = ;")
     assert res["error"]["name"] == "SyntaxError", res
+    # Top-level await: the value of the last expression, once it settles;
+    # errors keep the code's own line numbers.
+    res = run(api, sid, "javascript", "const x = await Promise.resolve(2);\nx * 21;")
+    assert res["status"] == "ok" and res["results"] == [{"text/plain": "42"}], res
+    res = run(api, sid, "js", 'await Promise.resolve("Hello World!")')
+    assert res["results"] == [{"text/plain": "'Hello World!'"}], res
+    res = run(api, sid, "js", "await null\n\nthrow new RangeError('late')")
+    assert res["error"]["name"] == "RangeError" and "main.js:3:" in res["error"]["traceback"], res
     # A module: import works; no last value.
     res = run(api, sid, "javascript", "import os from 'os';\nconsole.log(typeof os.cpus)")
     assert res["status"] == "ok" and res["stdout"] == "function\n", res

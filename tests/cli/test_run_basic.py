@@ -141,7 +141,7 @@ def test_environment_inside(petri_json):
     r = petri_json('import os\n'
                    'print(os.getcwd(), os.environ["HOME"], os.environ["PATH"],'
                    ' os.environ["LANG"], os.environ["MPLBACKEND"])')
-    assert r['stdout'] == '/work /work /usr/local/bin:/usr/bin:/bin:/work/.local/bin C.UTF-8 Agg\n', r.describe()
+    assert r['stdout'] == '/work /work /usr/local/bin:/usr/bin:/bin:/work/.local/bin:/opt/petri/bin C.UTF-8 Agg\n', r.describe()
 
 
 def test_stdin_of_the_program_is_empty(petri_json):

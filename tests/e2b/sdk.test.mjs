@@ -326,6 +326,8 @@ describe(`E2B SDK ${which}: e2b ${versions.e2b}, code-interpreter ${versions.ci}
       assert.equal(e.logs.stdout.join(''), 'sum 6\n');
       e = await run(sbx, 'null.x', { language: 'javascript' });
       assert.equal(e.error.name, 'TypeError');
+      e = await run(sbx, 'await Promise.resolve("Hello World!")', { language: 'js' });
+      assert.equal(e.text, 'Hello World!', 'top-level await gives its value, quotes dropped');
       e = await run(sbx, 'x <- c(3, 5)\nmean(x)\nplot(x)', { language: 'r' });
       assert.equal(e.logs.stdout.join(''), '[1] 4\n');
       assert.ok(e.results.some((r) => r.png), 'the plot comes back as a PNG');
@@ -336,6 +338,10 @@ describe(`E2B SDK ${which}: e2b ${versions.e2b}, code-interpreter ${versions.ci}
     test('code runs in /home/user, where the files API writes', T, async () => {
       const e = await run(sbx, 'import os\nprint(os.getcwd())');
       assert.equal(e.logs.stdout.join('').trim(), HOME);
+      const ctx = await sbx.createCodeContext({ ...REQ, cwd: '/tmp' });
+      assert.equal(ctx.cwd, '/tmp', 'a context may work anywhere in the sandbox');
+      assert.equal((await run(sbx, 'import os\nos.getcwd()', { context: ctx })).text, '/tmp');
+      assert.equal((await run(sbx, '"it\'s"')).text, "it's", 'one pair of quotes dropped, as E2B');
     });
 
     test('contexts: separate state, listed, restarted, removed', T, async () => {
@@ -449,6 +455,25 @@ describe(`E2B SDK ${which}: e2b ${versions.e2b}, code-interpreter ${versions.ci}
         (e) => e instanceof NotFoundError, 'list');
     });
 
+    test('signed file URLs download and upload without a token, until they expire', T, async () => {
+      await sbx.files.write(`${HOME}/signed.txt`, 'hello world', REQ);
+      const get = async (opts) => fetch(await sbx.downloadUrl('signed.txt', opts),
+        { signal: AbortSignal.timeout(20_000) });
+      let r = await get({ useSignatureExpiration: 10_000 });
+      assert.equal(r.status, 200);
+      assert.equal(await r.text(), 'hello world');
+      r = await get({ useSignatureExpiration: -10_000 });
+      assert.equal(r.status, 401);
+      assert.deepEqual(await r.json(), { code: 401, message: 'signature is already expired' });
+      const form = new FormData();
+      form.append('file', 'file content');
+      r = await fetch(await sbx.uploadUrl('signed-up.txt', { useSignatureExpiration: 10_000 }),
+        { method: 'POST', body: form, signal: AbortSignal.timeout(20_000) });
+      assert.equal(r.status, 200);
+      assert.deepEqual(await r.json(), [{ name: 'signed-up.txt', type: 'file', path: `${HOME}/signed-up.txt` }]);
+      assert.equal(await sbx.files.read(`${HOME}/signed-up.txt`, REQ), 'file content');
+    });
+
     test('removing what is not there is done, as envd has it', T, async () => {
       await sbx.files.remove(`${HOME}/no-such-file`, REQ);
       await sbx.files.remove(`${HOME}/no-such-dir/no-such-file`, REQ);
@@ -489,6 +514,12 @@ describe(`E2B SDK ${which}: e2b ${versions.e2b}, code-interpreter ${versions.ci}
         assert.equal(e.stderr, 'oops\n');
         return true;
       });
+    });
+
+    test('python is python3; sudo runs as the one user there is', T, async () => {
+      assert.equal(await sh(sbx, 'python -c "print(6 * 7)"'), '42');
+      assert.equal(await sh(sbx, 'sudo id -u'), await sh(sbx, 'id -u'));
+      assert.equal(await sh(sbx, 'sudo echo "$FOO"', { envs: {} }), '');
     });
 
     test('commands run in /home/user and see the uploaded files', T, async () => {
