@@ -141,14 +141,26 @@ enum MHD_Result http_queue(struct api_req *rq, unsigned status, struct MHD_Respo
 	return queue(rq, status, resp);
 }
 
-enum MHD_Result http_answer(struct api_req *rq, unsigned status, const char *type,
-			    char *text, size_t len)
+/* http_answer() with one more header (name NULL: none), which the answer
+ * is not sent without. */
+static enum MHD_Result answer_with(struct api_req *rq, unsigned status, const char *type,
+				   char *text, size_t len, const char *name, const char *value)
 {
 	struct MHD_Response *resp = answers_response(rq->answers, &rq->tenant, text, len);
 
 	if (resp && type)
 		MHD_add_response_header(resp, "Content-Type", type);
+	if (resp && name && MHD_add_response_header(resp, name, value) != MHD_YES) {
+		MHD_destroy_response(resp);
+		resp = NULL;
+	}
 	return queue(rq, status, resp);
+}
+
+enum MHD_Result http_answer(struct api_req *rq, unsigned status, const char *type,
+			    char *text, size_t len)
+{
+	return answer_with(rq, status, type, text, len, NULL, NULL);
 }
 
 enum MHD_Result http_text(struct api_req *rq, unsigned status, const char *type,
@@ -176,7 +188,6 @@ enum MHD_Result http_json_header(struct api_req *rq, unsigned status, json_t *bo
 				 const char *name, const char *value)
 {
 	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-	struct MHD_Response *resp;
 
 	json_decref(body);
 	if (!text) {
@@ -185,15 +196,7 @@ enum MHD_Result http_json_header(struct api_req *rq, unsigned status, json_t *bo
 
 		return http_text(rq, 500, "application/json", oom, sizeof(oom) - 1);
 	}
-	if (!name)
-		return http_answer(rq, status, "application/json", text, strlen(text));
-	resp = answers_response(rq->answers, &rq->tenant, text, strlen(text));
-	if (resp && (MHD_add_response_header(resp, "Content-Type", "application/json") != MHD_YES ||
-		     MHD_add_response_header(resp, name, value) != MHD_YES)) {
-		MHD_destroy_response(resp);
-		resp = NULL;
-	}
-	return queue(rq, status, resp);
+	return answer_with(rq, status, "application/json", text, strlen(text), name, value);
 }
 
 json_t *http_string(const char *s)

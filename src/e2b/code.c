@@ -61,7 +61,11 @@ static int nd_text(void *state, struct buf *out, enum exec_stream s, const char 
 }
 
 /* petri's MIME types as E2B names them (its server's Result model). */
-static const struct { const char *mime, *key; } formats[] = {
+struct format {
+	const char *mime, *key;
+};
+
+static const struct format formats[] = {
 	{ "text/html", "html" }, { "text/markdown", "markdown" },
 	{ "image/svg+xml", "svg" }, { "image/png", "png" }, { "image/jpeg", "jpeg" },
 	{ "application/pdf", "pdf" }, { "text/latex", "latex" },
@@ -70,7 +74,7 @@ static const struct { const char *mime, *key; } formats[] = {
 
 /* ... and those whose text is JSON, which E2B sends as JSON: a value shown
  * as JSON, a chart's data, a DataFrame's columns (docs/api.md). */
-static const struct { const char *mime, *key; } json_formats[] = {
+static const struct format json_formats[] = {
 	{ "application/json", "json" },
 	{ "application/vnd.petri.chart+json", "chart" },
 	{ "application/vnd.petri.dataframe+json", "data" },
@@ -78,8 +82,8 @@ static const struct { const char *mime, *key; } json_formats[] = {
 
 /* text/plain as E2B gives it: its server drops one pair of quotes, single
  * or double, around the text (a str's repr 'abc' or "it's" becomes abc or
- * it's), and the SDKs' users read execution.text that way.  The driver keeps the repr; the wire
- * mimics E2B. */
+ * it's), and the SDKs' users read execution.text that way.  The driver
+ * keeps the repr; the wire mimics E2B. */
 static json_t *plain_text(const json_t *v)
 {
 	const char *t = json_string_value(v);

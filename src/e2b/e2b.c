@@ -464,6 +464,20 @@ enum e2b_kind e2b_kind_of(struct MHD_Connection *conn, const char *url)
 
 /* ---- signed file URLs ------------------------------------------------------ */
 
+/* An optional query argument of whole seconds since the epoch into *out;
+ * false when it is there and is not one. */
+static bool epoch_arg(struct api_req *rq, const char *name, long long *out)
+{
+	const char *v = query(rq->conn, name);
+	char *end;
+
+	if (!v)
+		return true;
+	errno = 0;
+	*out = strtoll(v, &end, 10);
+	return !errno && end != v && !*end;
+}
+
 /* Is sig what E2B's SDKs put in a file URL (downloadUrl, uploadUrl) for the
  * sandbox whose token is token: "v1_" and the unpadded base64 of the
  * SHA-256 of "path:operation:user:token[:expiration]"? */
@@ -503,8 +517,7 @@ static bool signed_request(struct api_req *rq, enum MHD_Result *answered)
 	struct { sandbox_id sid; char token[E2B_TOKEN_LEN + 1]; int key; } *v = NULL;
 	size_t n = 0;
 	ssize_t found = -1;
-	long long until;
-	char *end;
+	long long until = 0;
 
 	pthread_mutex_lock(&e->lock);
 	if (e->n && (v = calloc(e->n, sizeof(*v))))
@@ -529,9 +542,8 @@ static bool signed_request(struct api_req *rq, enum MHD_Result *answered)
 		*answered = e2b_error(rq, 401, "invalid signature");
 		return false;
 	}
-	errno = 0;
-	until = exp ? strtoll(exp, &end, 10) : 0;
-	if (exp && (errno || end == exp || *end || until < (long long)clock_wall_s())) {
+	if (!epoch_arg(rq, "signature_expiration", &until) ||
+	    (exp && until < (long long)clock_wall_s())) {
 		metrics_inc(M_REJECT_AUTH);
 		*answered = e2b_error(rq, 401, "signature is already expired");
 		return false;
@@ -812,20 +824,6 @@ static enum MHD_Result set_timeout(struct api_req *rq, struct session *s, double
 }
 
 /* ---- metrics ---------------------------------------------------------------- */
-
-/* An optional query argument of whole seconds since the epoch into *out;
- * false when it is there and is not one. */
-static bool epoch_arg(struct api_req *rq, const char *name, long long *out)
-{
-	const char *v = query(rq->conn, name);
-	char *end;
-
-	if (!v)
-		return true;
-	errno = 0;
-	*out = strtoll(v, &end, 10);
-	return !errno && end != v && !*end;
-}
 
 /* GET /sandboxes/{id}/metrics[?start=&end=]: the sandbox as it is now, one
  * sample taken when asked (petri keeps no history of it), in the range
