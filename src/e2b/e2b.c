@@ -370,7 +370,10 @@ const char *e2b_route_path(const struct api_req *rq, char *buf, size_t len)
 
 void e2b_sdk_path(const char *rel, char *out, size_t len)
 {
-	snprintf(out, len, "%s%s%s", E2B_HOME, *rel ? "/" : "", rel);
+	if (rel[0] == '/')	/* on another filesystem of the sandbox's: as it is */
+		snprintf(out, len, "%s", rel);
+	else
+		snprintf(out, len, "%s%s%s", E2B_HOME, *rel ? "/" : "", rel);
 }
 
 /* ---- what a request is ------------------------------------------------------ */

@@ -74,8 +74,9 @@ enum MHD_Result e2b_error(struct api_req *rq, unsigned status, const char *fmt, 
  * without its query: "/execute", "/filesystem.Filesystem/Stat". */
 const char *e2b_route_path(const struct api_req *rq, char *buf, size_t len);
 
-/* rel (relative to /work) as the SDKs show it, into out: the way back
- * from ws_path() with E2B_HOME as the root (workspace/ws.h). */
+/* rel (relative to /work, or absolute on another of the sandbox's
+ * filesystems) as the SDKs show it, into out: the way back from ws_path()
+ * with E2B_HOME as the root (workspace/ws.h). */
 void e2b_sdk_path(const char *rel, char *out, size_t len);
 
 /* The code contexts of a sandbox (the code interpreter's): each has an id

@@ -115,7 +115,11 @@ static const struct http_ws_words words[WS_RESULTS] = {
 			     "are refused; a directory cannot move into itself)" },
 	[WS_SYMLINK] = { 400, 400, "invalid_argument", .after = " goes through too many "
 			 "symbolic links, or a link where none is followed" },
-	[WS_LEAVES] = { 400, 400, "invalid_argument", .after = " leads out of " E2B_HOME },
+	[WS_LEAVES] = { 400, 400, "invalid_argument", .after = " leads out of the filesystem it "
+			"is on" },
+	[WS_SYSTEM] = { 403, 403, "permission_denied", .after = " is not on a filesystem of the "
+			"sandbox's own (" E2B_HOME ", /tmp, /dev/shm), the only ones the file API "
+			"reaches: the rest are the system's, read-only (a command can read them)" },
 	[WS_TOO_LONG] = { 400, 400, "invalid_argument", .before = "the path is too long",
 			  .about = HTTP_ABOUT_NOTHING },
 	[WS_NOT_EMPTY] = { 400, 400, "invalid_argument", .after = " is a directory that is not "
@@ -126,8 +130,9 @@ static const struct http_ws_words words[WS_RESULTS] = {
 			  "takes in one call (" NUM_TEXT(FILES_LIST_MAX) " entries listed, "
 			  NUM_TEXT(REMOVE_MAX) " removed, " NUM_TEXT(FILES_TREE_DEPTH)
 			  " levels deep)" },
-	[WS_FULL] = { 507, 429, "resource_exhausted", .before = "the sandbox's workspace is "
-		      "full (", .after = " MiB)", .about = HTTP_ABOUT_DISK },
+	[WS_FULL] = { 507, 429, "resource_exhausted", .before = "the sandbox's filesystem is "
+		      "full (" E2B_HOME " holds ", .after = " MiB; /tmp its own limit)",
+		      .about = HTTP_ABOUT_DISK },
 	[WS_NO_MEMORY] = { 507, 429, "resource_exhausted", .before = "the file does not fit in "
 			   "the sandbox's memory limit (", .after = " MiB, which " E2B_HOME
 			   " counts against)", .about = HTTP_ABOUT_MEMORY },
@@ -179,10 +184,13 @@ static enum MHD_Result rpc_error(struct api_req *rq, unsigned status, const char
 	return rpc_fail(rq, &f);
 }
 
-/* A path the SDK sent into rel (relative to /work); false with f set. */
-static bool sdk_to_rel(const char *in, bool allow_empty, char rel[FILES_PATH_MAX + 1],
-		       struct fail *f)
+/* A path the SDK sent into rel (relative to /work, or absolute on another
+ * of the sandbox's filesystems: session/workspace.h); false with f set,
+ * before anything is done, for a path on none of them too. */
+static bool sdk_to_rel(struct session *s, const char *in, bool allow_empty,
+		       char rel[FILES_PATH_MAX + 1], struct fail *f)
 {
+	const char *below;
 	enum ws_result r;
 	char why[160];
 
@@ -190,13 +198,17 @@ static bool sdk_to_rel(const char *in, bool allow_empty, char rel[FILES_PATH_MAX
 		fail_set(f, 400, "invalid_argument", 400, "a path is required");
 		return false;
 	}
-	r = ws_path(in, E2B_HOME, (allow_empty ? WS_PATH_ROOT : 0) | WS_PATH_SLASH, rel, why,
-		    sizeof(why));
-	if (r == WS_ELSEWHERE)
-		fail_set(f, 403, "permission_denied", 403, "'%.300s': %s", in, why);
-	else if (r != WS_OK)
+	r = ws_path(in, E2B_HOME, (allow_empty ? WS_PATH_ROOT : 0) | WS_PATH_SLASH |
+		    WS_PATH_ANYWHERE, rel, why, sizeof(why));
+	if (r != WS_OK) {
 		fail_set(f, 400, "invalid_argument", 400, "'%.300s': %s", in, why);
-	return r == WS_OK;
+		return false;
+	}
+	if (session_file_at(s, rel, &below) < 0) {
+		fail_errno(f, s, -EROFS, in);
+		return false;
+	}
+	return true;
 }
 
 /* ---- files (REST) ------------------------------------------------------- */
@@ -209,7 +221,7 @@ static enum MHD_Result download(struct api_req *rq, struct session *s)
 	struct fail f;
 	int r;
 
-	if (!sdk_to_rel(path, false, rel, &f))
+	if (!sdk_to_rel(s, path, false, rel, &f))
 		return rest_fail(rq, &f);
 	if ((r = files_send(rq, s, rel, &queued)) == 0)
 		return queued;
@@ -245,7 +257,7 @@ static int upload_part(void *ctx, const struct multipart_part *p)
 			 "'path' to write it to");
 		return -EINVAL;
 	}
-	if (!sdk_to_rel(target, false, rel, &up->f))
+	if (!sdk_to_rel(up->s, target, false, rel, &up->f))
 		return -EINVAL;
 	if (!up->write)
 		return 0;
@@ -408,7 +420,7 @@ static int list_one(void *ctx, const struct session_entry *en)
 }
 
 /* The request's string field key as a work path; false with f set. */
-static bool path_arg(json_t *req, const char *key, bool allow_empty,
+static bool path_arg(struct session *s, json_t *req, const char *key, bool allow_empty,
 		     char rel[FILES_PATH_MAX + 1], struct fail *f)
 {
 	json_t *v = json_object_get(req, key);
@@ -418,7 +430,7 @@ static bool path_arg(json_t *req, const char *key, bool allow_empty,
 		return false;
 	}
 	/* proto3 leaves out an empty string: absent is "". */
-	return sdk_to_rel(v ? json_string_value(v) : "", allow_empty, rel, f);
+	return sdk_to_rel(s, v ? json_string_value(v) : "", allow_empty, rel, f);
 }
 
 static enum MHD_Result filesystem(struct api_req *rq, struct session *s, const char *method,
@@ -433,7 +445,7 @@ static enum MHD_Result filesystem(struct api_req *rq, struct session *s, const c
 	if (!shown)
 		shown = E2B_HOME;
 	if (!strcmp(method, "Stat")) {
-		if (!path_arg(req, "path", true, rel, &f))
+		if (!path_arg(s, req, "path", true, rel, &f))
 			return rpc_fail(rq, &f);
 		if ((entry = stat_json(s, rel, &r)))
 			answer = json_pack("{s:o}", "entry", entry);
@@ -454,7 +466,7 @@ static enum MHD_Result filesystem(struct api_req *rq, struct session *s, const c
 			return rpc_error(rq, 400, "invalid_argument", "'depth' must be from 1 to %d",
 					 LIST_DEPTH_MAX);
 		}
-		if (!path_arg(req, "path", true, rel, &f)) {
+		if (!path_arg(s, req, "path", true, rel, &f)) {
 			json_decref(entries);
 			return rpc_fail(rq, &f);
 		}
@@ -465,12 +477,12 @@ static enum MHD_Result filesystem(struct api_req *rq, struct session *s, const c
 		else
 			json_decref(entries);
 	} else if (!strcmp(method, "MakeDir")) {
-		if (!path_arg(req, "path", false, rel, &f))
+		if (!path_arg(s, req, "path", false, rel, &f))
 			return rpc_fail(rq, &f);
 		if ((r = session_file_mkdir(s, rel)) == 0 && (entry = stat_json(s, rel, &r)))
 			answer = json_pack("{s:o}", "entry", entry);
 	} else if (!strcmp(method, "Remove")) {
-		if (!path_arg(req, "path", false, rel, &f))
+		if (!path_arg(s, req, "path", false, rel, &f))
 			return rpc_fail(rq, &f);
 		/* As envd: what is not there is removed already. */
 		if ((r = session_file_remove_tree(s, rel, REMOVE_MAX)) == 0 || r == -ENOENT) {
@@ -478,8 +490,8 @@ static enum MHD_Result filesystem(struct api_req *rq, struct session *s, const c
 			answer = json_object();
 		}
 	} else if (!strcmp(method, "Move")) {
-		if (!path_arg(req, "source", false, rel, &f) ||
-		    !path_arg(req, "destination", false, to, &f))
+		if (!path_arg(s, req, "source", false, rel, &f) ||
+		    !path_arg(s, req, "destination", false, to, &f))
 			return rpc_fail(rq, &f);
 		shown = json_string_value(json_object_get(req, "source"));
 		if ((r = session_file_rename(s, rel, to)) == 0 && (entry = stat_json(s, to, &r)))

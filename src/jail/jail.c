@@ -35,6 +35,11 @@
 #define SPAWN_TIMEOUT_MS 10000
 #define KILL_WAIT_MS 2000		/* for a pid namespace to go */
 
+/* The sandbox's own filesystems, the host's way into its files
+ * (jail_dir_fd()): /work first (jail_work_fd()). */
+static const char *const own_dirs[] = { JAIL_WORKDIR, "/tmp", "/dev/shm" };
+#define JAIL_DIRS (sizeof(own_dirs) / sizeof(own_dirs[0]))
+
 struct jail_host {
 	struct jail_host_info info;
 	struct policy policy;
@@ -47,7 +52,8 @@ struct jail {
 	pid_t pid;
 	int pidfd;
 	int sync_fd;			/* kept open: its EOF tells pid 1 we died */
-	int status_fd, stdout_fd, stderr_fd, ctl_fd, work_fd;
+	int status_fd, stdout_fd, stderr_fd, ctl_fd;
+	int dir_fd[JAIL_DIRS];		/* the sandbox's own filesystems (own_dirs) */
 	int proc_fd;			/* the sandbox's own /proc (procs.h) */
 	_Atomic pid_t protected_pid;	/* jail_protect(), or 0 */
 	struct cg *cg;
@@ -434,7 +440,9 @@ static struct jail *jail_alloc(struct jail_host *host)
 	j->host = host;
 	j->pid = -1;
 	j->pidfd = j->sync_fd = j->status_fd = j->stdout_fd = -1;
-	j->stderr_fd = j->ctl_fd = j->work_fd = j->proc_fd = -1;
+	j->stderr_fd = j->ctl_fd = j->proc_fd = -1;
+	for (size_t i = 0; i < JAIL_DIRS; i++)
+		j->dir_fd[i] = -1;
 	j->lease.fd = -1;
 	pthread_mutex_init(&j->fork_lock, NULL);
 	return j;
@@ -508,23 +516,27 @@ static int sandbox_go(struct jail *j, char *err, size_t errlen)
 	return 0;
 }
 
-/* After "go": wait until the sandbox is set up, and open its workspace. */
+/* After "go": wait until the sandbox is set up, and open its own
+ * filesystems (jail_dir_fd()). */
 static int sandbox_ready(struct jail *j, char *err, size_t errlen)
 {
-	char path[64];
+	char path[64 + sizeof(JAIL_WORKDIR)];
 	int r;
 
 	if ((r = wait_ready(j, err, errlen)) < 0)
 		return r;
-	snprintf(path, sizeof(path), "/proc/%d/root" JAIL_WORKDIR, (int)j->pid);
-	j->work_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (j->work_fd < 0) {
-		snprintf(err, errlen, "cannot open the sandbox's workspace: %s",
-			 strerror(errno));
-		return -errno;
+	/* Before any code of the sandbox runs: each is the mount the jail
+	 * made, not a link the code planted. */
+	for (size_t i = 0; i < JAIL_DIRS; i++) {
+		snprintf(path, sizeof(path), "/proc/%d/root%s", (int)j->pid, own_dirs[i]);
+		j->dir_fd[i] = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (j->dir_fd[i] < 0) {
+			snprintf(err, errlen, "cannot open the sandbox's %s: %s", own_dirs[i],
+				 strerror(errno));
+			return -errno;
+		}
 	}
-	/* Now, before any code of the sandbox runs.  Without it the sandbox
-	 * works, but its processes cannot be listed (jail_procs()). */
+	/* Also now.  Without it the sandbox works, but its processes cannot be listed (jail_procs()). */
 	if ((r = procs_open(j->pid, &j->proc_fd)) < 0)
 		log_warn("cannot open the /proc of sandbox %d: %s", (int)j->pid, strerror(-r));
 	{
@@ -675,7 +687,28 @@ int jail_stdout_fd(const struct jail *j) { return j->stdout_fd; }
 int jail_stderr_fd(const struct jail *j) { return j->stderr_fd; }
 int jail_ctl_fd(const struct jail *j) { return j->ctl_fd; }
 int jail_status_fd(const struct jail *j) { return j->status_fd; }
-int jail_work_fd(const struct jail *j) { return j->work_fd; }
+int jail_work_fd(const struct jail *j) { return j->dir_fd[0]; }
+
+int jail_dir_fd(const struct jail *j, const char *path, const char **rest)
+{
+	static const struct {
+		const char *name;
+		size_t dir;
+	} names[] = {
+		{ JAIL_WORKDIR, 0 }, { JAIL_HOME_ALIAS, 0 }, { "/tmp", 1 }, { "/dev/shm", 2 },
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		size_t n = strlen(names[i].name);
+
+		if (!strncmp(path, names[i].name, n) && (path[n] == '\0' || path[n] == '/')) {
+			*rest = path[n] ? path + n + 1 : path + n;
+			return j->dir_fd[names[i].dir];
+		}
+	}
+	*rest = NULL;
+	return -1;
+}
 
 int jail_fork_charged(struct jail *j, int (*fn)(void *arg), void *arg, pid_t *pid)
 {
@@ -876,7 +909,8 @@ static void jail_destroy(struct jail *j)
 	close_fd(&j->stdout_fd);
 	close_fd(&j->stderr_fd);
 	close_fd(&j->ctl_fd);
-	close_fd(&j->work_fd);
+	for (size_t i = 0; i < JAIL_DIRS; i++)
+		close_fd(&j->dir_fd[i]);
 	close_fd(&j->proc_fd);
 	pthread_mutex_destroy(&j->fork_lock);
 	free(j);

@@ -195,6 +195,14 @@ int jail_status_fd(const struct jail *j);	/* see jail_read_status() */
 /* A directory fd of /work inside the sandbox, for file transfers. Resolve
  * paths under it with openat2(RESOLVE_IN_ROOT) only. */
 int jail_work_fd(const struct jail *j);
+/* The sandbox's own filesystems, each a tmpfs of its own: /work (also by
+ * its name JAIL_HOME_ALIAS), /tmp and /dev/shm.  For an absolute path as
+ * the sandbox names it (checked already: no "." or ".." components), the
+ * directory fd of the one that holds it, with *rest its part below ("" for
+ * the directory itself); -1 for a path on none of them (the read-only
+ * system, /proc, /dev).  Resolve *rest under the fd with
+ * openat2(RESOLVE_IN_ROOT | RESOLVE_NO_XDEV) only. */
+int jail_dir_fd(const struct jail *j, const char *path, const char **rest);
 /* The host uid and gid that the sandbox's user (JAIL_UID) is: the owner of
  * its files as the host sees them. */
 void jail_owner(const struct jail *j, uid_t *uid, gid_t *gid);

@@ -102,18 +102,19 @@ static const struct tool tool_table[] = {
 	}, false, false, run_execute },
 	{ "write_file", "Write a file into /work", {
 		{ "path", ARG_STRING, true, NULL,
-		  "Where to write, relative to /work (or starting with /work/)." },
+		  "Where to write, relative to /work (or starting with /work/); /tmp/... "
+		  "writes the sandbox's /tmp." },
 		{ "content", ARG_STRING, true, NULL, "The file's content." },
 		{ "encoding", ARG_STRING, false, encodings,
 		  "How content is encoded: utf-8 text (the default) or base64 for binary data." },
 	}, false, false, run_write_file },
 	{ "read_file", "Read a file from /work", {
 		{ "path", ARG_STRING, true, NULL,
-		  "The file, relative to /work (or starting with /work/)." },
+		  "The file, relative to /work (or starting with /work/), or in /tmp." },
 	}, true, false, run_read_file },
 	{ "list_files", "List files in /work", {
 		{ "path", ARG_STRING, false, NULL,
-		  "The directory, relative to /work (default: /work itself)." },
+		  "The directory, relative to /work (default: /work itself), or /tmp." },
 	}, true, false, run_list_files },
 	{ "upload_archive", "Extract an archive (a project) into /work", {
 		{ "content", ARG_STRING, true, NULL,
@@ -274,6 +275,26 @@ static bool work_path(const char *in, bool dir, char rel[FILES_PATH_MAX + 1], ch
 {
 	return ws_path(in, "/work", dir ? WS_PATH_ROOT | WS_PATH_SLASH : 0, rel, why,
 		       whylen) == WS_OK;
+}
+
+/* A file the read, write and list tools reach: in /work, or on another of
+ * the sandbox's own filesystems ("/tmp/x": session/workspace.h). */
+struct file_path {
+	char rel[FILES_PATH_MAX + 1];		/* as the session layer takes it */
+	char shown[FILES_PATH_MAX + 8];		/* as a model reads it: "/work/x" */
+};
+
+static bool file_path(const char *in, bool dir, struct file_path *p, char *why, size_t whylen)
+{
+	unsigned flags = WS_PATH_ANYWHERE | (dir ? WS_PATH_ROOT | WS_PATH_SLASH : 0);
+
+	if (ws_path(in, "/work", flags, p->rel, why, whylen) != WS_OK)
+		return false;
+	if (p->rel[0] == '/')
+		snprintf(p->shown, sizeof(p->shown), "%s", p->rel);
+	else
+		snprintf(p->shown, sizeof(p->shown), "/work%s%s", p->rel[0] ? "/" : "", p->rel);
+	return true;
 }
 
 /* What a workspace error (-errno, session/workspace.h) means, after "cannot read '/work/x': ". */
@@ -477,7 +498,7 @@ static json_t *run_write_file(struct tools *t, struct session *s, json_t *args, 
 {
 	json_t *content = json_object_get(args, "content");
 	const char *encoding = str_arg(args, "encoding", "utf-8");
-	char path[FILES_PATH_MAX + 1];
+	struct file_path path;
 	unsigned char *decoded = NULL;
 	const void *data = json_string_value(content);
 	size_t len = json_string_length(content);
@@ -487,7 +508,7 @@ static json_t *run_write_file(struct tools *t, struct session *s, json_t *args, 
 
 	(void)cancel_fd;
 	(void)execution;
-	if (!work_path(str_arg(args, "path", ""), false, path, why, sizeof(why)))
+	if (!file_path(str_arg(args, "path", ""), false, &path, why, sizeof(why)))
 		return error_result("invalid path '%.300s': %s", str_arg(args, "path", ""), why);
 	if (!strcmp(encoding, "base64")) {
 		decoded = base64_decode(data, len, &len);
@@ -501,11 +522,11 @@ static json_t *run_write_file(struct tools *t, struct session *s, json_t *args, 
 		return error_result("the file is larger than the %llu MiB limit",
 				    (unsigned long long)(t->cfg->max_file_bytes >> 20));
 	}
-	r = session_file_write(s, path, data, len);
+	r = session_file_write(s, path.rel, data, len);
 	free(decoded);
 	if (r < 0)
-		return error_result("cannot write '/work/%.300s': %s", path, file_error(r));
-	out = text_result("wrote %zu bytes to /work/%s", len, path);
+		return error_result("cannot write '%.300s': %s", path.shown, file_error(r));
+	out = text_result("wrote %zu bytes to %s", len, path.shown);
 	return out;
 }
 
@@ -539,7 +560,7 @@ static bool is_image(const char *mime)
 static json_t *run_read_file(struct tools *t, struct session *s, json_t *args, int cancel_fd,
 			     json_t **execution)
 {
-	char path[FILES_PATH_MAX + 1];
+	struct file_path path;
 	struct session_file f;
 	const char *mime;
 	struct buf b = BUF_INIT;
@@ -552,16 +573,16 @@ static json_t *run_read_file(struct tools *t, struct session *s, json_t *args, i
 
 	(void)cancel_fd;
 	(void)execution;
-	if (!work_path(str_arg(args, "path", ""), false, path, why, sizeof(why)))
+	if (!file_path(str_arg(args, "path", ""), false, &path, why, sizeof(why)))
 		return error_result("invalid path '%.300s': %s", str_arg(args, "path", ""), why);
-	if ((r = session_file_open(s, path, &f)) < 0)
-		return error_result("cannot read '/work/%.300s': %s", path, file_error(r));
+	if ((r = session_file_open(s, path.rel, &f)) < 0)
+		return error_result("cannot read '%.300s': %s", path.shown, file_error(r));
 	mime = f.type;
 	size = f.size;
 	r = read_fd(f.fd, &b, READ_BLOB_MAX + 1);
 	close(f.fd);
 	if (r < 0) {
-		out = error_result("cannot read '/work/%.300s': %s", path, strerror(-r));
+		out = error_result("cannot read '%.300s': %s", path.shown, strerror(-r));
 		goto out;
 	}
 	data = b.data ? b.data : "";
@@ -574,17 +595,17 @@ static json_t *run_read_file(struct tools *t, struct session *s, json_t *args, i
 			json_decref(items);
 			goto out;
 		}
-		snprintf(note, sizeof(note), "[showing the first %zu of %llu bytes of /work/%.100s: "
-			 "read the rest with execute]", shown, (unsigned long long)size, path);
+		snprintf(note, sizeof(note), "[showing the first %zu of %llu bytes of %.100s: "
+			 "read the rest with execute]", shown, (unsigned long long)size, path.shown);
 		if (shown < size)
 			json_array_append_new(items, render_text_item(note, strlen(note)));
 		out = result_of(items, false);
 		goto out;
 	}
 	if (b.len > READ_BLOB_MAX) {
-		out = error_result("'/work/%.300s' is %llu bytes: larger than the %u MiB that "
+		out = error_result("'%.300s' is %llu bytes: larger than the %u MiB that "
 				   "read_file returns for binary files; process it with execute "
-				   "instead", path, (unsigned long long)size, READ_BLOB_MAX >> 20);
+				   "instead", path.shown, (unsigned long long)size, READ_BLOB_MAX >> 20);
 		goto out;
 	}
 	enc = base64_encode(data, b.len, NULL);
@@ -597,9 +618,9 @@ static json_t *run_read_file(struct tools *t, struct session *s, json_t *args, i
 		char uri[FILES_PATH_MAX + 16], desc[512];
 		json_t *item;
 
-		snprintf(uri, sizeof(uri), "file:///work/%s", path);
-		snprintf(desc, sizeof(desc), "/work/%.300s is a binary file (%zu bytes, %s): its "
-			 "content follows as a base64 resource", path, b.len, mime);
+		snprintf(uri, sizeof(uri), "file://%s", path.shown);
+		snprintf(desc, sizeof(desc), "%.300s is a binary file (%zu bytes, %s): its "
+			 "content follows as a base64 resource", path.shown, b.len, mime);
 		item = render_text_item(desc, strlen(desc));
 		out = item ? result_of(json_pack("[o, {s:s, s:{s:s, s:s, s:s}}]", item, "type",
 						 "resource", "resource", "uri", uri, "mimeType",
@@ -766,7 +787,7 @@ static json_t *run_list_files(struct tools *t, struct session *s, json_t *args, 
 {
 	struct buf b = BUF_INIT;
 	json_t *list = NULL, *e, *out = NULL;
-	char dir[FILES_PATH_MAX + 1];
+	struct file_path dir;
 	bool truncated;
 	char why[160];
 	size_t i;
@@ -774,12 +795,12 @@ static json_t *run_list_files(struct tools *t, struct session *s, json_t *args, 
 
 	(void)cancel_fd;
 	(void)execution;
-	if (!work_path(str_arg(args, "path", ""), true, dir, why, sizeof(why)))
+	if (!file_path(str_arg(args, "path", ""), true, &dir, why, sizeof(why)))
 		return error_result("invalid path '%.300s': %s", str_arg(args, "path", ""), why);
-	if ((r = session_file_list(s, dir, &list, &truncated)) < 0)
-		return error_result("cannot list '/work/%.300s': %s", dir, file_error(r));
-	if (buf_appendf(&b, "/work%s%s: %zu entr%s\n", dir[0] ? "/" : "", dir,
-			json_array_size(list), json_array_size(list) == 1 ? "y" : "ies") < 0)
+	if ((r = session_file_list(s, dir.rel, &list, &truncated)) < 0)
+		return error_result("cannot list '%.300s': %s", dir.shown, file_error(r));
+	if (buf_appendf(&b, "%s: %zu entr%s\n", dir.shown, json_array_size(list),
+			json_array_size(list) == 1 ? "y" : "ies") < 0)
 		goto out;
 	json_array_foreach(list, i, e) {
 		const char *p = json_string_value(json_object_get(e, "path"));

@@ -1202,14 +1202,19 @@ int session_upload_begin(struct smgr *m, struct session *s, const char *path,
 {
 	struct session_upload *up = calloc(1, sizeof(*up));
 	struct files_user u;
-	int r;
+	const char *rel;
+	int fd, r;
 
 	*out = NULL;
 	if (!up)
 		return -ENOMEM;
+	if ((fd = session_file_at(s, path, &rel)) < 0) {
+		free(up);
+		return fd;
+	}
 	session_file_owner(s, &u.uid, &u.gid);
 	up->oom_kills = oom_kills(s);
-	if ((r = files_sink_begin(&u, box_jail(s->box), path, &up->sink)) < 0) {
+	if ((r = files_sink_begin(&u, box_jail(s->box), fd, rel, &up->sink)) < 0) {
 		free(up);
 		return r;
 	}

@@ -32,91 +32,188 @@ static int wrote(struct session *s, int r)
 	return used(s, r);
 }
 
+int session_file_at(struct session *s, const char *path, const char **rel)
+{
+	int fd;
+
+	if (path[0] != '/') {
+		*rel = path;
+		return session_work_fd(s);
+	}
+	fd = jail_dir_fd(session_jail(s), path, rel);
+	return fd < 0 ? -EROFS : fd;
+}
+
+/* fd and rel for path, or return its error. */
+#define AT(s, path, fd, rel) do {				\
+	if (((fd) = session_file_at((s), (path), &(rel))) < 0)	\
+		return (fd);					\
+} while (0)
+
 int session_file_open(struct session *s, const char *path, struct session_file *f)
 {
 	struct files_user u = user_of(s);
+	const char *rel;
+	int fd;
 
 	f->fd = -1;
 	f->size = 0;
 	f->type = files_content_type(path);
-	return used(s, files_open(&u, session_work_fd(s), path, &f->fd, &f->size));
+	AT(s, path, fd, rel);
+	return used(s, files_open(&u, fd, rel, &f->fd, &f->size));
 }
 
 int session_file_write(struct session *s, const char *path, const void *data, size_t len)
 {
 	struct files_user u = user_of(s);
+	const char *rel;
+	int fd;
 
-	return wrote(s, files_write(&u, session_work_fd(s), path, data, len));
+	AT(s, path, fd, rel);
+	return wrote(s, files_write(&u, fd, rel, data, len));
+}
+
+/* Each "path" of a listing of dir (an absolute path, rel its part below
+ * its filesystem's name) as the caller names it: "/tmp/x" for "x". */
+static int absolute_paths(json_t *list, const char *dir, const char *rel)
+{
+	size_t n = (size_t)(rel - dir), i;
+	char full[FILES_PATH_MAX + 32];
+	json_t *e;
+
+	if (n && dir[n - 1] == '/')
+		n--;
+	json_array_foreach(list, i, e) {
+		snprintf(full, sizeof(full), "%.*s/%s", (int)n, dir,
+			 json_string_value(json_object_get(e, "path")));
+		if (json_object_set_new(e, "path", json_string(full)) < 0)
+			return -ENOMEM;
+	}
+	return 0;
 }
 
 int session_file_list(struct session *s, const char *dir, json_t **out, bool *truncated)
 {
 	struct files_user u = user_of(s);
+	const char *rel;
+	int fd, r;
 
-	return used(s, files_list(&u, session_work_fd(s), dir, out, truncated));
+	*out = NULL;
+	AT(s, dir, fd, rel);
+	if ((r = files_list(&u, fd, rel, out, truncated)) == 0 && rel != dir)
+		r = absolute_paths(*out, dir, rel);
+	return used(s, r);
 }
 
+/* What a walk or a stat hands its caller: each entry's path as the caller
+ * names them (relative to /work, or absolute under the filesystem's name
+ * for a path outside it: "/tmp/x"). */
 struct entries {
 	struct files_user u;
 	session_entry_fn fn;
 	void *ctx;
+	const char *mount;	/* "/tmp"; "" for /work */
+	size_t mount_len;
 };
+
+/* e for the caller of a walk under "/tmp/x": "/tmp/x/y" rather than "x/y". */
+static struct entries entries_of(struct session *s, const char *path, const char *rel,
+				 session_entry_fn fn, void *ctx)
+{
+	struct entries w = { user_of(s), fn, ctx, path, (size_t)(rel - path) };
+
+	/* "/tmp/x": "/tmp/"; "/tmp": "/tmp"; the name without its slash */
+	if (w.mount_len && path[w.mount_len - 1] == '/')
+		w.mount_len--;
+	return w;
+}
 
 static int entry(void *ctx, const char *path, const struct stat *st, const char *target)
 {
 	const struct entries *w = ctx;
+	char full[FILES_PATH_MAX + 32];
 	struct session_entry e = {
 		.path = path, .st = st, .target = target,
 		.user_uid = st->st_uid == w->u.uid, .user_gid = st->st_gid == w->u.gid,
 	};
 
+	if (w->mount_len) {
+		snprintf(full, sizeof(full), "%.*s%s%s", (int)w->mount_len, w->mount,
+			 *path ? "/" : "", path);
+		e.path = full;
+	}
 	return w->fn(w->ctx, &e);
 }
 
 int session_file_stat(struct session *s, const char *path, session_entry_fn fn, void *ctx)
 {
-	struct entries w = { user_of(s), fn, ctx };
 	char target[FILES_PATH_MAX + 1];
+	struct entries w;
+	const char *rel;
 	struct stat st;
-	int r = files_stat(&w.u, session_work_fd(s), path, &st, target, sizeof(target));
+	int fd, r;
 
-	return used(s, r < 0 ? r : entry(&w, path, &st, target));
+	AT(s, path, fd, rel);
+	w = entries_of(s, path, rel, fn, ctx);
+	r = files_stat(&w.u, fd, rel, &st, target, sizeof(target));
+	return used(s, r < 0 ? r : entry(&w, rel, &st, target));
 }
 
 int session_file_walk(struct session *s, const char *dir, unsigned depth, size_t max,
 		      session_entry_fn fn, void *ctx)
 {
-	struct entries w = { user_of(s), fn, ctx };
+	struct entries w;
+	const char *rel;
+	int fd;
 
-	return used(s, files_walk(&w.u, session_work_fd(s), dir, depth, max, entry, &w));
+	AT(s, dir, fd, rel);
+	w = entries_of(s, dir, rel, fn, ctx);
+	return used(s, files_walk(&w.u, fd, rel, depth, max, entry, &w));
 }
 
 int session_file_remove(struct session *s, const char *path)
 {
 	struct files_user u = user_of(s);
+	const char *rel;
+	int fd;
 
-	return used(s, files_delete(&u, session_work_fd(s), path));
+	AT(s, path, fd, rel);
+	return used(s, files_delete(&u, fd, rel));
 }
 
 int session_file_remove_tree(struct session *s, const char *path, size_t max)
 {
 	struct files_user u = user_of(s);
+	const char *rel;
+	int fd;
 
-	return wrote(s, files_remove_tree(&u, session_work_fd(s), path, max));
+	AT(s, path, fd, rel);
+	return wrote(s, files_remove_tree(&u, fd, rel, max));
 }
 
 int session_file_mkdir(struct session *s, const char *path)
 {
 	struct files_user u = user_of(s);
+	const char *rel;
+	int fd;
 
-	return wrote(s, files_mkdir(&u, session_work_fd(s), path));
+	AT(s, path, fd, rel);
+	return wrote(s, files_mkdir(&u, fd, rel));
 }
 
 int session_file_rename(struct session *s, const char *from, const char *to)
 {
 	struct files_user u = user_of(s);
+	const char *rel_from, *rel_to;
+	int fd_from, fd_to;
 
-	return wrote(s, files_rename(&u, session_work_fd(s), from, to));
+	AT(s, from, fd_from, rel_from);
+	AT(s, to, fd_to, rel_to);
+	/* Two filesystems: rename(2) cannot, and the host copies nothing for
+	 * the sandbox. */
+	if (fd_from != fd_to)
+		return -EXDEV;
+	return wrote(s, files_rename(&u, fd_from, rel_from, rel_to));
 }
 
 /* ---- an archive of a directory, out -------------------------------------- */
@@ -131,6 +228,11 @@ int session_archive_start(struct session *s, const char *dir, bool gzip, size_t 
 	int r;
 
 	*entries = 0;
+	*out = NULL;
+	if (dir[0] == '/') {	/* archives are of /work only */
+		snprintf(why, whylen, "only directories of /work are archived");
+		return -EROFS;
+	}
 	r = used(s, ws_archiver_start(&u, session_jail(s), dir, gzip, max_entries,
 				      (uint64_t)lim->disk_mb << 20, out));
 	if (r < 0) {

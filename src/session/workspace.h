@@ -14,6 +14,13 @@
  *   - an operation that succeeds counts as use of the session (its idle
  *     timeout starts again), as an execution does.
  *
+ * A path is relative to /work (what ws_path() makes of a client's), or
+ * absolute for the sandbox's other filesystems of its own: "/tmp/x",
+ * "/dev/shm/x" (jail_dir_fd(); ws_path() with WS_PATH_ANYWHERE).  An
+ * absolute path elsewhere (the read-only system, /proc) is -EROFS: the
+ * host reaches no file but the sandbox's own.  What comes back names
+ * paths as they went in (a listing of "/tmp" lists "/tmp/x").
+ *
  * Each returns 0 or -errno, as workspace/files.h: a front end maps it once,
  * through ws_result_of() and its own table, and words WS_FAILED with the
  * errno it was given.
@@ -33,6 +40,10 @@
 
 #include "session/session.h"
 #include "workspace/ws.h"
+
+/* The directory fd of the filesystem that holds path, with *rel path's
+ * part below it, as workspace/files.h takes them; or -EROFS. */
+int session_file_at(struct session *s, const char *path, const char **rel);
 
 /* A regular file of /work opened for reading: the caller reads and closes
  * fd.  type: a MIME type from the name's extension (static). */

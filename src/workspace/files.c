@@ -481,7 +481,7 @@ static void sink_free(struct files_sink *k)
 	free(k);
 }
 
-int files_sink_begin(const struct files_user *u, struct jail *j, const char *path,
+int files_sink_begin(const struct files_user *u, struct jail *j, int dir_fd, const char *path,
 		     struct files_sink **out)
 {
 	struct files_sink *k;
@@ -494,7 +494,7 @@ int files_sink_begin(const struct files_user *u, struct jail *j, const char *pat
 	if (!k)
 		return -ENOMEM;
 	k->u = *u;
-	k->work_fd = jail_work_fd(j);
+	k->work_fd = dir_fd;
 	k->pid = -1;
 	k->pidfd = k->sock = k->peer = -1;
 	memcpy(k->path, path, strlen(path) + 1);

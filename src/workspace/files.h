@@ -72,8 +72,9 @@ struct files_user {
 int files_write(const struct files_user *u, int work_fd, const char *path,
 		const void *data, size_t len);
 
-/* A streamed upload to path, written as files_write() writes (parents made,
- * a temporary file renamed over the target on commit) by a writer charged
+/* A streamed upload to path (under dir_fd: jail_work_fd(), or another of
+ * jail_dir_fd()), written as files_write() writes (parents made, a
+ * temporary file renamed over the target on commit) by a writer charged
  * to the sandbox j.  begin: the writer is started, without waiting for it
  * (-EAGAIN when the sandbox is at its pids limit); its failures to open the
  * file (-EISDIR, -ENOTDIR, -ELOOP... as files_write()) come from finish.
@@ -85,7 +86,7 @@ int files_write(const struct files_user *u, int work_fd, const char *path,
  * killed meanwhile).  write and finish wait for the writer: not on an
  * event thread. */
 struct files_sink;
-int files_sink_begin(const struct files_user *u, struct jail *j, const char *path,
+int files_sink_begin(const struct files_user *u, struct jail *j, int dir_fd, const char *path,
 		     struct files_sink **out);
 int files_sink_write(struct files_sink *k, const void *data, size_t len);
 /* Without waiting: send what the writer's socket takes now of data[0, len),

@@ -14,6 +14,7 @@ enum ws_result ws_result_of(int err)
 	case -ENOTDIR:		return WS_NOT_DIR;
 	case -ELOOP:		return WS_SYMLINK;
 	case -EXDEV:		return WS_LEAVES;
+	case -EROFS:		return WS_SYSTEM;
 	case -EINVAL:
 	case -ENXIO:		return WS_NOT_REGULAR;
 	case -ENOTEMPTY:	return WS_NOT_EMPTY;
@@ -46,14 +47,17 @@ static const struct {
 	[WS_IS_DIR] = { "it is a directory", "is_a_directory" },
 	[WS_NOT_DIR] = { "a component of the path is not a directory", "not_a_directory" },
 	[WS_SYMLINK] = { "it is a symbolic link, which is not followed", "invalid_path" },
-	[WS_LEAVES] = { "it leads outside /work", "invalid_path" },
+	[WS_LEAVES] = { "it leads outside the filesystem it is on", "invalid_path" },
+	[WS_SYSTEM] = { "it is not on a filesystem of the sandbox's own (/work, /tmp, /dev/shm): "
+			"the rest are the system's, read-only, for commands to read",
+			"invalid_path" },
 	[WS_NOT_REGULAR] = { "it is not a regular file", "not_a_regular_file" },
 	[WS_NOT_EMPTY] = { "it is a directory that is not empty", "directory_not_empty" },
 	[WS_TOO_LONG] = { "the path is too long", "invalid_path" },
 	[WS_DENIED] = { "permission denied (the sandbox's user may not do this)",
 			"permission_denied" },
 	[WS_TOO_MANY] = { "it holds more entries than one call takes", "internal" },
-	[WS_FULL] = { "the sandbox's disk (/work) is full", "too_large" },
+	[WS_FULL] = { "the sandbox's filesystem (/work, /tmp or /dev/shm) is full", "too_large" },
 	[WS_NO_MEMORY] = { "it does not fit in the sandbox's memory limit, which /work counts "
 			   "against", "internal" },
 	[WS_NO_PROCESS] = { "the sandbox is at its process limit: writing a file needs one "
@@ -87,6 +91,33 @@ static const char *under(const char *in, const char *root)
 	return in[n] ? in + n + 1 : in + n;
 }
 
+/* ws_path() of an absolute path in, outside the front end's root: in as it
+ * is, less a trailing slash, when its part below "/" is a path
+ * files_check_path() takes ("/" alone too: no file of the session's). */
+static enum ws_result anywhere(const char *in, unsigned flags, char rel[FILES_PATH_MAX + 1],
+			       char *why, size_t whylen)
+{
+	size_t len = strlen(in);
+
+	if ((flags & WS_PATH_SLASH) && len > 1 && in[len - 1] == '/')
+		len--;
+	if (len > FILES_PATH_MAX) {
+		snprintf(why, whylen, "the path is longer than %d bytes", FILES_PATH_MAX);
+		return WS_BAD_PATH;
+	}
+	if (len > 1 && in[1] == '/') {
+		snprintf(why, whylen, "the path has an empty component");
+		return WS_BAD_PATH;
+	}
+	memcpy(rel, in, len);
+	rel[len] = '\0';
+	if (len > 1 && files_check_path(rel + 1, false, why, whylen) < 0) {
+		rel[0] = '\0';
+		return WS_BAD_PATH;
+	}
+	return WS_OK;
+}
+
 enum ws_result ws_path(const char *in, const char *root, unsigned flags,
 		       char rel[FILES_PATH_MAX + 1], char *why, size_t whylen)
 {
@@ -100,6 +131,8 @@ enum ws_result ws_path(const char *in, const char *root, unsigned flags,
 			p = "";
 		else if (!strncmp(p, "./", 2))
 			p += 2;
+		else if (p[0] == '/' && (flags & WS_PATH_ANYWHERE))
+			return anywhere(in, flags, rel, why, whylen);
 		else if (p[0] == '/') {
 			snprintf(why, whylen, "only files under %s can be reached: give a path "
 				 "relative to %s or starting with %s/", root, root, root);

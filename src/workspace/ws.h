@@ -11,8 +11,11 @@
  *
  * A client names a file the way its protocol does: "data.csv" or
  * "/work/data.csv" (MCP), "/home/user/data.csv" (E2B's SDKs), or relative
- * only (the HTTP API).  ws_path() turns each into the one form files.h
- * takes, relative to /work, and refuses what names no file of it. */
+ * only (the HTTP API); E2B's and MCP's clients also name files of the
+ * sandbox's other filesystems of its own ("/tmp/x").  ws_path() turns each
+ * into the one form the session layer takes (session/workspace.h):
+ * relative to /work, or absolute outside it; it refuses what names no
+ * file. */
 #ifndef PETRI_WS_H
 #define PETRI_WS_H
 
@@ -31,6 +34,8 @@ enum ws_result {
 	WS_NOT_DIR,		/* ENOTDIR: the path or one of its parents */
 	WS_SYMLINK,		/* ELOOP: a link where none is followed */
 	WS_LEAVES,		/* EXDEV: the lookup would cross into another mount */
+	WS_SYSTEM,		/* EROFS: an absolute path on none of the sandbox's own
+				 * filesystems (session/workspace.h) */
 	WS_NOT_REGULAR,		/* EINVAL, ENXIO: a FIFO, socket or device */
 	WS_NOT_EMPTY,		/* ENOTEMPTY */
 	WS_TOO_LONG,		/* ENAMETOOLONG */
@@ -59,13 +64,16 @@ const char *ws_result_code(enum ws_result r);
 enum {
 	WS_PATH_ROOT = 1,	/* the workspace itself: "", ".", "/work" */
 	WS_PATH_SLASH = 2,	/* a trailing '/': "dir/" names dir */
+	/* an absolute path outside root: as it is ("/tmp/x"), for the
+	 * session layer to find on the sandbox's own filesystems */
+	WS_PATH_ANYWHERE = 4,
 };
 
 /* The path in, as a client of a front end sent it, into rel relative to
  * /work, as files.h takes it: without root (the workspace's absolute name
  * for this front end: "/work", E2B_HOME) or a leading "./".  root NULL:
  * only a path relative to /work, taken as it is.  WS_OK; WS_ELSEWHERE for
- * an absolute path not under root; WS_BAD_PATH for anything
+ * an absolute path not under root (without WS_PATH_ANYWHERE); WS_BAD_PATH for anything
  * files_check_path() refuses; why says which in a sentence. */
 enum ws_result ws_path(const char *in, const char *root, unsigned flags,
 		       char rel[FILES_PATH_MAX + 1], char *why, size_t whylen);

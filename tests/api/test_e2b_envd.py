@@ -5,6 +5,7 @@ never send: bad envelopes, truncated multipart, paths out of /home/user,
 symlinks the sandbox's code planted pointing at the host.
 """
 import base64
+import os.path
 import hashlib
 import json
 import secrets
@@ -207,7 +208,9 @@ def test_download_errors_are_json_the_sdk_reads(box):
 
 @pytest.mark.parametrize("path", ["/etc/passwd", "/etc/shadow", "/home/user2/x", "/home",
                                   f"{HOME}/../../etc/shadow", "../etc/passwd", "a/../../x",
-                                  "/proc/self/environ", "a\x01b"])
+                                  "/proc/self/environ", "/proc/1/environ", "a\x01b", "/",
+                                  "/usr/bin/python3", "/dev/null", "/tmp/../etc/passwd",
+                                  "/tmpx/a", "/dev/shmx"])
 def test_paths_out_of_home_are_refused(box, path):
     r = box.download(path)
     assert r.status_code in (400, 403), r.text
@@ -253,6 +256,55 @@ def test_symlinks_the_code_planted_stay_inside_the_workspace(box, srv, tmp_path)
         assert r.status_code == 200, r.text
     assert (host_dir / "secret.txt").read_text() == "host secret"
     assert srv.config_path.exists()
+
+
+def test_the_sandboxs_tmp_and_dev_shm_are_reached_as_its_user_sees_them(srv, box, tmp_path):
+    unique = secrets.token_hex(8)
+    r = box.upload([("a.txt", b"in tmp")], path=f"/tmp/{unique}/deep/a.txt")
+    assert r.status_code == 200, r.text
+    assert r.json() == [{"name": "a.txt", "type": "file", "path": f"/tmp/{unique}/deep/a.txt"}]
+    assert not os.path.exists(f"/tmp/{unique}"), "the host's /tmp was written"
+    res = box.run(f"cat /tmp/{unique}/deep/a.txt; mkdir -p /tmp/{unique}/made; "
+                  f"echo by code > /tmp/{unique}/made/z; echo shm > /dev/shm/s; "
+                  f"ln -sfn {tmp_path} /tmp/{unique}/hostlink; ln -sfn /etc/passwd /tmp/{unique}/pw")
+    assert res["stdout"] == b"in tmp", res
+    assert box.download(f"/tmp/{unique}/made/z").content == b"by code\n"
+    assert box.download("/dev/shm/s").content == b"shm\n"
+    r = box.rpc("Stat", {"path": f"/tmp/{unique}/made/z"})
+    e = r.json()["entry"]
+    assert e["path"] == f"/tmp/{unique}/made/z" and e["name"] == "z" and e["owner"] == "user"
+    r = box.rpc("Stat", {"path": "/tmp"})
+    assert r.status_code == 200 and r.json()["entry"]["path"] == "/tmp", r.text
+    r = box.rpc("ListDir", {"path": f"/tmp/{unique}/", "depth": 2})
+    assert [e["path"] for e in r.json()["entries"]] == [
+        f"/tmp/{unique}/deep", f"/tmp/{unique}/deep/a.txt", f"/tmp/{unique}/hostlink",
+        f"/tmp/{unique}/made", f"/tmp/{unique}/made/z", f"/tmp/{unique}/pw"]
+    # links the code planted: shown, never followed out of the sandbox
+    entries = {e["name"]: e for e in r.json()["entries"]}
+    assert entries["hostlink"]["symlinkTarget"] == str(tmp_path)
+    (tmp_path / "secret.txt").write_text("host secret")
+    for p in (f"/tmp/{unique}/hostlink/secret.txt", f"/tmp/{unique}/pw"):
+        r = box.download(p)
+        assert r.status_code == 404 and b"host secret" not in r.content
+        assert b"root:" not in r.content
+    box.upload([("x", b"planted")], path=f"/tmp/{unique}/hostlink/planted.txt")
+    assert not (tmp_path / "planted.txt").exists()
+    # make, move within /tmp, but not across filesystems, remove
+    r = box.rpc("MakeDir", {"path": f"/tmp/{unique}/new"})
+    assert r.status_code == 200 and r.json()["entry"]["path"] == f"/tmp/{unique}/new"
+    r = box.rpc("Move", {"source": f"/tmp/{unique}/made/z", "destination": f"/tmp/{unique}/new/z"})
+    assert r.status_code == 200 and r.json()["entry"]["path"] == f"/tmp/{unique}/new/z", r.text
+    r = box.rpc("Move", {"source": f"/tmp/{unique}/new/z", "destination": f"{HOME}/z"})
+    assert r.status_code == 400 and "filesystem" in r.json()["message"], r.text
+    r = box.rpc("Remove", {"path": f"/tmp/{unique}"})
+    assert r.status_code == 200
+    assert box.run(f"ls /tmp/{unique} 2>&1; echo $?")["stdout"].endswith(b"2\n")
+    # another sandbox has a /tmp of its own
+    other = new_box(srv)
+    box.upload([("s", b"mine")], path="/tmp/only-here")
+    assert other.download("/tmp/only-here").status_code == 404
+    assert box.download("/tmp/only-here").content == b"mine"
+    kill(srv, other.sid)
 
 
 # ---- hostile multipart -----------------------------------------------------

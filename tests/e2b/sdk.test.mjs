@@ -492,6 +492,24 @@ describe(`E2B SDK ${which}: e2b ${versions.e2b}, code-interpreter ${versions.ci}
         assert.equal(info.symlinkTarget, target, name);
       }
     });
+
+    test('/tmp and /dev/shm are the sandbox\'s own, as its code sees them', T, async () => {
+      const dir = `/tmp/sdk-${process.pid}`;
+      await sbx.files.write(`${dir}/in.txt`, 'from the SDK', REQ);
+      assert.equal(await sh(sbx, `cat ${dir}/in.txt; echo -n made > ${dir}/out.txt; `
+        + 'echo -n shared > /dev/shm/s'), 'from the SDK');
+      assert.equal(await sbx.files.read(`${dir}/out.txt`, REQ), 'made');
+      assert.equal(await sbx.files.read('/dev/shm/s', REQ), 'shared');
+      assert.deepEqual((await sbx.files.list(dir, REQ)).map((e) => e.path),
+        [`${dir}/in.txt`, `${dir}/out.txt`]);
+      assert.equal((await sbx.files.getInfo(`${dir}/out.txt`, REQ)).name, 'out.txt');
+      await sbx.files.rename(`${dir}/out.txt`, `${dir}/moved.txt`, REQ);
+      assert.equal(await sbx.files.exists(`${dir}/out.txt`, REQ), false);
+      await sbx.files.remove(dir, REQ);
+      assert.equal(await sbx.files.exists(dir, REQ), false);
+      // the system's files are the system's: read by commands, not this API
+      await assert.rejects(sbx.files.read('/usr/bin/python3', REQ));
+    });
   });
 
   describe('commands', () => {

@@ -2,6 +2,7 @@
 errors, the lifecycle, version negotiation, batches, cancellation, expiry
 and shutdown."""
 import json
+import os
 import re
 import secrets
 import signal
@@ -418,12 +419,15 @@ def test_two_processes_have_separate_sandboxes(make_mcp):
     assert "no such file" in text_of(b.call("read_file", {"path": "a.txt"}))
 
 
-def test_file_tools_refuse_paths_outside_work(mcp):
-    for path in ("/etc/passwd", "../x", "a/../../x", "", "a\nb"):
+def test_file_tools_refuse_paths_outside_the_sandboxs_own_filesystems(mcp):
+    for path in ("/etc/passwd", "../x", "a/../../x", "", "a\nb", "/proc/1/environ",
+                 "/tmp/../etc/passwd", "/usr/bin/python3", "/"):
         res = mcp.call("read_file", {"path": path})
         assert res["isError"] is True, path
         res = mcp.call("write_file", {"path": path, "content": "x"})
         assert res["isError"] is True, path
+    res = mcp.call("read_file", {"path": "/etc/passwd"})
+    assert "not on a filesystem of the sandbox's own" in text_of(res)
     mcp.execute("import os; os.symlink('/etc/passwd', 'link')")
     res = mcp.call("read_file", {"path": "link"})
     assert res["isError"] is True or "root:" not in text_of(res)
@@ -431,3 +435,17 @@ def test_file_tools_refuse_paths_outside_work(mcp):
     assert res["isError"] is True and "base64" in text_of(res)
     res = mcp.call("list_files", {"path": "/work"})
     assert res["isError"] is False and "link" in text_of(res)
+
+
+def test_file_tools_reach_the_sandboxs_tmp(mcp):
+    res = mcp.call("write_file", {"path": "/tmp/notes/a.txt", "content": "scratch"})
+    assert res["isError"] is False and "/tmp/notes/a.txt" in text_of(res), res
+    assert not os.path.exists("/tmp/notes/a.txt") or open("/tmp/notes/a.txt").read() != "scratch"
+    assert "scratch" in text_of(mcp.execute("print(open('/tmp/notes/a.txt').read())"))
+    mcp.execute("open('/tmp/notes/b.txt', 'w').write('made by code')")
+    assert text_of(mcp.call("read_file", {"path": "/tmp/notes/b.txt"})) == "made by code"
+    listing = text_of(mcp.call("list_files", {"path": "/tmp/notes/"}))
+    assert listing.startswith("/tmp/notes: 2 entries"), listing
+    assert "/tmp/notes/a.txt" in listing and "/tmp/notes/b.txt" in listing
+    res = mcp.call("read_file", {"path": "/tmp/notes/none"})
+    assert res["isError"] is True and "cannot read '/tmp/notes/none'" in text_of(res)

@@ -87,6 +87,28 @@ START_TEST(an_absolute_path_elsewhere_is_outside)
 }
 END_TEST
 
+START_TEST(an_absolute_path_elsewhere_as_it_is_where_asked_for)
+{
+	/* For the session layer to find on the sandbox's own filesystems
+	 * (or refuse): only the spelling is checked here. */
+	ACCEPTS("/tmp/x", "/home/user", WS_PATH_ANYWHERE, "/tmp/x");
+	ACCEPTS("/tmp/d/", "/home/user", WS_PATH_ANYWHERE | WS_PATH_SLASH, "/tmp/d");
+	ACCEPTS("/tmp", "/home/user", WS_PATH_ANYWHERE, "/tmp");
+	ACCEPTS("/", "/home/user", WS_PATH_ANYWHERE | WS_PATH_SLASH, "/");
+	ACCEPTS("/etc/passwd", "/work", WS_PATH_ANYWHERE, "/etc/passwd");
+	/* Under the root: relative, as ever. */
+	ACCEPTS("/home/user/x", "/home/user", WS_PATH_ANYWHERE, "x");
+	REFUSES("/tmp/../etc/passwd", "/home/user", WS_PATH_ANYWHERE, WS_BAD_PATH, "'..'");
+	REFUSES("/tmp/./x", "/home/user", WS_PATH_ANYWHERE, WS_BAD_PATH, "'.'");
+	REFUSES("//tmp/x", "/home/user", WS_PATH_ANYWHERE, WS_BAD_PATH, "empty component");
+	REFUSES("/tmp//x", "/home/user", WS_PATH_ANYWHERE, WS_BAD_PATH, "empty component");
+	REFUSES("/tmp/d/", "/home/user", WS_PATH_ANYWHERE, WS_BAD_PATH, "empty component");
+	REFUSES("/tmp/a\nb", "/home/user", WS_PATH_ANYWHERE, WS_BAD_PATH, "control character");
+	/* Without a root, nothing is elsewhere. */
+	REFUSES("/tmp/x", NULL, WS_PATH_ANYWHERE, WS_BAD_PATH, "must be relative");
+}
+END_TEST
+
 START_TEST(empty_components_are_refused)
 {
 	REFUSES("a//b", "/work", 0, WS_BAD_PATH, "empty component");
@@ -176,6 +198,7 @@ Suite *ws_suite(void)
 	tcase_add_test(tc, the_workspace_itself_only_where_a_directory_is_asked_for);
 	tcase_add_test(tc, dot_dot_never_climbs_out);
 	tcase_add_test(tc, an_absolute_path_elsewhere_is_outside);
+	tcase_add_test(tc, an_absolute_path_elsewhere_as_it_is_where_asked_for);
 	tcase_add_test(tc, empty_components_are_refused);
 	tcase_add_test(tc, a_trailing_slash_names_a_directory_where_one_is_taken);
 	tcase_add_test(tc, nul_and_control_characters);

@@ -314,6 +314,17 @@ void jail_stop(struct jail *j)
 
 int jail_work_fd(const struct jail *j) { return FAKE_FD_BASE + j->box->slot; }
 
+/* Only /work: the session tests write no file elsewhere. */
+int jail_dir_fd(const struct jail *j, const char *path, const char **rest)
+{
+	if (strncmp(path, "/work", 5) || (path[5] && path[5] != '/')) {
+		*rest = NULL;
+		return -1;
+	}
+	*rest = path[5] ? path + 6 : path + 5;
+	return jail_work_fd(j);
+}
+
 void jail_owner(const struct jail *j, uid_t *uid, gid_t *gid)
 {
 	*uid = *gid = (uid_t)(FAKE_FD_BASE + j->box->slot);
@@ -422,7 +433,7 @@ int files_rename(const struct files_user *u, int work_fd, const char *from, cons
 	unexpected("files_rename");
 }
 
-int files_sink_begin(const struct files_user *u, struct jail *j, const char *path,
+int files_sink_begin(const struct files_user *u, struct jail *j, int dir_fd, const char *path,
 		     struct files_sink **out)
 {
 	*out = calloc(1, sizeof(**out));
