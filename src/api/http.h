@@ -255,6 +255,27 @@ enum MHD_Result stream_execute_with(struct api_req *rq, struct session *s,
 				    const struct exec_request *ex, const struct stream_wire *wire,
 				    const void *init);
 
+/* A stream another thread feeds (a process's output: e2b/envd.c), with
+ * the same reader, caps, keepalives and charge as an execution's: queued
+ * as the response now (200, wire's content type), *out the stream, or NULL
+ * when it could not be (then an error is the answer).  The wire's state
+ * (state_size bytes, a copy of init or zeroed: stream_state()) is the
+ * feeder's, freed with the stream by wire->release.  on_close(state) is
+ * called once, on an event thread, when the client goes before the end
+ * was fed: the feeder stops feeding then.  feed: an event (consumed; a
+ * live one is dropped past the stream's cap); end: the last event
+ * (consumed), cut: the connection closes after it without the response's
+ * proper end.  The feeder holds a reference from open: put it when it
+ * will feed no more (after end, or when on_close says so). */
+struct stream;
+enum MHD_Result stream_open(struct api_req *rq, struct session *s,
+			    const struct stream_wire *wire, const void *init,
+			    void (*on_close)(void *state), struct stream **out);
+void *stream_state(struct stream *st);
+void stream_feed(struct stream *st, struct buf *ev, bool live);
+void stream_feed_end(struct stream *st, struct buf *end, bool cut);
+void stream_feed_put(struct stream *st);
+
 /* The server's SSE streams: a tick resumes each suspended one for its
  * keepalive and to notice a client that hung up; stop ends them all so
  * that MHD can close their connections. */

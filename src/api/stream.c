@@ -89,6 +89,9 @@ struct stream {
 	struct exec_request ex;
 	char *code, *language, *context, *cwd, *input;	/* ex's copies */
 	char **env;			/* ex.env's copy */
+	/* A fed stream (stream_open()): told once when its client goes. */
+	void (*on_close)(void *arg);
+	void *close_arg;
 };
 
 static void stream_put(struct stream *st)
@@ -342,6 +345,7 @@ static void on_free(void *cls)
 {
 	struct stream *st = cls;
 	uint64_t one = 1;
+	bool tell;
 
 	pthread_mutex_lock(&st->lock);
 	st->closed = true;
@@ -349,7 +353,10 @@ static void on_free(void *cls)
 	st->suspended = false;
 	if (!st->finished && write(st->cancel_fd, &one, sizeof(one)) < 0)
 		log_warn("cannot cancel a streamed execution");
+	tell = st->on_close && !st->finished;
 	pthread_mutex_unlock(&st->lock);
+	if (tell)	/* outside the lock: the feeder takes its own first */
+		st->on_close(st->close_arg);
 	stream_put(st);
 }
 
@@ -448,6 +455,80 @@ fail:
 	session_release(rq->sm, s);
 	return wire->refuse ? wire->refuse(rq, SM_NO_MEMORY, "out of memory") :
 			      http_error(rq, 500, "internal", "out of memory");
+}
+
+/* ---- a stream another thread feeds ---------------------------------------- */
+
+enum MHD_Result stream_open(struct api_req *rq, struct session *s,
+			    const struct stream_wire *wire, const void *init,
+			    void (*on_close)(void *arg), struct stream **out)
+{
+	struct stream_hub *hub = rq->streams;
+	struct MHD_Response *resp;
+	const union MHD_ConnectionInfo *ci;
+	struct stream *st = calloc(1, sizeof(*st));
+
+	*out = NULL;
+	if (!st)
+		return http_error(rq, 500, "internal", "out of memory");
+	pthread_mutex_init(&st->lock, NULL);
+	st->refs = 2;	/* the feeder and the response */
+	st->sm = rq->sm;
+	st->hub = hub;
+	st->answers = rq->answers;
+	st->tenant = rq->tenant;
+	st->wire = wire;
+	st->wire_state = calloc(1, wire->state_size ? wire->state_size : 1);
+	if (st->wire_state && init)
+		memcpy(st->wire_state, init, wire->state_size);
+	st->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	st->s = session_ref(s);
+	st->on_close = on_close;
+	st->close_arg = st->wire_state;
+	pthread_mutex_lock(&hub->lock);
+	st->next = hub->head;
+	if (hub->head)
+		hub->head->prev = st;
+	hub->head = st;
+	pthread_mutex_unlock(&hub->lock);
+	ci = MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	st->client_fd = ci ? ci->connect_fd : -1;
+	st->conn = rq->conn;
+	st->keepalive_at = clock_mono_s() + KEEPALIVE_S;
+	resp = st->wire_state && st->cancel_fd >= 0 ?
+	       MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, BLOCK_SIZE, reader, st,
+						 on_free) : NULL;
+	if (!resp) {
+		st->refs = 1;
+		stream_put(st);
+		return http_error(rq, 500, "internal", "out of memory");
+	}
+	MHD_add_response_header(resp, "Content-Type", wire->content_type);
+	MHD_add_response_header(resp, "X-Accel-Buffering", "no");
+	*out = st;
+	return http_queue(rq, 200, resp);
+}
+
+void *stream_state(struct stream *st) { return st->wire_state; }
+
+void stream_feed(struct stream *st, struct buf *ev, bool live)
+{
+	queue(st, ev, live);
+}
+
+void stream_feed_end(struct stream *st, struct buf *end, bool cut)
+{
+	if (cut) {
+		pthread_mutex_lock(&st->lock);
+		st->cut = true;
+		pthread_mutex_unlock(&st->lock);
+	}
+	finish(st, end);
+}
+
+void stream_feed_put(struct stream *st)
+{
+	stream_put(st);
 }
 
 enum MHD_Result stream_execute_as(struct api_req *rq, struct session *s,

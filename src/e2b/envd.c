@@ -1,21 +1,25 @@
 /* E2B's envd (port 49983) over a petri session: files (REST), the
- * filesystem RPCs and Process.Start (Connect, JSON), as the SDKs call
+ * filesystem RPCs and the process RPCs (Connect, JSON), as the SDKs call
  * them (docs/e2b.md; the wire is in e2b.h's terms).
  *
  *   GET  /health                         204
  *   GET  /files?path=                    the file's bytes, streamed
  *   POST /files[?path=]                  multipart/form-data, parts "file"
  *   POST /filesystem.Filesystem/<M>      Stat, ListDir, MakeDir, Remove, Move
- *   POST /process.Process/Start          a command, streamed as Connect events
+ *   POST /process.Process/Start          a command, its events streamed
+ *   POST /process.Process/Connect        a running command's events, from now
+ *   POST /process.Process/<M>            List, SendInput, CloseStdin, SendSignal
  *
- * Paths are /home/user/... or relative to it: the workspace, /work inside
- * the sandbox; anything else is refused (403, permission_denied), and every
- * path goes through the session's workspace (session/workspace.h), which
- * resolves it as the sandbox's user inside /work whatever symlinks the code
- * planted.  Uploads are written by
- * a writer charged to the sandbox (files_put).  A command is a bash
- * execution of the session: one at a time, like every execution (a second
- * is refused in the stream, resource_exhausted "busy: ..."). */
+ * Paths are /home/user/... or relative to it (the workspace, /work inside
+ * the sandbox), or absolute on the sandbox's other filesystems of its own
+ * (/tmp, /dev/shm); anything else is refused (403, permission_denied).
+ * Every path goes through the session's workspace (session/workspace.h),
+ * which resolves it as the sandbox's user inside the filesystem that holds
+ * it whatever symlinks the code planted.  Uploads are written by a writer
+ * charged to the sandbox (files_put).  A command is a process of the
+ * session beside its interpreter (session/procs.h): it runs while code and
+ * other commands run, with its own stdin, and any number of clients follow
+ * its output. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -25,6 +29,7 @@
 #include <strings.h>
 
 #include "e2b/e2b.h"
+#include "session/procs.h"
 #include "session/workspace.h"
 #include "util/base64.h"
 #include "util/jsoncost.h"
@@ -43,6 +48,7 @@
  * within these; at most half of it): stopping one takes a few hundred ms. */
 #define MARGIN_MIN_S	0.5
 #define MARGIN_MAX_S	1.0
+#define STDIN_WAIT_S	5		/* SendInput waits this long for a process to read */
 
 /* A Process.Start request is a command, its arguments and variables:
  * REQUEST_ENV_MAX and ARGS_MAX of them fit in well under this. */
@@ -570,66 +576,25 @@ static enum MHD_Result stream_fail(struct api_req *rq, const char *code, const c
 	return r;
 }
 
-struct process_state {
-	unsigned pid;
-	bool client_deadline;	/* the timeout is the client's (Connect-Timeout-Ms) */
+/* A process's stream: the wire's state, the feeder's (procs.h's sink). */
+struct proc_stream {
+	struct stream *st;
+	struct session *s;	/* the stream holds it */
+	struct proc *p;		/* a reference, from its start or Connect's find */
+	bool client_deadline;	/* its deadline is the client's (Connect-Timeout-Ms) */
 };
 
-static atomic_uint next_pid = 1000;
-
-static int process_begin(void *state, struct buf *out)
-{
-	struct process_state *ps = state;
-
-	/* A number for the SDK to name the command by; petri's commands have
-	 * no pid the client could signal (SendSignal is unimplemented). */
-	ps->pid = 1000 + atomic_fetch_add(&next_pid, 1) % 4000000000u;
-	return envelope(out, 0, event("start", json_pack("{s:I}", "pid", (json_int_t)ps->pid)));
-}
-
-static int process_output(void *state, struct buf *out, enum exec_stream s, const char *data,
-			  size_t len)
+static int data_event(struct buf *out, enum exec_stream s, const char *data, size_t len)
 {
 	char *b64 = base64_encode(data, len, NULL);
 	int r;
 
-	(void)state;
 	if (!b64)
 		return -ENOMEM;
 	r = envelope(out, 0, event("data", json_pack("{s:s}", s == EXEC_STDOUT ? "stdout" :
 						     "stderr", b64)));
 	free(b64);
 	return r;
-}
-
-static int process_stderr(struct buf *out, const char *text)
-{
-	return process_output(NULL, out, EXEC_STDERR, text, strlen(text));
-}
-
-static int process_rich(void *state, struct buf *out, const json_t *bundle, bool main)
-{
-	(void)state;
-	(void)out;
-	(void)bundle;
-	(void)main;
-	return -ENOTSUP;	/* bash has no rich results */
-}
-
-/* What the driver says went wrong; a non-zero exit and a signal are in the
- * end event already. */
-static int process_error(void *state, struct buf *out, const json_t *error)
-{
-	const char *name = json_string_value(json_object_get(error, "name"));
-	const char *msg = json_string_value(json_object_get(error, "message"));
-	char line[600];
-
-	(void)state;
-	if (name && (!strcmp(name, "NonZeroExit") || !strcmp(name, "Signal")))
-		return -ENOTSUP;
-	snprintf(line, sizeof(line), "petri: %.64s: %.500s\n", name ? name : "error",
-		 msg ? msg : "");
-	return process_stderr(out, line);
 }
 
 static int process_dropped(void *state, struct buf *out, unsigned long long n)
@@ -639,8 +604,27 @@ static int process_dropped(void *state, struct buf *out, unsigned long long n)
 	(void)state;
 	snprintf(line, sizeof(line), "\n[petri: %llu chunks of output were dropped here: the "
 		 "client read too slowly]\n", n);
-	return process_stderr(out, line);
+	return data_event(out, EXEC_STDERR, line, strlen(line));
 }
+
+static void process_release(void *state)
+{
+	struct proc_stream *ps = state;
+
+	proc_put(ps->p);
+}
+
+#define KEEPALIVE_JSON "{\"event\":{\"keepalive\":{}}}"
+_Static_assert(sizeof(KEEPALIVE_JSON) - 1 == 0x1a, "the keepalive envelope's length");
+
+static const struct stream_wire process_wire = {
+	.content_type = "application/connect+json",
+	.state_size = sizeof(struct proc_stream),
+	.dropped = process_dropped,
+	.keepalive = "\0\0\0\0\x1a" KEEPALIVE_JSON,
+	.keepalive_len = ENVELOPE_HDR + sizeof(KEEPALIVE_JSON) - 1,
+	.release = process_release,
+};
 
 static const char *signal_word(int sig)
 {
@@ -661,130 +645,92 @@ static const char *signal_word(int sig)
 }
 
 /* A session's refusal in Connect's words: the code the SDK turns into the
- * right error (busy and full: RateLimitError, "try again later"; an ended
- * sandbox: TimeoutError) and the message. */
+ * right error (full: RateLimitError, "try again later"; an ended sandbox:
+ * TimeoutError) and the message. */
 static void sm_connect_error(enum sm_result r, const char *reason, const char **code,
 			     char *msg, size_t len)
 {
 	*code = r == SM_BUSY || r == SM_CAPACITY || r == SM_HOST_FULL || r == SM_KEY_SHARE ? "resource_exhausted" :
 		r == SM_GONE || r == SM_NOT_FOUND || r == SM_STOPPING || r == SM_DRAINING ? "unavailable" :
 		r == SM_INVALID ? "invalid_argument" : "internal";
-	snprintf(msg, len, "%s%s", r == SM_BUSY ? "busy: " : "", http_sm_message(r, reason));
+	snprintf(msg, len, "%s", reason && *reason ? reason : http_sm_message(r, reason));
 }
 
-/* A command that cannot start (busy, ended): 200, and the stream's end
- * with the error, where the SDK reads it. */
-static enum MHD_Result process_refuse(struct api_req *rq, enum sm_result r, const char *reason)
+static void sink_start(void *ctx, struct proc *p)
 {
-	const char *code;
-	char msg[512];
+	struct proc_stream *ps = ctx;
+	struct buf ev = BUF_INIT;
 
-	sm_connect_error(r, reason, &code, msg, sizeof(msg));
-	return stream_fail(rq, code, "%s", msg);
+	ps->p = proc_ref(p);
+	if (envelope(&ev, 0, event("start", json_pack("{s:i}", "pid", proc_pid(p)))) == 0)
+		stream_feed(ps->st, &ev, false);
+	buf_release(&ev);
 }
 
-/* The end event, then the end of the stream. */
-static int process_done(void *state, struct buf *out, enum sm_result r, const char *reason,
-			const struct result *res)
+static void sink_output(void *ctx, enum exec_stream s, const char *data, size_t len)
 {
-	const char *code;
-	bool exited;
-	char status[64], error[512];
+	struct proc_stream *ps = ctx;
+	struct buf ev = BUF_INIT;
+
+	if (data_event(&ev, s, data, len) == 0)
+		stream_feed(ps->st, &ev, true);
+	buf_release(&ev);
+}
+
+/* The end event as envd says it, then the stream's end; or, past the
+ * client's own deadline, deadline_exceeded (the SDK's TimeoutError); or,
+ * the sandbox deleted under it, a cut connection (http.h). */
+static void sink_end(void *ctx, const struct proc_end *e)
+{
+	struct proc_stream *ps = ctx;
+	struct buf out = BUF_INIT;
+	char status[64], error[128];
+	bool cut = false;
 	json_t *end;
-	int rc;
 
-	if (!res) {
-		sm_connect_error(r, reason, &code, error, sizeof(error));
-		return end_stream(out, code, error);
-	}
-	/* Stopped at the client's own deadline: what envd says then (the
-	 * SDK's TimeoutError); a limit of petri's is the end event below. */
-	if (res->status == RESULT_TIMEOUT && ((struct process_state *)state)->client_deadline)
-		return end_stream(out, "deadline_exceeded", "the command ran past the request's "
-				  "timeout (timeoutMs) and was killed");
-	exited = res->has_exit_code && !res->signal &&
-		 (res->status == RESULT_OK || res->status == RESULT_ERROR);
-	if (exited) {
-		snprintf(status, sizeof(status), "exit status %d", res->exit_code);
-		snprintf(error, sizeof(error), "%s", status);
+	if (e->timed_out && ps->client_deadline) {
+		end_stream(&out, "deadline_exceeded", "the command ran past the request's timeout "
+			   "(timeoutMs) and was killed");
+	} else if (e->lost && session_deleted(ps->s)) {
+		cut = true;
 	} else {
-		const char *w = signal_word(res->signal ? res->signal : 9);
+		if (e->exited) {
+			snprintf(status, sizeof(status), "exit status %d", e->code);
+		} else {
+			const char *w = signal_word(e->signal);
 
-		if (w)
-			snprintf(status, sizeof(status), "signal: %s", w);
-		else
-			snprintf(status, sizeof(status), "signal: %d", res->signal);
-		snprintf(error, sizeof(error), "%s%s%s%s", status, res->reason[0] ? " (" : "",
-			 res->reason, res->reason[0] ? ")" : "");
+			if (w)
+				snprintf(status, sizeof(status), "signal: %s", w);
+			else
+				snprintf(status, sizeof(status), "signal: %d", e->signal);
+		}
+		snprintf(error, sizeof(error), "%s%s", status, e->lost ? " (the sandbox ended)" :
+			 e->timed_out ? " (past its timeout)" : "");
+		end = json_pack("{s:i, s:b, s:s}", "exitCode", e->exited ? e->code : -1, "exited",
+				e->exited, "status", status);
+		if (end && (!e->exited || e->code != 0))
+			json_object_set_new(end, "error", json_string(error));
+		if (envelope(&out, 0, event("end", end)) == 0)
+			end_stream(&out, NULL, NULL);
 	}
-	end = json_pack("{s:i, s:b, s:s}", "exitCode", exited ? res->exit_code : -1, "exited",
-			exited, "status", status);
-	if (end && (!exited || res->exit_code != 0))
-		json_object_set_new(end, "error", json_string(error));
-	if ((rc = envelope(out, 0, event("end", end))) < 0)
-		return rc;
-	return end_stream(out, NULL, NULL);
+	stream_feed_end(ps->st, &out, cut);
+	stream_feed_put(ps->st);	/* the feeder's: it feeds no more */
 }
 
-#define KEEPALIVE_JSON "{\"event\":{\"keepalive\":{}}}"
-_Static_assert(sizeof(KEEPALIVE_JSON) - 1 == 0x1a, "the keepalive envelope's length");
-
-static const struct stream_wire process_wire = {
-	.content_type = "application/connect+json",
-	.state_size = sizeof(struct process_state),
-	.begin = process_begin,
-	.output = process_output,
-	.rich = process_rich,
-	.error = process_error,
-	.dropped = process_dropped,
-	.done = process_done,
-	.keepalive = "\0\0\0\0\x1a" KEEPALIVE_JSON,
-	.keepalive_len = ENVELOPE_HDR + sizeof(KEEPALIVE_JSON) - 1,
-	.refuse = process_refuse,
-	.cut_when_deleted = true,
-};
-
-/* arg in single quotes, for bash: nothing in them is special but the
- * quote, which is closed, escaped and reopened. */
-static int shell_quote(struct buf *out, const char *arg)
+/* The client went before the end: follow no more (unless the end is being
+ * said now, which puts the feeder's reference itself). */
+static void process_closed(void *state)
 {
-	int r = buf_append_str(out, "'");
+	struct proc_stream *ps = state;
 
-	for (const char *p = arg; r == 0 && *p; p++)
-		r = *p == '\'' ? buf_append_str(out, "'\\''") : buf_append(out, p, 1);
-	return r ? r : buf_append_str(out, "'");
+	if (ps->p && proc_unfollow(ps->p, ps))
+		stream_feed_put(ps->st);
 }
 
 static bool is_shell(const char *cmd)
 {
 	return !strcmp(cmd, "/bin/bash") || !strcmp(cmd, "bash") || !strcmp(cmd, "/usr/bin/bash") ||
 	       !strcmp(cmd, "/bin/sh") || !strcmp(cmd, "sh");
-}
-
-/* The bash code of cmd and args: the script itself for the SDK's
- * "/bin/bash -l -c <script>" (a login shell's profile is not read: the
- * sandbox's environment is the driver's), else every word quoted and
- * exec'd. */
-static int command_code(const char *cmd, json_t *args, struct buf *code)
-{
-	size_t n = json_array_size(args), i = 0;
-	json_t *a;
-	int r;
-
-	if (is_shell(cmd)) {
-		while (i < n && (!strcmp(json_string_value(json_array_get(args, i)), "-l") ||
-				 !strcmp(json_string_value(json_array_get(args, i)), "--login")))
-			i++;
-		if (i + 2 == n && !strcmp(json_string_value(json_array_get(args, i)), "-c"))
-			return buf_append_str(code, json_string_value(json_array_get(args, i + 1)));
-	}
-	r = buf_append_str(code, "exec ");
-	if (r == 0)
-		r = shell_quote(code, cmd);
-	json_array_foreach(args, i, a)
-		if (r == 0 && (r = buf_append_str(code, " ")) == 0)
-			r = shell_quote(code, json_string_value(a));
-	return r;
 }
 
 /* Connect-Timeout-Ms: at most 10 digits (the protocol's bound). */
@@ -805,46 +751,122 @@ static bool timeout_header(struct api_req *rq, double *out)
 	return true;
 }
 
+/* The one envelope of a server-streaming call's request, as JSON: NULL
+ * with the stream's refusal answered in *answered. */
+static json_t *stream_request(struct api_req *rq, enum MHD_Result *answered)
+{
+	const unsigned char *b = (const unsigned char *)rq->body.data;
+	size_t len = rq->body.len, n;
+	json_t *req;
+
+	if (!content_type_is(rq, "application/connect+json")) {
+		*answered = stream_fail(rq, "invalid_argument", "a streaming call is Connect: "
+					"Content-Type application/connect+json");
+		return NULL;
+	}
+	if (len < ENVELOPE_HDR) {
+		*answered = stream_fail(rq, "invalid_argument", "the request is not a Connect "
+					"envelope (%zu bytes)", len);
+		return NULL;
+	}
+	n = (size_t)b[1] << 24 | (size_t)b[2] << 16 | (size_t)b[3] << 8 | b[4];
+	if (b[0] & 0x01) {
+		*answered = stream_fail(rq, "unimplemented", "petri takes uncompressed envelopes "
+					"only");
+		return NULL;
+	}
+	if (b[0] != 0) {
+		*answered = stream_fail(rq, "invalid_argument", "the request's envelope has flags "
+					"0x%02x", b[0]);
+		return NULL;
+	}
+	if (n != len - ENVELOPE_HDR) {
+		*answered = stream_fail(rq, "invalid_argument", "the request's envelope says %zu "
+					"bytes and has %zu: one envelope is expected", n,
+					len - ENVELOPE_HDR);
+		return NULL;
+	}
+	if (!jsoncost_within(rq->body.data + ENVELOPE_HDR, n, &start_cost, NULL)) {
+		*answered = stream_fail(rq, "invalid_argument", "the request is nested too deep or "
+					"has too many values");
+		return NULL;
+	}
+	req = json_loadb(rq->body.data + ENVELOPE_HDR, n, JSON_REJECT_DUPLICATES, NULL);
+	if (!json_is_object(req)) {
+		json_decref(req);
+		*answered = stream_fail(rq, "invalid_argument", "the request is not a JSON object");
+		return NULL;
+	}
+	return req;
+}
+
+/* The client's deadline, less the margin to stop the command and say so
+ * before the client gives up itself: 0 for none. */
+static double command_timeout(double timeout)
+{
+	double margin = timeout / 10;
+
+	if (timeout <= 0)
+		return 0;
+	margin = margin < MARGIN_MIN_S ? MARGIN_MIN_S : margin > MARGIN_MAX_S ?
+		 MARGIN_MAX_S : margin;
+	timeout -= margin < timeout / 2 ? margin : timeout / 2;
+	return timeout < 0.1 ? 0.1 : timeout;
+}
+
+/* A stream for p's events (start already said, or said by the sink), fed
+ * from now on; started: a Start's, whose sink session_proc_start() takes. */
+static enum MHD_Result open_process_stream(struct api_req *rq, struct session *s,
+					   bool client_deadline, struct stream **st,
+					   struct proc_stream **ps)
+{
+	enum MHD_Result answered = stream_open(rq, s, &process_wire, NULL, process_closed, st);
+
+	if (!*st)
+		return answered;
+	*ps = stream_state(*st);
+	(*ps)->st = *st;
+	(*ps)->s = s;
+	(*ps)->client_deadline = client_deadline;
+	return answered;
+}
+
+/* The stream's end with an error, for a stream opened already. */
+static void close_with(struct stream *st, const char *code, const char *message)
+{
+	struct buf out = BUF_INIT;
+
+	end_stream(&out, code, message);
+	stream_feed_end(st, &out, false);
+	stream_feed_put(st);
+}
+
 static enum MHD_Result process_start(struct api_req *rq, struct session *s)
 {
-	const struct petri_limits *lim = session_limits(s);
-	const unsigned char *b = (const unsigned char *)rq->body.data;
-	struct exec_request ex = { .env = NULL };
-	struct process_state ps = { .pid = 0 };
-	char cwd[CWD_MAX + sizeof(E2B_HOME) + 2];
-	struct buf code = BUF_INIT;
-	json_t *req = NULL, *proc, *args, *envs, *jcwd, *a, *exec = NULL, *env = NULL;
-	const char *cmd, *c;
-	enum MHD_Result answered;
+	json_t *req, *proc, *args, *envs, *jcwd, *a, *jstdin, *jtag, *config = NULL;
+	const char *argv[ARGS_MAX + 2], *cmd, *c;
+	struct proc_spec spec = { .argv = argv };
+	struct proc_stream *ps = NULL;
+	struct stream *st = NULL;
 	struct request_error e;
-	double timeout;
-	size_t len = rq->body.len, i, n;
+	struct proc *p = NULL;
+	enum MHD_Result answered;
+	char cwd[CWD_MAX + sizeof(E2B_HOME) + 2], reason[512];
+	char **env = NULL;
+	double timeout = 0;
+	size_t i, n = 0;
+	enum sm_result r;
 
-	if (!content_type_is(rq, "application/connect+json"))
-		return stream_fail(rq, "invalid_argument", "Process.Start is a Connect stream: "
-				   "Content-Type application/connect+json");
-	if (len < ENVELOPE_HDR)
-		return stream_fail(rq, "invalid_argument", "the request is not a Connect envelope "
-				   "(%zu bytes)", len);
-	n = (size_t)b[1] << 24 | (size_t)b[2] << 16 | (size_t)b[3] << 8 | b[4];
-	if (b[0] & 0x01)
-		return stream_fail(rq, "unimplemented", "petri takes uncompressed envelopes only");
-	if (b[0] != 0)
-		return stream_fail(rq, "invalid_argument", "the request's envelope has flags 0x%02x",
-				   b[0]);
-	if (n != len - ENVELOPE_HDR)
-		return stream_fail(rq, "invalid_argument", "the request's envelope says %zu bytes "
-				   "and has %zu: one envelope is expected", n, len - ENVELOPE_HDR);
-	if (!jsoncost_within(rq->body.data + ENVELOPE_HDR, n, &start_cost, NULL))
-		return stream_fail(rq, "invalid_argument", "the request is nested too deep or has "
-				   "too many values");
-	req = json_loadb(rq->body.data + ENVELOPE_HDR, n, JSON_REJECT_DUPLICATES, NULL);
+	if (!(req = stream_request(rq, &answered)))
+		return answered;
 	proc = json_object_get(req, "process");
 	cmd = json_string_value(json_object_get(proc, "cmd"));
 	args = json_object_get(proc, "args");
 	envs = json_object_get(proc, "envs");
 	jcwd = json_object_get(proc, "cwd");
-	if (!json_is_object(req) || !json_is_object(proc) || !cmd || !*cmd) {
+	jstdin = json_object_get(req, "stdin");
+	jtag = json_object_get(req, "tag");
+	if (!json_is_object(proc) || !cmd || !*cmd) {
 		answered = stream_fail(rq, "invalid_argument", "the request needs a 'process' "
 				       "with a 'cmd'");
 		goto out;
@@ -860,11 +882,28 @@ static enum MHD_Result process_start(struct api_req *rq, struct session *s)
 				       "most %d strings", ARGS_MAX);
 		goto out;
 	}
-	json_array_foreach(args, i, a)
-		if (!json_is_string(a)) {
+	if ((jstdin && !json_is_null(jstdin) && !json_is_boolean(jstdin)) ||
+	    (jtag && !json_is_null(jtag) && (!json_is_string(jtag) ||
+					     json_string_length(jtag) > PROC_TAG_MAX))) {
+		answered = stream_fail(rq, "invalid_argument", "'stdin' must be a boolean and 'tag' "
+				       "a string of at most %d bytes", PROC_TAG_MAX);
+		goto out;
+	}
+	/* A login shell's "-l" is dropped: the sandbox's environment is the
+	 * keeper's, and a profile would reset its PATH. */
+	argv[n++] = cmd;
+	json_array_foreach(args, i, a) {
+		const char *v = json_string_value(a);
+
+		if (!v) {
 			answered = stream_fail(rq, "invalid_argument", "'args' must be strings");
 			goto out;
 		}
+		if (is_shell(cmd) && n == 1 && (!strcmp(v, "-l") || !strcmp(v, "--login")))
+			continue;
+		argv[n++] = v;
+	}
+	argv[n] = NULL;
 	if (jcwd && !json_is_null(jcwd) && !json_is_string(jcwd)) {
 		answered = stream_fail(rq, "invalid_argument", "'cwd' must be a string");
 		goto out;
@@ -882,75 +921,204 @@ static enum MHD_Result process_start(struct api_req *rq, struct session *s)
 	/* A relative cwd is under the user's home, as envd has it. */
 	snprintf(cwd, sizeof(cwd), "%s%s%s", c[0] == '/' ? "" : E2B_HOME, c[0] == '/' ? "" : "/",
 		 c);
-	timeout = 0;	/* none: the sandbox's timeout_s */
 	if (!timeout_header(rq, &timeout)) {
 		answered = stream_fail(rq, "invalid_argument", "Connect-Timeout-Ms must be at "
 				       "most 10 digits");
 		goto out;
 	}
-	/* The command ends a little before the client's deadline: then the
-	 * client reads its end (killed) from a session already free for its
-	 * next call, instead of giving up itself while the command is still
-	 * being stopped (its next call would find the session busy). */
-	if (timeout > 0) {
-		double margin = timeout / 10;
-
-		margin = margin < MARGIN_MIN_S ? MARGIN_MIN_S : margin > MARGIN_MAX_S ?
-			 MARGIN_MAX_S : margin;
-		timeout -= margin < timeout / 2 ? margin : timeout / 2;
-	}
-	/* The SDK asks for 60 s unless told otherwise: a command runs at most
-	 * the sandbox's timeout_s, and the end says so when it is cut. */
-	ps.client_deadline = timeout > 0 && timeout < lim->timeout_s;
-	if (timeout <= 0 || timeout >= lim->timeout_s)
-		timeout = lim->timeout_s;
-	if (timeout < 0.1)
-		timeout = 0.1;
 	if (envs && !json_is_null(envs) && !json_is_object(envs)) {
 		answered = stream_fail(rq, "invalid_argument", "'envs' must be an object of "
 				       "strings");
 		goto out;
 	}
-	env = envs && json_is_object(envs) ? json_incref(envs) : json_object();
-	if (!env || command_code(cmd, args, &code) < 0 ||
-	    !(exec = json_pack("{s:s%, s:s, s:f, s:o}", "code", code.data ? code.data : "",
-			       code.len, "language", "bash", "timeout_s", timeout, "env",
-			       json_incref(env)))) {
-		answered = stream_fail(rq, "internal", "out of memory");
-		goto out;
-	}
-	if (!request_exec(rq->cfg, exec, "bash", lim, &ex, &e)) {
+	if (!(env = request_env(rq->cfg, envs, &e))) {
 		answered = stream_fail(rq, strcmp(e.code, "internal") ? "invalid_argument" :
 				       "internal", "%s", e.message);
 		goto out;
 	}
-	ex.cwd = cwd;
-	answered = stream_execute_with(rq, s, &ex, &process_wire, &ps);
+	config = json_pack("{s:s, s:O, s:O, s:s}", "cmd", cmd, "args",
+			   json_is_array(args) ? args : json_array(), "envs",
+			   json_is_object(envs) ? envs : json_object(), "cwd", cwd);
+	spec.env = (const char *const *)env;
+	spec.cwd = cwd;
+	/* Absent: kept open, as envd before the field had it. */
+	spec.stdin = !jstdin || json_is_null(jstdin) || json_is_true(jstdin);
+	spec.tag = json_string_value(jtag);
+	spec.timeout_s = command_timeout(timeout);
+	spec.config = config;
+	answered = open_process_stream(rq, s, spec.timeout_s > 0, &st, &ps);
+	if (!st)
+		goto out;
+	r = session_proc_start(s, &spec, &(struct proc_sink){ sink_start, sink_output, sink_end,
+							       ps }, &p, reason, sizeof(reason));
+	if (r != SM_OK) {
+		const char *code;
+		char msg[512];
+
+		sm_connect_error(r, reason, &code, msg, sizeof(msg));
+		close_with(st, code, msg);
+	}
+	proc_put(p);	/* the stream holds its own */
 out:
-	request_exec_release(&ex);
-	json_decref(exec);
-	json_decref(env);
+	json_decref(config);
+	exec_env_free(env);
 	json_decref(req);
-	buf_release(&code);
 	return answered;
+}
+
+/* The process a request names: {"process": {"pid": N} or {"tag": "..."}}. */
+static struct proc *selected(struct session *s, json_t *req, char *what, size_t len)
+{
+	json_t *sel = json_object_get(req, "process");
+	json_t *pid = json_object_get(sel, "pid"), *tag = json_object_get(sel, "tag");
+
+	if (json_is_string(tag)) {
+		snprintf(what, len, "no process tagged '%.200s' runs in the sandbox",
+			 json_string_value(tag));
+		return session_proc_find(s, 0, json_string_value(tag));
+	}
+	snprintf(what, len, "no process %lld runs in the sandbox (petri knows the processes "
+		 "its commands started)", json_is_integer(pid) ? json_integer_value(pid) : 0LL);
+	if (!json_is_integer(pid) || json_integer_value(pid) <= 0 ||
+	    json_integer_value(pid) > INT32_MAX)
+		return NULL;
+	return session_proc_find(s, (int)json_integer_value(pid), NULL);
+}
+
+static enum MHD_Result process_connect(struct api_req *rq, struct session *s)
+{
+	struct proc_stream *ps = NULL;
+	struct stream *st = NULL;
+	enum MHD_Result answered;
+	struct buf ev = BUF_INIT;
+	char what[300];
+	struct proc *p;
+	json_t *req;
+	int r;
+
+	if (!(req = stream_request(rq, &answered)))
+		return answered;
+	p = selected(s, req, what, sizeof(what));
+	json_decref(req);
+	if (!p)
+		return stream_fail(rq, "not_found", "%s", what);
+	answered = open_process_stream(rq, s, false, &st, &ps);
+	if (!st) {
+		proc_put(p);
+		return answered;
+	}
+	ps->p = p;
+	if (envelope(&ev, 0, event("start", json_pack("{s:i}", "pid", proc_pid(p)))) == 0)
+		stream_feed(st, &ev, false);
+	buf_release(&ev);
+	r = proc_follow(p, &(struct proc_sink){ NULL, sink_output, sink_end, ps });
+	if (r == -ESRCH)
+		close_with(st, "not_found", what);
+	else if (r < 0)
+		close_with(st, "resource_exhausted", "the process has as many clients following "
+			   "it as petri takes (" NUM_TEXT(PROC_SINKS_MAX) ")");
+	return answered;
+}
+
+/* SendInput, CloseStdin, SendSignal, List: unary, JSON. */
+static enum MHD_Result process_unary(struct api_req *rq, struct session *s, const char *method,
+				     json_t *req)
+{
+	json_t *input = json_object_get(req, "input"), *sig = json_object_get(req, "signal");
+	const char *b64 = json_string_value(json_object_get(input, "stdin"));
+	unsigned char *data = NULL;
+	char what[300];
+	struct proc *p;
+	size_t len = 0;
+	int r = 0, signo = 0;
+
+	if (!strcmp(method, "List")) {
+		json_t *list = session_proc_list(s);
+
+		return list ? http_json(rq, 200, json_pack("{s:o}", "processes", list)) :
+			      rpc_error(rq, 500, "internal", "out of memory");
+	}
+	if (!strcmp(method, "SendSignal")) {
+		const char *name = json_string_value(sig);
+
+		signo = json_is_integer(sig) ? (int)json_integer_value(sig) :
+			!name ? 0 : !strcmp(name, "SIGNAL_SIGKILL") ? 9 :
+			!strcmp(name, "SIGNAL_SIGTERM") ? 15 : 0;
+		if (signo != 9 && signo != 15)
+			return rpc_error(rq, 400, "invalid_argument", "'signal' must be SIGNAL_SIGKILL "
+					 "or SIGNAL_SIGTERM");
+	}
+	if (!strcmp(method, "SendInput")) {
+		if (json_object_get(input, "pty"))
+			return rpc_error(rq, 400, "failed_precondition", "petri's processes have no "
+					 "terminal (pty): send 'stdin'");
+		if (!b64 && !json_is_object(input))
+			return rpc_error(rq, 400, "invalid_argument", "'input' must hold 'stdin' "
+					 "(base64)");
+		data = base64_decode(b64 ? b64 : "", b64 ? strlen(b64) : 0, &len);
+		if (!data)
+			return rpc_error(rq, 400, "invalid_argument", "'stdin' is not valid base64");
+	}
+	if (!(p = selected(s, req, what, sizeof(what)))) {
+		free(data);
+		return rpc_error(rq, 404, "not_found", "%s", what);
+	}
+	if (!strcmp(method, "SendSignal"))
+		r = proc_signal(p, signo);
+	else if (!strcmp(method, "CloseStdin"))
+		r = proc_close_input(p);
+	else
+		r = proc_input(p, data, len, STDIN_WAIT_S);
+	proc_put(p);
+	free(data);
+	if (r == -ESRCH)
+		return rpc_error(rq, 404, "not_found", "%s", what);
+	if (r == -EPIPE)
+		return rpc_error(rq, 400, "failed_precondition", "the process's stdin is closed, or "
+				 "it was started without 'stdin'");
+	if (r == -E2BIG)
+		return rpc_error(rq, 400, "invalid_argument", "at most %u bytes of input per call",
+				 PROC_INPUT_MAX);
+	if (r == -ETIMEDOUT)
+		return rpc_error(rq, 503, "unavailable", "the process read nothing of its input "
+				 "for %d s", STDIN_WAIT_S);
+	if (r < 0)
+		return rpc_error(rq, 500, "internal", "%s", strerror(-r));
+	return http_json(rq, 200, json_object());
 }
 
 static enum MHD_Result process(struct api_req *rq, struct session *s, const char *method)
 {
-	bool stream = content_type_is(rq, "application/connect+json");
+	enum MHD_Result answered;
+	json_t *req;
 
 	if (!strcmp(method, "Start"))
 		return process_start(rq, s);
-	if (stream)	/* Connect, StreamInput */
+	if (!strcmp(method, "Connect"))
+		return process_connect(rq, s);
+	if (content_type_is(rq, "application/connect+json"))	/* StreamInput */
 		return stream_fail(rq, "unimplemented", "petri does not offer process.Process/%.64s:"
-				   " a command's output comes with the Start that ran it", method);
-	if (!strcmp(method, "SendSignal") || !strcmp(method, "SendInput") ||
-	    !strcmp(method, "CloseStdin") || !strcmp(method, "List") ||
-	    !strcmp(method, "Update"))
-		return rpc_error(rq, 501, "unimplemented", "petri does not offer "
-				 "process.Process/%s: its commands take no input or signals and "
-				 "are not listed; a command ends with its timeout", method);
-	return rpc_error(rq, 404, "unimplemented", "no method process.Process/%.64s", method);
+				   " send input with SendInput", method);
+	if (strcmp(method, "SendSignal") && strcmp(method, "SendInput") &&
+	    strcmp(method, "CloseStdin") && strcmp(method, "List")) {
+		if (!strcmp(method, "Update"))
+			return rpc_error(rq, 501, "unimplemented", "petri's processes have no "
+					 "terminal (pty) to resize");
+		return rpc_error(rq, 404, "unimplemented", "no method process.Process/%.64s",
+				 method);
+	}
+	if (rq->opaque_body)
+		return rpc_error(rq, 415, "invalid_argument", "petri's envd speaks Connect with "
+				 "JSON only (Content-Type application/json)");
+	req = rq->body.len ? json_loadb(rq->body.data, rq->body.len, JSON_REJECT_DUPLICATES, NULL) :
+			     json_object();
+	if (!json_is_object(req)) {
+		json_decref(req);
+		return rpc_error(rq, 400, "invalid_argument", "the request is not a JSON object");
+	}
+	answered = process_unary(rq, s, method, req);
+	json_decref(req);
+	return answered;
 }
 
 /* ---- routing ------------------------------------------------------------ */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <sys/random.h>
@@ -81,6 +82,9 @@ struct box {
 	 * upload's thread writes it while an execution may read it). */
 	pthread_mutex_t stop_lock;
 	char stop_reason[128];
+	/* Whole frames to the driver, from the executing thread and from
+	 * box_spawn()'s (any thread). */
+	pthread_mutex_t ctl_lock;
 	/* Streams that reached end of file are not polled again: a sandbox
 	 * that closes its fd 1, 2 or 3 must not make the daemon spin. */
 	bool out_eof, err_eof, ctl_eof;
@@ -330,6 +334,7 @@ int box_adopt(struct jail *j, struct box **out, char *err, size_t errlen)
 	}
 	frame_reader_init(&b->fr);
 	pthread_mutex_init(&b->stop_lock, NULL);
+	pthread_mutex_init(&b->ctl_lock, NULL);
 	b->jail = j;
 	if ((r = wait_ready(b, NULL, err, errlen)) < 0) {
 		box_free(b);
@@ -523,32 +528,62 @@ static bool stop_reason(struct box *b, char *out, size_t len)
 	return out[0] != '\0';
 }
 
-/* Write a whole frame to the driver, waiting at most timeout_s. */
-static int send_frame(struct box *b, const json_t *frame, double timeout_s)
+/* Write out (a whole frame) to the driver, waiting at most timeout_s, the
+ * first bytes with fds (n of them) when there are any; b->ctl_lock held. */
+static int send_locked(struct box *b, const struct buf *out, const int *fds, size_t n,
+		       double timeout_s)
 {
 	int fd = jail_ctl_fd(b->jail);
 	double deadline = clock_mono_s() + timeout_s;
-	struct buf out = BUF_INIT;
 	size_t off = 0;
-	int r = frame_encode(frame, &out);
 
-	while (r == 0 && off < out.len) {
+	while (off < out->len) {
 		struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-		ssize_t n = write(fd, out.data + off, out.len - off);
+		ssize_t w;
 
-		if (n > 0) {
-			off += (size_t)n;
+		if (n && off == 0) {
+			union {
+				struct cmsghdr h;
+				char space[CMSG_SPACE(sizeof(int) * BOX_SPAWN_FDS)];
+			} c;
+			struct iovec iov = { .iov_base = out->data, .iov_len = out->len };
+			struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+					      .msg_control = c.space,
+					      .msg_controllen = CMSG_SPACE(sizeof(int) * n) };
+			struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+
+			memset(&c, 0, sizeof(c));
+			cm->cmsg_level = SOL_SOCKET;
+			cm->cmsg_type = SCM_RIGHTS;
+			cm->cmsg_len = CMSG_LEN(sizeof(int) * n);
+			memcpy(CMSG_DATA(cm), fds, sizeof(int) * n);
+			w = sendmsg(fd, &msg, MSG_NOSIGNAL);
+		} else {
+			w = send(fd, out->data + off, out->len - off, MSG_NOSIGNAL);
+		}
+		if (w > 0) {
+			off += (size_t)w;
 			continue;
 		}
-		if (n < 0 && errno != EAGAIN && errno != EINTR) {
-			r = -errno;
-			break;
-		}
-		if (clock_mono_s() > deadline) {
-			r = -ETIMEDOUT;
-			break;
-		}
+		if (w < 0 && errno != EAGAIN && errno != EINTR)
+			return -errno;
+		if (clock_mono_s() > deadline)
+			return -ETIMEDOUT;
 		poll(&pfd, 1, TICK_MS);
+	}
+	return 0;
+}
+
+/* Write a whole frame to the driver, waiting at most timeout_s. */
+static int send_frame(struct box *b, const json_t *frame, double timeout_s)
+{
+	struct buf out = BUF_INIT;
+	int r = frame_encode(frame, &out);
+
+	if (r == 0) {
+		pthread_mutex_lock(&b->ctl_lock);
+		r = send_locked(b, &out, NULL, 0, timeout_s);
+		pthread_mutex_unlock(&b->ctl_lock);
 	}
 	buf_release(&out);
 	return r;
@@ -578,6 +613,104 @@ int box_send_env(struct box *b, const char *const *env)
 		return -ENOMEM;
 	r = send_frame(b, frame, READY_TIMEOUT_S);
 	json_decref(frame);
+	return r;
+}
+
+/* The first line the keeper says on a process's status pipe: "pid N" or
+ * "fail ERRNO" (driver.py: spawn_process): the pid, or -errno.  Read a
+ * byte at a time, never past the line: what follows is the pump's. */
+static int spawn_answer(int fd, double timeout_s)
+{
+	double deadline = clock_mono_s() + timeout_s;
+	char line[32], *end;
+	const char *num;
+	size_t n = 0;
+	long v;
+
+	while (n < sizeof(line) - 1) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		ssize_t r = read(fd, line + n, 1);
+
+		if (r == 1 && line[n] == '\n')
+			break;
+		if (r == 1) {
+			n++;
+			continue;
+		}
+		if (r == 0)
+			return -EPIPE;	/* the keeper is gone */
+		if (errno != EAGAIN && errno != EINTR)
+			return -errno;
+		if (clock_mono_s() > deadline)
+			return -ETIMEDOUT;
+		poll(&pfd, 1, TICK_MS);
+	}
+	line[n] = '\0';
+	if (strncmp(line, "pid ", 4) && strncmp(line, "fail ", 5))
+		return -EPROTO;
+	num = line + (line[0] == 'p' ? 4 : 5);
+	errno = 0;
+	v = strtol(num, &end, 10);
+	if (errno || *end || end == num || v <= 0 || v > 1 << 22)
+		return -EPROTO;
+	return line[0] == 'p' ? (int)v : -(int)v;
+}
+
+int box_spawn(struct box *b, const struct box_spawn *sp, struct box_proc *out)
+{
+	int p[4][2], mine[BOX_SPAWN_FDS], theirs[BOX_SPAWN_FDS];
+	json_t *argv = env_json(sp->argv), *env = env_json(sp->env), *frame;
+	struct buf enc = BUF_INIT;
+	int r = 0;
+
+	out->pid = -1;
+	out->in = out->out = out->err = out->status = -1;
+	for (int i = 0; i < 4; i++)
+		p[i][0] = p[i][1] = -1;
+	frame = argv && env ? json_pack("{s:s, s:O, s:O, s:s}", "type", "spawn", "argv", argv,
+					"env", env, "cwd", sp->cwd) : NULL;
+	if (!frame) {
+		r = -EINVAL;	/* not UTF-8, or out of memory */
+		goto out;
+	}
+	for (int i = 0; i < 4 && r == 0; i++)
+		if (pipe2(p[i], O_CLOEXEC) < 0)
+			r = -errno;
+	if (r < 0 || (r = frame_encode(frame, &enc)) < 0)
+		goto out;
+	/* stdin: they read, we write; stdout, stderr, status: the reverse */
+	theirs[0] = p[0][0], mine[0] = p[0][1];
+	for (int i = 1; i < 4; i++)
+		theirs[i] = p[i][1], mine[i] = p[i][0];
+	pthread_mutex_lock(&b->ctl_lock);
+	r = send_locked(b, &enc, theirs, BOX_SPAWN_FDS, READY_TIMEOUT_S);
+	pthread_mutex_unlock(&b->ctl_lock);
+	for (int i = 0; i < BOX_SPAWN_FDS; i++) {
+		close(theirs[i]);
+		fcntl(mine[i], F_SETFL, O_NONBLOCK);
+	}
+	p[0][0] = p[1][1] = p[2][1] = p[3][1] = -1;
+	if (r < 0 || (r = spawn_answer(mine[3], READY_TIMEOUT_S)) < 0)
+		goto out;
+	/* The memory limit's first victim, as the interpreter: not the keeper. */
+	(void)jail_oom_score_adj(b->jail, r, INTERPRETER_OOM_SCORE_ADJ);
+	out->pid = r;
+	out->in = mine[0];
+	out->out = mine[1];
+	out->err = mine[2];
+	out->status = mine[3];
+	r = 0;
+	for (int i = 0; i < 4; i++)
+		p[i][0] = p[i][1] = -1;
+out:
+	for (int i = 0; i < 4; i++)
+		for (int k = 0; k < 2; k++)
+			if (p[i][k] >= 0)
+				close(p[i][k]);
+	buf_release(&enc);
+	json_decref(frame);
+	json_decref(argv);
+	json_decref(env);
 	return r;
 }
 
@@ -639,6 +772,7 @@ void box_free(struct box *b)
 	jail_free(b->jail);
 	frame_reader_release(&b->fr);
 	pthread_mutex_destroy(&b->stop_lock);
+	pthread_mutex_destroy(&b->ctl_lock);
 	free(b);
 }
 

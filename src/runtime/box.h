@@ -100,6 +100,29 @@ int box_jail_config(const struct box_config *cfg, struct jail_config *jc,
  * for every execution after this.  0 or -errno. */
 int box_send_env(struct box *b, const char *const *env);
 
+/* A process beside the interpreter (any thread, while code runs too):
+ * the keeper starts argv (argv[0] looked up on PATH) in cwd with the
+ * sandbox's environment and env ("NAME=value"), as the sandbox's code
+ * would, in a session of its own (docs/protocol.md: "spawn").  *out gets
+ * its pid as the sandbox numbers it and the daemon's ends of its pipes,
+ * each non-blocking: in (its stdin), out, err, and status, on which the
+ * keeper says "exit STATUS" (waitpid's) when it reaped it, or nothing (end
+ * of file) when the sandbox ended first.  0; -EINVAL (a string not UTF-8),
+ * -ENOENT (no such cwd), -EAGAIN (the keeper's or the sandbox's process
+ * limit), -EPIPE (the sandbox is gone), -ETIMEDOUT, -EPROTO (the keeper's
+ * answer made no sense), -errno. */
+#define BOX_SPAWN_FDS 4
+struct box_spawn {
+	const char *const *argv;	/* NULL-terminated, at least one */
+	const char *const *env;		/* NULL-terminated */
+	const char *cwd;		/* absolute */
+};
+struct box_proc {
+	int pid;
+	int in, out, err, status;
+};
+int box_spawn(struct box *b, const struct box_spawn *sp, struct box_proc *out);
+
 /* Put the content of the files an execution wrote (files: its result's
  * array of {"path", "size"}) inline: those whose path matches one of the
  * patterns (fnmatch(3) without flags, relative to /work; NULL: every file)

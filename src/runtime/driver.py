@@ -491,12 +491,28 @@ def session_main():
 # own only when it started.  The keeper runs no user code, and neither it
 # nor the interpreter is dumpable (user code cannot reach their memory);
 # code can still kill it, as the same user, which ends its own session.
+#
+# The keeper also starts the session's processes (commands beside the
+# interpreter, docs/protocol.md): a "spawn" frame comes with four
+# descriptors (SCM_RIGHTS) the supervisor made: the process's stdin, stdout
+# and stderr, and a status pipe on which the keeper says "pid N" once it
+# started it (or "fail ERRNO"), and "exit STATUS" (waitpid's) when it
+# reaped it.  Only the keeper holds that pipe (an interpreter closes its
+# copies): the process's code cannot speak on it.  Its output never passes
+# through the keeper.  A process ends with the interpreter (the sandbox's
+# processes all do), and with the session.
 
 KEEPER_SIGNALS = ('SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2',
                   'SIGWINCH')          # what pid 1 passes on to us (reap.c)
 QUICK_DEATHS_MAX = 3           # fresh interpreters ending before "ready", in a row
 KEEPER_READ = 1 << 20          # the most read from the supervisor at once
 EXIT_SHOWS_MS = 500            # an ending interpreter's exit, after its socket closed
+SPAWN_FDS = 4                  # a "spawn" frame's: stdin, stdout, stderr, status
+PROCS_MAX = 64                 # processes the keeper keeps (the supervisor asks fewer)
+# What a spawned process runs first, as /bin/sh: into its directory, then
+# the command itself.  (The supervisor makes it the memory limit's first
+# victim, as the interpreter, when it learns its pid.)
+PROC_WRAPPER = 'cd -- "$1" || exit 1; shift; exec "$@"'
 OOM_SCORE_ADJ_MAX = b'1000'    # the interpreter: the memory limit's first victim
 PR_GET_DUMPABLE = 3
 PR_SET_DUMPABLE = 4
@@ -519,6 +535,9 @@ class Keeper:
     body = None                # that frame's body (preallocated), or None
     got = 0                    # bytes of body read
     down = bytearray()         # bytes from the supervisor: part of a frame
+    ctl = None                 # the control socket as a socket (recvmsg)
+    fds = None                 # descriptors received, for the next "spawn"s
+    procs = None               # pid: (pidfd, status fd) of the processes spawned
 
 
 def frame_head(payload):
@@ -572,10 +591,11 @@ def keeper_send(text):
         os._exit(0)                     # the supervisor went away
 
 
-def kill_the_rest():
+def kill_the_rest(reaped=None):
     """Kill every process of the sandbox but pid 1 and us, and reap ours:
     nothing of an interpreter outlives it.  A process that forks meanwhile
-    is killed in the next round."""
+    is killed in the next round.  reaped(pid, status): told of each reaped
+    child."""
     import time
     me = os.getpid()
     deadline = time.monotonic() + 5.0
@@ -586,10 +606,13 @@ def kill_the_rest():
             pass
         while True:
             try:
-                if os.waitpid(-1, os.WNOHANG)[0] == 0:
-                    break
+                pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
                 break
+            if pid == 0:
+                break
+            if reaped:
+                reaped(pid, status)
         try:
             others = [p for p in os.listdir('/proc') if p.isdigit() and int(p) not in (1, me)]
         except OSError as exc:
@@ -638,6 +661,13 @@ def spawn_interpreter(K):
     ours, theirs = ours.detach(), theirs.detach()
     pid = os.fork()
     if pid == 0:
+        # The keeper's alone: the control socket (forgotten, not closed:
+        # fd 3 becomes the interpreter's own), the descriptors of
+        # processes, which the code must never hold.
+        K.ctl.detach()
+        for fd in K.fds + [fd for pair in K.procs.values() for fd in pair]:
+            os.close(fd)
+        K.fds, K.procs = [], {}
         os.dup2(theirs, CONTROL_FD, inheritable=False)
         os.close(theirs)
         os.close(ours)
@@ -672,7 +702,7 @@ def end_interpreter(K, violation=None, report=True):
         status = os.waitpid(K.pid, 0)[1]
     except ChildProcessError:
         status = 0
-    kill_the_rest()
+    kill_the_rest(lambda pid, status: process_ended(K, pid, status))
     os.close(K.pidfd)
     K.pidfd = -1
     if report and K.ready and not violation:
@@ -768,6 +798,9 @@ def pass_down(K):
         frame = bytes(K.down[:4 + size])
         del K.down[:4 + size]
         kind = frame_head(frame[4:])[0]
+        if kind == 'spawn':
+            spawn_process(K, frame[4:])
+            continue
         if kind == 'restart':
             K.cause = 'restart'
             K.pending = None
@@ -789,12 +822,99 @@ def pass_down(K):
             signal_interpreter(K, _signal.SIGKILL)
 
 
+def say(fd, line):
+    """A line on a process's status pipe (never blocks: a pipe takes it)."""
+    try:
+        os.write(fd, line.encode('ascii'))
+    except OSError:
+        pass
+
+
+def spawn_process(K, payload):
+    """Start the process of a "spawn" frame with its four descriptors, as
+    the sandbox's code would start it (same user, limits and filter), in a
+    session of its own; say its pid, or why not, on its status pipe."""
+    import json
+    if len(K.fds) < SPAWN_FDS:
+        fatal('a "spawn" frame without its %d descriptors' % SPAWN_FDS, PROTOCOL_ERROR)
+    fds, K.fds = K.fds[:SPAWN_FDS], K.fds[SPAWN_FDS:]
+    stdin, stdout, stderr, status = fds
+    job = json.loads(payload)
+    argv, env, cwd = job.get('argv'), job.get('env'), job.get('cwd')
+    if (not isinstance(argv, list) or not argv or not isinstance(env, list)
+            or not isinstance(cwd, str) or not cwd.startswith('/')
+            or not all(isinstance(a, str) for a in argv + env)):
+        fatal('a malformed "spawn" frame', PROTOCOL_ERROR)
+    environ = dict(os.environ)
+    for item in env:
+        name, _, value = item.partition('=')
+        environ[name] = value
+    try:
+        if len(K.procs) >= PROCS_MAX:
+            raise OSError(11, 'too many processes')          # EAGAIN
+        if not os.path.isdir(cwd):
+            raise OSError(2, 'no such directory')             # ENOENT
+        pid = os.posix_spawn('/bin/sh', ['sh', '-c', PROC_WRAPPER, 'sh', cwd] + argv, environ,
+                             file_actions=[(os.POSIX_SPAWN_DUP2, stdin, 0),
+                                           (os.POSIX_SPAWN_DUP2, stdout, 1),
+                                           (os.POSIX_SPAWN_DUP2, stderr, 2)],
+                             setsid=True, setsigmask=(),
+                             setsigdef=(_signal.SIGPIPE, _signal.SIGXFSZ))
+        pidfd = os.pidfd_open(pid)
+    except (OSError, ValueError) as exc:
+        say(status, 'fail %d\n' % (getattr(exc, 'errno', None) or 22))
+        os.close(status)
+        return
+    finally:
+        for fd in (stdin, stdout, stderr):
+            os.close(fd)
+    K.procs[pid] = (pidfd, status)
+    say(status, 'pid %d\n' % pid)
+
+
+def process_ended(K, pid, status):
+    """pid was reaped: if it is a process of ours, say how it ended."""
+    if pid in K.procs:
+        pidfd, fd = K.procs.pop(pid)
+        os.close(pidfd)
+        say(fd, 'exit %d\n' % status)
+        os.close(fd)
+
+
+def reap_process(K, pid):
+    try:
+        done, status = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        done, status = pid, 0
+    if done:
+        process_ended(K, pid, status)
+
+
+def read_control(K):
+    """What the supervisor sent, and the descriptors that came with it."""
+    import _socket
+    space = _socket.CMSG_SPACE(SPAWN_FDS * 4) * 8
+    try:
+        data, ancillary, flags, _ = K.ctl.recvmsg(KEEPER_READ, space, _socket.MSG_CMSG_CLOEXEC)
+    except OSError:
+        return b''
+    for level, kind, payload in ancillary:
+        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+            K.fds.extend(memoryview(payload[:len(payload) - len(payload) % 4]).cast('i'))
+    if flags & _socket.MSG_CTRUNC:
+        fatal('descriptors from the supervisor were cut', PROTOCOL_ERROR)
+    return data
+
+
 def keep():
     """Become the keeper of the session (in the main process of a sandbox)
     and return only in each fresh interpreter."""
     import select
+    import _socket
     K = Keeper()
     os.set_blocking(CONTROL_FD, True)
+    K.ctl = _socket.socket(fileno=CONTROL_FD)
+    K.fds, K.procs = [], {}
     # Not dumpable, whatever the interpreter is (a cold one is, after its
     # exec): the code, as the same user, cannot read or write our memory.
     try:
@@ -819,7 +939,14 @@ def keep():
         if not K.closed:                # its end would poll as hung up for ever
             poller.register(K.fd, select.POLLIN)
         poller.register(K.pidfd, select.POLLIN)
+        ended = {}
+        for pid, (pidfd, _) in K.procs.items():
+            poller.register(pidfd, select.POLLIN)
+            ended[pidfd] = pid
         events = dict(poller.poll())
+        for pidfd, pid in ended.items():
+            if events.get(pidfd):
+                reap_process(K, pid)
         if K.fd in events and not K.closed:
             try:
                 what = read_up(K)
@@ -842,10 +969,7 @@ def keep():
             end_interpreter(K)
             continue
         if events.get(CONTROL_FD):
-            try:
-                chunk = os.read(CONTROL_FD, KEEPER_READ)
-            except OSError:
-                chunk = b''
+            chunk = read_control(K)
             if not chunk:               # the supervisor ended the session
                 kill_the_rest()
                 os._exit(0)

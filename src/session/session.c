@@ -17,6 +17,7 @@
 #include "session/probe.h"
 #include "session/spawner.h"
 #include "session/tables.h"
+#include "session/procs.h"
 #include "session/workspace.h"
 #include "util/buf.h"
 #include "util/clock.h"
@@ -68,6 +69,7 @@ struct smgr {
 	atomic_bool pool_started;	/* smgr_warm_start() was called */
 	atomic_size_t live;		/* n, read without the lock (/healthz) */
 	struct record *record;		/* every execution (record.h) */
+	struct procs_hub *procs;	/* every session's processes (procs.h) */
 	const char **pool_env;		/* the operator's env, for pooled sandboxes */
 	pthread_mutex_t lock;
 	struct session **v;
@@ -642,6 +644,10 @@ int smgr_new(const struct petri_config *cfg, struct jail_host *host,
 		snprintf(err, errlen, "cannot start the disposer thread");
 		goto fail;
 	}
+	if ((r = procs_hub_new(&m->procs)) < 0) {
+		snprintf(err, errlen, "cannot make the processes' hub");
+		goto fail;
+	}
 	if (pthread_create(&m->reaper, NULL, reaper, m) != 0) {
 		r = -EAGAIN;
 		snprintf(err, errlen, "cannot start the reaper thread");
@@ -650,6 +656,7 @@ int smgr_new(const struct petri_config *cfg, struct jail_host *host,
 	*out = m;
 	return 0;
 fail:
+	procs_hub_free(m->procs);
 	spawner_free(m->spawner);
 	workq_free(m->disposer);
 	record_close(m->record);
@@ -709,6 +716,7 @@ void smgr_free(struct smgr *m)
 	free(m->found_cache.context);
 	free(m->found_dirs);
 	pthread_join(m->reaper, NULL);
+	procs_hub_free(m->procs);	/* before the sessions they hold */
 	pool_free(m->pool);
 	m->pool = NULL;		/* the sessions put below dispose without it */
 	free(m->pool_env);
@@ -1128,6 +1136,20 @@ enum sm_result session_signal_process(struct session *s, int pid, int sig, char 
 	reason[0] = '\0';
 	return processes_result(s, processes_signal(s->box, pid, sig, reason, reasonlen),
 				reason, reasonlen);
+}
+
+/* ---- the session layer's own, for procs.c -------------------------------- */
+
+struct procs_hub *session_procs_hub(struct session *s) { return s->m->procs; }
+
+int session_spawn(struct session *s, const struct box_spawn *sp, struct box_proc *out)
+{
+	char reason[256];
+	enum sm_result r = use(s, reason, sizeof(reason));
+
+	if (r != SM_OK)
+		return r == SM_NOT_FOUND ? -ENOTCONN : -EPIPE;
+	return box_spawn(s->box, sp, out);
 }
 
 bool session_ended(struct session *s)

@@ -427,9 +427,24 @@ def test_rpc_errors_are_connect_json(box):
         assert r.status_code == status, (method, body, r.text)
         assert r.headers["Content-Type"].startswith("application/json")
         assert r.json()["code"] == code and r.json()["message"], (method, r.text)
-    for method in ("SendSignal", "SendInput", "List", "CloseStdin", "Update"):
-        r = box.rpc(method, {}, service="process.Process")
-        assert r.status_code == 501 and r.json()["code"] == "unimplemented"
+    for method, body, status, code in [
+        ("SendSignal", {}, 400, "invalid_argument"),
+        ("SendSignal", {"process": {"pid": 1}, "signal": "SIGNAL_SIGSTOP"}, 400, "invalid_argument"),
+        ("SendSignal", {"process": {"pid": 1}, "signal": "SIGNAL_SIGKILL"}, 404, "not_found"),
+        ("SendSignal", {"process": {"tag": "none"}, "signal": 15}, 404, "not_found"),
+        ("SendInput", {}, 400, "invalid_argument"),
+        ("SendInput", {"process": {"pid": 2}, "input": {"stdin": "!!"}}, 400, "invalid_argument"),
+        ("SendInput", {"process": {"pid": 2}, "input": {"stdin": "aGk="}}, 404, "not_found"),
+        ("SendInput", {"process": {"pid": 2}, "input": {"pty": "aGk="}}, 400, "failed_precondition"),
+        ("CloseStdin", {"process": {"pid": -5}}, 404, "not_found"),
+        ("CloseStdin", {"process": {"pid": "x"}}, 404, "not_found"),
+        ("Update", {}, 501, "unimplemented"),
+        ("Nope", {}, 404, "unimplemented"),
+    ]:
+        r = box.rpc(method, body, service="process.Process")
+        assert r.status_code == status and r.json()["code"] == code, (method, body, r.text)
+    r = box.rpc("List", {}, service="process.Process")
+    assert r.status_code == 200 and "processes" in r.json()
     r = box.request("POST", "/filesystem.Filesystem/Stat", data=b"{not json",
                     headers={"Content-Type": "application/json"})
     assert r.status_code == 400 and r.json()["code"] == "invalid_argument"
@@ -478,8 +493,9 @@ def test_envs_cwd_and_quoted_commands(box):
     evs = box.start("echo no", envs={"PATH": "/evil"})
     assert evs[-1][0] == 2 and evs[-1][1]["error"]["code"] == "invalid_argument"
     assert "PATH" in evs[-1][1]["error"]["message"]
-    res = box.run("pwd", cwd="/nonexistent-dir")
-    assert res["end"]["exitCode"] != 0
+    evs = box.start("pwd", cwd="/nonexistent-dir")
+    assert evs[-1][0] == 2 and evs[-1][1]["error"]["code"] == "invalid_argument", evs
+    assert "no such directory" in evs[-1][1]["error"]["message"]
 
 
 def test_a_command_past_the_clients_deadline_is_deadline_exceeded(box):
@@ -686,10 +702,57 @@ def test_bad_timeout_header(box):
     assert envelopes(r.content)[0][1]["error"]["code"] == "invalid_argument"
 
 
-def test_a_second_command_while_one_runs_is_busy(box):
+def started(box, cmd, stdin=False, tag=None, timeout_ms=None):
+    """Start cmd, read its stream up to its start event, and hang up: the
+    process goes on (E2B's background command); its pid."""
+    body = {"process": {"cmd": "/bin/bash", "args": ["-l", "-c", cmd]}, "stdin": stdin}
+    if tag:
+        body["tag"] = tag
+    r = box.start_raw(envelope(0, body), timeout_ms=timeout_ms, stream=True)
+    assert r.status_code == 200
+    got = b""
+    try:
+        for chunk in r.iter_content(None):
+            got += chunk
+            evs = envelopes_prefix(got)
+            if evs:
+                assert "start" in evs[0][1].get("event", {}), evs
+                return evs[0][1]["event"]["start"]["pid"]
+    finally:
+        r.close()
+    raise AssertionError(f"no start event: {got!r}")
+
+
+def follow(box, pid, until=None, timeout=60):
+    """Connect to pid; read until until(summary) or the end."""
+    r = box.request("POST", "/process.Process/Connect", data=envelope(0, {"process": {"pid": pid}}),
+                    headers={"Content-Type": "application/connect+json"}, stream=True,
+                    timeout=timeout)
+    got = b""
+    try:
+        for chunk in r.iter_content(None):
+            got += chunk
+            evs = envelopes_prefix(got)
+            if evs and evs[-1][0] == 2:
+                return summarize(evs)
+            if until and evs and until(summarize(evs + [(2, {})])):
+                return summarize(evs + [(2, {})])
+    finally:
+        r.close()
+    return summarize(envelopes_prefix(got))
+
+
+def listed(box):
+    r = box.rpc("List", {}, service="process.Process")
+    assert r.status_code == 200, r.text
+    return {p["pid"]: p for p in r.json()["processes"]}
+
+
+def test_commands_run_beside_each_other_and_are_listed_while_they_run(box):
     box.rpc("Remove", {"path": "release"})
     body = envelope(0, {"process": {"cmd": "/bin/bash", "args": [
-        "-l", "-c", "echo waiting; while [ ! -e release ]; do sleep 0.05; done; echo released"]}})
+        "-l", "-c", "echo waiting; while [ ! -e release ]; do sleep 0.05; done; echo released"],
+        "envs": {"SHOWN": "1"}}, "tag": "waiter"})
     first = box.start_raw(body, timeout_ms=60000, stream=True)
     assert first.status_code == 200
     got = b""
@@ -698,15 +761,96 @@ def test_a_second_command_while_one_runs_is_busy(box):
                                      for f, e in envelopes_prefix(got)
                                      if "data" in e.get("event", {})):
         got += next(it)
-    evs = box.start("echo second")
-    assert len(evs) == 1 and evs[0][0] == 2
-    err = evs[0][1]["error"]
-    assert err["code"] == "resource_exhausted" and err["message"].startswith("busy: "), err
+    pid = envelopes_prefix(got)[0][1]["event"]["start"]["pid"]
+    # a second command runs and ends while the first waits
+    assert box.run("echo second")["stdout"] == b"second\n"
+    p = listed(box)[pid]
+    assert p["tag"] == "waiter" and p["config"] == {
+        "cmd": "/bin/bash", "args": ["-l", "-c", p["config"]["args"][2]], "envs": {"SHOWN": "1"},
+        "cwd": HOME}
+    assert "release" in p["config"]["args"][2]
     box.upload([("release", b"")], path="release")
     for chunk in it:
         got += chunk
     res = summarize(envelopes(got))
     assert res["stdout"] == b"waiting\nreleased\n" and res["end"]["exitCode"] == 0
+    assert pid not in listed(box)
+
+
+def test_stdin_is_sent_then_closed_and_the_process_sees_its_end(box):
+    pid = started(box, "cat; echo done", stdin=True)
+    for text in (b"hello ", b"", b"w\x00rld\n"):
+        r = box.rpc("SendInput", {"process": {"pid": pid},
+                                  "input": {"stdin": base64.b64encode(text).decode()}},
+                    service="process.Process")
+        assert r.status_code == 200 and r.json() == {}, r.text
+    r = box.rpc("CloseStdin", {"process": {"pid": pid}}, service="process.Process")
+    assert r.status_code == 200, r.text
+    res = follow(box, pid)
+    assert res["start"]["pid"] == pid
+    assert res["end"] and res["end"]["exitCode"] == 0, res
+    # what it read before Connect came is not replayed; the end is its own
+    assert res["stdout"] in (b"", b"done\n", b"hello w\x00rld\ndone\n"), res
+    # without stdin kept open it reads end of file at once, and may not be sent any
+    res = box.run("cat; echo eof")
+    assert res["stdout"] == b"eof\n"
+    pid = started(box, "sleep 30")
+    r = box.rpc("SendInput", {"process": {"pid": pid}, "input": {"stdin": "aGk="}},
+                service="process.Process")
+    assert r.status_code == 400 and r.json()["code"] == "failed_precondition"
+    r = box.rpc("SendSignal", {"process": {"pid": pid}, "signal": "SIGNAL_SIGKILL"},
+                service="process.Process")
+    assert r.status_code == 200
+
+
+def test_a_signal_ends_a_process_and_its_followers_hear_it(box):
+    pid = started(box, "echo up; sleep 60", tag="sleeper")
+    assert listed(box)[pid]["tag"] == "sleeper"
+    import threading
+    box2 = Envd(box.url, box.sid, box.token)
+    got = {}
+    t = threading.Thread(target=lambda: got.update(res=follow(box2, pid)))
+    t.start()
+    time.sleep(0.5)
+    r = box.rpc("SendSignal", {"process": {"tag": "sleeper"}, "signal": "SIGNAL_SIGTERM"},
+                service="process.Process")
+    assert r.status_code == 200, r.text
+    t.join(30)
+    res = got["res"]
+    assert res["end"] == {"exitCode": -1, "exited": False, "status": "signal: terminated",
+                          "error": "signal: terminated"}, res
+    assert pid not in listed(box)
+    # gone: the pid is free, and asking for it again is not found
+    r = box.rpc("SendSignal", {"process": {"pid": pid}, "signal": "SIGNAL_SIGKILL"},
+                service="process.Process")
+    assert r.status_code == 404 and r.json()["code"] == "not_found"
+    assert box.run(f"kill -0 {pid} 2>/dev/null; echo $?")["stdout"] == b"1\n"
+    evs = envelopes(box.request("POST", "/process.Process/Connect",
+                                data=envelope(0, {"process": {"pid": pid}}),
+                                headers={"Content-Type": "application/connect+json"}).content)
+    assert evs == [(2, {"error": {"code": "not_found", "message": evs[0][1]["error"]["message"]}})]
+
+
+def test_a_process_nobody_follows_loses_its_output_not_the_daemons_memory(box, srv):
+    # 64 MiB written with nobody following: drained and dropped as it comes
+    pid = started(box, "head -c 67108864 /dev/zero; echo end")
+    deadline = time.monotonic() + 60
+    while pid in listed(box) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert pid not in listed(box)
+    assert box.run("echo still")["stdout"] == b"still\n"
+
+
+def test_processes_per_sandbox_are_bounded_and_end_with_it(srv):
+    victim = new_box(srv)
+    pids = [started(victim, "sleep 120") for _ in range(32)]
+    assert len(set(pids)) == 32 and set(pids) <= set(listed(victim))
+    evs = victim.start("echo one too many")
+    assert evs[-1][0] == 2 and evs[-1][1]["error"]["code"] == "resource_exhausted", evs
+    assert "32" in evs[-1][1]["error"]["message"]
+    kill(srv, victim.sid)
+    r = victim.rpc("List", {}, service="process.Process")
+    assert r.status_code == 502, r.text
 
 
 def envelopes_prefix(raw):
@@ -721,11 +865,14 @@ def envelopes_prefix(raw):
     return out
 
 
-def test_other_process_streams_are_unimplemented_in_band(box):
+def test_other_process_streams_are_refused_in_band(box):
     r = box.request("POST", "/process.Process/Connect", data=envelope(0, {"process": {"pid": 1}}),
                     headers={"Content-Type": "application/connect+json"})
     evs = envelopes(r.content)
-    assert r.status_code == 200 and evs[0][1]["error"]["code"] == "unimplemented"
+    assert r.status_code == 200 and evs[0][1]["error"]["code"] == "not_found"
+    r = box.request("POST", "/process.Process/StreamInput", data=envelope(0, {}),
+                    headers={"Content-Type": "application/connect+json"})
+    assert envelopes(r.content)[0][1]["error"]["code"] == "unimplemented"
     r = box.request("POST", "/filesystem.Filesystem/WatchDir", data=envelope(0, {"path": HOME}),
                     headers={"Content-Type": "application/connect+json"})
     assert envelopes(r.content)[0][1]["error"]["code"] == "unimplemented"
