@@ -19,7 +19,7 @@ static const char *const r_aliases[] = { "R", NULL };
 static const char *const r_ext[] = { ".R", ".r", NULL };
 
 /* The programs' helpers, /opt/petri/run.js and /opt/petri/profile.R, leave
- * the value and the plots in $PETRI_RESULTS (docs/languages.md). */
+ * the values and the plots in $PETRI_RESULTS (docs/languages.md). */
 static const struct language builtin[] = {
 	{ "python", python_aliases, python_ext,
 	  "Python 3 in the session's long-lived interpreter: variables, imports and "
@@ -37,8 +37,8 @@ static const struct language builtin[] = {
 	  "expression is returned",
 	  "{tmp}/main.js", NULL, "node /opt/petri/run.js {file}", "node --version" },
 	{ "r", r_aliases, r_ext,
-	  "an R script run with Rscript in /work: values print as at R's prompt, and "
-	  "every plot comes back as a PNG image",
+	  "an R script run with Rscript in /work: each value R's prompt would print "
+	  "comes back as a result instead, and every plot as a PNG image",
 	  "{tmp}/main.R", NULL, "env R_PROFILE_USER=/opt/petri/profile.R Rscript {file}",
 	  "Rscript --version" },
 };

@@ -140,15 +140,62 @@ def test_javascript_value_output_and_errors(api):
 def test_r_values_and_plots(api):
     sid = api.session()
     res = run(api, sid, "r", "x <- c(1, 2, 3)\nmean(x)\nplot(x)\nhist(x)")
-    assert res["status"] == "ok" and res["stdout"] == "[1] 2\n", res
+    assert res["status"] == "ok" and res["stdout"] == "", res
+    assert res["results"][0] == {"text/plain": "[1] 2"}, res
     pngs = [r["image/png"] for r in res["results"] if "image/png" in r]
-    assert len(pngs) == 2
+    assert len(pngs) == 2 and len(res["results"]) == 3
     assert all(base64.b64decode(p)[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
     res = run(api, sid, "R", "f <- function() stop('nope')\nf()\nprint('not reached')")
     assert res["status"] == "error" and res["error"]["message"] == "nope", res
     assert "not reached" not in res["stdout"]
     res = run(api, sid, "r", "tryCatch(stop('caught'), error = function(e) cat('handled\\n'))")
     assert res["status"] == "ok" and res["stdout"] == "handled\n", res
+
+
+def test_r_values_are_results_as_irkernel_gives_them(api):
+    """Each value R's prompt would print is a result of its own, in order,
+    and not on stdout too (E2B's R kernel, IRkernel, displays them so);
+    print(), an assignment and invisible() keep their meaning in R, and so
+    do R's own reports of warnings and errors."""
+    sid = api.session()
+    res = run(api, sid, "r", "getwd()")
+    assert res["status"] == "ok" and res["stdout"] == "", res
+    assert res["results"] == [{"text/plain": '[1] "/work"'}], res
+    code = ('x <- 1; x\nprint("printed")\ninvisible(2)\ny = 3\n(y)\nif (FALSE) 4\n'
+            'f <- function() { warning("careful"); "\u00e9 \u00fc" }; f()\n'
+            'rm(list = ls(all.names = TRUE))\nsummary(c(1, 2, 3, 4))\n'
+            'plus <- function(a) a + 1\nplus')
+    res = run(api, sid, "r", code)
+    assert res["status"] == "ok" and res["stdout"] == '[1] "printed"\n', res
+    texts = [r["text/plain"] for r in res["results"]]
+    assert texts[:3] == ["[1] 1", "[1] 3", '[1] "\u00e9 \u00fc"'], res
+    assert texts[3].split()[:3] == ["Min.", "1st", "Qu."], res
+    assert texts[4] == "function (a) \na + 1" and len(texts) == 5, res
+    assert "Warning message:\nIn f() : careful" in res["stderr"], res
+    # An error at top level is R's own, without petri's wrapping; the
+    # values before it are there.
+    res = run(api, sid, "r", "1\nstop('top')\n2")
+    assert res["status"] == "error" and res["error"]["traceback"] == "Error: top", res
+    assert res["results"] == [{"text/plain": "[1] 1"}], res
+    res = run(api, sid, "r", "g <- function() stop('deep')\nh <- function() g()\nh()")
+    assert res["error"]["traceback"] == "Error in g() : deep\nCalls: h -> g", res
+    # Code that does not parse runs not at all, and says where.
+    res = run(api, sid, "r", "cat('ran')\nx y")
+    assert res["status"] == "error" and res["stdout"] == "", res
+    assert res["error"]["message"].startswith("main.R:2:3: unexpected symbol"), res
+
+
+def test_r_values_are_bounded(api):
+    sid = api.session()
+    res = run(api, sid, "r", "strrep('a', 100000)")
+    [text] = [r["text/plain"] for r in res["results"]]
+    assert text.startswith('[1] "aaa') and len(text.encode()) < (64 << 10) + 64, len(text)
+    assert text.endswith("\n... [text/plain cut at 64 KiB of 100007 bytes]"), text[-80:]
+    res = run(api, sid, "r", "\n".join(str(i) for i in range(1, 104)))
+    assert [r["text/plain"] for r in res["results"]] == [
+        "[1] %d" % i for i in range(1, 101)], res["results"][-3:]
+    assert res["stdout"] == "[1] 101\n[1] 102\n[1] 103\n", res
+    assert "[petri] more than 100 values: the rest are printed on stdout" in res["stderr"]
 
 
 def test_every_language_shares_the_workspace(api):

@@ -329,8 +329,16 @@ describe(`E2B SDK ${which}: e2b ${versions.e2b}, code-interpreter ${versions.ci}
       e = await run(sbx, 'await Promise.resolve("Hello World!")', { language: 'js' });
       assert.equal(e.text, 'Hello World!', 'top-level await gives its value, quotes dropped');
       e = await run(sbx, 'x <- c(3, 5)\nmean(x)\nplot(x)', { language: 'r' });
-      assert.equal(e.logs.stdout.join(''), '[1] 4\n');
+      assert.equal(e.logs.stdout.join(''), '', 'a value is not printed on stdout');
+      assert.equal(e.results[0].text, '[1] 4', 'but displayed, as IRkernel does');
+      assert.equal(e.results[0].isMainResult, false);
+      assert.equal(e.text, undefined);
       assert.ok(e.results.some((r) => r.png), 'the plot comes back as a PNG');
+      e = await run(sbx, 'getwd()', { language: 'r' });
+      assert.deepEqual(e.results.map((r) => r.text), [`[1] "${HOME}"`]);
+      e = await run(sbx, 'print("Hello, World!")\ninvisible(1)', { language: 'r' });
+      assert.equal(e.logs.stdout.join(''), '[1] "Hello, World!"\n', 'print() still writes');
+      assert.equal(e.results.length, 0);
       e = await run(sbx, 'stop("no")', { language: 'r' });
       assert.equal(e.error.value, 'no');
     });
