@@ -216,6 +216,7 @@ static void readable(struct proc *p, int which)
 		p->sinks[i].output(p->sinks[i].ctx, which == W_OUT ? EXEC_STDOUT : EXEC_STDERR,
 				   chunk, (size_t)n);
 	pthread_mutex_unlock(&p->lock);
+	session_touch(p->s);	/* a process at work is use of its session */
 }
 
 /* Deadlines and ends due now; how long until the next, in ms. */
