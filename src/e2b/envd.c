@@ -49,6 +49,7 @@
 #define MARGIN_MIN_S	0.5
 #define MARGIN_MAX_S	1.0
 #define STDIN_WAIT_S	5		/* SendInput waits this long for a process to read */
+#define PTY_SIZE_MAX	4096		/* a terminal's rows and columns */
 
 /* A Process.Start request is a command, its arguments and variables:
  * REQUEST_ENV_MAX and ARGS_MAX of them fit in well under this. */
@@ -582,17 +583,18 @@ struct proc_stream {
 	struct session *s;	/* the stream holds it */
 	struct proc *p;		/* a reference, from its start or Connect's find */
 	bool client_deadline;	/* its deadline is the client's (Connect-Timeout-Ms) */
+	bool pty;		/* its output is a terminal's: "pty" data */
 };
 
-static int data_event(struct buf *out, enum exec_stream s, const char *data, size_t len)
+/* Output as a data event: "stdout", "stderr", or a terminal's "pty". */
+static int data_event(struct buf *out, const char *key, const char *data, size_t len)
 {
 	char *b64 = base64_encode(data, len, NULL);
 	int r;
 
 	if (!b64)
 		return -ENOMEM;
-	r = envelope(out, 0, event("data", json_pack("{s:s}", s == EXEC_STDOUT ? "stdout" :
-						     "stderr", b64)));
+	r = envelope(out, 0, event("data", json_pack("{s:s}", key, b64)));
 	free(b64);
 	return r;
 }
@@ -604,7 +606,8 @@ static int process_dropped(void *state, struct buf *out, unsigned long long n)
 	(void)state;
 	snprintf(line, sizeof(line), "\n[petri: %llu chunks of output were dropped here: the "
 		 "client read too slowly]\n", n);
-	return data_event(out, EXEC_STDERR, line, strlen(line));
+	return data_event(out, ((struct proc_stream *)state)->pty ? "pty" : "stderr", line,
+			  strlen(line));
 }
 
 static void process_release(void *state)
@@ -672,7 +675,8 @@ static void sink_output(void *ctx, enum exec_stream s, const char *data, size_t 
 	struct proc_stream *ps = ctx;
 	struct buf ev = BUF_INIT;
 
-	if (data_event(&ev, s, data, len) == 0)
+	if (data_event(&ev, ps->pty ? "pty" : s == EXEC_STDOUT ? "stdout" : "stderr", data,
+		       len) == 0)
 		stream_feed(ps->st, &ev, true);
 	buf_release(&ev);
 }
@@ -841,6 +845,27 @@ static void close_with(struct stream *st, const char *code, const char *message)
 	stream_feed_put(st);
 }
 
+/* A Start's or an Update's "pty": {"size": {"rows", "cols"}} into spec
+ * (absent or null: no terminal); false when malformed. */
+static bool pty_size(json_t *pty, struct proc_spec *spec)
+{
+	json_t *size = json_object_get(pty, "size");
+	json_t *rows = json_object_get(size, "rows"), *cols = json_object_get(size, "cols");
+
+	if (!pty || json_is_null(pty))
+		return true;
+	spec->pty = true;
+	spec->rows = spec->cols = 0;
+	if (!json_is_object(pty) || (size && !json_is_object(size)) ||
+	    (rows && !json_is_integer(rows)) || (cols && !json_is_integer(cols)) ||
+	    json_integer_value(rows) < 0 || json_integer_value(rows) > PTY_SIZE_MAX ||
+	    json_integer_value(cols) < 0 || json_integer_value(cols) > PTY_SIZE_MAX)
+		return false;
+	spec->rows = (unsigned short)json_integer_value(rows);	/* 0: the default */
+	spec->cols = (unsigned short)json_integer_value(cols);
+	return true;
+}
+
 static enum MHD_Result process_start(struct api_req *rq, struct session *s)
 {
 	json_t *req, *proc, *args, *envs, *jcwd, *a, *jstdin, *jtag, *config = NULL;
@@ -871,9 +896,9 @@ static enum MHD_Result process_start(struct api_req *rq, struct session *s)
 				       "with a 'cmd'");
 		goto out;
 	}
-	if (json_object_get(req, "pty") && !json_is_null(json_object_get(req, "pty"))) {
-		answered = stream_fail(rq, "unimplemented", "petri runs commands without a "
-				       "terminal (pty)");
+	if (!pty_size(json_object_get(req, "pty"), &spec)) {
+		answered = stream_fail(rq, "invalid_argument", "'pty' is {\"size\": {\"rows\", "
+				       "\"cols\"}}, each from 1 to %d", PTY_SIZE_MAX);
 		goto out;
 	}
 	if (args && !json_is_null(args) && (!json_is_array(args) ||
@@ -941,14 +966,16 @@ static enum MHD_Result process_start(struct api_req *rq, struct session *s)
 			   json_is_object(envs) ? envs : json_object(), "cwd", cwd);
 	spec.env = (const char *const *)env;
 	spec.cwd = cwd;
-	/* Absent: kept open, as envd before the field had it. */
-	spec.stdin = !jstdin || json_is_null(jstdin) || json_is_true(jstdin);
+	/* Absent: kept open, as envd before the field had it; a terminal's
+	 * is its keyboard, always open. */
+	spec.stdin = spec.pty || !jstdin || json_is_null(jstdin) || json_is_true(jstdin);
 	spec.tag = json_string_value(jtag);
 	spec.timeout_s = command_timeout(timeout);
 	spec.config = config;
 	answered = open_process_stream(rq, s, spec.timeout_s > 0, &st, &ps);
 	if (!st)
 		goto out;
+	ps->pty = spec.pty;
 	r = session_proc_start(s, &spec, &(struct proc_sink){ sink_start, sink_output, sink_end,
 							       ps }, &p, reason, sizeof(reason));
 	if (r != SM_OK) {
@@ -1008,6 +1035,7 @@ static enum MHD_Result process_connect(struct api_req *rq, struct session *s)
 		return answered;
 	}
 	ps->p = p;
+	ps->pty = proc_is_pty(p);
 	if (envelope(&ev, 0, event("start", json_pack("{s:i}", "pid", proc_pid(p)))) == 0)
 		stream_feed(st, &ev, false);
 	buf_release(&ev);
@@ -1026,6 +1054,8 @@ static enum MHD_Result process_unary(struct api_req *rq, struct session *s, cons
 {
 	json_t *input = json_object_get(req, "input"), *sig = json_object_get(req, "signal");
 	const char *b64 = json_string_value(json_object_get(input, "stdin"));
+	const char *keys = json_string_value(json_object_get(input, "pty"));
+	struct proc_spec size = { .pty = false };
 	unsigned char *data = NULL;
 	char what[300];
 	struct proc *p;
@@ -1048,10 +1078,13 @@ static enum MHD_Result process_unary(struct api_req *rq, struct session *s, cons
 			return rpc_error(rq, 400, "invalid_argument", "'signal' must be SIGNAL_SIGKILL "
 					 "or SIGNAL_SIGTERM");
 	}
+	if (!strcmp(method, "Update") && (!pty_size(json_object_get(req, "pty"), &size) ||
+					    !size.pty || !size.rows || !size.cols))
+		return rpc_error(rq, 400, "invalid_argument", "'pty' is {\"size\": {\"rows\", "
+				 "\"cols\"}}, each from 1 to %d", PTY_SIZE_MAX);
 	if (!strcmp(method, "SendInput")) {
-		if (json_object_get(input, "pty"))
-			return rpc_error(rq, 400, "failed_precondition", "petri's processes have no "
-					 "terminal (pty): send 'stdin'");
+		if (keys)	/* a terminal's keys, or a pipe's bytes: both are input */
+			b64 = keys;
 		if (!b64 && !json_is_object(input))
 			return rpc_error(rq, 400, "invalid_argument", "'input' must hold 'stdin' "
 					 "(base64)");
@@ -1063,7 +1096,11 @@ static enum MHD_Result process_unary(struct api_req *rq, struct session *s, cons
 		free(data);
 		return rpc_error(rq, 404, "not_found", "%s", what);
 	}
-	if (!strcmp(method, "SendSignal"))
+	if (!strcmp(method, "SendInput") && keys && !proc_is_pty(p))
+		r = -ENOTTY;
+	else if (!strcmp(method, "Update"))
+		r = proc_resize(p, size.rows, size.cols);
+	else if (!strcmp(method, "SendSignal"))
 		r = proc_signal(p, signo);
 	else if (!strcmp(method, "CloseStdin"))
 		r = proc_close_input(p);
@@ -1073,6 +1110,9 @@ static enum MHD_Result process_unary(struct api_req *rq, struct session *s, cons
 	free(data);
 	if (r == -ESRCH)
 		return rpc_error(rq, 404, "not_found", "%s", what);
+	if (r == -ENOTTY)
+		return rpc_error(rq, 400, "failed_precondition", "the process has no terminal "
+				 "(pty): send 'stdin'");
 	if (r == -EPIPE)
 		return rpc_error(rq, 400, "failed_precondition", "the process's stdin is closed, or "
 				 "it was started without 'stdin'");
@@ -1100,13 +1140,9 @@ static enum MHD_Result process(struct api_req *rq, struct session *s, const char
 		return stream_fail(rq, "unimplemented", "petri does not offer process.Process/%.64s:"
 				   " send input with SendInput", method);
 	if (strcmp(method, "SendSignal") && strcmp(method, "SendInput") &&
-	    strcmp(method, "CloseStdin") && strcmp(method, "List")) {
-		if (!strcmp(method, "Update"))
-			return rpc_error(rq, 501, "unimplemented", "petri's processes have no "
-					 "terminal (pty) to resize");
+	    strcmp(method, "CloseStdin") && strcmp(method, "List") && strcmp(method, "Update"))
 		return rpc_error(rq, 404, "unimplemented", "no method process.Process/%.64s",
 				 method);
-	}
 	if (rq->opaque_body)
 		return rpc_error(rq, 415, "invalid_argument", "petri's envd speaks Connect with "
 				 "JSON only (Content-Type application/json)");

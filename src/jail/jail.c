@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/openat2.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -55,6 +57,7 @@ struct jail {
 	int status_fd, stdout_fd, stderr_fd, ctl_fd;
 	int dir_fd[JAIL_DIRS];		/* the sandbox's own filesystems (own_dirs) */
 	int proc_fd;			/* the sandbox's own /proc (procs.h) */
+	int pts_fd;			/* its devpts instance (jail_open_pty()) */
 	_Atomic pid_t protected_pid;	/* jail_protect(), or 0 */
 	struct cg *cg;
 	struct lease lease;		/* the host uid of its processes */
@@ -440,7 +443,7 @@ static struct jail *jail_alloc(struct jail_host *host)
 	j->host = host;
 	j->pid = -1;
 	j->pidfd = j->sync_fd = j->status_fd = j->stdout_fd = -1;
-	j->stderr_fd = j->ctl_fd = j->proc_fd = -1;
+	j->stderr_fd = j->ctl_fd = j->proc_fd = j->pts_fd = -1;
 	for (size_t i = 0; i < JAIL_DIRS; i++)
 		j->dir_fd[i] = -1;
 	j->lease.fd = -1;
@@ -536,6 +539,11 @@ static int sandbox_ready(struct jail *j, char *err, size_t errlen)
 			return -errno;
 		}
 	}
+	/* Its terminals' devpts, also now: without it, no PTY. */
+	snprintf(path, sizeof(path), "/proc/%d/root/dev/pts", (int)j->pid);
+	j->pts_fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (j->pts_fd < 0)
+		log_warn("cannot open the devpts of sandbox %d: %s", (int)j->pid, strerror(errno));
 	/* Also now.  Without it the sandbox works, but its processes cannot be listed (jail_procs()). */
 	if ((r = procs_open(j->pid, &j->proc_fd)) < 0)
 		log_warn("cannot open the /proc of sandbox %d: %s", (int)j->pid, strerror(-r));
@@ -750,6 +758,42 @@ int jail_proc_signal(struct jail *j, pid_t pid, int sig)
 	return procs_signal(j->proc_fd, atomic_load(&j->protected_pid), pid, sig);
 }
 
+int jail_open_pty(struct jail *j, int *master, int *slave)
+{
+	struct open_how how = {
+		.flags = O_RDWR | O_NOCTTY | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+			   RESOLVE_NO_XDEV,
+	};
+	int m, s, r = 0;
+	uid_t old_uid;
+	gid_t old_gid;
+
+	*master = *slave = -1;
+	if (j->pts_fd < 0)
+		return -ENOTTY;
+	/* As the sandbox's user: its terminal is its own, as one it opened. */
+	old_gid = (gid_t)syscall(SYS_setfsgid, j->gid);
+	old_uid = (uid_t)syscall(SYS_setfsuid, j->uid);
+	m = (int)syscall(SYS_openat2, j->pts_fd, "ptmx", &how, sizeof(how));
+	if (m < 0)
+		r = -errno;
+	syscall(SYS_setfsuid, old_uid);
+	syscall(SYS_setfsgid, old_gid);
+	if (m < 0)
+		return r == -ENOSPC ? -EAGAIN : r;	/* the instance's max */
+	s = ioctl(m, TIOCSPTLCK, &(int){ 0 }) < 0 ? -1 :	/* unlockpt() */
+	    ioctl(m, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (s < 0) {
+		r = -errno;
+		close(m);
+		return r;
+	}
+	*master = m;
+	*slave = s;
+	return 0;
+}
+
 int jail_oom_score_adj(struct jail *j, pid_t pid, int adj)
 {
 	return procs_oom_score_adj(j->proc_fd, pid, adj);
@@ -912,6 +956,7 @@ static void jail_destroy(struct jail *j)
 	for (size_t i = 0; i < JAIL_DIRS; i++)
 		close_fd(&j->dir_fd[i]);
 	close_fd(&j->proc_fd);
+	close_fd(&j->pts_fd);
 	pthread_mutex_destroy(&j->fork_lock);
 	free(j);
 }

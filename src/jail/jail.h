@@ -286,6 +286,11 @@ int jail_procs(struct jail *j, struct jail_proc *out, size_t max, size_t *total)
  * one); -EPERM for pid 1, the main process and the one jail_protect()
  * named.  Never reaches a process outside the sandbox. */
 int jail_proc_signal(struct jail *j, pid_t pid, int sig);
+/* A terminal of the sandbox's own devpts instance (its limits' ptys at
+ * most), opened as its user: the master for the host, the slave for a
+ * process of the sandbox.  0; -EAGAIN (the instance is full), -ENOTTY (no
+ * devpts), -errno. */
+int jail_open_pty(struct jail *j, int *master, int *slave);
 /* Set the oom_score_adj (-1000..1000) of the sandbox's process pid (its
  * number inside), which the process may not lower itself: what the
  * kernel weighs when the sandbox's memory cgroup is full.  0 or -errno. */

@@ -667,13 +667,15 @@ int box_spawn(struct box *b, const struct box_spawn *sp, struct box_proc *out)
 	out->in = out->out = out->err = out->status = -1;
 	for (int i = 0; i < 4; i++)
 		p[i][0] = p[i][1] = -1;
-	frame = argv && env ? json_pack("{s:s, s:O, s:O, s:s}", "type", "spawn", "argv", argv,
-					"env", env, "cwd", sp->cwd) : NULL;
+	frame = argv && env ? json_pack("{s:s, s:O, s:O, s:s, s:b}", "type", "spawn", "argv",
+					argv, "env", env, "cwd", sp->cwd, "pty", sp->tty >= 0) :
+			      NULL;
 	if (!frame) {
 		r = -EINVAL;	/* not UTF-8, or out of memory */
 		goto out;
 	}
-	for (int i = 0; i < 4 && r == 0; i++)
+	/* With a terminal, only the status pipe: the slave is all three. */
+	for (int i = sp->tty >= 0 ? 3 : 0; i < 4 && r == 0; i++)
 		if (pipe2(p[i], O_CLOEXEC) < 0)
 			r = -errno;
 	if (r < 0 || (r = frame_encode(frame, &enc)) < 0)
@@ -682,10 +684,12 @@ int box_spawn(struct box *b, const struct box_spawn *sp, struct box_proc *out)
 	theirs[0] = p[0][0], mine[0] = p[0][1];
 	for (int i = 1; i < 4; i++)
 		theirs[i] = p[i][1], mine[i] = p[i][0];
+	if (sp->tty >= 0)
+		theirs[0] = theirs[1] = theirs[2] = sp->tty;
 	pthread_mutex_lock(&b->ctl_lock);
 	r = send_locked(b, &enc, theirs, BOX_SPAWN_FDS, READY_TIMEOUT_S);
 	pthread_mutex_unlock(&b->ctl_lock);
-	for (int i = 0; i < BOX_SPAWN_FDS; i++) {
+	for (int i = sp->tty >= 0 ? 3 : 0; i < BOX_SPAWN_FDS; i++) {
 		close(theirs[i]);
 		fcntl(mine[i], F_SETFL, O_NONBLOCK);
 	}

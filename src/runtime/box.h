@@ -116,6 +116,10 @@ struct box_spawn {
 	const char *const *argv;	/* NULL-terminated, at least one */
 	const char *const *env;		/* NULL-terminated */
 	const char *cwd;		/* absolute */
+	/* A terminal's slave (jail_open_pty()) for its stdin, stdout and
+	 * stderr, its controlling terminal; -1: pipes.  With one, *out's in,
+	 * out and err are -1: the caller holds the master. */
+	int tty;
 };
 struct box_proc {
 	int pid;

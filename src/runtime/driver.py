@@ -840,10 +840,10 @@ def spawn_process(K, payload):
     fds, K.fds = K.fds[:SPAWN_FDS], K.fds[SPAWN_FDS:]
     stdin, stdout, stderr, status = fds
     job = json.loads(payload)
-    argv, env, cwd = job.get('argv'), job.get('env'), job.get('cwd')
+    argv, env, cwd, pty = job.get('argv'), job.get('env'), job.get('cwd'), job.get('pty')
     if (not isinstance(argv, list) or not argv or not isinstance(env, list)
             or not isinstance(cwd, str) or not cwd.startswith('/')
-            or not all(isinstance(a, str) for a in argv + env)):
+            or not isinstance(pty, bool) or not all(isinstance(a, str) for a in argv + env)):
         fatal('a malformed "spawn" frame', PROTOCOL_ERROR)
     environ = dict(os.environ)
     for item in env:
@@ -854,11 +854,15 @@ def spawn_process(K, payload):
             raise OSError(11, 'too many processes')          # EAGAIN
         if not os.path.isdir(cwd):
             raise OSError(2, 'no such directory')             # ENOENT
-        pid = os.posix_spawn('/bin/sh', ['sh', '-c', PROC_WRAPPER, 'sh', cwd] + argv, environ,
+        # On a terminal: setsid(1) makes it a session's leader with the
+        # terminal (its fd 0) as the controlling one, in place.
+        lead = ['/usr/bin/setsid', '--ctty'] if pty else []
+        pid = os.posix_spawn('/bin/sh', ['sh', '-c', PROC_WRAPPER, 'sh', cwd] + lead + argv,
+                             environ,
                              file_actions=[(os.POSIX_SPAWN_DUP2, stdin, 0),
                                            (os.POSIX_SPAWN_DUP2, stdout, 1),
                                            (os.POSIX_SPAWN_DUP2, stderr, 2)],
-                             setsid=True, setsigmask=(),
+                             setsid=not pty, setsigmask=(),
                              setsigdef=(_signal.SIGPIPE, _signal.SIGXFSZ))
         pidfd = os.pidfd_open(pid)
     except (OSError, ValueError) as exc:

@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <fcntl.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -37,6 +39,7 @@ struct proc {
 	char *tag;
 	json_t *config;
 	int in;				/* the daemon's ends; -1 once closed */
+	int tty;			/* a terminal's master (in and out are dups) */
 	int fd[W_N];
 	struct watch watch[W_N];
 	pthread_mutex_t lock;		/* the sinks, in, and what the end says */
@@ -65,6 +68,8 @@ struct procs_hub {
 
 static void proc_free(struct proc *p)
 {
+	if (p->tty >= 0)
+		close(p->tty);
 	if (p->in >= 0)
 		close(p->in);
 	for (int i = 0; i < W_N; i++)
@@ -188,7 +193,7 @@ static void readable(struct proc *p, int which)
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
-	if (n <= 0) {
+	if (n <= 0) {	/* a terminal says EIO once its last process let go */
 		stop_watching(p, which);
 		if (which == W_STATUS)
 			mark_exit(p);
@@ -329,12 +334,47 @@ static size_t count_of(struct procs_hub *h, struct session *s)
 	return n;
 }
 
+/* A terminal for spec: its master (the daemon's) and its slave, sized. */
+static int open_tty(struct session *s, const struct proc_spec *spec, int *master, int *slave)
+{
+	struct winsize ws = { .ws_row = spec->rows ? spec->rows : 24,
+			      .ws_col = spec->cols ? spec->cols : 80 };
+	int r = session_open_pty(s, master, slave);
+
+	if (r == 0 && ioctl(*master, TIOCSWINSZ, &ws) < 0) {
+		r = -errno;
+		close(*master);
+		close(*slave);
+		*master = *slave = -1;
+	}
+	return r == -EAGAIN ? -ENOSPC : r;
+}
+
+/* A started process's ends on its terminal: in and out, dups of the
+ * master, non-blocking (err: none). */
+static int tty_ends(int master, struct box_proc *bp)
+{
+	bp->in = fcntl(master, F_DUPFD_CLOEXEC, 0);
+	bp->out = fcntl(master, F_DUPFD_CLOEXEC, 0);
+	bp->err = -1;
+	if (bp->in < 0 || bp->out < 0) {
+		if (bp->in >= 0)
+			close(bp->in);
+		if (bp->out >= 0)
+			close(bp->out);
+		return -EMFILE;
+	}
+	fcntl(master, F_SETFL, O_NONBLOCK);	/* the one open file of all three */
+	return 0;
+}
+
 enum sm_result session_proc_start(struct session *s, const struct proc_spec *spec,
 				  const struct proc_sink *sink, struct proc **out,
 				  char *reason, size_t reasonlen)
 {
 	struct procs_hub *h = session_procs_hub(s);
-	struct box_spawn sp = { spec->argv, spec->env, spec->cwd };
+	struct box_spawn sp = { spec->argv, spec->env, spec->cwd, -1 };
+	int master = -1;
 	static const char *const none[] = { NULL };
 	struct box_proc bp;
 	struct proc *p;
@@ -373,8 +413,19 @@ enum sm_result session_proc_start(struct session *s, const struct proc_spec *spe
 		pthread_mutex_unlock(&h->lock);
 		return SM_NO_MEMORY;
 	}
-	r = session_spawn(s, &sp, &bp);
+	if (spec->pty && (r = open_tty(s, spec, &master, &sp.tty)) == 0) {
+		r = session_spawn(s, &sp, &bp);
+		close(sp.tty);
+		if (r == 0)
+			r = tty_ends(master, &bp);
+		if (r < 0 && bp.status >= 0)	/* started: it ends with its terminal */
+			close(bp.status);
+	} else if (!spec->pty) {
+		r = session_spawn(s, &sp, &bp);
+	}
 	if (r < 0) {
+		if (master >= 0)
+			close(master);
 		pthread_mutex_lock(&h->lock);
 		h->n--;
 		pthread_mutex_unlock(&h->lock);
@@ -382,6 +433,9 @@ enum sm_result session_proc_start(struct session *s, const struct proc_spec *spe
 		free(p);
 		if (r == -ENOENT)
 			snprintf(reason, reasonlen, "no such directory: %.300s", spec->cwd);
+		else if (r == -ENOTTY || r == -ENOSPC)
+			snprintf(reason, reasonlen, "the sandbox has no terminal left (its limit "
+				 "of terminals, or none at all)");
 		else if (r == -EINVAL)
 			snprintf(reason, reasonlen, "the command, its arguments or variables are "
 				 "not UTF-8");
@@ -391,11 +445,13 @@ enum sm_result session_proc_start(struct session *s, const struct proc_spec *spe
 			snprintf(reason, reasonlen, "the sandbox ended");
 		else
 			snprintf(reason, reasonlen, "cannot start the process: %s", strerror(-r));
-		return r == -ENOENT || r == -EINVAL ? SM_INVALID : r == -EAGAIN ? SM_CAPACITY :
+		return r == -ENOENT || r == -EINVAL ? SM_INVALID :
+		       r == -EAGAIN || r == -ENOTTY || r == -ENOSPC ? SM_CAPACITY :
 		       r == -EPIPE || r == -ESRCH ? SM_GONE : r == -ENOTCONN ? SM_NOT_FOUND :
 		       SM_START_FAILED;
 	}
 	p->hub = h;
+	p->tty = master;
 	p->s = session_ref(s);
 	p->pid = bp.pid;
 	p->config = json_incref(spec->config);
@@ -425,7 +481,7 @@ enum sm_result session_proc_start(struct session *s, const struct proc_spec *spe
 		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &p->watch[i] };
 
 		p->watch[i] = (struct watch){ p, i };
-		if (epoll_ctl(h->epfd, EPOLL_CTL_ADD, p->fd[i], &ev) < 0)
+		if (p->fd[i] >= 0 && epoll_ctl(h->epfd, EPOLL_CTL_ADD, p->fd[i], &ev) < 0)
 			log_warn("procs: cannot watch process %d: %s", p->pid, strerror(errno));
 	}
 	pthread_mutex_unlock(&h->lock);
@@ -544,6 +600,24 @@ int proc_close_input(struct proc *p)
 	else
 		close(p->in);
 	p->in = -1;
+	pthread_mutex_unlock(&p->lock);
+	return r;
+}
+
+bool proc_is_pty(const struct proc *p) { return p->tty >= 0; }
+
+int proc_resize(struct proc *p, unsigned short rows, unsigned short cols)
+{
+	struct winsize ws = { .ws_row = rows, .ws_col = cols };
+	int r = 0;
+
+	if (p->tty < 0)
+		return -ENOTTY;
+	pthread_mutex_lock(&p->lock);
+	if (p->ended)
+		r = -ESRCH;
+	else if (ioctl(p->tty, TIOCSWINSZ, &ws) < 0)
+		r = -errno;
 	pthread_mutex_unlock(&p->lock);
 	return r;
 }

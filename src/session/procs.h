@@ -45,6 +45,10 @@ struct proc_spec {
 	const char *tag;		/* a client's name for it, or NULL */
 	double timeout_s;		/* killed after it; 0: lives with the session */
 	json_t *config;			/* what List shows of it (a reference is taken) */
+	/* On a terminal of the sandbox's (its controlling one, stdin, stdout
+	 * and stderr): its output comes as EXEC_STDOUT, input goes to it. */
+	bool pty;
+	unsigned short rows, cols;
 };
 
 /* How a process ended. */
@@ -99,6 +103,9 @@ int proc_close_input(struct proc *p);
 
 /* Send sig to p: 0 or -ESRCH (it ended). */
 int proc_signal(struct proc *p, int sig);
+/* A terminal's new size: 0; -ENOTTY (p has none), -ESRCH (it ended). */
+int proc_resize(struct proc *p, unsigned short rows, unsigned short cols);
+bool proc_is_pty(const struct proc *p);
 
 int proc_pid(const struct proc *p);
 struct proc *proc_ref(struct proc *p);
@@ -116,5 +123,6 @@ void procs_hub_free(struct procs_hub *h);
  * session's box, -ENOTCONN or -EPIPE when it ended. */
 struct procs_hub *session_procs_hub(struct session *s);
 int session_spawn(struct session *s, const struct box_spawn *sp, struct box_proc *out);
+int session_open_pty(struct session *s, int *master, int *slave);
 
 #endif

@@ -1152,6 +1152,16 @@ int session_spawn(struct session *s, const struct box_spawn *sp, struct box_proc
 	return box_spawn(s->box, sp, out);
 }
 
+int session_open_pty(struct session *s, int *master, int *slave)
+{
+	char reason[256];
+
+	*master = *slave = -1;
+	if (use(s, reason, sizeof(reason)) != SM_OK)
+		return -EPIPE;
+	return jail_open_pty(box_jail(s->box), master, slave);
+}
+
 bool session_ended(struct session *s)
 {
 	bool ended;

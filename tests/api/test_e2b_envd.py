@@ -435,10 +435,11 @@ def test_rpc_errors_are_connect_json(box):
         ("SendInput", {}, 400, "invalid_argument"),
         ("SendInput", {"process": {"pid": 2}, "input": {"stdin": "!!"}}, 400, "invalid_argument"),
         ("SendInput", {"process": {"pid": 2}, "input": {"stdin": "aGk="}}, 404, "not_found"),
-        ("SendInput", {"process": {"pid": 2}, "input": {"pty": "aGk="}}, 400, "failed_precondition"),
         ("CloseStdin", {"process": {"pid": -5}}, 404, "not_found"),
         ("CloseStdin", {"process": {"pid": "x"}}, 404, "not_found"),
-        ("Update", {}, 501, "unimplemented"),
+        ("Update", {}, 400, "invalid_argument"),
+        ("Update", {"process": {"pid": 2}, "pty": {"size": {"rows": 5, "cols": 5}}}, 404,
+         "not_found"),
         ("Nope", {}, 404, "unimplemented"),
     ]:
         r = box.rpc(method, body, service="process.Process")
@@ -684,8 +685,11 @@ def test_list_filters_by_metadata_and_state_and_pages(srv):
     (envelope(0, {"process": {"cmd": "true", "args": [1]}}), "invalid_argument"),
     (envelope(0, {"process": {"cmd": "true", "args": ["x"] * 300}}), "invalid_argument"),
     (envelope(0, {"process": {"cmd": "true", "cwd": "a\nb"}}), "invalid_argument"),
-    (envelope(0, {"process": {"cmd": "true"}, "pty": {"size": {"rows": 1, "cols": 1}}}),
-     "unimplemented"),
+    (envelope(0, {"process": {"cmd": "true"}, "pty": {"size": {"rows": -1, "cols": 1}}}),
+     "invalid_argument"),
+    (envelope(0, {"process": {"cmd": "true"}, "pty": {"size": {"rows": 1, "cols": 5000}}}),
+     "invalid_argument"),
+    (envelope(0, {"process": {"cmd": "true"}, "pty": "yes"}), "invalid_argument"),
     (envelope(0, b"[" * 100 + b"]" * 100), "invalid_argument"),
 ])
 def test_bad_start_requests_end_the_stream_with_an_error(box, body, code):
@@ -778,7 +782,13 @@ def test_commands_run_beside_each_other_and_are_listed_while_they_run(box):
 
 
 def test_stdin_is_sent_then_closed_and_the_process_sees_its_end(box):
-    pid = started(box, "cat; echo done", stdin=True)
+    body = {"process": {"cmd": "/bin/bash", "args": ["-l", "-c", "cat; echo done"]},
+            "stdin": True}
+    r = box.start_raw(envelope(0, body), timeout_ms=60000, stream=True)
+    it, got = r.iter_content(None), b""
+    while not envelopes_prefix(got):
+        got += next(it)
+    pid = envelopes_prefix(got)[0][1]["event"]["start"]["pid"]
     for text in (b"hello ", b"", b"w\x00rld\n"):
         r = box.rpc("SendInput", {"process": {"pid": pid},
                                   "input": {"stdin": base64.b64encode(text).decode()}},
@@ -786,11 +796,11 @@ def test_stdin_is_sent_then_closed_and_the_process_sees_its_end(box):
         assert r.status_code == 200 and r.json() == {}, r.text
     r = box.rpc("CloseStdin", {"process": {"pid": pid}}, service="process.Process")
     assert r.status_code == 200, r.text
-    res = follow(box, pid)
-    assert res["start"]["pid"] == pid
-    assert res["end"] and res["end"]["exitCode"] == 0, res
-    # what it read before Connect came is not replayed; the end is its own
-    assert res["stdout"] in (b"", b"done\n", b"hello w\x00rld\ndone\n"), res
+    for chunk in it:
+        got += chunk
+    res = summarize(envelopes(got))
+    assert res["stdout"] == b"hello w\x00rld\ndone\n", res
+    assert res["end"]["exitCode"] == 0
     # without stdin kept open it reads end of file at once, and may not be sent any
     res = box.run("cat; echo eof")
     assert res["stdout"] == b"eof\n"
@@ -829,6 +839,62 @@ def test_a_signal_ends_a_process_and_its_followers_hear_it(box):
                                 data=envelope(0, {"process": {"pid": pid}}),
                                 headers={"Content-Type": "application/connect+json"}).content)
     assert evs == [(2, {"error": {"code": "not_found", "message": evs[0][1]["error"]["message"]}})]
+
+
+def test_a_terminal_echoes_keys_resizes_and_ends_with_its_shell(box):
+    body = {"process": {"cmd": "/bin/bash", "args": ["-i", "-l"],
+                        "envs": {"TERM": "xterm-256color", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}},
+            "pty": {"size": {"rows": 24, "cols": 80}}}
+    r = box.start_raw(envelope(0, body), timeout_ms=60000, stream=True)
+    assert r.status_code == 200
+    got, screen = b"", b""
+    it = r.iter_content(None)
+
+    def read_until(want):
+        nonlocal got, screen
+        deadline = time.monotonic() + 30
+        while (want not in screen or not envelopes_prefix(got)) and time.monotonic() < deadline:
+            got += next(it)
+            screen = b"".join(base64.b64decode(e["event"]["data"]["pty"])
+                              for f, e in envelopes_prefix(got) if "data" in e.get("event", {}))
+        assert want in screen, screen[-2000:]
+
+    def keys(text):
+        r = box.rpc("SendInput", {"process": {"pid": pid},
+                                  "input": {"pty": base64.b64encode(text).decode()}},
+                    service="process.Process")
+        assert r.status_code == 200, r.text
+
+    read_until(b"")
+    pid = envelopes_prefix(got)[0][1]["event"]["start"]["pid"]
+    keys(b"tty; stty size; echo $TERM\n")
+    read_until(b"/dev/pts/")
+    read_until(b"24 80")
+    read_until(b"xterm-256color")
+    r = box.rpc("Update", {"process": {"pid": pid}, "pty": {"size": {"rows": 40, "cols": 120}}},
+                service="process.Process")
+    assert r.status_code == 200, r.text
+    keys(b"stty size\n")
+    read_until(b"40 120")
+    # a pipe's process has no terminal to type into
+    other = started(box, "sleep 30")
+    r = box.rpc("SendInput", {"process": {"pid": other}, "input": {"pty": "aGk="}},
+                service="process.Process")
+    assert r.status_code == 400 and r.json()["code"] == "failed_precondition"
+    r = box.rpc("Update", {"process": {"pid": other}, "pty": {"size": {"rows": 1, "cols": 1}}},
+                service="process.Process")
+    assert r.status_code == 400
+    box.rpc("SendSignal", {"process": {"pid": other}, "signal": "SIGNAL_SIGKILL"},
+            service="process.Process")
+    keys(b"exit 7\n")
+    for chunk in it:
+        got += chunk
+    res = envelopes(got)
+    assert res[-1] == (2, {}), res[-3:]
+    assert res[-2][1]["event"]["end"]["exitCode"] == 7, res[-2]
+    r = box.rpc("Update", {"process": {"pid": pid}, "pty": {"size": {"rows": 0, "cols": 1}}},
+                service="process.Process")
+    assert r.status_code == 400
 
 
 def test_a_process_nobody_follows_loses_its_output_not_the_daemons_memory(box, srv):

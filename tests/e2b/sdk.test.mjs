@@ -597,6 +597,27 @@ describe(`E2B SDK ${which}: e2b ${versions.e2b}, code-interpreter ${versions.ci}
       await assert.rejects(sbx.commands.connect(999999, REQ));
     });
 
+    test('a terminal: keys in, the screen out, resized, killed', T, async () => {
+      let screen = '';
+      const dec = new TextDecoder();
+      const term = await sbx.pty.create({ ...REQ, cols: 80, rows: 24, timeoutMs: 60_000,
+        onData: (d) => { screen += dec.decode(d); } });
+      const until = async (re) => {
+        for (let i = 0; i < 300 && !re.test(screen); i++) await new Promise((r) => setTimeout(r, 50));
+        assert.match(screen, re);
+      };
+      const enc = new TextEncoder();
+      await sbx.pty.sendInput(term.pid, enc.encode('stty size; echo "$TERM"\n'), REQ);
+      await until(/24 80/);
+      await until(/xterm-256color/);
+      await sbx.pty.resize(term.pid, { cols: 100, rows: 30 }, REQ);
+      await sbx.pty.sendInput(term.pid, enc.encode('stty size\n'), REQ);
+      await until(/30 100/);
+      assert.equal(await sbx.pty.kill(term.pid, REQ), true);
+      await assert.rejects(term.wait());
+      assert.equal(await sbx.pty.kill(term.pid, REQ), false);
+    });
+
     test('a sandbox killed under a command is TimeoutError, not an exit', T, async () => {
       const victim = await create();
       const handle = await victim.commands.run('sleep 60', { ...REQ, timeoutMs: 60_000, background: true });
