@@ -1099,6 +1099,33 @@ static enum MHD_Result list(struct api_req *rq)
 	return http_json_header(rq, 200, out, *token ? "X-Next-Token" : NULL, token);
 }
 
+/* A lifecycle call petri has not (pause, resume, snapshots, fork, network
+ * rules): answered as E2B's API answers what precedes its work, then 501.
+ * A fork of fewer than one sandbox is a bad request whatever the sandbox
+ * (400, the SDK's InvalidArgumentError); an unknown or ended sandbox is not
+ * found (404, SandboxNotFoundError), as for every other call. */
+static enum MHD_Result unsupported(struct api_req *rq, const char *sid, const char *what)
+{
+	enum MHD_Result answered;
+	struct session *s;
+	json_t *body, *count;
+
+	if (!strcmp(what, "fork") && rq->body.len) {
+		if (!(body = http_body_object(rq, &answered)))
+			return answered;
+		count = json_object_get(body, "count");
+		answered = count && (!json_is_integer(count) || json_integer_value(count) < 1);
+		json_decref(body);
+		if (answered)
+			return e2b_error(rq, 400, "'count' must be an integer of at least 1");
+	}
+	if (!(s = lookup(rq, sid, &answered)))
+		return answered;
+	session_put(s);
+	return e2b_error(rq, 501, "petri does not support %s: its sandboxes run until they are "
+			 "killed or time out", what);
+}
+
 static enum MHD_Result control(struct api_req *rq, const char *path)
 {
 	const char *m = rq->method, *rest;
@@ -1131,8 +1158,7 @@ static enum MHD_Result control(struct api_req *rq, const char *path)
 	rest = rest ? rest : "";
 	if (!strcmp(rest, "/pause") || !strcmp(rest, "/resume") || !strcmp(rest, "/snapshots") ||
 	    !strcmp(rest, "/fork") || !strcmp(rest, "/network"))
-		return e2b_error(rq, 501, "petri does not support %s: its sandboxes run until "
-				 "they are killed or time out", rest + 1);
+		return unsupported(rq, sid, rest + 1);
 	if (!strcmp(rest, "") && !strcmp(m, "DELETE")) {
 		if (!(s = lookup(rq, sid, &answered)))
 			return answered;

@@ -954,3 +954,26 @@ def test_unknown_routes_and_ports(box):
 def test_the_daemon_still_serves(box, srv):
     assert requests.get(srv.url + "/healthz", timeout=30).status_code == 200
     assert box.run("echo alive")["stdout"] == b"alive\n"
+
+
+def test_lifecycle_calls_petri_lacks_answer_after_the_checks_e2b_makes_first(srv):
+    def call(method, path, body=None):
+        return requests.request(method, srv.url + path, headers={"X-API-KEY": srv.key},
+                                json=body, timeout=60)
+
+    live = new_box(srv)
+    gone = new_box(srv)
+    kill(srv, gone.sid)
+    for method, rest, body in [("POST", "pause", None), ("POST", "resume", {}),
+                               ("POST", "snapshots", {}), ("POST", "fork", {"count": 2}),
+                               ("PUT", "network", {})]:
+        r = call(method, f"/sandboxes/{live.sid}/{rest}", body)
+        assert r.status_code == 501 and rest in r.json()["message"], (rest, r.text)
+        for sid in (gone.sid, "ses_" + "0" * 32, "sbx-test"):
+            r = call(method, f"/sandboxes/{sid}/{rest}", body)
+            assert r.status_code == 404, (rest, sid, r.text)
+    # a fork of fewer than one is refused before the sandbox is looked up
+    for count in (0, -1, "2", 1.5):
+        r = call("POST", "/sandboxes/sbx-test/fork", {"count": count})
+        assert r.status_code == 400 and "count" in r.json()["message"], (count, r.text)
+    kill(srv, live.sid)
