@@ -30,6 +30,7 @@
 
 #include "e2b/e2b.h"
 #include "session/procs.h"
+#include "session/watch.h"
 #include "session/workspace.h"
 #include "util/base64.h"
 #include "util/jsoncost.h"
@@ -1157,6 +1158,158 @@ static enum MHD_Result process(struct api_req *rq, struct session *s, const char
 	return answered;
 }
 
+/* ---- WatchDir (Connect, server streaming) --------------------------------- */
+
+/* A watch's stream: the wire's state, the feeder's (watch.h's sink). */
+struct watch_stream {
+	struct stream *st;
+	struct session *s;	/* the stream holds it */
+	struct watch *w;	/* NULL once stopped */
+	bool entry;		/* includeEntry: each event with the entry's info */
+	char dir[FILES_PATH_MAX + 1];	/* the watched directory, as the session names it */
+};
+
+static const char *const event_types[] = {
+	[WATCH_CREATE] = "EVENT_TYPE_CREATE", [WATCH_WRITE] = "EVENT_TYPE_WRITE",
+	[WATCH_REMOVE] = "EVENT_TYPE_REMOVE", [WATCH_RENAME] = "EVENT_TYPE_RENAME",
+	[WATCH_CHMOD] = "EVENT_TYPE_CHMOD",
+};
+
+static void watch_event(void *ctx, enum watch_kind kind, const char *name)
+{
+	struct watch_stream *ws = ctx;
+	char full[2 * FILES_PATH_MAX + 2];
+	struct buf ev = BUF_INIT;
+	json_t *fse;
+	int err;
+
+	fse = json_pack("{s:o, s:s}", "name", http_string(name), "type", event_types[kind]);
+	/* Best effort, as envd: the entry as it is now, when it still is. */
+	if (fse && ws->entry && kind != WATCH_REMOVE && kind != WATCH_RENAME) {
+		json_t *entry;
+
+		snprintf(full, sizeof(full), "%s%s%s", ws->dir, *ws->dir ? "/" : "", name);
+		if (strlen(full) <= FILES_PATH_MAX && (entry = stat_json(ws->s, full, &err)))
+			json_object_set_new(fse, "entry", entry);
+	}
+	/* WatchDirResponse's oneof is its own: no "event" around it. */
+	if (fse && envelope(&ev, 0, json_pack("{s:o}", "filesystem", fse)) == 0)
+		stream_feed(ws->st, &ev, true);
+	buf_release(&ev);
+}
+
+static void watch_end(void *ctx, const char *why)
+{
+	struct watch_stream *ws = ctx;
+	struct buf out = BUF_INIT;
+
+	(void)why;	/* the directory went, or petri stops: the stream ends */
+	end_stream(&out, NULL, NULL);
+	stream_feed_end(ws->st, &out, false);
+	stream_feed_put(ws->st);
+}
+
+/* The client went: the watch stops (unless it ended by itself). */
+static void watch_closed(void *state)
+{
+	struct watch_stream *ws = state;
+	struct watch *w = ws->w;
+
+	ws->w = NULL;
+	if (w && watch_stop(w))
+		stream_feed_put(ws->st);
+}
+
+static void watch_release(void *state)
+{
+	struct watch_stream *ws = state;
+
+	if (ws->w)	/* ended by itself: its end put the feeder's reference */
+		watch_stop(ws->w);
+}
+
+#define WATCH_KEEPALIVE_JSON "{\"keepalive\":{}}"
+_Static_assert(sizeof(WATCH_KEEPALIVE_JSON) - 1 == 0x10, "the keepalive envelope's length");
+
+static const struct stream_wire watch_wire = {
+	.content_type = "application/connect+json",
+	.state_size = sizeof(struct watch_stream),
+	.keepalive = "\0\0\0\0\x10" WATCH_KEEPALIVE_JSON,
+	.keepalive_len = ENVELOPE_HDR + sizeof(WATCH_KEEPALIVE_JSON) - 1,
+	.release = watch_release,
+};
+
+static int is_dir_entry(void *ctx, const struct session_entry *en)
+{
+	*(bool *)ctx = S_ISDIR(en->st->st_mode);
+	return 0;
+}
+
+static enum MHD_Result watch_dir(struct api_req *rq, struct session *s)
+{
+	char rel[FILES_PATH_MAX + 1], reason[512];
+	struct watch_stream *ws;
+	struct stream *st = NULL;
+	enum MHD_Result answered;
+	json_t *req, *path, *recursive, *entry;
+	struct buf ev = BUF_INIT;
+	struct watch *w = NULL;
+	bool dir = false;
+	struct fail f;
+	enum sm_result r;
+	int err;
+
+	if (!(req = stream_request(rq, &answered)))
+		return answered;
+	path = json_object_get(req, "path");
+	recursive = json_object_get(req, "recursive");
+	entry = json_object_get(req, "includeEntry");
+	if ((path && !json_is_string(path)) || (recursive && !json_is_boolean(recursive)) ||
+	    (entry && !json_is_boolean(entry))) {
+		json_decref(req);
+		return stream_fail(rq, "invalid_argument", "'path' is a string, 'recursive' and "
+				   "'includeEntry' booleans");
+	}
+	if (!sdk_to_rel(s, path ? json_string_value(path) : "", true, rel, &f)) {
+		json_decref(req);
+		return stream_fail(rq, f.code ? f.code : "invalid_argument", "%s", f.message);
+	}
+	if ((err = session_file_stat(s, rel, is_dir_entry, &dir)) < 0 || !dir) {
+		json_decref(req);
+		if (err == 0)
+			err = -ENOTDIR;
+		fail_errno(&f, s, err, json_string_value(path));
+		return stream_fail(rq, f.code, "%s", f.message);
+	}
+	answered = stream_open(rq, s, &watch_wire, NULL, watch_closed, &st);
+	if (!st) {
+		json_decref(req);
+		return answered;
+	}
+	ws = stream_state(st);
+	ws->st = st;
+	ws->s = s;
+	ws->entry = json_is_true(entry);
+	memcpy(ws->dir, rel, strlen(rel) + 1);
+	if (envelope(&ev, 0, json_pack("{s:{}}", "start")) == 0)
+		stream_feed(st, &ev, false);
+	buf_release(&ev);
+	r = session_watch_start(s, rel, json_is_true(recursive),
+				&(struct watch_sink){ watch_event, watch_end, ws }, &w, reason,
+				sizeof(reason));
+	if (r != SM_OK) {
+		const char *code;
+		char msg[512];
+
+		sm_connect_error(r, reason, &code, msg, sizeof(msg));
+		close_with(st, code, msg);
+	} else {
+		ws->w = w;
+	}
+	json_decref(req);
+	return answered;
+}
+
 /* ---- routing ------------------------------------------------------------ */
 
 static enum MHD_Result rpc(struct api_req *rq, struct session *s, const char *path)
@@ -1170,9 +1323,12 @@ static enum MHD_Result rpc(struct api_req *rq, struct session *s, const char *pa
 		return rpc_error(rq, 405, "unimplemented", "Connect calls are POST");
 	if (!strncmp(path, pr, sizeof(pr) - 1))
 		return process(rq, s, path + sizeof(pr) - 1);
-	if (content_type_is(rq, "application/connect+json"))
-		return stream_fail(rq, "unimplemented", "petri does not watch directories (%.64s)",
-				   path + sizeof(fs) - 1);
+	if (content_type_is(rq, "application/connect+json")) {
+		if (!strcmp(path + sizeof(fs) - 1, "WatchDir"))
+			return watch_dir(rq, s);
+		return stream_fail(rq, "unimplemented", "petri offers no filesystem.Filesystem/%.64s"
+				   " stream (WatchDir is the one)", path + sizeof(fs) - 1);
+	}
 	if (rq->opaque_body)	/* not JSON: server.c did not check its cost */
 		return rpc_error(rq, 415, "invalid_argument", "petri's envd speaks Connect with "
 				 "JSON only (Content-Type application/json)");

@@ -18,6 +18,7 @@
 #include "session/spawner.h"
 #include "session/tables.h"
 #include "session/procs.h"
+#include "session/watch.h"
 #include "session/workspace.h"
 #include "util/buf.h"
 #include "util/clock.h"
@@ -70,6 +71,7 @@ struct smgr {
 	atomic_size_t live;		/* n, read without the lock (/healthz) */
 	struct record *record;		/* every execution (record.h) */
 	struct procs_hub *procs;	/* every session's processes (procs.h) */
+	struct watch_hub *watches;	/* every session's watched directories (watch.h) */
 	const char **pool_env;		/* the operator's env, for pooled sandboxes */
 	pthread_mutex_t lock;
 	struct session **v;
@@ -648,6 +650,10 @@ int smgr_new(const struct petri_config *cfg, struct jail_host *host,
 		snprintf(err, errlen, "cannot make the processes' hub");
 		goto fail;
 	}
+	if ((r = watch_hub_new(&m->watches)) < 0) {
+		snprintf(err, errlen, "cannot make the watches' hub (inotify): %s", strerror(-r));
+		goto fail;
+	}
 	if (pthread_create(&m->reaper, NULL, reaper, m) != 0) {
 		r = -EAGAIN;
 		snprintf(err, errlen, "cannot start the reaper thread");
@@ -657,6 +663,7 @@ int smgr_new(const struct petri_config *cfg, struct jail_host *host,
 	return 0;
 fail:
 	procs_hub_free(m->procs);
+	watch_hub_free(m->watches);
 	spawner_free(m->spawner);
 	workq_free(m->disposer);
 	record_close(m->record);
@@ -717,6 +724,7 @@ void smgr_free(struct smgr *m)
 	free(m->found_dirs);
 	pthread_join(m->reaper, NULL);
 	procs_hub_free(m->procs);	/* before the sessions they hold */
+	watch_hub_free(m->watches);
 	pool_free(m->pool);
 	m->pool = NULL;		/* the sessions put below dispose without it */
 	free(m->pool_env);
@@ -1141,6 +1149,7 @@ enum sm_result session_signal_process(struct session *s, int pid, int sig, char 
 /* ---- the session layer's own, for procs.c -------------------------------- */
 
 struct procs_hub *session_procs_hub(struct session *s) { return s->m->procs; }
+struct watch_hub *session_watch_hub(struct session *s) { return s->m->watches; }
 
 int session_spawn(struct session *s, const struct box_spawn *sp, struct box_proc *out)
 {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/inotify.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -715,6 +716,29 @@ int files_open(const struct files_user *u, int work_fd, const char *path, int *o
 int files_open_dir(const struct files_user *u, int work_fd, const char *dir)
 {
 	return AS_USER(u, open_dir(work_fd, dir));
+}
+
+static int watch_as(int work_fd, const char *dir, int inotify_fd, uint32_t mask)
+{
+	char path[40];
+	int fd = open_dir(work_fd, dir), wd;
+
+	if (fd < 0)
+		return fd;
+	/* The directory found as every lookup here finds it; the link of our
+	 * own descriptor names exactly it, whatever the sandbox renames. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	wd = inotify_add_watch(inotify_fd, path, mask | IN_ONLYDIR);
+	if (wd < 0)
+		wd = -errno;
+	close(fd);
+	return wd;
+}
+
+int files_watch(const struct files_user *u, int work_fd, const char *dir, int inotify_fd,
+		uint32_t mask)
+{
+	return AS_USER(u, watch_as(work_fd, dir, inotify_fd, mask));
 }
 
 int files_open_listed(const struct files_user *u, int work_fd, const char *path, int *out,

@@ -111,6 +111,12 @@ int files_open(const struct files_user *u, int work_fd, const char *path, int *f
 /* The directory dir of /work ("": /work) as an O_PATH descriptor, to open
  * files from (as work_fd): an fd or -errno. */
 int files_open_dir(const struct files_user *u, int work_fd, const char *dir);
+/* Watch the directory dir ("": work_fd's own) with the inotify instance
+ * inotify_fd, as the sandbox user: the directory files_open_dir() finds,
+ * with mask (IN_ONLYDIR added).  The watch descriptor, or -errno
+ * (-ENOENT, -ENOTDIR, -ENOSPC: the host's watches are used up). */
+int files_watch(const struct files_user *u, int work_fd, const char *dir, int inotify_fd,
+		uint32_t mask);
 /* As files_open(), but through no symbolic link (-ELOOP): for a path a
  * walk listed (files_walk()), each of whose components was a directory
  * then.  What the sandbox made of them since costs one walk of the path's

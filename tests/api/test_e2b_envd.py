@@ -419,7 +419,6 @@ def test_rpc_errors_are_connect_json(box):
         ("ListDir", {"path": HOME, "depth": "x"}, 400, "invalid_argument"),
         ("Stat", {"path": 5}, 400, "invalid_argument"),
         ("MakeDir", {"path": "/etc/x"}, 403, "permission_denied"),
-        ("WatchDir", {"path": HOME}, 501, "unimplemented"),
         ("CreateWatcher", {"path": HOME}, 501, "unimplemented"),
         ("Nope", {}, 404, "unimplemented"),
     ]:
@@ -939,7 +938,7 @@ def test_other_process_streams_are_refused_in_band(box):
     r = box.request("POST", "/process.Process/StreamInput", data=envelope(0, {}),
                     headers={"Content-Type": "application/connect+json"})
     assert envelopes(r.content)[0][1]["error"]["code"] == "unimplemented"
-    r = box.request("POST", "/filesystem.Filesystem/WatchDir", data=envelope(0, {"path": HOME}),
+    r = box.request("POST", "/filesystem.Filesystem/WatchFiles", data=envelope(0, {"path": HOME}),
                     headers={"Content-Type": "application/connect+json"})
     assert envelopes(r.content)[0][1]["error"]["code"] == "unimplemented"
 
@@ -977,3 +976,131 @@ def test_lifecycle_calls_petri_lacks_answer_after_the_checks_e2b_makes_first(srv
         r = call("POST", "/sandboxes/sbx-test/fork", {"count": count})
         assert r.status_code == 400 and "count" in r.json()["message"], (count, r.text)
     kill(srv, live.sid)
+
+
+class Watcher:
+    """A WatchDir stream read on a thread of its own."""
+
+    def __init__(self, box, path, **opts):
+        import threading
+        self.r = box.request("POST", "/filesystem.Filesystem/WatchDir",
+                             data=envelope(0, {"path": path, **opts}),
+                             headers={"Content-Type": "application/connect+json"}, stream=True)
+        assert self.r.status_code == 200
+        self.raw, self.lock = b"", threading.Lock()
+        self.t = threading.Thread(target=self.read, daemon=True)
+        self.t.start()
+
+    def read(self):
+        try:
+            for chunk in self.r.iter_content(None):
+                with self.lock:
+                    self.raw += chunk
+        except Exception:
+            pass
+
+    def envelopes(self):
+        with self.lock:
+            return envelopes_prefix(self.raw)
+
+    def events(self):
+        return [(e["filesystem"]["type"][11:], e["filesystem"]["name"], e["filesystem"].get("entry"))
+                for f, e in self.envelopes() if f == 0 and "filesystem" in e]
+
+    def wait_for(self, pred, timeout=20):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if pred(self):
+                return True
+            time.sleep(0.05)
+        return False
+
+    def close(self):
+        """Hang up now: the reading thread is woken by the socket's shutdown
+        rather than by the server's next keepalive."""
+        import socket
+        try:
+            self.r.raw._fp.fp.raw._sock.shutdown(socket.SHUT_RDWR)
+        except (AttributeError, OSError):
+            pass
+        self.r.close()
+
+
+def test_watch_dir_tells_what_changes_as_it_changes(box):
+    box.rpc("Remove", {"path": "watched"})
+    box.rpc("MakeDir", {"path": "watched/sub"})
+    w = Watcher(box, f"{HOME}/watched")
+    assert w.wait_for(lambda w: w.envelopes()), "no start event"
+    assert w.envelopes()[0] == (0, {"start": {}})
+    box.upload([("a.txt", b"1")], path="watched/a.txt")           # by the file API: a rename
+    box.run("cd watched && echo 2 >> a.txt && mv a.txt b.txt && chmod 600 b.txt && rm b.txt && "
+            "echo deep > sub/c.txt && mkdir d")
+    want = [("CREATE", "a.txt"), ("WRITE", "a.txt"), ("RENAME", "a.txt"), ("CREATE", "b.txt"),
+            ("CHMOD", "b.txt"), ("REMOVE", "b.txt"), ("CREATE", "d")]
+    assert w.wait_for(lambda w: all(x in [e[:2] for e in w.events()] for x in want)), w.events()
+    names = [e[1] for e in w.events()]
+    assert not any(n.startswith(".petri-upload-") for n in names), names
+    assert "sub/c.txt" not in names, "not recursive: a subdirectory's files are not told"
+    w.close()
+
+
+def test_watch_dir_recursive_with_entries_and_new_subdirectories(box):
+    box.rpc("Remove", {"path": "rwatched"})
+    box.rpc("MakeDir", {"path": "rwatched/one/two"})
+    w = Watcher(box, "rwatched", recursive=True, includeEntry=True)
+    assert w.wait_for(lambda w: w.envelopes())
+    box.run("cd rwatched && echo x > one/two/f.txt && mkdir new && sleep 0.3 && echo y > new/g.txt")
+    assert w.wait_for(lambda w: ("WRITE", "one/two/f.txt") in [e[:2] for e in w.events()] and
+                      ("WRITE", "new/g.txt") in [e[:2] for e in w.events()]), w.events()
+    entry = [e[2] for e in w.events() if e[:2] == ("WRITE", "one/two/f.txt")][0]
+    assert entry["path"] == f"{HOME}/rwatched/one/two/f.txt" and entry["type"] == "FILE_TYPE_FILE"
+    w.close()
+    # the watched directory going ends the stream
+    box.rpc("MakeDir", {"path": "gone-soon"})
+    w = Watcher(box, "gone-soon")
+    assert w.wait_for(lambda w: w.envelopes())
+    box.rpc("Remove", {"path": "gone-soon"})
+    assert w.wait_for(lambda w: w.envelopes() and w.envelopes()[-1] == (2, {})), w.envelopes()
+    w.close()
+
+
+def test_watch_dir_refusals_and_bounds(srv):
+    box = new_box(srv)
+    for path, code in [("missing-dir", "not_found"), ("/etc", "permission_denied"),
+                       ("a/../..", "invalid_argument")]:
+        r = box.request("POST", "/filesystem.Filesystem/WatchDir", data=envelope(0, {"path": path}),
+                        headers={"Content-Type": "application/connect+json"})
+        assert envelopes(r.content)[-1][1]["error"]["code"] == code, (path, r.content)
+    box.upload([("f", b"x")], path="plain-file")
+    r = box.request("POST", "/filesystem.Filesystem/WatchDir", data=envelope(0, {"path": "plain-file"}),
+                    headers={"Content-Type": "application/connect+json"})
+    assert envelopes(r.content)[-1][1]["error"]["code"] == "invalid_argument"
+    # /tmp is the sandbox's own too
+    watchers = [Watcher(box, "/tmp") for _ in range(8)]
+    assert all(w.wait_for(lambda w: w.envelopes()) for w in watchers)
+    r = box.request("POST", "/filesystem.Filesystem/WatchDir", data=envelope(0, {"path": "/tmp"}),
+                    headers={"Content-Type": "application/connect+json"})
+    assert envelopes(r.content)[-1][1]["error"]["code"] == "resource_exhausted", r.content
+    for w in watchers:
+        w.close()
+    # a tree of more directories than a watch takes is refused whole
+    box.run("mkdir -p big && cd big && for i in $(seq 1100); do mkdir d$i; done")
+    deadline = time.monotonic() + 20
+    while True:     # the closed watchers above are let go as their streams end
+        r = box.request("POST", "/filesystem.Filesystem/WatchDir",
+                        data=envelope(0, {"path": "big", "recursive": True}),
+                        headers={"Content-Type": "application/connect+json"})
+        err = envelopes(r.content)[-1][1].get("error", {})
+        if "watches" not in err.get("message", "") or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert err.get("code") == "resource_exhausted" and "1024" in err["message"], r.content
+    # a flood of events costs the watch its events past the rate, not the daemon
+    w = Watcher(box, "/tmp")
+    assert w.wait_for(lambda w: w.envelopes())
+    box.run("cd /tmp && for i in $(seq 20000); do : > f$((i % 10)); done")
+    time.sleep(1)
+    assert len(w.events()) < 20000 * 2
+    w.close()
+    assert box.run("echo alive")["stdout"] == b"alive\n"
+    kill(srv, box.sid)

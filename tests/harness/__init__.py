@@ -42,6 +42,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.parse
 from pathlib import Path
@@ -582,8 +583,11 @@ class Daemon:
         try:
             code = self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
+            stacks = thread_stacks(self.proc.pid)
+            sys.stderr.write(f"petri serve did not stop within {timeout} s; its threads:\n"
+                             f"{stacks}\n")
             self.kill()
-            raise
+            raise subprocess.TimeoutExpired(self.proc.args, timeout, output=stacks) from None
         self.leaked = still_alive(tree)
         self.leaked_cgroups = cgroup_dirs(self.proc.pid)
         if self.probe_cache:
@@ -601,6 +605,17 @@ class Daemon:
         if self.leaked_cgroups:
             out.append(f"cgroups left behind: {self.leaked_cgroups}")
         return out
+
+
+def thread_stacks(pid):
+    """Every thread's stack of pid, as gdb prints them (for a daemon that
+    did not stop: where it waits); "" without gdb."""
+    try:
+        out = subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt"],
+                             capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return "\n".join(line for line in out.splitlines() if line.startswith(("#", "Thread")))
 
 
 # ---------------------------------------------------------------- the client

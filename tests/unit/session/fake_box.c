@@ -314,6 +314,18 @@ void jail_stop(struct jail *j)
 
 int jail_work_fd(const struct jail *j) { return FAKE_FD_BASE + j->box->slot; }
 
+/* Nor do they watch directories. */
+int files_watch(const struct files_user *u, int work_fd, const char *dir, int inotify_fd,
+		uint32_t mask)
+{
+	(void)u;
+	(void)work_fd;
+	(void)dir;
+	(void)inotify_fd;
+	(void)mask;
+	return -ENOSYS;
+}
+
 /* The session tests start no process beside the interpreter. */
 int box_spawn(struct box *b, const struct box_spawn *sp, struct box_proc *out)
 {
