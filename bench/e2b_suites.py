@@ -102,7 +102,7 @@ CAUSES = [
     ('file metadata (envd 0.6.2: xattrs)', r'files/metadata\.test'),
     ('files outside /home/user', r'only files under /home/user|as root user'),
     ('a sandbox\'s ports from outside (getHost)', r'host\.test'),
-    ('TypeScript and Java in runCode', r'typescript|java|ts kernel'),
+    ('Java in runCode', r'\bjava\b'),
     ('R results', r'\bR\b|cwd r|env_vars/r\.test'),
     ('E2B\'s image: systemd restarts its Jupyter', r'systemd\.test'),
 ]

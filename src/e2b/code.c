@@ -287,7 +287,8 @@ static bool opt_string(struct api_req *rq, json_t *body, const char *key, const 
 
 /* A language as E2B's server reads it (case and surrounding spaces do not
  * matter), to petri's canonical name: as written, else in lower case.
- * E2B's others (typescript, java...) are refused by name. */
+ * E2B's js and ts are aliases of petri's javascript and typescript; E2B's
+ * others (java...) are refused by name. */
 static bool language_arg(struct api_req *rq, const char *v, const char **name,
 			 enum MHD_Result *answered)
 {

@@ -15,11 +15,14 @@ static const char *const bash_ext[] = { ".sh", ".bash", NULL };
 static const char *const c_ext[] = { ".c", NULL };
 static const char *const js_aliases[] = { "js", "node", "nodejs", NULL };
 static const char *const js_ext[] = { ".js", ".cjs", NULL };
+static const char *const ts_aliases[] = { "ts", NULL };
+static const char *const ts_ext[] = { ".ts", ".cts", NULL };
 static const char *const r_aliases[] = { "R", NULL };
 static const char *const r_ext[] = { ".R", ".r", NULL };
 
-/* The programs' helpers, /opt/petri/run.js and /opt/petri/profile.R, leave
- * the values and the plots in $PETRI_RESULTS (docs/languages.md). */
+/* The programs' helpers, /opt/petri/run.js (JavaScript and TypeScript) and
+ * /opt/petri/profile.R, leave the values and the plots in $PETRI_RESULTS
+ * (docs/languages.md). */
 static const struct language builtin[] = {
 	{ "python", python_aliases, python_ext,
 	  "Python 3 in the session's long-lived interpreter: variables, imports and "
@@ -36,6 +39,13 @@ static const struct language builtin[] = {
 	  "a Node.js script, run in /work (require works); the value of its last "
 	  "expression is returned",
 	  "{tmp}/main.js", NULL, "node /opt/petri/run.js {file}", "node --version" },
+	/* run.js again: the code transpiled first, with the typescript module
+	 * (the working directory's own, else Debian's node-typescript). */
+	{ "typescript", ts_aliases, ts_ext,
+	  "a TypeScript script: its types stripped (no type checking), then run as "
+	  "javascript is; the value of its last expression is returned",
+	  "{tmp}/main.ts", NULL, "node /opt/petri/run.js --typescript {file}",
+	  "node /opt/petri/run.js --typescript-version" },
 	{ "r", r_aliases, r_ext,
 	  "an R script run with Rscript in /work: each value R's prompt would print "
 	  "comes back as a result instead, and every plot as a PNG image",

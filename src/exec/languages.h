@@ -62,7 +62,7 @@ const struct language *lang_find(const char *name);
 /* By a file's extension ("x.py"); NULL if it has none petri knows. */
 const struct language *lang_by_path(const char *path);
 
-/* "python, bash, c, javascript or r" into buf (always terminated). */
+/* "python, bash, c, javascript, typescript or r" into buf (always terminated). */
 void lang_names(char *buf, size_t len);
 
 /* The message every front end gives for a language it does not know: got

@@ -289,6 +289,7 @@ static const struct kernel {
 	{ "python", "python3", "Python 3 (ipykernel)", "python", ".py", "text/x-python" },
 	{ "javascript", "javascript", "JavaScript (Node.js)", "javascript", ".js",
 	  "application/javascript" },
+	{ "typescript", "tslab", "TypeScript", "typescript", ".ts", "text/typescript" },
 	{ "bash", "bash", "Bash", "bash", ".sh", "text/x-sh" },
 	{ "r", "ir", "R", "R", ".r", "text/x-r-source" },
 	{ "c", "c", "C", "c", ".c", "text/x-csrc" },

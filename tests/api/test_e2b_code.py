@@ -334,12 +334,19 @@ def test_languages(sbx):
     e = sbx.run('#include <stdio.h>\nint main(void) { puts("from c"); return 0; }',
                 language=" C ")
     assert e.stdout == "from c\n" and e.error is None
-    # JavaScript and R are languages of petri's table, as of E2B's.
+    # JavaScript, TypeScript and R are languages of petri's table, as of E2B's.
     e = sbx.run("const answer = 6 * 7;\nanswer", language="js")
     assert e.text == "42" and e.error is None, e
+    e = sbx.run("process.cwd()", language="ts")
+    assert e.text == "/home/user" and e.error is None, e
+    e = sbx.run('const message: string = "Hello World!"; console.log(message)',
+                language=" TypeScript ")
+    assert e.stdout == "Hello World!\n" and e.error is None and e.results == [], e
+    e = sbx.run("let x: = 1", language="typescript")
+    assert e.error["name"] == "SyntaxError" and e.error["value"].startswith("main.ts:1:8: "), e
     e = sbx.run("cat(readLines('seen.txt'), '\\n')", language="r")
     assert e.stdout == "in the workspace \n" and e.error is None, e
-    for lang in ("java", "typescript", "x" * 5000):
+    for lang in ("java", "x" * 5000):
         status, body = sbx.refused({"code": "1", "language": lang})
         assert status == 400 and body["code"] == 400, body
         assert "python" in body["message"], body
@@ -482,7 +489,7 @@ def test_contexts_are_bounded(sbx):
     assert r.status_code == 429 and "at most" in r.json()["message"], r.text
     assert 0 < made < 100
     # and the default ones, one per language
-    assert len(sbx.ctx("GET", "/contexts").json()) == made + 5
+    assert len(sbx.ctx("GET", "/contexts").json()) == made + 6
 
 
 # ---- who may, and what a client may send ----------------------------------------------

@@ -1,9 +1,10 @@
-"""Languages as data: JavaScript and R built in, an operator's languages from
+"""Languages as data: JavaScript, TypeScript and R built in, an operator's languages from
 [language.NAME] sections, each running inside the session's sandbox with its
 workspace and limits, warm and cold; GET /v1/languages says what a sandbox
 found at start (docs/languages.md)."""
 import base64
 import importlib.metadata
+import re
 
 import pytest
 
@@ -66,10 +67,15 @@ def test_languages_lists_what_a_sandbox_found(api):
     name = "long-language-name-over-15-bytes"
     body = found(api)
     by_name = {lang["name"]: lang for lang in body["languages"]}
-    assert list(by_name) == ["python", "bash", "c", "javascript", "r", "perl",
+    assert list(by_name) == ["python", "bash", "c", "javascript", "typescript", "r", "perl",
                              "long-language-name-over-15-bytes", "cpp"]
     assert by_name["python"]["default"] and by_name["python"]["version"].startswith("3.")
     assert by_name["javascript"]["version"].startswith("v")
+    # The typescript module's version (Debian's node-typescript), and node's.
+    assert re.fullmatch(r"TypeScript \d+\.\d+\.\d+ \(Node\.js v\d+\.\d+\.\d+\)",
+                        by_name["typescript"]["version"]), by_name["typescript"]
+    assert by_name["typescript"]["aliases"] == ["ts"]
+    assert by_name["typescript"]["extensions"] == [".ts", ".cts"]
     assert by_name["r"]["version"].startswith("R")
     assert by_name["perl"]["version"].startswith("perl v5")
     assert by_name["perl"]["aliases"] == ["pl"] and by_name["perl"]["extensions"] == [".pl"]
@@ -135,6 +141,103 @@ def test_javascript_value_output_and_errors(api):
     # An async error is the program's error too.
     res = run(api, sid, "javascript", "setTimeout(() => { null.x }, 1)")
     assert res["error"]["name"] == "TypeError", res
+
+
+def test_typescript_runs_as_javascript_once_its_types_are_stripped(api):
+    sid = api.session()
+    # The last expression's value; an interface, annotations, generics and
+    # `as` are gone; console output streams as JavaScript's does.
+    code = ("interface Point { x: number; y: number }\n"
+            "function norm<T extends Point>(p: T): number {\n"
+            "  return Math.sqrt(p.x * p.x + p.y * p.y) as number;\n"
+            "}\n"
+            "const p: Point = { x: 3, y: 4 };\n"
+            "console.log('norm of', p);\n"
+            "norm(p)")
+    res = run(api, sid, "typescript", code)
+    assert res["status"] == "ok" and res["stdout"] == "norm of { x: 3, y: 4 }\n", res
+    assert res["results"] == [{"text/plain": "5"}], res
+    # No type checking: a type error still runs, as tsc would still emit it.
+    res = run(api, sid, "ts", 'let n: number = "not a number" as any as string;\nn + 1')
+    assert res["status"] == "ok" and res["results"] == [{"text/plain": "'not a number1'"}], res
+    # What only TypeScript has: enums, namespaces, parameter properties; a
+    # file whose only import is a type's is still a script, with its value.
+    res = run(api, sid, "ts", 'import type { Server } from "http";\n'
+              "enum Color { Red, Green }\n"
+              "namespace Geo { export const unit = 'm'; }\n"
+              "class Box { constructor(private side: number) {}\n"
+              "  area() { return this.side ** 2; } }\n"
+              "let s: Server | null = null;\n"
+              "[Color[Color.Green], Geo.unit, new Box(3).area(), s]")
+    assert res["results"] == [{"text/plain": "[ 'Green', 'm', 9, null ]"}], res
+    # Top-level await: the value once it settles.
+    res = run(api, sid, "typescript",
+              "const x: number = await Promise.resolve(2);\nx * 21;")
+    assert res["status"] == "ok" and res["results"] == [{"text/plain": "42"}], res
+    res = run(api, sid, "ts", 'const message: string = "Hello World!"; console.log(message)')
+    assert res["stdout"] == "Hello World!\n" and res["results"] == [], res
+    assert run(api, sid, "ts", "process.cwd()")["results"] == [{"text/plain": "'/work'"}]
+    # A module: import works, no last value.
+    res = run(api, sid, "ts", "import os from 'os';\nconst f: string = typeof os.cpus;\n"
+              "console.log(f)")
+    assert res["status"] == "ok" and res["stdout"] == "function\n", res
+
+
+def test_typescript_errors_name_the_typescripts_lines(api):
+    sid = api.session()
+    # A syntax error runs nothing: a SyntaxError naming the line and
+    # column, each error with its line in the traceback.
+    res = run(api, sid, "typescript", "console.log('ran');\nlet x: = 3;\nlet y = (;")
+    assert res["status"] == "error" and res["stdout"] == "", res
+    assert res["error"]["name"] == "SyntaxError", res
+    assert res["error"]["message"] == "main.ts:2:8: Type expected.", res
+    tb = res["error"]["traceback"]
+    assert "main.ts:2:8: error TS1110: Type expected.\n    let x: = 3;\n           ^" in tb, tb
+    assert "main.ts:3:10: error TS1109" in tb and tb in res["stderr"], res
+    # An exception's stack names the TypeScript's places, not those of the
+    # JavaScript it became (the types taken out, the lines rewritten).
+    code = ("type T = { a: number }\n\n"
+            "function f(a: T,\n"
+            "           b: string): never {\n"
+            "  throw new TypeError('bad ' + a.a + b)\n"
+            "}\n"
+            "f({ a: 1 }, 'x')")
+    res = run(api, sid, "ts", code)
+    assert res["error"]["name"] == "TypeError" and res["error"]["message"] == "bad 1x", res
+    assert "at f (main.ts:5:9)" in res["error"]["traceback"], res
+    assert "at main.ts:7:1" in res["error"]["traceback"], res
+    assert "/opt/petri" not in res["error"]["traceback"]
+    # ... so does the stack the code reads itself, after an await too.
+    res = run(api, sid, "ts", "await null;\n\ntry { (null as any).x } catch (e: any) {\n"
+              "  console.log(e.stack.split('\\n')[1]) }")
+    assert res["stdout"] == "    at main.ts:3:21\n", res
+    res = run(api, sid, "ts", "const later: number = 1;\n"
+              "setTimeout(() => { throw new RangeError('late') }, later)")
+    assert res["error"]["name"] == "RangeError" and "main.ts:2:26" in res["error"]["traceback"], res
+
+
+def test_typescript_from_the_projects_own_module(api):
+    """A working directory with its own typescript module (npm install
+    typescript) transpiles with that one: a project's TypeScript 5 syntax
+    works; here a stand-in that says it was used."""
+    sid = api.session()
+    fake = ("module.exports = { version: '9.9.9', ScriptTarget: {}, ModuleKind: {},\n"
+            "  NewLineKind: {}, transpileModule: (src) => ({ diagnostics: [],\n"
+            "    outputText: JSON.stringify('the project: ' + src), sourceMapText:\n"
+            "      JSON.stringify({ version: 3, sources: ['main.ts'], names: [], mappings: '' }),\n"
+            "  }) };\n")
+    res = run(api, sid, "bash", "mkdir -p node_modules/typescript && cd node_modules/typescript"
+              " && echo '{\"name\": \"typescript\", \"main\": \"index.js\", \"version\": "
+              "\"9.9.9\"}' > package.json && cat > index.js", stdin=fake)
+    assert res["status"] == "ok", res
+    res = run(api, sid, "ts", "1 satisfies number")
+    assert res["results"] == [{"text/plain": "'the project: 1 satisfies number'"}], res
+    res = run(api, sid, "bash", "node /opt/petri/run.js --typescript-version")
+    assert res["stdout"].startswith("TypeScript 9.9.9 (Node.js v"), res
+    # Without it, the system's again.
+    run(api, sid, "bash", "rm -r node_modules")
+    res = run(api, sid, "ts", "'x' as string")
+    assert res["results"] == [{"text/plain": "'x'"}], res
 
 
 def test_r_values_and_plots(api):
@@ -208,6 +311,10 @@ def test_every_language_shares_the_workspace(api):
     assert res["results"] == [{"text/plain": "4"}], res
     res = run(api, sid, "perl", "open(my $f, '<', 't.csv'); my @l = <$f>; print scalar(@l)")
     assert res["stdout"] == "4", res
+    res = run(api, sid, "ts", "import { readFileSync } from 'fs';\n"
+              "const n: number = readFileSync('t.csv', 'utf8').trim().split('\\n').length;\n"
+              "console.log(n)")
+    assert res["stdout"] == "4\n", res
 
 
 def test_a_program_is_held_by_the_sessions_limits(api):
@@ -251,7 +358,7 @@ def test_an_unknown_language_names_every_language(api):
     r = api.post(f"/v1/sessions/{sid}/execute", {"code": "x", "language": "cobol"})
     assert r.status_code == 400
     assert r.json()["error"]["message"] == \
-        "unknown language 'cobol': must be python, bash, c, javascript, r, perl, " \
+        "unknown language 'cobol': must be python, bash, c, javascript, typescript, r, perl, " \
         "long-language-name-over-15-bytes or cpp"
 
 

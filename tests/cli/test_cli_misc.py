@@ -36,6 +36,7 @@ def test_check_says_the_sandbox_works(petri_raw):
     assert re.search(r'^languages:\s+python \(also py, python3\): 3\.\d+\.\d+,$', text, re.M), text
     assert re.search(r'^\s+bash \(also sh\): GNU bash, version', text, re.M), text
     assert re.search(r'^\s+javascript \(also js, node, nodejs\): v\d+', text, re.M), text
+    assert re.search(r'^\s+typescript \(also ts\): TypeScript \d+\.\d+', text, re.M), text
     assert re.search(r'^\s+r \(also R\): R', text, re.M), text
     assert re.search(r'^packages:\s+\d+ Python packages', text, re.M), text
     assert re.search(r'\bnumpy \d', text) and re.search(r'\bseaborn \d', text), text
@@ -63,6 +64,7 @@ def test_check_json(petri_raw):
     assert names == [('python', ['py', 'python3'], ['.py']),
                      ('bash', ['sh'], ['.sh', '.bash']), ('c', [], ['.c']),
                      ('javascript', ['js', 'node', 'nodejs'], ['.js', '.cjs']),
+                     ('typescript', ['ts'], ['.ts', '.cts']),
                      ('r', ['R'], ['.R', '.r'])]
     assert all(l['available'] and l['version'] for l in info['languages'])
     packages = {p['name']: p['version'] for p in info['packages']}

@@ -343,6 +343,21 @@ describe(`E2B SDK ${which}: e2b ${versions.e2b}, code-interpreter ${versions.ci}
       assert.equal(e.error.value, 'no');
     });
 
+    test('TypeScript through runCode: JavaScript once its types are stripped', T, async () => {
+      let e = await run(sbx, 'process.cwd()', { language: 'typescript' });
+      assert.equal(e.text, HOME, 'the value of the last expression, quotes dropped');
+      e = await run(sbx, 'type Pair = [string, number];\nconst p: Pair = ["n", 2];\n' +
+        'console.log(`${p[0]}=${p[1]}`);\nawait Promise.resolve(p[1] as number * 21)',
+        { language: 'ts' });
+      assert.deepEqual(e.logs.stdout, ['n=2\n']);
+      assert.equal(e.text, '42', 'top-level await gives its value');
+      e = await run(sbx, 'let wrong: number = "a string";\nwrong', { language: 'ts' });
+      assert.equal(e.text, 'a string', 'no type checking: a type error still runs');
+      e = await run(sbx, 'function f(s: string {\n}', { language: 'ts' });
+      assert.equal(e.error.name, 'SyntaxError');
+      assert.match(e.error.value, /^main\.ts:1:\d+: /, 'the place of the syntax error');
+    });
+
     test('code runs in /home/user, where the files API writes', T, async () => {
       const e = await run(sbx, 'import os\nprint(os.getcwd())');
       assert.equal(e.logs.stdout.join('').trim(), HOME);

@@ -171,7 +171,8 @@ def test_tools_list_schemas(mcp):
         "type": "object", "additionalProperties": False, "required": ["code"],
         "properties": {
             "code": {"type": "string", "description": ex["properties"]["code"]["description"]},
-            "language": {"type": "string", "enum": ["python", "bash", "c", "javascript", "r"],
+            "language": {"type": "string",
+                         "enum": ["python", "bash", "c", "javascript", "typescript", "r"],
                          "description": ex["properties"]["language"]["description"]},
             "timeout_s": {"type": "number", "minimum": 0.1, "maximum": 600.0, "default": 30.0,
                           "description": ex["properties"]["timeout_s"]["description"]},
@@ -199,6 +200,7 @@ def test_tools_list_schemas(mcp):
     for dist in ("numpy", "pandas", "matplotlib", "scipy", "seaborn", "scikit-learn"):
         assert f"{dist} {importlib.metadata.version(dist)}" in desc, dist
     assert re.search(r"javascript \(v\d+\.", desc) and re.search(r"\br \(R", desc), desc
+    assert re.search(r"typescript \(TypeScript \d+\.", desc), desc
     assert re.search(r"git \(git version \d", desc) and re.search(r"pytest \(pytest \d", desc)
     import jsonschema
     for t in tools:

@@ -36,11 +36,13 @@ START_TEST(names_aliases_and_extensions)
 	ck_assert_str_eq(lang_find("R")->name, "r");
 	ck_assert_str_eq(lang_by_path("plot.R")->name, "r");
 	ck_assert_str_eq(lang_by_path("app.js")->name, "javascript");
+	ck_assert_str_eq(lang_find("ts")->name, "typescript");
+	ck_assert_str_eq(lang_by_path("app.ts")->name, "typescript");
 	ck_assert_ptr_null(lang_at(0)->file);	/* Python is the driver's own */
 	for (size_t i = 1; i < lang_count(); i++)
 		ck_assert(lang_at(i)->file && lang_at(i)->run);
 	lang_names(names, sizeof(names));
-	ck_assert_str_eq(names, "python, bash, c, javascript or r");
+	ck_assert_str_eq(names, "python, bash, c, javascript, typescript or r");
 	lang_names(names, 8);
 	ck_assert_str_eq(names, "python,");	/* cut, still terminated */
 }
@@ -52,25 +54,25 @@ START_TEST(one_message_that_a_client_cannot_shape)
 	json_t *v;
 
 	lang_unknown_message(m, sizeof(m), "ruby");
-	ck_assert_str_eq(m, "unknown language 'ruby': must be python, bash, c, javascript or r");
+	ck_assert_str_eq(m, "unknown language 'ruby': must be python, bash, c, javascript, typescript or r");
 	lang_unknown_message(m, sizeof(m), NULL);
-	ck_assert_str_eq(m, "'language' must be a string: python, bash, c, javascript or r");
+	ck_assert_str_eq(m, "'language' must be a string: python, bash, c, javascript, typescript or r");
 	lang_unknown_message(m, sizeof(m), "a'b");
-	ck_assert_str_eq(m, "unknown language: must be python, bash, c, javascript or r");
+	ck_assert_str_eq(m, "unknown language: must be python, bash, c, javascript, typescript or r");
 	lang_unknown_message(m, sizeof(m), "line\nbreak");
-	ck_assert_str_eq(m, "unknown language: must be python, bash, c, javascript or r");
+	ck_assert_str_eq(m, "unknown language: must be python, bash, c, javascript, typescript or r");
 	lang_unknown_message(m, sizeof(m), "\xc3\xa9");
-	ck_assert_str_eq(m, "unknown language: must be python, bash, c, javascript or r");
+	ck_assert_str_eq(m, "unknown language: must be python, bash, c, javascript, typescript or r");
 	lang_unknown_message(m, sizeof(m), "abcdefghijklmnopqrstuvwxyz0123456789");
-	ck_assert_str_eq(m, "unknown language: must be python, bash, c, javascript or r");
+	ck_assert_str_eq(m, "unknown language: must be python, bash, c, javascript, typescript or r");
 
 	v = json_stringn("py\0x", 4);
 	ck_assert_ptr_null(lang_from_json(v, m, sizeof(m)));
-	ck_assert_str_eq(m, "unknown language: must be python, bash, c, javascript or r");
+	ck_assert_str_eq(m, "unknown language: must be python, bash, c, javascript, typescript or r");
 	json_decref(v);
 	v = json_integer(3);
 	ck_assert_ptr_null(lang_from_json(v, m, sizeof(m)));
-	ck_assert_str_eq(m, "'language' must be a string: python, bash, c, javascript or r");
+	ck_assert_str_eq(m, "'language' must be a string: python, bash, c, javascript, typescript or r");
 	json_decref(v);
 	v = json_string("python3");
 	ck_assert_str_eq(lang_from_json(v, m, sizeof(m))->name, "python");
@@ -176,7 +178,7 @@ START_TEST(mcp_reads_the_table)
 	lang = json_object_get(json_object_get(json_object_get(json_array_get(
 		json_object_get(json_object_get(r, "result"), "tools"), 0), "inputSchema"),
 		"properties"), "language");
-	m = json_pack("[s, s, s, s, s]", "python", "bash", "c", "javascript", "r");
+	m = json_pack("[s, s, s, s, s, s]", "python", "bash", "c", "javascript", "typescript", "r");
 	ck_assert(json_equal(json_object_get(lang, "enum"), m));
 	json_decref(m);
 	desc = json_string_value(json_object_get(lang, "description"));
@@ -186,7 +188,7 @@ START_TEST(mcp_reads_the_table)
 	json_decref(r);
 
 	ck_assert_ptr_nonnull(strstr(call(c, "{\"code\":\"1\",\"language\":\"ruby\"}", &r),
-			      "unknown language 'ruby': must be python, bash, c, javascript or r"));
+			      "unknown language 'ruby': must be python, bash, c, javascript, typescript or r"));
 	json_decref(r);
 	/* An alias passes the checks and gets as far as wanting a sandbox. */
 	ck_assert_ptr_nonnull(strstr(call(c, "{\"code\":\"1\",\"language\":\"sh\"}", &r),
@@ -256,12 +258,12 @@ START_TEST(operator_languages)
 	ck_assert_int_eq(lang_check(bad, 1, err, sizeof(err)), -1);
 
 	lang_configure(&perl, 1);
-	ck_assert_uint_eq(lang_count(), 6);
+	ck_assert_uint_eq(lang_count(), 7);
 	ck_assert_ptr_eq(lang_find("pl"), &perl);
 	ck_assert_ptr_eq(lang_by_path("x.pl"), &perl);
 	lang_unknown_message(m, sizeof(m), "ruby");
-	ck_assert_str_eq(m, "unknown language 'ruby': must be python, bash, c, javascript, r "
-			 "or perl");
+	ck_assert_str_eq(m, "unknown language 'ruby': must be python, bash, c, javascript, "
+			 "typescript, r or perl");
 	lang_configure(NULL, 0);
 	ck_assert_ptr_null(lang_find("perl"));
 }
