@@ -18,8 +18,10 @@ def test_r_prints_and_plots(petri_json, tmp_path):
     script = tmp_path / 'plot.R'
     script.write_text('x <- c(2, 4, 9)\nmedian(x)\nbarplot(x)\n')
     r = petri_json(file=script)            # R by its extension
-    assert r['status'] == 'ok' and r['stdout'] == '[1] 4\n', r.describe()
-    png = base64.b64decode(r['results'][0]['image/png'])
+    # a value is a result, as IRkernel gives it (docs/languages.md), then the plot
+    assert r['status'] == 'ok' and r['stdout'] == '', r.describe()
+    assert r['results'][0]['text/plain'] == '[1] 4', r.describe()
+    png = base64.b64decode(r['results'][1]['image/png'])
     assert png[:8] == b'\x89PNG\r\n\x1a\n'
 
 
