@@ -265,7 +265,8 @@ enum MHD_Result stream_execute_with(struct api_req *rq, struct session *s,
  * was fed: the feeder stops feeding then.  feed: an event (consumed; a
  * live one is dropped past the stream's cap); end: the last event
  * (consumed), cut: the connection closes after it without the response's
- * proper end.  The feeder holds a reference from open: put it when it
+ * proper end.  What a client has not read is bounded at 256 KiB (less
+ * than an execution's stream: a client may follow many).  The feeder holds a reference from open: put it when it
  * will feed no more (after end, or when on_close says so). */
 struct stream;
 enum MHD_Result stream_open(struct api_req *rq, struct session *s,
@@ -273,6 +274,9 @@ enum MHD_Result stream_open(struct api_req *rq, struct session *s,
 			    void (*on_close)(void *state), struct stream **out);
 void *stream_state(struct stream *st);
 void stream_feed(struct stream *st, struct buf *ev, bool live);
+/* Would a live event of about len bytes be sent (the client there, and
+ * not being dropped for)?  A feeder skips making one that would not. */
+bool stream_takes(struct stream *st, size_t len);
 void stream_feed_end(struct stream *st, struct buf *end, bool cut);
 void stream_feed_put(struct stream *st);
 

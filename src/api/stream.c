@@ -48,6 +48,9 @@
  * escapes a control byte as \u0001).  "error" and "done" are always kept:
  * "done" carries the whole result, as the answer without SSE does. */
 #define PENDING_MAX (4u << 20)
+/* A fed stream's (a process's output, a watch's events): a client that
+ * follows several of them holds this much of each at most. */
+#define FEED_PENDING_MAX (256u << 10)
 
 struct stream_hub {
 	pthread_mutex_t lock;
@@ -66,6 +69,7 @@ struct stream {
 	struct buf out;			/* bytes not yet sent */
 	struct utf8_carry carry[2];	/* for wire->text: stdout, stderr */
 	unsigned long long dropped;	/* live events dropped since the last notice */
+	size_t cap;			/* PENDING_MAX, or FEED_PENDING_MAX */
 	bool finished;			/* the worker queued its last event */
 	bool cut;			/* ... and the connection ends without an end */
 	bool closed;			/* the client is gone */
@@ -144,9 +148,9 @@ static void wake(struct stream *st)
  * into an empty buffer (a large result must reach a client that reads). */
 static bool room_for(const struct stream *st, size_t len)
 {
-	size_t limit = st->dropped ? PENDING_MAX / 2 : PENDING_MAX;
+	size_t limit = st->dropped ? st->cap / 2 : st->cap;
 
-	return st->out.len == 0 || (st->out.len <= limit && st->out.len + len <= PENDING_MAX);
+	return st->out.len == 0 || (st->out.len <= limit && st->out.len + len <= st->cap);
 }
 
 /* Append ev for the client (with st->lock held); a live event that finds
@@ -393,6 +397,7 @@ enum MHD_Result stream_execute_with(struct api_req *rq, struct session *s,
 		goto fail;
 	pthread_mutex_init(&st->lock, NULL);
 	st->refs = 2;	/* the worker and the response */
+	st->cap = PENDING_MAX;
 	st->sm = rq->sm;
 	st->hub = hub;
 	st->answers = rq->answers;
@@ -473,6 +478,7 @@ enum MHD_Result stream_open(struct api_req *rq, struct session *s,
 		return http_error(rq, 500, "internal", "out of memory");
 	pthread_mutex_init(&st->lock, NULL);
 	st->refs = 2;	/* the feeder and the response */
+	st->cap = FEED_PENDING_MAX;
 	st->sm = rq->sm;
 	st->hub = hub;
 	st->answers = rq->answers;
@@ -514,6 +520,16 @@ void *stream_state(struct stream *st) { return st->wire_state; }
 void stream_feed(struct stream *st, struct buf *ev, bool live)
 {
 	queue(st, ev, live);
+}
+
+bool stream_takes(struct stream *st, size_t len)
+{
+	bool takes;
+
+	pthread_mutex_lock(&st->lock);
+	takes = !st->closed && room_for(st, len);
+	pthread_mutex_unlock(&st->lock);
+	return takes;
 }
 
 void stream_feed_end(struct stream *st, struct buf *end, bool cut)

@@ -49,7 +49,7 @@
  * within these; at most half of it): stopping one takes a few hundred ms. */
 #define MARGIN_MIN_S	0.5
 #define MARGIN_MAX_S	1.0
-#define STDIN_WAIT_S	5		/* SendInput waits this long for a process to read */
+#define STDIN_WAIT_S	0.5		/* SendInput waits this long for a process to read */
 #define PTY_SIZE_MAX	4096		/* a terminal's rows and columns */
 
 /* A Process.Start request is a command, its arguments and variables:
@@ -221,6 +221,11 @@ static bool sdk_to_rel(struct session *s, const char *in, bool allow_empty,
 	}
 	if (session_file_at(s, rel, &below) < 0) {
 		fail_errno(f, s, -EROFS, in);
+		return false;
+	}
+	if (!allow_empty && rel[0] == '/' && !*below) {	/* "/tmp" itself, as HOME */
+		fail_set(f, 400, "invalid_argument", 400, "'%.300s' is a filesystem of the "
+			 "sandbox's own: name a file or directory in it", in);
 		return false;
 	}
 	return true;
@@ -683,6 +688,8 @@ static void sink_output(void *ctx, enum exec_stream s, const char *data, size_t 
 	struct proc_stream *ps = ctx;
 	struct buf ev = BUF_INIT;
 
+	if (!stream_takes(ps->st, len))	/* spare the base64 of what is dropped */
+		return;
 	if (data_event(&ev, ps->pty ? "pty" : s == EXEC_STDOUT ? "stdout" : "stderr", data,
 		       len) == 0)
 		stream_feed(ps->st, &ev, true);
@@ -969,9 +976,9 @@ static enum MHD_Result process_start(struct api_req *rq, struct session *s)
 				       "internal", "%s", e.message);
 		goto out;
 	}
-	config = json_pack("{s:s, s:O, s:O, s:s}", "cmd", cmd, "args",
-			   json_is_array(args) ? args : json_array(), "envs",
-			   json_is_object(envs) ? envs : json_object(), "cwd", cwd);
+	config = json_pack("{s:s, s:o, s:o, s:s}", "cmd", cmd, "args",
+			   json_is_array(args) ? json_incref(args) : json_array(), "envs",
+			   json_is_object(envs) ? json_incref(envs) : json_object(), "cwd", cwd);
 	spec.env = (const char *const *)env;
 	spec.cwd = cwd;
 	/* Absent: kept open, as envd before the field had it; a terminal's
@@ -1067,7 +1074,7 @@ static enum MHD_Result process_unary(struct api_req *rq, struct session *s, cons
 	unsigned char *data = NULL;
 	char what[300];
 	struct proc *p;
-	size_t len = 0;
+	size_t len = 0, written = 0;
 	int r = 0, signo = 0;
 
 	if (!strcmp(method, "List")) {
@@ -1113,7 +1120,7 @@ static enum MHD_Result process_unary(struct api_req *rq, struct session *s, cons
 	else if (!strcmp(method, "CloseStdin"))
 		r = proc_close_input(p);
 	else
-		r = proc_input(p, data, len, STDIN_WAIT_S);
+		r = proc_input(p, data, len, STDIN_WAIT_S, &written);
 	proc_put(p);
 	free(data);
 	if (r == -ESRCH)
@@ -1128,8 +1135,9 @@ static enum MHD_Result process_unary(struct api_req *rq, struct session *s, cons
 		return rpc_error(rq, 400, "invalid_argument", "at most %u bytes of input per call",
 				 PROC_INPUT_MAX);
 	if (r == -ETIMEDOUT)
-		return rpc_error(rq, 503, "unavailable", "the process read nothing of its input "
-				 "for %d s", STDIN_WAIT_S);
+		return rpc_error(rq, 503, "unavailable", "the process took %zu of the %zu bytes "
+				 "within %g s (its stdin holds what it has not read): send the "
+				 "rest later", written, len, STDIN_WAIT_S);
 	if (r < 0)
 		return rpc_error(rq, 500, "internal", "%s", strerror(-r));
 	return http_json(rq, 200, json_object());

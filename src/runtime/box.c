@@ -26,6 +26,7 @@
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/num.h"
 #include "util/utf8.h"
 
 #define READY_TIMEOUT_S 30.0
@@ -83,8 +84,8 @@ struct box {
 	pthread_mutex_t stop_lock;
 	char stop_reason[128];
 	/* Whole frames to the driver, from the executing thread and from
-	 * box_spawn()'s (any thread). */
-	pthread_mutex_t ctl_lock;
+	 * box_spawn()'s (any thread); one spawn at a time, its answer read. */
+	pthread_mutex_t ctl_lock, spawn_lock;
 	/* Streams that reached end of file are not polled again: a sandbox
 	 * that closes its fd 1, 2 or 3 must not make the daemon spin. */
 	bool out_eof, err_eof, ctl_eof;
@@ -335,6 +336,7 @@ int box_adopt(struct jail *j, struct box **out, char *err, size_t errlen)
 	frame_reader_init(&b->fr);
 	pthread_mutex_init(&b->stop_lock, NULL);
 	pthread_mutex_init(&b->ctl_lock, NULL);
+	pthread_mutex_init(&b->spawn_lock, NULL);
 	b->jail = j;
 	if ((r = wait_ready(b, NULL, err, errlen)) < 0) {
 		box_free(b);
@@ -656,6 +658,11 @@ static int spawn_answer(int fd, double timeout_s)
 	return line[0] == 'p' ? (int)v : -(int)v;
 }
 
+/* What a start of a process may take: the frame (its command, arguments
+ * and variables: E2B's envd takes far less), the keeper's time. */
+#define SPAWN_FRAME_MAX (256u << 10)
+#define SPAWN_TIMEOUT_S 5
+
 int box_spawn(struct box *b, const struct box_spawn *sp, struct box_proc *out)
 {
 	int p[4][2], mine[BOX_SPAWN_FDS], theirs[BOX_SPAWN_FDS];
@@ -680,21 +687,36 @@ int box_spawn(struct box *b, const struct box_spawn *sp, struct box_proc *out)
 			r = -errno;
 	if (r < 0 || (r = frame_encode(frame, &enc)) < 0)
 		goto out;
+	if (enc.len > SPAWN_FRAME_MAX) {
+		r = -E2BIG;
+		goto out;
+	}
 	/* stdin: they read, we write; stdout, stderr, status: the reverse */
 	theirs[0] = p[0][0], mine[0] = p[0][1];
 	for (int i = 1; i < 4; i++)
 		theirs[i] = p[i][1], mine[i] = p[i][0];
 	if (sp->tty >= 0)
 		theirs[0] = theirs[1] = theirs[2] = sp->tty;
+	/* A keeper that takes no frame or gives no answer within the time is
+	 * stuck or hostile: the sandbox ends, rather than holding the
+	 * daemon's worker (a torn frame would break the channel anyway). */
+	pthread_mutex_lock(&b->spawn_lock);
 	pthread_mutex_lock(&b->ctl_lock);
-	r = send_locked(b, &enc, theirs, BOX_SPAWN_FDS, READY_TIMEOUT_S);
+	r = send_locked(b, &enc, theirs, BOX_SPAWN_FDS, SPAWN_TIMEOUT_S);
 	pthread_mutex_unlock(&b->ctl_lock);
 	for (int i = sp->tty >= 0 ? 3 : 0; i < BOX_SPAWN_FDS; i++) {
 		close(theirs[i]);
 		fcntl(mine[i], F_SETFL, O_NONBLOCK);
 	}
 	p[0][0] = p[1][1] = p[2][1] = p[3][1] = -1;
-	if (r < 0 || (r = spawn_answer(mine[3], READY_TIMEOUT_S)) < 0)
+	if (r == 0)
+		r = spawn_answer(mine[3], SPAWN_TIMEOUT_S);
+	pthread_mutex_unlock(&b->spawn_lock);
+	if (r == -ETIMEDOUT || r == -EPROTO)
+		box_stop(b, r == -EPROTO ? "the sandbox's keeper answered a process's start with "
+			 "nonsense" : "the sandbox's keeper did not start a process within "
+			 NUM_TEXT(SPAWN_TIMEOUT_S) " s");
+	if (r < 0)
 		goto out;
 	/* The memory limit's first victim, as the interpreter: not the keeper. */
 	(void)jail_oom_score_adj(b->jail, r, INTERPRETER_OOM_SCORE_ADJ);
@@ -777,6 +799,7 @@ void box_free(struct box *b)
 	frame_reader_release(&b->fr);
 	pthread_mutex_destroy(&b->stop_lock);
 	pthread_mutex_destroy(&b->ctl_lock);
+	pthread_mutex_destroy(&b->spawn_lock);
 	free(b);
 }
 

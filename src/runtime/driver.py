@@ -864,7 +864,14 @@ def spawn_process(K, payload):
                                            (os.POSIX_SPAWN_DUP2, stderr, 2)],
                              setsid=not pty, setsigmask=(),
                              setsigdef=(_signal.SIGPIPE, _signal.SIGXFSZ))
-        pidfd = os.pidfd_open(pid)
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError:
+            # Not to be watched, then not to run: untracked, it would
+            # outlive what the supervisor knows of it.
+            os.kill(pid, _signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise
     except (OSError, ValueError) as exc:
         say(status, 'fail %d\n' % (getattr(exc, 'errno', None) or 22))
         os.close(status)

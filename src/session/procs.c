@@ -24,6 +24,9 @@
 #define EXIT_GRACE_S 0.5
 #define READ_CHUNK 65536
 #define TICK_S 1.0
+/* Killed at its deadline, a process whose end the keeper does not say
+ * within this long ends anyway (a keeper the sandbox stopped). */
+#define KILL_GRACE_S 2.0
 
 enum { W_OUT, W_ERR, W_STATUS, W_N };
 
@@ -51,6 +54,7 @@ struct proc {
 	size_t line_len;
 	double deadline, exit_at;	/* monotonic; 0: none, not yet */
 	bool timed_out;
+	bool starting;			/* counted, not yet started: seen by no one */
 	bool ended;			/* its end was said: listed no more */
 	atomic_int refs;
 	struct proc *prev, *next;	/* in the hub, until it ended */
@@ -104,6 +108,28 @@ static void wake(struct procs_hub *h)
 		log_warn("procs: cannot wake the pump: %s", strerror(errno));
 }
 
+/* Link p into h (h->lock held). */
+static void link_proc(struct procs_hub *h, struct proc *p)
+{
+	p->next = h->head;
+	if (h->head)
+		h->head->prev = p;
+	h->head = p;
+	h->n++;
+}
+
+static void unlink_proc(struct procs_hub *h, struct proc *p)
+{
+	if (p->prev)
+		p->prev->next = p->next;
+	else
+		h->head = p->next;
+	if (p->next)
+		p->next->prev = p->prev;
+	p->prev = p->next = NULL;
+	h->n--;
+}
+
 /* ---- the pump --------------------------------------------------------------- */
 
 /* The end of p (once): said to whoever follows it, its descriptors closed,
@@ -123,13 +149,7 @@ static void end_proc(struct proc *p, bool lost)
 			   WTERMSIG(p->wait_status) : SIGKILL;
 	}
 	pthread_mutex_lock(&h->lock);
-	if (p->prev)
-		p->prev->next = p->next;
-	else
-		h->head = p->next;
-	if (p->next)
-		p->next->prev = p->prev;
-	h->n--;
+	unlink_proc(h, p);
 	pthread_mutex_unlock(&h->lock);
 	pthread_mutex_lock(&p->lock);
 	e.timed_out = p->timed_out;
@@ -189,6 +209,7 @@ static void status_line(struct proc *p)
 static void readable(struct proc *p, int which)
 {
 	static char chunk[READ_CHUNK];	/* the pump's thread only */
+	bool followed;
 	ssize_t n = read(p->fd[which], chunk, which == W_STATUS ? 1 : sizeof(chunk));
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -203,11 +224,11 @@ static void readable(struct proc *p, int which)
 		/* A byte at a time: a line is short, and a keeper that says too
 		 * much is heard no more. */
 		if (chunk[0] == '\n') {
+			/* The keeper's one line after "pid": heard, then no more. */
 			p->line[p->line_len] = '\0';
 			status_line(p);
-			p->line_len = 0;
-			if (p->exit_known)
-				mark_exit(p);
+			stop_watching(p, which);
+			mark_exit(p);
 		} else if (p->line_len < sizeof(p->line) - 1) {
 			p->line[p->line_len++] = chunk[0];
 		} else {
@@ -217,11 +238,13 @@ static void readable(struct proc *p, int which)
 		return;
 	}
 	pthread_mutex_lock(&p->lock);
+	followed = p->nsinks > 0;
 	for (size_t i = 0; i < p->nsinks; i++)
 		p->sinks[i].output(p->sinks[i].ctx, which == W_OUT ? EXEC_STDOUT : EXEC_STDERR,
 				   chunk, (size_t)n);
 	pthread_mutex_unlock(&p->lock);
-	session_touch(p->s);	/* a process at work is use of its session */
+	if (followed)	/* output a client reads is use of its session */
+		session_touch(p->s);
 }
 
 /* Deadlines and ends due now; how long until the next, in ms. */
@@ -235,6 +258,12 @@ static int due(struct procs_hub *h)
 	for (struct proc *p = h->head; p; p = p->next) {
 		bool drained = p->fd[W_OUT] < 0 && p->fd[W_ERR] < 0;
 
+		if (p->starting)
+			continue;
+		if (p->timed_out && !p->exit_at && now >= p->deadline + KILL_GRACE_S)
+			p->exit_at = now;	/* killed; its end may never be said */
+		else if (p->timed_out && !p->exit_at && p->deadline + KILL_GRACE_S < next)
+			next = p->deadline + KILL_GRACE_S;
 		if (p->deadline && now >= p->deadline && !p->timed_out && !p->exit_at) {
 			char why[128];
 
@@ -368,22 +397,61 @@ static int tty_ends(int master, struct box_proc *bp)
 	return 0;
 }
 
+/* Why a start failed, in reason; its result. */
+static enum sm_result start_failed(int r, const struct proc_spec *spec, char *reason,
+				   size_t reasonlen)
+{
+	if (r == -ENOENT)
+		snprintf(reason, reasonlen, "no such directory: %.300s", spec->cwd);
+	else if (r == -ENOTTY || r == -ENOSPC)
+		snprintf(reason, reasonlen, "the sandbox has no terminal left (its limit of "
+			 "terminals, or none at all)");
+	else if (r == -EINVAL)
+		snprintf(reason, reasonlen, "the command, its arguments or variables are not UTF-8");
+	else if (r == -E2BIG)
+		snprintf(reason, reasonlen, "the command, its arguments and variables take more "
+			 "than 256 KiB");
+	else if (r == -EAGAIN)
+		snprintf(reason, reasonlen, "the sandbox is at its process limit");
+	else if (r == -EPIPE || r == -ESRCH)
+		snprintf(reason, reasonlen, "the sandbox ended");
+	else
+		snprintf(reason, reasonlen, "cannot start the process: %s", strerror(-r));
+	return r == -ENOENT || r == -EINVAL || r == -E2BIG ? SM_INVALID :
+	       r == -EAGAIN || r == -ENOTTY || r == -ENOSPC ? SM_CAPACITY :
+	       r == -EPIPE || r == -ESRCH ? SM_GONE : r == -ENOTCONN ? SM_NOT_FOUND :
+	       SM_START_FAILED;
+}
+
 enum sm_result session_proc_start(struct session *s, const struct proc_spec *spec,
 				  const struct proc_sink *sink, struct proc **out,
 				  char *reason, size_t reasonlen)
 {
 	struct procs_hub *h = session_procs_hub(s);
 	struct box_spawn sp = { spec->argv, spec->env, spec->cwd, -1 };
-	int master = -1;
 	static const char *const none[] = { NULL };
-	struct box_proc bp;
+	struct box_proc bp = { .pid = -1, .in = -1, .out = -1, .err = -1, .status = -1 };
+	int master = -1, r = 0;
 	struct proc *p;
-	int r;
 
 	*out = NULL;
 	reason[0] = '\0';
 	if (!sp.env)
 		sp.env = none;
+	p = calloc(1, sizeof(*p));
+	if (!p || (spec->tag && !(p->tag = strdup(spec->tag)))) {
+		free(p);
+		return SM_NO_MEMORY;
+	}
+	p->hub = h;
+	p->in = p->tty = -1;
+	for (int i = 0; i < W_N; i++)
+		p->fd[i] = -1;
+	pthread_mutex_init(&p->lock, NULL);
+	atomic_init(&p->refs, 2);	/* the hub's and the caller's */
+	p->s = session_ref(s);
+	/* Counted from now, while it starts: concurrent starts see it. */
+	p->starting = true;
 	pthread_mutex_lock(&h->lock);
 	r = h->n >= PROCS_MAX ? -ENFILE : count_of(h, s) >= PROCS_PER_SESSION ? -EMFILE : 0;
 	if (r == 0 && !h->running) {
@@ -393,78 +461,45 @@ enum sm_result session_proc_start(struct session *s, const struct proc_spec *spe
 			r = -EAGAIN;
 	}
 	if (r == 0)
-		h->n++;	/* held while it starts */
+		link_proc(h, p);
 	pthread_mutex_unlock(&h->lock);
-	if (r == -ENFILE || r == -EMFILE) {
-		snprintf(reason, reasonlen, "%s runs %d processes already: stop one first",
-			 r == -EMFILE ? "the sandbox" : "the server",
-			 r == -EMFILE ? PROCS_PER_SESSION : PROCS_MAX);
-		return SM_CAPACITY;
-	}
 	if (r < 0) {
-		snprintf(reason, reasonlen, "cannot start the processes' pump");
-		return SM_START_FAILED;
-	}
-	p = calloc(1, sizeof(*p));
-	if (!p || (spec->tag && !(p->tag = strdup(spec->tag)))) {
-		free(p);
-		pthread_mutex_lock(&h->lock);
-		h->n--;
-		pthread_mutex_unlock(&h->lock);
-		return SM_NO_MEMORY;
+		if (r == -ENFILE || r == -EMFILE)
+			snprintf(reason, reasonlen, "%s runs %d processes already: stop one first",
+				 r == -EMFILE ? "the sandbox" : "the server",
+				 r == -EMFILE ? PROCS_PER_SESSION : PROCS_MAX);
+		else
+			snprintf(reason, reasonlen, "cannot start the processes' pump");
+		proc_free(p);
+		return r == -EAGAIN ? SM_START_FAILED : SM_CAPACITY;
 	}
 	if (spec->pty && (r = open_tty(s, spec, &master, &sp.tty)) == 0) {
 		r = session_spawn(s, &sp, &bp);
 		close(sp.tty);
 		if (r == 0)
 			r = tty_ends(master, &bp);
-		if (r < 0 && bp.status >= 0)	/* started: it ends with its terminal */
-			close(bp.status);
 	} else if (!spec->pty) {
 		r = session_spawn(s, &sp, &bp);
 	}
 	if (r < 0) {
 		if (master >= 0)
 			close(master);
+		if (bp.status >= 0)	/* started: it ends with its terminal */
+			close(bp.status);
 		pthread_mutex_lock(&h->lock);
-		h->n--;
+		unlink_proc(h, p);
 		pthread_mutex_unlock(&h->lock);
-		free(p->tag);
-		free(p);
-		if (r == -ENOENT)
-			snprintf(reason, reasonlen, "no such directory: %.300s", spec->cwd);
-		else if (r == -ENOTTY || r == -ENOSPC)
-			snprintf(reason, reasonlen, "the sandbox has no terminal left (its limit "
-				 "of terminals, or none at all)");
-		else if (r == -EINVAL)
-			snprintf(reason, reasonlen, "the command, its arguments or variables are "
-				 "not UTF-8");
-		else if (r == -EAGAIN)
-			snprintf(reason, reasonlen, "the sandbox is at its process limit");
-		else if (r == -EPIPE || r == -ESRCH)
-			snprintf(reason, reasonlen, "the sandbox ended");
-		else
-			snprintf(reason, reasonlen, "cannot start the process: %s", strerror(-r));
-		return r == -ENOENT || r == -EINVAL ? SM_INVALID :
-		       r == -EAGAIN || r == -ENOTTY || r == -ENOSPC ? SM_CAPACITY :
-		       r == -EPIPE || r == -ESRCH ? SM_GONE : r == -ENOTCONN ? SM_NOT_FOUND :
-		       SM_START_FAILED;
+		proc_free(p);
+		return start_failed(r, spec, reason, reasonlen);
 	}
-	p->hub = h;
 	p->tty = master;
-	p->s = session_ref(s);
 	p->pid = bp.pid;
 	p->config = json_incref(spec->config);
 	p->in = bp.in;
-	p->fd[W_OUT] = bp.out;
-	p->fd[W_ERR] = bp.err;
-	p->fd[W_STATUS] = bp.status;
 	if (!spec->stdin) {
 		close(p->in);
 		p->in = -1;
 	}
-	pthread_mutex_init(&p->lock, NULL);
-	atomic_init(&p->refs, 2);	/* the hub's and the caller's */
 	if (spec->timeout_s > 0)
 		p->deadline = clock_mono_s() + spec->timeout_s;
 	if (sink) {
@@ -473,16 +508,22 @@ enum sm_result session_proc_start(struct session *s, const struct proc_spec *spe
 			sink->start(sink->ctx, p);
 	}
 	pthread_mutex_lock(&h->lock);
-	p->next = h->head;
-	if (h->head)
-		h->head->prev = p;
-	h->head = p;
+	p->fd[W_OUT] = bp.out;
+	p->fd[W_ERR] = bp.err;
+	p->fd[W_STATUS] = bp.status;
+	p->starting = false;
 	for (int i = 0; i < W_N; i++) {
 		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &p->watch[i] };
 
 		p->watch[i] = (struct watch){ p, i };
-		if (p->fd[i] >= 0 && epoll_ctl(h->epfd, EPOLL_CTL_ADD, p->fd[i], &ev) < 0)
+		if (p->fd[i] >= 0 && epoll_ctl(h->epfd, EPOLL_CTL_ADD, p->fd[i], &ev) < 0) {
+			/* Unheard, it would never end: it is killed and ends now. */
 			log_warn("procs: cannot watch process %d: %s", p->pid, strerror(errno));
+			close(p->fd[i]);
+			p->fd[i] = -1;
+			p->timed_out = true;
+			p->deadline = clock_mono_s() - KILL_GRACE_S;
+		}
 	}
 	pthread_mutex_unlock(&h->lock);
 	wake(h);	/* its deadline */
@@ -498,7 +539,7 @@ struct proc *session_proc_find(struct session *s, int pid, const char *tag)
 
 	pthread_mutex_lock(&h->lock);
 	for (struct proc *p = h->head; p && !found; p = p->next)
-		if (p->s == s && !p->exit_at &&
+		if (p->s == s && !p->exit_at && !p->starting &&
 		    (tag ? p->tag && !strcmp(p->tag, tag) : p->pid == pid)) {
 			found = p;
 			atomic_fetch_add(&p->refs, 1);
@@ -516,7 +557,7 @@ json_t *session_proc_list(struct session *s)
 	for (struct proc *p = h->head; list && p; p = p->next) {
 		json_t *e;
 
-		if (p->s != s || p->exit_at)
+		if (p->s != s || p->exit_at || p->starting)
 			continue;
 		e = json_pack("{s:i, s:O}", "pid", p->pid, "config", p->config ? p->config :
 			      json_null());
@@ -560,11 +601,13 @@ bool proc_unfollow(struct proc *p, void *ctx)
 	return found;
 }
 
-int proc_input(struct proc *p, const void *data, size_t len, double timeout_s)
+int proc_input(struct proc *p, const void *data, size_t len, double timeout_s,
+	       size_t *written)
 {
 	double deadline = clock_mono_s() + timeout_s;
 	size_t off = 0;
 
+	*written = 0;
 	if (len > PROC_INPUT_MAX)
 		return -E2BIG;
 	while (off < len) {
@@ -579,13 +622,14 @@ int proc_input(struct proc *p, const void *data, size_t len, double timeout_s)
 		pthread_mutex_unlock(&p->lock);
 		if (n > 0) {
 			off += (size_t)n;
+			*written = off;
 			continue;
 		}
 		if (n < 0 && errno != EAGAIN && errno != EINTR)
 			return errno == EPIPE ? -EPIPE : -errno;
 		if (clock_mono_s() > deadline)
 			return -ETIMEDOUT;
-		poll(&pfd, 1, 100);
+		poll(&pfd, 1, 50);
 	}
 	return 0;
 }

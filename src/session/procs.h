@@ -95,10 +95,12 @@ json_t *session_proc_list(struct session *s);
 int proc_follow(struct proc *p, const struct proc_sink *sink);
 bool proc_unfollow(struct proc *p, void *ctx);
 
-/* Write data to p's stdin, waiting at most timeout_s for room: 0; -EPIPE
- * (closed, or not kept open), -ETIMEDOUT (it reads nothing), -E2BIG
+/* Write data to p's stdin, waiting at most timeout_s (on the caller's
+ * worker: keep it short) for room, *written bytes of it: 0; -EPIPE
+ * (closed, or not kept open), -ETIMEDOUT (it did not read it all), -E2BIG
  * (over PROC_INPUT_MAX).  close: end of file for it; 0 or -EPIPE. */
-int proc_input(struct proc *p, const void *data, size_t len, double timeout_s);
+int proc_input(struct proc *p, const void *data, size_t len, double timeout_s,
+	       size_t *written);
 int proc_close_input(struct proc *p);
 
 /* Send sig to p: 0 or -ESRCH (it ended). */

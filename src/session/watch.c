@@ -41,7 +41,11 @@ struct watch {
 	struct reg **regs;
 	size_t nregs, capregs;
 	double tokens, refilled;	/* WATCH_EVENTS_PER_S */
-	bool ended;			/* its end was told: out of the hub */
+	/* Out of the hub (its end told, or stopped): set under the hub's
+	 * lock, read without it by watch_stop(), which may run from the
+	 * end's own callback. */
+	atomic_bool ended;
+	struct watch *ending;		/* the watches one event ends (dispatch) */
 	struct watch *prev, *next;	/* in the hub, until it ended */
 };
 
@@ -92,7 +96,7 @@ static void unhook(struct watch_hub *h, struct watch *w, bool rm)
 	if (w->next)
 		w->next->prev = w->prev;
 	w->prev = w->next = NULL;
-	w->ended = true;
+	atomic_store(&w->ended, true);
 }
 
 static void free_watch(struct watch *w)
@@ -103,11 +107,14 @@ static void free_watch(struct watch *w)
 	free(w);
 }
 
-/* w ends by itself: told, out of the hub (h->lock held). */
+/* w ends by itself: out of the hub, then told (h->lock held).  Its sink
+ * may free it (watch_stop() of an ended watch takes no lock). */
 static void end_watch(struct watch_hub *h, struct watch *w, const char *why, bool rm)
 {
+	struct watch_sink sink = w->sink;
+
 	unhook(h, w, rm);
-	w->sink.end(w->sink.ctx, why);
+	sink.end(sink.ctx, why);
 }
 
 /* Watch the directory rel (below w's root) for w (h->lock held): 0, or
@@ -178,8 +185,11 @@ static void tell(struct watch *w, enum watch_kind kind, const char *name)
 		w->sink.event(w->sink.ctx, kind, name);
 }
 
-/* One inotify event for registration r (h->lock held). */
-static void one_event(struct watch_hub *h, struct reg *r, const struct inotify_event *ev)
+/* One inotify event for registration r (h->lock held); a watch it ends
+ * goes on *ending, to end once the event's bucket is walked (ending it
+ * frees registrations the walk may be about to visit). */
+static void one_event(struct watch_hub *h, struct reg *r, const struct inotify_event *ev,
+		      struct watch **ending)
 {
 	struct watch *w = r->w;
 	char name[2 * FILES_PATH_MAX + 2];	/* checked below to fit in FILES_PATH_MAX */
@@ -189,10 +199,9 @@ static void one_event(struct watch_hub *h, struct reg *r, const struct inotify_e
 		if (!(ev->mask & IN_IGNORED))
 			return;		/* IN_IGNORED follows */
 		remove_from_watch(w, r);
-		if (!*r->rel) {		/* the watched directory itself */
-			drop_reg(h, r, false);
-			end_watch(h, w, "the watched directory is gone", true);
-			return;
+		if (!*r->rel && !w->ending) {	/* the watched directory itself */
+			w->ending = *ending ? *ending : w;	/* self: the list's end */
+			*ending = w;
 		}
 		drop_reg(h, r, false);
 		return;
@@ -230,11 +239,17 @@ static void dispatch(struct watch_hub *h, const char *buf, size_t len)
 		off += sizeof(*ev) + ev->len;
 		if (off > len)
 			break;
+		struct watch *ending = NULL, *w, *after;
+
 		pthread_mutex_lock(&h->lock);
 		for (r = h->table[bucket(ev->wd)]; r; r = next) {
 			next = r->next;
 			if (r->wd == ev->wd)
-				one_event(h, r, ev);
+				one_event(h, r, ev, &ending);
+		}
+		for (w = ending; w; w = after) {
+			after = w->ending == w ? NULL : w->ending;
+			end_watch(h, w, "the watched directory is gone", true);
 		}
 		pthread_mutex_unlock(&h->lock);
 	}
@@ -407,13 +422,17 @@ enum sm_result session_watch_start(struct session *s, const char *dir, bool recu
 bool watch_stop(struct watch *w)
 {
 	struct watch_hub *h = w->hub;
-	bool live;
+	bool live = false;
 
-	pthread_mutex_lock(&h->lock);
-	live = !w->ended;
-	if (live)
-		unhook(h, w, true);
-	pthread_mutex_unlock(&h->lock);
+	/* Ended: out of the hub already, and maybe called from its own end
+	 * (the hub's lock held by this very thread). */
+	if (!atomic_load(&w->ended)) {
+		pthread_mutex_lock(&h->lock);
+		live = !atomic_load(&w->ended);
+		if (live)
+			unhook(h, w, true);
+		pthread_mutex_unlock(&h->lock);
+	}
 	free_watch(w);
 	return live;
 }
