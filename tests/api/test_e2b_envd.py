@@ -1104,3 +1104,35 @@ def test_watch_dir_refusals_and_bounds(srv):
     w.close()
     assert box.run("echo alive")["stdout"] == b"alive\n"
     kill(srv, box.sid)
+
+
+def test_a_keeper_the_sandbox_stopped_ends_that_sandbox_not_the_daemons_workers(srv, box):
+    # The sandbox's code stops its own keeper (pid 2, the same user): a
+    # command's start then waits at most 5 s for it and ends that sandbox;
+    # another sandbox's commands never wait behind it.
+    victim = new_box(srv)
+    # (its end, which the stopped keeper never says, comes with its deadline)
+    assert victim.run("kill -STOP 2; echo stopped", timeout_ms=3000)["stdout"] == b"stopped\n"
+    t0 = time.monotonic()
+    evs = victim.start("echo never", timeout_ms=60000)
+    assert time.monotonic() - t0 < 20
+    assert evs[-1][0] == 2 and "error" in evs[-1][1], evs
+    assert box.run("echo fine")["stdout"] == b"fine\n"
+    # the sandbox ended: its token hears 502 (gone)
+    deadline = time.monotonic() + 10
+    while victim.rpc("List", {}, service="process.Process").status_code != 502:
+        assert time.monotonic() < deadline, "the sandbox of a stuck keeper lives on"
+        time.sleep(0.2)
+
+
+def test_a_process_killed_at_its_deadline_ends_even_if_its_keeper_is_stopped(srv):
+    victim = new_box(srv)
+    body = {"process": {"cmd": "/bin/bash", "args": ["-c", "kill -STOP 2; echo up; sleep 60"]},
+            "stdin": False}
+    t0 = time.monotonic()
+    r = victim.start_raw(envelope(0, body), timeout_ms=3000)
+    evs = envelopes(r.content)
+    assert time.monotonic() - t0 < 15, "the stream outlived the deadline and its grace"
+    assert evs[-1][1]["error"]["code"] == "deadline_exceeded", evs
+    assert evs[0][1]["event"]["start"]["pid"] not in listed(victim)
+    kill(srv, victim.sid)
