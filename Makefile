@@ -26,7 +26,7 @@ VERSION := $(shell scripts/version)
 ifneq ($(words $(VERSION)),1)
 $(error no version: scripts/version failed, or VERSION= is not one word)
 endif
-PKGS    := libseccomp jansson libmicrohttpd libcurl sqlite3 inih libarchive libxml-2.0 libcrypto libsystemd
+PKGS    := libseccomp jansson libmicrohttpd libcurl sqlite3 inih libarchive libxml-2.0 libcrypto libsystemd zlib
 
 ifeq ($(SAN),1)
 BUILD    ?= build-san

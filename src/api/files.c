@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "api/http.h"
 #include "util/clock.h"
@@ -393,7 +394,7 @@ enum MHD_Result files_upload_start(struct api_req *rq)
 		return MHD_YES;
 	memcpy(up->id, id, sizeof(id));
 	up->limits = *session_limits(s);
-	up->err = session_upload_begin(rq->sm, s, rel, &up->up);
+	up->err = session_upload_begin(rq->sm, s, rel, NULL, &up->up);
 	session_put(s);
 	return MHD_YES;
 }
@@ -822,33 +823,125 @@ static enum MHD_Result upload_failed(struct api_req *rq, const char *path, int r
 	}
 }
 
-int files_put(struct api_req *rq, struct session *s, const char *path, const void *data,
-	      size_t len, bool *ended)
+/* data[0, len) to the writer of up (NULL: to no one), waiting at most
+ * timeout_ms for each step of its progress: 0, -EPIPE (the writer stopped
+ * taking bytes: finish says why) or -ETIMEDOUT. */
+static int feed(struct session_upload *up, const void *data, size_t len, int timeout_ms)
 {
-	int timeout_ms = (int)(rq->cfg->http_timeout_s * 1000);
-	struct session_upload *up;
 	const char *p = data;
-	int r;
 
-	*ended = false;
-	if ((r = session_upload_begin(rq->sm, s, path, &up)) < 0)
-		return r;
-	while (len) {
+	while (up && len) {
 		struct pollfd pfd = { .fd = session_upload_fd(up), .events = POLLOUT };
 		size_t taken;
 
 		if (session_upload_offer(up, p, len, &taken) < 0)
-			break;	/* the writer stopped: finish says why */
+			return -EPIPE;
 		p += taken;
 		len -= taken;
-		if (len && poll(&pfd, 1, timeout_ms) == 0) {
-			/* A stopped or starved sandbox does not keep this worker. */
-			session_upload_cancel(up);
-			reap_later(rq->waiter, up);
+		if (len && poll(&pfd, 1, timeout_ms) == 0)
 			return -ETIMEDOUT;
+	}
+	return 0;
+}
+
+/* A gzip stream (one member or several, as gzip -c a b makes) inflated a
+ * piece at a time into feed(): never whole in memory, at most max bytes of
+ * it (-EFBIG past them), -EBADMSG when it is not gzip, is corrupt, is cut
+ * or has anything after its last member.  Its work is bounded by its input
+ * and max: deflate makes at most 1032 bytes of one. */
+#define INFLATE_PIECE (64u << 10)
+#define GUNZIP_FREE (16ull << 20)	/* inflated whatever the ratio */
+static int feed_gunzip(struct session_upload *up, const void *data, size_t len, uint64_t max,
+		       int timeout_ms)
+{
+	const unsigned char *in = data;
+	z_stream z = { .zalloc = Z_NULL };
+	unsigned char *out = malloc(INFLATE_PIECE);
+	uint64_t made = 0;
+	int r = 0, zr;
+
+	if (!out || inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) {
+		free(out);
+		return -ENOMEM;
+	}
+	for (;;) {
+		size_t got;
+
+		if (z.avail_in == 0 && len) {	/* avail_in is 32 bits */
+			z.next_in = (unsigned char *)in;
+			z.avail_in = len > (1u << 30) ? (1u << 30) : (unsigned)len;
+			in += z.avail_in;
+			len -= z.avail_in;
+		}
+		z.next_out = out;
+		z.avail_out = INFLATE_PIECE;
+		zr = inflate(&z, Z_NO_FLUSH);
+		got = INFLATE_PIECE - z.avail_out;
+		if (zr == Z_MEM_ERROR) {
+			r = -ENOMEM;
+			break;
+		}
+		if (zr != Z_OK && zr != Z_STREAM_END && (zr != Z_BUF_ERROR || z.avail_in || len)) {
+			r = -EBADMSG;	/* Z_BUF_ERROR with nothing left: cut short */
+			break;
+		}
+		if (got > max - made) {
+			r = -EFBIG;
+			break;
+		}
+		made += got;
+		if ((r = feed(up, out, got, timeout_ms)) < 0)
+			break;
+		if (zr == Z_BUF_ERROR) {
+			r = -EBADMSG;
+			break;
+		}
+		if (zr == Z_STREAM_END && !z.avail_in && !len)
+			break;		/* the last member */
+		if (zr == Z_STREAM_END && inflateReset(&z) != Z_OK) {
+			r = -EBADMSG;
+			break;
 		}
 	}
-	return session_upload_finish(up, true, ended);
+	inflateEnd(&z);
+	free(out);
+	return r;
+}
+
+int files_put(struct api_req *rq, struct session *s, const char *path, const void *data,
+	      size_t len, const struct files_put_how *how, bool *ended)
+{
+	int timeout_ms = (int)(rq->cfg->http_timeout_s * 1000);
+	uint64_t max = rq->cfg->max_file_bytes;
+	bool gzip = how && how->gzip;
+
+	/* The daemon inflates: past 16 MiB, at most archive_max_ratio times
+	 * what the client sent (its CPU per byte received is bounded). */
+	if (gzip && max > GUNZIP_FREE && max / rq->cfg->archive_max_ratio > len) {
+		uint64_t ratio = (uint64_t)len * rq->cfg->archive_max_ratio;
+
+		max = ratio > GUNZIP_FREE ? ratio : GUNZIP_FREE;
+	}
+	struct session_upload *up;
+	int r;
+
+	*ended = false;
+	/* A stream that is not gzip, or inflates past the limit, is refused
+	 * before the writer starts: it writes nothing, no directory either.
+	 * It is inflated twice then, each time bounded as above. */
+	if (gzip && (r = feed_gunzip(NULL, data, len, max, timeout_ms)) < 0)
+		return r;
+	if ((r = session_upload_begin(rq->sm, s, path, how ? how->meta : NULL, &up)) < 0)
+		return r;
+	r = gzip ? feed_gunzip(up, data, len, max, timeout_ms) : feed(up, data, len, timeout_ms);
+	if (r == -ETIMEDOUT || r == -ENOMEM || r == -EFBIG || r == -EBADMSG) {
+		/* A stopped or starved sandbox does not keep this worker: the
+		 * writer is killed, its temporary file removed by the reaper. */
+		session_upload_cancel(up);
+		reap_later(rq->waiter, up);
+		return r;
+	}
+	return session_upload_finish(up, true, ended);	/* -EPIPE: the writer's reason */
 }
 
 enum MHD_Result handle_files(struct api_req *rq, struct session *s, const char *path,

@@ -312,13 +312,21 @@ void files_upload_end(struct api_req *rq);
  * queued (*queued), or -errno before anything is: session_file_open()'s,
  * -EFBIG (over max_file_bytes), -ENOMEM.  put: data[0, len) written to path as an
  * upload is, by a writer charged to the sandbox, on a worker, waiting at
- * most http_timeout_s for each step of its progress; 0 or -errno:
- * session_upload_finish()'s (-ENOSPC, -ENOMEM with *ended...), -EAGAIN (at
- * the session's pids limit), -ETIMEDOUT (the writer took nothing). */
+ * most http_timeout_s for each step of its progress; how (NULL: plain) gives
+ * the new file's metadata and says whether data is gzip, inflated on the
+ * way; 0 or -errno: session_upload_finish()'s (-ENOSPC, -ENOMEM with
+ * *ended...), -EAGAIN (at the session's pids limit), -ETIMEDOUT (the writer
+ * took nothing), and for gzip, before anything is written, -EBADMSG (not a
+ * whole gzip stream) or -EFBIG (over max_file_bytes inflated). */
+struct files_meta;
+struct files_put_how {
+	const struct files_meta *meta;	/* NULL: none */
+	bool gzip;
+};
 int files_send(struct api_req *rq, struct session *s, const char *path,
 	       enum MHD_Result *queued);
 int files_put(struct api_req *rq, struct session *s, const char *path, const void *data,
-	      size_t len, bool *ended);
+	      size_t len, const struct files_put_how *how, bool *ended);
 
 /* How an HTTP front end words a workspace result (workspace/ws.h): a table
  * of these, indexed by enum ws_result, one per front end.  The sentence is

@@ -641,11 +641,24 @@ static bool answers_little(const struct api_req *rq)
 					  !strcmp(tail, "/restart")));
 }
 
+/* E2B's envd upload, POST /files (its body is the file, or multipart). */
+static bool envd_upload(struct api_req *rq)
+{
+	char route[512];
+
+	return rq->e2b_kind == E2B_ENVD && !strcmp(rq->method, "POST") &&
+	       !strcmp(e2b_route_path(rq, route, sizeof(route)), "/files");
+}
+
 static enum MHD_Result too_large(struct api_req *rq)
 {
 	if (rq->raw_upload)	/* a file is PUT, an archive POSTed */
 		return http_error(rq, 413, "too_large", "the %s is larger than the %llu MiB "
 				  "upload limit", strcmp(rq->method, "POST") ? "file" : "archive",
+				  (unsigned long long)(rq->body_max >> 20));
+	if (envd_upload(rq) && rq->opaque_body)
+		return http_error(rq, 413, "too_large", "the upload is larger than the %llu MiB "
+				  "limit (max_file_mb, within max_body_mb)",
 				  (unsigned long long)(rq->body_max >> 20));
 	return http_error(rq, 413, "too_large", "the JSON body is larger than the %llu KiB "
 			  "limit (max_json_kb)", (unsigned long long)(rq->body_max >> 10));
@@ -711,14 +724,20 @@ static enum MHD_Result on_headers(struct api_server *srv, struct api_req *rq)
 	rq->e2b_kind = e2b_kind_of(rq->conn, rq->url);
 	rq->body_max = rq->raw_upload ? cfg->max_file_bytes : cfg->max_json_bytes;
 	if (rq->e2b_kind == E2B_ENVD) {
-		/* Multipart uploads (a file and its part headers) and Connect
-		 * envelopes: parsed by e2b_envd.c, within these bounds. */
+		/* Multipart uploads (a file and its part headers), octet-stream
+		 * ones (the file, or its gzip stream: a little larger when it
+		 * does not compress) and Connect envelopes: parsed by envd.c,
+		 * within these bounds. */
 		const char *ct = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND,
 							     "Content-Type");
+		const char *ce = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND,
+							     "Content-Encoding");
 
 		rq->opaque_body = ct && strncasecmp(ct, "application/json", 16);
 		if (ct && !strncasecmp(ct, "multipart/form-data", 19))
 			rq->body_max = cfg->max_file_bytes + (64u << 10);
+		else if (ct && !strncasecmp(ct, "application/octet-stream", 24) && envd_upload(rq))
+			rq->body_max = cfg->max_file_bytes + (ce ? (64u << 10) : 0);
 	}
 	if (!rq->raw_upload && rq->body_max > cfg->max_body_bytes)
 		rq->body_max = cfg->max_body_bytes;

@@ -20,8 +20,7 @@ int cmd_policy(int argc, char **argv)
 		return 0;
 	}
 	printf("# %zu system calls allowed (x86_64); all others fail with ENOSYS,\n"
-	       "# dangerous ones with EPERM, writes of extended attributes with\n"
-	       "# EOPNOTSUPP; clone, socket, socketpair, ioctl,\n"
+	       "# dangerous ones with EPERM; clone, socket, socketpair, ioctl,\n"
 	       "# personality, fcntl and fadvise64 are checked by argument\n"
 	       "# (see docs/security.md)\n", n);
 	for (size_t i = 0; i < n; i++)

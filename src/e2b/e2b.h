@@ -33,7 +33,7 @@
 
 #define E2B_ENVD_PORT		49983
 #define E2B_CODE_PORT		49999
-#define E2B_ENVD_VERSION	"0.5.2"	/* no Basic auth, multipart uploads, CloseStdin (docs/e2b.md) */
+#define E2B_ENVD_VERSION	"0.6.4"	/* multipart and octet-stream uploads, metadata, watches with entries (docs/e2b.md) */
 #define E2B_HOME		"/home/user"	/* the workspace, as the SDKs name it */
 /* Code contexts per sandbox: a default one per language (at most
  * LANG_EXTRA_MAX + the 5 built in), then the client's own. */

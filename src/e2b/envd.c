@@ -37,6 +37,7 @@
 #include "util/num.h"
 #include "util/timefmt.h"
 #include "util/multipart.h"
+#include "util/utf8.h"
 
 #define PARTS_MAX	100		/* files in one upload */
 #define LIST_DEPTH_MAX	32		/* ListDir's depth */
@@ -252,6 +253,117 @@ static enum MHD_Result download(struct api_req *rq, struct session *s)
 	return rest_fail(rq, &f);
 }
 
+/* ---- metadata (X-Metadata-<key>: <value>) -------------------------------
+ *
+ * envd 0.6.2's: an upload's X-Metadata-<key> headers are its files'
+ * metadata, their user.e2b.<key> attributes (workspace/files.h), which
+ * Stat, ListDir, Move and the upload's answer give back as "metadata".
+ * Uploads also take the file as the body (application/octet-stream, envd
+ * 0.5.7's), gzip too (Content-Encoding). */
+
+#define META_HEADER "X-Metadata-"
+#define META_HEADER_LEN (sizeof(META_HEADER) - 1)
+
+struct meta_scan {
+	struct files_meta *m;
+	struct fail *f;
+	bool refused;
+};
+
+/* RFC 9110's token characters, in ASCII whatever the locale: what a
+ * header's name is made of. */
+static bool is_tchar(unsigned char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+static enum MHD_Result meta_header(void *cls, enum MHD_ValueKind kind, const char *key,
+				   size_t key_size, const char *value, size_t value_size)
+{
+	struct meta_scan *ms = cls;
+	char lower[FILES_META_KEY_MAX + 1];
+	size_t klen, i;
+	int r;
+
+	if (key_size < META_HEADER_LEN || strncasecmp(key, META_HEADER, META_HEADER_LEN))
+		return MHD_YES;
+	key += META_HEADER_LEN;
+	klen = key_size - META_HEADER_LEN;
+	for (i = 0; i < klen && i < FILES_META_KEY_MAX && is_tchar((unsigned char)key[i]); i++)
+		lower[i] = key[i] >= 'A' && key[i] <= 'Z' ? (char)(key[i] - 'A' + 'a') : key[i];
+	if (klen == 0 || i < klen) {
+		fail_set(ms->f, 400, NULL, 0, klen > FILES_META_KEY_MAX ? "a metadata key "
+			 "(X-Metadata-<key>) is at most %d bytes" : "a metadata key (X-Metadata-"
+			 "<key>) is one or more of letters, digits and !#$%%&'*+-.^_`|~",
+			 (int)FILES_META_KEY_MAX);
+		ms->refused = true;
+		return MHD_NO;
+	}
+	for (i = 0; value && i < value_size; i++)
+		if ((unsigned char)value[i] < 0x20 || (unsigned char)value[i] > 0x7e) {
+			fail_set(ms->f, 400, NULL, 0, "the value of metadata key '%.*s' is not "
+				 "printable US-ASCII", (int)klen, lower);
+			ms->refused = true;
+			return MHD_NO;
+		}
+	/* Header names are not case-sensitive: keys are lowercase, and of one
+	 * sent twice the first counts, as envd has it. */
+	r = files_meta_add(ms->m, lower, klen, value ? value : "", value ? value_size : 0);
+	if (r == -E2BIG) {
+		fail_set(ms->f, 400, NULL, 0, "a file's metadata is at most %d keys and %d bytes "
+			 "(each key with its '" FILES_META_PREFIX "' prefix, and its value)",
+			 FILES_META_KEYS, FILES_META_BYTES);
+		ms->refused = true;
+		return MHD_NO;
+	}
+	return MHD_YES;
+}
+
+/* The request's metadata into m, checked whole before anything is written:
+ * false with f set (400) when a key or a value is not what envd takes. */
+static bool request_meta(struct api_req *rq, struct files_meta *m, struct fail *f)
+{
+	struct meta_scan ms = { m, f, false };
+
+	m->n = 0;
+	m->used = 0;
+	MHD_get_connection_values_n(rq->conn, MHD_HEADER_KIND, meta_header, &ms);
+	return !ms.refused;
+}
+
+/* Metadata as proto3 JSON's map<string, string>: a file's own code may have
+ * set any bytes, made valid UTF-8 here. */
+static json_t *meta_json(const struct files_meta *m)
+{
+	json_t *o = json_object();
+
+	for (unsigned i = 0; o && i < m->n; i++) {
+		const struct files_meta_kv *kv = &m->kv[i];
+		json_t *k = utf8_json_string(m->data + kv->key, kv->klen);
+		json_t *v = utf8_json_string(m->data + kv->value, kv->vlen);
+
+		if (!k || !v || json_object_set_new(o, json_string_value(k), v) < 0) {
+			json_decref(o);
+			o = NULL;
+		} else {
+			v = NULL;
+		}
+		json_decref(k);
+		json_decref(v);
+	}
+	return o;
+}
+
+/* "metadata" in e, when m has any (proto3 leaves an empty map out; the SDK
+ * reads none as undefined); false when out of memory. */
+static bool add_meta(json_t *e, const struct files_meta *m)
+{
+	return !m || m->n == 0 || json_object_set_new(e, "metadata", meta_json(m)) == 0;
+}
+
+/* ---- uploads ------------------------------------------------------------- */
+
 struct upload {
 	struct api_req *rq;
 	struct session *s;
@@ -259,16 +371,54 @@ struct upload {
 	bool write;		/* false: only check every part's path */
 	json_t *written;
 	struct fail f;
+	struct files_put_how how;
+	struct files_meta meta;	/* every file's */
 };
+
+/* Write data to rel (target: as the SDK named it) and add what envd
+ * answers for it to up->written; -errno with up->f set. */
+static int put_one(struct upload *up, const char *target, const char *rel, const void *data,
+		   size_t len)
+{
+	char shown[FILES_PATH_MAX + 16];
+	const char *base;
+	bool ended;
+	json_t *e;
+	int r;
+
+	if ((r = files_put(up->rq, up->s, rel, data, len, &up->how, &ended)) < 0) {
+		if (r == -EFBIG)
+			fail_set(&up->f, 413, NULL, 0, "'%.300s' inflates past the %llu MiB upload "
+				 "limit (max_file_mb), or past 16 MiB and %u times the gzip body "
+				 "(archive_max_ratio)", target,
+				 (unsigned long long)(up->rq->cfg->max_file_bytes >> 20),
+				 up->rq->cfg->archive_max_ratio);
+		else if (r == -EBADMSG)
+			fail_set(&up->f, 400, NULL, 0, "the body is not one whole gzip stream "
+				 "(Content-Encoding: gzip)");
+		else
+			fail_errno(&up->f, up->s, r, target);
+		if (ended)
+			snprintf(up->f.message, sizeof(up->f.message), "the sandbox ran out of "
+				 "memory writing '%.300s' (%u MiB, which " E2B_HOME " counts "
+				 "against) and was ended", target, session_limits(up->s)->memory_mb);
+		return r;
+	}
+	e2b_sdk_path(rel, shown, sizeof(shown));
+	base = strrchr(rel, '/') ? strrchr(rel, '/') + 1 : rel;
+	e = json_pack("{s:s, s:s, s:s}", "name", base, "type", "file", "path", shown);
+	if (!e || !add_meta(e, &up->meta) || json_array_append_new(up->written, e) < 0) {
+		fail_set(&up->f, 500, NULL, 0, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
 
 static int upload_part(void *ctx, const struct multipart_part *p)
 {
 	struct upload *up = ctx;
 	const char *target = up->path ? up->path : p->has_filename ? p->filename : NULL;
-	char rel[FILES_PATH_MAX + 1], shown[FILES_PATH_MAX + 16];
-	const char *base;
-	bool ended;
-	int r;
+	char rel[FILES_PATH_MAX + 1];
 
 	if (strcmp(p->name, "file"))
 		return 0;	/* envd reads only "file" */
@@ -281,37 +431,52 @@ static int upload_part(void *ctx, const struct multipart_part *p)
 		return -EINVAL;
 	if (!up->write)
 		return 0;
-	if ((r = files_put(up->rq, up->s, rel, p->data, p->len, &ended)) < 0) {
-		fail_errno(&up->f, up->s, r, target);
-		if (ended)
-			snprintf(up->f.message, sizeof(up->f.message), "the sandbox ran out of "
-				 "memory writing '%.300s' (%u MiB, which " E2B_HOME " counts "
-				 "against) and was ended", target, session_limits(up->s)->memory_mb);
-		return r;
-	}
-	e2b_sdk_path(rel, shown, sizeof(shown));
-	base = strrchr(rel, '/') ? strrchr(rel, '/') + 1 : rel;
-	if (json_array_append_new(up->written, json_pack("{s:s, s:s, s:s}", "name", base, "type",
-							 "file", "path", shown)) < 0) {
-		fail_set(&up->f, 500, NULL, 0, "out of memory");
-		return -ENOMEM;
-	}
-	return 0;
+	return put_one(up, target, rel, p->data, p->len);
+}
+
+/* Content-Encoding: none (or identity), or gzip; false for any other. */
+static bool body_encoding(struct api_req *rq, bool *gzip)
+{
+	const char *ce = header(rq, "Content-Encoding");
+
+	*gzip = ce && (!strcasecmp(ce, "gzip") || !strcasecmp(ce, "x-gzip"));
+	return !ce || !*ce || *gzip || !strcasecmp(ce, "identity");
 }
 
 static enum MHD_Result upload(struct api_req *rq, struct session *s)
 {
 	struct upload up = { .rq = rq, .s = s, .path = query(rq, "path") };
-	char boundary[MULTIPART_BOUNDARY_MAX + 1], why[160] = "";
+	char boundary[MULTIPART_BOUNDARY_MAX + 1], why[160] = "", rel[FILES_PATH_MAX + 1];
+	bool octet = content_type_is(rq, "application/octet-stream");
 	enum MHD_Result answered;
 	int r;
 
-	if (multipart_boundary(header(rq, "Content-Type"), boundary) < 0)
+	if (!body_encoding(rq, &up.how.gzip))
+		return e2b_error(rq, 415, "petri takes an upload plain or with Content-Encoding: "
+				 "gzip, not '%.40s'", header(rq, "Content-Encoding"));
+	if (up.how.gzip && !octet)
+		return e2b_error(rq, 415, "a gzip body (Content-Encoding: gzip) is an "
+				 "application/octet-stream upload, not multipart");
+	if (!octet && multipart_boundary(header(rq, "Content-Type"), boundary) < 0)
 		return e2b_error(rq, 400, "an upload is multipart/form-data with a boundary, "
-				 "its files in parts named 'file' (petri's envd is %s: no "
-				 "octet-stream uploads)", E2B_ENVD_VERSION);
+				 "its files in parts named 'file', or application/octet-stream "
+				 "with the file as the body and its 'path' in the query");
+	if (octet && (!up.path || !*up.path))
+		return e2b_error(rq, 400, "an application/octet-stream upload names its file "
+				 "in the 'path' query");
+	/* A bad key or value, or a bad path, writes nothing. */
+	if (!request_meta(rq, &up.meta, &up.f) ||
+	    (octet && !sdk_to_rel(s, up.path, false, rel, &up.f)))
+		return rest_fail(rq, &up.f);
+	up.how.meta = &up.meta;
 	if (!(up.written = json_array()))
 		return e2b_error(rq, 500, "out of memory");
+	if (octet) {
+		r = put_one(&up, up.path, rel, rq->body.data ? rq->body.data : "", rq->body.len);
+		answered = r < 0 ? rest_fail(rq, &up.f) : http_json(rq, 200, json_incref(up.written));
+		json_decref(up.written);
+		return answered;
+	}
 	/* Every part's path is checked before the first is written: a bad
 	 * one writes nothing. */
 	r = multipart_parse(rq->body.data ? rq->body.data : "", rq->body.len, boundary,
@@ -416,6 +581,10 @@ static json_t *entry_json(const struct session_entry *en)
 		absolute_target(shown, target, link, sizeof(link));
 		json_object_set_new(e, "symlinkTarget", http_string(link));
 	}
+	if (!add_meta(e, en->meta)) {
+		json_decref(e);
+		return NULL;
+	}
 	return e;
 }
 
@@ -434,9 +603,24 @@ static json_t *stat_json(struct session *s, const char *rel, int *err)
 	return e;
 }
 
+/* A listing's entries and the metadata they carry, at most LIST_META_MAX
+ * bytes of it in one answer (E2B's count): each file's is bounded, but
+ * 10 000 of them at 4 KiB would be 40 MiB, and a value of control bytes is
+ * six times its size in JSON. */
+#define LIST_META_MAX	(4u << 20)
+struct listing {
+	json_t *entries;
+	size_t meta;
+};
+
 static int list_one(void *ctx, const struct session_entry *en)
 {
-	return json_array_append_new(ctx, entry_json(en)) < 0 ? -ENOMEM : 0;
+	struct listing *l = ctx;
+
+	if (en->meta && (l->meta += en->meta->used + en->meta->n * FILES_META_PREFIX_LEN) >
+			LIST_META_MAX)
+		return -EMSGSIZE;
+	return json_array_append_new(l->entries, entry_json(en)) < 0 ? -ENOMEM : 0;
 }
 
 /* The request's string field key as a work path; false with f set. */
@@ -491,11 +675,16 @@ static enum MHD_Result filesystem(struct api_req *rq, struct session *s, const c
 			return rpc_fail(rq, &f);
 		}
 		r = entries ? session_file_walk(s, rel, (unsigned)depth, FILES_LIST_MAX, list_one,
-						entries) : -ENOMEM;
+						&(struct listing){ entries, 0 }) : -ENOMEM;
 		if (r == 0)
 			answer = json_pack("{s:o}", "entries", entries);
 		else
 			json_decref(entries);
+		if (r == -EMSGSIZE)
+			return rpc_error(rq, 400, "failed_precondition", "the entries of '%.300s' "
+					 "carry more metadata than petri gives in one listing (%u "
+					 "MiB): list a smaller directory, or fewer levels", shown,
+					 LIST_META_MAX >> 20);
 	} else if (!strcmp(method, "MakeDir")) {
 		if (!path_arg(s, req, "path", false, rel, &f))
 			return rpc_fail(rq, &f);

@@ -40,11 +40,21 @@ static const char *const allowed[] = {
 	"fallocate", "fsync", "fdatasync", "umask", "chdir", "fchdir", "getcwd",
 	"utimensat", "dup", "dup2", "dup3", "flock", "pipe", "pipe2",
 	"mknodat", "sendfile", "copy_file_range", "memfd_create",
-	/* Reading extended attributes: nothing a stat() does not reach.
-	 * shutil.copy2/copystat/move and cp -a list them on every copy; they
-	 * take ENOTSUP/ENODATA for "none" but ENOSYS for a broken system. */
+	/* Extended attributes.  Reading them reaches nothing a stat() does
+	 * not: shutil.copy2/copystat/move and cp -a list them on every copy.
+	 * Writing them reaches only the sandbox's own tmpfs files (the rest
+	 * is read-only, or not its user's), and there only user.* on its
+	 * regular files and directories and the ACLs of its own files: the
+	 * other namespaces need a capability no sandbox process holds
+	 * (security.* CAP_SYS_ADMIN or CAP_SETFCAP in its user namespace,
+	 * trusted.* CAP_SYS_ADMIN in the host's), but for a name an active
+	 * LSM owns (security.selinux), which that LSM decides as it does for
+	 * an unprivileged user outside.  Their space is bounded by
+	 * tmpfs (nr_inodes) and charged to the sandbox's memory cgroup
+	 * (docs/security.md).  E2B's file metadata is user.e2b.* of a file. */
 	"getxattr", "lgetxattr", "fgetxattr", "listxattr", "llistxattr",
-	"flistxattr",
+	"flistxattr", "setxattr", "lsetxattr", "fsetxattr", "removexattr",
+	"lremovexattr", "fremovexattr",
 	/* Moving pages between a pipe and a file or socket: the code sendfile
 	 * and copy_file_range (allowed above) already reach; sendfile into a
 	 * pipe already puts a page of a shared read-only file into a pipe the
@@ -128,18 +138,6 @@ static const char *const denied[] = {
 	"nfsservctl", "sysfs", "_sysctl", "ustat", "afs_syscall", "tuxcall",
 	"security", "create_module", "get_kernel_syms", "query_module",
 	"modify_ldt",
-	NULL
-};
-
-/* Denied as a filesystem without them denies them, EOPNOTSUPP: writing
- * extended attributes.  No program here needs them, and the security.*
- * namespace inside user namespaces (file capabilities) has a history of
- * kernel bugs.  Tools that copy attributes and ACLs (sed -i, cp -a, tar,
- * rsync: gnulib's qcopy_acl) take EOPNOTSUPP for "none here" and go on
- * quietly; EPERM made each of them print an error. */
-static const char *const unsupported[] = {
-	"setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr",
-	"fremovexattr",
 	NULL
 };
 
@@ -284,8 +282,7 @@ static int add_rules(scmp_filter_ctx ctx, unsigned *nallowed, char *err,
 			(*nallowed)++;
 		}
 	}
-	if ((r = deny(ctx, denied, EPERM, err, errlen)) < 0 ||
-	    (r = deny(ctx, unsupported, EOPNOTSUPP, err, errlen)) < 0)
+	if ((r = deny(ctx, denied, EPERM, err, errlen)) < 0)
 		return r;
 	/* clone3 is on no list: the default action answers ENOSYS. */
 	return 0;

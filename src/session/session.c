@@ -1239,7 +1239,7 @@ static uint64_t oom_kills(struct session *s)
 }
 
 int session_upload_begin(struct smgr *m, struct session *s, const char *path,
-			 struct session_upload **out)
+			 const struct files_meta *meta, struct session_upload **out)
 {
 	struct session_upload *up = calloc(1, sizeof(*up));
 	struct files_user u;
@@ -1255,7 +1255,7 @@ int session_upload_begin(struct smgr *m, struct session *s, const char *path,
 	}
 	session_file_owner(s, &u.uid, &u.gid);
 	up->oom_kills = oom_kills(s);
-	if ((r = files_sink_begin(&u, box_jail(s->box), fd, rel, &up->sink)) < 0) {
+	if ((r = files_sink_begin(&u, box_jail(s->box), fd, rel, meta, &up->sink)) < 0) {
 		free(up);
 		return r;
 	}

@@ -257,15 +257,17 @@ void session_note_write(struct session *s);
  * src/workspace/files.h): written by a process charged to the session's
  * cgroups, so the file counts against the session's memory and pids limits,
  * never the daemon's.  path is checked with files_check_path() already.
- * begin: as files_sink_begin() (it does not wait for the writer); the
+ * begin: as files_sink_begin() (it does not wait for the writer; meta,
+ * NULL for none, is the new file's metadata); the
  * upload holds a reference to s.  write:
  * the next bytes.  finish: commit or abort, then frees up; 0 or -errno
  * (-ENOSPC: /work is full; -ENOMEM: over the session's memory limit, or the
  * session was killed meanwhile; then *ended says whether the kernel killed
  * the session's processes for the upload's memory, which ended the session). */
 struct session_upload;
+struct files_meta;
 int session_upload_begin(struct smgr *m, struct session *s, const char *path,
-			 struct session_upload **out);
+			 const struct files_meta *meta, struct session_upload **out);
 int session_upload_write(struct session_upload *up, const void *data, size_t len);
 /* The same without waiting (files_sink_offer), and the descriptor to wait
  * on, writable when more is taken. */

@@ -128,12 +128,13 @@ static struct entries entries_of(struct session *s, const char *path, const char
 	return w;
 }
 
-static int entry(void *ctx, const char *path, const struct stat *st, const char *target)
+static int entry(void *ctx, const char *path, const struct stat *st, const char *target,
+		 const struct files_meta *meta)
 {
 	const struct entries *w = ctx;
 	char full[FILES_PATH_MAX + 32];
 	struct session_entry e = {
-		.path = path, .st = st, .target = target,
+		.path = path, .st = st, .target = target, .meta = meta,
 		.user_uid = st->st_uid == w->u.uid, .user_gid = st->st_gid == w->u.gid,
 	};
 
@@ -148,6 +149,7 @@ static int entry(void *ctx, const char *path, const struct stat *st, const char 
 int session_file_stat(struct session *s, const char *path, session_entry_fn fn, void *ctx)
 {
 	char target[FILES_PATH_MAX + 1];
+	struct files_meta meta;
 	struct entries w;
 	const char *rel;
 	struct stat st;
@@ -155,8 +157,8 @@ int session_file_stat(struct session *s, const char *path, session_entry_fn fn, 
 
 	AT(s, path, fd, rel);
 	w = entries_of(s, path, rel, fn, ctx);
-	r = files_stat(&w.u, fd, rel, &st, target, sizeof(target));
-	return used(s, r < 0 ? r : entry(&w, rel, &st, target));
+	r = files_stat(&w.u, fd, rel, &st, target, sizeof(target), &meta);
+	return used(s, r < 0 ? r : entry(&w, rel, &st, target, &meta));
 }
 
 int session_file_walk(struct session *s, const char *dir, unsigned depth, size_t max,
@@ -168,7 +170,7 @@ int session_file_walk(struct session *s, const char *dir, unsigned depth, size_t
 
 	AT(s, dir, fd, rel);
 	w = entries_of(s, dir, rel, fn, ctx);
-	return used(s, files_walk(&w.u, fd, rel, depth, max, entry, &w));
+	return used(s, files_walk(&w.u, fd, rel, depth, max, FILES_WALK_META, entry, &w));
 }
 
 int session_file_remove(struct session *s, const char *path)

@@ -39,6 +39,7 @@
 #include <sys/stat.h>
 
 #include "session/session.h"
+#include "workspace/files.h"
 #include "workspace/ws.h"
 
 /* The directory fd of the filesystem that holds path, with *rel path's
@@ -65,13 +66,15 @@ int session_file_write(struct session *s, const char *path, const void *data, si
 int session_file_list(struct session *s, const char *dir, json_t **out, bool *truncated);
 
 /* One entry of /work as a listing or a stat sees it: its path (relative to
- * /work), its lstat, a symlink's target ("" otherwise), and whether the
- * sandbox's user owns it, which a front end names as the user sees it
- * rather than by the host's ids the sandbox's user maps to. */
+ * /work), its lstat, a symlink's target ("" otherwise), its metadata
+ * (workspace/files.h: user.e2b.* attributes, bounded; n 0 for none), and
+ * whether the sandbox's user owns it, which a front end names as the user
+ * sees it rather than by the host's ids the sandbox's user maps to. */
 struct session_entry {
 	const char *path;
 	const struct stat *st;
 	const char *target;
+	const struct files_meta *meta;
 	bool user_uid, user_gid;
 };
 typedef int (*session_entry_fn)(void *ctx, const struct session_entry *e);

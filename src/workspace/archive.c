@@ -86,7 +86,8 @@ static unsigned depth_of(const char *path)
 	return n;
 }
 
-static int list_one(void *ctx, const char *path, const struct stat *st, const char *target)
+static int list_one(void *ctx, const char *path, const struct stat *st, const char *target,
+		    const struct files_meta *meta)
 {
 	struct lister *l = ctx;
 	struct ws_archive *a = l->a;
@@ -151,7 +152,7 @@ int ws_archive_open(const struct files_user *u, int work_fd, const char *dir, bo
 	if (*dir) {
 		char target[2];
 
-		if ((r = files_stat(u, work_fd, dir, &st, target, sizeof(target))) < 0)
+		if ((r = files_stat(u, work_fd, dir, &st, target, sizeof(target), NULL)) < 0)
 			goto fail;
 		if (!S_ISDIR(st.st_mode)) {
 			r = -ENOTDIR;
@@ -164,7 +165,8 @@ int ws_archive_open(const struct files_user *u, int work_fd, const char *dir, bo
 		goto fail;
 	}
 	l = (struct lister){ .a = a, .skip = *dir ? strlen(dir) + 1 : 0, .bytes_left = max_bytes };
-	if ((r = files_walk(u, work_fd, dir, FILES_TREE_DEPTH + 1, max_entries, list_one, &l)) < 0)
+	if ((r = files_walk(u, work_fd, dir, FILES_TREE_DEPTH + 1, max_entries, 0, list_one,
+			      &l)) < 0)
 		goto fail;
 	a->bytes_left = max_bytes;
 	r = -ENOMEM;

@@ -4,7 +4,9 @@
 #include <errno.h>
 #include <poll.h>
 #include <fcntl.h>
+#include <linux/limits.h>
 #include <linux/openat2.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
@@ -141,6 +144,157 @@ int files_check_path(const char *path, bool allow_empty, char *why, size_t whyle
 	}
 	return 0;
 #undef REFUSE
+}
+
+/* ---- metadata ------------------------------------------------------------ */
+
+int files_meta_add(struct files_meta *m, const char *key, size_t klen, const void *value,
+		   size_t vlen)
+{
+	size_t counted = (m->n + 1) * FILES_META_PREFIX_LEN + m->used;
+
+	if (klen == 0)
+		return -EINVAL;
+	for (unsigned i = 0; i < m->n; i++)
+		if (m->kv[i].klen == klen && !memcmp(m->data + m->kv[i].key, key, klen))
+			return -EEXIST;
+	if (klen > FILES_META_KEY_MAX || m->n == FILES_META_KEYS || counted > FILES_META_BYTES ||
+	    vlen > FILES_META_BYTES || klen + vlen > FILES_META_BYTES - counted)
+		return -E2BIG;
+	m->kv[m->n] = (struct files_meta_kv){
+		.key = (unsigned short)m->used, .klen = (unsigned short)klen,
+		.value = (unsigned short)(m->used + klen), .vlen = (unsigned short)vlen,
+	};
+	memcpy(m->data + m->used, key, klen);
+	memcpy(m->data + m->used + klen, value, vlen);
+	m->used += klen + vlen;
+	m->n++;
+	return 0;
+}
+
+/* An attribute of name in the directory dfd ("": dfd itself, as ".": the
+ * calls take no O_PATH fd with AT_EMPTY_PATH), never following a symlink
+ * at name and never resolving more than that one component:
+ * listxattrat/getxattrat (Linux 6.13), or on an older kernel the same name
+ * under the fd's own /proc/self/fd link (which is the directory dfd holds,
+ * whatever the sandbox renamed since). */
+#ifndef SYS_getxattrat
+#define SYS_getxattrat 464
+#endif
+#ifndef SYS_listxattrat
+#define SYS_listxattrat 465
+#endif
+struct xattr_args_v0 {		/* the kernel's struct xattr_args */
+	uint64_t value;
+	uint32_t size;
+	uint32_t flags;
+};
+static atomic_bool no_xattrat;
+
+void files_meta_without_xattrat(void)
+{
+	atomic_store(&no_xattrat, true);
+}
+
+static ssize_t list_at(int dfd, const char *name, char *list, size_t size)
+{
+	char proc[32 + FILES_NAME_MAX];
+	ssize_t n;
+
+	if (!*name)
+		name = ".";
+	if (!atomic_load_explicit(&no_xattrat, memory_order_relaxed)) {
+		n = syscall(SYS_listxattrat, dfd, name, AT_SYMLINK_NOFOLLOW, list, size);
+		if (n >= 0 || errno != ENOSYS)
+			return n;
+		atomic_store_explicit(&no_xattrat, true, memory_order_relaxed);
+	}
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d/%s", dfd, name);
+	return llistxattr(proc, list, size);
+}
+
+static ssize_t get_at(int dfd, const char *name, const char *attr, void *value, size_t size)
+{
+	struct xattr_args_v0 args = { .value = (uintptr_t)value, .size = (uint32_t)size };
+	char proc[32 + FILES_NAME_MAX];
+	ssize_t n;
+
+	if (!*name)
+		name = ".";
+	if (!atomic_load_explicit(&no_xattrat, memory_order_relaxed)) {
+		n = syscall(SYS_getxattrat, dfd, name, AT_SYMLINK_NOFOLLOW, attr, &args,
+			    sizeof(args));
+		if (n >= 0 || errno != ENOSYS)
+			return n;
+		atomic_store_explicit(&no_xattrat, true, memory_order_relaxed);
+	}
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d/%s", dfd, name);
+	return lgetxattr(proc, attr, value, size);
+}
+
+/* The metadata of name in dfd ("": dfd itself) into m, as the calling
+ * thread's fsuid; list: XATTR_LIST_MAX bytes of scratch for the names
+ * (the most a listing of them can be).  What cannot be read is none: no
+ * attributes, a file the user may not read, a value removed or grown
+ * meanwhile, a key or value past what m has left. */
+static void meta_read(int dfd, const char *name, char *list, struct files_meta *m)
+{
+	ssize_t n = list_at(dfd, name, list, XATTR_LIST_MAX);
+
+	m->n = 0;
+	m->used = 0;
+	for (size_t off = 0; n > 0 && off < (size_t)n && m->n < FILES_META_KEYS;) {
+		const char *attr = list + off;
+		size_t alen = strnlen(attr, (size_t)n - off), klen, room, size;
+		size_t counted = (m->n + 1) * FILES_META_PREFIX_LEN + m->used;
+		char aname[XATTR_NAME_MAX + 1];
+		ssize_t v;
+
+		off += alen + 1;
+		if (alen <= FILES_META_PREFIX_LEN || alen > XATTR_NAME_MAX ||
+		    strncmp(attr, FILES_META_PREFIX, FILES_META_PREFIX_LEN))
+			continue;
+		if (counted > FILES_META_BYTES)
+			break;
+		klen = alen - FILES_META_PREFIX_LEN;
+		room = FILES_META_BYTES - counted;
+		if (klen > room)
+			continue;
+		size = room - klen;
+		/* NUL-ended for the call: the listing's last may not be */
+		memcpy(aname, attr, alen);
+		aname[alen] = '\0';
+		v = get_at(dfd, name, aname, m->data + m->used + klen, size);
+		if (v < 0 || (size_t)v > size)
+			continue;
+		m->kv[m->n] = (struct files_meta_kv){
+			.key = (unsigned short)m->used, .klen = (unsigned short)klen,
+			.value = (unsigned short)(m->used + klen), .vlen = (unsigned short)v,
+		};
+		memcpy(m->data + m->used, attr + FILES_META_PREFIX_LEN, klen);
+		m->used += klen + (size_t)v;
+		m->n++;
+	}
+}
+
+/* m's attributes on the open file fd.  System calls only: the upload
+ * writer sets them. */
+static int meta_write(int fd, const struct files_meta *m)
+{
+	char name[XATTR_NAME_MAX + 1];
+
+	for (unsigned i = 0; i < m->n; i++) {
+		const struct files_meta_kv *kv = &m->kv[i];
+
+		if (FILES_META_PREFIX_LEN + kv->klen > XATTR_NAME_MAX)
+			return -ERANGE;
+		memcpy(name, FILES_META_PREFIX, FILES_META_PREFIX_LEN);
+		memcpy(name + FILES_META_PREFIX_LEN, m->data + kv->key, kv->klen);
+		name[FILES_META_PREFIX_LEN + kv->klen] = '\0';
+		if (fsetxattr(fd, name, m->data + kv->value, kv->vlen, 0) < 0)
+			return -errno;
+	}
+	return 0;
 }
 
 /* Split "a/b/c" into the directory "a/b" (or "" for /work) and "c". */
@@ -331,6 +485,7 @@ struct files_sink {
 	size_t hdr_left, body_left;
 	char tmp[TMP_LEN];
 	char path[FILES_PATH_MAX + 1];
+	struct files_meta meta;	/* set on the temporary file */
 };
 
 static int read_full(int fd, void *buf, size_t len)
@@ -384,6 +539,8 @@ static int sink_main(void *arg)
 	close_others(k->work_fd, k->peer);
 	become(&k->u);		/* for good: the writer is the sandbox's user */
 	r = open_beside(k->work_fd, k->path, k->tmp, &parent, &fd, &base);
+	if (r == 0 && k->meta.n)
+		r = meta_write(fd, &k->meta);
 	while (r == 0) {
 		uint32_t len;
 
@@ -483,7 +640,7 @@ static void sink_free(struct files_sink *k)
 }
 
 int files_sink_begin(const struct files_user *u, struct jail *j, int dir_fd, const char *path,
-		     struct files_sink **out)
+		     const struct files_meta *meta, struct files_sink **out)
 {
 	struct files_sink *k;
 	int sv[2], r;
@@ -499,6 +656,8 @@ int files_sink_begin(const struct files_user *u, struct jail *j, int dir_fd, con
 	k->pid = -1;
 	k->pidfd = k->sock = k->peer = -1;
 	memcpy(k->path, path, strlen(path) + 1);
+	if (meta)
+		k->meta = *meta;
 	if ((r = tmp_name(k->tmp)) < 0)
 		goto fail;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
@@ -883,32 +1042,56 @@ int files_delete(const struct files_user *u, int work_fd, const char *path)
 	return AS_USER(u, delete_as(work_fd, path));
 }
 
-static int stat_as(int work_fd, const char *path, struct stat *st, char *target, size_t tlen)
+/* The metadata of name in dfd, described by st, into m (NULL: not
+ * asked): only regular files and directories have any. */
+static void meta_of(int dfd, const char *name, const struct stat *st, char *list,
+		    struct files_meta *m)
 {
-	const char *base;
-	int parent, r;
+	if (!m)
+		return;
+	m->n = 0;
+	m->used = 0;
+	/* one component, or "" for dfd itself: never a way elsewhere */
+	if (list && (S_ISREG(st->st_mode) || S_ISDIR(st->st_mode)) && !strchr(name, '/') &&
+	    strcmp(name, ".") && strcmp(name, ".."))
+		meta_read(dfd, name, list, m);
+}
+
+static int stat_as(int work_fd, const char *path, struct stat *st, char *target, size_t tlen,
+		   struct files_meta *meta)
+{
+	char *list = meta ? malloc(XATTR_LIST_MAX) : NULL;
+	const char *base = "";
+	int parent = -1, r;
 
 	if (tlen)
 		target[0] = '\0';
-	if (!path[0])
-		return fstatat(work_fd, "", st, AT_EMPTY_PATH) < 0 ? -errno : 0;
-	parent = open_parent(work_fd, path, false, &base);
-	if (parent < 0)
-		return parent;
-	r = fstatat(parent, base, st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
-	if (r == 0 && S_ISLNK(st->st_mode) && tlen) {
-		ssize_t n = readlinkat(parent, base, target, tlen - 1);
+	if (meta && !list)
+		return -ENOMEM;
+	if (!path[0]) {
+		r = fstatat(work_fd, "", st, AT_EMPTY_PATH) < 0 ? -errno : 0;
+	} else if ((parent = open_parent(work_fd, path, false, &base)) < 0) {
+		r = parent;
+	} else {
+		r = fstatat(parent, base, st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+		if (r == 0 && S_ISLNK(st->st_mode) && tlen) {
+			ssize_t n = readlinkat(parent, base, target, tlen - 1);
 
-		target[n > 0 ? n : 0] = '\0';
+			target[n > 0 ? n : 0] = '\0';
+		}
 	}
-	close(parent);
+	if (r == 0)
+		meta_of(parent >= 0 ? parent : work_fd, base, st, list, meta);
+	if (parent >= 0)
+		close(parent);
+	free(list);
 	return r;
 }
 
 int files_stat(const struct files_user *u, int work_fd, const char *path, struct stat *st,
-	       char *target, size_t tlen)
+	       char *target, size_t tlen, struct files_meta *meta)
 {
-	return AS_USER(u, stat_as(work_fd, path, st, target, tlen));
+	return AS_USER(u, stat_as(work_fd, path, st, target, tlen, meta));
 }
 
 /* ---- walking a tree ------------------------------------------------------
@@ -1000,6 +1183,8 @@ static int open_child(int dfd, const char *name)
 struct walk {
 	files_walk_fn fn;	/* NULL: only count */
 	void *ctx;
+	char *xlist;		/* XATTR_LIST_MAX bytes: each entry's metadata is read */
+	struct files_meta meta;
 	size_t left;		/* entries the walk may still see */
 	bool whole;		/* a tree deeper than the walk is -E2BIG */
 	bool remove;		/* remove each entry after its children */
@@ -1044,7 +1229,10 @@ static int walk_dir(struct walk *w, int dfd, size_t len, unsigned depth)
 
 			target[n > 0 ? n : 0] = '\0';
 		}
-		if (w->fn && (r = w->fn(w->ctx, w->path, &st, target)) < 0)
+		if (w->fn && w->xlist)
+			meta_of(dfd, ns.v[i], &st, w->xlist, &w->meta);
+		if (w->fn && (r = w->fn(w->ctx, w->path, &st, target,
+					w->xlist ? &w->meta : NULL)) < 0)
 			break;
 		if (S_ISDIR(st.st_mode) && depth > 1) {
 			int child = open_child(dfd, ns.v[i]);
@@ -1087,15 +1275,22 @@ static int walk_as(int work_fd, const char *dir, struct walk *w, unsigned depth)
 }
 
 int files_walk(const struct files_user *u, int work_fd, const char *dir, unsigned depth,
-	       size_t max, files_walk_fn fn, void *ctx)
+	       size_t max, unsigned flags, files_walk_fn fn, void *ctx)
 {
 	struct walk *w = calloc(1, sizeof(*w));
 	int r;
 
 	if (!w)
 		return -ENOMEM;
-	*w = (struct walk){ .fn = fn, .ctx = ctx, .left = max };
+	w->fn = fn;
+	w->ctx = ctx;
+	w->left = max;
+	if ((flags & FILES_WALK_META) && fn && !(w->xlist = malloc(XATTR_LIST_MAX))) {
+		free(w);
+		return -ENOMEM;
+	}
 	r = depth ? AS_USER(u, walk_as(work_fd, dir, w, depth)) : 0;
+	free(w->xlist);
 	free(w);
 	return r;
 }

@@ -43,6 +43,43 @@
 #define FILES_PATH_MAX 4096
 #define FILES_NAME_MAX 255
 
+/* ---- metadata -------------------------------------------------------------
+ *
+ * A file's metadata is its extended attributes in the user.e2b. namespace
+ * (E2B's file metadata, envd 0.6.2), each key without that prefix.  It is
+ * bounded both ways, as E2B counts it (each key with its prefix, plus its
+ * value): at most FILES_META_KEYS keys and FILES_META_BYTES bytes.  An
+ * upload carrying more is refused by its front end before anything is
+ * written; of a file whose own code set more, what fits is read (in the
+ * order the filesystem lists the attributes) and the rest left out.  Only
+ * regular files and directories carry any (the kernel's rule for user.*).
+ * Keys and values are bytes here: a front end checks what it takes and
+ * makes what it gives valid for its wire. */
+#define FILES_META_PREFIX "user.e2b."
+#define FILES_META_PREFIX_LEN (sizeof(FILES_META_PREFIX) - 1)
+#define FILES_META_KEYS 32
+#define FILES_META_BYTES 4096
+/* The VFS's 255 bytes of an attribute's name, less the prefix: 246. */
+#define FILES_META_KEY_MAX (255 - FILES_META_PREFIX_LEN)
+
+struct files_meta {
+	unsigned n;
+	struct files_meta_kv {		/* offsets into data: the struct copies whole */
+		unsigned short key, klen, value, vlen;
+	} kv[FILES_META_KEYS];
+	size_t used;			/* bytes of data taken */
+	char data[FILES_META_BYTES];
+};
+
+/* Add key=value to m (zeroed: empty): 0; -EEXIST when key is there already
+ * (the first stays); -EINVAL for an empty key; -E2BIG for a key longer
+ * than FILES_META_KEY_MAX or past the bounds above. */
+int files_meta_add(struct files_meta *m, const char *key, size_t klen, const void *value,
+		   size_t vlen);
+/* For the unit test: read metadata as on a kernel before 6.13 (without
+ * getxattrat/listxattrat), through /proc/self/fd, from now on. */
+void files_meta_without_xattrat(void);
+
 /* 0 if path is an acceptable relative path, else -EINVAL with the reason
  * in why: empty, absolute, a "." or ".." or empty component, a NUL or
  * control character, not UTF-8, or too long.  allow_empty: "" means /work
@@ -75,7 +112,9 @@ int files_write(const struct files_user *u, int work_fd, const char *path,
 /* A streamed upload to path (under dir_fd: jail_work_fd(), or another of
  * jail_dir_fd()), written as files_write() writes (parents made, a
  * temporary file renamed over the target on commit) by a writer charged
- * to the sandbox j.  begin: the writer is started, without waiting for it
+ * to the sandbox j, with meta (NULL: none) set on the temporary file before
+ * it is renamed: the new file has that metadata and no other, whatever the
+ * old one had.  begin: the writer is started, without waiting for it
  * (-EAGAIN when the sandbox is at its pids limit); its failures to open the
  * file (-EISDIR, -ENOTDIR, -ELOOP... as files_write()) come from finish.
  * write: hand it bytes; blocks while the writer is behind; after a failure
@@ -87,7 +126,7 @@ int files_write(const struct files_user *u, int work_fd, const char *path,
  * event thread. */
 struct files_sink;
 int files_sink_begin(const struct files_user *u, struct jail *j, int dir_fd, const char *path,
-		     struct files_sink **out);
+		     const struct files_meta *meta, struct files_sink **out);
 int files_sink_write(struct files_sink *k, const void *data, size_t len);
 /* Without waiting: send what the writer's socket takes now of data[0, len),
  * *taken bytes of it (maybe 0), and 0; or -errno once the writer stopped
@@ -138,20 +177,25 @@ int files_delete(const struct files_user *u, int work_fd, const char *path);
 
 /* What stat says of path ("" for /work), without following a symlink at
  * its end; a symlink's target into target[tlen] (NUL-terminated, cut to
- * fit; "" for anything else). */
+ * fit; "" for anything else); its metadata into meta (NULL: not read; what
+ * cannot be read, say for a file the user may not read, is none). */
 int files_stat(const struct files_user *u, int work_fd, const char *path, struct stat *st,
-	       char *target, size_t tlen);
+	       char *target, size_t tlen, struct files_meta *meta);
 
 /* Every entry under dir ("" for /work), sorted by name in each directory,
  * depth levels deep (1: dir's own entries), never through a symlink nor
  * into another mount: fn gets each one's path (relative to /work), its
- * lstat and a symlink's target ("" otherwise), and stops the walk by
- * returning < 0 (which files_walk returns).  -E2BIG after max entries:
- * the daemon's thread and memory are bounded whatever the sandbox made. */
+ * lstat, a symlink's target ("" otherwise) and, with FILES_WALK_META in
+ * flags, its metadata (else NULL), and stops the walk by returning < 0
+ * (which files_walk returns).  -E2BIG after max entries: the daemon's
+ * thread and memory are bounded whatever the sandbox made.  The metadata
+ * costs a listing of each entry's attribute names (one system call, into a
+ * buffer the walk keeps) and one read per key, FILES_META_KEYS at most. */
+#define FILES_WALK_META 0x1u
 typedef int (*files_walk_fn)(void *ctx, const char *path, const struct stat *st,
-			     const char *target);
+			     const char *target, const struct files_meta *meta);
 int files_walk(const struct files_user *u, int work_fd, const char *dir, unsigned depth,
-	       size_t max, files_walk_fn fn, void *ctx);
+	       size_t max, unsigned flags, files_walk_fn fn, void *ctx);
 
 /* Make the directory path (0755) and its missing parents; -EEXIST if
  * something is there already. */

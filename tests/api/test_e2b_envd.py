@@ -5,10 +5,13 @@ never send: bad envelopes, truncated multipart, paths out of /home/user,
 symlinks the sandbox's code planted pointing at the host.
 """
 import base64
+import gzip
+import http.client
 import os.path
 import hashlib
 import json
 import secrets
+import socket
 import struct
 import time
 import urllib.parse
@@ -55,6 +58,46 @@ class Envd:
         params = {"path": path} if path is not None else {}
         return self.request("POST", "/files", params=params, data=body, headers={
             "Content-Type": f"multipart/form-data; boundary={boundary}"})
+
+    def upload_octet(self, data, path, headers=None, gzipped=False):
+        """The file as the body, as the SDK writes with useOctetStream (and
+        gzip: the body compressed, Content-Encoding: gzip)."""
+        h = {"Content-Type": "application/octet-stream"}
+        if gzipped:
+            h["Content-Encoding"] = "gzip"
+        h.update(headers or {})
+        params = {"path": path} if path is not None else {}
+        return self.request("POST", "/files", params=params, data=data, headers=h)
+
+    def upload_with(self, parts, headers, path=None, boundary="----petri-test-b0undary"):
+        """A multipart upload with headers of its own (X-Metadata-...)."""
+        params = {"path": path} if path is not None else {}
+        return self.request("POST", "/files", params=params, data=multipart(parts, boundary),
+                            headers={"Content-Type": f"multipart/form-data; boundary={boundary}",
+                                     **headers})
+
+    def raw_upload(self, path, header_lines, body=b"x"):
+        """An octet-stream upload sent byte for byte (header_lines: bytes,
+        each "Name: value"), for what no HTTP client library sends: the
+        status and the body."""
+        u = urllib.parse.urlsplit(self.url)
+        head = (f"POST /files?path={urllib.parse.quote(path)} HTTP/1.1\r\n"
+                f"Host: {u.netloc}\r\n").encode()
+        for k, v in self.headers({"Content-Type": "application/octet-stream"}).items():
+            head += f"{k}: {v}\r\n".encode()
+        for line in header_lines:
+            head += line + b"\r\n"
+        head += f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+        with socket.create_connection((u.hostname, u.port), timeout=60) as c:
+            c.sendall(head + body)
+            got = b""
+            while True:
+                chunk = c.recv(65536)
+                if not chunk:
+                    break
+                got += chunk
+        status = int(got.split(b" ", 2)[1])
+        return status, got.split(b"\r\n\r\n", 1)[1] if b"\r\n\r\n" in got else b""
 
     def download(self, path):
         return self.request("GET", "/files", params={"path": path})
@@ -344,11 +387,19 @@ def test_too_many_parts_and_a_bad_path_late_write_nothing(box):
 
 def test_upload_refusals(box):
     r = box.request("POST", "/files", params={"path": "o.txt"}, data=b"raw",
-                    headers={"Content-Type": "application/octet-stream"})
+                    headers={"Content-Type": "text/plain"})
     assert r.status_code == 400 and "multipart" in r.json()["message"]
+    assert "octet-stream" in r.json()["message"]
     r = box.request("POST", "/files", params={"path": "o.txt"}, data=b"--x--",
                     headers={"Content-Type": "multipart/form-data"})
     assert r.status_code == 400
+    # an octet-stream upload has no filename: the query names the file
+    r = box.upload_octet(b"raw", None)
+    assert r.status_code == 400 and "'path'" in r.json()["message"], r.text
+    for bad in ("/etc/o.txt", "../o.txt"):
+        r = box.upload_octet(b"raw", bad)
+        assert r.status_code in (400, 403), r.text
+    assert not_there(box, "o.txt")
     # no filename and no path
     body = b"--B\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\nx\r\n--B--\r\n"
     r = box.upload([], boundary="B", raw=body)
@@ -361,6 +412,293 @@ def test_upload_refusals(box):
     box.rpc("MakeDir", {"path": "adir"})
     r = box.upload([("adir", b"x")], path="adir")
     assert r.status_code == 400, r.text
+
+
+# ---- octet-stream uploads, gzip and metadata (envd 0.5.7 and 0.6.2) ---------
+
+def meta_of(box, path):
+    r = box.rpc("Stat", {"path": path})
+    assert r.status_code == 200, r.text
+    return r.json()["entry"].get("metadata")
+
+
+def test_an_octet_stream_upload_is_the_file_as_the_body(box):
+    data = bytes(range(256)) * 300
+    r = box.upload_octet(data, f"{HOME}/octet/deep/o.bin")
+    assert r.status_code == 200, r.text
+    assert r.json() == [{"name": "o.bin", "type": "file", "path": f"{HOME}/octet/deep/o.bin"}]
+    assert box.download("octet/deep/o.bin").content == data
+    # relative to /home/user, in /tmp, empty, replacing what was there
+    r = box.upload_octet(b"rel", "octet/rel.txt")
+    assert r.json()[0]["path"] == f"{HOME}/octet/rel.txt"
+    r = box.upload_octet(b"", "/tmp/octet-empty")
+    assert r.status_code == 200 and box.download("/tmp/octet-empty").content == b""
+    r = box.upload_octet(b"second", "octet/rel.txt")
+    assert r.status_code == 200 and box.download("octet/rel.txt").content == b"second"
+    assert box.run("cat octet/rel.txt")["stdout"] == b"second"
+    # a directory is not overwritten
+    r = box.upload_octet(b"x", "octet/deep")
+    assert r.status_code == 400, r.text
+
+
+def test_metadata_is_set_by_either_upload_and_read_back_by_stat_list_and_move(box):
+    meta = {"X-Metadata-Author": "mish", "x-metadata-purpose": "up load!"}
+    want = {"author": "mish", "purpose": "up load!"}     # keys lowercased, as envd does
+    r = box.upload_with([("m/multi.txt", b"m")], meta, path="m/multi.txt")
+    assert r.status_code == 200, r.text
+    assert r.json() == [{"name": "multi.txt", "type": "file", "path": f"{HOME}/m/multi.txt",
+                         "metadata": want}]
+    assert meta_of(box, "m/multi.txt") == want
+    r = box.upload_octet(b"o", "m/octet.txt", headers=meta)
+    assert r.status_code == 200 and r.json()[0]["metadata"] == want, r.text
+    assert meta_of(box, f"{HOME}/m/octet.txt") == want
+    # every file of one upload gets it
+    r = box.upload_with([("m/a.txt", b"a"), ("m/b.txt", b"b")], {"X-Metadata-source": "suite"})
+    assert [e.get("metadata") for e in r.json()] == [{"source": "suite"}] * 2
+    for f in ("m/a.txt", "m/b.txt"):
+        assert meta_of(box, f) == {"source": "suite"}
+    # in /tmp as well, and an empty value is a value
+    r = box.upload_octet(b"t", "/tmp/m/t.txt", headers={"X-Metadata-empty": ""})
+    assert r.status_code == 200 and r.json()[0]["metadata"] == {"empty": ""}, r.text
+    assert meta_of(box, "/tmp/m/t.txt") == {"empty": ""}
+    # ListDir gives each entry's; one without none at all (proto3 leaves it out)
+    box.upload_octet(b"n", "m/none.txt")
+    r = box.rpc("ListDir", {"path": "m"})
+    got = {e["name"]: e.get("metadata") for e in r.json()["entries"]}
+    assert got == {"a.txt": {"source": "suite"}, "b.txt": {"source": "suite"},
+                   "multi.txt": want, "none.txt": None, "octet.txt": want}, got
+    assert "metadata" not in box.upload_octet(b"n", "m/none.txt").json()[0]
+    # Move answers the entry where it went, its metadata with it
+    r = box.rpc("Move", {"source": "m/octet.txt", "destination": "m/moved/octet.txt"})
+    assert r.status_code == 200 and r.json()["entry"]["metadata"] == want, r.text
+    # the code sees them as attributes
+    res = box.run("python3 -c \"import os; print(sorted(os.listxattr('m/moved/octet.txt')))\"")
+    assert res["stdout"] == b"['user.e2b.author', 'user.e2b.purpose']\n", res
+
+
+def test_an_upload_replaces_the_metadata_whole(box):
+    box.upload_octet(b"first", "over.txt", headers={"X-Metadata-author": "mish",
+                                                    "X-Metadata-stale": "1"})
+    assert meta_of(box, "over.txt") == {"author": "mish", "stale": "1"}
+    r = box.upload_octet(b"second", "over.txt", headers={"X-Metadata-author": "other"})
+    assert r.json()[0]["metadata"] == {"author": "other"}
+    assert meta_of(box, "over.txt") == {"author": "other"}
+    r = box.upload([("over.txt", b"third")], path="over.txt")
+    assert "metadata" not in r.json()[0]
+    assert meta_of(box, "over.txt") is None
+    assert box.download("over.txt").content == b"third"
+
+
+def test_attributes_the_sandboxs_code_sets_are_its_metadata(box):
+    code = ("import os\n"
+            "open('own.txt', 'w').write('x')\n"
+            "os.setxattr('own.txt', 'user.e2b.author', b'mish')\n"
+            "os.setxattr('own.txt', 'user.other', b'not e2b')\n"
+            "os.makedirs('owndir', exist_ok=True)\n"
+            "os.setxattr('owndir', 'user.e2b.kind', b'dir')\n"
+            "os.symlink('own.txt', 'ownlink')\n"
+            "open('/tmp/own.txt', 'w').write('x')\n"
+            "os.setxattr('/tmp/own.txt', 'user.e2b.where', b'tmp')\n"
+            "open('many.txt', 'w').write('x')\n"
+            "for i in range(100):\n"
+            "    os.setxattr('many.txt', f'user.e2b.k{i:03}', b'v' * 100)\n"
+            "open('big.txt', 'w').write('x')\n"
+            "for i in range(10):\n"
+            "    os.setxattr('big.txt', f'user.e2b.b{i}', b'v' * 1000)\n"
+            "open('odd.txt', 'w').write('x')\n"
+            "os.setxattr('odd.txt', 'user.e2b.caf\\u00e9', b'\\xff\\x00\\x01')\n"
+            "print('ok')\n")
+    box.upload_octet(code.encode(), "setx.py")
+    res = box.run("python3 setx.py")
+    assert res["stdout"] == b"ok\n", res
+    assert meta_of(box, "own.txt") == {"author": "mish"}        # user.other is not metadata
+    assert meta_of(box, "owndir") == {"kind": "dir"}
+    assert meta_of(box, "/tmp/own.txt") == {"where": "tmp"}
+    # a link is described, not followed: its target's metadata is not its own
+    assert meta_of(box, "ownlink") is None
+    # bounded however many the code set: 32 keys, 4096 bytes as E2B counts them
+    many = meta_of(box, "many.txt")
+    assert 0 < len(many) <= 32
+    assert sum(len("user.e2b.") + len(k) + len(v) for k, v in many.items()) <= 4096
+    assert all(v == "v" * 100 for v in many.values())
+    # 4 of 1000 bytes fit in 4096 with their keys (9 + 2 + 1000 each), not 5;
+    # which 4: the first the filesystem lists
+    big = meta_of(box, "big.txt")
+    assert len(big) == 4 and set(big) < {f"b{i}" for i in range(10)}, big
+    assert set(big.values()) == {"v" * 1000}
+    # any bytes the code set come back as valid JSON
+    odd = meta_of(box, "odd.txt")
+    assert list(odd) == ["caf\u00e9"] and len(odd["caf\u00e9"]) == 3, odd
+
+
+@pytest.mark.parametrize("headers", [
+    {"X-Metadata-": "empty key"},
+    {"X-Metadata-a@b": "x"},                  # not an HTTP token
+    {"X-Metadata-a/b": "x"},
+    {"X-Metadata-good": "caf\u00e9".encode()},  # not US-ASCII
+    {"X-Metadata-good": b"bell\x07"},          # not printable
+    {"X-Metadata-good": b"tab\tinside"},
+    {"X-Metadata-" + "k" * 247: "x"},         # past the VFS's name limit, less the prefix
+    {f"X-Metadata-k{i}": "v" for i in range(33)},
+    {"X-Metadata-big": "v" * 4090},           # 9 + 3 + 4090 > 4096
+])
+def test_bad_metadata_is_refused_and_writes_nothing(box, headers):
+    name = "badmeta-" + secrets.token_hex(4)
+    r = box.upload_with([(f"{name}/m.txt", b"x")], headers, path=f"{name}/m.txt")
+    assert r.status_code == 400, r.text
+    assert r.json()["code"] == 400 and r.json()["message"]
+    r = box.upload_octet(b"x", f"{name}/o.txt", headers=headers)
+    assert r.status_code == 400, r.text
+    assert not_there(box, f"{HOME}/{name}")
+
+
+def test_metadata_at_its_bounds_is_taken(box):
+    headers = {f"X-Metadata-k{i:02}": "v" for i in range(32)}
+    r = box.upload_octet(b"x", "bounds/32.txt", headers=headers)
+    assert r.status_code == 200 and len(r.json()[0]["metadata"]) == 32, r.text
+    assert len(meta_of(box, "bounds/32.txt")) == 32
+    longest = "k" * 246
+    r = box.upload_octet(b"x", "bounds/key.txt", headers={"X-Metadata-" + longest: "v"})
+    assert r.status_code == 200 and meta_of(box, "bounds/key.txt") == {longest: "v"}, r.text
+    value = "v" * (4096 - 9 - 3)            # exactly 4096 as E2B counts it
+    r = box.upload_octet(b"x", "bounds/big.txt", headers={"X-Metadata-big": value})
+    assert r.status_code == 200 and meta_of(box, "bounds/big.txt") == {"big": value}, r.text
+    # the same key twice (any case): the first counts
+    c = http.client.HTTPConnection(urllib.parse.urlsplit(box.url).netloc, timeout=60)
+    c.putrequest("POST", "/files?path=bounds/twice.txt")
+    for k, v in box.headers({"Content-Type": "application/octet-stream"}).items():
+        c.putheader(k, v)
+    c.putheader("X-Metadata-Dup", "first")
+    c.putheader("x-metadata-dup", "second")
+    c.putheader("Content-Length", "1")
+    c.endheaders(b"x")
+    resp = c.getresponse()
+    assert resp.status == 200 and json.loads(resp.read())[0]["metadata"] == {"dup": "first"}
+    c.close()
+
+
+def test_header_names_no_client_library_sends_are_refused(box):
+    for line in (b"X-Metadata-bad key: value", b"X-Metadata-k\x80: value"):
+        status, body = box.raw_upload("rawmeta/a.txt", [line])
+        assert status == 400, (line, status, body)
+    assert not_there(box, f"{HOME}/rawmeta")
+
+
+def test_a_gzip_upload_is_inflated(box):
+    data = b"This is a test file with gzip encoding.\n" * 1000
+    r = box.upload_octet(gzip.compress(data), "gz/a.txt", gzipped=True,
+                         headers={"X-Metadata-enc": "gzip"})
+    assert r.status_code == 200, r.text
+    assert r.json() == [{"name": "a.txt", "type": "file", "path": f"{HOME}/gz/a.txt",
+                         "metadata": {"enc": "gzip"}}]
+    assert box.download("gz/a.txt").content == data
+    # several members, as gzip -c a b makes; an empty file
+    r = box.upload_octet(gzip.compress(b"one ") + gzip.compress(b"two"), "gz/two.txt",
+                         gzipped=True)
+    assert r.status_code == 200 and box.download("gz/two.txt").content == b"one two"
+    r = box.upload_octet(gzip.compress(b""), "gz/empty.txt", gzipped=True)
+    assert r.status_code == 200 and box.download("gz/empty.txt").content == b""
+    # incompressible data: the body is a little larger than the file
+    noise = secrets.token_bytes(1 << 20)
+    r = box.upload_octet(gzip.compress(noise), "gz/noise.bin", gzipped=True)
+    assert r.status_code == 200 and box.download("gz/noise.bin").content == noise
+
+
+def test_a_bad_gzip_upload_is_refused_and_writes_nothing(box):
+    good = gzip.compress(b"hello" * 1000)
+    for body in (b"", b"not gzip at all", good[:len(good) // 2], good[:-4],
+                 good + b"trailing", good[:20] + bytes(64) + good[84:]):
+        r = box.upload_octet(body, "gzbad/deep/x.txt", gzipped=True)
+        assert r.status_code == 400, (body[:30], r.text)
+        assert "gzip" in r.json()["message"]
+    assert not_there(box, f"{HOME}/gzbad")
+    # gzip is an octet-stream upload's; other encodings are not taken
+    r = box.request("POST", "/files", params={"path": "gzbad/m.txt"},
+                    data=multipart([("gzbad/m.txt", b"x")], "B"),
+                    headers={"Content-Type": "multipart/form-data; boundary=B",
+                             "Content-Encoding": "gzip"})
+    assert r.status_code == 415, r.text
+    r = box.upload_octet(b"x", "gzbad/br.txt", headers={"Content-Encoding": "br"})
+    assert r.status_code == 415 and "br" in r.json()["message"], r.text
+    r = box.upload_octet(b"plain", "gzbad/id.txt", headers={"Content-Encoding": "identity"})
+    assert r.status_code == 200 and box.download("gzbad/id.txt").content == b"plain"
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    """A server whose max_file_mb is 1."""
+    key = "e2b_" + secrets.token_hex(16)
+    s = Server(tmp_path_factory.mktemp("envd-small"),
+               f"[server]\napi_keys = {key}\nmax_file_mb = 1\n", light=True)
+    s.key = key
+    yield s
+    code, err = s.stop()
+    assert code == 0, err[-3000:]
+    assert not s.leaked and not s.leaked_cgroups
+
+
+def test_uploads_past_max_file_mb_are_refused_and_write_nothing(small):
+    box = new_box(small)
+    mib = 1 << 20
+    r = box.upload_octet(b"x" * mib, "lim/exact.bin")
+    assert r.status_code == 200 and len(box.download("lim/exact.bin").content) == mib
+    r = box.upload_octet(b"x" * (mib + 1), "lim/over/o.bin")
+    assert r.status_code == 413 and r.json()["code"] == 413, r.text
+    assert "1 MiB" in r.json()["message"]
+    # a gzip body inflating past it: refused before a byte is written
+    for body in (gzip.compress(bytes(mib + 1)), gzip.compress(bytes(mib)) * 2,
+                 gzip.compress(bytes(64 * mib))):
+        r = box.upload_octet(body, "lim/over/bomb.bin", gzipped=True)
+        assert r.status_code == 413 and "inflates" in r.json()["message"], r.text
+    r = box.upload_octet(gzip.compress(bytes(mib)), "lim/z.bin", gzipped=True)
+    assert r.status_code == 200 and box.download("lim/z.bin").content == bytes(mib)
+    r = box.upload([("m.bin", b"x" * (mib + (64 << 10)))], path="lim/over/m.bin")
+    assert r.status_code == 413, r.text
+    assert not_there(box, f"{HOME}/lim/over")
+    res = box.run("ls -A lim")
+    assert res["stdout"] == b"exact.bin\nz.bin\n", res      # no temporary file left either
+    kill(small, box.sid)
+
+
+def test_metadata_keeps_a_listing_of_ten_thousand_cheap(box):
+    res = box.run("python3 -c \"import os\n"
+                  "os.makedirs('tenk', exist_ok=True)\n"
+                  "for i in range(10000):\n"
+                  "    p = f'tenk/f{i:05}'\n"
+                  "    open(p, 'w').close()\n"
+                  "    os.setxattr(p, 'user.e2b.n', str(i).encode())\n"
+                  "print('ok')\"", timeout_ms=120000)
+    assert res["stdout"] == b"ok\n", res
+    t = time.monotonic()
+    r = box.rpc("ListDir", {"path": "tenk"})
+    took = time.monotonic() - t
+    assert r.status_code == 200, r.text[:500]
+    entries = r.json()["entries"]
+    assert len(entries) == 10000
+    assert all(e["metadata"] == {"n": str(int(e["name"][1:]))} for e in entries)
+    assert took < 10, took
+    box.rpc("Remove", {"path": "tenk"})
+
+
+def test_a_listing_carries_at_most_4_mib_of_metadata(box):
+    # 1100 files of 4096 bytes each, as E2B counts it: past 4 MiB in all
+    res = box.run("python3 -c \"import os\n"
+                  "os.makedirs('fat/d', exist_ok=True)\n"
+                  "for i in range(1100):\n"
+                  "    p = f'fat/d/f{i:04}'\n"
+                  "    open(p, 'w').close()\n"
+                  "    os.setxattr(p, 'user.e2b.v', b'\\x01' * (4096 - 10))\n"
+                  "print('ok')\"", timeout_ms=120000)
+    assert res["stdout"] == b"ok\n", res
+    r = box.rpc("ListDir", {"path": "fat", "depth": 2})
+    assert r.status_code == 400 and r.json()["code"] == "failed_precondition", r.text[:300]
+    assert "metadata" in r.json()["message"]
+    box.run("cd fat/d && rm f10*")          # 1000 left: within it
+    r = box.rpc("ListDir", {"path": "fat", "depth": 2})
+    assert r.status_code == 200, r.text[:300]
+    assert len(r.json()["entries"]) == 1001
+    assert r.json()["entries"][1]["metadata"] == {"v": "\x01" * 4086}
+    box.rpc("Remove", {"path": "fat"})
 
 
 # ---- the filesystem RPCs -----------------------------------------------------

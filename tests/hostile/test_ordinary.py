@@ -7,8 +7,9 @@ kernel without the feature answers), never ENOSYS, which tells a program
 its kernel is too old.  On every path (cold run, cold session, warm
 session) with the same limits:
 
-* listxattr answers for itself (shutil.copy2 works), xattr writes
-  EOPNOTSUPP, so that `sed -i` and `cp -a` go on without a word;
+* extended attributes as on any Linux for an unprivileged user: user.* on
+  its own files is written, read back and copied (shutil.copy2, `cp -a`,
+  `sed -i` without a word), security.* and trusted.* answer EPERM;
 * chown of one's own file works, of a bad fd EBADF, to anyone else EPERM;
   setreuid(-1, -1) and setuid(getuid()) work, setuid(0) and
   subprocess(user=65534) answer EPERM;
@@ -48,6 +49,22 @@ import subprocess
 sed = subprocess.run(['sed', '-i', 's/x/y/', '/tmp/src'], capture_output=True, text=True)
 out['sed_i'] = [sed.returncode, sed.stderr, open('/tmp/src').read()]
 out['setxattr'] = err(lambda: os.setxattr('/tmp/src', 'user.x', b'1'))
+def val(f):
+    try:
+        return repr(f())
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+out['getxattr'] = val(lambda: os.getxattr('/tmp/src', 'user.x'))
+shutil.copy2('/tmp/src', '/tmp/dst2')
+out['copy2_xattr'] = val(lambda: os.getxattr('/tmp/dst2', 'user.x'))
+cpa = subprocess.run(['cp', '-a', '/tmp/src', '/tmp/dst3'], capture_output=True, text=True)
+out['cp_a'] = [cpa.returncode, cpa.stderr, val(lambda: os.getxattr('/tmp/dst3', 'user.x'))]
+out['removexattr'] = err(lambda: os.removexattr('/tmp/dst3', 'user.x'))
+out['xattr_security'] = err(lambda: os.setxattr('/tmp/src', 'security.x', b'1'))
+out['xattr_capability'] = err(lambda: os.setxattr('/tmp/src', 'security.capability',
+                                                  bytes.fromhex('0100000200200000' + '00' * 12)))
+out['xattr_trusted'] = err(lambda: os.setxattr('/tmp/src', 'trusted.x', b'1'))
+out['xattr_system'] = err(lambda: os.setxattr('/usr/bin/env', 'user.x', b'1'))
 out['chown_own'] = err(lambda: os.chown('/tmp/src', os.getuid(), os.getgid()))
 out['fchown_badfd'] = err(lambda: os.fchown(999, os.getuid(), os.getgid()))
 out['chown_root'] = err(lambda: os.chown('/tmp/src', 0, 0))
@@ -119,7 +136,15 @@ def test_ordinary_calls(path, servers, tmp_path, host_guard):
 
     want('listxattr', lambda v: v in ('ok', 'ENOTSUP', 'ENODATA'), 'the kernel\'s own answer')
     want('copy2', lambda v: v == 'ok', 'shutil.copy2 to work')
-    want('setxattr', lambda v: v == 'ENOTSUP', 'ENOTSUP (EOPNOTSUPP)')
+    want('setxattr', lambda v: v == 'ok', 'user.* on its own file to be written')
+    want('getxattr', lambda v: v == "b'1'", 'and read back')
+    want('copy2_xattr', lambda v: v == "b'1'", 'shutil.copy2 to copy it')
+    want('cp_a', lambda v: v == [0, '', "b'1'"], 'cp -a to copy it without a word')
+    want('removexattr', lambda v: v == 'ok', 'and remove it')
+    want('xattr_security', lambda v: v == 'EPERM', 'EPERM (CAP_SYS_ADMIN in its namespace)')
+    want('xattr_capability', lambda v: v == 'EPERM', 'EPERM (CAP_SETFCAP)')
+    want('xattr_trusted', lambda v: v == 'EPERM', 'EPERM (CAP_SYS_ADMIN)')
+    want('xattr_system', lambda v: v == 'EROFS', 'EROFS (the read-only system)')
     want('sed_i', lambda v: v == [0, '', 'y'], 'sed -i to work without a word on stderr')
     want('chown_own', lambda v: v == 'ok', 'a chown that changes nothing to work')
     want('fchown_badfd', lambda v: v == 'EBADF', 'EBADF')

@@ -7,9 +7,7 @@ is compared with `petri policy` (names turned into numbers with the host's
 <asm/unistd_64.h>):
 
 * a call counts as denied when it fails with ENOSYS (the filter's default
-  action) or EPERM (the filter's deny list), or, for the writes of extended
-  attributes, EOPNOTSUPP (what the filter answers for them, as a filesystem
-  without them does: src/jail/policy.c); anything else (a return value,
+  action) or EPERM (the filter's deny list); anything else (a return value,
   another errno, a signal other than SIGSYS, a block) means it ran;
 * a number the header does not name must be denied (ENOSYS);
 * nothing on the x86_64 ABI may be killed (SIGSYS), and every x32 and i386
@@ -37,10 +35,6 @@ import hostilehelp as H
 SWEEP_C = H.SWEEP_C
 UNISTD = '/usr/include/x86_64-linux-gnu/asm/unistd_64.h'
 LIMITS = dict(H.DEFAULT_LIMITS, timeout=90, pids=64, memory=512, output_kb=1024)
-
-# Denied by the filter with EOPNOTSUPP rather than EPERM.
-FILTER_EOPNOTSUPP = {'setxattr', 'lsetxattr', 'fsetxattr', 'removexattr', 'lremovexattr',
-                     'fremovexattr'}
 
 # Allowed calls that answer EPERM from the kernel itself for the sweep's
 # arguments (so EPERM alone cannot tell them from a denial): none known.
@@ -92,8 +86,6 @@ def parse(text):
 def ran(outcome, detail, name=None):
     """Did the kernel run the call (rather than the filter refuse it)?"""
     if outcome == 'err':
-        if name in FILTER_EOPNOTSUPP and int(detail) == errno.EOPNOTSUPP:
-            return False
         return int(detail) not in (errno.ENOSYS, errno.EPERM)
     if outcome == 'sig':
         return int(detail) != signal.SIGSYS

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "workspace/files.h"
@@ -169,12 +170,12 @@ START_TEST(mkdir_makes_parents_and_stays_inside)
 	ck_assert_int_ne(files_mkdir(&me, work_fd, "abs/new"), 0);
 	ck_assert_int_ne(files_mkdir(&me, work_fd, "up/new"), 0);
 	ck_assert(outside_intact());
-	ck_assert_int_eq(files_stat(&me, work_fd, "abs", &st, target, sizeof(target)), 0);
+	ck_assert_int_eq(files_stat(&me, work_fd, "abs", &st, target, sizeof(target), NULL), 0);
 	ck_assert(S_ISLNK(st.st_mode));
 	ck_assert_str_eq(target, outside);
-	ck_assert_int_eq(files_stat(&me, work_fd, "", &st, target, sizeof(target)), 0);
+	ck_assert_int_eq(files_stat(&me, work_fd, "", &st, target, sizeof(target), NULL), 0);
 	ck_assert(S_ISDIR(st.st_mode));
-	ck_assert_int_eq(files_stat(&me, work_fd, "nope", &st, target, sizeof(target)), -ENOENT);
+	ck_assert_int_eq(files_stat(&me, work_fd, "nope", &st, target, sizeof(target), NULL), -ENOENT);
 }
 END_TEST
 
@@ -199,12 +200,14 @@ struct seen {
 	int n;
 };
 
-static int note(void *ctx, const char *path, const struct stat *st, const char *target)
+static int note(void *ctx, const char *path, const struct stat *st, const char *target,
+		const struct files_meta *meta)
 {
 	struct seen *s = ctx;
 
 	(void)st;
 	(void)target;
+	ck_assert_ptr_null(meta);	/* not asked for */
 	if (s->n < 32)
 		snprintf(s->paths[s->n++], 64, "%s", path);
 	return 0;
@@ -219,20 +222,20 @@ START_TEST(walk_is_sorted_bounded_and_follows_no_link)
 	ck_assert_int_eq(files_mkdir(&me, work_fd, "t/b/deep"), 0);
 	ck_assert_int_eq(files_mkdir(&me, work_fd, "t/a"), 0);
 	ck_assert_int_eq(files_write(&me, work_fd, "t/c.txt", "x", 1), 0);
-	ck_assert_int_eq(files_walk(&me, work_fd, "t", 1, 100, note, &s), 0);
+	ck_assert_int_eq(files_walk(&me, work_fd, "t", 1, 100, 0, note, &s), 0);
 	ck_assert_int_eq(s.n, 3);
 	ck_assert_str_eq(s.paths[0], "t/a");
 	ck_assert_str_eq(s.paths[1], "t/b");
 	ck_assert_str_eq(s.paths[2], "t/c.txt");
 	s.n = 0;
-	ck_assert_int_eq(files_walk(&me, work_fd, "t", 2, 100, note, &s), 0);
+	ck_assert_int_eq(files_walk(&me, work_fd, "t", 2, 100, 0, note, &s), 0);
 	ck_assert_int_eq(s.n, 4);
 	ck_assert_str_eq(s.paths[2], "t/b/deep");
 	s.n = 0;
-	ck_assert_int_eq(files_walk(&me, work_fd, "t", 3, 2, note, &s), -E2BIG);
+	ck_assert_int_eq(files_walk(&me, work_fd, "t", 3, 2, 0, note, &s), -E2BIG);
 	/* The root's links are listed, never entered. */
 	s.n = 0;
-	ck_assert_int_eq(files_walk(&me, work_fd, "", 5, 100, note, &s), 0);
+	ck_assert_int_eq(files_walk(&me, work_fd, "", 5, 100, 0, note, &s), 0);
 	for (int i = 0; i < s.n; i++)
 		ck_assert_ptr_null(strstr(s.paths[i], "keep.txt"));
 }
@@ -275,6 +278,163 @@ START_TEST(remove_tree_refuses_a_tree_too_deep)
 }
 END_TEST
 
+/* ---- metadata: user.e2b.* attributes, bounded ---------------------------- */
+
+START_TEST(metadata_is_bounded_as_e2b_counts_it)
+{
+	static struct files_meta m;
+	char key[FILES_META_KEY_MAX + 2], value[FILES_META_BYTES];
+
+	memset(&m, 0, sizeof(m));
+	memset(key, 'k', sizeof(key));
+	memset(value, 'v', sizeof(value));
+	ck_assert_int_eq(files_meta_add(&m, "", 0, "v", 1), -EINVAL);
+	ck_assert_int_eq(files_meta_add(&m, key, FILES_META_KEY_MAX + 1, "v", 1), -E2BIG);
+	ck_assert_int_eq(files_meta_add(&m, key, FILES_META_KEY_MAX, "v", 1), 0);
+	ck_assert_int_eq(files_meta_add(&m, key, FILES_META_KEY_MAX, "w", 1), -EEXIST);
+	/* 4096 with each key's prefix: 9 + 246 + 1 taken, 9 + 1 for the next key */
+	ck_assert_int_eq(files_meta_add(&m, "a", 1, value, FILES_META_BYTES - 256 - 10 + 1),
+			 -E2BIG);
+	ck_assert_int_eq(files_meta_add(&m, "a", 1, value, FILES_META_BYTES - 256 - 10), 0);
+	ck_assert_int_eq(files_meta_add(&m, "b", 1, "", 0), -E2BIG);
+	ck_assert_uint_eq(m.n, 2);
+	ck_assert_int_eq(memcmp(m.data + m.kv[1].key, "a", 1), 0);
+	ck_assert_uint_eq(m.kv[1].vlen, FILES_META_BYTES - 266);
+	/* 32 keys at most, however small */
+	memset(&m, 0, sizeof(m));
+	for (int i = 0; i < FILES_META_KEYS; i++) {
+		char k[8];
+
+		snprintf(k, sizeof(k), "k%d", i);
+		ck_assert_int_eq(files_meta_add(&m, k, strlen(k), "", 0), 0);
+	}
+	ck_assert_int_eq(files_meta_add(&m, "z", 1, "", 0), -E2BIG);
+}
+END_TEST
+
+/* Whether this filesystem takes user.* attributes (the host's /tmp). */
+static bool user_xattrs(void)
+{
+	char p[512];
+	int r;
+
+	snprintf(p, sizeof(p), "%s/probe", work);
+	close(open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
+	r = setxattr(p, "user.probe", "1", 1, 0);
+	unlink(p);
+	return r == 0;
+}
+
+static void set_attr(const char *rel, const char *name, const char *value)
+{
+	char p[512];
+
+	snprintf(p, sizeof(p), "%s/%s", work, rel);
+	ck_assert_int_eq(lsetxattr(p, name, value, strlen(value), 0), 0);
+}
+
+static const char *meta_value(const struct files_meta *m, const char *key, char *out)
+{
+	for (unsigned i = 0; i < m->n; i++)
+		if (m->kv[i].klen == strlen(key) && !memcmp(m->data + m->kv[i].key, key,
+							    strlen(key))) {
+			memcpy(out, m->data + m->kv[i].value, m->kv[i].vlen);
+			out[m->kv[i].vlen] = '\0';
+			return out;
+		}
+	return NULL;
+}
+
+struct metas {
+	char path[8][64];
+	struct files_meta m[8];
+	int n;
+};
+
+static int note_meta(void *ctx, const char *path, const struct stat *st, const char *target,
+		     const struct files_meta *meta)
+{
+	struct metas *ms = ctx;
+
+	(void)st;
+	(void)target;
+	ck_assert_ptr_nonnull(meta);
+	if (ms->n < 8) {
+		snprintf(ms->path[ms->n], 64, "%s", path);
+		ms->m[ms->n++] = *meta;
+	}
+	return 0;
+}
+
+static void metadata_is_read_through_no_link(void)
+{
+	static struct files_meta m;
+	static struct metas ms;
+	char v[FILES_META_BYTES + 1], name[32], p[512];
+	struct stat st;
+	char target[64];
+
+	if (!user_xattrs())
+		return;		/* a filesystem without them: nothing to read */
+	ck_assert_int_eq(files_write(&me, work_fd, "m/f.txt", "x", 1), 0);
+	set_attr("m/f.txt", "user.e2b.author", "mish");
+	set_attr("m/f.txt", "user.other", "not metadata");
+	ck_assert_int_eq(files_mkdir(&me, work_fd, "m/d"), 0);
+	set_attr("m/d", "user.e2b.kind", "dir");
+	snprintf(p, sizeof(p), "%s/m/link", work);
+	ck_assert_int_eq(symlink("f.txt", p), 0);
+	ck_assert_int_eq(files_write(&me, work_fd, "m/many", "x", 1), 0);
+	for (int i = 0; i < 40; i++) {	/* small: ext4 holds 4 KiB of them */
+		snprintf(name, sizeof(name), "user.e2b.k%02d", i);
+		set_attr("m/many", name, "v");
+	}
+	ck_assert_int_eq(files_stat(&me, work_fd, "m/f.txt", &st, target, sizeof(target), &m),
+			 0);
+	ck_assert_uint_eq(m.n, 1);
+	ck_assert_str_eq(meta_value(&m, "author", v), "mish");
+	ck_assert_int_eq(files_stat(&me, work_fd, "m/d", &st, target, sizeof(target), &m), 0);
+	ck_assert_str_eq(meta_value(&m, "kind", v), "dir");
+	/* a link is described, not followed */
+	ck_assert_int_eq(files_stat(&me, work_fd, "m/link", &st, target, sizeof(target), &m), 0);
+	ck_assert_uint_eq(m.n, 0);
+	/* 40 keys: 32 of them (the byte bound is the API tests', on tmpfs) */
+	ck_assert_int_eq(files_stat(&me, work_fd, "m/many", &st, target, sizeof(target), &m), 0);
+	ck_assert_uint_eq(m.n, FILES_META_KEYS);
+	ck_assert_uint_le(m.used + m.n * FILES_META_PREFIX_LEN, FILES_META_BYTES);
+	/* "" is the directory itself */
+	set_attr("", "user.e2b.root", "r");
+	ck_assert_int_eq(files_stat(&me, work_fd, "", &st, target, sizeof(target), &m), 0);
+	ck_assert_str_eq(meta_value(&m, "root", v), "r");
+	/* a walk gives each entry's */
+	memset(&ms, 0, sizeof(ms));
+	ck_assert_int_eq(files_walk(&me, work_fd, "m", 1, 100, FILES_WALK_META, note_meta, &ms),
+			 0);
+	ck_assert_int_eq(ms.n, 4);
+	ck_assert_str_eq(ms.path[0], "m/d");
+	ck_assert_str_eq(meta_value(&ms.m[0], "kind", v), "dir");
+	ck_assert_str_eq(ms.path[1], "m/f.txt");
+	ck_assert_str_eq(meta_value(&ms.m[1], "author", v), "mish");
+	ck_assert_uint_eq(ms.m[1].n, 1);
+	ck_assert_str_eq(ms.path[2], "m/link");
+	ck_assert_uint_eq(ms.m[2].n, 0);
+	ck_assert_uint_eq(ms.m[3].n, FILES_META_KEYS);
+}
+
+START_TEST(metadata_is_read_with_xattrat)
+{
+	NEED_OPENAT2();
+	metadata_is_read_through_no_link();
+}
+END_TEST
+
+START_TEST(metadata_is_read_through_proc_on_older_kernels)
+{
+	NEED_OPENAT2();
+	files_meta_without_xattrat();	/* this test's own process: CK_FORK */
+	metadata_is_read_through_no_link();
+}
+END_TEST
+
 Suite *files_suite(void)
 {
 	Suite *s = suite_create("files");
@@ -291,6 +451,11 @@ Suite *files_suite(void)
 	tcase_add_test(tc, walk_is_sorted_bounded_and_follows_no_link);
 	tcase_add_test(tc, remove_tree_removes_links_not_targets_and_refuses_big_trees);
 	tcase_add_test(tc, remove_tree_refuses_a_tree_too_deep);
+	tcase_add_test(tc, metadata_is_read_with_xattrat);
+	tcase_add_test(tc, metadata_is_read_through_proc_on_older_kernels);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("metadata");
+	tcase_add_test(tc, metadata_is_bounded_as_e2b_counts_it);
 	suite_add_tcase(s, tc);
 	return s;
 }

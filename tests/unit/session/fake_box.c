@@ -445,9 +445,12 @@ int files_open(const struct files_user *u, int work_fd, const char *path, int *f
 int files_list(const struct files_user *u, int work_fd, const char *dir, json_t **out,
 	       bool *truncated) { unexpected("files_list"); }
 int files_stat(const struct files_user *u, int work_fd, const char *path, struct stat *st,
-	       char *target, size_t tlen) { unexpected("files_stat"); }
+	       char *target, size_t tlen, struct files_meta *meta) { unexpected("files_stat"); }
 int files_walk(const struct files_user *u, int work_fd, const char *dir, unsigned depth,
-	       size_t max, files_walk_fn fn, void *ctx) { unexpected("files_walk"); }
+	       size_t max, unsigned flags, files_walk_fn fn, void *ctx)
+{
+	unexpected("files_walk");
+}
 int files_remove_tree(const struct files_user *u, int work_fd, const char *path, size_t max)
 {
 	unexpected("files_remove_tree");
@@ -462,7 +465,7 @@ int files_rename(const struct files_user *u, int work_fd, const char *from, cons
 }
 
 int files_sink_begin(const struct files_user *u, struct jail *j, int dir_fd, const char *path,
-		     struct files_sink **out)
+		     const struct files_meta *meta, struct files_sink **out)
 {
 	*out = calloc(1, sizeof(**out));
 	if (!*out)

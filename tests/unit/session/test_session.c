@@ -553,7 +553,7 @@ START_TEST(test_upload_over_memory_ends_the_session)
 	start(4, 4);
 	cfg.defaults.memory_mb = 1;
 	s = create(60, 60);
-	ck_assert_int_eq(session_upload_begin(m, s, "big.bin", &up), 0);
+	ck_assert_int_eq(session_upload_begin(m, s, "big.bin", NULL, &up), 0);
 	for (int i = 0; i < 32 && r == 0; i++)
 		r = session_upload_write(up, data, sizeof(data));
 	ck_assert_int_eq(r, -ENOMEM);
