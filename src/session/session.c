@@ -1148,6 +1148,8 @@ enum sm_result session_signal_process(struct session *s, int pid, int sig, char 
 
 /* ---- the session layer's own, for procs.c -------------------------------- */
 
+static void end_session(struct smgr *m, struct session *s, const char *reason);
+
 struct procs_hub *session_procs_hub(struct session *s) { return s->m->procs; }
 struct watch_hub *session_watch_hub(struct session *s) { return s->m->watches; }
 
@@ -1156,9 +1158,18 @@ int session_spawn(struct session *s, const struct box_spawn *sp, struct box_proc
 	char reason[256];
 	enum sm_result r = use(s, reason, sizeof(reason));
 
+	int rc;
+
 	if (r != SM_OK)
 		return r == SM_NOT_FOUND ? -ENOTCONN : -EPIPE;
-	return box_spawn(s->box, sp, out);
+	rc = box_spawn(s->box, sp, out);
+	/* A keeper that took no frame or gave no answer was stopped with its
+	 * sandbox (box_spawn()): the session ends now, as for a dead box. */
+	if (rc == -ETIMEDOUT || rc == -EPROTO || rc == -EPIPE)
+		end_session(s->m, s, rc == -EPIPE ? "the sandbox ended" :
+			    "the sandbox's keeper stopped answering (a process of the sandbox "
+			    "stopped or broke it)");
+	return rc;
 }
 
 int session_open_pty(struct session *s, int *master, int *slave)
