@@ -373,11 +373,72 @@ static char *dup_or_null(const char *v, bool *failed)
 	return d;
 }
 
+/* A stream for rq, in its hub, its wire's state made (a copy of init or
+ * zeroed), held by two (the response and whoever fills it), the session
+ * referenced; NULL when out of memory (nothing made then). */
+static struct stream *stream_new(struct api_req *rq, struct session *s,
+				 const struct stream_wire *wire, const void *init, size_t cap)
+{
+	struct stream_hub *hub = rq->streams;
+	struct stream *st = calloc(1, sizeof(*st));
+
+	if (!st)
+		return NULL;
+	st->wire_state = calloc(1, wire->state_size ? wire->state_size : 1);
+	st->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (!st->wire_state || st->cancel_fd < 0) {
+		if (st->cancel_fd >= 0)
+			close(st->cancel_fd);
+		free(st->wire_state);
+		free(st);
+		return NULL;
+	}
+	if (init)
+		memcpy(st->wire_state, init, wire->state_size);
+	pthread_mutex_init(&st->lock, NULL);
+	st->refs = 2;
+	st->cap = cap;
+	st->sm = rq->sm;
+	st->hub = hub;
+	st->answers = rq->answers;
+	st->tenant = rq->tenant;
+	st->wire = wire;
+	st->s = session_ref(s);	/* the stream outlives this request */
+	pthread_mutex_lock(&hub->lock);
+	st->next = hub->head;
+	if (hub->head)
+		hub->head->prev = st;
+	hub->head = st;
+	pthread_mutex_unlock(&hub->lock);
+	return st;
+}
+
+/* st's response, read by reader() from st's connection: NULL when out of
+ * memory (then st is let go: the caller answers an error). */
+static struct MHD_Response *stream_response(struct api_req *rq, struct stream *st)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	struct MHD_Response *resp;
+
+	st->client_fd = ci ? ci->connect_fd : -1;
+	st->conn = rq->conn;
+	st->keepalive_at = clock_mono_s() + KEEPALIVE_S;
+	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, BLOCK_SIZE, reader, st, on_free);
+	if (!resp) {
+		st->refs = 1;
+		stream_put(st);
+		return NULL;
+	}
+	MHD_add_response_header(resp, "Content-Type", st->wire->content_type);
+	MHD_add_response_header(resp, "X-Accel-Buffering", "no");
+	return resp;
+}
+
 enum MHD_Result stream_execute_with(struct api_req *rq, struct session *s,
 				    const struct exec_request *ex, const struct stream_wire *wire,
 				    const void *init)
 {
-	struct stream_hub *hub = rq->streams;
 	struct buf begin = BUF_INIT;
 	struct MHD_Response *resp;
 	struct stream *st;
@@ -392,20 +453,9 @@ enum MHD_Result stream_execute_with(struct api_req *rq, struct session *s,
 				      http_session_error(rq, r, reason);
 	if (!rq->deferred)	/* the execution needs this worker */
 		goto fail;
-	st = calloc(1, sizeof(*st));
-	if (!st)
+	/* held by the worker and the response */
+	if (!(st = stream_new(rq, s, wire, init, PENDING_MAX)))
 		goto fail;
-	pthread_mutex_init(&st->lock, NULL);
-	st->refs = 2;	/* the worker and the response */
-	st->cap = PENDING_MAX;
-	st->sm = rq->sm;
-	st->hub = hub;
-	st->answers = rq->answers;
-	st->tenant = rq->tenant;
-	st->wire = wire;
-	st->wire_state = calloc(1, wire->state_size ? wire->state_size : 1);
-	if (st->wire_state && init)
-		memcpy(st->wire_state, init, wire->state_size);
 	st->ex = *ex;
 	st->code = dup_or_null(ex->code, &failed);
 	st->language = dup_or_null(ex->language, &failed);
@@ -413,16 +463,7 @@ enum MHD_Result stream_execute_with(struct api_req *rq, struct session *s,
 	st->cwd = dup_or_null(ex->cwd, &failed);
 	st->input = dup_or_null(ex->input, &failed);	/* no NUL (request.c) */
 	st->env = exec_env_dup(ex->env);
-	st->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	st->s = session_ref(s);	/* the stream outlives this request */
-	pthread_mutex_lock(&hub->lock);
-	st->next = hub->head;
-	if (hub->head)
-		hub->head->prev = st;
-	hub->head = st;
-	pthread_mutex_unlock(&hub->lock);
-	if (failed || !st->wire_state || !st->env || st->cancel_fd < 0 ||
-	    (wire->begin && wire->begin(st->wire_state, &begin) < 0)) {
+	if (failed || !st->env || (wire->begin && wire->begin(st->wire_state, &begin) < 0)) {
 		st->refs = 1;
 		stream_put(st);
 		goto fail;
@@ -436,22 +477,8 @@ enum MHD_Result stream_execute_with(struct api_req *rq, struct session *s,
 	st->ex.input = st->input;
 	st->ex.env = (const char *const *)st->env;
 	st->ex.cancel_fd = st->cancel_fd;
-	{
-		const union MHD_ConnectionInfo *ci =
-			MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-
-		st->client_fd = ci ? ci->connect_fd : -1;
-	}
-	st->conn = rq->conn;
-	st->keepalive_at = clock_mono_s() + KEEPALIVE_S;
-	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, BLOCK_SIZE, reader, st, on_free);
-	if (!resp) {
-		st->refs = 1;
-		stream_put(st);
+	if (!(resp = stream_response(rq, st)))
 		goto fail;
-	}
-	MHD_add_response_header(resp, "Content-Type", wire->content_type);
-	MHD_add_response_header(resp, "X-Accel-Buffering", "no");
 	rq->after = run_stream;
 	rq->after_arg = st;
 	return http_queue(rq, 200, resp);
@@ -468,49 +495,17 @@ enum MHD_Result stream_open(struct api_req *rq, struct session *s,
 			    const struct stream_wire *wire, const void *init,
 			    void (*on_close)(void *arg), struct stream **out)
 {
-	struct stream_hub *hub = rq->streams;
 	struct MHD_Response *resp;
-	const union MHD_ConnectionInfo *ci;
-	struct stream *st = calloc(1, sizeof(*st));
+	struct stream *st;
 
 	*out = NULL;
-	if (!st)
+	/* held by the feeder and the response */
+	if (!(st = stream_new(rq, s, wire, init, FEED_PENDING_MAX)))
 		return http_error(rq, 500, "internal", "out of memory");
-	pthread_mutex_init(&st->lock, NULL);
-	st->refs = 2;	/* the feeder and the response */
-	st->cap = FEED_PENDING_MAX;
-	st->sm = rq->sm;
-	st->hub = hub;
-	st->answers = rq->answers;
-	st->tenant = rq->tenant;
-	st->wire = wire;
-	st->wire_state = calloc(1, wire->state_size ? wire->state_size : 1);
-	if (st->wire_state && init)
-		memcpy(st->wire_state, init, wire->state_size);
-	st->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	st->s = session_ref(s);
 	st->on_close = on_close;
 	st->close_arg = st->wire_state;
-	pthread_mutex_lock(&hub->lock);
-	st->next = hub->head;
-	if (hub->head)
-		hub->head->prev = st;
-	hub->head = st;
-	pthread_mutex_unlock(&hub->lock);
-	ci = MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-	st->client_fd = ci ? ci->connect_fd : -1;
-	st->conn = rq->conn;
-	st->keepalive_at = clock_mono_s() + KEEPALIVE_S;
-	resp = st->wire_state && st->cancel_fd >= 0 ?
-	       MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, BLOCK_SIZE, reader, st,
-						 on_free) : NULL;
-	if (!resp) {
-		st->refs = 1;
-		stream_put(st);
+	if (!(resp = stream_response(rq, st)))
 		return http_error(rq, 500, "internal", "out of memory");
-	}
-	MHD_add_response_header(resp, "Content-Type", wire->content_type);
-	MHD_add_response_header(resp, "X-Accel-Buffering", "no");
 	*out = st;
 	return http_queue(rq, 200, resp);
 }
