@@ -303,7 +303,7 @@ START_TEST(metadata_is_bounded_as_e2b_counts_it)
 	/* 32 keys at most, however small */
 	memset(&m, 0, sizeof(m));
 	for (int i = 0; i < FILES_META_KEYS; i++) {
-		char k[8];
+		char k[16];
 
 		snprintf(k, sizeof(k), "k%d", i);
 		ck_assert_int_eq(files_meta_add(&m, k, strlen(k), "", 0), 0);
