@@ -1450,7 +1450,9 @@ def test_a_keeper_the_sandbox_stopped_ends_that_sandbox_not_the_daemons_workers(
     # another sandbox's commands never wait behind it.
     victim = new_box(srv)
     # (its end, which the stopped keeper never says, comes with its deadline)
-    assert victim.run("kill -STOP 2; echo stopped", timeout_ms=3000)["stdout"] == b"stopped\n"
+    # (after the keeper said its pid: stopped before, it ends the sandbox at once)
+    assert victim.run("sleep 0.5; kill -STOP 2; echo stopped",
+                      timeout_ms=3000)["stdout"] == b"stopped\n"
     t0 = time.monotonic()
     evs = victim.start("echo never", timeout_ms=60000)
     assert time.monotonic() - t0 < 20
@@ -1465,7 +1467,8 @@ def test_a_keeper_the_sandbox_stopped_ends_that_sandbox_not_the_daemons_workers(
 
 def test_a_process_killed_at_its_deadline_ends_even_if_its_keeper_is_stopped(srv):
     victim = new_box(srv)
-    body = {"process": {"cmd": "/bin/bash", "args": ["-c", "kill -STOP 2; echo up; sleep 60"]},
+    body = {"process": {"cmd": "/bin/bash",
+                        "args": ["-c", "sleep 0.5; kill -STOP 2; echo up; sleep 60"]},
             "stdin": False}
     t0 = time.monotonic()
     r = victim.start_raw(envelope(0, body), timeout_ms=3000)
