@@ -414,9 +414,7 @@ out:
  * with FileNotFoundError). */
 static bool cwd_arg(const char *in, char *out, size_t len, char *why, size_t whylen)
 {
-	bool home = in[0] != '/' || (!strncmp(in, E2B_HOME, sizeof(E2B_HOME) - 1) &&
-				     (in[sizeof(E2B_HOME) - 1] == '\0' ||
-				      in[sizeof(E2B_HOME) - 1] == '/'));
+	bool home = in[0] != '/' || e2b_in_home(in);
 	const char *root = home ? E2B_HOME : "";
 	char rel[FILES_PATH_MAX + 1];
 	int w;

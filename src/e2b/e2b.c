@@ -368,6 +368,13 @@ const char *e2b_route_path(const struct api_req *rq, char *buf, size_t len)
 	return buf;
 }
 
+bool e2b_in_home(const char *path)
+{
+	size_t n = sizeof(E2B_HOME) - 1;
+
+	return !strncmp(path, E2B_HOME, n) && (path[n] == '\0' || path[n] == '/');
+}
+
 void e2b_sdk_path(const char *rel, char *out, size_t len)
 {
 	if (rel[0] == '/')	/* on another filesystem of the sandbox's: as it is */

@@ -78,6 +78,8 @@ const char *e2b_route_path(const struct api_req *rq, char *buf, size_t len);
  * filesystems) as the SDKs show it, into out: the way back from ws_path()
  * with E2B_HOME as the root (workspace/ws.h). */
 void e2b_sdk_path(const char *rel, char *out, size_t len);
+/* Is path E2B_HOME or a path below it ("/home/user/x", not "/home/user2")? */
+bool e2b_in_home(const char *path);
 
 /* The code contexts of a sandbox (the code interpreter's): each has an id
  * (what the SDK names it by, and the driver's context name), a language and

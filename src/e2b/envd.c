@@ -207,26 +207,24 @@ static bool sdk_to_rel(struct session *s, const char *in, bool allow_empty,
 		fail_set(f, 400, "invalid_argument", 400, "a path is required");
 		return false;
 	}
-	/* A path on none of the sandbox's filesystems is refused as such,
-	 * whatever else is wrong with its spelling. */
-	if (in[0] == '/' && strncmp(in, E2B_HOME, sizeof(E2B_HOME) - 1) &&
-	    session_file_at(s, in, &below) < 0) {
-		fail_errno(f, s, -EROFS, in);
-		return false;
+	/* Outside the workspace: on another of the sandbox's filesystems, or
+	 * refused as such whatever else is wrong with its spelling; not the
+	 * filesystem itself where a file is named ("/tmp", as HOME). */
+	if (in[0] == '/' && !e2b_in_home(in)) {
+		if (session_file_at(s, in, &below) < 0) {
+			fail_errno(f, s, -EROFS, in);
+			return false;
+		}
+		if (!allow_empty && !*below) {
+			fail_set(f, 400, "invalid_argument", 400, "'%.300s' is a filesystem of "
+				 "the sandbox's own: name a file or directory in it", in);
+			return false;
+		}
 	}
 	r = ws_path(in, E2B_HOME, (allow_empty ? WS_PATH_ROOT : 0) | WS_PATH_SLASH |
 		    WS_PATH_ANYWHERE, rel, why, sizeof(why));
 	if (r != WS_OK) {
 		fail_set(f, 400, "invalid_argument", 400, "'%.300s': %s", in, why);
-		return false;
-	}
-	if (session_file_at(s, rel, &below) < 0) {
-		fail_errno(f, s, -EROFS, in);
-		return false;
-	}
-	if (!allow_empty && rel[0] == '/' && !*below) {	/* "/tmp" itself, as HOME */
-		fail_set(f, 400, "invalid_argument", 400, "'%.300s' is a filesystem of the "
-			 "sandbox's own: name a file or directory in it", in);
 		return false;
 	}
 	return true;

@@ -197,7 +197,8 @@ int jail_status_fd(const struct jail *j);	/* see jail_read_status() */
 int jail_work_fd(const struct jail *j);
 /* The sandbox's own filesystems, each a tmpfs of its own: /work (also by
  * its name JAIL_HOME_ALIAS), /tmp and /dev/shm.  For an absolute path as
- * the sandbox names it (checked already: no "." or ".." components), the
+ * the sandbox names it (matched by its first components only: check it
+ * before resolving *rest), the
  * directory fd of the one that holds it, with *rest its part below ("" for
  * the directory itself); -1 for a path on none of them (the read-only
  * system, /proc, /dev).  Resolve *rest under the fd with
