@@ -74,7 +74,7 @@ UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/%.o)
 # a binary of its own, linked from objects named here and not from
 # libpetri.a, so that no real box or jail can come in with an archive member.
 SESSION_UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/unit/session/*.c)) \
-	$(patsubst %,$(BUILD)/src/%.o,session/session session/spawner session/probe session/procs session/watch \
+	$(patsubst %,$(BUILD)/src/%.o,session/session session/spawner session/probe session/procs session/commands session/watch \
 		session/tables \
 		session/workspace workspace/ws record/record record/chain \
 		exec/result runtime/processes exec/languages config/config exec/limits util/base64 util/buf util/clock \

@@ -385,6 +385,10 @@ enum MHD_Result handle_session(struct api_req *rq, const char *id, const char *r
 		answered = processes(rq, s, NULL);
 	} else if (!strncmp(rest, "/processes/", 11)) {
 		answered = processes(rq, s, rest + 11);
+	} else if (!strcmp(rest, "/commands")) {
+		answered = handle_commands(rq, s, "");
+	} else if (!strncmp(rest, "/commands/", 10)) {
+		answered = handle_commands(rq, s, rest + 10);
 	} else if (!strcmp(rest, "/files") || !strcmp(rest, "/files/")) {
 		answered = handle_files(rq, s, "", true);
 	} else if (!strncmp(rest, "/files/", 7)) {

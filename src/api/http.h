@@ -183,7 +183,7 @@ bool http_gone(void *rq);
 /* Does the client want Server-Sent Events? */
 bool http_wants_sse(struct api_req *rq);
 
-/* Handlers (handlers.c, files.c, stream.c, record.c, export.c). */
+/* Handlers (handlers.c, files.c, commands.c, stream.c, record.c, export.c). */
 enum MHD_Result handle_sessions(struct api_req *rq);
 /* GET /v1/executions: the whole record, newest first. */
 enum MHD_Result handle_executions(struct api_req *rq);
@@ -198,6 +198,9 @@ enum MHD_Result handle_oneshot(struct api_req *rq);
 enum MHD_Result handle_archive(struct api_req *rq, struct session *s);
 enum MHD_Result handle_files(struct api_req *rq, struct session *s, const char *path,
 			     bool is_list);
+/* /v1/sessions/{id}/commands[/{pid}[/stdin]], rest after "/commands/"
+ * ("" for the collection) (commands.c). */
+enum MHD_Result handle_commands(struct api_req *rq, struct session *s, const char *rest);
 enum MHD_Result handle_mcp(struct api_req *rq);
 /* The web page's static files (web.c): is url one of them, and serve it. */
 bool web_is_asset(const char *url);

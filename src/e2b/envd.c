@@ -1179,7 +1179,7 @@ static enum MHD_Result process_start(struct api_req *rq, struct session *s)
 		goto out;
 	ps->pty = spec.pty;
 	r = session_proc_start(s, &spec, &(struct proc_sink){ sink_start, sink_output, sink_end,
-							       ps }, &p, reason, sizeof(reason));
+							       ps, false }, &p, reason, sizeof(reason));
 	if (r != SM_OK) {
 		const char *code;
 		char msg[512];
@@ -1241,7 +1241,7 @@ static enum MHD_Result process_connect(struct api_req *rq, struct session *s)
 	if (envelope(&ev, 0, event("start", json_pack("{s:i}", "pid", proc_pid(p)))) == 0)
 		stream_feed(st, &ev, false);
 	buf_release(&ev);
-	r = proc_follow(p, &(struct proc_sink){ NULL, sink_output, sink_end, ps });
+	r = proc_follow(p, &(struct proc_sink){ NULL, sink_output, sink_end, ps, false });
 	if (r == -ESRCH)
 		close_with(st, "not_found", what);
 	else if (r < 0)

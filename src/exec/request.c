@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "workspace/files.h"
+#include "workspace/ws.h"
 #include "exec/languages.h"
 #include "util/base64.h"
 
@@ -462,4 +463,90 @@ void oneshot_release(struct oneshot *o)
 	free(o->patterns);
 	memset(o, 0, sizeof(*o));
 	o->ex.cancel_fd = -1;
+}
+
+/* ---- a command beside the interpreter ---------------------------------- */
+
+/* "cwd": relative to /work, or absolute ("/work/x", "/tmp", "/"); into out,
+ * absolute, as the sandbox names it. */
+static bool command_cwd(const json_t *v, char *out, size_t len, struct request_error *e)
+{
+	const char *in = json_string_value(v);
+	char rel[FILES_PATH_MAX + 1], why[256];
+	int w;
+
+	if (!v || json_is_null(v))
+		in = "/work";
+	if (!in)
+		return refuse(e, "invalid_request", "'cwd' must be a string: a directory relative "
+			      "to /work, or an absolute one");
+	if (!strcmp(in, "/"))
+		rel[0] = '/', rel[1] = '\0';
+	else if (ws_path(in, "/work", WS_PATH_ROOT | WS_PATH_SLASH | WS_PATH_ANYWHERE, rel, why,
+			 sizeof(why)) != WS_OK)
+		return refuse(e, "invalid_path", "'cwd': %s", why);
+	w = snprintf(out, len, "%s%s%s", rel[0] == '/' ? "" : "/work", rel[0] && rel[0] != '/' ?
+		     "/" : "", rel);
+	if (w < 0 || (size_t)w >= len)
+		return refuse(e, "invalid_path", "'cwd' is too long");
+	return true;
+}
+
+bool request_command(const struct petri_config *cfg, const json_t *obj,
+		     struct command_request *c, struct request_error *e)
+{
+	json_t *command = json_object_get(obj, "command"), *args = json_object_get(obj, "args");
+	json_t *input = json_object_get(obj, "stdin"), *tag = json_object_get(obj, "tag"), *a;
+	size_t i, n = 0;
+
+	memset(c, 0, sizeof(*c));
+	if (!command == !args || (command && (!json_is_string(command) ||
+					      !json_string_length(command))))
+		return refuse(e, "invalid_request", "a command is either 'command' (a string, run "
+			      "by bash -c) or 'args' (an array of strings: the program and its "
+			      "arguments), not both");
+	if (args && (!json_is_array(args) || !json_array_size(args) ||
+		     json_array_size(args) > REQUEST_ARGS_MAX))
+		return refuse(e, "invalid_request", "'args' must be an array of 1 to %d strings",
+			      REQUEST_ARGS_MAX);
+	json_array_foreach(args, i, a)
+		if (!json_is_string(a) || (i == 0 && !json_string_length(a)))
+			return refuse(e, "invalid_request", "'args' must be strings, the first "
+				      "not empty");
+	if (input && !json_is_boolean(input))
+		return refuse(e, "invalid_request", "'stdin' must be a boolean: true keeps the "
+			      "command's standard input open for what is sent to it");
+	if (tag && !json_is_null(tag) && (!json_is_string(tag) || !json_string_length(tag) ||
+					   json_string_length(tag) > REQUEST_TAG_MAX))
+		return refuse(e, "invalid_request", "'tag' must be a string of 1 to %d bytes",
+			      REQUEST_TAG_MAX);
+	if (!number(obj, "timeout_s", 0.1, REQUEST_COMMAND_TIMEOUT_MAX, "", &c->timeout_s, e) ||
+	    !command_cwd(json_object_get(obj, "cwd"), c->cwd, sizeof(c->cwd), e))
+		return false;
+	if (!(c->argv = calloc((args ? json_array_size(args) : 3) + 1, sizeof(*c->argv))))
+		return out_of_memory(e);
+	if (command) {
+		c->argv[n++] = "/bin/bash";
+		c->argv[n++] = "-c";
+		c->argv[n++] = json_string_value(command);
+	}
+	json_array_foreach(args, i, a)
+		c->argv[n++] = json_string_value(a);
+	c->stdin = json_is_true(input);
+	c->tag = json_string_value(tag);
+	/* Last: nothing fails after it, so a refusal leaves nothing behind. */
+	if (!(c->env = request_env(cfg, json_object_get(obj, "env"), e))) {
+		free(c->argv);
+		c->argv = NULL;
+		return false;
+	}
+	return true;
+}
+
+void request_command_release(struct command_request *c)
+{
+	free(c->argv);
+	exec_env_free(c->env);
+	c->argv = NULL;
+	c->env = NULL;
 }

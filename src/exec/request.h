@@ -23,6 +23,7 @@
 
 #include "config/config.h"
 #include "exec/exec.h"
+#include "workspace/files.h"
 
 #define REQUEST_ENV_MAX		64		/* variables per session or execution */
 #define REQUEST_ENV_BYTES	(64u << 10)	/* all of them, as NAME=value */
@@ -113,5 +114,30 @@ struct oneshot {
 bool request_oneshot(const struct petri_config *cfg, const json_t *obj, struct oneshot *o,
 		     struct request_error *e);
 void oneshot_release(struct oneshot *o);
+
+#define REQUEST_ARGS_MAX	256		/* a command's program and arguments */
+#define REQUEST_TAG_MAX		256		/* a command's name, chosen by its client */
+#define REQUEST_COMMAND_TIMEOUT_MAX 604800.0	/* a week: at most its session's life */
+
+/* A command to start beside the interpreter (the API's commands, MCP's
+ * start_process; the session layer runs it: session/commands.h): obj's
+ * "command" (a string, run by /bin/bash -c) or "args" (the program, looked
+ * up on PATH, and its arguments), "cwd" (a directory relative to /work, or
+ * absolute; default /work), "env" (as an execution's), "stdin" (true:
+ * kept open for input; default: end of file), "timeout_s" (killed after
+ * it; absent: it lives with the session), "tag" (a client's name for it).
+ * Strings point into obj.  Unknown keys are the caller's business.
+ * Release with request_command_release() whatever it returns. */
+struct command_request {
+	const char **argv;
+	char **env;
+	char cwd[FILES_PATH_MAX + 8];
+	bool stdin;
+	double timeout_s;		/* 0: none */
+	const char *tag;
+};
+bool request_command(const struct petri_config *cfg, const json_t *obj,
+		     struct command_request *c, struct request_error *e);
+void request_command_release(struct command_request *c);
 
 #endif

@@ -1,6 +1,7 @@
 #include "mcp/render.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "exec/junit.h"
@@ -125,6 +126,50 @@ static int stream(struct buf *b, const char *name, const struct result_stream *s
 	    buf_appendf(b, "[%s: the program wrote %s%llu bytes; petri kept the first %zu]\n",
 			name, st->stopped ? "more than " : "", (unsigned long long)st->total,
 			st->data.len) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+int render_command(struct buf *out, const json_t *cmd)
+{
+	static const char *const names[2] = { "stdout", "stderr" };
+	long long pid = json_integer_value(json_object_get(cmd, "pid"));
+	const json_t *code = json_object_get(cmd, "exit_code"), *sig = json_object_get(cmd, "signal");
+	bool printed = false;
+	int r;
+
+	if (json_is_true(json_object_get(cmd, "running")))
+		r = buf_appendf(out, "Process %lld is running.\n", pid);
+	else if (json_is_integer(code))
+		r = buf_appendf(out, "Process %lld exited with code %lld.\n", pid,
+				(long long)json_integer_value(code));
+	else
+		r = buf_appendf(out, "Process %lld was killed by signal %lld (%s)%s.\n", pid,
+				(long long)json_integer_value(sig),
+				strsignal((int)json_integer_value(sig)),
+				json_is_true(json_object_get(cmd, "timed_out")) ? " at its deadline" :
+				json_is_true(json_object_get(cmd, "lost")) ?
+				", or ended with its sandbox" : "");
+	if (r < 0)
+		return -ENOMEM;
+	for (int i = 0; i < 2; i++) {
+		char key[16];
+		const char *text;
+		long long missed;
+
+		snprintf(key, sizeof(key), "%s_missed", names[i]);
+		missed = json_integer_value(json_object_get(cmd, key));
+		text = json_string_value(json_object_get(cmd, names[i]));
+		if (missed && buf_appendf(out, "[%s: %lld earlier bytes were not kept: petri keeps "
+					  "the last 64 KiB]\n", names[i], missed) < 0)
+			return -ENOMEM;
+		if (text && *text) {
+			if (section(out, names[i], text, strlen(text), RENDER_STREAM_MAX) < 0)
+				return -ENOMEM;
+			printed = true;
+		}
+	}
+	if (!printed && buf_append_str(out, "(nothing new printed)\n") < 0)
 		return -ENOMEM;
 	return 0;
 }

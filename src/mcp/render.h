@@ -45,6 +45,12 @@ json_t *render_execution(const struct result *r, bool *is_error);
 #define RENDER_PROCESSES_MAX	200
 int render_processes(struct buf *out, const json_t *list);
 
+/* A command of session/commands.h (a read of it: docs/api.md's Command) as
+ * a model reads it: whether it runs or how it ended, then what it printed
+ * since the read before (each stream at most RENDER_STREAM_MAX bytes, what
+ * was not kept said), then how to go on.  Appended to out: 0 or -ENOMEM. */
+int render_command(struct buf *out, const json_t *cmd);
+
 /* An MCP content item of type text. */
 json_t *render_text_item(const char *s, size_t len);
 

@@ -15,6 +15,7 @@
 #include "mcp/render.h"
 #include "exec/exec.h"
 #include "exec/languages.h"
+#include "session/commands.h"
 #include "session/workspace.h"
 #include "util/base64.h"
 #include "util/buf.h"
@@ -48,9 +49,11 @@ static char python_version[32];
 /* ---- the tool table ---------------------------------------------------- */
 
 /* ARG_LANGUAGE: a string, a name or alias of the table of languages.  ARG_ENV: an
- * object of string values.  ARG_PID: an integer, a process of the sandbox.  Values are checked here for their type only;
- * what they may be is the request model's to say (exec/request.h). */
-enum arg_type { ARG_STRING, ARG_NUMBER, ARG_LANGUAGE, ARG_ENV, ARG_PID };
+ * object of string values.  ARG_PID: an integer, a process of the sandbox.
+ * ARG_NUMBER: a timeout (0.1 to the sandbox's).  ARG_WAIT: seconds to wait,
+ * 0 to CMD_WAIT_MAX_S.  Values are checked here for their type only; what
+ * they may be is the request model's to say (exec/request.h). */
+enum arg_type { ARG_STRING, ARG_NUMBER, ARG_LANGUAGE, ARG_ENV, ARG_PID, ARG_BOOL, ARG_WAIT };
 
 struct arg {
 	const char *name;
@@ -82,6 +85,9 @@ static json_t *run_upload_archive(struct tools *, struct session *, json_t *, in
 static json_t *run_download_archive(struct tools *, struct session *, json_t *, int,
 				    json_t **);
 static json_t *run_processes(struct tools *, struct session *, json_t *, int, json_t **);
+static json_t *run_start_process(struct tools *, struct session *, json_t *, int, json_t **);
+static json_t *run_process_output(struct tools *, struct session *, json_t *, int, json_t **);
+static json_t *run_process_input(struct tools *, struct session *, json_t *, int, json_t **);
 
 static const struct tool tool_table[] = {
 	{ "execute", "Run code in the sandbox", {
@@ -132,6 +138,34 @@ static const struct tool tool_table[] = {
 		{ "signal", ARG_STRING, false, signals,
 		  "How to stop it: TERM (the default: it may clean up) or KILL." },
 	}, false, false, run_processes },
+	{ "start_process", "Start a command in the background", {
+		{ "command", ARG_STRING, true, NULL,
+		  "The command, run by bash -c (e.g. \"npm run dev\", \"python3 -m http.server "
+		  "8000\", \"pytest -x\"). It runs beside your code: execute works on while it "
+		  "runs, and reaches a server it starts at 127.0.0.1." },
+		{ "cwd", ARG_STRING, false, NULL,
+		  "Its working directory, relative to /work (the default) or absolute (/tmp)." },
+		{ "env", ARG_ENV, false, NULL,
+		  "Environment variables for it, as {\"NAME\": \"value\"}." },
+		{ "stdin", ARG_BOOL, false, NULL,
+		  "Keep its standard input open for process_input (default false: it reads end "
+		  "of file)." },
+		{ "wait_s", ARG_WAIT, false, NULL,
+		  "Wait up to this long for it to end (default 2), then say what it printed so "
+		  "far; it keeps running." },
+	}, false, false, run_start_process },
+	{ "process_output", "Read what a background command printed", {
+		{ "pid", ARG_PID, true, NULL, "The command's pid, as start_process said." },
+		{ "wait_s", ARG_WAIT, false, NULL,
+		  "Wait up to this long for it to end (default 0), then say what it printed "
+		  "since the last read." },
+	}, true, false, run_process_output },
+	{ "process_input", "Type into a background command", {
+		{ "pid", ARG_PID, true, NULL, "The command's pid, as start_process said." },
+		{ "input", ARG_STRING, false, NULL,
+		  "Text to write to its standard input (end it with \"\\n\" to press Enter)." },
+		{ "close", ARG_BOOL, false, NULL, "Close its input after: end of file." },
+	}, false, false, run_process_input },
 	{ "reset", "Restart the runtime (files kept)", { { .name = NULL } }, false, true, NULL },
 };
 
@@ -253,6 +287,16 @@ static json_t *check_args(const struct tools *t, const struct tool *tl, json_t *
 			if (!json_is_integer(v) || json_integer_value(v) < 1)
 				return error_result("invalid arguments for %s: '%s' must be a pid, "
 						    "a whole number from 1", tl->name, a->name);
+		} else if (a->type == ARG_BOOL) {
+			if (!json_is_boolean(v))
+				return error_result("invalid arguments for %s: '%s' must be true or "
+						    "false", tl->name, a->name);
+		} else if (a->type == ARG_WAIT) {
+			if (!json_is_number(v) || !(json_number_value(v) >= 0 &&
+						    json_number_value(v) <= CMD_WAIT_MAX_S))
+				return error_result("invalid arguments for %s: '%s' must be a "
+						    "number of seconds from 0 to %g", tl->name,
+						    a->name, CMD_WAIT_MAX_S);
 		} else if (!json_is_number(v)) {
 			return error_result("invalid arguments for %s: '%s' must be a number",
 					    tl->name, a->name);
@@ -873,6 +917,136 @@ out:
 	return out;
 }
 
+/* ---- commands in the background ---------------------------------------- */
+
+/* The command pid read (rd), rendered, with how to go on. */
+static json_t *command_result(struct session *s, int pid, const struct command_read *rd,
+			      const char *head)
+{
+	char reason[256] = "";
+	struct buf b = BUF_INIT;
+	json_t *cmd = NULL, *out = NULL;
+	enum sm_result r = session_command_read(s, pid, rd, &cmd, reason, sizeof(reason));
+
+	if (r != SM_OK)
+		return error_result("%s", reason[0] ? reason : sm_result_message(r));
+	if (buf_append_str(&b, head) == 0 && render_command(&b, cmd) == 0 &&
+	    (!json_is_true(json_object_get(cmd, "running")) ||
+	     buf_appendf(&b, "\nRead more with process_output (pid %d)%s; stop it with "
+			 "processes (stop %d).\n", pid,
+			 json_is_true(json_object_get(json_object_get(cmd, "asked"), "stdin")) ?
+			 ", type into it with process_input" : "", pid) == 0))
+		out = text_result("%s", b.data);
+	buf_release(&b);
+	json_decref(cmd);
+	return out;
+}
+
+static double wait_of(json_t *args, double otherwise)
+{
+	json_t *v = json_object_get(args, "wait_s");
+
+	return json_is_number(v) ? json_number_value(v) : otherwise;
+}
+
+static json_t *run_start_process(struct tools *t, struct session *s, json_t *args,
+				 int cancel_fd, json_t **execution)
+{
+	json_t *req = json_pack("{s:O, s:O, s:O, s:O}", "command", json_object_get(args, "command"),
+				"cwd", json_object_get(args, "cwd") ? json_object_get(args, "cwd") :
+				json_null(), "env", json_object_get(args, "env") ?
+				json_object_get(args, "env") : json_null(), "stdin",
+				json_is_true(json_object_get(args, "stdin")) ? json_true() :
+				json_false());
+	json_t *listed = NULL, *out = NULL;
+	struct command_read rd = { { 0, 0 }, wait_of(args, 2), true };
+	struct command_request c;
+	struct request_error e;
+	struct proc_spec spec;
+	char reason[512] = "", head[64];
+	enum sm_result r;
+	int pid;
+
+	(void)cancel_fd;
+	(void)execution;
+	memset(&c, 0, sizeof(c));
+	if (!req)
+		return NULL;
+	if (!request_command(t->cfg, req, &c, &e)) {
+		out = error_result("invalid arguments for start_process: %s", e.message);
+		goto out;
+	}
+	listed = json_pack("{s:s, s:[s, s], s:{}, s:s}", "cmd", c.argv[0], "args", c.argv[1],
+			   c.argv[2], "envs", "cwd", c.cwd);
+	json_object_set_new(req, "cwd", json_string(c.cwd));
+	spec = (struct proc_spec){ .argv = c.argv, .env = (const char *const *)c.env,
+				   .cwd = c.cwd, .stdin = c.stdin, .config = listed };
+	r = session_command_start(s, &spec, req, &pid, reason, sizeof(reason));
+	if (r != SM_OK) {
+		out = error_result("cannot start the command: %s",
+				   reason[0] ? reason : sm_result_message(r));
+		goto out;
+	}
+	snprintf(head, sizeof(head), "Started process %d.\n", pid);
+	out = command_result(s, pid, &rd, head);
+out:
+	request_command_release(&c);
+	json_decref(listed);
+	json_decref(req);
+	return out;
+}
+
+static json_t *run_process_output(struct tools *t, struct session *s, json_t *args,
+				  int cancel_fd, json_t **execution)
+{
+	struct command_read rd = { { CMD_UNREAD, CMD_UNREAD }, wait_of(args, 0), true };
+
+	(void)t;
+	(void)cancel_fd;
+	(void)execution;
+	return command_result(s, (int)json_integer_value(json_object_get(args, "pid")), &rd, "");
+}
+
+static json_t *run_process_input(struct tools *t, struct session *s, json_t *args,
+				 int cancel_fd, json_t **execution)
+{
+	json_t *input = json_object_get(args, "input");
+	bool close_it = json_is_true(json_object_get(args, "close"));
+	int pid = (int)json_integer_value(json_object_get(args, "pid")), r = 0;
+	size_t written = 0, len = json_string_length(input);
+	struct proc *p;
+
+	(void)t;
+	(void)cancel_fd;
+	(void)execution;
+	if (!len && !close_it)
+		return error_result("invalid arguments for process_input: send 'input', or "
+				    "'close': true");
+	if (len > PROC_INPUT_MAX)
+		return error_result("invalid arguments for process_input: at most %u bytes a "
+				    "call", PROC_INPUT_MAX);
+	if (!(p = session_proc_find(s, pid, NULL)))
+		return error_result("no process %d is running that start_process started (it "
+				    "ended: process_output says how)", pid);
+	if (len)
+		r = proc_input(p, json_string_value(input), len, 0.5, &written);
+	if (r == 0 && close_it)
+		r = proc_close_input(p);
+	proc_put(p);
+	session_touch(s);
+	if (r == -EPIPE)
+		return error_result("process %d's input is closed: start it with stdin true to "
+				    "type into it", pid);
+	if (r == -ETIMEDOUT)
+		return error_result("process %d read %zu of the %zu bytes: it is not reading; "
+				    "send the rest later", pid, written, len);
+	if (r < 0)
+		return error_result("cannot write to process %d: %s", pid, strerror(-r));
+	return text_result("Wrote %zu bytes to process %d%s. Read what it answers with "
+			   "process_output (pid %d, wait_s a second or two).", written, pid,
+			   close_it ? " and closed its input" : "", pid);
+}
+
 /* ---- public ------------------------------------------------------------ */
 
 int tools_new(struct smgr *sm, const struct petri_config *cfg, struct tools **out)
@@ -1150,10 +1324,35 @@ static char *describe(const struct tools *t, const struct tool *tl, const char *
 		r = asprintf(&s,
 			"List a directory of the sandbox's /work (by default /work itself): the "
 			"name, size and type of each entry; directories end in '/'.");
+	else if (!strcmp(tl->name, "start_process"))
+		r = asprintf(&s,
+			"Start a command in the background and come back to it: a dev server, a "
+			"build, a test watcher, anything that runs for long or for ever.  It runs "
+			"beside your code (execute keeps working, and reaches a server it starts "
+			"at 127.0.0.1), as the code's own user with the same limits.  Waits up to "
+			"wait_s (default 2 s) for it to end, then says whether it runs or how it "
+			"ended, and what it printed.  Read the rest with process_output, type "
+			"into it with process_input (start it with stdin true), stop it with "
+			"processes (stop: its pid).  petri keeps the last 64 KiB of each of its "
+			"streams; a reset of the runtime or the sandbox's end stops it.");
+	else if (!strcmp(tl->name, "process_output"))
+		r = asprintf(&s,
+			"What a command started by start_process printed since the last read "
+			"(stdout and stderr), and whether it still runs or how it ended (exit "
+			"code, signal).  With wait_s, waits up to that long for it to end first "
+			"(use it to let a build finish or a server start).  Ended commands stay "
+			"readable until %d later ones have ended.", CMD_ENDED_KEPT);
+	else if (!strcmp(tl->name, "process_input"))
+		r = asprintf(&s,
+			"Write text to the standard input of a command started by start_process "
+			"with stdin true (a prompt, a REPL, a program reading lines); close sends "
+			"end of file.  At most %u KiB a call.  Read its answer with "
+			"process_output.", PROC_INPUT_MAX >> 10);
 	else
 		r = asprintf(&s,
-			"Throw the sandbox away and start a fresh one: every variable, import and "
-			"file in /work is lost.  Use it when the state is broken beyond repair.");
+			"Restart the runtime, as a notebook restarts its kernel: every variable "
+			"and import is lost and background processes stop; the files in /work "
+			"are kept.  Use it when the interpreter's state is broken beyond repair.");
 	return r < 0 ? NULL : s;
 }
 
@@ -1194,7 +1393,8 @@ static json_t *schema(const struct tools *t, const struct tool *tl)
 		json_t *p = a->type == ARG_LANGUAGE ? language_schema() :
 			    json_pack("{s:s, s:s}", "type", a->type == ARG_STRING ? "string" :
 				      a->type == ARG_ENV ? "object" :
-				      a->type == ARG_PID ? "integer" : "number", "description",
+				      a->type == ARG_PID ? "integer" :
+				      a->type == ARG_BOOL ? "boolean" : "number", "description",
 				      a->description);
 
 		if (p && a->type == ARG_ENV)
@@ -1210,6 +1410,10 @@ static json_t *schema(const struct tools *t, const struct tool *tl)
 		}
 		if (p && a->type == ARG_PID)
 			json_object_set_new(p, "minimum", json_integer(1));
+		if (p && a->type == ARG_WAIT) {
+			json_object_set_new(p, "minimum", json_integer(0));
+			json_object_set_new(p, "maximum", json_real(CMD_WAIT_MAX_S));
+		}
 		if (p && a->type == ARG_NUMBER) {
 			json_object_set_new(p, "minimum", json_real(0.1));
 			json_object_set_new(p, "maximum", json_real(timeout_max(t)));

@@ -238,7 +238,9 @@ static void readable(struct proc *p, int which)
 		return;
 	}
 	pthread_mutex_lock(&p->lock);
-	followed = p->nsinks > 0;
+	followed = false;
+	for (size_t i = 0; i < p->nsinks; i++)
+		followed |= !p->sinks[i].keeps;
 	for (size_t i = 0; i < p->nsinks; i++)
 		p->sinks[i].output(p->sinks[i].ctx, which == W_OUT ? EXEC_STDOUT : EXEC_STDERR,
 				   chunk, (size_t)n);

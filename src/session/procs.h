@@ -71,6 +71,9 @@ struct proc_sink {
 	/* After the last output; the sink is dropped then. */
 	void (*end)(void *ctx, const struct proc_end *e);
 	void *ctx;
+	/* It keeps the output for a client to read later (commands.h): what
+	 * it takes is not use of the session, as a client's reading is. */
+	bool keeps;
 };
 
 /* Start spec in s, followed by sink from its first byte (sink NULL: none

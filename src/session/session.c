@@ -17,6 +17,7 @@
 #include "session/probe.h"
 #include "session/spawner.h"
 #include "session/tables.h"
+#include "session/commands.h"
 #include "session/procs.h"
 #include "session/watch.h"
 #include "session/workspace.h"
@@ -46,6 +47,7 @@ struct session {
 	bool dead;			/* runtime gone: reason in dead_reason */
 	char dead_reason[256];
 	bool deleted;			/* by smgr_delete(): its sandbox is killed */
+	struct commands *commands;	/* commands.h; NULL until the first */
 	atomic_int refs;
 };
 
@@ -265,6 +267,7 @@ static void tear_down(struct workq_item *item, void *arg)
 
 static void session_free(struct session *s)
 {
+	commands_free(s->commands);
 	dispose(s->m, s->box);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
@@ -1152,6 +1155,18 @@ static void end_session(struct smgr *m, struct session *s, const char *reason);
 
 struct procs_hub *session_procs_hub(struct session *s) { return s->m->procs; }
 struct watch_hub *session_watch_hub(struct session *s) { return s->m->watches; }
+
+struct commands *session_commands(struct session *s)
+{
+	struct commands *c;
+
+	pthread_mutex_lock(&s->lock);
+	if (!s->commands)
+		s->commands = commands_new();
+	c = s->commands;
+	pthread_mutex_unlock(&s->lock);
+	return c;
+}
 
 int session_spawn(struct session *s, const struct box_spawn *sp, struct box_proc *out)
 {

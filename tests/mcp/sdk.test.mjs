@@ -56,8 +56,9 @@ function scenarios(connect) {
     assert.ok(client.getServerCapabilities().tools);
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name).sort();
-    assert.deepEqual(names, ['download_archive', 'execute', 'list_files', 'processes', 'read_file',
-      'reset', 'upload_archive', 'write_file']);
+    assert.deepEqual(names, ['download_archive', 'execute', 'list_files', 'process_input',
+      'process_output', 'processes', 'read_file', 'reset', 'start_process', 'upload_archive',
+      'write_file']);
     for (const t of tools) {
       assert.equal(t.inputSchema.type, 'object', t.name);
       assert.equal(t.inputSchema.additionalProperties, false, t.name);
@@ -167,6 +168,26 @@ function scenarios(connect) {
     assert.match(texts(r), /'code' is required/);
     await assert.rejects(client.callTool({ name: 'no_such_tool', arguments: {} }),
       (e) => e instanceof McpError && e.code === ErrorCode.InvalidParams);
+  });
+
+  test('a background command: started, typed into, read, beside the code', async () => {
+    let r = await client.callTool({ name: 'start_process',
+      arguments: { command: 'echo ready; while read line; do echo "got $line"; done', stdin: true } });
+    assert.equal(r.isError, false, texts(r));
+    const pid = Number(/Started process (\d+)\./.exec(texts(r))[1]);
+    assert.match(texts(r), /is running/);
+    assert.match(texts(r), /ready/);
+    // The interpreter works on while it runs.
+    r = await run(client, '6 * 7');
+    assert.match(texts(r), /42/);
+    r = await client.callTool({ name: 'process_input', arguments: { pid, input: 'ping\n', close: true } });
+    assert.equal(r.isError, false, texts(r));
+    r = await client.callTool({ name: 'process_output', arguments: { pid, wait_s: 30 } });
+    assert.match(texts(r), /exited with code 0/);
+    assert.match(texts(r), /got ping/);
+    assert.doesNotMatch(texts(r), /ready/);  // read before: only what is new
+    r = await client.callTool({ name: 'process_output', arguments: { pid: 99999 } });
+    assert.equal(r.isError, true);
   });
 
   test('reset gives a fresh interpreter and keeps the files', async () => {

@@ -165,7 +165,8 @@ def test_tools_list_schemas(mcp):
     tools = mcp.request("tools/list")["result"]["tools"]
     by_name = {t["name"]: t for t in tools}
     assert set(by_name) == {"execute", "write_file", "read_file", "list_files", "upload_archive",
-                            "download_archive", "processes", "reset"}
+                            "download_archive", "processes", "start_process",
+                            "process_output", "process_input", "reset"}
     ex = by_name["execute"]["inputSchema"]
     assert ex == {
         "type": "object", "additionalProperties": False, "required": ["code"],

@@ -1,0 +1,274 @@
+/* The API's commands: processes a client starts beside the interpreter and
+ * comes back to (session/commands.h; docs/api.md, "Commands").
+ *
+ *   POST /v1/sessions/{id}/commands             start one (201)
+ *   GET  /v1/sessions/{id}/commands             those kept, newest first
+ *   GET  /v1/sessions/{id}/commands/{pid}       one, with its output
+ *   POST /v1/sessions/{id}/commands/{pid}/stdin  input to it
+ *
+ * A signal to one is DELETE /v1/sessions/{id}/processes/{pid}: a command is
+ * a process of the session's. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/http.h"
+#include "exec/request.h"
+#include "session/commands.h"
+#include "util/base64.h"
+
+/* How long a POST waits for the command's end at most, and for room in its
+ * input. */
+#define INPUT_WAIT_S 0.5
+
+/* A query argument: absent (true, *out kept), or digits (at most 19). */
+static bool offset_arg(struct api_req *rq, const char *name, uint64_t *out)
+{
+	const char *v = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, name);
+	size_t n;
+
+	if (!v)
+		return true;
+	n = strlen(v);
+	if (!n || n > 19 || strspn(v, "0123456789") != n)
+		return false;
+	*out = strtoull(v, NULL, 10);
+	return true;
+}
+
+/* "wait_s": a number from 0 to CMD_WAIT_MAX_S, in a query or a body. */
+static bool wait_arg(const char *v, const json_t *j, double *out)
+{
+	char *end;
+	double w;
+
+	if (!v && (!j || json_is_null(j)))
+		return true;
+	if (v) {
+		w = strtod(v, &end);
+		if (end == v || *end)
+			return false;
+	} else if (json_is_number(j)) {
+		w = json_number_value(j);
+	} else {
+		return false;
+	}
+	if (!(w >= 0 && w <= CMD_WAIT_MAX_S))
+		return false;
+	*out = w;
+	return true;
+}
+
+static enum MHD_Result bad_wait(struct api_req *rq)
+{
+	return http_error(rq, 400, "invalid_request", "'wait_s' must be a number from 0 to %g",
+			  CMD_WAIT_MAX_S);
+}
+
+/* What E2B's process List shows of c (a session's processes are listed
+ * to every front end): its cmd, args, envs (not shown) and cwd. */
+static json_t *listed_as(const struct command_request *c)
+{
+	json_t *args = json_array();
+
+	for (size_t i = 1; args && c->argv[i]; i++)
+		if (json_array_append_new(args, json_string(c->argv[i])) < 0) {
+			json_decref(args);
+			args = NULL;
+		}
+	return args ? json_pack("{s:s, s:o, s:{}, s:s}", "cmd", c->argv[0], "args", args, "envs",
+				"cwd", c->cwd) : NULL;
+}
+
+/* POST .../commands: {command | args, cwd, env, stdin, timeout_s, tag,
+ * wait_s}: started, then waited for up to wait_s (its end). */
+static enum MHD_Result start(struct api_req *rq, struct session *s)
+{
+	static const char *const keys[] = {
+		"command", "args", "cwd", "env", "stdin", "timeout_s", "tag", "wait_s", NULL
+	};
+	enum MHD_Result answered = MHD_NO;
+	json_t *body = http_body_object(rq, &answered), *asked = NULL, *out = NULL, *listed = NULL;
+	struct command_read rd = { .until_end = true };
+	struct command_request c;
+	struct request_error e;
+	struct proc_spec spec;
+	char reason[512] = "";
+	enum sm_result r;
+	int pid;
+
+	if (!body)
+		return answered;
+	memset(&c, 0, sizeof(c));
+	if (!http_only_keys(rq, body, keys, &answered))
+		goto out;
+	if (!wait_arg(NULL, json_object_get(body, "wait_s"), &rd.wait_s)) {
+		answered = bad_wait(rq);
+		goto out;
+	}
+	if (!request_command(rq->cfg, body, &c, &e)) {
+		answered = http_request_error(rq, &e);
+		goto out;
+	}
+	asked = json_deep_copy(body);
+	if (!asked) {
+		answered = http_error(rq, 500, "internal", "out of memory");
+		goto out;
+	}
+	json_object_del(asked, "wait_s");
+	json_object_set_new(asked, "cwd", json_string(c.cwd));
+	if (!(listed = listed_as(&c))) {
+		answered = http_error(rq, 500, "internal", "out of memory");
+		goto out;
+	}
+	spec = (struct proc_spec){ .argv = c.argv, .env = (const char *const *)c.env,
+				   .cwd = c.cwd, .stdin = c.stdin, .tag = c.tag,
+				   .timeout_s = c.timeout_s, .config = listed };
+	r = session_command_start(s, &spec, asked, &pid, reason, sizeof(reason));
+	if (r == SM_OK)
+		r = session_command_read(s, pid, &rd, &out, reason, sizeof(reason));
+	answered = r == SM_OK ? http_json(rq, 201, out) : http_session_error(rq, r, reason);
+out:
+	request_command_release(&c);
+	json_decref(listed);
+	json_decref(asked);
+	json_decref(body);
+	return answered;
+}
+
+/* GET .../commands/{pid}?stdout_from=N&stderr_from=N&wait_s=S&wait_for=output|end */
+static enum MHD_Result read_one(struct api_req *rq, struct session *s, int pid)
+{
+	const char *wait = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "wait_s");
+	const char *until = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND,
+							"wait_for");
+	struct command_read rd = { { 0, 0 }, 0, false };
+	char reason[256] = "";
+	enum sm_result r;
+	json_t *out;
+
+	if (!offset_arg(rq, "stdout_from", &rd.from[0]) ||
+	    !offset_arg(rq, "stderr_from", &rd.from[1]))
+		return http_error(rq, 400, "invalid_request", "'stdout_from' and 'stderr_from' "
+				  "are byte offsets: what a read's stdout_next and stderr_next said");
+	if (!wait_arg(wait, NULL, &rd.wait_s))
+		return bad_wait(rq);
+	if (until && strcmp(until, "output") && strcmp(until, "end"))
+		return http_error(rq, 400, "invalid_request", "'wait_for' is 'output' (anything "
+				  "new, or its end: the default) or 'end'");
+	rd.until_end = until && !strcmp(until, "end");
+	r = session_command_read(s, pid, &rd, &out, reason, sizeof(reason));
+	return r == SM_OK ? http_json(rq, 200, out) : http_session_error(rq, r, reason);
+}
+
+/* POST .../commands/{pid}/stdin: {"input": text} or {"input_base64": b64},
+ * and/or {"close": true} (end of file after it). */
+static enum MHD_Result input(struct api_req *rq, struct session *s, int pid)
+{
+	static const char *const keys[] = { "input", "input_base64", "close", NULL };
+	enum MHD_Result answered = MHD_NO;
+	json_t *body = http_body_object(rq, &answered), *text, *b64, *close_v;
+	unsigned char *decoded = NULL;
+	const void *data = NULL;
+	size_t len = 0, written = 0;
+	struct proc *p = NULL;
+	int r = 0;
+
+	if (!body)
+		return answered;
+	if (!http_only_keys(rq, body, keys, &answered))
+		goto out;
+	text = json_object_get(body, "input");
+	b64 = json_object_get(body, "input_base64");
+	close_v = json_object_get(body, "close");
+	if ((text && !json_is_string(text)) || (b64 && !json_is_string(b64)) || (text && b64) ||
+	    (close_v && !json_is_boolean(close_v)) || (!text && !b64 && !json_is_true(close_v))) {
+		answered = http_error(rq, 400, "invalid_request", "send 'input' (text) or "
+				      "'input_base64' (bytes), and/or 'close': true (end of file)");
+		goto out;
+	}
+	if (text) {
+		data = json_string_value(text);
+		len = json_string_length(text);
+	} else if (b64) {
+		decoded = base64_decode(json_string_value(b64), json_string_length(b64), &len);
+		if (!decoded) {
+			answered = http_error(rq, 400, "invalid_request", "'input_base64' is not "
+					      "base64");
+			goto out;
+		}
+		data = decoded;
+	}
+	if (len > PROC_INPUT_MAX) {
+		answered = http_error(rq, 413, "too_large", "at most %u bytes of input a call",
+				      PROC_INPUT_MAX);
+		goto out;
+	}
+	if (!(p = session_proc_find(s, pid, NULL))) {
+		answered = http_error(rq, 404, "process_not_found", "the session runs no process "
+				      "%d that petri started (it ended, or it is not a command)",
+				      pid);
+		goto out;
+	}
+	if (len)
+		r = proc_input(p, data, len, INPUT_WAIT_S, &written);
+	if (r == 0 && json_is_true(close_v))
+		r = proc_close_input(p);
+	if (r == -EPIPE)
+		answered = http_error(rq, 409, "stdin_closed", "the command's standard input is "
+				      "closed: it was started without 'stdin': true, or closed "
+				      "since");
+	else if (r == -ETIMEDOUT)
+		answered = http_error(rq, 409, "stdin_full", "the command read %zu of the %zu bytes "
+				      "in %g s: send the rest when it has read more", written, len,
+				      INPUT_WAIT_S);
+	else if (r < 0)
+		answered = http_error(rq, 500, "internal", "cannot write to the command: %s",
+				      strerror(-r));
+	else
+		answered = http_json(rq, 200, json_pack("{s:i, s:I, s:b}", "pid", pid, "written",
+						       (json_int_t)written, "closed",
+						       json_is_true(close_v)));
+	session_touch(s);
+out:
+	proc_put(p);
+	free(decoded);
+	json_decref(body);
+	return answered;
+}
+
+enum MHD_Result handle_commands(struct api_req *rq, struct session *s, const char *rest)
+{
+	const char *m = rq->method, *slash;
+	struct request_error e;
+	char pid_text[16];
+	json_t *pidv, *list;
+	bool ok;
+	int pid;
+
+	if (!*rest) {
+		if (!strcmp(m, "POST"))
+			return start(rq, s);
+		if (strcmp(m, "GET"))
+			return http_not_allowed(rq, "GET, POST");
+		list = session_command_list(s);
+		return list ? http_json(rq, 200, json_pack("{s:o}", "commands", list)) :
+			      http_error(rq, 500, "internal", "out of memory");
+	}
+	slash = strchr(rest, '/');
+	if ((size_t)(slash ? slash - rest : (ptrdiff_t)strlen(rest)) >= sizeof(pid_text))
+		return http_error(rq, 404, "process_not_found", "no such command");
+	snprintf(pid_text, sizeof(pid_text), "%.*s", (int)(slash ? slash - rest :
+							   (ptrdiff_t)strlen(rest)), rest);
+	if (!(pidv = http_string(pid_text)))
+		return http_error(rq, 500, "internal", "out of memory");
+	ok = request_pid(pidv, &pid, &e);
+	json_decref(pidv);
+	if (!ok)
+		return http_request_error(rq, &e);
+	if (!slash)
+		return strcmp(m, "GET") ? http_not_allowed(rq, "GET") : read_one(rq, s, pid);
+	if (!strcmp(slash, "/stdin"))
+		return strcmp(m, "POST") ? http_not_allowed(rq, "POST") : input(rq, s, pid);
+	return http_error(rq, 404, "not_found", "no such endpoint: %.200s", rq->url);
+}

@@ -1,0 +1,185 @@
+"""Commands: processes a client starts beside the interpreter and comes back
+to (POST/GET /v1/sessions/{id}/commands, docs/api.md "Commands"): a server
+that runs while code runs, its output read later from where the reader got
+to, stdin, deadlines, signals, bounds, and refusals.
+
+Nothing asserts on how long anything took: a read waits for what it needs
+(wait_for=output|end) with a deadline far above what it should take.
+"""
+import base64
+
+from apihelp import wait_for
+
+
+def start(api, sid, **body):
+    r = api.post(f"/v1/sessions/{sid}/commands", body)
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def read(api, sid, pid, **query):
+    r = api.get(f"/v1/sessions/{sid}/commands/{pid}", params=query)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def refused(r, status, code):
+    assert r.status_code == status, r.text
+    assert r.json()["error"]["code"] == code, r.text
+    return r.json()["error"]["message"]
+
+
+def test_a_command_runs_to_its_end_and_says_how(server):
+    api = server.api()
+    sid = api.session()
+    c = start(api, sid, command="echo hi; echo oops >&2; exit 3", wait_s=30)
+    assert c["running"] is False and c["exit_code"] == 3 and c["signal"] is None, c
+    assert (c["stdout"], c["stderr"]) == ("hi\n", "oops\n"), c
+    assert c["stdout_offset"] == 0 and c["stdout_next"] == 3 and c["stderr_next"] == 5, c
+    assert c["stdout_missed"] == 0 and c["timed_out"] is False and c["lost"] is False, c
+    assert c["asked"] == {"command": "echo hi; echo oops >&2; exit 3", "cwd": "/work"}, c
+    assert c["started_at"].endswith("Z") and c["ended_at"].endswith("Z"), c
+    # Read again from where that read got to: nothing new, the same end.
+    again = read(api, sid, c["pid"], stdout_from=3, stderr_from=5)
+    assert (again["stdout"], again["stderr"], again["exit_code"]) == ("", "", 3), again
+    # Listed, without its output.
+    listed = api.get(f"/v1/sessions/{sid}/commands").json()["commands"]
+    assert [x["pid"] for x in listed] == [c["pid"]], listed
+    assert "stdout" not in listed[0] and listed[0]["stdout_bytes"] == 3, listed
+
+
+def test_a_server_runs_beside_the_code_and_stops_on_a_signal(server):
+    api = server.api()
+    sid = api.session()
+    c = start(api, sid, args=["python3", "-u", "-m", "http.server", "8123", "--bind",
+                              "127.0.0.1"], tag="web")
+    assert c["running"] is True and c["exit_code"] is None, c
+    # What it prints comes as it prints it: wait for its first line.
+    got, at = "", 0
+    while "Serving HTTP" not in got:
+        r = read(api, sid, c["pid"], stdout_from=at, wait_s=30)
+        assert r["running"], r
+        got += r["stdout"]
+        at = r["stdout_next"]
+    # The interpreter reaches it while it runs, as its own code would.
+    res = api.execute(sid, "import urllib.request\n"
+                           "urllib.request.urlopen('http://127.0.0.1:8123/').status")
+    assert res["status"] == "ok" and res["results"][0]["text/plain"] == "200", res
+    # Its log of that request, read from where the last read ended.
+    r = read(api, sid, c["pid"], stderr_from=0, stdout_from=at, wait_s=30)
+    assert '"GET / HTTP/1.1" 200' in r["stderr"], r
+    # A signal through the processes endpoint: its end says which.
+    assert api.delete(f"/v1/sessions/{sid}/processes/{c['pid']}").status_code == 202
+    end = read(api, sid, c["pid"], stdout_from=at, wait_for="end", wait_s=30)
+    assert end["running"] is False and end["signal"] == 15 and end["exit_code"] is None, end
+    assert end["asked"]["tag"] == "web", end
+
+
+def test_stdin_is_written_and_closed(server):
+    api = server.api()
+    sid = api.session()
+    c = start(api, sid, args=["cat"], stdin=True)
+    path = f"/v1/sessions/{sid}/commands/{c['pid']}/stdin"
+    r = api.post(path, {"input": "hello\n"})
+    assert r.status_code == 200 and r.json() == {"pid": c["pid"], "written": 6,
+                                                  "closed": False}, r.text
+    assert read(api, sid, c["pid"], wait_s=30)["stdout"] == "hello\n"
+    raw = base64.b64encode(b"\x00bytes\xff").decode()
+    assert api.post(path, {"input_base64": raw, "close": True}).json()["closed"] is True
+    end = read(api, sid, c["pid"], wait_for="end", wait_s=30)
+    assert end["exit_code"] == 0 and end["stdout"] == "hello\n\x00bytes\ufffd", end
+    # Ended: nothing to write to.
+    refused(api.post(path, {"input": "x"}), 404, "process_not_found")
+    # Started without stdin: it read end of file, and takes none.
+    d = start(api, sid, command="cat; sleep 30")
+    message = refused(api.post(f"/v1/sessions/{sid}/commands/{d['pid']}/stdin",
+                               {"input": "x"}), 409, "stdin_closed")
+    assert "'stdin': true" in message
+    api.delete(f"/v1/sessions/{sid}/processes/{d['pid']}?signal=KILL")
+
+
+def test_output_past_what_is_kept_is_counted_and_said(server):
+    api = server.api()
+    sid = api.session()
+    c = start(api, sid, command="head -c 200000 /dev/zero | tr '\\0' a; echo -n b",
+              wait_s=30)
+    kept = 64 * 1024
+    assert c["stdout_bytes"] == 200001 and c["exit_code"] == 0, {
+        k: v for k, v in c.items() if k != "stdout"}
+    assert c["stdout_offset"] == 200001 - kept and c["stdout_missed"] == 200001 - kept
+    assert len(c["stdout"]) == kept and c["stdout"].endswith("aab"), len(c["stdout"])
+    tail = read(api, sid, c["pid"], stdout_from=200000)
+    assert (tail["stdout"], tail["stdout_missed"], tail["stdout_next"]) == ("b", 0, 200001)
+
+
+def test_a_character_is_never_cut_between_reads(server):
+    api = server.api()
+    sid = api.session()
+    # An "é" in two writes, a second apart.
+    c = start(api, sid, command="printf 'a\\303'; sleep 1; printf '\\251'")
+    first = read(api, sid, c["pid"], wait_s=30)
+    assert first["stdout"] == "a" and first["stdout_next"] == 1, first
+    rest = read(api, sid, c["pid"], stdout_from=1, wait_for="end", wait_s=30)
+    assert rest["stdout"] == "\u00e9" and rest["stdout_next"] == 3, rest
+
+
+def test_a_deadline_kills_it_and_cwd_and_env_apply(server):
+    api = server.api()
+    sid = api.session()
+    c = start(api, sid, command="echo $GREETING; pwd; exec sleep 60", timeout_s=1,
+              cwd="/tmp", env={"GREETING": "hello"}, wait_s=30)
+    assert c["running"] is False and c["timed_out"] is True and c["signal"] == 9, c
+    assert c["stdout"] == "hello\n/tmp\n", c
+    api.execute(sid, "import os; os.makedirs('sub/dir')")
+    assert start(api, sid, args=["pwd"], cwd="sub/dir", wait_s=30)["stdout"] == \
+        "/work/sub/dir\n"
+
+
+def test_ended_commands_are_kept_sixteen_deep(server):
+    api = server.api()
+    sid = api.session()
+    pids = [start(api, sid, args=["true"], wait_s=30)["pid"] for _ in range(17)]
+    listed = [x["pid"] for x in api.get(f"/v1/sessions/{sid}/commands").json()["commands"]]
+    assert listed == pids[:0:-1], (listed, pids)
+    refused(api.get(f"/v1/sessions/{sid}/commands/{pids[0]}"), 404, "process_not_found")
+
+
+def test_unread_output_does_not_keep_a_session_alive(make_server):
+    srv = make_server()
+    api = srv.api()
+    sid = api.session(idle_timeout_s=2)
+    start(api, sid, command="while :; do echo tick; sleep 0.1; done")
+    # Its output goes on, but nobody reads it: the session expires.
+    assert wait_for(lambda: api.get(f"/v1/sessions/{sid}").status_code == 410, 60)
+
+
+def test_bad_requests_are_refused_and_lose_nothing(server):
+    api = server.api()
+    sid = api.session()
+    base = f"/v1/sessions/{sid}/commands"
+    refused(api.post(base, {"command": "true", "args": ["true"]}), 400, "invalid_request")
+    refused(api.post(base, {}), 400, "invalid_request")
+    refused(api.post(base, {"args": []}), 400, "invalid_request")
+    refused(api.post(base, {"args": ["x", 1]}), 400, "invalid_request")
+    refused(api.post(base, {"command": "true", "shell": True}), 400, "invalid_request")
+    refused(api.post(base, {"command": "true", "wait_s": 61}), 400, "invalid_request")
+    refused(api.post(base, {"command": "true", "timeout_s": 0}), 400, "invalid_request")
+    refused(api.post(base, {"command": "true", "cwd": "../.."}), 400, "invalid_path")
+    refused(api.post(base, {"command": "true", "tag": "x" * 300}), 400, "invalid_request")
+    refused(api.post(base, {"command": "true", "cwd": "/work/nowhere"}), 400,
+            "invalid_request")
+    refused(api.post(base, {"command": "true", "env": {"PATH": "/x"}}), 400,
+            "invalid_request")
+    refused(api.get(f"{base}/99999"), 404, "process_not_found")
+    refused(api.get(f"{base}/0"), 400, "invalid_request")
+    refused(api.get(f"{base}/abc"), 400, "invalid_request")
+    refused(api.get(f"{base}/1?stdout_from=-1"), 400, "invalid_request")
+    refused(api.get(f"{base}/1?wait_for=never"), 400, "invalid_request")
+    refused(api.get(f"{base}/1/nothing"), 404, "not_found")
+    refused(api.post(f"{base}/1/stdin", {}), 400, "invalid_request")
+    refused(api.post(f"{base}/1/stdin", {"input_base64": "!!"}), 400, "invalid_request")
+    assert api.put(base).status_code == 405
+    refused(api.post("/v1/sessions/nope/commands", {"command": "true"}), 404,
+            "session_not_found")
+    # The session works on.
+    assert start(api, sid, args=["echo", "ok"], wait_s=30)["stdout"] == "ok\n"
