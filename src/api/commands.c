@@ -65,21 +65,6 @@ static enum MHD_Result bad_wait(struct api_req *rq)
 			  CMD_WAIT_MAX_S);
 }
 
-/* What E2B's process List shows of c (a session's processes are listed
- * to every front end): its cmd, args, envs (not shown) and cwd. */
-static json_t *listed_as(const struct command_request *c)
-{
-	json_t *args = json_array();
-
-	for (size_t i = 1; args && c->argv[i]; i++)
-		if (json_array_append_new(args, json_string(c->argv[i])) < 0) {
-			json_decref(args);
-			args = NULL;
-		}
-	return args ? json_pack("{s:s, s:o, s:{}, s:s}", "cmd", c->argv[0], "args", args, "envs",
-				"cwd", c->cwd) : NULL;
-}
-
 /* POST .../commands: {command | args, cwd, env, stdin, timeout_s, tag,
  * wait_s}: started, then waited for up to wait_s (its end). */
 static enum MHD_Result start(struct api_req *rq, struct session *s)
@@ -88,8 +73,8 @@ static enum MHD_Result start(struct api_req *rq, struct session *s)
 		"command", "args", "cwd", "env", "stdin", "timeout_s", "tag", "wait_s", NULL
 	};
 	enum MHD_Result answered = MHD_NO;
-	json_t *body = http_body_object(rq, &answered), *asked = NULL, *out = NULL, *listed = NULL;
-	struct command_read rd = { .until_end = true };
+	json_t *body = http_body_object(rq, &answered), *asked = NULL, *out = NULL;
+	struct command_read rd = { .until_end = true, .gone = http_gone, .gone_ctx = rq };
 	struct command_request c;
 	struct request_error e;
 	struct proc_spec spec;
@@ -110,27 +95,24 @@ static enum MHD_Result start(struct api_req *rq, struct session *s)
 		answered = http_request_error(rq, &e);
 		goto out;
 	}
-	asked = json_deep_copy(body);
-	if (!asked) {
-		answered = http_error(rq, 500, "internal", "out of memory");
-		goto out;
-	}
-	json_object_del(asked, "wait_s");
-	json_object_set_new(asked, "cwd", json_string(c.cwd));
-	if (!(listed = listed_as(&c))) {
+	if (!(asked = request_command_json(&c))) {
 		answered = http_error(rq, 500, "internal", "out of memory");
 		goto out;
 	}
 	spec = (struct proc_spec){ .argv = c.argv, .env = (const char *const *)c.env,
 				   .cwd = c.cwd, .stdin = c.stdin, .tag = c.tag,
-				   .timeout_s = c.timeout_s, .config = listed };
+				   .timeout_s = c.timeout_s };
 	r = session_command_start(s, &spec, asked, &pid, reason, sizeof(reason));
-	if (r == SM_OK)
-		r = session_command_read(s, pid, &rd, &out, reason, sizeof(reason));
-	answered = r == SM_OK ? http_json(rq, 201, out) : http_session_error(rq, r, reason);
+	if (r != SM_OK) {
+		answered = http_session_error(rq, r, reason);
+		goto out;
+	}
+	/* Started: its pid is said whatever the read says (no wait left). */
+	if (session_command_read(s, pid, &rd, &out, reason, sizeof(reason)) != SM_OK)
+		out = json_pack("{s:i}", "pid", pid);
+	answered = http_json(rq, 201, out);
 out:
 	request_command_release(&c);
-	json_decref(listed);
 	json_decref(asked);
 	json_decref(body);
 	return answered;
@@ -142,7 +124,7 @@ static enum MHD_Result read_one(struct api_req *rq, struct session *s, int pid)
 	const char *wait = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, "wait_s");
 	const char *until = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND,
 							"wait_for");
-	struct command_read rd = { { 0, 0 }, 0, false };
+	struct command_read rd = { .gone = http_gone, .gone_ctx = rq };
 	char reason[256] = "";
 	enum sm_result r;
 	json_t *out;
@@ -206,8 +188,8 @@ static enum MHD_Result input(struct api_req *rq, struct session *s, int pid)
 	}
 	if (!(p = session_proc_find(s, pid, NULL))) {
 		answered = http_error(rq, 404, "process_not_found", "the session runs no process "
-				      "%d that petri started (it ended, or it is not a command)",
-				      pid);
+				      "%d that petri started (a command, or E2B's): it ended, or "
+				      "the code started it", pid);
 		goto out;
 	}
 	if (len)

@@ -14,6 +14,7 @@
 #include "workspace/ws.h"
 #include "exec/languages.h"
 #include "util/base64.h"
+#include "util/utf8.h"
 
 static bool refuse(struct request_error *e, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -526,6 +527,7 @@ bool request_command(const struct petri_config *cfg, const json_t *obj,
 	if (!(c->argv = calloc((args ? json_array_size(args) : 3) + 1, sizeof(*c->argv))))
 		return out_of_memory(e);
 	if (command) {
+		c->command = json_string_value(command);
 		c->argv[n++] = "/bin/bash";
 		c->argv[n++] = "-c";
 		c->argv[n++] = json_string_value(command);
@@ -549,4 +551,58 @@ void request_command_release(struct command_request *c)
 	exec_env_free(c->env);
 	c->argv = NULL;
 	c->env = NULL;
+}
+
+/* s as shown: at most *room bytes of it (*room counted down), cut at a
+ * character; *cut set when it was. */
+static json_t *shown(const char *s, size_t *room, bool *cut)
+{
+	size_t n = strlen(s);
+
+	if (n > *room) {
+		n = utf8_cut(s, *room);
+		*cut = true;
+	}
+	*room -= n;
+	return json_stringn(s, n);
+}
+
+json_t *request_command_json(const struct command_request *c)
+{
+	json_t *o = json_object(), *list = NULL;
+	size_t room = REQUEST_SHOWN_MAX;
+	bool cut = false;
+
+	if (!o)
+		return NULL;
+	if (c->command) {
+		json_object_set_new(o, "command", shown(c->command, &room, &cut));
+	} else if ((list = json_array())) {
+		for (size_t i = 0; c->argv[i] && !cut; i++)
+			json_array_append_new(list, shown(c->argv[i], &room, &cut));
+		json_object_set_new(o, "args", list);
+	}
+	room = REQUEST_SHOWN_MAX;
+	json_object_set_new(o, "cwd", shown(c->cwd, &room, &cut));
+	room = REQUEST_SHOWN_MAX;
+	if (c->env && c->env[0] && (list = json_array())) {
+		for (size_t i = 0, n; c->env[i]; i++) {	/* names: checked ASCII */
+			if ((n = strcspn(c->env[i], "=")) > room) {
+				cut = true;
+				break;
+			}
+			json_array_append_new(list, json_stringn(c->env[i], n));
+			room -= n;
+		}
+		json_object_set_new(o, "env", list);
+	}
+	json_object_set_new(o, "stdin", json_boolean(c->stdin));
+	if (c->timeout_s > 0)
+		json_object_set_new(o, "timeout_s", json_real(c->timeout_s));
+	room = REQUEST_SHOWN_MAX;
+	if (c->tag)
+		json_object_set_new(o, "tag", shown(c->tag, &room, &cut));
+	if (cut)
+		json_object_set_new(o, "truncated", json_true());
+	return o;
 }

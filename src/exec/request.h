@@ -129,6 +129,7 @@ void oneshot_release(struct oneshot *o);
  * Strings point into obj.  Unknown keys are the caller's business.
  * Release with request_command_release() whatever it returns. */
 struct command_request {
+	const char *command;		/* the shell's, or NULL: argv as asked */
 	const char **argv;
 	char **env;
 	char cwd[FILES_PATH_MAX + 8];
@@ -139,5 +140,12 @@ struct command_request {
 bool request_command(const struct petri_config *cfg, const json_t *obj,
 		     struct command_request *c, struct request_error *e);
 void request_command_release(struct command_request *c);
+/* What c asked for, as shown back to its client (docs/api.md's Command,
+ * "asked"): "command" or "args", "cwd", the names of "env" (never their
+ * values), "stdin", "timeout_s", "tag"; each string cut at
+ * REQUEST_SHOWN_MAX bytes and at most REQUEST_SHOWN_MAX bytes of args,
+ * "truncated": true then.  NULL when out of memory. */
+#define REQUEST_SHOWN_MAX 1024
+json_t *request_command_json(const struct command_request *c);
 
 #endif

@@ -146,7 +146,8 @@ int render_command(struct buf *out, const json_t *cmd)
 	else
 		r = buf_appendf(out, "Process %lld was killed by signal %lld (%s)%s.\n", pid,
 				(long long)json_integer_value(sig),
-				strsignal((int)json_integer_value(sig)),
+				sigdescr_np((int)json_integer_value(sig)) ?
+				sigdescr_np((int)json_integer_value(sig)) : "unknown signal",
 				json_is_true(json_object_get(cmd, "timed_out")) ? " at its deadline" :
 				json_is_true(json_object_get(cmd, "lost")) ?
 				", or ended with its sandbox" : "");

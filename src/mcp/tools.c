@@ -1,6 +1,7 @@
 #include "mcp/tools.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <poll.h>
 #include <pthread.h>
@@ -159,7 +160,7 @@ static const struct tool tool_table[] = {
 		{ "wait_s", ARG_WAIT, false, NULL,
 		  "Wait up to this long for it to end (default 0), then say what it printed "
 		  "since the last read." },
-	}, true, false, run_process_output },
+	}, false, false, run_process_output },
 	{ "process_input", "Type into a background command", {
 		{ "pid", ARG_PID, true, NULL, "The command's pid, as start_process said." },
 		{ "input", ARG_STRING, false, NULL,
@@ -284,7 +285,8 @@ static json_t *check_args(const struct tools *t, const struct tool *tl, json_t *
 						    a->choices[1] ? ", " : "",
 						    a->choices[1] ? a->choices[1] : "");
 		} else if (a->type == ARG_PID) {
-			if (!json_is_integer(v) || json_integer_value(v) < 1)
+			if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+			    json_integer_value(v) > INT_MAX)
 				return error_result("invalid arguments for %s: '%s' must be a pid, "
 						    "a whole number from 1", tl->name, a->name);
 		} else if (a->type == ARG_BOOL) {
@@ -949,25 +951,31 @@ static double wait_of(json_t *args, double otherwise)
 	return json_is_number(v) ? json_number_value(v) : otherwise;
 }
 
+/* The MCP call is cancelled (its cancel_fd readable). */
+static bool cancelled(void *ctx)
+{
+	struct pollfd pfd = { .fd = *(int *)ctx, .events = POLLIN };
+
+	return pfd.fd >= 0 && poll(&pfd, 1, 0) > 0;
+}
+
 static json_t *run_start_process(struct tools *t, struct session *s, json_t *args,
 				 int cancel_fd, json_t **execution)
 {
-	json_t *req = json_pack("{s:O, s:O, s:O, s:O}", "command", json_object_get(args, "command"),
+	json_t *req = json_pack("{s:O, s:O, s:O, s:b}", "command", json_object_get(args, "command"),
 				"cwd", json_object_get(args, "cwd") ? json_object_get(args, "cwd") :
 				json_null(), "env", json_object_get(args, "env") ?
 				json_object_get(args, "env") : json_null(), "stdin",
-				json_is_true(json_object_get(args, "stdin")) ? json_true() :
-				json_false());
-	json_t *listed = NULL, *out = NULL;
-	struct command_read rd = { { 0, 0 }, wait_of(args, 2), true };
+				json_is_true(json_object_get(args, "stdin")));
+	json_t *asked = NULL, *out = NULL;
+	struct command_read rd = { { CMD_UNREAD, CMD_UNREAD }, wait_of(args, 2), true, cancelled,
+				   &cancel_fd };
 	struct command_request c;
 	struct request_error e;
-	struct proc_spec spec;
 	char reason[512] = "", head[64];
 	enum sm_result r;
 	int pid;
 
-	(void)cancel_fd;
 	(void)execution;
 	memset(&c, 0, sizeof(c));
 	if (!req)
@@ -976,12 +984,11 @@ static json_t *run_start_process(struct tools *t, struct session *s, json_t *arg
 		out = error_result("invalid arguments for start_process: %s", e.message);
 		goto out;
 	}
-	listed = json_pack("{s:s, s:[s, s], s:{}, s:s}", "cmd", c.argv[0], "args", c.argv[1],
-			   c.argv[2], "envs", "cwd", c.cwd);
-	json_object_set_new(req, "cwd", json_string(c.cwd));
-	spec = (struct proc_spec){ .argv = c.argv, .env = (const char *const *)c.env,
-				   .cwd = c.cwd, .stdin = c.stdin, .config = listed };
-	r = session_command_start(s, &spec, req, &pid, reason, sizeof(reason));
+	if (!(asked = request_command_json(&c)))
+		goto out;
+	r = session_command_start(s, &(struct proc_spec){ .argv = c.argv,
+			.env = (const char *const *)c.env, .cwd = c.cwd, .stdin = c.stdin },
+				  asked, &pid, reason, sizeof(reason));
 	if (r != SM_OK) {
 		out = error_result("cannot start the command: %s",
 				   reason[0] ? reason : sm_result_message(r));
@@ -991,7 +998,7 @@ static json_t *run_start_process(struct tools *t, struct session *s, json_t *arg
 	out = command_result(s, pid, &rd, head);
 out:
 	request_command_release(&c);
-	json_decref(listed);
+	json_decref(asked);
 	json_decref(req);
 	return out;
 }
@@ -999,10 +1006,10 @@ out:
 static json_t *run_process_output(struct tools *t, struct session *s, json_t *args,
 				  int cancel_fd, json_t **execution)
 {
-	struct command_read rd = { { CMD_UNREAD, CMD_UNREAD }, wait_of(args, 0), true };
+	struct command_read rd = { { CMD_UNREAD, CMD_UNREAD }, wait_of(args, 0), true, cancelled,
+				   &cancel_fd };
 
 	(void)t;
-	(void)cancel_fd;
 	(void)execution;
 	return command_result(s, (int)json_integer_value(json_object_get(args, "pid")), &rd, "");
 }
@@ -1026,8 +1033,8 @@ static json_t *run_process_input(struct tools *t, struct session *s, json_t *arg
 		return error_result("invalid arguments for process_input: at most %u bytes a "
 				    "call", PROC_INPUT_MAX);
 	if (!(p = session_proc_find(s, pid, NULL)))
-		return error_result("no process %d is running that start_process started (it "
-				    "ended: process_output says how)", pid);
+		return error_result("no process %d is running that petri started (it ended: "
+				    "process_output says how)", pid);
 	if (len)
 		r = proc_input(p, json_string_value(input), len, 0.5, &written);
 	if (r == 0 && close_it)

@@ -32,19 +32,21 @@ struct command {
 	double started, ended_at;	/* seconds since the epoch; 0: running */
 	struct proc_end end;
 	struct ring out[2];		/* stdout, stderr */
-	uint64_t unread[2];		/* where the last read got to */
+	uint64_t unread[2];		/* where the last CMD_UNREAD read got to */
+	pthread_cond_t changed;		/* output, its end (CLOCK_REALTIME) */
+	unsigned waiting;		/* readers waiting on changed: it stays */
 	struct command *next;		/* older */
 };
 
 struct commands {
 	pthread_mutex_t lock;
-	pthread_cond_t changed;		/* output, an end (CLOCK_REALTIME) */
 	struct command *head;		/* newest first */
 	size_t ended;
 };
 
 static void command_free(struct command *c)
 {
+	pthread_cond_destroy(&c->changed);
 	free(c->out[0].buf);
 	free(c->out[1].buf);
 	json_decref(c->asked);
@@ -61,7 +63,6 @@ void commands_free(struct commands *set)
 		set->head = c->next;
 		command_free(c);
 	}
-	pthread_cond_destroy(&set->changed);
 	pthread_mutex_destroy(&set->lock);
 	free(set);
 }
@@ -73,16 +74,43 @@ struct commands *commands_new(void)
 	if (!set)
 		return NULL;
 	pthread_mutex_init(&set->lock, NULL);
-	pthread_cond_init(&set->changed, NULL);
 	return set;
 }
 
 /* ---- the sink: on the pump's thread ------------------------------------------ */
 
+/* Bytes [at, at + len) of r (len at most r->cap): where they start in buf,
+ * and how many come before the wrap. */
+static size_t ring_at(const struct ring *r, uint64_t at, size_t len, size_t *first)
+{
+	size_t pos = (size_t)(at % r->cap);
+
+	*first = len < r->cap - pos ? len : r->cap - pos;
+	return pos;
+}
+
+static void ring_write(struct ring *r, uint64_t at, const char *data, size_t len)
+{
+	size_t first, pos = ring_at(r, at, len, &first);
+
+	memcpy(r->buf + pos, data, first);
+	memcpy(r->buf, data + first, len - first);
+}
+
+static void ring_read(const struct ring *r, uint64_t at, char *out, size_t len)
+{
+	size_t first, pos = ring_at(r, at, len, &first);
+
+	memcpy(out, r->buf + pos, first);
+	memcpy(out + first, r->buf, len - first);
+}
+
 static void ring_put(struct ring *r, const char *data, size_t len)
 {
 	uint64_t at = r->total;
 
+	if (!len)
+		return;
 	r->total += len;
 	if (len >= CMD_KEPT_BYTES) {	/* only its last bytes stay */
 		at += len - CMD_KEPT_BYTES;
@@ -104,8 +132,7 @@ static void ring_put(struct ring *r, const char *data, size_t len)
 		r->buf = grown;
 		r->cap = cap;
 	}
-	for (size_t i = 0; i < len; i++)
-		r->buf[(at + i) % r->cap] = data[i];
+	ring_write(r, at, data, len);
 }
 
 static void sink_output(void *ctx, enum exec_stream s, const char *data, size_t len)
@@ -114,60 +141,103 @@ static void sink_output(void *ctx, enum exec_stream s, const char *data, size_t 
 
 	pthread_mutex_lock(&c->set->lock);
 	ring_put(&c->out[s == EXEC_STDERR], data, len);
-	pthread_cond_broadcast(&c->set->changed);
+	if (c->waiting)
+		pthread_cond_broadcast(&c->changed);
 	pthread_mutex_unlock(&c->set->lock);
 }
 
-/* Its end; the oldest ended command past CMD_ENDED_KEPT is forgotten. */
+/* An ended ring holds no more than it kept: what it grew past is given
+ * back. */
+static void ring_trim(struct ring *r)
+{
+	char *less;
+
+	if (r->total >= r->cap)
+		return;
+	if (!r->total) {
+		free(r->buf);
+		r->buf = NULL;
+		r->cap = 0;
+	} else if ((less = realloc(r->buf, (size_t)r->total))) {
+		r->buf = less;
+		r->cap = (size_t)r->total;
+	}
+}
+
+/* Its end; the command that ended first, past CMD_ENDED_KEPT, is
+ * forgotten (never c, nor one a reader waits on: the next time then). */
 static void sink_end(void *ctx, const struct proc_end *e)
 {
-	struct command *c = ctx, **pp, *last = NULL, **last_pp = NULL;
+	struct command *c = ctx, **pp, *first = NULL, **first_pp = NULL;
 	struct commands *set = c->set;
 
 	pthread_mutex_lock(&set->lock);
 	c->end = *e;
 	c->ended_at = clock_wall_s();
+	ring_trim(&c->out[0]);
+	ring_trim(&c->out[1]);
 	/* One that has not said its pid yet (session_command_start() has not
-	 * returned) is not forgotten: it is newer than those that have. */
+	 * returned) stays too. */
 	if (++set->ended > CMD_ENDED_KEPT) {
 		for (pp = &set->head; *pp; pp = &(*pp)->next)
-			if ((*pp)->ended_at && (*pp)->pid) {
-				last = *pp;
-				last_pp = pp;
+			if (*pp != c && (*pp)->ended_at && (*pp)->pid && !(*pp)->waiting &&
+			    (!first || (*pp)->ended_at <= first->ended_at)) {
+				first = *pp;
+				first_pp = pp;
 			}
-		if (last) {
-			*last_pp = last->next;
-			command_free(last);
+		if (first) {
+			*first_pp = first->next;
+			command_free(first);
 			set->ended--;
 		}
 	}
-	pthread_cond_broadcast(&set->changed);
+	pthread_cond_broadcast(&c->changed);
 	pthread_mutex_unlock(&set->lock);
 }
 
-enum sm_result session_command_start(struct session *s, const struct proc_spec *spec,
+/* What E2B's process List shows of spec (a session's processes are listed
+ * to every front end): its cmd, args, envs (not shown) and cwd. */
+static json_t *listed_as(const struct proc_spec *spec)
+{
+	json_t *args = json_array();
+
+	for (size_t i = 1; args && spec->argv[i]; i++)
+		if (json_array_append_new(args, json_string(spec->argv[i])) < 0) {
+			json_decref(args);
+			args = NULL;
+		}
+	return args ? json_pack("{s:s, s:o, s:{}, s:s}", "cmd", spec->argv[0], "args", args,
+				"envs", "cwd", spec->cwd) : NULL;
+}
+
+enum sm_result session_command_start(struct session *s, const struct proc_spec *asked_spec,
 				     json_t *asked, int *pid, char *reason, size_t reasonlen)
 {
 	struct commands *set = session_commands(s);
 	struct command *c = calloc(1, sizeof(*c)), **pp;
+	struct proc_spec spec = *asked_spec;
 	struct proc *p = NULL;
 	enum sm_result r;
 
 	*pid = 0;
-	if (!set || !c) {
+	spec.config = listed_as(&spec);
+	if (!set || !c || !spec.config) {
 		free(c);
+		json_decref(spec.config);
 		snprintf(reason, reasonlen, "out of memory");
 		return SM_NO_MEMORY;
 	}
 	c->set = set;
 	c->asked = asked ? json_incref(asked) : json_object();
+	pthread_cond_init(&c->changed, NULL);
 	c->started = clock_wall_s();
 	pthread_mutex_lock(&set->lock);
 	c->next = set->head;
 	set->head = c;
 	pthread_mutex_unlock(&set->lock);
-	r = session_proc_start(s, spec, &(struct proc_sink){ NULL, sink_output, sink_end, c, true }, &p,
-			       reason, reasonlen);
+	r = session_proc_start(s, &spec, &(struct proc_sink){ NULL, sink_output, sink_end, c, true },
+			       &p, reason, reasonlen);
+	json_decref(spec.config);
 	pthread_mutex_lock(&set->lock);
 	if (r == SM_OK) {
 		c->pid = *pid = proc_pid(p);
@@ -182,7 +252,7 @@ enum sm_result session_command_start(struct session *s, const struct proc_spec *
 	return r;
 }
 
-/* ---- reading (set->lock held) ----------------------------------------------- */
+/* ---- reading ------------------------------------------------------------------ */
 
 static struct command *find(struct commands *set, int pid)
 {
@@ -199,12 +269,57 @@ static uint64_t kept_from(const struct ring *r)
 	return r->total - kept > r->valid_from ? r->total - kept : r->valid_from;
 }
 
-/* What a read from rd would return now, or the command's end. */
-static bool ready(const struct command *c, const uint64_t from[2], bool until_end)
+/* What a read of stream i from from returns, copied out of the ring under
+ * the lock (the JSON is made after it). */
+struct piece {
+	char *text;
+	size_t n;
+	uint64_t from, start;
+};
+
+/* The piece of r from from: its bytes up to the last whole character (at
+ * the end, all).  0 or -ENOMEM. */
+static int piece_of(const struct ring *r, uint64_t from, bool ended, struct piece *pc)
+{
+	uint64_t first = kept_from(r);
+
+	pc->from = from;
+	pc->start = from > r->total ? r->total : from < first ? first : from;
+	pc->n = (size_t)(r->total - pc->start);
+	if (!(pc->text = malloc(pc->n + 1)))
+		return -ENOMEM;
+	if (pc->n)
+		ring_read(r, pc->start, pc->text, pc->n);
+	/* A character the command has not finished writing waits for the
+	 * next read; at its end, what there is is all there will be. */
+	if (!ended)
+		pc->n = utf8_cut(pc->text, pc->n);
+	return 0;
+}
+
+/* Would a read of c from from say something new: its end, a whole
+ * character past from, or bytes no longer kept since from? */
+static bool news(const struct command *c, const uint64_t from[2])
 {
 	if (c->ended_at)
 		return true;
-	return !until_end && (c->out[0].total > from[0] || c->out[1].total > from[1]);
+	for (int i = 0; i < 2; i++) {
+		const struct ring *r = &c->out[i];
+		uint64_t start = from[i] < kept_from(r) ? kept_from(r) : from[i];
+		char tail[4];
+		size_t n;
+
+		if (r->total <= from[i])
+			continue;
+		if (start > from[i] || r->total - start > 3)
+			return true;
+		/* At most three bytes: a character still being written? */
+		n = (size_t)(r->total - start);
+		ring_read(r, start, tail, n);
+		if (utf8_cut(tail, n))
+			return true;
+	}
+	return false;
 }
 
 static void time_of(json_t *o, const char *key, double t)
@@ -214,63 +329,117 @@ static void time_of(json_t *o, const char *key, double t)
 	json_object_set_new(o, key, t ? json_string(timefmt_rfc3339(t, when)) : json_null());
 }
 
-/* c without its output. */
-static json_t *describe(const struct command *c)
+/* What is said of a command besides its output, copied under the lock. */
+struct facts {
+	int pid;
+	json_t *asked;			/* a reference */
+	double started, ended_at;
+	struct proc_end end;
+	uint64_t total[2];
+};
+
+static void facts_of(const struct command *c, struct facts *f)
 {
-	const struct proc_end *e = &c->end;
-	bool ended = c->ended_at != 0;
-	json_t *o = json_pack("{s:i, s:O, s:b, s:o, s:o, s:b, s:I, s:I}", "pid", c->pid,
-			      "asked", c->asked, "running", !ended, "exit_code",
+	f->pid = c->pid;
+	f->asked = json_incref(c->asked);
+	f->started = c->started;
+	f->ended_at = c->ended_at;
+	f->end = c->end;
+	f->total[0] = c->out[0].total;
+	f->total[1] = c->out[1].total;
+}
+
+/* f as JSON (docs/api.md's Command, without its output); takes f's
+ * reference of asked. */
+static json_t *describe(struct facts *f)
+{
+	const struct proc_end *e = &f->end;
+	bool ended = f->ended_at != 0;
+	json_t *o = json_pack("{s:i, s:o, s:b, s:o, s:o, s:b, s:I, s:I}", "pid", f->pid,
+			      "asked", f->asked, "running", !ended, "exit_code",
 			      ended && e->exited ? json_integer(e->code) : json_null(), "signal",
 			      ended && !e->exited ? json_integer(e->signal) : json_null(),
 			      "timed_out", ended && e->timed_out,
-			      "stdout_bytes", (json_int_t)c->out[0].total,
-			      "stderr_bytes", (json_int_t)c->out[1].total);
+			      "stdout_bytes", (json_int_t)f->total[0],
+			      "stderr_bytes", (json_int_t)f->total[1]);
 
+	f->asked = NULL;
 	if (o) {
-		time_of(o, "started_at", c->started);
-		time_of(o, "ended_at", c->ended_at);
+		time_of(o, "started_at", f->started);
+		time_of(o, "ended_at", f->ended_at);
 		json_object_set_new(o, "lost", json_boolean(ended && e->lost));
 	}
 	return o;
 }
 
-/* Stream i of c from *from into o: "stdout" (text), "stdout_offset" (of
- * its first byte), "stdout_missed" (bytes between from and it no longer
- * kept), "stdout_next" (where the next read goes on from). */
-static int output_of(json_t *o, struct command *c, int i, uint64_t from)
+/* Stream i's piece into o: "stdout" (text), "stdout_offset" (of its first
+ * byte), "stdout_missed" (bytes between from and it no longer kept),
+ * "stdout_next" (where the next read goes on from). */
+static int put_piece(json_t *o, int i, const struct piece *pc)
 {
 	static const char *const names[2] = { "stdout", "stderr" };
-	const struct ring *r = &c->out[i];
-	uint64_t start = from > r->total ? r->total : from, first = kept_from(r), end = r->total;
-	size_t n, at = 0;
-	char key[16], *text;
-	json_t *str;
+	json_t *str = utf8_json_string(pc->text, pc->n);
+	char key[16];
 
-	if (start < first)
-		start = first;
-	n = (size_t)(end - start);
-	if (!(text = malloc(n + 1)))
-		return -1;
-	for (uint64_t b = start; b < end; b++)
-		text[at++] = r->buf[b % r->cap];
-	/* A character the command has not finished writing waits for the
-	 * next read; at its end, what there is is all there will be. */
-	if (!c->ended_at)
-		n = utf8_cut(text, n);
-	str = utf8_json_string(text, n);
-	free(text);
-	if (!str)
-		return -1;
-	json_object_set_new(o, names[i], str);
+	if (!str || json_object_set_new(o, names[i], str) < 0)
+		return -ENOMEM;
 	snprintf(key, sizeof(key), "%s_offset", names[i]);
-	json_object_set_new(o, key, json_integer((json_int_t)start));
+	json_object_set_new(o, key, json_integer((json_int_t)pc->start));
 	snprintf(key, sizeof(key), "%s_missed", names[i]);
-	json_object_set_new(o, key, json_integer((json_int_t)(start - (from < start ? from : start))));
+	json_object_set_new(o, key, json_integer((json_int_t)(pc->start > pc->from ?
+							      pc->start - pc->from : 0)));
 	snprintf(key, sizeof(key), "%s_next", names[i]);
-	json_object_set_new(o, key, json_integer((json_int_t)(start + n)));
-	c->unread[i] = start + n;
+	json_object_set_new(o, key, json_integer((json_int_t)(pc->start + pc->n)));
 	return 0;
+}
+
+static enum sm_result no_command(int pid, char *reason, size_t reasonlen)
+{
+	snprintf(reason, reasonlen, "the session has no command %d (the API's and MCP's commands "
+		 "are kept until %d later ones ended)", pid, CMD_ENDED_KEPT);
+	return SM_NO_PROCESS;
+}
+
+/* Wait (set->lock held) until c has news for a read from from (its end
+ * with until_end), the deadline, the session's end or rd's reader gone.
+ * c is not forgotten while a reader waits on it.  False: the session's
+ * waits are all taken (session_wait_begin()). */
+static bool wait_news(struct session *s, struct command *c, const struct command_read *rd,
+		      const uint64_t from[2], double deadline)
+{
+	struct commands *set = c->set;
+	bool took = false, refused = false;
+
+	c->waiting++;
+	for (;;) {
+		double now = clock_mono_s(), slice;
+		struct timespec until;
+		bool ended, gone;
+
+		if ((rd->until_end ? c->ended_at != 0 : news(c, from)) || now >= deadline)
+			break;
+		pthread_mutex_unlock(&set->lock);
+		refused = !took && !(took = session_wait_begin(s));
+		ended = session_ended(s);
+		gone = rd->gone && rd->gone(rd->gone_ctx);
+		pthread_mutex_lock(&set->lock);
+		if (refused || gone)
+			break;
+		/* The session's end ends its commands within a few seconds
+		 * (procs.c's grace): their ends wake this, the rest is a cap. */
+		if (ended && deadline > now + ENDED_WAIT_S)
+			deadline = now + ENDED_WAIT_S;
+		slice = deadline - now < WAIT_SLICE_S ? deadline - now : WAIT_SLICE_S;
+		until = clock_deadline(slice);
+		pthread_cond_timedwait(&c->changed, &set->lock, &until);
+	}
+	if (took) {
+		pthread_mutex_unlock(&set->lock);
+		session_wait_end(s);
+		pthread_mutex_lock(&set->lock);
+	}
+	c->waiting--;
+	return !refused;
 }
 
 enum sm_result session_command_read(struct session *s, int pid, const struct command_read *rd,
@@ -278,7 +447,8 @@ enum sm_result session_command_read(struct session *s, int pid, const struct com
 {
 	struct commands *set = session_commands(s);
 	double wait = rd->wait_s > CMD_WAIT_MAX_S ? CMD_WAIT_MAX_S : rd->wait_s;
-	double deadline = clock_mono_s() + (wait > 0 ? wait : 0);
+	struct piece pc[2] = { { NULL, 0, 0, 0 }, { NULL, 0, 0, 0 } };
+	struct facts f = { .asked = NULL };
 	enum sm_result r = SM_OK;
 	struct command *c;
 	uint64_t from[2];
@@ -289,44 +459,38 @@ enum sm_result session_command_read(struct session *s, int pid, const struct com
 		return SM_NO_MEMORY;
 	}
 	pthread_mutex_lock(&set->lock);
-	for (;;) {
-		double now = clock_mono_s(), slice;
-		struct timespec until;
-		bool ended;
-
-		if (!(c = find(set, pid))) {
-			snprintf(reason, reasonlen, "the session has no command %d (the API's and "
-				 "MCP's commands are kept until %d later ones ended)", pid,
-				 CMD_ENDED_KEPT);
-			r = SM_NO_PROCESS;
-			break;
-		}
-		for (int i = 0; i < 2; i++)
-			from[i] = rd->from[i] == CMD_UNREAD ? c->unread[i] : rd->from[i];
-		if (ready(c, from, rd->until_end) || now >= deadline)
-			break;
+	if (!(c = find(set, pid))) {
 		pthread_mutex_unlock(&set->lock);
-		ended = session_ended(s);
-		pthread_mutex_lock(&set->lock);
-		/* The session's end ends its commands within a few seconds
-		 * (procs.c's grace): their ends wake this, the rest is a cap. */
-		if (ended && deadline > now + ENDED_WAIT_S)
-			deadline = now + ENDED_WAIT_S;
-		slice = deadline - now < WAIT_SLICE_S ? deadline - now : WAIT_SLICE_S;
-		until = clock_deadline(slice);
-		pthread_cond_timedwait(&set->changed, &set->lock, &until);
+		return no_command(pid, reason, reasonlen);
 	}
-	if (r == SM_OK) {
-		session_touch(s);
-		*out = describe(c);
-		if (!*out || output_of(*out, c, 0, from[0]) < 0 || output_of(*out, c, 1, from[1]) < 0) {
-			json_decref(*out);
-			*out = NULL;
-			snprintf(reason, reasonlen, "out of memory");
+	for (int i = 0; i < 2; i++)
+		from[i] = rd->from[i] == CMD_UNREAD ? c->unread[i] : rd->from[i];
+	if (wait > 0 && !wait_news(s, c, rd, from, clock_mono_s() + wait)) {
+		pthread_mutex_unlock(&set->lock);
+		snprintf(reason, reasonlen, "too many reads of commands are waiting already: "
+			 "read without waiting, or when one has ended");
+		return SM_CAPACITY;
+	}
+	facts_of(c, &f);
+	for (int i = 0; i < 2 && r == SM_OK; i++) {
+		if (piece_of(&c->out[i], from[i], c->ended_at != 0, &pc[i]) < 0)
 			r = SM_NO_MEMORY;
-		}
+		else if (rd->from[i] == CMD_UNREAD)
+			c->unread[i] = pc[i].start + pc[i].n;
 	}
 	pthread_mutex_unlock(&set->lock);
+	session_touch(s);
+	if (r == SM_OK && (!(*out = describe(&f)) || put_piece(*out, 0, &pc[0]) < 0 ||
+			   put_piece(*out, 1, &pc[1]) < 0))
+		r = SM_NO_MEMORY;
+	if (r != SM_OK) {
+		json_decref(*out);
+		*out = NULL;
+		snprintf(reason, reasonlen, "out of memory");
+	}
+	json_decref(f.asked);
+	free(pc[0].text);
+	free(pc[1].text);
 	return r;
 }
 
@@ -334,17 +498,34 @@ json_t *session_command_list(struct session *s)
 {
 	struct commands *set = session_commands(s);
 	json_t *list = json_array();
+	struct facts *f = NULL;
+	size_t n = 0;
 
 	if (!set || !list) {
 		json_decref(list);
 		return NULL;
 	}
 	pthread_mutex_lock(&set->lock);
-	for (struct command *c = set->head; c && list; c = c->next)
-		if (c->pid && json_array_append_new(list, describe(c)) < 0) {
+	for (struct command *c = set->head; c; c = c->next)
+		n++;
+	if ((f = calloc(n ? n : 1, sizeof(*f)))) {
+		n = 0;
+		for (struct command *c = set->head; c; c = c->next)
+			if (c->pid)
+				facts_of(c, &f[n++]);
+	}
+	pthread_mutex_unlock(&set->lock);
+	for (size_t i = 0; f && i < n; i++)
+		if (list && json_array_append_new(list, describe(&f[i])) < 0) {
 			json_decref(list);
 			list = NULL;
 		}
-	pthread_mutex_unlock(&set->lock);
+	for (size_t i = 0; f && i < n; i++)
+		json_decref(f[i].asked);
+	if (!f) {
+		json_decref(list);
+		list = NULL;
+	}
+	free(f);
 	return list;
 }

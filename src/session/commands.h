@@ -33,27 +33,36 @@
 #include "session/session.h"
 
 #define CMD_KEPT_BYTES (64u << 10)
-#define CMD_ENDED_KEPT 16
+#define CMD_ENDED_KEPT 8
 #define CMD_WAIT_MAX_S 60.0
 /* A read's offset: where the last read of this command got to. */
 #define CMD_UNREAD UINT64_MAX
 
-/* Start spec (its sink is the session's) in s, described by asked (what
- * the client asked for, shown by every read and listing; a reference is
- * taken): SM_OK with *pid, else as session_proc_start(). */
+/* Start spec (its sink and its config are the session's) in s, described
+ * by asked (what the client asked for, shown by every read and listing:
+ * request_command_json(); a reference is taken): SM_OK with *pid, else as
+ * session_proc_start(). */
 enum sm_result session_command_start(struct session *s, const struct proc_spec *spec,
 				     json_t *asked, int *pid, char *reason, size_t reasonlen);
 
 struct command_read {
-	uint64_t from[2];	/* stdout's, stderr's offsets, or CMD_UNREAD */
+	/* stdout's, stderr's offsets, or CMD_UNREAD: where the last read
+	 * with CMD_UNREAD got to (which only those move) */
+	uint64_t from[2];
 	double wait_s;		/* at most (capped at CMD_WAIT_MAX_S) ... */
 	bool until_end;		/* ... for the command's end; false: for output
-				 * past from, or its end */
+				 * past from (a whole character), or its end */
+	/* Optional: the reader is gone (its client hung up, cancelled): it
+	 * waits no more.  Asked every WAIT_SLICE_S. */
+	bool (*gone)(void *ctx);
+	void *gone_ctx;
 };
 
 /* The command pid of s (the latest of that pid) with its output from
  * rd->from (JSON, docs/api.md's Command): SM_OK with *out; SM_NO_PROCESS
- * (no such command kept), SM_NO_MEMORY. */
+ * (no such command kept), SM_CAPACITY (it would wait, and the session's
+ * key or the daemon has as many reads waiting as it may:
+ * session_wait_begin()), SM_NO_MEMORY. */
 enum sm_result session_command_read(struct session *s, int pid, const struct command_read *rd,
 				    json_t **out, char *reason, size_t reasonlen);
 
@@ -69,5 +78,10 @@ struct commands *commands_new(void);
 struct commands *session_commands(struct session *s);
 /* With the session, after every process of it ended. */
 void commands_free(struct commands *c);
+/* In session.c: a read that waits holds a worker (or an MCP session's
+ * call) as an execution does; at most half the workers beside
+ * max_executions may, each key its share of them.  False: none left. */
+bool session_wait_begin(struct session *s);
+void session_wait_end(struct session *s);
 
 #endif

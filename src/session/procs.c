@@ -27,6 +27,11 @@
 /* Killed at its deadline, a process whose end the keeper does not say
  * within this long ends anyway (a keeper the sandbox stopped). */
 #define KILL_GRACE_S 2.0
+/* What the pump reads of one process's output, at most: a process that
+ * writes faster waits on its full pipe, as it would writing to a slow
+ * terminal, and the daemon's CPU for it stays small (reading 8 GB in 5 s
+ * took the pump 2 s of CPU).  A burst of as much goes at once. */
+#define OUTPUT_RATE ((double)(16u << 20))
 
 enum { W_OUT, W_ERR, W_STATUS, W_N };
 
@@ -54,6 +59,8 @@ struct proc {
 	size_t line_len;
 	double deadline, exit_at;	/* monotonic; 0: none, not yet */
 	bool timed_out;
+	double tokens, refilled;	/* bytes it may still write now (OUTPUT_RATE) */
+	bool paused;			/* over its rate: its output not watched */
 	bool starting;			/* counted, not yet started: seen by no one */
 	bool ended;			/* its end was said: listed no more */
 	atomic_int refs;
@@ -206,6 +213,27 @@ static void status_line(struct proc *p)
 	p->wait_status = (int)v;
 }
 
+/* Its output watched (or not, paused) by the pump. */
+static void watch_output(struct proc *p, bool on)
+{
+	for (int i = W_OUT; i <= W_ERR; i++) {
+		struct epoll_event ev = { .events = on ? EPOLLIN : 0, .data.ptr = &p->watch[i] };
+
+		if (p->fd[i] >= 0)
+			epoll_ctl(p->hub->epfd, EPOLL_CTL_MOD, p->fd[i], &ev);
+	}
+	p->paused = !on;
+}
+
+/* Refill p's tokens to now. */
+static void refill(struct proc *p, double now)
+{
+	p->tokens += (now - p->refilled) * OUTPUT_RATE;
+	if (p->tokens > OUTPUT_RATE)
+		p->tokens = OUTPUT_RATE;
+	p->refilled = now;
+}
+
 static void readable(struct proc *p, int which)
 {
 	static char chunk[READ_CHUNK];	/* the pump's thread only */
@@ -247,6 +275,10 @@ static void readable(struct proc *p, int which)
 	pthread_mutex_unlock(&p->lock);
 	if (followed)	/* output a client reads is use of its session */
 		session_touch(p->s);
+	refill(p, clock_mono_s());
+	p->tokens -= (double)n;
+	if (p->tokens < 0)
+		watch_output(p, false);	/* due() watches it again */
 }
 
 /* Deadlines and ends due now; how long until the next, in ms. */
@@ -262,6 +294,13 @@ static int due(struct procs_hub *h)
 
 		if (p->starting)
 			continue;
+		if (p->paused) {
+			refill(p, now);
+			if (p->tokens >= 0)
+				watch_output(p, true);
+			else if (now - p->tokens / OUTPUT_RATE < next)
+				next = now - p->tokens / OUTPUT_RATE;
+		}
 		if (p->timed_out && !p->exit_at && now >= p->deadline + KILL_GRACE_S)
 			p->exit_at = now;	/* killed; its end may never be said */
 		else if (p->timed_out && !p->exit_at && p->deadline + KILL_GRACE_S < next)
@@ -498,6 +537,8 @@ enum sm_result session_proc_start(struct session *s, const struct proc_spec *spe
 	p->pid = bp.pid;
 	p->config = json_incref(spec->config);
 	p->in = bp.in;
+	p->tokens = OUTPUT_RATE;
+	p->refilled = clock_mono_s();
 	if (!spec->stdin) {
 		close(p->in);
 		p->in = -1;

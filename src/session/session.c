@@ -93,8 +93,12 @@ struct smgr {
 	struct key_hold {
 		size_t sandboxes;
 		uint64_t tasks;
+		size_t waits;		/* session_wait_begin() */
 	} *keys;
 	size_t nkeys, key_sandboxes;
+	/* Reads of commands waiting (commands.h), and how many may, in all
+	 * and per key. */
+	size_t waits, waits_max, key_waits;
 	uint64_t key_tasks;
 	struct tombstone *tomb;		/* ring of TOMBSTONES */
 	size_t tomb_next;
@@ -603,6 +607,7 @@ int smgr_new(const struct petri_config *cfg, struct jail_host *host,
 {
 	struct smgr *m = calloc(1, sizeof(*m));
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t workers;
 	int r;
 
 	*out = NULL;
@@ -621,6 +626,13 @@ int smgr_new(const struct petri_config *cfg, struct jail_host *host,
 		goto fail;
 	if ((r = found_cache_init(m)) < 0)
 		goto fail;
+	/* As many waiting reads as the API server lets expensive reads be in
+	 * flight (api/server.c): half the workers beside max_executions. */
+	workers = cfg->http_workers ? cfg->http_workers : cfg->max_executions + 16;
+	m->waits_max = workers > cfg->max_executions ? (workers - cfg->max_executions) / 2 : 0;
+	if (m->waits_max < 1)
+		m->waits_max = 1;
+	m->key_waits = config_share_of(cfg, m->waits_max);
 	if (cfg->napi_keys > 1) {
 		m->keys = calloc(cfg->napi_keys, sizeof(*m->keys));
 		if (!m->keys) {
@@ -1155,6 +1167,37 @@ static void end_session(struct smgr *m, struct session *s, const char *reason);
 
 struct procs_hub *session_procs_hub(struct session *s) { return s->m->procs; }
 struct watch_hub *session_watch_hub(struct session *s) { return s->m->watches; }
+
+bool session_wait_begin(struct session *s)
+{
+	struct smgr *m = s->m;
+	struct key_hold *k;
+	bool ok;
+
+	pthread_mutex_lock(&m->lock);
+	k = key_of(m, s->key);
+	ok = m->waits < m->waits_max && (!k || k->waits < m->key_waits);
+	if (ok) {
+		m->waits++;
+		if (k)
+			k->waits++;
+	}
+	pthread_mutex_unlock(&m->lock);
+	return ok;
+}
+
+void session_wait_end(struct session *s)
+{
+	struct smgr *m = s->m;
+	struct key_hold *k;
+
+	pthread_mutex_lock(&m->lock);
+	k = key_of(m, s->key);
+	m->waits--;
+	if (k)
+		k->waits--;
+	pthread_mutex_unlock(&m->lock);
+}
 
 struct commands *session_commands(struct session *s)
 {

@@ -37,7 +37,8 @@ def test_a_command_runs_to_its_end_and_says_how(server):
     assert (c["stdout"], c["stderr"]) == ("hi\n", "oops\n"), c
     assert c["stdout_offset"] == 0 and c["stdout_next"] == 3 and c["stderr_next"] == 5, c
     assert c["stdout_missed"] == 0 and c["timed_out"] is False and c["lost"] is False, c
-    assert c["asked"] == {"command": "echo hi; echo oops >&2; exit 3", "cwd": "/work"}, c
+    assert c["asked"] == {"command": "echo hi; echo oops >&2; exit 3", "cwd": "/work",
+                          "stdin": False}, c
     assert c["started_at"].endswith("Z") and c["ended_at"].endswith("Z"), c
     # Read again from where that read got to: nothing new, the same end.
     again = read(api, sid, c["pid"], stdout_from=3, stderr_from=5)
@@ -119,7 +120,8 @@ def test_a_character_is_never_cut_between_reads(server):
     c = start(api, sid, command="printf 'a\\303'; sleep 1; printf '\\251'")
     first = read(api, sid, c["pid"], wait_s=30)
     assert first["stdout"] == "a" and first["stdout_next"] == 1, first
-    rest = read(api, sid, c["pid"], stdout_from=1, wait_for="end", wait_s=30)
+    # Half a character is nothing to wait for: the read waits for the rest.
+    rest = read(api, sid, c["pid"], stdout_from=1, wait_s=30)
     assert rest["stdout"] == "\u00e9" and rest["stdout_next"] == 3, rest
 
 
@@ -130,18 +132,59 @@ def test_a_deadline_kills_it_and_cwd_and_env_apply(server):
               cwd="/tmp", env={"GREETING": "hello"}, wait_s=30)
     assert c["running"] is False and c["timed_out"] is True and c["signal"] == 9, c
     assert c["stdout"] == "hello\n/tmp\n", c
+    # What it was asked is shown back, the variables' values never.
+    assert c["asked"]["env"] == ["GREETING"] and c["asked"]["timeout_s"] == 1, c
+    long = start(api, sid, command="true #" + "x" * 5000, wait_s=30)
+    assert long["asked"]["truncated"] is True and len(long["asked"]["command"]) == 1024
     api.execute(sid, "import os; os.makedirs('sub/dir')")
     assert start(api, sid, args=["pwd"], cwd="sub/dir", wait_s=30)["stdout"] == \
         "/work/sub/dir\n"
 
 
-def test_ended_commands_are_kept_sixteen_deep(server):
+def test_ended_commands_are_kept_eight_deep(server):
     api = server.api()
     sid = api.session()
-    pids = [start(api, sid, args=["true"], wait_s=30)["pid"] for _ in range(17)]
+    pids = [start(api, sid, args=["true"], wait_s=30)["pid"] for _ in range(9)]
     listed = [x["pid"] for x in api.get(f"/v1/sessions/{sid}/commands").json()["commands"]]
     assert listed == pids[:0:-1], (listed, pids)
     refused(api.get(f"/v1/sessions/{sid}/commands/{pids[0]}"), 404, "process_not_found")
+
+
+def test_a_long_running_command_outlives_later_short_ones(server):
+    api = server.api()
+    sid = api.session()
+    long = start(api, sid, command="echo started; exec sleep 600")
+    for _ in range(9):
+        start(api, sid, args=["true"], wait_s=30)
+    # It ends after them: the first of them to end is forgotten, not it.
+    api.delete(f"/v1/sessions/{sid}/processes/{long['pid']}?signal=KILL")
+    end = read(api, sid, long["pid"], wait_for="end", wait_s=30)
+    assert end["signal"] == 9 and end["stdout"] == "started\n", end
+
+
+def test_waiting_reads_are_bounded_and_a_hang_up_frees_one(make_server):
+    import socket
+    # Two workers beside the executions: one read may wait at a time.
+    srv = make_server("[server]\nmax_executions = 4\nhttp_workers = 6\n")
+    api = srv.api()
+    sid = api.session()
+    c = start(api, sid, command="exec sleep 600")
+    path = f"/v1/sessions/{sid}/commands/{c['pid']}"
+    # A raw request that waits, then hangs up.
+    host, port = srv.url.split("//")[1].split(":")
+    sock = socket.create_connection((host, int(port)))
+    sock.sendall(f"GET {path}?wait_s=60 HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+
+    def second_refused():
+        r = api.get(path, params={"wait_s": 1})
+        return r.status_code == 429 and r.json()["error"]["code"] == "over_capacity"
+    assert wait_for(second_refused, 30)
+    # Not waiting needs no slot.
+    assert read(api, sid, c["pid"])["running"] is True
+    sock.close()
+    # Its slot is let go within a moment of the hang-up.
+    assert wait_for(lambda: api.get(path, params={"wait_s": 0.2}).status_code == 200, 30)
+    api.delete(f"/v1/sessions/{sid}/processes/{c['pid']}?signal=KILL")
 
 
 def test_unread_output_does_not_keep_a_session_alive(make_server):

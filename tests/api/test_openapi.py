@@ -211,6 +211,8 @@ def test_document_structure():
                 "/v1/sessions/{id}/export", "/v1/sessions/{id}/files",
                 "/v1/sessions/{id}/files/{path}", "/v1/sessions/{id}/archive",
                 "/v1/sessions/{id}/processes", "/v1/sessions/{id}/processes/{pid}",
+                "/v1/sessions/{id}/commands", "/v1/sessions/{id}/commands/{pid}",
+                "/v1/sessions/{id}/commands/{pid}/stdin",
                 "/v1/execute", "/v1/executions", "/v1/events", "/v1/executions/export", "/v1/languages",
                 "/v1/node", "/v1/node/drain", "/v1/node/undrain"}
     assert set(DOC["paths"]) == expected
@@ -238,7 +240,7 @@ def test_document_structure():
                  "ArchiveSummary", "CreateSessionRequest", "ExecuteRequest", "OneShotRequest"):
         assert name in DOC["components"]["schemas"], name
     for name in ("CreateSessionRequest", "ExecuteRequest", "OneShotRequest", "OneShotFile",
-                 "LimitsRequest"):
+                 "LimitsRequest", "StartCommandRequest", "CommandInput"):
         assert DOC["components"]["schemas"][name]["additionalProperties"] is False
 
 
@@ -743,6 +745,118 @@ def test_processes(api):
     ]
     for r, status, code in cases:
         assert (r.status_code, error_code(r)) == (status, code), r.request.url
+
+
+def test_commands(api):
+    sid = api.session()
+    base = f"/v1/sessions/{sid}/commands"
+    start = request_schema("post", "/v1/sessions/{id}/commands")
+    write = request_schema("post", "/v1/sessions/{id}/commands/{pid}/stdin")
+
+    # Started and waited for: its end and all it wrote, from offset 0.
+    body = {"command": "echo hi; echo oops >&2; exit 3", "tag": "short", "wait_s": 30}
+    validate(body, start)
+    r = api.post(base, body)
+    assert r.status_code == 201, r.text
+    short = check(r)
+    assert short["running"] is False and short["exit_code"] == 3 and short["signal"] is None
+    assert (short["stdout"], short["stderr"], short["stdout_next"]) == ("hi\n", "oops\n", 3)
+    assert short["asked"] == {"command": body["command"], "tag": "short", "cwd": "/work"}
+
+    # A cat that reads what is sent to it: written, closed, read to its end.
+    body = {"args": ["cat"], "stdin": True, "cwd": "/tmp", "env": {"GREETING": "hi"},
+            "timeout_s": 120}
+    validate(body, start)
+    r = api.post(base, body)
+    assert r.status_code == 201, r.text
+    cat = check(r)
+    assert cat["running"] is True and cat["ended_at"] is None and cat["stdout"] == ""
+    assert cat["asked"] == dict(body, cwd="/tmp")
+    pid = cat["pid"]
+    body = {"input": "hello\n"}
+    validate(body, write)
+    r = api.post(f"{base}/{pid}/stdin", body)
+    assert r.status_code == 200 and check(r) == {"pid": pid, "written": 6, "closed": False}
+    got = check(api.get(f"{base}/{pid}", params={"wait_s": 30}))
+    assert got["stdout"] == "hello\n" and got["stdout_next"] == 6, got
+    body = {"input_base64": base64.b64encode(b"bye\n").decode(), "close": True}
+    validate(body, write)
+    r = api.post(f"{base}/{pid}/stdin", body)
+    assert r.status_code == 200 and check(r) == {"pid": pid, "written": 4, "closed": True}
+    r = api.get(f"{base}/{pid}", params={"stdout_from": 6, "stderr_from": 0, "wait_s": 30,
+                                         "wait_for": "end"})
+    assert r.status_code == 200
+    end = check(r)
+    assert end["running"] is False and end["exit_code"] == 0 and end["ended_at"], end
+    assert (end["stdout"], end["stdout_offset"], end["stdout_missed"], end["stdout_next"]) == \
+        ("bye\n", 6, 0, 10), end
+
+    # Listed newest first, without their output.
+    r = api.get(base)
+    assert r.status_code == 200
+    listed = check(r)["commands"]
+    assert [c["pid"] for c in listed] == [pid, short["pid"]], listed
+    assert "stdout" not in listed[0] and listed[0]["stdout_bytes"] == 10
+
+    # One whose stdin was closed while it runs.
+    r = api.post(base, {"command": "sleep 60", "stdin": True, "timeout_s": 60})
+    assert r.status_code == 201, r.text
+    live = check(r)["pid"]
+    r = api.post(f"{base}/{live}/stdin", {"close": True})
+    assert r.status_code == 200 and check(r)["closed"] is True
+
+    # Refused, as the document says; the bodies it refuses too.
+    refused_bodies = [
+        {"command": "true", "args": ["true"]},
+        {},
+        {"args": []},
+        {"command": "true", "wait_s": 61},
+        {"command": "true", "timeout_s": 0},
+        {"command": "true", "shell": True},
+        {"command": "true", "tag": ""},
+    ]
+    for body in refused_bodies:
+        with pytest.raises(AssertionError):
+            validate(body, start)
+        r = api.post(base, body)
+        assert r.status_code == 400 and error_code(r) == "invalid_request", (body, r.text)
+    for body in ({}, {"input": "x", "input_base64": "eA=="}, {"close": False}, {"input": 1}):
+        with pytest.raises(AssertionError):
+            validate(body, write)
+        r = api.post(f"{base}/{live}/stdin", body)
+        assert r.status_code == 400 and error_code(r) == "invalid_request", (body, r.text)
+    unknown = "/v1/sessions/ses_00000000000000000000000000000000/commands"
+    cases = [
+        (api.post(base, {"command": "true", "cwd": "/work/nowhere"}), 400, "invalid_request"),
+        (api.post(base, {"command": "true", "cwd": "../.."}), 400, "invalid_path"),
+        (api.request("POST", base, data=b'{"command":',
+                     headers={"Content-Type": "application/json"}), 400, "invalid_json"),
+        (api.get(f"{base}/999999"), 404, "process_not_found"),
+        (api.get(f"{base}/0"), 400, "invalid_request"),
+        (api.get(f"{base}/x"), 400, "invalid_request"),
+        (api.get(f"{base}/{pid}", params={"stdout_from": "-1"}), 400, "invalid_request"),
+        (api.get(f"{base}/{pid}", params={"wait_s": "61"}), 400, "invalid_request"),
+        (api.get(f"{base}/{pid}", params={"wait_for": "never"}), 400, "invalid_request"),
+        (api.post(f"{base}/{live}/stdin", {"input": "x"}), 409, "stdin_closed"),
+        (api.post(f"{base}/{short['pid']}/stdin", {"input": "x"}), 404, "process_not_found"),
+        (api.post(f"{base}/999999/stdin", {"input": "x"}), 404, "process_not_found"),
+        (api.post(f"{base}/{live}/stdin", {"input": "x" * ((1 << 20) + 1)}), 413, "too_large"),
+        (api.request("PUT", base), 405, "method_not_allowed"),
+        (api.delete(f"{base}/{live}"), 405, "method_not_allowed"),
+        (api.get(f"{base}/{live}/stdin"), 405, "method_not_allowed"),
+        (api.request("PUT", f"{base}/x"), 400, "invalid_request"),   # the pid before the method
+        (api.get(unknown), 404, "session_not_found"),
+        (api.post(unknown, {"command": "true"}), 404, "session_not_found"),
+        (api.get(f"{unknown}/4"), 404, "session_not_found"),
+        (api.post(f"{unknown}/4/stdin", {"input": "x"}), 404, "session_not_found"),
+    ]
+    for r, status, code in cases:
+        assert (r.status_code, error_code(r)) == (status, code), (r.request.method, r.request.url)
+    # A command is a process of the session's: stopped there.
+    r = api.delete(f"/v1/sessions/{sid}/processes/{live}", params={"signal": "KILL"})
+    assert r.status_code == 202 and check(r) == {"pid": live, "signal": "KILL"}
+    end = check(api.get(f"{base}/{live}", params={"wait_s": 30, "wait_for": "end"}))
+    assert end["running"] is False and end["signal"] == 9 and end["timed_out"] is False, end
 
 
 def test_one_shot_execute(api):
