@@ -9,6 +9,8 @@
  * A signal to one is DELETE /v1/sessions/{id}/processes/{pid}: a command is
  * a process of the session's. */
 #include <errno.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,7 +23,7 @@
  * input. */
 #define INPUT_WAIT_S 0.5
 
-/* A query argument: absent (true, *out kept), or digits (at most 19). */
+/* A query argument: absent (true, *out kept), or digits (at most INT64_MAX). */
 static bool offset_arg(struct api_req *rq, const char *name, uint64_t *out)
 {
 	const char *v = MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, name);
@@ -33,7 +35,7 @@ static bool offset_arg(struct api_req *rq, const char *name, uint64_t *out)
 	if (!n || n > 19 || strspn(v, "0123456789") != n)
 		return false;
 	*out = strtoull(v, NULL, 10);
-	return true;
+	return *out <= INT64_MAX;
 }
 
 /* "wait_s": a number from 0 to CMD_WAIT_MAX_S, in a query or a body. */
@@ -107,8 +109,13 @@ static enum MHD_Result start(struct api_req *rq, struct session *s)
 		answered = http_session_error(rq, r, reason);
 		goto out;
 	}
-	/* Started: its pid is said whatever the read says (no wait left). */
-	if (session_command_read(s, pid, &rd, &out, reason, sizeof(reason)) != SM_OK)
+	/* Started: said whatever the wait is (none left: what there is now,
+	 * which needs none; forgotten already: its pid). */
+	if (session_command_read(s, pid, &rd, &out, reason, sizeof(reason)) == SM_CAPACITY) {
+		rd.wait_s = 0;
+		session_command_read(s, pid, &rd, &out, reason, sizeof(reason));
+	}
+	if (!out)
 		out = json_pack("{s:i}", "pid", pid);
 	answered = http_json(rq, 201, out);
 out:
@@ -237,9 +244,13 @@ enum MHD_Result handle_commands(struct api_req *rq, struct session *s, const cha
 		return list ? http_json(rq, 200, json_pack("{s:o}", "commands", list)) :
 			      http_error(rq, 500, "internal", "out of memory");
 	}
+	/* An endpoint first, then its pid. */
 	slash = strchr(rest, '/');
+	if (slash && strcmp(slash, "/stdin"))
+		return http_error(rq, 404, "not_found", "no such endpoint: %.200s", rq->url);
 	if ((size_t)(slash ? slash - rest : (ptrdiff_t)strlen(rest)) >= sizeof(pid_text))
-		return http_error(rq, 404, "process_not_found", "no such command");
+		return http_error(rq, 400, "invalid_request", "a command is named by its pid, a "
+				  "number from 1 to %d", INT_MAX);
 	snprintf(pid_text, sizeof(pid_text), "%.*s", (int)(slash ? slash - rest :
 							   (ptrdiff_t)strlen(rest)), rest);
 	if (!(pidv = http_string(pid_text)))
@@ -250,7 +261,5 @@ enum MHD_Result handle_commands(struct api_req *rq, struct session *s, const cha
 		return http_request_error(rq, &e);
 	if (!slash)
 		return strcmp(m, "GET") ? http_not_allowed(rq, "GET") : read_one(rq, s, pid);
-	if (!strcmp(slash, "/stdin"))
-		return strcmp(m, "POST") ? http_not_allowed(rq, "POST") : input(rq, s, pid);
-	return http_error(rq, 404, "not_found", "no such endpoint: %.200s", rq->url);
+	return strcmp(m, "POST") ? http_not_allowed(rq, "POST") : input(rq, s, pid);
 }

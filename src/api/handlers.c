@@ -38,10 +38,11 @@ const char *http_sm_code(enum sm_result r, int *status)
 
 const char *http_sm_message(enum sm_result r, const char *reason)
 {
-	/* A reason says more than the generic sentence where there is one;
-	 * not found, busy and over capacity have none. */
+	/* A reason says more than the generic sentence where there is one
+	 * (over capacity: which bound, when the session layer says); not
+	 * found and busy have none. */
 	bool own = r == SM_GONE || r == SM_START_FAILED || r == SM_INVALID || r == SM_TOO_LARGE ||
-		   r == SM_NO_PROCESS || r == SM_PROTECTED;
+		   r == SM_NO_PROCESS || r == SM_PROTECTED || r == SM_CAPACITY;
 
 	return own && reason && *reason ? reason : sm_result_message(r);
 }
@@ -385,9 +386,11 @@ enum MHD_Result handle_session(struct api_req *rq, const char *id, const char *r
 		answered = processes(rq, s, NULL);
 	} else if (!strncmp(rest, "/processes/", 11)) {
 		answered = processes(rq, s, rest + 11);
+	} else if (!strncmp(rest, "/ports/", 7)) {
+		answered = handle_ports(rq, s, rest + 7);
 	} else if (!strcmp(rest, "/commands")) {
 		answered = handle_commands(rq, s, "");
-	} else if (!strncmp(rest, "/commands/", 10)) {
+	} else if (!strncmp(rest, "/commands/", 10) && rest[10]) {
 		answered = handle_commands(rq, s, rest + 10);
 	} else if (!strcmp(rest, "/files") || !strcmp(rest, "/files/")) {
 		answered = handle_files(rq, s, "", true);

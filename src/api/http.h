@@ -183,7 +183,7 @@ bool http_gone(void *rq);
 /* Does the client want Server-Sent Events? */
 bool http_wants_sse(struct api_req *rq);
 
-/* Handlers (handlers.c, files.c, commands.c, stream.c, record.c, export.c). */
+/* Handlers (handlers.c, files.c, commands.c, ports.c, stream.c, record.c, export.c). */
 enum MHD_Result handle_sessions(struct api_req *rq);
 /* GET /v1/executions: the whole record, newest first. */
 enum MHD_Result handle_executions(struct api_req *rq);
@@ -201,6 +201,11 @@ enum MHD_Result handle_files(struct api_req *rq, struct session *s, const char *
 /* /v1/sessions/{id}/commands[/{pid}[/stdin]], rest after "/commands/"
  * ("" for the collection) (commands.c). */
 enum MHD_Result handle_commands(struct api_req *rq, struct session *s, const char *rest);
+/* ANY /v1/sessions/{id}/ports/{port}[/path], rest after "/ports/": a
+ * request to a server the session runs (ports.c). */
+enum MHD_Result handle_ports(struct api_req *rq, struct session *s, const char *rest);
+/* Is url a request to a session's port (any body, any Content-Type)? */
+bool http_is_port(const char *url);
 enum MHD_Result handle_mcp(struct api_req *rq);
 /* The web page's static files (web.c): is url one of them, and serve it. */
 bool web_is_asset(const char *url);

@@ -739,6 +739,9 @@ static enum MHD_Result on_headers(struct api_server *srv, struct api_req *rq)
 		else if (ct && !strncasecmp(ct, "application/octet-stream", 24) && envd_upload(rq))
 			rq->body_max = cfg->max_file_bytes + (ce ? (64u << 10) : 0);
 	}
+	/* A request to a session's port is its server's to parse. */
+	if (http_is_port(rq->url))
+		rq->opaque_body = true;
 	if (!rq->raw_upload && rq->body_max > cfg->max_body_bytes)
 		rq->body_max = cfg->max_body_bytes;
 	if (!guard_request(rq, srv->listen_host, &answered))

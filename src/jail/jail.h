@@ -292,6 +292,14 @@ int jail_proc_signal(struct jail *j, pid_t pid, int sig);
  * process of the sandbox.  0; -EAGAIN (the instance is full), -ENOTTY (no
  * devpts), -errno. */
 int jail_open_pty(struct jail *j, int *master, int *slave);
+/* A TCP connection to 127.0.0.1:port as the sandbox's network namespace
+ * has it (a server its code runs), made by a short-lived child charged to
+ * the sandbox (jail_fork_charged()) that joins its user and network
+ * namespaces through its pidfd, and handed back: *fd, non-blocking, its
+ * connect possibly still in progress (poll for POLLOUT, then SO_ERROR).
+ * 0; -ECONNREFUSED (nothing listens there), -EAGAIN (the sandbox is at
+ * its pids limit), -ESRCH (it ended), -errno. */
+int jail_connect(struct jail *j, unsigned short port, int *fd);
 /* Set the oom_score_adj (-1000..1000) of the sandbox's process pid (its
  * number inside), which the process may not lower itself: what the
  * kernel weighs when the sandbox's memory cgroup is full.  0 or -errno. */

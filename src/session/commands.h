@@ -78,10 +78,6 @@ struct commands *commands_new(void);
 struct commands *session_commands(struct session *s);
 /* With the session, after every process of it ended. */
 void commands_free(struct commands *c);
-/* In session.c: a read that waits holds a worker (or an MCP session's
- * call) as an execution does; at most half the workers beside
- * max_executions may, each key its share of them.  False: none left. */
-bool session_wait_begin(struct session *s);
-void session_wait_end(struct session *s);
+
 
 #endif

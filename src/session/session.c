@@ -1240,6 +1240,32 @@ int session_open_pty(struct session *s, int *master, int *slave)
 	return jail_open_pty(box_jail(s->box), master, slave);
 }
 
+enum sm_result session_connect(struct session *s, unsigned short port, int *fd,
+			       char *reason, size_t reasonlen)
+{
+	enum sm_result r = use(s, reason, reasonlen);
+	int e;
+
+	*fd = -1;
+	if (r != SM_OK)
+		return r;
+	e = jail_connect(box_jail(s->box), port, fd);
+	if (e == 0)
+		return SM_OK;
+	if (e == -ECONNREFUSED)
+		snprintf(reason, reasonlen, "nothing listens on port %u in the sandbox (a server "
+			 "must listen on 127.0.0.1 or 0.0.0.0 there)", port);
+	else if (e == -EAGAIN)
+		snprintf(reason, reasonlen, "the sandbox is at its process limit");
+	else if (e == -ESRCH)
+		snprintf(reason, reasonlen, "the sandbox ended");
+	else
+		snprintf(reason, reasonlen, "cannot connect to port %u in the sandbox: %s", port,
+			 strerror(-e));
+	return e == -ECONNREFUSED ? SM_NO_PROCESS : e == -EAGAIN ? SM_CAPACITY :
+	       e == -ESRCH ? SM_GONE : SM_START_FAILED;
+}
+
 bool session_ended(struct session *s)
 {
 	bool ended;

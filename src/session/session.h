@@ -218,6 +218,21 @@ enum sm_result session_processes(struct session *s, json_t **out, char *reason,
 				 size_t reasonlen);
 enum sm_result session_signal_process(struct session *s, int pid, int sig, char *reason,
 				      size_t reasonlen);
+/* A request that waits on the session's sandbox beyond an execution (a
+ * read of a command that waits, a request to one of its ports) holds a
+ * worker, or an MCP session's call, as an execution does: at most half the
+ * workers beside max_executions may at once, each API key its share of
+ * them (the session's key's).  False: none left; else end it with
+ * session_wait_end(). */
+bool session_wait_begin(struct session *s);
+void session_wait_end(struct session *s);
+/* A connection to a server the session's code runs, at 127.0.0.1:port as
+ * its sandbox has it (jail_connect()); counts as use.  SM_OK with *fd
+ * (non-blocking, its connect possibly in progress); SM_NO_PROCESS (nothing
+ * listens there), SM_CAPACITY (the sandbox's pids limit), SM_GONE,
+ * SM_NOT_FOUND, SM_START_FAILED; why in reason. */
+enum sm_result session_connect(struct session *s, unsigned short port, int *fd,
+			       char *reason, size_t reasonlen);
 /* Mark the session used now (workspace.c: file transfers count as use). */
 void session_touch(struct session *s);
 /* When the session was created (seconds since the epoch), last used, and

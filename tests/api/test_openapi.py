@@ -761,7 +761,8 @@ def test_commands(api):
     short = check(r)
     assert short["running"] is False and short["exit_code"] == 3 and short["signal"] is None
     assert (short["stdout"], short["stderr"], short["stdout_next"]) == ("hi\n", "oops\n", 3)
-    assert short["asked"] == {"command": body["command"], "tag": "short", "cwd": "/work"}
+    assert short["asked"] == {"command": body["command"], "tag": "short", "cwd": "/work",
+                              "stdin": False}
 
     # A cat that reads what is sent to it: written, closed, read to its end.
     body = {"args": ["cat"], "stdin": True, "cwd": "/tmp", "env": {"GREETING": "hi"},
@@ -771,7 +772,7 @@ def test_commands(api):
     assert r.status_code == 201, r.text
     cat = check(r)
     assert cat["running"] is True and cat["ended_at"] is None and cat["stdout"] == ""
-    assert cat["asked"] == dict(body, cwd="/tmp")
+    assert cat["asked"] == dict(body, env=["GREETING"])   # the names, never the values
     pid = cat["pid"]
     body = {"input": "hello\n"}
     validate(body, write)
@@ -791,12 +792,18 @@ def test_commands(api):
     assert (end["stdout"], end["stdout_offset"], end["stdout_missed"], end["stdout_next"]) == \
         ("bye\n", 6, 0, 10), end
 
+    # What was asked is shown cut.
+    r = api.post(base, {"command": "true #" + "x" * 2000, "wait_s": 30})
+    assert r.status_code == 201, r.text
+    long = check(r)
+    assert long["asked"]["truncated"] is True and len(long["asked"]["command"]) == 1024
+
     # Listed newest first, without their output.
     r = api.get(base)
     assert r.status_code == 200
     listed = check(r)["commands"]
-    assert [c["pid"] for c in listed] == [pid, short["pid"]], listed
-    assert "stdout" not in listed[0] and listed[0]["stdout_bytes"] == 10
+    assert [c["pid"] for c in listed] == [long["pid"], pid, short["pid"]], listed
+    assert "stdout" not in listed[1] and listed[1]["stdout_bytes"] == 10
 
     # One whose stdin was closed while it runs.
     r = api.post(base, {"command": "sleep 60", "stdin": True, "timeout_s": 60})
@@ -857,6 +864,51 @@ def test_commands(api):
     assert r.status_code == 202 and check(r) == {"pid": live, "signal": "KILL"}
     end = check(api.get(f"{base}/{live}", params={"wait_s": 30, "wait_for": "end"}))
     assert end["running"] is False and end["signal"] == 9 and end["timed_out"] is False, end
+
+
+def test_command_reads_that_wait_are_bounded(make_server):
+    """Past the waiting reads a server allows, a read that would wait is
+    429, and a start that would wait answers with its pid alone."""
+    srv = make_server("[server]\nmax_executions = 4\nhttp_workers = 6\n")   # one may wait
+    api = srv.api()
+    sid = api.session()
+    base = f"/v1/sessions/{sid}/commands"
+    r = api.post(base, {"command": "exec sleep 600"})
+    assert r.status_code == 201, r.text
+    pid = check(r)["pid"]
+    waits, threads = [], []
+
+    def wait_in_turn():
+        """A read that waits for the end, on a thread; again when a probe
+        took the slot before it."""
+        if not threads or not threads[-1].is_alive():
+            threads.append(threading.Thread(target=lambda: waits.append(api.get(
+                f"{base}/{pid}", params={"wait_s": 60, "wait_for": "end"}))))
+            threads[-1].start()
+            return False
+        waits.append(api.get(f"{base}/{pid}", params={"wait_s": 0.5}))
+        return waits[-1].status_code == 429
+    try:
+        assert wait_for(wait_in_turn, 30), waits[-1].text
+        r = api.post(base, {"command": "exec sleep 600", "wait_s": 30})
+        assert r.status_code == 201, r.text
+        # Its wait refused, the start says what there is at once.
+        other = check(r)
+        assert other["running"] is True and other["stdout"] == "", other
+        r = api.delete(f"/v1/sessions/{sid}/processes/{other['pid']}", params={"signal": "KILL"})
+        assert r.status_code == 202 and check(r)["signal"] == "KILL"
+    finally:
+        api.delete(f"/v1/sessions/{sid}/processes/{pid}", params={"signal": "KILL"})
+        for t in threads:
+            t.join()
+    for r in waits:
+        assert r.status_code in (200, 429), r.text
+        if r.status_code == 429:
+            assert error_code(r) == "over_capacity"
+        else:
+            check(r)
+    end = check(waits[-1])      # the one that waited: its end
+    assert end["running"] is False and end["signal"] == 9, end
 
 
 def test_one_shot_execute(api):

@@ -151,7 +151,7 @@ START_TEST(test_tools_without_sandboxes)
 	initialize(c, "2025-06-18", "2025-06-18");
 	r = send_text(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}");
 	tools = json_object_get(json_object_get(r, "result"), "tools");
-	ck_assert_uint_eq(json_array_size(tools), 8);
+	ck_assert_uint_eq(json_array_size(tools), 11);
 	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(tools, 0), "name")),
 			 "execute");
 	ck_assert(json_is_false(json_object_get(json_object_get(json_array_get(tools, 0),
