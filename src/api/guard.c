@@ -158,8 +158,11 @@ bool guard_request(struct api_req *rq, const char *listen_host, enum MHD_Result 
 	 * they call us. */
 	if (http_is_probe(rq->url))
 		return true;
-	if (host && (!host_part(host, strlen(host), name, sizeof(name)) ||
-		     !host_allowed(rq, name, listen_host))) {
+	/* A Host naming a sandbox's server (E2B's getHost()) is not this
+	 * server's name, and needs none: that sandbox's token opens it, which
+	 * a page rebinding a name of its own to us does not have. */
+	if (host && !rq->e2b_port_host && (!host_part(host, strlen(host), name, sizeof(name)) ||
+					   !host_allowed(rq, name, listen_host))) {
 		*answered = refuse(rq, 403, "forbidden_host", "Forbidden: this server does not "
 				   "answer to that Host name (configure allowed_hosts)");
 		return false;

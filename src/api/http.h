@@ -73,6 +73,7 @@ struct api_req {
 	struct answers *answers;	/* answers not yet read (answers.h) */
 	int e2b_kind;			/* enum e2b_kind: E2B_NONE, or which E2B route */
 	char e2b_sid[SESSION_ID_LEN + 1];	/* the sandbox its token opened */
+	bool e2b_port_host;		/* E2B_PORT named by its Host (e2b_kind_of()) */
 	bool opaque_body;		/* a body the handler parses (multipart,
 					 * Connect envelopes), not JSON */
 	int key_index;			/* the API key it came with, in the
@@ -206,6 +207,11 @@ enum MHD_Result handle_commands(struct api_req *rq, struct session *s, const cha
 enum MHD_Result handle_ports(struct api_req *rq, struct session *s, const char *rest);
 /* Is url a request to a session's port (any body, any Content-Type)? */
 bool http_is_port(const char *url);
+/* The request rq, its path path (with rq's query), to the server s runs
+ * on port; prefix: where it is mounted ("" for the root), told to it as
+ * X-Forwarded-Prefix (ports.c; E2B's getHost() too). */
+enum MHD_Result http_port_request(struct api_req *rq, struct session *s, unsigned short port,
+				  const char *path, const char *prefix);
 enum MHD_Result handle_mcp(struct api_req *rq);
 /* The web page's static files (web.c): is url one of them, and serve it. */
 bool web_is_asset(const char *url);

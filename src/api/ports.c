@@ -42,7 +42,10 @@ static bool hop_header(const char *name)
 		"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate",
 		"Proxy-Authorization", "TE", "Trailer", "Transfer-Encoding", "Upgrade",
 		"Content-Length", "Host", "Expect", "Authorization", "X-API-Key", "Cookie",
-		"Set-Cookie", "Set-Cookie2", NULL
+		"Set-Cookie", "Set-Cookie2",
+		/* E2B's: the sandbox's tokens, and where it is */
+		"X-Access-Token", "E2B-Traffic-Access-Token", "E2b-Sandbox-Id", "E2b-Sandbox-Port",
+		NULL
 	};
 
 	for (size_t i = 0; hop[i]; i++)
@@ -114,8 +117,8 @@ static int request_text(struct api_req *rq, const char *prefix, const char *path
 	if (t.failed || buf_appendf(b, " HTTP/1.0\r\nHost: 127.0.0.1:%u\r\n", port) < 0)
 		return -1;
 	MHD_get_connection_values(rq->conn, MHD_HEADER_KIND, add_header, &t);
-	if (t.failed || buf_appendf(b, "X-Forwarded-Prefix: %s\r\nConnection: close\r\n"
-				    "Content-Length: %zu\r\n\r\n", prefix, rq->body.len) < 0 ||
+	if (t.failed || (*prefix && buf_appendf(b, "X-Forwarded-Prefix: %s\r\n", prefix) < 0) ||
+	    buf_appendf(b, "Connection: close\r\nContent-Length: %zu\r\n\r\n", rq->body.len) < 0 ||
 	    buf_append(b, rq->body.data ? rq->body.data : "", rq->body.len) < 0)
 		return -1;
 	return 0;
@@ -274,16 +277,10 @@ bool http_is_port(const char *url)
 
 enum MHD_Result handle_ports(struct api_req *rq, struct session *s, const char *rest)
 {
-	const char *path = strchr(rest, '/'), *why;
+	const char *path = strchr(rest, '/');
 	size_t digits = path ? (size_t)(path - rest) : strlen(rest);
-	char prefix[128], reason[256] = "";
-	struct buf out = BUF_INIT, in = BUF_INIT;
-	struct MHD_Response *resp = NULL;
-	enum MHD_Result answered;
 	unsigned long port;
-	unsigned status = 0;
-	enum sm_result r;
-	int fd = -1, e;
+	char prefix[128];
 
 	port = digits && digits <= 5 && strspn(rest, "0123456789") >= digits ?
 	       strtoul(rest, NULL, 10) : 0;
@@ -291,7 +288,22 @@ enum MHD_Result handle_ports(struct api_req *rq, struct session *s, const char *
 		return http_error(rq, 400, "invalid_request", "a port is a number from 1 to 65535: "
 				  "/v1/sessions/{id}/ports/{port}/{path}");
 	snprintf(prefix, sizeof(prefix), "/v1/sessions/%s/ports/%lu", session_id(s), port);
-	if (request_text(rq, prefix, path ? path : "/", (unsigned)port, &out) < 0) {
+	return http_port_request(rq, s, (unsigned short)port, path ? path : "/", prefix);
+}
+
+enum MHD_Result http_port_request(struct api_req *rq, struct session *s, unsigned short port,
+				  const char *path, const char *prefix)
+{
+	char reason[256] = "";
+	struct buf out = BUF_INIT, in = BUF_INIT;
+	struct MHD_Response *resp = NULL;
+	enum MHD_Result answered;
+	unsigned status = 0;
+	const char *why;
+	enum sm_result r;
+	int fd = -1, e;
+
+	if (request_text(rq, prefix, path, port, &out) < 0) {
 		buf_release(&out);
 		return http_error(rq, 500, "internal", "out of memory");
 	}
@@ -301,26 +313,26 @@ enum MHD_Result handle_ports(struct api_req *rq, struct session *s, const char *
 				  "and reads of commands are waiting already: retry when one "
 				  "has ended");
 	}
-	r = session_connect(s, (unsigned short)port, &fd, reason, sizeof(reason));
+	r = session_connect(s, port, &fd, reason, sizeof(reason));
 	if (r == SM_NO_PROCESS) {
 		answered = http_error(rq, 502, "port_closed", "%s", reason);
 	} else if (r != SM_OK) {
 		answered = http_session_error(rq, r, reason);
 	} else if ((e = exchange(rq, fd, &out, &in, clock_mono_s() + rq->cfg->http_timeout_s)) ==
 		   -ETIMEDOUT) {
-		answered = http_error(rq, 504, "port_timeout", "the server on port %lu did not "
+		answered = http_error(rq, 504, "port_timeout", "the server on port %u did not "
 				      "answer within %g s", port, rq->cfg->http_timeout_s);
 	} else if (e == -ECONNRESET && http_gone(rq)) {
 		answered = MHD_NO;
 	} else if (e == -ECONNREFUSED) {
-		answered = http_error(rq, 502, "port_closed", "nothing listens on port %lu in the "
+		answered = http_error(rq, 502, "port_closed", "nothing listens on port %u in the "
 				      "sandbox (a server must listen on 127.0.0.1 or 0.0.0.0 "
 				      "there)", port);
 	} else if (e == -EFBIG) {
 		answered = http_error(rq, 502, "bad_gateway", "the server's answer is larger than "
 				      "16 MiB");
 	} else if (e < 0) {
-		answered = http_error(rq, 502, "bad_gateway", "the server on port %lu: %s", port,
+		answered = http_error(rq, 502, "bad_gateway", "the server on port %u: %s", port,
 				      strerror(-e));
 	} else if (!(resp = answer_of(rq, &in, &status, &why))) {
 		answered = http_error(rq, 502, "bad_gateway", "%s", why);

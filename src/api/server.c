@@ -518,6 +518,9 @@ static enum MHD_Result route(struct api_req *rq)
 {
 	const char *url = rq->url, *m = rq->method;
 
+	/* A Host naming a sandbox's server: all of its paths are its own. */
+	if (rq->e2b_port_host)
+		return e2b_route(rq);
 	if (http_is_probe(url)) {
 		if (strcmp(m, "GET"))
 			return http_not_allowed(rq, "GET");
@@ -720,8 +723,8 @@ static enum MHD_Result on_headers(struct api_server *srv, struct api_req *rq)
 
 	if (atomic_load(&srv->quiescing))
 		return http_error(rq, 503, "shutting_down", "the server is shutting down");
-	rq->raw_upload = is_upload(rq->method, rq->url);
-	rq->e2b_kind = e2b_kind_of(rq->conn, rq->url);
+	rq->e2b_kind = e2b_kind_of(rq->conn, rq->url, &rq->e2b_port_host);
+	rq->raw_upload = rq->e2b_kind != E2B_PORT && is_upload(rq->method, rq->url);
 	rq->body_max = rq->raw_upload ? cfg->max_file_bytes : cfg->max_json_bytes;
 	if (rq->e2b_kind == E2B_ENVD) {
 		/* Multipart uploads (a file and its part headers), octet-stream
@@ -740,7 +743,7 @@ static enum MHD_Result on_headers(struct api_server *srv, struct api_req *rq)
 			rq->body_max = cfg->max_file_bytes + (ce ? (64u << 10) : 0);
 	}
 	/* A request to a session's port is its server's to parse. */
-	if (http_is_port(rq->url))
+	if (http_is_port(rq->url) || rq->e2b_kind == E2B_PORT)
 		rq->opaque_body = true;
 	if (!rq->raw_upload && rq->body_max > cfg->max_body_bytes)
 		rq->body_max = cfg->max_body_bytes;
@@ -811,7 +814,7 @@ static enum MHD_Result on_body_done(struct api_server *srv, struct api_req *rq)
 		return http_error(rq, 413, "too_complex", "%s (at most %u levels and %zu values)",
 				  msg, body_cost.max_depth, body_cost.max_nodes);
 	}
-	if (runs_inline(rq->url))
+	if (runs_inline(rq->url) && !rq->e2b_port_host)
 		return route(rq);
 	if (is_expensive_read(rq) && !take_read(srv, rq)) {
 		metrics_inc(M_REJECT_CAPACITY);

@@ -416,6 +416,27 @@ static bool is_envd_rest_path(const char *p)
 	return !strcmp(p, "/health") || !strcmp(p, "/files");
 }
 
+/* A Host that getHost() names: "PORT-SANDBOXID.DOMAIN[:N]", with the port
+ * (1 to 65535) and the sandbox's id (a session's: "ses_...") into sid
+ * (SESSION_ID_LEN + 1 bytes). */
+static bool port_host(const char *host, uint32_t *port, char *sid)
+{
+	const char *dash = host ? strchr(host, '-') : NULL, *dot;
+	char digits[6];
+
+	if (!dash || dash == host || dash - host > 5)
+		return false;
+	memcpy(digits, host, (size_t)(dash - host));
+	digits[dash - host] = '\0';
+	dot = strchr(dash + 1, '.');
+	if (!num_u32(digits, 1, 65535, port) || !dot || (size_t)(dot - dash - 1) > SESSION_ID_LEN ||
+	    strncmp(dash + 1, "ses_", 4))
+		return false;
+	memcpy(sid, dash + 1, (size_t)(dot - dash - 1));
+	sid[dot - dash - 1] = '\0';
+	return true;
+}
+
 /* The sandbox a data-plane request is for: its E2b-Sandbox-Id, or the one
  * whose token it brings (each token compared in constant time), into sid
  * (at least SESSION_ID_LEN + 1 bytes); false when neither. */
@@ -424,7 +445,10 @@ static bool data_sid(struct api_req *rq, char *sid)
 	const char *id = header(rq->conn, "E2b-Sandbox-Id");
 	const char *token = header(rq->conn, "X-Access-Token");
 	bool found = false;
+	uint32_t port;
 
+	if (rq->e2b_port_host)
+		return port_host(header(rq->conn, "Host"), &port, sid);
 	if (id) {
 		if (strlen(id) > SESSION_ID_LEN)
 			return false;
@@ -452,11 +476,15 @@ static bool is_native_path(const char *p)
 	       !strcmp(p, "/v1") || !strncmp(p, "/v1/", 4);
 }
 
-enum e2b_kind e2b_kind_of(struct MHD_Connection *conn, const char *url)
+enum e2b_kind e2b_kind_of(struct MHD_Connection *conn, const char *url, bool *by_host)
 {
 	const char *port = header(conn, "E2b-Sandbox-Port");
+	char sid[SESSION_ID_LEN + 1];
 	uint32_t n;
 
+	*by_host = port_host(header(conn, "Host"), &n, sid);
+	if (*by_host)
+		return E2B_PORT;
 	if (is_native_path(url))
 		return E2B_NONE;
 	if (!header(conn, "E2b-Sandbox-Id") && (header(conn, "X-Access-Token") ||
@@ -466,8 +494,7 @@ enum e2b_kind e2b_kind_of(struct MHD_Connection *conn, const char *url)
 	if (header(conn, "E2b-Sandbox-Id")) {
 		if (!port || !num_u32(port, 1, 65535, &n))
 			return E2B_BAD_PORT;
-		return n == E2B_ENVD_PORT ? E2B_ENVD : n == E2B_CODE_PORT ? E2B_CODE :
-					    E2B_BAD_PORT;
+		return n == E2B_ENVD_PORT ? E2B_ENVD : n == E2B_CODE_PORT ? E2B_CODE : E2B_PORT;
 	}
 	return is_control_path(url) ? E2B_CONTROL : E2B_NONE;
 }
@@ -586,12 +613,12 @@ bool e2b_authorize(struct api_req *rq, enum MHD_Result *answered)
 		const char *port = header(rq->conn, "E2b-Sandbox-Port");
 
 		metrics_inc(M_REJECT_NOT_FOUND);
-		*answered = e2b_error(rq, 404, "petri serves E2B's envd (port %d) and code "
-				      "interpreter (port %d) only, not port %.10s", E2B_ENVD_PORT,
-				      E2B_CODE_PORT, port ? port : "(none)");
+		*answered = e2b_error(rq, 404, "E2b-Sandbox-Port must be a port, a number from 1 "
+				      "to 65535, not %.10s", port ? port : "(none)");
 		return false;
 	}
-	if (!header(rq->conn, "E2b-Sandbox-Id") && !token && query(rq->conn, "signature"))
+	if (rq->e2b_kind != E2B_PORT && !header(rq->conn, "E2b-Sandbox-Id") && !token &&
+	    query(rq->conn, "signature"))
 		return signed_request(rq, answered);
 	/* The sandbox is named here, once: the body may take long to come, and
 	 * by then the token may name no sandbox (killed), not another. */
@@ -1198,6 +1225,19 @@ static enum MHD_Result control(struct api_req *rq, const char *path)
 
 /* ---- routing ---------------------------------------------------------------- */
 
+/* The port a request of E2B_PORT is for. */
+static unsigned short e2b_port(struct api_req *rq)
+{
+	char sid[SESSION_ID_LEN + 1];
+	uint32_t n = 0;
+
+	if (rq->e2b_port_host)
+		port_host(header(rq->conn, "Host"), &n, sid);
+	else
+		num_u32(header(rq->conn, "E2b-Sandbox-Port"), 1, 65535, &n);
+	return (unsigned short)n;
+}
+
 enum MHD_Result e2b_route(struct api_req *rq)
 {
 	const char *sid = rq->e2b_sid;
@@ -1213,6 +1253,7 @@ enum MHD_Result e2b_route(struct api_req *rq)
 		return control(rq, path);
 	case E2B_ENVD:
 	case E2B_CODE:
+	case E2B_PORT:
 		break;
 	default:
 		return e2b_error(rq, 404, "not an E2B route");
@@ -1231,7 +1272,9 @@ enum MHD_Result e2b_route(struct api_req *rq)
 		return e2b_error(rq, 502, "the sandbox has ended%s%s", *reason ? ": " : "",
 				 reason);
 	}
-	answered = rq->e2b_kind == E2B_ENVD ? e2b_envd(rq, s, path) : e2b_code(rq, s, path);
+	answered = rq->e2b_kind == E2B_ENVD ? e2b_envd(rq, s, path) :
+		   rq->e2b_kind == E2B_CODE ? e2b_code(rq, s, path) :
+		   http_port_request(rq, s, e2b_port(rq), rq->url, "");
 	session_put(s);
 	return answered;
 }

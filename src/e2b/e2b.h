@@ -47,12 +47,15 @@ int e2b_new(struct e2b **out);
 void e2b_free(struct e2b *e);
 
 /* What an incoming request is, from its headers (server.c, before the
- * body): not E2B's, the control plane, envd, the code interpreter, or a
- * data-plane call to a port petri does not serve.  The native API's paths
- * (/v1/..., /healthz, /readyz, /metrics, /mcp) are never E2B's, whatever
- * the headers say. */
-enum e2b_kind { E2B_NONE, E2B_CONTROL, E2B_ENVD, E2B_CODE, E2B_BAD_PORT };
-enum e2b_kind e2b_kind_of(struct MHD_Connection *conn, const char *url);
+ * body): not E2B's, the control plane, envd, the code interpreter, a
+ * server the sandbox runs on another port (E2B_PORT: E2b-Sandbox-Id with
+ * E2b-Sandbox-Port, or a Host that getHost() names, "PORT-SANDBOXID.
+ * DOMAIN"), or a data-plane call to a port that is no number.  The native
+ * API's paths (/v1/..., /healthz, /readyz, /metrics, /mcp) are never E2B's,
+ * whatever the headers say, but for a Host of getHost()'s (*by_host
+ * true): that names the sandbox's server, whatever the path. */
+enum e2b_kind { E2B_NONE, E2B_CONTROL, E2B_ENVD, E2B_CODE, E2B_BAD_PORT, E2B_PORT };
+enum e2b_kind e2b_kind_of(struct MHD_Connection *conn, const char *url, bool *by_host);
 
 /* May this request be made (server.c, with the headers, before the body)?
  * The control plane's X-API-KEY against the server's keys; a data-plane

@@ -1284,7 +1284,11 @@ def test_other_process_streams_are_refused_in_band(box):
 def test_unknown_routes_and_ports(box):
     r = box.request("GET", "/nope")
     assert r.status_code == 404 and r.json()["code"] == 404
+    # Another port is the sandbox's server there (tests/api/test_ports.py):
+    # nothing listens on this one; a port that is no number is no route.
     r = box.request("GET", "/health", headers={"E2b-Sandbox-Port": "8080"})
+    assert r.status_code == 502 and "nothing listens" in r.json()["message"], r.text
+    r = box.request("GET", "/health", headers={"E2b-Sandbox-Port": "80a"})
     assert r.status_code == 404
 
 

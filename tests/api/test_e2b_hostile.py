@@ -85,20 +85,20 @@ def test_a_native_upload_with_e2b_headers_needs_the_api_key(daemon, box):
     assert requests.get(daemon.url + "/healthz", timeout=30).status_code == 200
 
 
-def test_an_unserved_port_is_answered_before_its_body(daemon):
-    """No credential and a data-plane port petri does not serve: answered
-    from the headers, as a request without the API key is, so that such a
-    client holds none of the server's budget for bodies while it sends one
-    slowly."""
+@pytest.mark.parametrize("port,status", [("8080", b"401"), ("80a", b"404")])
+def test_a_port_without_credentials_is_answered_before_its_body(daemon, port, status):
+    """No credential for a sandbox's server on another port (its token is
+    needed), or a port that is no number: answered from the headers, as a
+    request without the API key is, so that such a client holds none of the
+    server's budget for bodies while it sends one slowly."""
     u = urllib.parse.urlsplit(daemon.url)
     c = socket.create_connection((u.hostname, u.port), timeout=60)
     c.sendall((f"POST /execute HTTP/1.1\r\nHost: {u.hostname}:{u.port}\r\n"
-               "E2b-Sandbox-Id: x\r\nE2b-Sandbox-Port: 8080\r\n"
+               f"E2b-Sandbox-Id: x\r\nE2b-Sandbox-Port: {port}\r\n"
                "Content-Type: application/json\r\nContent-Length: 4000000\r\n\r\n{").encode())
     head = answer_on(c)   # the rest of the request's body never comes
     c.close()
-    assert head.split(b" ", 2)[1] == b"404", head[:300]
-    assert b"8080" in head
+    assert head.split(b" ", 2)[1] == status, head[:300]
 
 
 # ---- what the answers quote is made valid UTF-8 ------------------------------

@@ -167,3 +167,55 @@ def test_an_unknown_or_ended_session(server):
     sid = api.session()
     assert api.delete(f"/v1/sessions/{sid}").status_code == 204
     assert api.get(f"/v1/sessions/{sid}/ports/8000/").status_code in (404, 410)
+
+
+# ---- E2B's sandboxes: getHost() and the data plane's headers ------------------
+
+def test_an_e2b_sandboxs_port_by_its_headers_and_by_gethost(make_server):
+    import secrets
+
+    import requests
+    from harness import Api
+
+    key = "e2b_" + secrets.token_hex(16)
+    srv = make_server(f"[server]\napi_keys = {key}\n")
+    r = requests.post(srv.url + "/sandboxes", headers={"X-API-KEY": key},
+                      json={"templateID": "base", "timeout": 600}, timeout=120)
+    assert r.status_code == 201, r.text
+    sid, token = r.json()["sandboxID"], r.json()["trafficAccessToken"]
+    api = Api(srv.url, key=key)
+    serve(api, sid, ECHO, 3000)
+    # As the data plane names it: the sandbox and its port in headers.
+    r = requests.post(srv.url + "/api/anything?x=1", data=b"\x00raw", timeout=60, headers={
+        "E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "3000",
+        "E2B-Traffic-Access-Token": token, "Content-Type": "application/octet-stream"})
+    assert r.status_code == 201, r.text
+    got = r.json()
+    assert got["path"] == "/api/anything?x=1" and got["body"] == "\x00raw", got
+    # Neither the sandbox's tokens nor where it is reach its server.
+    assert not {"e2b-traffic-access-token", "x-access-token", "e2b-sandbox-id",
+                "e2b-sandbox-port", "x-forwarded-prefix"} & set(got["headers"]), got
+    # As getHost(3000) names it: "3000-<id>.<domain>", whatever the domain.
+    host = {"Host": f"3000-{sid}.sandboxes.example.org"}
+    r = requests.get(srv.url + "/healthz", timeout=60,
+                     headers={**host, "X-Access-Token": token})
+    assert r.status_code == 201 and r.json()["path"] == "/healthz", r.text
+    # ... petri's own paths included: an upload's is the server's too.
+    r = requests.put(srv.url + "/v1/sessions/x/files/y", data=b"hi", timeout=60,
+                     headers={**host, "X-Access-Token": token})
+    assert r.status_code == 201 and r.json()["method"] == "PUT", r.text
+    assert r.json()["body"] == "hi", r.text
+    # Never without the sandbox's token, nor with another's.
+    for headers in [host, {**host, "X-Access-Token": "tok_nope"},
+                    {"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "3000"}]:
+        r = requests.get(srv.url + "/", headers=headers, timeout=60)
+        assert r.status_code == 401, (headers, r.text)
+    # A port that is no number.
+    r = requests.get(srv.url + "/", timeout=60, headers={
+        "E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "http", "X-Access-Token": token})
+    assert r.status_code == 404, r.text
+    # Killed: what the SDKs read as a sandbox that ended.
+    assert requests.delete(f"{srv.url}/sandboxes/{sid}", headers={"X-API-KEY": key},
+                           timeout=60).status_code == 204
+    r = requests.get(srv.url + "/", headers={**host, "X-Access-Token": token}, timeout=60)
+    assert r.status_code == 502, r.text
