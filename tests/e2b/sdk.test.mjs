@@ -563,6 +563,33 @@ describe(`E2B SDK ${which}: e2b ${versions.e2b}, code-interpreter ${versions.ci}
       assert.equal(chunks.join(''), 'out\n');
     });
 
+    test('getHost: a server a command starts, reached through petri with the sandbox\'s token', T, async () => {
+      const cmd = await sbx.commands.run('python3 -m http.server 8123',
+        { ...REQ, background: true });
+      try {
+        assert.match(sbx.getHost(8123), new RegExp(`^8123-${sbx.sandboxId}\\.`));
+        // trafficAccessToken is the SDK's since 2.3; the older ones keep the same token as
+        // envdAccessToken.
+        const token = sbx.trafficAccessToken ?? sbx.envdAccessToken;
+        assert.equal(typeof token, 'string');
+        const headers = { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '8123',
+          'E2B-Traffic-Access-Token': token };
+        let res;
+        for (let i = 0; i < 100; i++) {      // until it listens
+          res = await fetch(`${PETRI_URL}/`, { headers });
+          if (res.status !== 502) break;
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        assert.equal(res.status, 200);
+        assert.match(await res.text(), /Directory listing/);
+        const denied = await fetch(`${PETRI_URL}/`, { headers: { ...headers,
+          'E2B-Traffic-Access-Token': 'tok_wrong' } });
+        assert.equal(denied.status, 401);
+      } finally {
+        await cmd.kill();
+      }
+    });
+
     test('a non-zero exit is CommandExitError with the output so far', T, async () => {
       await assert.rejects(sbx.commands.run('echo before; echo oops >&2; exit 3',
         { ...REQ, timeoutMs: 30_000 }), (e) => {
