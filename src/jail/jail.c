@@ -759,6 +759,9 @@ int jail_proc_signal(struct jail *j, pid_t pid, int sig)
 	return procs_signal(j->proc_fd, atomic_load(&j->protected_pid), pid, sig);
 }
 
+/* The child that connects ends at once; past this it is killed. */
+#define CONNECT_WAIT_MS 5000
+
 struct connect_args {
 	int pidfd;
 	unsigned short port;
@@ -775,9 +778,17 @@ static int connect_inside(void *arg)
 	struct iovec iov = { .iov_base = "c", .iov_len = 1 };
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
 			      .msg_controllen = sizeof(cbuf) };
+	int lo = a->pidfd < a->back ? a->pidfd : a->back, hi = a->pidfd ^ a->back ^ lo;
 	struct cmsghdr *cm;
 	int s;
 
+	/* Inside the sandbox's namespaces it holds nothing of the daemon's
+	 * but these two. */
+	if (lo > 0)
+		syscall(SYS_close_range, 0, (unsigned)lo - 1, 0);
+	if (hi > lo + 1)
+		syscall(SYS_close_range, (unsigned)lo + 1, (unsigned)hi - 1, 0);
+	syscall(SYS_close_range, (unsigned)hi + 1, ~0U, 0);
 	if (setns(a->pidfd, CLONE_NEWUSER | CLONE_NEWNET) < 0)
 		return -errno;
 	s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -802,8 +813,9 @@ int jail_connect(struct jail *j, unsigned short port, int *fd)
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
 			      .msg_controllen = sizeof(cbuf) };
 	struct connect_args a = { .pidfd = j->pidfd, .port = port };
+	struct pollfd ended = { .fd = j->pidfd, .events = POLLIN };
 	struct cmsghdr *cm;
-	int sp[2], st, r;
+	int sp[2], st = 0, r, cfd;
 	pid_t child;
 
 	*fd = -1;
@@ -816,21 +828,36 @@ int jail_connect(struct jail *j, unsigned short port, int *fd)
 	close(sp[1]);
 	if (r < 0) {
 		close(sp[0]);
-		return r;
+		return r == -EAGAIN ? -ENOMEM : r;	/* the daemon's clone, not the sandbox */
 	}
-	/* It makes no call that waits: it ends at once. */
+	/* It makes no call that waits and ends at once; one that does not
+	 * (a sandbox's cgroup frozen?) is killed. */
+	cfd = (int)syscall(SYS_pidfd_open, child, 0);
+	if (cfd >= 0) {
+		struct pollfd pfd = { .fd = cfd, .events = POLLIN };
+
+		if (poll(&pfd, 1, CONNECT_WAIT_MS) == 0)
+			kill(child, SIGKILL);
+		close(cfd);
+	}
 	while (waitpid(child, &st, 0) < 0 && errno == EINTR)
 		;
-	r = WIFEXITED(st) ? -WEXITSTATUS(st) : -ESRCH;
+	r = WIFEXITED(st) ? -WEXITSTATUS(st) : -EIO;
 	if (r == 0 && recvmsg(sp[0], &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) == 1 &&
-	    (cm = CMSG_FIRSTHDR(&msg)) && cm->cmsg_level == SOL_SOCKET &&
-	    cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len == CMSG_LEN(sizeof(int)))
+	    !(msg.msg_flags & MSG_CTRUNC) && (cm = CMSG_FIRSTHDR(&msg)) &&
+	    cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+	    cm->cmsg_len == CMSG_LEN(sizeof(int)))
 		memcpy(fd, CMSG_DATA(cm), sizeof(int));
 	else if (r == 0)
 		r = -EIO;
 	close(sp[0]);
-	/* A pidfd of a sandbox that ended cannot be joined. */
-	return r == -EINVAL ? -ESRCH : r;
+	/* The sandbox ended: its pidfd says so (and cannot be joined then);
+	 * any other failure is not its end. */
+	if (r < 0 && r != -ECONNREFUSED && r != -EAGAIN && poll(&ended, 1, 0) > 0)
+		r = -ESRCH;
+	else if (r == -EINVAL || r == -ESRCH)
+		r = -EIO;
+	return r;
 }
 
 int jail_open_pty(struct jail *j, int *master, int *slave)

@@ -10,6 +10,8 @@ reading their output: nothing asserts on how long anything took.
 """
 import pytest
 
+from apihelp import wait_for
+
 # Answers every request with what it received, as JSON; says "ready" once
 # it listens.
 ECHO = r"""
@@ -62,6 +64,31 @@ while True:
             pass
     elif sys.argv[2] == "headers":
         c.sendall(b"HTTP/1.0 200 OK\r\n" + b"X-Long: " + b"a" * 70000 + b"\r\n\r\n")
+    elif sys.argv[2] == "keepalive":       # answers whole, then keeps the connection
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
+        time.sleep(600)
+    elif sys.argv[2] == "interim":
+        c.sendall(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n"
+                  b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+    elif sys.argv[2] == "upgrade":
+        c.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n")
+    elif sys.argv[2] == "short":
+        c.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 10\r\n\r\nabc")
+    elif sys.argv[2] == "chunked":
+        c.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n")
+    elif sys.argv[2] == "origin-wide":
+        c.sendall(b"HTTP/1.0 302 Found\r\nLocation: https://elsewhere.example/\r\n"
+                  b"Clear-Site-Data: \"*\"\r\nAlt-Svc: h3=\":443\"\r\nNEL: {}\r\n"
+                  b"Strict-Transport-Security: max-age=1\r\nWWW-Authenticate: Basic\r\n"
+                  b"X-Accel-Redirect: /internal\r\nCache-Control: public\r\nX-Empty:\r\n"
+                  b"X-Mine: kept  \r\nContent-Type: text/plain\r\n\r\nmoved")
+    elif sys.argv[2] == "local-redirect":
+        c.sendall(b"HTTP/1.0 302 Found\r\nLocation: /login?next=1\r\n\r\n")
+    elif sys.argv[2] == "big":
+        try:
+            c.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 8388608\r\n\r\n" + b"x" * 8388608)
+        except OSError:
+            pass
     c.close()
 """
 
@@ -157,8 +184,68 @@ def test_servers_that_misbehave_are_clear_errors(make_server):
                                "bad_gateway")
     assert "64 KiB" in refused(api.get(f"/v1/sessions/{sid}/ports/9004/"), 502,
                                "bad_gateway")
+    # An answer whole by its Content-Length is passed at once, whatever the
+    # connection does after; interim answers are skipped.
+    for port, how in [(9005, "keepalive"), (9006, "interim"), (9007, "upgrade"),
+                      (9008, "short"), (9009, "chunked")]:
+        serve(api, sid, RAW, port, how)
+    r = api.get(f"/v1/sessions/{sid}/ports/9005/")
+    assert r.status_code == 200 and r.text == "hello", r.text
+    r = api.get(f"/v1/sessions/{sid}/ports/9006/")
+    assert r.status_code == 200 and r.text == "ok", r.text
+    assert "WebSocket" in refused(api.get(f"/v1/sessions/{sid}/ports/9007/"), 502,
+                                  "bad_gateway")
+    assert "cut short" in refused(api.get(f"/v1/sessions/{sid}/ports/9008/"), 502,
+                                  "bad_gateway")
+    assert "chunked" in refused(api.get(f"/v1/sessions/{sid}/ports/9009/"), 502,
+                                "bad_gateway")
     # The session, and the server, work on.
     assert api.execute(sid, "1 + 1")["results"][0]["text/plain"] == "2"
+
+
+def test_an_answer_acts_on_nothing_but_itself(server):
+    api = server.api()
+    sid = api.session()
+    serve(api, sid, RAW, 9101, "origin-wide")
+    serve(api, sid, RAW, 9102, "local-redirect")
+    r = api.get(f"/v1/sessions/{sid}/ports/9101/", allow_redirects=False)
+    assert r.status_code == 302 and r.text == "moved", r.text
+    h = {k.lower(): v for k, v in r.headers.items()}
+    # Nothing that tells the browser, or a proxy in front, to act on petri's
+    # origin; no redirect to another site; what describes the content stays.
+    for name in ("location", "clear-site-data", "alt-svc", "nel", "strict-transport-security",
+                 "www-authenticate", "x-accel-redirect", "x-empty"):
+        assert name not in h, (name, h)
+    assert h["cache-control"] == "no-store" and h["x-mine"] == "kept", h
+    assert h["content-type"] == "text/plain", h
+    r = api.get(f"/v1/sessions/{sid}/ports/9102/", allow_redirects=False)
+    assert r.status_code == 302 and r.headers["Location"] == "/login?next=1", r.headers
+
+
+def test_unread_answers_of_any_method_are_bounded(make_server):
+    import socket
+    srv = make_server("[server]\nmax_answers_mb = 4\n")
+    api = srv.api()
+    sid = api.session()
+    serve(api, sid, RAW, 9200, "big")
+    host, port = srv.url.split("//")[1].split(":")
+    held = []
+    try:
+        # Answers of 8 MiB nobody reads, asked for by DELETE: each is held
+        # as any answer is, and the next is refused once they fill the cap.
+        def refused_now():
+            s = socket.create_connection((host, int(port)))
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            held.append(s)
+            s.sendall(f"DELETE /v1/sessions/{sid}/ports/9200/ HTTP/1.1\r\n"
+                      f"Host: {host}:{port}\r\n\r\n".encode())
+            s.settimeout(30)
+            status = s.recv(12)
+            return status[9:12] in (b"429", b"503")
+        assert wait_for(refused_now, 60)
+    finally:
+        for s in held:
+            s.close()
 
 
 def test_an_unknown_or_ended_session(server):
