@@ -131,7 +131,7 @@ $(BUILD)/petri-init: $(PID1_SRC) $(wildcard src/jail/*.h)
 # Embedded in the binary, so that petri is one file: the Python driver, the
 # template extension, the OpenAPI document and the web page (src/web).
 $(BUILD)/src/util/embed.o: src/util/embed.S src/runtime/driver.py docs/openapi.json \
-			      src/runtime/run.js src/runtime/profile.R \
+			      src/runtime/run.js src/runtime/profile.R src/runtime/Run.java \
 			      src/web/index.html src/web/app.js src/web/app.css \
 			      src/web/plotly-frame.html src/web/plotly-frame.js \
 			      src/web/html-frame.html src/web/html-frame.js \

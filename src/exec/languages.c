@@ -19,6 +19,8 @@ static const char *const ts_aliases[] = { "ts", NULL };
 static const char *const ts_ext[] = { ".ts", ".cts", NULL };
 static const char *const r_aliases[] = { "R", NULL };
 static const char *const r_ext[] = { ".R", ".r", NULL };
+static const char *const java_aliases[] = { "jshell", NULL };
+static const char *const java_ext[] = { ".jsh", ".java", NULL };
 
 /* The programs' helpers, /opt/petri/run.js (JavaScript and TypeScript) and
  * /opt/petri/profile.R, leave the values and the plots in $PETRI_RESULTS
@@ -51,6 +53,15 @@ static const struct language builtin[] = {
 	  "comes back as a result instead, and every plot as a PNG image",
 	  "{tmp}/main.R", NULL, "env R_PROFILE_USER=/opt/petri/profile.R Rscript {file}",
 	  "Rscript --version" },
+	/* Run.java: the snippets through JShell in its own JVM (one JVM, no
+	 * second one to execute in); a client JIT only and the serial
+	 * collector, for a short run's start. */
+	{ "java", java_aliases, java_ext,
+	  "Java snippets as jshell runs them (statements, declarations, methods and "
+	  "classes, no main needed), in /work; the value of the last expression is "
+	  "returned; the environment's variables are also system properties",
+	  "{tmp}/main.jsh", NULL, "java -XX:-UsePerfData -XX:TieredStopAtLevel=1 "
+	  "-XX:+UseSerialGC -Xshare:auto /opt/petri/Run.java {file}", "java -version" },
 };
 
 #define NBUILTIN (sizeof(builtin) / sizeof(builtin[0]))

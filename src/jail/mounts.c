@@ -272,14 +272,17 @@ static int plan_etc(struct mount_plan *p, const char *hostname)
 	for (size_t i = 0; host_etc[i]; i++)
 		if ((r = plan_host_path(p, host_etc[i])) < 0)
 			return r;
-	/* /etc/python3, /etc/python3.11: sitecustomize and friends. */
+	/* /etc/python3, /etc/python3.11: sitecustomize and friends;
+	 * /etc/java-17-openjdk: the JDK's own configuration (its security
+	 * properties and policy, logging), which the JVM does not start
+	 * without; both public, as Debian ships them. */
 	d = opendir("/etc");
 	if (!d)
 		return 0;
 	while ((de = readdir(d))) {
 		char path[300];
 
-		if (strncmp(de->d_name, "python3", 7) != 0)
+		if (strncmp(de->d_name, "python3", 7) != 0 && strncmp(de->d_name, "java-", 5) != 0)
 			continue;
 		snprintf(path, sizeof(path), "/etc/%s", de->d_name);
 		if ((r = plan_host_path(p, path)) < 0)

@@ -433,6 +433,10 @@ int box_jail_config(const struct box_config *cfg, struct jail_config *jc,
 		.len = (size_t)(petri_profile_r_end - petri_profile_r), .mode = 0644,
 	};
 	parts->files[nf++] = (struct jail_file){
+		.path = "/opt/petri/Run.java", .data = petri_run_java,
+		.len = (size_t)(petri_run_java_end - petri_run_java), .mode = 0644,
+	};
+	parts->files[nf++] = (struct jail_file){
 		.path = BOX_SHIMS "/python", .data = python_shim, .len = sizeof(python_shim) - 1,
 		.mode = 0755,
 	};

@@ -60,7 +60,7 @@ struct box_jail_parts {
 	const char *env[BOX_ENV_MAX];
 	/* driver, run.js, profile.R, python and sudo, fonts.conf, the cache's;
 	 * a template's extension and petri-init */
-	struct jail_file files[8 + CACHE_FILES_MAX];
+	struct jail_file files[9 + CACHE_FILES_MAX];
 	char fonts_conf[1024];
 	const char *binds[BOX_BINDS_MAX + 1];
 	char python_path[32 + BOX_PYTHON_PATH_MAX * 1024];	/* PETRI_PYTHON_PATH= */

@@ -1,5 +1,5 @@
 /* Files embedded so that petri is one binary: the Python driver
- * (docs/protocol.md), the JavaScript and R helpers (docs/languages.md), the
+ * (docs/protocol.md), the JavaScript, R and Java helpers (docs/languages.md), the
  * template's C extension (src/runtime/pyext.c), the pid 1 of its sandboxes
  * (src/jail/pid1.c),
  * the OpenAPI document (docs/openapi.json) and the web page's static files
@@ -33,6 +33,16 @@ petri_profile_r:
 	.global petri_profile_r_end
 	.type petri_profile_r_end, @object
 petri_profile_r_end:
+	.byte 0
+
+	.global petri_run_java
+	.type petri_run_java, @object
+	.balign 16
+petri_run_java:
+	.incbin "Run.java"
+	.global petri_run_java_end
+	.type petri_run_java_end, @object
+petri_run_java_end:
 	.byte 0
 
 	.global petri_pyext_so

@@ -8,6 +8,8 @@ extern const char petri_run_js[];
 extern const char petri_run_js_end[];
 extern const char petri_profile_r[];
 extern const char petri_profile_r_end[];
+extern const char petri_run_java[];
+extern const char petri_run_java_end[];
 extern const char petri_pyext_so[];
 extern const char petri_pyext_so_end[];
 extern const char petri_pid1[];

@@ -67,7 +67,7 @@ def test_languages_lists_what_a_sandbox_found(api):
     name = "long-language-name-over-15-bytes"
     body = found(api)
     by_name = {lang["name"]: lang for lang in body["languages"]}
-    assert list(by_name) == ["python", "bash", "c", "javascript", "typescript", "r", "perl",
+    assert list(by_name) == ["python", "bash", "c", "javascript", "typescript", "r", "java", "perl",
                              "long-language-name-over-15-bytes", "cpp"]
     assert by_name["python"]["default"] and by_name["python"]["version"].startswith("3.")
     assert by_name["javascript"]["version"].startswith("v")
@@ -301,6 +301,35 @@ def test_r_values_are_bounded(api):
     assert "[petri] more than 100 values: the rest are printed on stdout" in res["stderr"]
 
 
+def test_java_values_output_properties_and_errors(api):
+    sid = api.session()
+    res = run(api, sid, "java", "int x = 20;\nSystem.out.println(\"hi \" + x);\n"
+              "String twice(String s) { return s + s; }\ntwice(\"ab\") + (x + 22)",
+              env={"FOO": "bar"})
+    assert res["status"] == "ok" and res["stdout"] == "hi 20\n", res
+    assert res["results"] == [{"text/plain": "abab42"}], res
+    # The environment's variables are system properties too, as E2B's kernel
+    # has them; a declaration last leaves no value.
+    res = run(api, sid, "jshell", 'System.getProperty("FOO", "none")', env={"FOO": "bar"})
+    assert res["results"][0]["text/plain"] == "bar", res
+    res = run(api, sid, "java", 'System.getProperty("FOO", "none")')
+    assert res["results"][0]["text/plain"] == "none", res
+    assert run(api, sid, "java", "int y = 3;")["results"] == []
+    # An exception: its name, message and trace; what ran before printed.
+    res = run(api, sid, "java", 'System.out.println("before");\nint[] a = new int[2];\na[5] = 1;')
+    assert res["status"] == "error" and res["stdout"] == "before\n", res
+    assert res["error"]["name"] == "ArrayIndexOutOfBoundsException", res
+    assert res["error"]["message"] == "Index 5 out of bounds for length 2", res
+    assert "ArrayIndexOutOfBoundsException" in res["stderr"], res
+    # Code that does not compile runs nothing from there.
+    res = run(api, sid, "java", 'System.out.println("ran");\nint z = ;\nSystem.out.println("not")')
+    assert res["error"]["name"] == "CompilationError" and res["stdout"] == "ran\n", res
+    # It writes where the other languages read.
+    res = run(api, sid, "java", 'java.nio.file.Files.writeString(java.nio.file.Path.of("j.txt"), '
+              '"from java")')
+    assert api.get(f"/v1/sessions/{sid}/files/j.txt").text == "from java"
+
+
 def test_every_language_shares_the_workspace(api):
     sid = api.session()
     api.execute(sid, "import pandas as pd\npd.DataFrame({'a': [1, 2, 3]}).to_csv('t.csv', index=False)")
@@ -358,7 +387,7 @@ def test_an_unknown_language_names_every_language(api):
     r = api.post(f"/v1/sessions/{sid}/execute", {"code": "x", "language": "cobol"})
     assert r.status_code == 400
     assert r.json()["error"]["message"] == \
-        "unknown language 'cobol': must be python, bash, c, javascript, typescript, r, perl, " \
+        "unknown language 'cobol': must be python, bash, c, javascript, typescript, r, java, perl, " \
         "long-language-name-over-15-bytes or cpp"
 
 

@@ -343,6 +343,18 @@ describe(`E2B SDK ${which}: e2b ${versions.e2b}, code-interpreter ${versions.ci}
       assert.equal(e.error.value, 'no');
     });
 
+    test('Java through runCode: the last value, envs as system properties, errors', T, async () => {
+      let e = await run(sbx, 'int x = 20;\nSystem.out.println("hi " + x);\nx + 22', { language: 'java' });
+      assert.equal(e.text, '42');
+      assert.equal(e.logs.stdout.join(''), 'hi 20\n');
+      e = await run(sbx, 'System.getProperty("FOO")', { language: 'java', envs: { FOO: 'bar' } });
+      assert.equal(e.results[0]?.text.trim(), 'bar');
+      e = await run(sbx, 'System.getProperty("FOO", "default")', { language: 'java' });
+      assert.equal(e.results[0]?.text.trim(), 'default');
+      e = await run(sbx, 'Integer.parseInt("x")', { language: 'java' });
+      assert.equal(e.error.name, 'NumberFormatException');
+    });
+
     test('TypeScript through runCode: JavaScript once its types are stripped', T, async () => {
       let e = await run(sbx, 'process.cwd()', { language: 'typescript' });
       assert.equal(e.text, HOME, 'the value of the last expression, quotes dropped');

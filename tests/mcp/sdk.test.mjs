@@ -66,7 +66,7 @@ function scenarios(connect) {
     }
     const exec = tools.find((t) => t.name === 'execute');
     assert.deepEqual(exec.inputSchema.required, ['code']);
-    assert.deepEqual(exec.inputSchema.properties.language.enum, ['python', 'bash', 'c', 'javascript', 'typescript', 'r']);
+    assert.deepEqual(exec.inputSchema.properties.language.enum, ['python', 'bash', 'c', 'javascript', 'typescript', 'r', 'java']);
     assert.match(exec.description, /Python 3\.\d+\.\d+/);
     for (const pkg of ['numpy', 'pandas', 'matplotlib', 'scipy', 'openpyxl', '/work', 'network'])
       assert.ok(exec.description.includes(pkg), `execute's description names ${pkg}`);

@@ -173,7 +173,8 @@ def test_tools_list_schemas(mcp):
         "properties": {
             "code": {"type": "string", "description": ex["properties"]["code"]["description"]},
             "language": {"type": "string",
-                         "enum": ["python", "bash", "c", "javascript", "typescript", "r"],
+                         "enum": ["python", "bash", "c", "javascript", "typescript", "r",
+                                  "java"],
                          "description": ex["properties"]["language"]["description"]},
             "timeout_s": {"type": "number", "minimum": 0.1, "maximum": 600.0, "default": 30.0,
                           "description": ex["properties"]["timeout_s"]["description"]},

@@ -42,7 +42,7 @@ START_TEST(names_aliases_and_extensions)
 	for (size_t i = 1; i < lang_count(); i++)
 		ck_assert(lang_at(i)->file && lang_at(i)->run);
 	lang_names(names, sizeof(names));
-	ck_assert_str_eq(names, "python, bash, c, javascript, typescript or r");
+	ck_assert_str_eq(names, "python, bash, c, javascript, typescript, r or java");
 	lang_names(names, 8);
 	ck_assert_str_eq(names, "python,");	/* cut, still terminated */
 }
@@ -54,25 +54,25 @@ START_TEST(one_message_that_a_client_cannot_shape)
 	json_t *v;
 
 	lang_unknown_message(m, sizeof(m), "ruby");
-	ck_assert_str_eq(m, "unknown language 'ruby': must be python, bash, c, javascript, typescript or r");
+	ck_assert_str_eq(m, "unknown language 'ruby': must be python, bash, c, javascript, typescript, r or java");
 	lang_unknown_message(m, sizeof(m), NULL);
-	ck_assert_str_eq(m, "'language' must be a string: python, bash, c, javascript, typescript or r");
+	ck_assert_str_eq(m, "'language' must be a string: python, bash, c, javascript, typescript, r or java");
 	lang_unknown_message(m, sizeof(m), "a'b");
-	ck_assert_str_eq(m, "unknown language: must be python, bash, c, javascript, typescript or r");
+	ck_assert_str_eq(m, "unknown language: must be python, bash, c, javascript, typescript, r or java");
 	lang_unknown_message(m, sizeof(m), "line\nbreak");
-	ck_assert_str_eq(m, "unknown language: must be python, bash, c, javascript, typescript or r");
+	ck_assert_str_eq(m, "unknown language: must be python, bash, c, javascript, typescript, r or java");
 	lang_unknown_message(m, sizeof(m), "\xc3\xa9");
-	ck_assert_str_eq(m, "unknown language: must be python, bash, c, javascript, typescript or r");
+	ck_assert_str_eq(m, "unknown language: must be python, bash, c, javascript, typescript, r or java");
 	lang_unknown_message(m, sizeof(m), "abcdefghijklmnopqrstuvwxyz0123456789");
-	ck_assert_str_eq(m, "unknown language: must be python, bash, c, javascript, typescript or r");
+	ck_assert_str_eq(m, "unknown language: must be python, bash, c, javascript, typescript, r or java");
 
 	v = json_stringn("py\0x", 4);
 	ck_assert_ptr_null(lang_from_json(v, m, sizeof(m)));
-	ck_assert_str_eq(m, "unknown language: must be python, bash, c, javascript, typescript or r");
+	ck_assert_str_eq(m, "unknown language: must be python, bash, c, javascript, typescript, r or java");
 	json_decref(v);
 	v = json_integer(3);
 	ck_assert_ptr_null(lang_from_json(v, m, sizeof(m)));
-	ck_assert_str_eq(m, "'language' must be a string: python, bash, c, javascript, typescript or r");
+	ck_assert_str_eq(m, "'language' must be a string: python, bash, c, javascript, typescript, r or java");
 	json_decref(v);
 	v = json_string("python3");
 	ck_assert_str_eq(lang_from_json(v, m, sizeof(m))->name, "python");
@@ -178,7 +178,8 @@ START_TEST(mcp_reads_the_table)
 	lang = json_object_get(json_object_get(json_object_get(json_array_get(
 		json_object_get(json_object_get(r, "result"), "tools"), 0), "inputSchema"),
 		"properties"), "language");
-	m = json_pack("[s, s, s, s, s, s]", "python", "bash", "c", "javascript", "typescript", "r");
+	m = json_pack("[s, s, s, s, s, s, s]", "python", "bash", "c", "javascript", "typescript", "r",
+		      "java");
 	ck_assert(json_equal(json_object_get(lang, "enum"), m));
 	json_decref(m);
 	desc = json_string_value(json_object_get(lang, "description"));
@@ -188,7 +189,7 @@ START_TEST(mcp_reads_the_table)
 	json_decref(r);
 
 	ck_assert_ptr_nonnull(strstr(call(c, "{\"code\":\"1\",\"language\":\"ruby\"}", &r),
-			      "unknown language 'ruby': must be python, bash, c, javascript, typescript or r"));
+			      "unknown language 'ruby': must be python, bash, c, javascript, typescript, r or java"));
 	json_decref(r);
 	/* An alias passes the checks and gets as far as wanting a sandbox. */
 	ck_assert_ptr_nonnull(strstr(call(c, "{\"code\":\"1\",\"language\":\"sh\"}", &r),
@@ -258,12 +259,12 @@ START_TEST(operator_languages)
 	ck_assert_int_eq(lang_check(bad, 1, err, sizeof(err)), -1);
 
 	lang_configure(&perl, 1);
-	ck_assert_uint_eq(lang_count(), 7);
+	ck_assert_uint_eq(lang_count(), 8);
 	ck_assert_ptr_eq(lang_find("pl"), &perl);
 	ck_assert_ptr_eq(lang_by_path("x.pl"), &perl);
 	lang_unknown_message(m, sizeof(m), "ruby");
 	ck_assert_str_eq(m, "unknown language 'ruby': must be python, bash, c, javascript, "
-			 "typescript, r or perl");
+			 "typescript, r, java or perl");
 	lang_configure(NULL, 0);
 	ck_assert_ptr_null(lang_find("perl"));
 }
