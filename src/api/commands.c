@@ -72,7 +72,7 @@ static enum MHD_Result bad_wait(struct api_req *rq)
 static enum MHD_Result start(struct api_req *rq, struct session *s)
 {
 	static const char *const keys[] = {
-		"command", "args", "cwd", "env", "stdin", "timeout_s", "tag", "wait_s", NULL
+		"command", "args", "cwd", "env", "stdin", "timeout_s", "tag", "wait_s", "pty", NULL
 	};
 	enum MHD_Result answered = MHD_NO;
 	json_t *body = http_body_object(rq, &answered), *asked = NULL, *out = NULL;
@@ -103,7 +103,8 @@ static enum MHD_Result start(struct api_req *rq, struct session *s)
 	}
 	spec = (struct proc_spec){ .argv = c.argv, .env = (const char *const *)c.env,
 				   .cwd = c.cwd, .stdin = c.stdin, .tag = c.tag,
-				   .timeout_s = c.timeout_s };
+				   .timeout_s = c.timeout_s, .pty = c.pty, .rows = c.rows,
+				   .cols = c.cols };
 	r = session_command_start(s, &spec, asked, &pid, reason, sizeof(reason));
 	if (r != SM_OK) {
 		answered = http_session_error(rq, r, reason);
@@ -226,6 +227,50 @@ out:
 	return answered;
 }
 
+/* POST .../commands/{pid}/resize: {"rows", "cols"} of its terminal. */
+static enum MHD_Result resize(struct api_req *rq, struct session *s, int pid)
+{
+	static const char *const keys[] = { "rows", "cols", NULL };
+	enum MHD_Result answered = MHD_NO;
+	json_t *body = http_body_object(rq, &answered);
+	unsigned short rows = 0, cols = 0;
+	struct request_error e;
+	struct proc *p = NULL;
+	int r;
+
+	if (!body)
+		return answered;
+	if (!http_only_keys(rq, body, keys, &answered))
+		goto out;
+	if (!json_object_get(body, "rows") || !json_object_get(body, "cols")) {
+		answered = http_error(rq, 400, "invalid_request", "a resize says 'rows' and 'cols'");
+		goto out;
+	}
+	if (!request_size(body, &rows, &cols, &e)) {
+		answered = http_request_error(rq, &e);
+		goto out;
+	}
+	if (!(p = session_proc_find(s, pid, NULL))) {
+		answered = http_error(rq, 404, "process_not_found", "the session runs no process "
+				      "%d that petri started", pid);
+		goto out;
+	}
+	r = proc_resize(p, rows, cols);
+	if (r == -ENOTTY)
+		answered = http_error(rq, 409, "not_a_terminal", "process %d has no terminal: start "
+				      "it with 'pty'", pid);
+	else if (r < 0)
+		answered = http_error(rq, 404, "process_not_found", "process %d ended", pid);
+	else
+		answered = http_json(rq, 200, json_pack("{s:i, s:i, s:i}", "pid", pid, "rows", rows,
+						       "cols", cols));
+	session_touch(s);
+out:
+	proc_put(p);
+	json_decref(body);
+	return answered;
+}
+
 enum MHD_Result handle_commands(struct api_req *rq, struct session *s, const char *rest)
 {
 	const char *m = rq->method, *slash;
@@ -246,7 +291,7 @@ enum MHD_Result handle_commands(struct api_req *rq, struct session *s, const cha
 	}
 	/* An endpoint first, then its pid. */
 	slash = strchr(rest, '/');
-	if (slash && strcmp(slash, "/stdin"))
+	if (slash && strcmp(slash, "/stdin") && strcmp(slash, "/resize"))
 		return http_error(rq, 404, "not_found", "no such endpoint: %.200s", rq->url);
 	if ((size_t)(slash ? slash - rest : (ptrdiff_t)strlen(rest)) >= sizeof(pid_text))
 		return http_error(rq, 400, "invalid_request", "a command is named by its pid, a "
@@ -261,5 +306,7 @@ enum MHD_Result handle_commands(struct api_req *rq, struct session *s, const cha
 		return http_request_error(rq, &e);
 	if (!slash)
 		return strcmp(m, "GET") ? http_not_allowed(rq, "GET") : read_one(rq, s, pid);
-	return strcmp(m, "POST") ? http_not_allowed(rq, "POST") : input(rq, s, pid);
+	if (strcmp(m, "POST"))
+		return http_not_allowed(rq, "POST");
+	return !strcmp(slash, "/stdin") ? input(rq, s, pid) : resize(rq, s, pid);
 }

@@ -7,7 +7,9 @@
 #include "api/events.h"
 #include "api/http.h"
 #include "exec/languages.h"
+#include "util/clock.h"
 #include "util/log.h"
+#include "util/timefmt.h"
 
 /* ---- shared helpers --------------------------------------------------- */
 
@@ -342,6 +344,31 @@ static enum MHD_Result processes(struct api_req *rq, struct session *s, const ch
 	return answered;
 }
 
+/* GET /v1/sessions/{id}/usage: what its sandbox uses now (not use of the
+ * session: watching it does not keep it alive). */
+static enum MHD_Result usage(struct api_req *rq, struct session *s)
+{
+	const struct petri_limits *l = session_limits(s);
+	struct session_usage u;
+	char when[TIMEFMT_LEN];
+	int r;
+
+	if (strcmp(rq->method, "GET"))
+		return http_not_allowed(rq, "GET");
+	if (session_ended(s))
+		return http_error(rq, 410, "session_gone", "the session has ended");
+	if ((r = session_usage(s, &u)) < 0)
+		return http_error(rq, 500, "internal", "cannot read the sandbox's use: %s",
+				  strerror(-r));
+	return http_json(rq, 200, json_pack("{s:s, s:I, s:f, s:I, s:I, s:I, s:I}",
+		"at", timefmt_rfc3339(clock_wall_s(), when),
+		"cpu_ms", (json_int_t)(u.cpu_ns / 1000000), "cpu_limit", l->cpu,
+		"memory_bytes", (json_int_t)u.memory_bytes,
+		"memory_limit_bytes", (json_int_t)l->memory_mb << 20,
+		"work_used_bytes", (json_int_t)u.work_used_bytes,
+		"work_total_bytes", (json_int_t)u.work_total_bytes));
+}
+
 enum MHD_Result handle_session(struct api_req *rq, const char *id, const char *rest)
 {
 	enum MHD_Result answered = MHD_NO;
@@ -386,6 +413,8 @@ enum MHD_Result handle_session(struct api_req *rq, const char *id, const char *r
 		answered = processes(rq, s, NULL);
 	} else if (!strncmp(rest, "/processes/", 11)) {
 		answered = processes(rq, s, rest + 11);
+	} else if (!strcmp(rest, "/usage")) {
+		answered = usage(rq, s);
 	} else if (!strncmp(rest, "/ports/", 7)) {
 		answered = handle_ports(rq, s, rest + 7);
 	} else if (!strcmp(rest, "/commands")) {

@@ -493,6 +493,28 @@ static bool command_cwd(const json_t *v, char *out, size_t len, struct request_e
 	return true;
 }
 
+bool request_size(const json_t *obj, unsigned short *rows, unsigned short *cols,
+		  struct request_error *e)
+{
+	const char *keys[] = { "rows", "cols" };
+	unsigned short *out[] = { rows, cols };
+
+	if (!json_is_object(obj))
+		return refuse(e, "invalid_request", "a terminal's size is {\"rows\", \"cols\"}");
+	for (int i = 0; i < 2; i++) {
+		json_t *v = json_object_get(obj, keys[i]);
+
+		if (!v)
+			continue;
+		if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+		    json_integer_value(v) > REQUEST_PTY_MAX)
+			return refuse(e, "invalid_request", "a terminal's '%s' must be a whole "
+				      "number from 1 to %d", keys[i], REQUEST_PTY_MAX);
+		*out[i] = (unsigned short)json_integer_value(v);
+	}
+	return true;
+}
+
 bool request_command(const struct petri_config *cfg, const json_t *obj,
 		     struct command_request *c, struct request_error *e)
 {
@@ -521,6 +543,13 @@ bool request_command(const struct petri_config *cfg, const json_t *obj,
 					   json_string_length(tag) > REQUEST_TAG_MAX))
 		return refuse(e, "invalid_request", "'tag' must be a string of 1 to %d bytes",
 			      REQUEST_TAG_MAX);
+	if (json_object_get(obj, "pty") && !json_is_null(json_object_get(obj, "pty"))) {
+		c->pty = true;
+		c->rows = 24;
+		c->cols = 80;
+		if (!request_size(json_object_get(obj, "pty"), &c->rows, &c->cols, e))
+			return false;
+	}
 	if (!number(obj, "timeout_s", 0.1, REQUEST_COMMAND_TIMEOUT_MAX, "", &c->timeout_s, e) ||
 	    !command_cwd(json_object_get(obj, "cwd"), c->cwd, sizeof(c->cwd), e))
 		return false;
@@ -534,7 +563,7 @@ bool request_command(const struct petri_config *cfg, const json_t *obj,
 	}
 	json_array_foreach(args, i, a)
 		c->argv[n++] = json_string_value(a);
-	c->stdin = json_is_true(input);
+	c->stdin = json_is_true(input) || c->pty;
 	c->tag = json_string_value(tag);
 	/* Last: nothing fails after it, so a refusal leaves nothing behind. */
 	if (!(c->env = request_env(cfg, json_object_get(obj, "env"), e))) {
@@ -599,6 +628,9 @@ json_t *request_command_json(const struct command_request *c)
 	json_object_set_new(o, "stdin", json_boolean(c->stdin));
 	if (c->timeout_s > 0)
 		json_object_set_new(o, "timeout_s", json_real(c->timeout_s));
+	if (c->pty)
+		json_object_set_new(o, "pty", json_pack("{s:i, s:i}", "rows", c->rows, "cols",
+							c->cols));
 	room = REQUEST_SHOWN_MAX;
 	if (c->tag)
 		json_object_set_new(o, "tag", shown(c->tag, &room, &cut));

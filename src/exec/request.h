@@ -117,6 +117,7 @@ void oneshot_release(struct oneshot *o);
 
 #define REQUEST_ARGS_MAX	256		/* a command's program and arguments */
 #define REQUEST_TAG_MAX		256		/* a command's name, chosen by its client */
+#define REQUEST_PTY_MAX		4096		/* a terminal's rows, its columns */
 #define REQUEST_COMMAND_TIMEOUT_MAX 604800.0	/* a week: at most its session's life */
 
 /* A command to start beside the interpreter (the API's commands, MCP's
@@ -125,7 +126,9 @@ void oneshot_release(struct oneshot *o);
  * up on PATH, and its arguments), "cwd" (a directory relative to /work, or
  * absolute; default /work), "env" (as an execution's), "stdin" (true:
  * kept open for input; default: end of file), "timeout_s" (killed after
- * it; absent: it lives with the session), "tag" (a client's name for it).
+ * it; absent: it lives with the session), "tag" (a client's name for it),
+ * "pty" (a terminal: {"rows", "cols"}, each optional).  request_size()
+ * checks a terminal's size alone (a resize).
  * Strings point into obj.  Unknown keys are the caller's business.
  * Release with request_command_release() whatever it returns. */
 struct command_request {
@@ -136,10 +139,16 @@ struct command_request {
 	bool stdin;
 	double timeout_s;		/* 0: none */
 	const char *tag;
+	/* "pty": {"rows", "cols"} (each 1 to REQUEST_PTY_MAX, default 24 x
+	 * 80): on a terminal of the sandbox's, stdin kept open */
+	bool pty;
+	unsigned short rows, cols;
 };
 bool request_command(const struct petri_config *cfg, const json_t *obj,
 		     struct command_request *c, struct request_error *e);
 void request_command_release(struct command_request *c);
+bool request_size(const json_t *obj, unsigned short *rows, unsigned short *cols,
+		  struct request_error *e);
 /* What c asked for, as shown back to its client (docs/api.md's Command,
  * "asked"): "command" or "args", "cwd", the names of "env" (never their
  * values), "stdin", "timeout_s", "tag"; each string cut at

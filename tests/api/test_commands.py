@@ -163,6 +163,7 @@ def test_a_long_running_command_outlives_later_short_ones(server):
 
 
 def test_waiting_reads_are_bounded_and_a_hang_up_frees_one(make_server):
+    import select
     import socket
     # Two workers beside the executions: one read may wait at a time.
     srv = make_server("[server]\nmax_executions = 4\nhttp_workers = 6\n")
@@ -172,16 +173,27 @@ def test_waiting_reads_are_bounded_and_a_hang_up_frees_one(make_server):
     path = f"/v1/sessions/{sid}/commands/{c['pid']}"
     # A raw request that waits, then hangs up.
     host, port = srv.url.split("//")[1].split(":")
-    sock = socket.create_connection((host, int(port)))
-    sock.sendall(f"GET {path}?wait_s=60 HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+    waiting = []
+
+    def wait_raw():
+        sock = socket.create_connection((host, int(port)))
+        sock.sendall(f"GET {path}?wait_s=60 HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n"
+                     .encode())
+        waiting.append(sock)
 
     def second_refused():
-        r = api.get(path, params={"wait_s": 1})
+        # The raw one lost the race for the slot (answered already): again.
+        if select.select([waiting[-1]], [], [], 0)[0]:
+            waiting[-1].close()
+            wait_raw()
+            return False
+        r = api.get(path, params={"wait_s": 0.2})
         return r.status_code == 429 and r.json()["error"]["code"] == "over_capacity"
+    wait_raw()
     assert wait_for(second_refused, 30)
     # Not waiting needs no slot.
     assert read(api, sid, c["pid"])["running"] is True
-    sock.close()
+    waiting[-1].close()
     # Its slot is let go within a moment of the hang-up.
     assert wait_for(lambda: api.get(path, params={"wait_s": 0.2}).status_code == 200, 30)
     api.delete(f"/v1/sessions/{sid}/processes/{c['pid']}?signal=KILL")
@@ -226,3 +238,55 @@ def test_bad_requests_are_refused_and_lose_nothing(server):
             "session_not_found")
     # The session works on.
     assert start(api, sid, args=["echo", "ok"], wait_s=30)["stdout"] == "ok\n"
+
+
+def follow(api, sid, pid, until, wait=30):
+    """Read pid's output from the start until it holds until."""
+    said, at = "", 0
+    while until not in said:
+        got = read(api, sid, pid, stdout_from=at, wait_s=wait)
+        assert got["stdout_next"] > at or got["running"], (said, got)
+        said, at = said + got["stdout"], got["stdout_next"]
+    return said
+
+
+def test_a_command_on_a_terminal(server):
+    api = server.api()
+    sid = api.session()
+    c = start(api, sid, command="exec bash --norc -i", pty={"rows": 30, "cols": 100})
+    assert c["asked"]["pty"] == {"rows": 30, "cols": 100} and c["asked"]["stdin"] is True, c
+    path = f"/v1/sessions/{sid}/commands/{c['pid']}"
+    assert api.post(path + "/stdin", {"input": "stty size; tty\n"}).status_code == 200
+    out = follow(api, sid, c["pid"], "30 100")
+    assert "/dev/pts/" in follow(api, sid, c["pid"], "/dev/pts/"), out
+    r = api.post(path + "/resize", {"rows": 40, "cols": 120})
+    assert r.status_code == 200 and r.json() == {"pid": c["pid"], "rows": 40, "cols": 120}
+    api.post(path + "/stdin", {"input": "stty size\n"})
+    follow(api, sid, c["pid"], "40 120")
+    api.post(path + "/stdin", {"input": "exit 7\n"})
+    assert read(api, sid, c["pid"], wait_for="end", wait_s=30)["exit_code"] == 7
+    # Sizes out of bounds; a command without a terminal has none to resize.
+    refused(api.post(f"/v1/sessions/{sid}/commands", {"command": "true", "pty": {"rows": 0}}),
+            400, "invalid_request")
+    refused(api.post(f"/v1/sessions/{sid}/commands", {"command": "true", "pty": [1]}),
+            400, "invalid_request")
+    d = start(api, sid, command="exec sleep 60")
+    refused(api.post(f"/v1/sessions/{sid}/commands/{d['pid']}/resize", {"rows": 1, "cols": 1}),
+            409, "not_a_terminal")
+    refused(api.post(f"/v1/sessions/{sid}/commands/{d['pid']}/resize", {"rows": 1}),
+            400, "invalid_request")
+    api.delete(f"/v1/sessions/{sid}/processes/{d['pid']}?signal=KILL")
+
+
+def test_what_a_session_uses_now(server):
+    api = server.api()
+    sid = api.session(limits={"memory_mb": 512})
+    before = api.get(f"/v1/sessions/{sid}/usage").json()
+    assert before["memory_limit_bytes"] == 512 << 20 and before["memory_bytes"] > 0, before
+    assert before["work_total_bytes"] > 0 and before["at"].endswith("Z"), before
+    api.execute(sid, "x = sum(i * i for i in range(3_000_000))\n"
+                     "open('big', 'wb').write(b'x' * (4 << 20))")
+    after = api.get(f"/v1/sessions/{sid}/usage").json()
+    assert after["cpu_ms"] > before["cpu_ms"], (before, after)
+    assert after["work_used_bytes"] >= before["work_used_bytes"] + (4 << 20), (before, after)
+    assert api.post(f"/v1/sessions/{sid}/usage", {}).status_code == 405
