@@ -413,6 +413,8 @@ enum MHD_Result handle_session(struct api_req *rq, const char *id, const char *r
 		answered = processes(rq, s, NULL);
 	} else if (!strncmp(rest, "/processes/", 11)) {
 		answered = processes(rq, s, rest + 11);
+	} else if (!strcmp(rest, "/watch")) {
+		answered = handle_watch(rq, s);
 	} else if (!strcmp(rest, "/usage")) {
 		answered = usage(rq, s);
 	} else if (!strncmp(rest, "/ports/", 7)) {

@@ -205,6 +205,9 @@ enum MHD_Result handle_commands(struct api_req *rq, struct session *s, const cha
 /* ANY /v1/sessions/{id}/ports/{port}[/path], rest after "/ports/": a
  * request to a server the session runs (ports.c). */
 enum MHD_Result handle_ports(struct api_req *rq, struct session *s, const char *rest);
+/* GET /v1/sessions/{id}/watch: a directory's changes as Server-Sent Events
+ * (watch.c). */
+enum MHD_Result handle_watch(struct api_req *rq, struct session *s);
 /* Is url a request to a session's port (any body, any Content-Type)? */
 bool http_is_port(const char *url);
 /* The request rq, its path path (with rq's query), to the server s runs

@@ -415,6 +415,7 @@ static void *reaper(void *arg)
 		pthread_mutex_unlock(&m->lock);
 		for (size_t i = 0; i < nended; i++) {
 			box_stop(ended[i]->box, "the session expired");
+			watch_hub_session_ended(m->watches, ended[i]);
 			session_put(ended[i]);
 		}
 		pthread_mutex_lock(&m->lock);
@@ -985,6 +986,7 @@ enum sm_result smgr_delete(struct smgr *m, const char *id)
 	/* Kill now even if an execution holds a reference: it ends as
 	 * killed, and the last reference frees the sandbox. */
 	box_stop(s->box, "the session was deleted");
+	watch_hub_session_ended(m->watches, s);
 	session_put(s);
 	return SM_OK;
 }
@@ -1319,6 +1321,7 @@ static void end_session(struct smgr *m, struct session *s, const char *reason)
 	}
 	pthread_mutex_unlock(&m->lock);
 	box_stop(s->box, reason);
+	watch_hub_session_ended(m->watches, s);
 	if (removed) {
 		metrics_inc(M_SESSIONS_DIED);
 		log_info("session %s died: %s", s->id, reason);

@@ -318,6 +318,17 @@ void watch_hub_free(struct watch_hub *h)
 	free(h);
 }
 
+void watch_hub_session_ended(struct watch_hub *h, struct session *s)
+{
+	pthread_mutex_lock(&h->lock);
+	for (struct watch *w = h->head, *next; w; w = next) {
+		next = w->next;
+		if (w->s == s)
+			end_watch(h, w, "the session ended", true);
+	}
+	pthread_mutex_unlock(&h->lock);
+}
+
 /* ---- a client's calls ------------------------------------------------------ */
 
 struct subdirs {

@@ -65,6 +65,9 @@ int watch_hub_new(struct watch_hub **out);
 /* Ends every watch left (its sink's end; its owner still frees it), stops
  * the thread, frees the hub. */
 void watch_hub_free(struct watch_hub *h);
+/* s ended: its watches end too (their sinks told), so that none holds its
+ * sandbox (a watch holds a reference to the session) past its end. */
+void watch_hub_session_ended(struct watch_hub *h, struct session *s);
 /* In session.c: the session's hub (its manager's). */
 struct watch_hub *session_watch_hub(struct session *s);
 

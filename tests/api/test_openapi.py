@@ -216,6 +216,7 @@ def test_document_structure():
                 "/v1/sessions/{id}/commands", "/v1/sessions/{id}/commands/{pid}",
                 "/v1/sessions/{id}/commands/{pid}/stdin",
                 "/v1/sessions/{id}/commands/{pid}/resize", "/v1/sessions/{id}/usage",
+                "/v1/sessions/{id}/watch",
                 "/v1/sessions/{id}/ports/{port}", "/v1/sessions/{id}/ports/{port}/",
                 "/v1/sessions/{id}/ports/{port}/{path}",
                 "/v1/execute", "/v1/executions", "/v1/events", "/v1/executions/export", "/v1/languages",
@@ -781,6 +782,11 @@ def test_a_terminal_and_usage(api):
         ["error"]["code"] == "invalid_request"
     r = api.get(f"/v1/sessions/{sid}/usage")
     assert r.status_code == 200 and check(r)["memory_bytes"] > 0
+    for params, code in [({"path": "nope"}, "file_not_found"), ({"path": "../x"}, "invalid_path"),
+                         ({"recursive": "yes"}, "invalid_request")]:
+        assert check(api.get(f"/v1/sessions/{sid}/watch", params=params))["error"]["code"] == code
+    with api.get(f"/v1/sessions/{sid}/watch", stream=True) as r:
+        assert r.status_code == 200 and r.headers["Content-Type"].startswith("text/event-stream")
     for pid in (term["pid"], plain["pid"]):
         check(api.delete(f"/v1/sessions/{sid}/processes/{pid}", params={"signal": "KILL"}))
     assert check(api.get("/v1/sessions/nope/usage"))["error"]["code"] == "session_not_found"
