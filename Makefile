@@ -249,7 +249,7 @@ tests/web/node_modules: tests/web/package.json tests/web/package-lock.json
 	@touch $@
 
 web-test: $(BUILD)/petri tests/web/node_modules
-	cd tests/web && PETRI_BIN=$(abspath $(BUILD)/petri) node --test page.test.mjs keys.test.mjs first-minute.test.mjs
+	cd tests/web && PETRI_BIN=$(abspath $(BUILD)/petri) node --test page.test.mjs keys.test.mjs first-minute.test.mjs ports.test.mjs
 
 web-screenshots: $(BUILD)/petri tests/web/node_modules
 	cd tests/web && PETRI_BIN=$(abspath $(BUILD)/petri) PETRI_WEB_SCREENSHOTS=$(abspath docs) \
