@@ -118,9 +118,10 @@ enum MHD_Result handle_watch(struct api_req *rq, struct session *s)
 				  path ? path : "/work");
 	if (err == -EROFS)
 		return http_error(rq, 400, "invalid_path", "%.300s is not on a filesystem of the "
-				  "sandbox's own (/work, /tmp, /dev/shm)", path);
+				  "sandbox's own (/work, /tmp, /dev/shm)", path ? path : "/work");
 	if ((err == 0 && !dir) || err == -ENOTDIR)
-		return http_error(rq, 400, "not_a_directory", "not a directory: %.300s", path);
+		return http_error(rq, 400, "not_a_directory", "not a directory: %.300s",
+				  path ? path : "/work");
 	if (err < 0)
 		return http_error(rq, 500, "internal", "cannot watch %.300s: %s",
 				  path ? path : "/work", strerror(-err));

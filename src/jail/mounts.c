@@ -219,6 +219,18 @@ int jail_bind_check(const char *path, bool want_dir, char *why, size_t whylen)
 	return 0;
 }
 
+/* Debian's JDK configuration directories: "java-<version>-openjdk", and no
+ * other /etc/java-* (an operator's own may hold secrets). */
+static bool jdk_config(const char *name)
+{
+	size_t digits;
+
+	if (strncmp(name, "java-", 5))
+		return false;
+	digits = strspn(name + 5, "0123456789");
+	return digits > 0 && digits < 4 && !strcmp(name + 5 + digits, "-openjdk");
+}
+
 static int plan_etc(struct mount_plan *p, const char *hostname)
 {
 	/* Read-only host entries the runtimes need: the dynamic loader's
@@ -282,7 +294,7 @@ static int plan_etc(struct mount_plan *p, const char *hostname)
 	while ((de = readdir(d))) {
 		char path[300];
 
-		if (strncmp(de->d_name, "python3", 7) != 0 && strncmp(de->d_name, "java-", 5) != 0)
+		if (strncmp(de->d_name, "python3", 7) != 0 && !jdk_config(de->d_name))
 			continue;
 		snprintf(path, sizeof(path), "/etc/%s", de->d_name);
 		if ((r = plan_host_path(p, path)) < 0)

@@ -17,6 +17,7 @@ import java.util.stream.Collectors;
 
 import jdk.jshell.Diag;
 import jdk.jshell.EvalException;
+import jdk.jshell.ExpressionSnippet;
 import jdk.jshell.JShell;
 import jdk.jshell.JShellException;
 import jdk.jshell.Snippet;
@@ -58,8 +59,8 @@ public class Run {
             }
         }
         System.out.flush();
-        if (value != null && results != null)
-            Files.writeString(Path.of(results, "main.txt"), value, StandardCharsets.UTF_8);
+        if (value != null && results != null)    // a lone surrogate: replaced, not an error
+            Files.write(Path.of(results, "main.txt"), value.getBytes(StandardCharsets.UTF_8));
         shell.close();
         System.exit(0);
     }
@@ -75,7 +76,8 @@ public class Run {
                 && s.subKind() != Snippet.SubKind.VAR_VALUE_SUBKIND
                 && s.kind() != Snippet.Kind.EXPRESSION)
             return null;
-        String type = s instanceof VarSnippet ? ((VarSnippet) s).typeName() : "";
+        String type = s instanceof VarSnippet ? ((VarSnippet) s).typeName()
+                : s instanceof ExpressionSnippet ? ((ExpressionSnippet) s).typeName() : "";
         if (type.equals("String") && v.length() >= 2 && v.startsWith("\"") && v.endsWith("\""))
             return unquote(v.substring(1, v.length() - 1));
         return v;
@@ -96,7 +98,16 @@ public class Run {
             case 'r': b.append('\r'); break;
             case 'b': b.append('\b'); break;
             case 'f': b.append('\f'); break;
-            case '0': b.append('\0'); break;
+            case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': {
+                int v = 0, k = 0;       // jshell writes a control character as octal
+                while (k < 3 && i < s.length() && s.charAt(i) >= '0' && s.charAt(i) <= '7') {
+                    v = v * 8 + (s.charAt(i++) - '0');
+                    k++;
+                }
+                i--;
+                b.append((char) v);
+                break;
+            }
             case 'u':
                 if (i + 4 < s.length()) {
                     b.append((char) Integer.parseInt(s.substring(i + 1, i + 5), 16));
@@ -129,7 +140,7 @@ public class Run {
         if (e.getMessage() != null)
             trace.append(": ").append(e.getMessage());
         for (StackTraceElement f : e.getStackTrace())
-            if (!f.getClassName().startsWith("jdk.jshell.") && !f.getClassName().startsWith("Run"))
+            if (!f.getClassName().startsWith("jdk.jshell.") && !f.getClassName().equals("Run"))
                 trace.append("\n\tat ").append(f);
         System.out.flush();
         System.err.println(trace);
@@ -140,11 +151,16 @@ public class Run {
 
     static void error(String results, String name, String message, String traceback)
             throws IOException {
+        // Within what the driver reads of it (its caps: docs/languages.md).
         if (results != null)
-            Files.writeString(Path.of(results, "error.json"), "{\"name\": " + json(name)
-                    + ", \"message\": " + json(message) + ", \"traceback\": " + json(traceback)
-                    + "}", StandardCharsets.UTF_8);
+            Files.writeString(Path.of(results, "error.json"), "{\"name\": " + json(cut(name, 256))
+                    + ", \"message\": " + json(cut(message, 64 << 10)) + ", \"traceback\": "
+                    + json(cut(traceback, 256 << 10)) + "}", StandardCharsets.UTF_8);
         System.exit(1);
+    }
+
+    static String cut(String s, int max) {
+        return s.length() <= max ? s : s.substring(0, max) + "\n[cut at " + max + " characters]";
     }
 
     static String json(String s) {
@@ -152,7 +168,7 @@ public class Run {
         for (char c : s.toCharArray()) {
             if (c == '"' || c == '\\')
                 b.append('\\').append(c);
-            else if (c < 0x20)
+            else if (c < 0x20 || Character.isSurrogate(c))
                 b.append(String.format("\\u%04x", (int) c));
             else
                 b.append(c);

@@ -1639,6 +1639,7 @@ static void bury(struct smgr *m, struct session *s)
 		log_info("session %s died: %s", s->id, s->dead_reason);
 	}
 	jail_stop(box_jail(s->box));
+	watch_hub_session_ended(m->watches, s);
 	if (removed)
 		session_put(s);
 }

@@ -45,6 +45,9 @@ struct watch {
 	 * lock, read without it by watch_stop(), which may run from the
 	 * end's own callback. */
 	atomic_bool ended;
+	/* session_watch_start() has not returned: an end is its to say
+	 * (doomed), not the sink's (h->lock). */
+	bool starting, doomed;
 	struct watch *ending;		/* the watches one event ends (dispatch) */
 	struct watch *prev, *next;	/* in the hub, until it ended */
 };
@@ -86,6 +89,8 @@ static void drop_reg(struct watch_hub *h, struct reg *r, bool rm)
  * held).  Its owner frees it (watch_stop()). */
 static void unhook(struct watch_hub *h, struct watch *w, bool rm)
 {
+	if (atomic_load(&w->ended))
+		return;
 	for (size_t i = 0; i < w->nregs; i++)
 		drop_reg(h, w->regs[i], rm);
 	w->nregs = 0;
@@ -114,7 +119,10 @@ static void end_watch(struct watch_hub *h, struct watch *w, const char *why, boo
 	struct watch_sink sink = w->sink;
 
 	unhook(h, w, rm);
-	sink.end(sink.ctx, why);
+	if (w->starting)
+		w->doomed = true;
+	else
+		sink.end(sink.ctx, why);
 }
 
 /* Watch the directory rel (below w's root) for w (h->lock held): 0, or
@@ -346,7 +354,10 @@ static int subdir(void *ctx, const struct session_entry *e)
 		return 0;
 	if (strlen(e->path) <= d->below)
 		return 0;
-	d->err = add_reg(d->h, d->w, e->path + d->below);
+	pthread_mutex_lock(&d->h->lock);
+	/* Ended meanwhile (its directory gone, its session ended): no more. */
+	d->err = d->w->doomed ? -ESRCH : add_reg(d->h, d->w, e->path + d->below);
+	pthread_mutex_unlock(&d->h->lock);
 	return d->err < 0 ? d->err : 0;
 }
 
@@ -383,6 +394,7 @@ enum sm_result session_watch_start(struct session *s, const char *dir, bool recu
 	w->refilled = clock_mono_s();
 	session_file_owner(s, &w->u.uid, &w->u.gid);
 	w->s = session_ref(s);
+	w->starting = true;
 	pthread_mutex_lock(&h->lock);
 	for (struct watch *o = h->head; o; o = o->next)
 		mine += o->s == s;
@@ -401,6 +413,10 @@ enum sm_result session_watch_start(struct session *s, const char *dir, bool recu
 		if (d.err < 0)
 			r = d.err;
 	}
+	/* Its session ended while it started (watch_hub_session_ended() found
+	 * it starting, or ran before it was linked): it ends here. */
+	if (r == 0 && (w->doomed || session_ended(s)))
+		r = -ESRCH;
 	if (r == 0 && !h->running) {
 		if (pthread_create(&h->thread, NULL, reader, h) == 0)
 			h->running = true;
@@ -409,6 +425,7 @@ enum sm_result session_watch_start(struct session *s, const char *dir, bool recu
 	}
 	if (r < 0)
 		unhook(h, w, true);
+	w->starting = false;
 	pthread_mutex_unlock(&h->lock);
 	if (r < 0)
 		free_watch(w);
@@ -423,10 +440,12 @@ enum sm_result session_watch_start(struct session *s, const char *dir, bool recu
 		snprintf(reason, reasonlen, "it holds more than %d directories (or the server "
 			 "watches %d already): watch a smaller tree", WATCH_DIRS_MAX,
 			 WATCH_DIRS_TOTAL);
+	else if (r == -ESRCH)
+		snprintf(reason, reasonlen, "the sandbox ended, or the directory went");
 	else
 		snprintf(reason, reasonlen, "%s", ws_result_of(r) == WS_FAILED ? strerror(-r) :
 			 ws_result_message(ws_result_of(r)));
-	return r == -EMFILE || r == -E2BIG || r == -ENOSPC ? SM_CAPACITY :
+	return r == -ESRCH ? SM_GONE : r == -EMFILE || r == -E2BIG || r == -ENOSPC ? SM_CAPACITY :
 	       r == -ENOMEM ? SM_NO_MEMORY : r == -EAGAIN ? SM_START_FAILED : SM_INVALID;
 }
 

@@ -65,7 +65,7 @@ def test_check_json(petri_raw):
                      ('bash', ['sh'], ['.sh', '.bash']), ('c', [], ['.c']),
                      ('javascript', ['js', 'node', 'nodejs'], ['.js', '.cjs']),
                      ('typescript', ['ts'], ['.ts', '.cts']),
-                     ('r', ['R'], ['.R', '.r'])]
+                     ('r', ['R'], ['.R', '.r']), ('java', ['jshell'], ['.jsh', '.java'])]
     assert all(l['available'] and l['version'] for l in info['languages'])
     packages = {p['name']: p['version'] for p in info['packages']}
     # Found in the sandbox, not written down: what Debian installed.

@@ -39,7 +39,7 @@ def test_a_language_of_the_configuration(petri_json, tmp_path):
 def test_without_the_configuration_the_language_is_unknown(petri_raw):
     r = petri_raw(['run', '-l', 'perl', '-c', 'print 1'], env={'PETRI_CONFIG': ''})
     assert r.rc == 2
-    assert b"unknown language 'perl': must be python, bash, c, javascript, typescript or r" in r.stderr
+    assert b"unknown language 'perl': must be python, bash, c, javascript, typescript, r or java" in r.stderr
 
 
 def test_a_compile_error_is_printed_once(petri_raw):

@@ -9,10 +9,10 @@ from mcphelp import PETRI, text_of
 
 # What every front end says, whatever else it wraps around the message.
 UNKNOWN = {
-    "ruby": "unknown language 'ruby': must be python, bash, c, javascript, typescript or r",
+    "ruby": "unknown language 'ruby': must be python, bash, c, javascript, typescript, r or java",
     # A value with a quote, a newline or too long is not echoed back.
-    "x'\nrm -rf /": "unknown language: must be python, bash, c, javascript, typescript or r",
-    "p" * 200: "unknown language: must be python, bash, c, javascript, typescript or r",
+    "x'\nrm -rf /": "unknown language: must be python, bash, c, javascript, typescript, r or java",
+    "p" * 200: "unknown language: must be python, bash, c, javascript, typescript, r or java",
 }
 
 
@@ -49,7 +49,7 @@ def test_an_unknown_language_gets_one_message_everywhere(mcp, http_server):
 
 
 def test_a_language_that_is_not_a_string(mcp, http_server):
-    message = "'language' must be a string: python, bash, c, javascript, typescript or r"
+    message = "'language' must be a string: python, bash, c, javascript, typescript, r or java"
     r = requests.post(http_server.url + "/v1/execute", json={"code": "1", "language": 3},
                       timeout=60)
     assert r.status_code == 400 and r.json()["error"]["message"] == message
