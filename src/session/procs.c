@@ -404,6 +404,16 @@ static size_t count_of(struct procs_hub *h, struct session *s)
 	return n;
 }
 
+/* The processes of key's sessions (h->lock held). */
+static size_t count_of_key(struct procs_hub *h, int key)
+{
+	size_t n = 0, share;
+
+	for (struct proc *p = h->head; p; p = p->next)
+		n += session_key_of(p->s, PROCS_MAX, &share) == key;
+	return n;
+}
+
 /* A terminal for spec: its master (the daemon's) and its slave, sized. */
 static int open_tty(struct session *s, const struct proc_spec *spec, int *master, int *slave)
 {
@@ -473,6 +483,8 @@ enum sm_result session_proc_start(struct session *s, const struct proc_spec *spe
 	static const char *const none[] = { NULL };
 	struct box_proc bp = { .pid = -1, .in = -1, .out = -1, .err = -1, .status = -1 };
 	int master = -1, r = 0;
+	size_t share;
+	int key = session_key_of(s, PROCS_MAX, &share);
 	struct proc *p;
 
 	*out = NULL;
@@ -494,7 +506,10 @@ enum sm_result session_proc_start(struct session *s, const struct proc_spec *spe
 	/* Counted from now, while it starts: concurrent starts see it. */
 	p->starting = true;
 	pthread_mutex_lock(&h->lock);
-	r = h->n >= PROCS_MAX ? -ENFILE : count_of(h, s) >= PROCS_PER_SESSION ? -EMFILE : 0;
+	/* The server's, the session's, and with several API keys its key's
+	 * share of the server's: one tenant cannot take them all. */
+	r = h->n >= PROCS_MAX ? -ENFILE : count_of(h, s) >= PROCS_PER_SESSION ? -EMFILE :
+	    key && count_of_key(h, key) >= share ? -EDQUOT : 0;
 	if (r == 0 && !h->running) {
 		if (pthread_create(&h->thread, NULL, pump, h) == 0)
 			h->running = true;
@@ -509,6 +524,9 @@ enum sm_result session_proc_start(struct session *s, const struct proc_spec *spe
 			snprintf(reason, reasonlen, "%s runs %d processes already: stop one first",
 				 r == -EMFILE ? "the sandbox" : "the server",
 				 r == -EMFILE ? PROCS_PER_SESSION : PROCS_MAX);
+		else if (r == -EDQUOT)
+			snprintf(reason, reasonlen, "this API key's sessions run %zu processes already, "
+				 "its share of the server's %d: stop one first", share, PROCS_MAX);
 		else
 			snprintf(reason, reasonlen, "cannot start the processes' pump");
 		proc_free(p);

@@ -127,6 +127,9 @@ void procs_hub_free(struct procs_hub *h);
 /* In session.c: the session's hub (its manager's); box_spawn() through the
  * session's box, -ENOTCONN or -EPIPE when it ended. */
 struct procs_hub *session_procs_hub(struct session *s);
+/* In session.c: s's API key (0: none counted apart, one key or none) and
+ * its share of total (total itself then). */
+int session_key_of(struct session *s, size_t total, size_t *share);
 int session_spawn(struct session *s, const struct box_spawn *sp, struct box_proc *out);
 int session_open_pty(struct session *s, int *master, int *slave);
 

@@ -1170,6 +1170,14 @@ static void end_session(struct smgr *m, struct session *s, const char *reason);
 struct procs_hub *session_procs_hub(struct session *s) { return s->m->procs; }
 struct watch_hub *session_watch_hub(struct session *s) { return s->m->watches; }
 
+int session_key_of(struct session *s, size_t total, size_t *share)
+{
+	struct key_hold *k = key_of(s->m, s->key);
+
+	*share = k ? config_share_of(s->m->cfg, total) : total;
+	return k ? s->key : 0;
+}
+
 bool session_wait_begin(struct session *s)
 {
 	struct smgr *m = s->m;

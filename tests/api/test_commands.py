@@ -290,3 +290,24 @@ def test_what_a_session_uses_now(server):
     assert after["cpu_ms"] > before["cpu_ms"], (before, after)
     assert after["work_used_bytes"] >= before["work_used_bytes"] + (4 << 20), (before, after)
     assert api.post(f"/v1/sessions/{sid}/usage", {}).status_code == 405
+
+
+def test_one_api_key_cannot_take_every_process_of_the_server(make_server):
+    from harness import Api
+    # Four keys: each may hold a quarter of the server's 1024 processes.
+    srv = make_server("[server]\napi_keys = key-a, key-b, key-c, key-d\n")
+    a, b = Api(srv.url, key="key-a"), Api(srv.url, key="key-b")
+    held = 0
+    for _ in range(8):
+        sid = a.session()
+        for _ in range(32):
+            r = a.post(f"/v1/sessions/{sid}/commands", {"args": ["sleep", "600"]})
+            assert r.status_code == 201, (held, r.text)
+            held += 1
+    sid = a.session()
+    message = refused(a.post(f"/v1/sessions/{sid}/commands", {"args": ["true"]}), 429,
+                      "over_capacity")
+    assert "API key" in message and "256" in message, message
+    # Another key's sessions start theirs.
+    other = b.session()
+    assert start(b, other, args=["echo", "mine"], wait_s=30)["stdout"] == "mine\n"
