@@ -496,11 +496,13 @@ static bool command_cwd(const json_t *v, char *out, size_t len, struct request_e
 bool request_size(const json_t *obj, unsigned short *rows, unsigned short *cols,
 		  struct request_error *e)
 {
-	const char *keys[] = { "rows", "cols" };
+	static const char *const keys[] = { "rows", "cols", NULL };
 	unsigned short *out[] = { rows, cols };
 
 	if (!json_is_object(obj))
 		return refuse(e, "invalid_request", "a terminal's size is {\"rows\", \"cols\"}");
+	if (!only_keys(obj, keys, "a terminal's size", e))
+		return false;
 	for (int i = 0; i < 2; i++) {
 		json_t *v = json_object_get(obj, keys[i]);
 

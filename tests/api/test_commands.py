@@ -270,6 +270,9 @@ def test_a_command_on_a_terminal(server):
             400, "invalid_request")
     refused(api.post(f"/v1/sessions/{sid}/commands", {"command": "true", "pty": [1]}),
             400, "invalid_request")
+    assert "unknown field 'width'" in refused(api.post(
+        f"/v1/sessions/{sid}/commands", {"command": "true", "pty": {"width": 3}}),
+        400, "invalid_request")
     d = start(api, sid, command="exec sleep 60")
     refused(api.post(f"/v1/sessions/{sid}/commands/{d['pid']}/resize", {"rows": 1, "cols": 1}),
             409, "not_a_terminal")
