@@ -75,7 +75,7 @@ UNIT_OBJ := $(UNIT_SRC:%.c=$(BUILD)/%.o)
 # libpetri.a, so that no real box or jail can come in with an archive member.
 SESSION_UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/unit/session/*.c)) \
 	$(patsubst %,$(BUILD)/src/%.o,session/session session/spawner session/probe session/procs session/commands session/watch \
-		session/tables \
+		session/tables exec/request exec/exec \
 		session/workspace workspace/ws record/record record/chain \
 		exec/result runtime/processes exec/languages config/config exec/limits util/base64 util/buf util/clock \
 		util/cidr util/ids util/log util/metrics util/num util/timefmt util/utf8 util/version util/workq)

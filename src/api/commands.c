@@ -17,11 +17,6 @@
 #include "api/http.h"
 #include "exec/request.h"
 #include "session/commands.h"
-#include "util/base64.h"
-
-/* How long a POST waits for the command's end at most, and for room in its
- * input. */
-#define INPUT_WAIT_S 0.5
 
 /* A query argument: absent (true, *out kept), or digits (at most INT64_MAX). */
 static bool offset_arg(struct api_req *rq, const char *name, uint64_t *out)
@@ -75,11 +70,10 @@ static enum MHD_Result start(struct api_req *rq, struct session *s)
 		"command", "args", "cwd", "env", "stdin", "timeout_s", "tag", "wait_s", "pty", NULL
 	};
 	enum MHD_Result answered = MHD_NO;
-	json_t *body = http_body_object(rq, &answered), *asked = NULL, *out = NULL;
+	json_t *body = http_body_object(rq, &answered), *out = NULL;
 	struct command_read rd = { .until_end = true, .gone = http_gone, .gone_ctx = rq };
 	struct command_request c;
 	struct request_error e;
-	struct proc_spec spec;
 	char reason[512] = "";
 	enum sm_result r;
 	int pid;
@@ -97,15 +91,7 @@ static enum MHD_Result start(struct api_req *rq, struct session *s)
 		answered = http_request_error(rq, &e);
 		goto out;
 	}
-	if (!(asked = request_command_json(&c))) {
-		answered = http_error(rq, 500, "internal", "out of memory");
-		goto out;
-	}
-	spec = (struct proc_spec){ .argv = c.argv, .env = (const char *const *)c.env,
-				   .cwd = c.cwd, .stdin = c.stdin, .tag = c.tag,
-				   .timeout_s = c.timeout_s, .pty = c.pty, .rows = c.rows,
-				   .cols = c.cols };
-	r = session_command_start(s, &spec, asked, &pid, reason, sizeof(reason));
+	r = session_command_start(s, &c, &pid, reason, sizeof(reason));
 	if (r != SM_OK) {
 		answered = http_session_error(rq, r, reason);
 		goto out;
@@ -121,7 +107,6 @@ static enum MHD_Result start(struct api_req *rq, struct session *s)
 	answered = http_json(rq, 201, out);
 out:
 	request_command_release(&c);
-	json_decref(asked);
 	json_decref(body);
 	return answered;
 }
@@ -157,72 +142,44 @@ static enum MHD_Result input(struct api_req *rq, struct session *s, int pid)
 {
 	static const char *const keys[] = { "input", "input_base64", "close", NULL };
 	enum MHD_Result answered = MHD_NO;
-	json_t *body = http_body_object(rq, &answered), *text, *b64, *close_v;
-	unsigned char *decoded = NULL;
-	const void *data = NULL;
-	size_t len = 0, written = 0;
-	struct proc *p = NULL;
-	int r = 0;
+	json_t *body = http_body_object(rq, &answered);
+	struct input_request in = { .data = NULL };
+	struct request_error e;
+	size_t written;
+	int r;
 
 	if (!body)
 		return answered;
 	if (!http_only_keys(rq, body, keys, &answered))
 		goto out;
-	text = json_object_get(body, "input");
-	b64 = json_object_get(body, "input_base64");
-	close_v = json_object_get(body, "close");
-	if ((text && !json_is_string(text)) || (b64 && !json_is_string(b64)) || (text && b64) ||
-	    (close_v && !json_is_boolean(close_v)) || (!text && !b64 && !json_is_true(close_v))) {
-		answered = http_error(rq, 400, "invalid_request", "send 'input' (text) or "
-				      "'input_base64' (bytes), and/or 'close': true (end of file)");
+	if (!request_input(body, &in, &e)) {
+		answered = http_request_error(rq, &e);
 		goto out;
 	}
-	if (text) {
-		data = json_string_value(text);
-		len = json_string_length(text);
-	} else if (b64) {
-		decoded = base64_decode(json_string_value(b64), json_string_length(b64), &len);
-		if (!decoded) {
-			answered = http_error(rq, 400, "invalid_request", "'input_base64' is not "
-					      "base64");
-			goto out;
-		}
-		data = decoded;
-	}
-	if (len > PROC_INPUT_MAX) {
+	r = session_command_input(s, pid, in.data, in.len, in.close, &written);
+	if (r == -E2BIG)
 		answered = http_error(rq, 413, "too_large", "at most %u bytes of input a call",
 				      PROC_INPUT_MAX);
-		goto out;
-	}
-	if (!(p = session_proc_find(s, pid, NULL))) {
+	else if (r == -ESRCH)
 		answered = http_error(rq, 404, "process_not_found", "the session runs no process "
 				      "%d that petri started (a command, or E2B's): it ended, or "
 				      "the code started it", pid);
-		goto out;
-	}
-	if (len)
-		r = proc_input(p, data, len, INPUT_WAIT_S, &written);
-	if (r == 0 && json_is_true(close_v))
-		r = proc_close_input(p);
-	if (r == -EPIPE)
+	else if (r == -EPIPE)
 		answered = http_error(rq, 409, "stdin_closed", "the command's standard input is "
 				      "closed: it was started without 'stdin': true, or closed "
 				      "since");
 	else if (r == -ETIMEDOUT)
 		answered = http_error(rq, 409, "stdin_full", "the command read %zu of the %zu bytes "
-				      "in %g s: send the rest when it has read more", written, len,
-				      INPUT_WAIT_S);
+				      "in %g s: send the rest when it has read more", written, in.len,
+				      CMD_INPUT_WAIT_S);
 	else if (r < 0)
 		answered = http_error(rq, 500, "internal", "cannot write to the command: %s",
 				      strerror(-r));
 	else
 		answered = http_json(rq, 200, json_pack("{s:i, s:I, s:b}", "pid", pid, "written",
-						       (json_int_t)written, "closed",
-						       json_is_true(close_v)));
-	session_touch(s);
+						       (json_int_t)written, "closed", in.close));
 out:
-	proc_put(p);
-	free(decoded);
+	request_input_release(&in);
 	json_decref(body);
 	return answered;
 }

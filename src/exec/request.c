@@ -517,6 +517,36 @@ bool request_size(const json_t *obj, unsigned short *rows, unsigned short *cols,
 	return true;
 }
 
+bool request_input(const json_t *obj, struct input_request *in, struct request_error *e)
+{
+	json_t *text = json_object_get(obj, "input"), *b64 = json_object_get(obj, "input_base64");
+	json_t *close_v = json_object_get(obj, "close");
+
+	memset(in, 0, sizeof(*in));
+	if ((text && !json_is_string(text)) || (b64 && !json_is_string(b64)) || (text && b64) ||
+	    (close_v && !json_is_boolean(close_v)) || (!text && !b64 && !json_is_true(close_v)))
+		return refuse(e, "invalid_request", "send 'input' (text) or 'input_base64' (bytes), "
+			      "and/or 'close': true (end of file)");
+	in->close = json_is_true(close_v);
+	if (text) {
+		in->data = json_string_value(text);
+		in->len = json_string_length(text);
+	} else if (b64) {
+		in->decoded = base64_decode(json_string_value(b64), json_string_length(b64),
+					    &in->len);
+		if (!in->decoded)
+			return refuse(e, "invalid_request", "'input_base64' is not base64");
+		in->data = in->decoded;
+	}
+	return true;
+}
+
+void request_input_release(struct input_request *in)
+{
+	free(in->decoded);
+	in->decoded = NULL;
+}
+
 bool request_command(const struct petri_config *cfg, const json_t *obj,
 		     struct command_request *c, struct request_error *e)
 {

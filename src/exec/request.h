@@ -149,6 +149,19 @@ bool request_command(const struct petri_config *cfg, const json_t *obj,
 void request_command_release(struct command_request *c);
 bool request_size(const json_t *obj, unsigned short *rows, unsigned short *cols,
 		  struct request_error *e);
+
+/* Input for a running process (the API's .../stdin, MCP's process_input):
+ * obj's "input" (text) or "input_base64" (bytes), and/or "close" (true: end
+ * of file after it), one of them at least.  data points into obj, or into
+ * decoded; release with request_input_release() whatever it returns. */
+struct input_request {
+	const void *data;		/* NULL, len 0: none */
+	size_t len;
+	bool close;
+	unsigned char *decoded;
+};
+bool request_input(const json_t *obj, struct input_request *in, struct request_error *e);
+void request_input_release(struct input_request *in);
 /* What c asked for, as shown back to its client (docs/api.md's Command,
  * "asked"): "command" or "args", "cwd", the names of "env" (never their
  * values), "stdin", "timeout_s", "tag"; each string cut at

@@ -967,7 +967,7 @@ static json_t *run_start_process(struct tools *t, struct session *s, json_t *arg
 				json_null(), "env", json_object_get(args, "env") ?
 				json_object_get(args, "env") : json_null(), "stdin",
 				json_is_true(json_object_get(args, "stdin")));
-	json_t *asked = NULL, *out = NULL;
+	json_t *out = NULL;
 	struct command_read rd = { { CMD_UNREAD, CMD_UNREAD }, wait_of(args, 2), true, cancelled,
 				   &cancel_fd };
 	struct command_request c;
@@ -984,11 +984,7 @@ static json_t *run_start_process(struct tools *t, struct session *s, json_t *arg
 		out = error_result("invalid arguments for start_process: %s", e.message);
 		goto out;
 	}
-	if (!(asked = request_command_json(&c)))
-		goto out;
-	r = session_command_start(s, &(struct proc_spec){ .argv = c.argv,
-			.env = (const char *const *)c.env, .cwd = c.cwd, .stdin = c.stdin },
-				  asked, &pid, reason, sizeof(reason));
+	r = session_command_start(s, &c, &pid, reason, sizeof(reason));
 	if (r != SM_OK) {
 		out = error_result("cannot start the command: %s",
 				   reason[0] ? reason : sm_result_message(r));
@@ -998,7 +994,6 @@ static json_t *run_start_process(struct tools *t, struct session *s, json_t *arg
 	out = command_result(s, pid, &rd, head);
 out:
 	request_command_release(&c);
-	json_decref(asked);
 	json_decref(req);
 	return out;
 }
@@ -1017,41 +1012,44 @@ static json_t *run_process_output(struct tools *t, struct session *s, json_t *ar
 static json_t *run_process_input(struct tools *t, struct session *s, json_t *args,
 				 int cancel_fd, json_t **execution)
 {
-	json_t *input = json_object_get(args, "input");
-	bool close_it = json_is_true(json_object_get(args, "close"));
-	int pid = (int)json_integer_value(json_object_get(args, "pid")), r = 0;
-	size_t written = 0, len = json_string_length(input);
-	struct proc *p;
+	int pid = (int)json_integer_value(json_object_get(args, "pid")), r;
+	struct input_request in;
+	struct request_error e;
+	json_t *out;
+	size_t written;
 
 	(void)t;
 	(void)cancel_fd;
 	(void)execution;
-	if (!len && !close_it)
+	if (!json_string_length(json_object_get(args, "input")) &&
+	    !json_is_true(json_object_get(args, "close")))
 		return error_result("invalid arguments for process_input: send 'input', or "
 				    "'close': true");
-	if (len > PROC_INPUT_MAX)
-		return error_result("invalid arguments for process_input: at most %u bytes a "
-				    "call", PROC_INPUT_MAX);
-	if (!(p = session_proc_find(s, pid, NULL)))
-		return error_result("no process %d is running that petri started (it ended: "
-				    "process_output says how)", pid);
-	if (len)
-		r = proc_input(p, json_string_value(input), len, 0.5, &written);
-	if (r == 0 && close_it)
-		r = proc_close_input(p);
-	proc_put(p);
-	session_touch(s);
-	if (r == -EPIPE)
-		return error_result("process %d's input is closed: start it with stdin true to "
-				    "type into it", pid);
-	if (r == -ETIMEDOUT)
-		return error_result("process %d read %zu of the %zu bytes: it is not reading; "
-				    "send the rest later", pid, written, len);
-	if (r < 0)
-		return error_result("cannot write to process %d: %s", pid, strerror(-r));
-	return text_result("Wrote %zu bytes to process %d%s. Read what it answers with "
-			   "process_output (pid %d, wait_s a second or two).", written, pid,
-			   close_it ? " and closed its input" : "", pid);
+	if (!request_input(args, &in, &e)) {
+		request_input_release(&in);
+		return error_result("invalid arguments for process_input: %s", e.message);
+	}
+	r = session_command_input(s, pid, in.data, in.len, in.close, &written);
+	if (r == -E2BIG)
+		out = error_result("invalid arguments for process_input: at most %u bytes a "
+				   "call", PROC_INPUT_MAX);
+	else if (r == -ESRCH)
+		out = error_result("no process %d is running that petri started (it ended: "
+				   "process_output says how)", pid);
+	else if (r == -EPIPE)
+		out = error_result("process %d's input is closed: start it with stdin true to "
+				   "type into it", pid);
+	else if (r == -ETIMEDOUT)
+		out = error_result("process %d read %zu of the %zu bytes: it is not reading; "
+				   "send the rest later", pid, written, in.len);
+	else if (r < 0)
+		out = error_result("cannot write to process %d: %s", pid, strerror(-r));
+	else
+		out = text_result("Wrote %zu bytes to process %d%s. Read what it answers with "
+				  "process_output (pid %d, wait_s a second or two).", written, pid,
+				  in.close ? " and closed its input" : "", pid);
+	request_input_release(&in);
+	return out;
 }
 
 /* ---- public ------------------------------------------------------------ */

@@ -210,25 +210,32 @@ static json_t *listed_as(const struct proc_spec *spec)
 				"envs", "cwd", spec->cwd) : NULL;
 }
 
-enum sm_result session_command_start(struct session *s, const struct proc_spec *asked_spec,
-				     json_t *asked, int *pid, char *reason, size_t reasonlen)
+enum sm_result session_command_start(struct session *s, const struct command_request *req,
+				     int *pid, char *reason, size_t reasonlen)
 {
 	struct commands *set = session_commands(s);
 	struct command *c = calloc(1, sizeof(*c)), **pp;
-	struct proc_spec spec = *asked_spec;
+	struct proc_spec spec = {
+		.argv = req->argv, .env = (const char *const *)req->env, .cwd = req->cwd,
+		.stdin = req->stdin, .tag = req->tag, .timeout_s = req->timeout_s,
+		.pty = req->pty, .rows = req->rows, .cols = req->cols,
+	};
 	struct proc *p = NULL;
 	enum sm_result r;
 
 	*pid = 0;
 	spec.config = listed_as(&spec);
-	if (!set || !c || !spec.config) {
+	if (c)
+		c->asked = request_command_json(req);
+	if (!set || !c || !spec.config || !c->asked) {
+		if (c)
+			json_decref(c->asked);
 		free(c);
 		json_decref(spec.config);
 		snprintf(reason, reasonlen, "out of memory");
 		return SM_NO_MEMORY;
 	}
 	c->set = set;
-	c->asked = asked ? json_incref(asked) : json_object();
 	pthread_cond_init(&c->changed, NULL);
 	c->started = clock_wall_s();
 	pthread_mutex_lock(&set->lock);
@@ -491,6 +498,26 @@ enum sm_result session_command_read(struct session *s, int pid, const struct com
 	json_decref(f.asked);
 	free(pc[0].text);
 	free(pc[1].text);
+	return r;
+}
+
+int session_command_input(struct session *s, int pid, const void *data, size_t len,
+			  bool close_after, size_t *written)
+{
+	struct proc *p;
+	int r = 0;
+
+	*written = 0;
+	if (len > PROC_INPUT_MAX)
+		return -E2BIG;
+	if (!(p = session_proc_find(s, pid, NULL)))
+		return -ESRCH;
+	if (len)
+		r = proc_input(p, data, len, CMD_INPUT_WAIT_S, written);
+	if (r == 0 && close_after)
+		r = proc_close_input(p);
+	proc_put(p);
+	session_touch(s);
 	return r;
 }
 

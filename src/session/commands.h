@@ -38,12 +38,11 @@
 /* A read's offset: where the last read of this command got to. */
 #define CMD_UNREAD UINT64_MAX
 
-/* Start spec (its sink and its config are the session's) in s, described
- * by asked (what the client asked for, shown by every read and listing:
- * request_command_json(); a reference is taken): SM_OK with *pid, else as
- * session_proc_start(). */
-enum sm_result session_command_start(struct session *s, const struct proc_spec *spec,
-				     json_t *asked, int *pid, char *reason, size_t reasonlen);
+/* Start the command c asks for (exec/request.h) in s, described to every
+ * read and listing as request_command_json() shows it: SM_OK with *pid,
+ * else as session_proc_start(). */
+enum sm_result session_command_start(struct session *s, const struct command_request *c,
+				     int *pid, char *reason, size_t reasonlen);
 
 struct command_read {
 	/* stdout's, stderr's offsets, or CMD_UNREAD: where the last read
@@ -65,6 +64,15 @@ struct command_read {
  * session_wait_begin()), SM_NO_MEMORY. */
 enum sm_result session_command_read(struct session *s, int pid, const struct command_read *rd,
 				    json_t **out, char *reason, size_t reasonlen);
+
+/* Input to s's process pid (a command, or any process petri started with
+ * its stdin open): data, then its end of file when close_after, waiting at
+ * most CMD_INPUT_WAIT_S for it to read.  0 with *written; -E2BIG (over
+ * PROC_INPUT_MAX), -ESRCH (no such process running), -EPIPE (its stdin is
+ * closed), -ETIMEDOUT (it took *written of it), -errno.  Counts as use. */
+#define CMD_INPUT_WAIT_S 0.5
+int session_command_input(struct session *s, int pid, const void *data, size_t len,
+			  bool close_after, size_t *written);
 
 /* s's commands kept, newest first, without their output: a new reference,
  * or NULL when out of memory. */
