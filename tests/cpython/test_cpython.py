@@ -43,7 +43,8 @@ def describe(name, r):
     tail = r['tail']
     slowest = tail[tail.find('10 slowest'):].split('\n\n')[0] if '10 slowest' in tail else ''
     return (f'{slowest}\n{name}: {len(ok)}/{len(MODULES)} modules pass, {total} test cases, '
-            f'{skipped} skipped, failed: {r["failed"]}, {r.get("wall_s")} s')
+            f'{skipped} skipped, failed: {r["failed"]}, flaky (passed when run again): '
+            f'{r.get("flaky", [])}, {r.get("wall_s")} s')
 
 
 def test_bare_runs(results):
