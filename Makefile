@@ -26,7 +26,7 @@ VERSION := $(shell scripts/version)
 ifneq ($(words $(VERSION)),1)
 $(error no version: scripts/version failed, or VERSION= is not one word)
 endif
-PKGS    := libseccomp jansson libmicrohttpd libcurl sqlite3 inih libarchive libxml-2.0 libcrypto libsystemd zlib
+PKGS    := libseccomp jansson libmicrohttpd libcurl sqlite3 inih libarchive libxml-2.0 libcrypto libsystemd zlib libnftables libmnl
 
 ifeq ($(SAN),1)
 BUILD    ?= build-san
@@ -77,7 +77,7 @@ SESSION_UNIT_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/unit/session/*.
 	$(patsubst %,$(BUILD)/src/%.o,session/session session/spawner session/probe session/procs session/commands session/watch \
 		session/tables exec/request exec/exec \
 		session/workspace workspace/ws record/record record/chain \
-		exec/result runtime/processes exec/languages config/config exec/limits util/base64 util/buf util/clock \
+		exec/result runtime/processes exec/languages config/config exec/limits net/policy net/router util/base64 util/buf util/clock \
 		util/cidr util/ids util/log util/metrics util/num util/timefmt util/utf8 util/version util/workq)
 
 all: $(BUILD)/petri
@@ -205,7 +205,7 @@ export STATE_DIRECTORY := $(abspath $(BUILD))/test-state
 # others in one pytest run (docs/testing.md, "Several tiers in one pytest
 # run"): one tier's slowest tests overlap the next one's, and the tests
 # that wait keep the cores busy with the ones that do not.
-BLACKBOX := tests/driver tests/api tests/analyst tests/docs tests/hostile
+BLACKBOX := tests/driver tests/api tests/analyst tests/docs tests/hostile tests/net
 blackbox: $(BUILD)/petri
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(PYTEST_JOBS) tests/cli
 	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(MERGED_JOBS) $(BLACKBOX)
@@ -340,7 +340,7 @@ ci-san-tiers:
 	@$(MAKE) --no-print-directory api-hostile
 
 api-hostile: $(BUILD)/petri
-	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(MERGED_JOBS) $(CI_SAN_HOSTILE) tests/api tests/hostile
+	PETRI_BIN=$(abspath $(BUILD)/petri) $(PYTEST) -n $(MERGED_JOBS) $(CI_SAN_HOSTILE) tests/api tests/hostile tests/net
 
 # .ci/run's builds at once, the release build's (with the fuzzers) and the
 # sanitizer build's, JOBS jobs between them: either alone leaves a core

@@ -59,7 +59,8 @@ enum MHD_Result http_session_error(struct api_req *rq, enum sm_result r, const c
 
 enum MHD_Result http_request_error(struct api_req *rq, const struct request_error *e)
 {
-	int status = !strcmp(e->code, "internal") ? 500 : 400;
+	int status = !strcmp(e->code, "internal") ? 500 :
+		     !strcmp(e->code, "network_not_allowed") ? 403 : 400;
 
 	return http_error(rq, status, e->code, "%s", e->message);
 }
@@ -82,9 +83,10 @@ struct session *http_session(struct api_req *rq, const char *id, enum MHD_Result
 static enum MHD_Result create_session(struct api_req *rq)
 {
 	static const char *const keys[] = {
-		"language", "limits", "idle_timeout_s", "max_lifetime_s", "env", NULL
+		"language", "limits", "idle_timeout_s", "max_lifetime_s", "env", "network", NULL
 	};
 	enum MHD_Result answered = MHD_NO;
+	struct net_policy *network = NULL;
 	struct session_params p = {
 		.language = lang_default(),
 		.idle_timeout_s = rq->cfg->idle_timeout_s,
@@ -105,11 +107,13 @@ static enum MHD_Result create_session(struct api_req *rq)
 	if (!request_limits(rq->cfg, json_object_get(body, "limits"), &p.limits, &e) ||
 	    !request_language(json_object_get(body, "language"), &p.language, &e) ||
 	    !request_lifetime(rq->cfg, body, &p.idle_timeout_s, &p.max_lifetime_s, &e) ||
-	    !(env = request_env(rq->cfg, json_object_get(body, "env"), &e))) {
+	    !(env = request_env(rq->cfg, json_object_get(body, "env"), &e)) ||
+	    !request_network(rq->cfg, json_object_get(body, "network"), &network, &e)) {
 		answered = http_request_error(rq, &e);
 		goto out;
 	}
 	p.env = (const char *const *)env;
+	p.network = network;
 	r = smgr_create(rq->sm, &p, &s, err, sizeof(err));
 	if (r != SM_OK) {
 		answered = http_session_error(rq, r, err);
@@ -138,6 +142,7 @@ static enum MHD_Result create_session(struct api_req *rq)
 out:
 	session_put(s);
 	exec_env_free(env);
+	free(network);
 	json_decref(body);
 	return answered;
 }

@@ -75,6 +75,7 @@ struct parse {
 	 * pool_size (check_pool() makes sense of them). */
 	bool pool_size_set, pool_min_set, pool_max_set;
 	uint32_t pool_size;
+	bool network_default_set;	/* [network] default */
 };
 
 static bool parse_bool(const char *v, bool *out)
@@ -580,6 +581,84 @@ static bool set_python(struct parse *p, const char *name, const char *v)
 	return false;
 }
 
+/* A list of rules (allow, deny) or ranges (reachable): comma-separated,
+ * repeatable, each checked by net/policy.h; a bad one is named. */
+static bool set_network_list(struct parse *p, const char *name, const char *v)
+{
+	struct net_config *n = &p->cfg->network;
+	char **items = NULL, why[200];
+	size_t count = 0;
+	bool ok = push_list(&items, &count, v) == 0;
+
+	for (size_t i = 0; ok && i < count; i++) {
+		if (!strcmp(name, "reachable")) {
+			struct net_rule r;
+
+			ok = n->nreachable < NET_REACHABLE_MAX &&
+			     net_rule_parse(items[i], true, &r, why, sizeof(why)) && !r.is_name;
+			if (ok)
+				n->reachable[n->nreachable++] = r.range;
+			else
+				snprintf(why, sizeof(why), "reachable takes at most %d IPv4 ranges",
+					 NET_REACHABLE_MAX);
+		} else {
+			struct net_policy *d = &n->deflt;
+			bool deny = !strcmp(name, "deny");
+			size_t *cnt = deny ? &d->ndeny : &d->nallow;
+
+			ok = *cnt < NET_RULES_MAX &&
+			     net_rule_parse(items[i], deny, &(deny ? d->deny : d->allow)[*cnt], why,
+					    sizeof(why));
+			if (ok)
+				(*cnt)++;
+			else if (*cnt == NET_RULES_MAX)
+				snprintf(why, sizeof(why), "at most %d rules", NET_RULES_MAX);
+		}
+		if (!ok && !p->failed) {
+			snprintf(p->err, p->errlen, "%s: [network] %s: %s", p->path, name, why);
+			p->failed = true;
+		}
+	}
+	free_list(&items, &count);
+	return ok;
+}
+
+static bool set_network(struct parse *p, const char *name, const char *v)
+{
+	struct net_config *n = &p->cfg->network;
+
+	if (!strcmp(name, "default")) {
+		p->network_default_set = true;
+		return net_mode_parse(v, &n->deflt.mode);
+	}
+	if (!strcmp(name, "clients_may"))
+		return net_mode_parse(v, &n->clients_may);
+	if (!strcmp(name, "allow") || !strcmp(name, "deny") || !strcmp(name, "reachable"))
+		return set_network_list(p, name, v);
+	if (!strcmp(name, "upstream_dns"))
+		return net_upstream_parse(v, n);
+	return false;
+}
+
+/* The default policy says what it is: an allow-list names something, an
+ * open or closed one names nothing to allow. */
+static int check_network(const struct parse *p, char *err, size_t errlen)
+{
+	const struct net_policy *d = &p->cfg->network.deflt;
+
+	if (d->mode == NET_ALLOWLIST && d->nallow == 0) {
+		snprintf(err, errlen, "%s: [network] default = allowlist needs allow = (names, "
+			 "addresses or ranges)", p->path);
+		return -EINVAL;
+	}
+	if (d->mode != NET_ALLOWLIST && d->nallow) {
+		snprintf(err, errlen, "%s: [network] allow is the default allow-list: it needs "
+			 "default = allowlist", p->path);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* pool_size, pool_min, pool_max: noted as set, for check_pool(). */
 static bool set_pool_count(bool *set, const char *v, uint32_t *out)
 {
@@ -626,6 +705,8 @@ static int handler(void *user, const char *section, const char *name,
 		ok = set_python(p, name, value);
 	else if (!strcmp(section, "cluster"))
 		ok = set_cluster(p, name, value);
+	else if (!strcmp(section, "network"))
+		ok = set_network(p, name, value);
 	else
 		ok = false;
 	if (!ok && !p->failed) {
@@ -795,7 +876,8 @@ int config_load(struct petri_config *c, const char *path, char *err, size_t errl
 	    (r = check_uid_range(c, err, errlen)) < 0 ||
 	    (r = check_languages(c, path, err, errlen)) < 0 ||
 	    (r = check_binds(c, path, err, errlen)) < 0 ||
-	    (r = check_admin_keys(c, err, errlen)) < 0)
+	    (r = check_admin_keys(c, err, errlen)) < 0 ||
+	    (r = check_network(&p, err, errlen)) < 0)
 		config_release(c);
 	return r;
 }

@@ -24,6 +24,8 @@
  *   [python]   path (directories on sys.path, repeatable), wheelhouse (the
  *              directory of wheels that pip installs from), preload (modules
  *              the warm template imports)
+ *   [network]  default, clients_may, allow, deny, reachable, upstream_dns:
+ *              what sessions' code may reach (src/net/policy.h)
  *
  * docs/configuration.md documents every key.  Unknown keys and bad values
  * are errors naming the key: a typo must not silently weaken a limit. */
@@ -39,6 +41,7 @@
 
 struct jail_file;
 #include "exec/languages.h"
+#include "net/policy.h"
 #include "util/ids.h"
 #include "util/log.h"
 
@@ -145,6 +148,10 @@ struct petri_config {
 	char **preload;
 	size_t npreload;
 	bool preload_set;	/* the file said preload: the default is gone */
+
+	/* [network]: the default policy, the most a client may ask, the
+	 * private ranges sessions may reach, the resolver upstream. */
+	struct net_config network;
 
 	/* Not a key: the files of what the sandboxes' libraries build on
 	 * first use (src/runtime/cache.h), made at start by

@@ -335,6 +335,81 @@ bool request_lifetime(const struct petri_config *cfg, const json_t *obj, double 
 		      " (this server's max_lifetime_s)", life, e);
 }
 
+/* ---- a session's network ---------------------------------------------- */
+
+bool request_network(const struct petri_config *cfg, const json_t *v, struct net_policy **out,
+		     struct request_error *e)
+{
+	static const char *const keys[] = { "allow", "deny", NULL };
+	static const char *const lists[] = { "allow", "deny" };
+	struct net_policy *p;
+	char why[200];
+
+	*out = NULL;
+	if (!v || json_is_null(v))
+		return true;
+	if (!json_is_object(v))
+		return refuse(e, "invalid_request", "'network' must be an object "
+			      "({\"allow\": [...], \"deny\": [...]}) or null");
+	if (!only_keys(v, keys, "network", e))
+		return false;
+	if (!(p = calloc(1, sizeof(*p))))
+		return out_of_memory(e);
+	for (int deny = 0; deny < 2; deny++) {
+		json_t *list = json_object_get(v, lists[deny]), *item;
+		size_t i;
+
+		if (!list || json_is_null(list))
+			continue;
+		if (!json_is_array(list) || json_array_size(list) > NET_RULES_MAX) {
+			refuse(e, "invalid_request", "network.%s must be an array of at most %d "
+			       "strings", lists[deny], NET_RULES_MAX);
+			goto fail;
+		}
+		json_array_foreach(list, i, item) {
+			if (!json_is_string(item)) {
+				refuse(e, "invalid_request", "network.%s[%zu] must be a string",
+				       lists[deny], i);
+				goto fail;
+			}
+			if (!net_policy_add(p, json_string_value(item), deny, why, sizeof(why))) {
+				refuse(e, "invalid_request", "network.%s[%zu]: %s", lists[deny], i, why);
+				goto fail;
+			}
+		}
+	}
+	if (!net_policy_permitted(&cfg->network, p, why, sizeof(why))) {
+		refuse(e, "network_not_allowed", "%s", why);
+		goto fail;
+	}
+	*out = p;
+	return true;
+fail:
+	free(p);
+	return false;
+}
+
+json_t *request_network_json(const struct net_policy *p)
+{
+	json_t *j = json_pack("{s:s}", "mode", net_mode_name(p ? p->mode : NET_NONE));
+
+	for (int deny = 0; j && p && p->mode != NET_NONE && deny < 2; deny++) {
+		const struct net_rule *v = deny ? p->deny : p->allow;
+		size_t n = deny ? p->ndeny : p->nallow;
+		json_t *a = json_array();
+		char text[NET_NAME_MAX + 8];
+
+		if (!deny && p->mode == NET_OPEN)
+			json_array_append_new(a, json_string("*"));
+		for (size_t i = 0; a && i < n; i++) {
+			net_rule_text(&v[i], text, sizeof(text));
+			json_array_append_new(a, json_string(text));
+		}
+		json_object_set_new(j, deny ? "deny" : "allow", a);
+	}
+	return j;
+}
+
 /* ---- one-shots -------------------------------------------------------- */
 
 static bool oneshot_files(const json_t *files, struct oneshot *o, struct request_error *e)

@@ -68,6 +68,18 @@ void request_exec_release(struct exec_request *ex);
 bool request_lifetime(const struct petri_config *cfg, const json_t *obj, double *idle,
 		      double *life, struct request_error *e);
 
+/* "network": what a session's code may reach, {"allow": [rules], "deny":
+ * [rules]} (net/policy.h says what a rule is; an allow "*" is open; no
+ * allow, or an empty one, is none).  NULL or null: *out NULL, the
+ * operator's default.  Else a policy to free(), within what the operator
+ * lets a client ask ([network] clients_may: the code "network_not_allowed"
+ * when beyond). */
+bool request_network(const struct petri_config *cfg, const json_t *v, struct net_policy **out,
+		     struct request_error *e);
+/* A policy as a session shows it: {"mode": "none"} (p NULL), or with its
+ * "allow" and "deny" lists as a client would write them.  A new reference. */
+json_t *request_network_json(const struct net_policy *p);
+
 /* Stopping a session's process: its pid as the sandbox numbers it (v a
  * JSON integer, or a string of decimal digits as a URL path carries it),
  * from 1 to INT_MAX; and the signal sent, by name (v a string: "TERM",

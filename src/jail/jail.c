@@ -759,6 +759,25 @@ int jail_proc_signal(struct jail *j, pid_t pid, int sig)
 	return procs_signal(j->proc_fd, atomic_load(&j->protected_pid), pid, sig);
 }
 
+int jail_netns(struct jail *j)
+{
+	struct pollfd ended = { .fd = j->pidfd, .events = POLLIN };
+	char path[64];
+	int fd;
+
+	if (j->reaped || j->pidfd < 0)
+		return -ESRCH;
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)j->pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	/* Still alive after the open: the pid was the sandbox's then. */
+	if (poll(&ended, 1, 0) != 0) {
+		close(fd);
+		return -ESRCH;
+	}
+	return fd;
+}
+
 /* The child that connects ends at once; past this it is killed. */
 #define CONNECT_WAIT_MS 5000
 

@@ -300,6 +300,12 @@ int jail_open_pty(struct jail *j, int *master, int *slave);
  * 0; -ECONNREFUSED (nothing listens there), -EAGAIN (the sandbox is at
  * its pids limit), -ESRCH (it ended), -errno. */
 int jail_connect(struct jail *j, unsigned short port, int *fd);
+/* A descriptor of the sandbox's network namespace (for the router,
+ * src/net/router.h, to give it a link), the caller's to close.  Opened by
+ * the host pid of the sandbox's pid 1 and then checked against its pidfd,
+ * so a recycled pid is never taken for it.  fd or -errno (-ESRCH: it
+ * ended). */
+int jail_netns(struct jail *j);
 /* Set the oom_score_adj (-1000..1000) of the sandbox's process pid (its
  * number inside), which the process may not lower itself: what the
  * kernel weighs when the sandbox's memory cgroup is full.  0 or -errno. */

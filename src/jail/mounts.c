@@ -269,8 +269,12 @@ static int plan_etc(struct mount_plan *p, const char *hostname)
 			   "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")) ||
 	    (r = plan_text(p, "/etc/group",
 			   "root:x:0:\n" JAIL_USER ":x:1000:\nnogroup:x:65534:\n")) ||
+	    /* Names: /etc/hosts, then DNS.  With no resolv.conf the C
+	     * library asks 127.0.0.1:53, where nothing answers in a sandbox
+	     * without a network; a session with one has it led to its own
+	     * resolver (src/net/router.h). */
 	    (r = plan_text(p, "/etc/nsswitch.conf",
-			   "passwd: files\ngroup: files\nshadow: files\nhosts: files\n"
+			   "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
 			   "networks: files\nprotocols: files\nservices: files\n")) ||
 	    (r = plan_text(p, "/etc/hosts", hosts)) ||
 	    (r = plan_text(p, "/etc/hostname", name)) ||

@@ -101,9 +101,11 @@ static const char *const allowed[] = {
 	/* waiting */
 	"poll", "ppoll", "select", "pselect6", "epoll_create1", "epoll_ctl",
 	"epoll_wait", "epoll_pwait",
-	/* sockets (the network namespace has only loopback) */
+	/* sockets (loopback, and a session's link when its policy allows a
+	 * network: src/net/router.h) */
 	"bind", "listen", "accept", "accept4", "connect",
 	"getsockname", "getpeername", "sendto", "recvfrom", "sendmsg", "recvmsg",
+	"sendmmsg", "recvmmsg",	/* the C library's resolver sends A and AAAA at once */
 	"shutdown", "setsockopt", "getsockopt",
 	/* information */
 	"uname", "sysinfo", "getrandom",

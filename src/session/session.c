@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "net/router.h"
 #include "record/record.h"
 #include "workspace/files.h"
 #include "runtime/processes.h"
@@ -48,6 +49,10 @@ struct session {
 	char dead_reason[256];
 	bool deleted;			/* by smgr_delete(): its sandbox is killed */
 	struct commands *commands;	/* commands.h; NULL until the first */
+	/* Its network: the policy (NULL: none, loopback only) and its link
+	 * to the router (net/router.h), removed with its sandbox. */
+	struct net_policy *network;
+	struct net_link *net;
 	atomic_int refs;
 };
 
@@ -74,6 +79,10 @@ struct smgr {
 	struct record *record;		/* every execution (record.h) */
 	struct procs_hub *procs;	/* every session's processes (procs.h) */
 	struct watch_hub *watches;	/* every session's watched directories (watch.h) */
+	/* The sessions' network (net/router.h), started by the first session
+	 * whose policy allows one; NULL until then. */
+	struct net_router *router;
+	pthread_mutex_t router_lock;	/* its start */
 	const char **pool_env;		/* the operator's env, for pooled sandboxes */
 	pthread_mutex_t lock;
 	struct session **v;
@@ -119,6 +128,7 @@ struct smgr {
 struct doomed {
 	struct workq_item work;
 	struct box *box;
+	struct net_link *net;		/* its link to the router, or NULL */
 };
 
 static json_t *time_json(double t)
@@ -240,22 +250,28 @@ static void room_grew(struct smgr *m)
 		pool_poke(pool);
 }
 
-/* Kill b now; reap it and remove its cgroup on the disposer thread.  The
- * sandbox no longer counts against the cap. */
-static void dispose(struct smgr *m, struct box *b)
+/* Kill b now; reap it, remove its cgroup and then its link to the router
+ * (net, or NULL) on the disposer thread.  The sandbox no longer counts
+ * against the cap. */
+static void dispose(struct smgr *m, struct box *b, struct net_link *net)
 {
 	struct doomed *d;
 
-	if (!b)
+	if (!b) {
+		net_detach(net);
 		return;
+	}
 	jail_stop(box_jail(b));
 	room_grew(m);
 	d = malloc(sizeof(*d));
-	if (d)
+	if (d) {
 		d->box = b;
+		d->net = net;
+	}
 	if (!d || workq_push(m->disposer, &d->work, NULL) < 0) {
 		free(d);
 		box_free(b);	/* no memory, or no disposer any more: here and now */
+		net_detach(net);
 	}
 }
 
@@ -266,13 +282,15 @@ static void tear_down(struct workq_item *item, void *arg)
 
 	(void)arg;
 	box_free(d->box);
+	net_detach(d->net);
 	free(d);
 }
 
 static void session_free(struct session *s)
 {
 	commands_free(s->commands);
-	dispose(s->m, s->box);
+	dispose(s->m, s->box, s->net);
+	free(s->network);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }
@@ -618,6 +636,7 @@ int smgr_new(const struct petri_config *cfg, struct jail_host *host,
 	m->host = host;
 	m->tomb = calloc(TOMBSTONES, sizeof(*m->tomb));
 	pthread_mutex_init(&m->lock, NULL);
+	pthread_mutex_init(&m->router_lock, NULL);
 	pthread_cond_init(&m->stop_cond, NULL);
 	if (!m->tomb) {
 		r = -ENOMEM;
@@ -678,6 +697,7 @@ int smgr_new(const struct petri_config *cfg, struct jail_host *host,
 	*out = m;
 	return 0;
 fail:
+	net_router_stop(m->router);
 	procs_hub_free(m->procs);
 	watch_hub_free(m->watches);
 	spawner_free(m->spawner);
@@ -689,6 +709,7 @@ fail:
 	free(m->tomb);
 	pthread_cond_destroy(&m->stop_cond);
 	pthread_mutex_destroy(&m->lock);
+	pthread_mutex_destroy(&m->router_lock);
 	free(m);
 	return r;
 }
@@ -750,6 +771,7 @@ void smgr_free(struct smgr *m)
 	metrics_gauge_add(M_SESSIONS_LIVE, -(long)m->n);
 	spawner_free(m->spawner);
 	workq_free(m->disposer);	/* after it emptied the queue */
+	net_router_stop(m->router);	/* every link detached by now */
 	record_close(m->record);
 	free(m->v);
 	free(m->oneshot_boxes);
@@ -757,6 +779,7 @@ void smgr_free(struct smgr *m)
 	free(m->tomb);
 	pthread_cond_destroy(&m->stop_cond);
 	pthread_mutex_destroy(&m->lock);
+	pthread_mutex_destroy(&m->router_lock);
 	free(m);
 }
 
@@ -868,6 +891,47 @@ static enum sm_result spawn(struct smgr *m, const struct petri_limits *lim,
 	return SM_OK;
 }
 
+/* The router, started on first use (a server whose sessions never ask for
+ * a network never makes one); NULL with the reason in err. */
+static struct net_router *router_get(struct smgr *m, char *err, size_t errlen)
+{
+	struct net_router *r;
+
+	pthread_mutex_lock(&m->router_lock);
+	if (!m->router && net_router_start(&m->cfg->network, &m->router, err, errlen) < 0)
+		log_err("net: %s", err);
+	r = m->router;
+	pthread_mutex_unlock(&m->router_lock);
+	return r;
+}
+
+/* Give s the network its policy allows (asked, or the operator's
+ * default): nothing for none; else a link to the router. */
+static enum sm_result network_up(struct smgr *m, struct session *s,
+				 const struct net_policy *asked, char *err, size_t errlen)
+{
+	const struct net_policy *p = asked ? asked : &m->cfg->network.deflt;
+	struct net_router *r;
+	int fd, e;
+
+	if (p->mode == NET_NONE)
+		return SM_OK;
+	if (!(s->network = malloc(sizeof(*s->network))))
+		return SM_NO_MEMORY;
+	*s->network = *p;
+	if (!(r = router_get(m, err, errlen)))
+		return SM_START_FAILED;
+	if ((fd = jail_netns(box_jail(s->box))) < 0) {
+		snprintf(err, errlen, "the sandbox ended before its network was set up");
+		return SM_START_FAILED;
+	}
+	e = net_attach(r, fd, p, &s->net, err, errlen);
+	close(fd);
+	if (e == -EAGAIN)
+		return SM_CAPACITY;
+	return e < 0 ? SM_START_FAILED : SM_OK;
+}
+
 enum sm_result smgr_create(struct smgr *m, const struct session_params *p,
 			   struct session **out, char *err, size_t errlen)
 {
@@ -891,7 +955,8 @@ enum sm_result smgr_create(struct smgr *m, const struct session_params *p,
 	s->max_lifetime_s = p->max_lifetime_s;
 	pthread_mutex_init(&s->lock, NULL);
 	atomic_init(&s->refs, 1);
-	if ((r = spawn(m, &p->limits, p->env, &s->box, err, errlen)) != SM_OK) {
+	if ((r = spawn(m, &p->limits, p->env, &s->box, err, errlen)) != SM_OK ||
+	    (r = network_up(m, s, p->network, err, errlen)) != SM_OK) {
 		session_free(s);
 		goto unreserve;
 	}
@@ -1448,6 +1513,8 @@ json_t *session_json(struct session *s)
 		      "pids", (int)s->limits.pids, "disk_mb", (int)s->limits.disk_mb,
 		      "timeout_s", s->limits.timeout_s, "output_kb", (int)s->limits.output_kb,
 		      "python_version", box_python_version(s->box));
+	if (j)
+		json_object_set_new(j, "network", request_network_json(s->network));
 	pthread_mutex_unlock(&s->lock);
 	return j;
 }
@@ -1899,7 +1966,7 @@ static void oneshot_end(struct smgr *m, struct box *b, const struct oneshot *o)
 		tasks_give(m, o->limits.pids, o->key);
 	}
 	pthread_mutex_unlock(&m->lock);
-	dispose(m, b);
+	dispose(m, b, NULL);
 }
 
 /* The request's files, written into the fresh sandbox as its user. */

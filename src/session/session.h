@@ -46,6 +46,9 @@ struct session_params {
 	 * MCP session's, made on its first call): taken while the node
 	 * drains, as its sessions run on. */
 	bool continues;
+	/* What its code may reach (net/policy.h), checked against what the
+	 * operator lets a client ask already; NULL: the operator's default. */
+	const struct net_policy *network;
 };
 
 /* What the session manager answers.  Front ends map each to their own

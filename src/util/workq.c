@@ -147,3 +147,47 @@ void workq_free(struct workq *q)
 	pthread_mutex_destroy(&q->lock);
 	free(q);
 }
+
+/* One workq_call(), on the stack of the thread that waits for it. */
+struct call {
+	struct workq_item work;
+	workq_call_fn fn;
+	void *arg;
+	int result;
+	bool done;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;		/* done */
+};
+
+void workq_run_call(struct workq_item *item, void *ctx)
+{
+	struct call *c = workq_entry(item, struct call, work);
+	int result = c->fn(c->arg, ctx);
+
+	pthread_mutex_lock(&c->lock);
+	c->result = result;
+	c->done = true;
+	/* The waiter may return, and its call go, once the lock is dropped. */
+	pthread_cond_signal(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+}
+
+int workq_call(struct workq *q, workq_call_fn fn, void *arg)
+{
+	struct call c = { .fn = fn, .arg = arg };
+	int r;
+
+	pthread_mutex_init(&c.lock, NULL);
+	pthread_cond_init(&c.cond, NULL);
+	r = workq_push(q, &c.work, NULL);
+	if (r == 0) {
+		pthread_mutex_lock(&c.lock);
+		while (!c.done)
+			pthread_cond_wait(&c.cond, &c.lock);
+		pthread_mutex_unlock(&c.lock);
+		r = c.result;
+	}
+	pthread_cond_destroy(&c.cond);
+	pthread_mutex_destroy(&c.lock);
+	return r;
+}

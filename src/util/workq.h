@@ -107,4 +107,16 @@ void workq_stop(struct workq *q);
 /* workq_stop(), then free the queue.  NULL is a no-op. */
 void workq_free(struct workq *q);
 
+/* A call run on a queue's thread while the caller waits: for work that
+ * must be done by a long-lived thread of the queue's own (a sandbox
+ * spawned, so that its death signal follows that thread; the router's
+ * network namespace, which only its thread is in).  Start the queue with
+ * workq_run_call as its handler; workq_call() then runs fn(arg, ctx) on
+ * one of its threads (ctx: workq_start()'s arg) and returns what fn
+ * returned, or workq_push()'s error.  Never from one of the queue's own
+ * threads. */
+typedef int (*workq_call_fn)(void *arg, void *ctx);
+void workq_run_call(struct workq_item *item, void *ctx);
+int workq_call(struct workq *q, workq_call_fn fn, void *arg);
+
 #endif

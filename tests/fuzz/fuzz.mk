@@ -22,7 +22,7 @@
 FUZZ_CC     ?= clang
 FUZZ_BUILD  := build/fuzz
 FUZZ_OUT    := tests/fuzz/out
-FUZZ_NAMES  := frame jstring result path url body config mcp chat multipart junit procs
+FUZZ_NAMES  := frame jstring result path url body config mcp chat multipart junit procs netrule
 FUZZ_TIME   ?= 300
 FUZZ_SMOKE_TIME ?= 2
 

@@ -22,6 +22,7 @@ int main(void)
 		mcp_suite,
 		mounts_suite,
 		multipart_suite,
+		netpolicy_suite,
 		policy_suite,
 		poolrate_suite,
 		procs_suite,

@@ -20,6 +20,7 @@ Suite *lease_suite(void);
 Suite *mcp_suite(void);
 Suite *mounts_suite(void);
 Suite *multipart_suite(void);
+Suite *netpolicy_suite(void);
 Suite *policy_suite(void);
 Suite *poolrate_suite(void);
 Suite *procs_suite(void);

@@ -351,6 +351,13 @@ int jail_connect(struct jail *j, unsigned short port, int *fd)
 	return -ECONNREFUSED;
 }
 
+/* No namespace to link: the session tests ask for no network. */
+int jail_netns(struct jail *j)
+{
+	(void)j;
+	return -ENOSYS;
+}
+
 /* Only /work: the session tests write no file elsewhere. */
 int jail_dir_fd(const struct jail *j, const char *path, const char **rest)
 {

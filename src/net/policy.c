@@ -1,0 +1,200 @@
+/* net/policy — rules and policies in text (policy.h). */
+#include "net/policy.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const mode_names[] = { "none", "allowlist", "open" };
+
+const char *net_mode_name(enum net_mode m)
+{
+	return (unsigned)m < 3 ? mode_names[m] : "none";
+}
+
+bool net_mode_parse(const char *s, enum net_mode *out)
+{
+	for (unsigned i = 0; i < 3; i++)
+		if (!strcmp(s, mode_names[i])) {
+			*out = (enum net_mode)i;
+			return true;
+		}
+	return false;
+}
+
+bool net_config_enabled(const struct net_config *c)
+{
+	return c->deflt.mode != NET_NONE || c->clients_may != NET_NONE;
+}
+
+static bool is_v4(const struct cidr *c)
+{
+	static const unsigned char v4_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	return c->bits >= 96 && !memcmp(c->addr, v4_prefix, 12);
+}
+
+/* An address or a range rather than a name: it has a '/' or a ':', or
+ * only digits and dots. */
+static bool looks_like_address(const char *s)
+{
+	if (!*s)
+		return false;
+	if (strchr(s, '/') || strchr(s, ':'))
+		return true;
+	for (; *s; s++)
+		if (!isdigit((unsigned char)*s) && *s != '.')
+			return false;
+	return true;
+}
+
+/* A host name as DNS spells it: labels of letters, digits, '-' and '_'
+ * (SRV-style names), 1 to 63 bytes each, neither starting nor ending with
+ * '-'; lowered into out. */
+static bool name_ok(const char *s, char *out, char *err, size_t errlen)
+{
+	size_t n = strlen(s), label = 0;
+
+	if (n && s[n - 1] == '.')
+		n--;			/* the root's dot: the same name */
+	if (n == 0 || n > NET_NAME_MAX) {
+		snprintf(err, errlen, "a domain name has 1 to %d characters", NET_NAME_MAX);
+		return false;
+	}
+	for (size_t i = 0; i <= n; i++) {
+		unsigned char c = i < n ? (unsigned char)s[i] : '.';
+
+		if (c == '.') {
+			if (label == 0 || label > 63 || s[i - 1] == '-' || s[i - label] == '-') {
+				snprintf(err, errlen, "'%.*s' is not a domain name (a label is empty, "
+					 "longer than 63 characters, or starts or ends with '-')",
+					 (int)n, s);
+				return false;
+			}
+			label = 0;
+			out[i] = '.';
+			continue;
+		}
+		if (!isalnum(c) && c != '-' && c != '_') {
+			snprintf(err, errlen, "'%.*s' is not a domain name (letters, digits, '-' and "
+				 "'_' in labels between dots)", (int)n, s);
+			return false;
+		}
+		out[i] = (char)tolower(c);
+		label++;
+	}
+	out[n] = '\0';
+	return true;
+}
+
+bool net_rule_parse(const char *s, bool deny, struct net_rule *out, char *err, size_t errlen)
+{
+	memset(out, 0, sizeof(*out));
+	if (!strcmp(s, "*")) {
+		snprintf(err, errlen, deny ? "'*' cannot be denied: ask for no network instead"
+					   : "'*' is not a rule here");
+		return false;
+	}
+	if (looks_like_address(s)) {
+		if (!cidr_parse(s, &out->range)) {
+			snprintf(err, errlen, "'%.60s' is not an address or a range (a.b.c.d or "
+				 "a.b.c.d/n, no bits set past the prefix)", s);
+			return false;
+		}
+		if (!is_v4(&out->range)) {
+			snprintf(err, errlen, "'%.60s': sandboxes reach IPv4 only; name an IPv4 "
+				 "address or range", s);
+			return false;
+		}
+		return true;
+	}
+	out->is_name = true;
+	if (!strncmp(s, "*.", 2)) {
+		out->wildcard = true;
+		s += 2;
+	}
+	if (!name_ok(s, out->name, err, errlen))
+		return false;
+	if (out->wildcard && !strchr(out->name, '.')) {
+		snprintf(err, errlen, "'*.%s' would match a whole top-level domain", out->name);
+		return false;
+	}
+	return true;
+}
+
+void net_rule_text(const struct net_rule *r, char *out, size_t len)
+{
+	char addr[INET_ADDRSTRLEN];
+
+	if (r->is_name) {
+		snprintf(out, len, "%s%s", r->wildcard ? "*." : "", r->name);
+		return;
+	}
+	inet_ntop(AF_INET, r->range.addr + 12, addr, sizeof(addr));
+	if (r->range.bits == 128)
+		snprintf(out, len, "%s", addr);
+	else
+		snprintf(out, len, "%s/%u", addr, r->range.bits - 96);
+}
+
+bool net_policy_add(struct net_policy *p, const char *rule, bool deny, char *err,
+		    size_t errlen)
+{
+	size_t *n = deny ? &p->ndeny : &p->nallow;
+	struct net_rule *v = deny ? p->deny : p->allow;
+
+	if (!deny && !strcmp(rule, "*")) {
+		p->mode = NET_OPEN;
+		return true;
+	}
+	if (*n == NET_RULES_MAX) {
+		snprintf(err, errlen, "at most %d rules in each list", NET_RULES_MAX);
+		return false;
+	}
+	if (!net_rule_parse(rule, deny, &v[*n], err, errlen))
+		return false;
+	(*n)++;
+	if (!deny && p->mode == NET_NONE)
+		p->mode = NET_ALLOWLIST;
+	return true;
+}
+
+bool net_policy_permitted(const struct net_config *c, const struct net_policy *p, char *err,
+			  size_t errlen)
+{
+	if (p->mode <= c->clients_may)
+		return true;
+	snprintf(err, errlen, "the network %s asks for is more than this server lets a client "
+		 "ask for (%s)", p->mode == NET_OPEN ? "'*'" : "an allow-list",
+		 c->clients_may == NET_NONE ? "none: sessions get the operator's default" :
+		 "an allow-list, not '*'");
+	return false;
+}
+
+bool net_upstream_parse(const char *s, struct net_config *c)
+{
+	char host[INET_ADDRSTRLEN];
+	const char *colon = strchr(s, ':');
+	size_t n = colon ? (size_t)(colon - s) : strlen(s);
+	struct in_addr a;
+	unsigned long port = 53;
+
+	if (n == 0 || n >= sizeof(host))
+		return false;
+	memcpy(host, s, n);
+	host[n] = '\0';
+	if (inet_pton(AF_INET, host, &a) != 1)
+		return false;
+	if (colon) {
+		char *end;
+
+		port = strtoul(colon + 1, &end, 10);
+		if (!colon[1] || *end || port == 0 || port > 65535)
+			return false;
+	}
+	c->upstream_addr = a.s_addr;
+	c->upstream_port = (uint16_t)port;
+	return true;
+}

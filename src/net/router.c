@@ -1,0 +1,1056 @@
+/* net/router — the router's namespace, its uplink, each session's link,
+ * rules and resolver (router.h says how they fit). */
+#include "net/router.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <libmnl/libmnl.h>
+#include <linux/if_link.h>
+#include <linux/rtnetlink.h>
+#include <linux/veth.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <nftables/libnftables.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/close_range.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/log.h"
+#include "util/workq.h"
+
+#define SLIRP4NETNS "/usr/bin/slirp4netns"
+#define DNSMASQ "/usr/sbin/dnsmasq"
+
+/* The addresses of the plumbing, all link-local: no destination a policy
+ * may name is ever one of them (169.254.0.0/16 is never reachable), so
+ * they cannot hide a host an operator wants reached.  Each sandbox sees
+ * GATEWAY as its router and resolver; the uplink is slirp4netns's
+ * network, its resolver (the host's, through slirp4netns) at .3. */
+#define GATEWAY "169.254.0.1"
+#define UPLINK_CIDR "169.254.255.0/24"
+#define UPLINK_DNS "169.254.255.3"
+#define UPLINK_TAP "tap0"
+
+/* How long the uplink and a resolver may take to come up. */
+#define SLIRP_WAIT_MS 5000
+#define RESOLVER_WAIT_MS 3000
+
+struct net_link {
+	struct net_router *r;
+	unsigned slot;
+	pid_t resolver;			/* dnsmasq's pid 1 (spawn()), or 0 */
+};
+
+struct net_router {
+	struct net_config cfg;
+	struct workq *q;		/* one thread, in the router's namespace:
+					 * workq_call()s */
+	int host_ns;			/* the daemon's network namespace */
+	int ns;				/* the router's */
+	struct nft_ctx *nft;
+	pid_t slirp;
+	int slirp_exit;			/* closing it ends slirp4netns */
+	int alive[2];			/* a pipe: [1] closes when the daemon dies */
+	pthread_mutex_t lock;		/* the links */
+	struct net_link *links[NET_LINKS_MAX];
+};
+
+static int write_sysctl(const char *path, const char *value)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), r = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, value, strlen(value)) < 0)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+/* ---- rtnetlink ------------------------------------------------------------ */
+
+/* Send one request on a route netlink socket and read its answer: 0 or
+ * the kernel's -errno. */
+static int rtnl_do(struct mnl_socket *nl, struct nlmsghdr *nlh)
+{
+	static _Atomic unsigned seq;
+	char buf[8192];
+	unsigned s = ++seq;
+	ssize_t n;
+
+	nlh->nlmsg_flags |= NLM_F_REQUEST | NLM_F_ACK;
+	nlh->nlmsg_seq = s;
+	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
+		return -errno;
+	n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
+	if (n < 0)
+		return -errno;
+	if (mnl_cb_run(buf, (size_t)n, s, mnl_socket_get_portid(nl), NULL, NULL) < 0)
+		return -errno;
+	return 0;
+}
+
+static struct mnl_socket *rtnl_open(void)
+{
+	struct mnl_socket *nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
+
+	if (nl && mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+		mnl_socket_close(nl);
+		return NULL;
+	}
+	return nl;
+}
+
+/* A veth pair: name here, peer in the namespace peer_ns. */
+static int veth_add(struct mnl_socket *nl, const char *name, const char *peer, int peer_ns)
+{
+	char buf[512];
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct ifinfomsg *ifm;
+	struct nlattr *info, *data, *pinfo;
+
+	nlh->nlmsg_type = RTM_NEWLINK;
+	nlh->nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL;
+	ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
+	ifm->ifi_family = AF_UNSPEC;
+	mnl_attr_put_strz(nlh, IFLA_IFNAME, name);
+	info = mnl_attr_nest_start(nlh, IFLA_LINKINFO);
+	mnl_attr_put_strz(nlh, IFLA_INFO_KIND, "veth");
+	data = mnl_attr_nest_start(nlh, IFLA_INFO_DATA);
+	pinfo = mnl_attr_nest_start(nlh, VETH_INFO_PEER);
+	ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
+	ifm->ifi_family = AF_UNSPEC;
+	mnl_attr_put_strz(nlh, IFLA_IFNAME, peer);
+	mnl_attr_put_u32(nlh, IFLA_NET_NS_FD, (uint32_t)peer_ns);
+	mnl_attr_nest_end(nlh, pinfo);
+	mnl_attr_nest_end(nlh, data);
+	mnl_attr_nest_end(nlh, info);
+	return rtnl_do(nl, nlh);
+}
+
+static int link_del(struct mnl_socket *nl, const char *name)
+{
+	char buf[256];
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct ifinfomsg *ifm;
+
+	nlh->nlmsg_type = RTM_DELLINK;
+	ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
+	ifm->ifi_family = AF_UNSPEC;
+	mnl_attr_put_strz(nlh, IFLA_IFNAME, name);
+	return rtnl_do(nl, nlh);
+}
+
+static int link_up(struct mnl_socket *nl, unsigned index)
+{
+	char buf[256];
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct ifinfomsg *ifm;
+
+	nlh->nlmsg_type = RTM_NEWLINK;
+	ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
+	ifm->ifi_family = AF_UNSPEC;
+	ifm->ifi_index = (int)index;
+	ifm->ifi_flags = IFF_UP;
+	ifm->ifi_change = IFF_UP;
+	return rtnl_do(nl, nlh);
+}
+
+/* addr/32 on the link index. */
+static int addr_add(struct mnl_socket *nl, unsigned index, in_addr_t addr)
+{
+	char buf[256];
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct ifaddrmsg *ifa;
+
+	nlh->nlmsg_type = RTM_NEWADDR;
+	nlh->nlmsg_flags = NLM_F_CREATE | NLM_F_REPLACE;
+	ifa = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifa));
+	ifa->ifa_family = AF_INET;
+	ifa->ifa_prefixlen = 32;
+	ifa->ifa_scope = RT_SCOPE_UNIVERSE;
+	ifa->ifa_index = index;
+	mnl_attr_put_u32(nlh, IFA_LOCAL, addr);
+	mnl_attr_put_u32(nlh, IFA_ADDRESS, addr);
+	return rtnl_do(nl, nlh);
+}
+
+/* A route to dst/len through the link index, by gateway gw (0: on the
+ * link itself). */
+static int route_add(struct mnl_socket *nl, in_addr_t dst, unsigned len, in_addr_t gw,
+		     unsigned index)
+{
+	char buf[256];
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct rtmsg *rtm;
+
+	nlh->nlmsg_type = RTM_NEWROUTE;
+	nlh->nlmsg_flags = NLM_F_CREATE | NLM_F_REPLACE;
+	rtm = mnl_nlmsg_put_extra_header(nlh, sizeof(*rtm));
+	rtm->rtm_family = AF_INET;
+	rtm->rtm_dst_len = (unsigned char)len;
+	rtm->rtm_table = RT_TABLE_MAIN;
+	rtm->rtm_protocol = RTPROT_BOOT;
+	rtm->rtm_scope = gw ? RT_SCOPE_UNIVERSE : RT_SCOPE_LINK;
+	rtm->rtm_type = RTN_UNICAST;
+	if (len)
+		mnl_attr_put_u32(nlh, RTA_DST, dst);
+	if (gw)
+		mnl_attr_put_u32(nlh, RTA_GATEWAY, gw);
+	mnl_attr_put_u32(nlh, RTA_OIF, index);
+	return rtnl_do(nl, nlh);
+}
+
+/* ---- addresses of a slot -------------------------------------------------- */
+
+/* The sandbox's own address: 169.254.(1 + k/254).(1 + k%254), never the
+ * gateway (169.254.0.1) nor the uplink's 169.254.255.0/24. */
+static in_addr_t slot_addr(unsigned k)
+{
+	return htonl(0xa9fe0000u | (1 + k / 254) << 8 | (1 + k % 254));
+}
+
+/* Its resolver's, on the router's loopback: 127.1.x.y. */
+static void slot_resolver(unsigned k, char *out, size_t len)
+{
+	snprintf(out, len, "127.1.%u.%u", (k + 1) >> 8, (k + 1) & 255);
+}
+
+static void slot_ifname(unsigned k, char out[IFNAMSIZ])
+{
+	snprintf(out, IFNAMSIZ, "pn%u", k);
+}
+
+/* ---- nftables ------------------------------------------------------------- */
+
+/* Apply a transaction of nft commands in the router's namespace: 0, or
+ * -EINVAL with nft's first line of complaint in err. */
+static int nft_apply(struct net_router *r, const char *text, char *err, size_t errlen)
+{
+	const char *e;
+
+	if (nft_run_cmd_from_buffer(r->nft, text) == 0)
+		return 0;
+	e = nft_ctx_get_error_buffer(r->nft);
+	snprintf(err, errlen, "nftables refused the router's rules: %.*s",
+		 (int)strcspn(e ? e : "", "\n"), e ? e : "");
+	log_err("net: nftables: %s\n%s", e ? e : "", text);
+	return -EINVAL;
+}
+
+static void put_range(FILE *f, const struct cidr *c, bool *first)
+{
+	char a[INET_ADDRSTRLEN];
+
+	inet_ntop(AF_INET, c->addr + 12, a, sizeof(a));
+	fprintf(f, "%s%s/%u", *first ? "" : ", ", a, c->bits - 96);
+	*first = false;
+}
+
+/* The rules of the router as a whole (router.h: what each refuses). */
+static char *base_rules(const struct net_config *c)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	bool first = true;
+
+	if (!f)
+		return NULL;
+	fprintf(f,
+		"table inet petri {\n"
+		"  set never { type ipv4_addr; flags interval; auto-merge;\n"
+		"    elements = { 0.0.0.0/8, 127.0.0.0/8, 169.254.0.0/16, 224.0.0.0/3 } }\n"
+		"  set host { type ipv4_addr; flags interval; auto-merge; }\n"
+		"  set private { type ipv4_addr; flags interval; auto-merge;\n"
+		"    elements = { 10.0.0.0/8, 100.64.0.0/10, 172.16.0.0/12, 192.0.0.0/24,\n"
+		"                 192.168.0.0/16, 198.18.0.0/15 } }\n"
+		"  set reachable { type ipv4_addr; flags interval; auto-merge;");
+	if (c->nreachable) {
+		fprintf(f, " elements = { ");
+		for (size_t i = 0; i < c->nreachable; i++)
+			put_range(f, &c->reachable[i], &first);
+		fprintf(f, " }");
+	}
+	fprintf(f, " }\n"
+		"  map sessions { type ifname : verdict; }\n"
+		"  map resolvers { type ifname : ipv4_addr; }\n"
+		"  chain forward {\n"
+		"    type filter hook forward priority 0; policy drop;\n"
+		"    meta nfproto ipv6 drop\n"
+		"    ct state established,related accept\n"
+		"    ct state invalid drop\n"
+		"    ip daddr @never reject with icmpx admin-prohibited\n"
+		"    ip daddr @host reject with icmpx admin-prohibited\n"
+		"    ip daddr @private ip daddr != @reachable reject with icmpx admin-prohibited\n"
+		"    iifname vmap @sessions\n"
+		"    reject with icmpx admin-prohibited\n"
+		"  }\n"
+		"  chain input {\n"
+		"    type filter hook input priority 0; policy drop;\n"
+		"    iif \"lo\" accept\n"
+		"    ct state established,related accept\n"
+		"    iifname \"pn*\" ip daddr 127.1.0.0/16 meta l4proto { tcp, udp } th dport 53 accept\n"
+		"    iifname \"pn*\" reject with icmpx admin-prohibited\n"
+		"  }\n"
+		"  chain resolver {\n"
+		"    type nat hook prerouting priority -100;\n"
+		"    iifname \"pn*\" ip daddr " GATEWAY " meta l4proto { tcp, udp } th dport 53 "
+		"dnat ip to iifname map @resolvers\n"
+		"  }\n"
+		"  chain uplink {\n"
+		"    type nat hook postrouting priority 100;\n"
+		"    oifname \"" UPLINK_TAP "\" masquerade\n"
+		"  }\n"
+		"}\n");
+	if (fclose(f) != 0) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
+/* The host's own IPv4 addresses (read in the caller's namespace, the
+ * host's), as nft set elements "a, b, c" into out; "" when none. */
+static void host_addresses(char *out, size_t len)
+{
+	struct ifaddrs *ifa, *i;
+	size_t n = 0;
+
+	out[0] = '\0';
+	if (getifaddrs(&ifa) < 0)
+		return;
+	for (i = ifa; i; i = i->ifa_next) {
+		char a[INET_ADDRSTRLEN];
+		int w;
+
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
+			continue;
+		inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, a, sizeof(a));
+		w = snprintf(out + n, len - n, "%s%s", n ? ", " : "", a);
+		if (w < 0 || (size_t)w >= len - n) {
+			out[n] = '\0';
+			break;
+		}
+		n += (size_t)w;
+	}
+	freeifaddrs(ifa);
+}
+
+/* ---- processes in the router's namespace ---------------------------------- */
+
+/* Fork a process that dies with this thread and execs argv; in the child,
+ * before exec, join ns (when >= 0) and make err_fd (when >= 0) its stderr;
+ * keep[] stay open across the exec.  Only async-signal-safe calls past the
+ * fork.
+ *
+ * PR_SET_PDEATHSIG is cleared when a process changes its user, as dnsmasq
+ * does (to nobody) once it has bound its port.  So with watched, the child
+ * is pid 1 of a pid namespace of its own (a root that never changes its
+ * credentials, keeping the death signal) and argv runs as its child there:
+ * when the daemon dies, its pid 1 dies, and the kernel kills everything in
+ * that namespace.  pid 1 ends with argv's status.  The pid (of pid 1 when
+ * watched), or -errno. */
+static pid_t spawn(struct net_router *r, char *const argv[], int ns, int err_fd,
+		   const int *keep, size_t nkeep, bool watched)
+{
+	sigset_t all, old;
+	pid_t parent = getpid(), pid;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid = (pid_t)syscall(SYS_clone, (watched ? CLONE_NEWPID : 0) | SIGCHLD, NULL, NULL, NULL, 0);
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC), st = 0;
+		sigset_t none;
+		pid_t child;
+
+		struct pollfd gone = { .fd = r->alive[0], .events = POLLIN };
+
+		/* The daemon may have died before the death signal was set:
+		 * its end of alive is closed then (in a new pid namespace
+		 * getppid() says 0, so that is no test). */
+		close(r->alive[1]);
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || poll(&gone, 1, 0) != 0 ||
+		    (!watched && getppid() != parent))
+			_exit(127);
+		for (int s = 1; s < NSIG; s++)
+			signal(s, SIG_DFL);
+		if (ns >= 0 && setns(ns, CLONE_NEWNET) < 0)
+			_exit(126);
+		if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
+		    dup2(err_fd >= 0 ? err_fd : null, 2) < 0)
+			_exit(125);
+		/* Nothing of the daemon's crosses the exec but what argv
+		 * names by number. */
+		if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+			_exit(124);
+		for (size_t i = 0; i < nkeep; i++)
+			if (fcntl(keep[i], F_SETFD, 0) < 0)
+				_exit(124);
+		child = watched ? fork() : 0;
+		if (child == 0) {
+			sigemptyset(&none);
+			sigprocmask(SIG_SETMASK, &none, NULL);
+			execv(argv[0], argv);
+			_exit(127);
+		}
+		if (child < 0)
+			_exit(123);
+		while (waitpid(child, &st, 0) < 0 && errno == EINTR)
+			;
+		_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return pid < 0 ? -errno : pid;
+}
+
+static void reap(pid_t pid)
+{
+	if (pid <= 0)
+		return;
+	kill(pid, SIGKILL);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+}
+
+/* Has pid exited?  Reaped if so. */
+static bool exited(pid_t pid, int *status)
+{
+	return waitpid(pid, status, WNOHANG) == pid;
+}
+
+static double now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* ---- the router's start ------------------------------------------------- */
+
+struct start_args {
+	char *err;
+	size_t errlen;
+};
+
+/* On the router's thread, first: a network namespace of its own (this
+ * thread's only), loopback up, forwarding, its rules and the uplink. */
+static int start_in_ns(void *arg, void *ctx)
+{
+	struct net_router *r = ctx;
+	struct start_args *a = arg;
+	struct mnl_socket *nl = NULL;
+	char *rules = NULL, cidr[] = "--cidr=" UPLINK_CIDR, mtu[] = "--mtu=65520";
+	char exit_arg[32], ready_arg[32], ns_path[64];
+	int ready[2] = { -1, -1 }, exitp[2] = { -1, -1 }, e;
+
+	if (unshare(CLONE_NEWNET) < 0) {
+		e = -errno;
+		snprintf(a->err, a->errlen, "cannot make the router's network namespace: %s",
+			 strerror(errno));
+		return e;
+	}
+	if ((r->ns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)) < 0) {
+		e = -errno;
+		snprintf(a->err, a->errlen, "cannot open the router's namespace: %s", strerror(errno));
+		return e;
+	}
+	if (!(nl = rtnl_open()) || (e = link_up(nl, if_nametoindex("lo"))) < 0 ||
+	    (e = write_sysctl("/proc/sys/net/ipv4/ip_forward", "1")) < 0 ||
+	    (e = write_sysctl("/proc/sys/net/ipv4/conf/all/route_localnet", "1")) < 0) {
+		e = nl ? e : -errno;
+		snprintf(a->err, a->errlen, "cannot set up the router's namespace: %s",
+			 strerror(-e));
+		goto out;
+	}
+	if (!(r->nft = nft_ctx_new(NFT_CTX_DEFAULT)) || nft_ctx_buffer_error(r->nft) < 0 ||
+	    nft_ctx_buffer_output(r->nft) < 0) {
+		e = -ENOMEM;
+		snprintf(a->err, a->errlen, "cannot start nftables");
+		goto out;
+	}
+	if (!(rules = base_rules(&r->cfg))) {
+		e = -ENOMEM;
+		goto out;
+	}
+	if ((e = nft_apply(r, rules, a->err, a->errlen)) < 0)
+		goto out;
+
+	/* The uplink: slirp4netns in the host's namespace, attached to this
+	 * one by its descriptor; it says when the tap is up (ready), and ends
+	 * when the write end of exit is closed. */
+	if (pipe2(ready, O_CLOEXEC) < 0 || pipe2(exitp, O_CLOEXEC) < 0) {
+		e = -errno;
+		goto out;
+	}
+	snprintf(exit_arg, sizeof(exit_arg), "--exit-fd=%d", exitp[0]);
+	snprintf(ready_arg, sizeof(ready_arg), "--ready-fd=%d", ready[1]);
+	snprintf(ns_path, sizeof(ns_path), "/proc/self/fd/%d", r->ns);
+	{
+		char *argv[] = { SLIRP4NETNS, "--configure", mtu, cidr, "--disable-host-loopback",
+				 "--enable-sandbox", "--enable-seccomp", exit_arg, ready_arg,
+				 "--netns-type=path", ns_path, UPLINK_TAP, NULL };
+		int keep[] = { exitp[0], ready[1], r->ns };
+		struct pollfd p = { .fd = ready[0], .events = POLLIN };
+		char c;
+		pid_t pid = spawn(r, argv, r->host_ns, -1, keep, 3, false);
+
+		if (pid < 0) {
+			e = (int)pid;
+			snprintf(a->err, a->errlen, "cannot start " SLIRP4NETNS ": %s", strerror(-e));
+			goto out;
+		}
+		r->slirp = pid;
+		close(ready[1]);
+		ready[1] = -1;
+		close(exitp[0]);
+		exitp[0] = -1;
+		r->slirp_exit = exitp[1];
+		exitp[1] = -1;
+		if (poll(&p, 1, SLIRP_WAIT_MS) != 1 || read(ready[0], &c, 1) != 1) {
+			int st = 0;
+
+			e = -EIO;
+			if (exited(pid, &st))
+				r->slirp = 0;
+			snprintf(a->err, a->errlen, SLIRP4NETNS " did not bring the uplink up "
+				 "(status %d)", st);
+			goto out;
+		}
+	}
+	e = 0;
+out:
+	free(rules);
+	if (nl)
+		mnl_socket_close(nl);
+	for (int i = 0; i < 2; i++) {
+		if (ready[i] >= 0)
+			close(ready[i]);
+		if (exitp[i] >= 0)
+			close(exitp[i]);
+	}
+	return e;
+}
+
+int net_router_start(const struct net_config *c, struct net_router **out, char *err,
+		     size_t errlen)
+{
+	struct net_router *r;
+	struct start_args a = { err, errlen };
+	int e;
+
+	*out = NULL;
+	if (access(SLIRP4NETNS, X_OK) < 0 || access(DNSMASQ, X_OK) < 0) {
+		snprintf(err, errlen, "a network for sessions needs " SLIRP4NETNS " and " DNSMASQ
+			 " (Debian's slirp4netns and dnsmasq-base)");
+		return -ENOENT;
+	}
+	if (!(r = calloc(1, sizeof(*r))))
+		return -ENOMEM;
+	r->cfg = *c;
+	r->ns = r->host_ns = r->slirp_exit = r->alive[0] = r->alive[1] = -1;
+	if (pipe2(r->alive, O_CLOEXEC) < 0) {
+		e = -errno;
+		free(r);
+		return e;
+	}
+	pthread_mutex_init(&r->lock, NULL);
+	if ((r->host_ns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)) < 0) {
+		e = -errno;
+		snprintf(err, errlen, "cannot open this network namespace: %s", strerror(errno));
+		goto fail;
+	}
+	if ((e = workq_start(1, 0, workq_run_call, r, &r->q)) < 0) {
+		snprintf(err, errlen, "cannot start the router's thread: %s", strerror(-e));
+		goto fail;
+	}
+	if ((e = workq_call(r->q, start_in_ns, &a)) < 0)
+		goto fail;
+	log_info("net: router up (uplink " UPLINK_CIDR " by slirp4netns, pid %d)", (int)r->slirp);
+	*out = r;
+	return 0;
+fail:
+	net_router_stop(r);
+	return e;
+}
+
+/* ---- a session's link ----------------------------------------------------- */
+
+struct attach_args {
+	struct net_link *l;
+	int netns;
+	const struct net_policy *p;
+	const char *host;		/* the host's addresses, as set elements */
+	char *err;
+	size_t errlen;
+};
+
+/* The sandbox's resolver, as every sandbox's C library finds it: with no
+ * /etc/resolv.conf it asks 127.0.0.1:53, where nothing listens in a sandbox
+ * without a network (its user may not bind a port below 1024), and which
+ * here leads to the gateway: these rules are in the sandbox's namespace,
+ * where no process of the sandbox has the capability to change them. */
+static const char sandbox_rules[] =
+	"table ip petri {\n"
+	"  chain resolver {\n"
+	"    type nat hook output priority -100;\n"
+	"    ip daddr 127.0.0.1 meta l4proto { tcp, udp } th dport 53 dnat to " GATEWAY "\n"
+	"  }\n"
+	"  chain source {\n"
+	"    type nat hook postrouting priority 100;\n"
+	"    oifname \"eth0\" ip saddr 127.0.0.0/8 masquerade\n"
+	"  }\n"
+	"}\n";
+
+/* The sandbox's side: eth0 with its address, up, and routes to the
+ * gateway and through it, made by this thread inside the sandbox's
+ * namespace (a netlink socket acts where it was opened; so do nftables'
+ * and the sysctls' files), then back. */
+static int sandbox_side(struct net_router *r, int netns, unsigned slot, char *err,
+			size_t errlen)
+{
+	struct mnl_socket *nl;
+	struct nft_ctx *nft;
+	unsigned eth;
+	int e = 0;
+
+	if (setns(netns, CLONE_NEWNET) < 0)
+		return -errno;
+	nl = rtnl_open();
+	eth = if_nametoindex("eth0");
+	/* Loopback's addresses may leave by eth0 (only the resolver's
+	 * packets do, translated). */
+	e = write_sysctl("/proc/sys/net/ipv4/conf/all/route_localnet", "1");
+	nft = nft_ctx_new(NFT_CTX_DEFAULT);
+	if (nft && nft_ctx_buffer_error(nft) == 0 && e == 0 &&
+	    nft_run_cmd_from_buffer(nft, sandbox_rules) != 0) {
+		const char *m = nft_ctx_get_error_buffer(nft);
+
+		snprintf(err, errlen, "nftables refused the sandbox's rules: %.*s",
+			 (int)strcspn(m ? m : "", "\n"), m ? m : "");
+		e = -EINVAL;
+	} else if (!nft && e == 0)
+		e = -ENOMEM;
+	if (nft)
+		nft_ctx_free(nft);
+	if (setns(r->ns, CLONE_NEWNET) < 0) {
+		/* This thread would act in a sandbox's namespace from now on. */
+		log_err("net: cannot return to the router's namespace: %s", strerror(errno));
+		abort();
+	}
+	if (e < 0)
+		goto out;
+	if (!nl || !eth) {
+		e = -ENODEV;
+		goto out;
+	}
+	if ((e = addr_add(nl, eth, slot_addr(slot))) < 0 || (e = link_up(nl, eth)) < 0 ||
+	    (e = route_add(nl, inet_addr(GATEWAY), 32, 0, eth)) < 0 ||
+	    (e = route_add(nl, 0, 0, inet_addr(GATEWAY), eth)) < 0)
+		goto out;
+out:
+	if (nl)
+		mnl_socket_close(nl);
+	return e;
+}
+
+/* The session's own rules: its chain and sets, its entries in the
+ * router's maps, and the host's addresses as they are now. */
+static char *link_rules(const struct attach_args *a, unsigned k)
+{
+	const struct net_policy *p = a->p;
+	char *text = NULL, res[32];
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	if (!f)
+		return NULL;
+	slot_resolver(k, res, sizeof(res));
+	for (int deny = 0; deny < 2; deny++) {
+		const struct net_rule *v = deny ? p->deny : p->allow;
+		size_t n = deny ? p->ndeny : p->nallow;
+		bool first = true;
+
+		fprintf(f, "add set inet petri %c%u { type ipv4_addr; flags interval; auto-merge; }\n",
+			deny ? 'd' : 'a', k);
+		for (size_t i = 0; i < n; i++) {
+			if (v[i].is_name)
+				continue;
+			if (first)
+				fprintf(f, "add element inet petri %c%u { ", deny ? 'd' : 'a', k);
+			put_range(f, &v[i].range, &first);
+		}
+		if (!first)
+			fprintf(f, " }\n");
+	}
+	fprintf(f, "add chain inet petri s%u\n"
+		"add rule inet petri s%u ip daddr @d%u reject with icmpx admin-prohibited\n", k, k, k);
+	if (p->mode == NET_OPEN)
+		fprintf(f, "add rule inet petri s%u accept\n", k);
+	else
+		fprintf(f, "add rule inet petri s%u ip daddr @a%u accept\n", k, k);
+	fprintf(f, "add rule inet petri s%u reject with icmpx admin-prohibited\n"
+		"add element inet petri sessions { \"pn%u\" : jump s%u }\n"
+		"add element inet petri resolvers { \"pn%u\" : %s }\n"
+		"flush set inet petri host\n", k, k, k, k, res);
+	if (a->host[0])
+		fprintf(f, "add element inet petri host { %s }\n", a->host);
+	if (fclose(f) != 0) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
+static void link_rules_remove(struct net_router *r, unsigned k)
+{
+	char text[512], err[256];
+
+	/* Each on its own: what an earlier failure left out is not there. */
+	snprintf(text, sizeof(text), "delete element inet petri sessions { \"pn%u\" }\n", k);
+	nft_run_cmd_from_buffer(r->nft, text);
+	snprintf(text, sizeof(text), "delete element inet petri resolvers { \"pn%u\" }\n", k);
+	nft_run_cmd_from_buffer(r->nft, text);
+	snprintf(text, sizeof(text), "flush chain inet petri s%u\ndelete chain inet petri s%u\n",
+		 k, k);
+	nft_run_cmd_from_buffer(r->nft, text);
+	snprintf(text, sizeof(text), "delete set inet petri a%u\n", k);
+	nft_run_cmd_from_buffer(r->nft, text);
+	snprintf(text, sizeof(text), "delete set inet petri d%u\n", k);
+	nft_run_cmd_from_buffer(r->nft, text);
+	(void)err;
+}
+
+/* Does the deny rule d cover the allowed name a (so that a must not be
+ * forwarded: a more specific allow would win in the resolver)? */
+static bool covered(const struct net_rule *a, const struct net_rule *d)
+{
+	size_t an = strlen(a->name), dn = strlen(d->name);
+	bool under = an > dn && a->name[an - dn - 1] == '.' && !strcmp(a->name + an - dn, d->name);
+
+	if (!d->wildcard)
+		return under || !strcmp(a->name, d->name);
+	return under || (a->wildcard && !strcmp(a->name, d->name));
+}
+
+static bool has_wildcard(const struct net_policy *p, const char *name)
+{
+	for (size_t i = 0; i < p->nallow; i++)
+		if (p->allow[i].is_name && p->allow[i].wildcard && !strcmp(p->allow[i].name, name))
+			return true;
+	return false;
+}
+
+/* dnsmasq's arguments for a session (NULL-terminated, each allocated). */
+static char **resolver_argv(const struct net_router *r, const struct net_policy *p, unsigned k)
+{
+	size_t max = 16 + 3 * (p->nallow + p->ndeny), n = 0;
+	char **argv = calloc(max, sizeof(*argv)), res[32], up[32], a[INET_ADDRSTRLEN];
+	struct in_addr ua = { r->cfg.upstream_addr };
+
+	if (!argv)
+		return NULL;
+	slot_resolver(k, res, sizeof(res));
+	if (r->cfg.upstream_port) {
+		inet_ntop(AF_INET, &ua, a, sizeof(a));
+		snprintf(up, sizeof(up), "%s#%u", a, r->cfg.upstream_port);
+	} else
+		snprintf(up, sizeof(up), "%s", UPLINK_DNS);
+#define ARG(...) (n < max - 1 && asprintf(&argv[n], __VA_ARGS__) >= 0 ? (void)n++ : (void)0)
+	ARG(DNSMASQ);
+	ARG("--keep-in-foreground");
+	ARG("--conf-file=/dev/null");
+	ARG("--no-resolv");
+	ARG("--no-hosts");
+	ARG("--no-poll");
+	ARG("--pid-file=");
+	ARG("--bind-interfaces");
+	ARG("--listen-address=%s", res);
+	/* IPv6 is not forwarded: AAAA answers would only make programs try
+	 * it first. */
+	ARG("--filter-AAAA");
+	for (size_t i = 0; i < p->ndeny; i++)
+		if (p->deny[i].is_name)
+			ARG("--address=/%s%s/", p->deny[i].wildcard ? "*." : "", p->deny[i].name);
+	if (p->mode == NET_OPEN)
+		ARG("--server=%s", up);
+	for (size_t i = 0; p->mode == NET_ALLOWLIST && i < p->nallow; i++) {
+		const struct net_rule *al = &p->allow[i];
+		bool denied = false;
+
+		if (!al->is_name)
+			continue;
+		for (size_t j = 0; j < p->ndeny; j++)
+			denied |= p->deny[j].is_name && covered(al, &p->deny[j]);
+		if (denied)
+			continue;
+		ARG("--server=/%s%s/%s", al->wildcard ? "*." : "", al->name, up);
+		ARG("--nftset=/%s%s/4#inet#petri#a%u", al->wildcard ? "*." : "", al->name, k);
+		/* "name" is that name only: its subdomains are not allowed
+		 * unless a rule says so. */
+		if (!al->wildcard && !has_wildcard(p, al->name))
+			ARG("--address=/*.%s/", al->name);
+	}
+	ARG("--address=/#/");
+#undef ARG
+	return argv;
+}
+
+static void free_argv(char **argv)
+{
+	for (size_t i = 0; argv && argv[i]; i++)
+		free(argv[i]);
+	free(argv);
+}
+
+/* Wait until the resolver listens on its address (it has bound when the
+ * port is taken), or has died: 0 or -EIO with its complaint in err. */
+static int resolver_wait(pid_t pid, unsigned k, int errp, char *err, size_t errlen)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(53) };
+	char res[32];
+	double deadline = now_ms() + RESOLVER_WAIT_MS;
+	int st;
+
+	slot_resolver(k, res, sizeof(res));
+	inet_pton(AF_INET, res, &sa.sin_addr);
+	for (;;) {
+		int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), taken;
+
+		if (s < 0)
+			return -errno;
+		taken = bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno == EADDRINUSE;
+		close(s);
+		if (taken)
+			return 0;
+		if (exited(pid, &st) || now_ms() > deadline) {
+			char msg[256] = "";
+			ssize_t n = read(errp, msg, sizeof(msg) - 1);
+
+			msg[n > 0 ? n : 0] = '\0';
+			msg[strcspn(msg, "\n")] = '\0';
+			snprintf(err, errlen, "the session's resolver did not start%s%s",
+				 msg[0] ? ": " : "", msg);
+			return -EIO;
+		}
+		usleep(500);
+	}
+}
+
+static int attach_in_ns(void *arg, void *ctx)
+{
+	struct net_router *r = ctx;
+	struct attach_args *a = arg;
+	struct net_link *l = a->l;
+	unsigned k = l->slot;
+	char ifname[IFNAMSIZ], *rules = NULL, **argv = NULL;
+	struct mnl_socket *nl = rtnl_open();
+	int e, errp[2] = { -1, -1 };
+	unsigned pn;
+
+	slot_ifname(k, ifname);
+	if (!nl) {
+		e = -errno;
+		snprintf(a->err, a->errlen, "cannot open a netlink socket: %s", strerror(-e));
+		goto out;
+	}
+	/* A link of the same name left by a sandbox that has not ended yet
+	 * is that session's no more. */
+	link_del(nl, ifname);
+	if ((e = veth_add(nl, ifname, "eth0", a->netns)) < 0) {
+		snprintf(a->err, a->errlen, "cannot make the session's link: %s", strerror(-e));
+		goto out;
+	}
+	pn = if_nametoindex(ifname);
+	if (!pn || (e = addr_add(nl, pn, inet_addr(GATEWAY))) < 0 || (e = link_up(nl, pn)) < 0 ||
+	    (e = route_add(nl, slot_addr(k), 32, 0, pn)) < 0 ||
+	    (e = sandbox_side(r, a->netns, k, a->err, a->errlen)) < 0) {
+		e = e ? e : -ENODEV;
+		if (e != -EINVAL)
+			snprintf(a->err, a->errlen, "cannot set up the session's link: %s",
+				 strerror(-e));
+		goto out;
+	}
+	if (!(rules = link_rules(a, k)) || !(argv = resolver_argv(r, a->p, k))) {
+		e = -ENOMEM;
+		snprintf(a->err, a->errlen, "out of memory");
+		goto out;
+	}
+	if ((e = nft_apply(r, rules, a->err, a->errlen)) < 0)
+		goto out;
+	if (pipe2(errp, O_CLOEXEC | O_NONBLOCK) < 0) {
+		e = -errno;
+		goto out;
+	}
+	l->resolver = spawn(r, argv, -1, errp[1], NULL, 0, true);
+	if (l->resolver < 0) {
+		e = (int)l->resolver;
+		l->resolver = 0;
+		snprintf(a->err, a->errlen, "cannot start " DNSMASQ ": %s", strerror(-e));
+		goto out;
+	}
+	close(errp[1]);
+	errp[1] = -1;
+	e = resolver_wait(l->resolver, k, errp[0], a->err, a->errlen);
+out:
+	if (e < 0) {
+		reap(l->resolver);
+		l->resolver = 0;
+		link_rules_remove(r, k);
+		if (nl)
+			link_del(nl, ifname);
+	}
+	for (int i = 0; i < 2; i++)
+		if (errp[i] >= 0)
+			close(errp[i]);
+	free(rules);
+	free_argv(argv);
+	if (nl)
+		mnl_socket_close(nl);
+	return e;
+}
+
+int net_attach(struct net_router *r, int netns_fd, const struct net_policy *p,
+	       struct net_link **out, char *err, size_t errlen)
+{
+	struct net_link *l;
+	char host[2048];
+	struct attach_args a = { .netns = netns_fd, .p = p, .host = host, .err = err,
+				 .errlen = errlen };
+	unsigned k;
+	int e;
+
+	*out = NULL;
+	if (!r || p->mode == NET_NONE) {
+		snprintf(err, errlen, "this server has no network for sessions");
+		return -EINVAL;
+	}
+	if (!(l = calloc(1, sizeof(*l))))
+		return -ENOMEM;
+	l->r = r;
+	pthread_mutex_lock(&r->lock);
+	for (k = 0; k < NET_LINKS_MAX && r->links[k]; k++)
+		;
+	if (k < NET_LINKS_MAX)
+		r->links[k] = l;
+	pthread_mutex_unlock(&r->lock);
+	if (k == NET_LINKS_MAX) {
+		free(l);
+		snprintf(err, errlen, "%d sessions have a network already", NET_LINKS_MAX);
+		return -EAGAIN;
+	}
+	l->slot = k;
+	a.l = l;
+	host_addresses(host, sizeof(host));
+	if ((e = workq_call(r->q, attach_in_ns, &a)) < 0) {
+		pthread_mutex_lock(&r->lock);
+		r->links[k] = NULL;
+		pthread_mutex_unlock(&r->lock);
+		free(l);
+		return e;
+	}
+	*out = l;
+	return 0;
+}
+
+static int detach_in_ns(void *arg, void *ctx)
+{
+	struct net_link *l = arg;
+	struct net_router *r = ctx;
+	struct mnl_socket *nl = rtnl_open();
+	char ifname[IFNAMSIZ];
+
+	reap(l->resolver);
+	l->resolver = 0;
+	link_rules_remove(r, l->slot);
+	slot_ifname(l->slot, ifname);
+	if (nl) {
+		link_del(nl, ifname);
+		mnl_socket_close(nl);
+	}
+	return 0;
+}
+
+void net_detach(struct net_link *l)
+{
+	struct net_router *r;
+
+	if (!l)
+		return;
+	r = l->r;
+	workq_call(r->q, detach_in_ns, l);
+	pthread_mutex_lock(&r->lock);
+	r->links[l->slot] = NULL;
+	pthread_mutex_unlock(&r->lock);
+	free(l);
+}
+
+static int stop_in_ns(void *arg, void *ctx)
+{
+	struct net_router *r = ctx;
+	(void)arg;
+	for (unsigned k = 0; k < NET_LINKS_MAX; k++)
+		if (r->links[k])
+			detach_in_ns(r->links[k], r);
+	if (r->slirp_exit >= 0) {
+		close(r->slirp_exit);
+		r->slirp_exit = -1;
+	}
+	if (r->slirp > 0) {
+		struct pollfd p = { .fd = (int)syscall(SYS_pidfd_open, r->slirp, 0),
+				    .events = POLLIN };
+
+		/* It ends when exit closes; a moment, then it is killed. */
+		if (p.fd >= 0) {
+			poll(&p, 1, 1000);
+			close(p.fd);
+		}
+		reap(r->slirp);
+		r->slirp = 0;
+	}
+	if (r->nft) {
+		nft_ctx_free(r->nft);
+		r->nft = NULL;
+	}
+	return 0;
+}
+
+void net_router_stop(struct net_router *r)
+{
+	if (!r)
+		return;
+	if (r->q) {
+		workq_call(r->q, stop_in_ns, NULL);
+		workq_free(r->q);
+	}
+	/* The session layer detaches every link before it stops the router;
+	 * one left would be a use after free later, so it is leaked instead. */
+	for (unsigned k = 0; k < NET_LINKS_MAX; k++)
+		if (r->links[k])
+			log_err("net: the link of slot %u outlived the router", k);
+	if (r->ns >= 0)
+		close(r->ns);
+	for (int i = 0; i < 2; i++)
+		if (r->alive[i] >= 0)
+			close(r->alive[i]);
+	if (r->host_ns >= 0)
+		close(r->host_ns);
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+}

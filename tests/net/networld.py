@@ -1,0 +1,177 @@
+"""A small internet of the test's own, on this machine only (issue 35).
+
+World     a network namespace joined to the host's by a veth pair, on a /29
+          of the documentation ranges (198.51.100.0/24, 203.0.113.0/24)
+          claimed with a lock file, so that test processes and other runs
+          on the machine never share one:
+            .1  the host's end (one of the host's own addresses: never
+                reachable from a sandbox)
+            .2  "a": an HTTP server (GET /index.txt) and the world's DNS
+                server (dnsmasq with local names)
+            .3  "b": the same HTTP server, on a second address
+          Names: allowed.test, api.allowed.test -> a; other.test,
+          x.wild.test, bad.wild.test, wild.test -> b; hostaddr.test -> .1;
+          meta.test -> 169.254.169.254; private.test -> 10.0.0.1.
+probe()   the code a session runs to try each target: a JSON line of
+          {target: "reached" | "noname" | errno name | "timeout"}, each
+          connection given one second.
+REFUSED   what a refused target may answer.
+
+Every namespace, link and process is removed when the world closes.
+"""
+import fcntl
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from harness import command_line, process_tree, wait_for
+
+RANGES = ["198.51.100", "203.0.113"]
+LOCKS = "/run/lock"
+REFUSED = {"EHOSTUNREACH", "ECONNREFUSED", "ENETUNREACH", "EACCES", "EPERM", "timeout"}
+
+
+def sh(*args, check=True):
+    return subprocess.run(args, check=check, capture_output=True, text=True, timeout=30)
+
+
+class World:
+    def __init__(self, tmp_path):
+        self.lock = None
+        for i in range(2 * 32):
+            f = open(f"{LOCKS}/petri-test-world-{i}.lock", "w")
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                f.close()
+                continue
+            self.lock, self.index = f, i
+            break
+        if not self.lock:
+            raise RuntimeError("every test world's range is taken")
+        prefix, base = RANGES[self.index // 32], (self.index % 32) * 8
+        self.host = f"{prefix}.{base + 1}"
+        self.a = f"{prefix}.{base + 2}"
+        self.b = f"{prefix}.{base + 3}"
+        self.ns = f"petri-world-{self.index}"
+        self.link = f"pwld{self.index}"
+        self.procs = []
+        self.dir = Path(tmp_path) / "world"
+        self.dir.mkdir()
+        (self.dir / "index.txt").write_text("hello from the world\n")
+        self._clear()
+        try:
+            self._build()
+        except BaseException:
+            self.close()
+            raise
+
+    def _clear(self):
+        """What a run killed before its end left under this index."""
+        sh("ip", "netns", "del", self.ns, check=False)
+        sh("ip", "link", "del", self.link, check=False)
+
+    def _build(self):
+        sh("ip", "netns", "add", self.ns)
+        sh("ip", "link", "add", self.link, "type", "veth", "peer", "name", "eth0",
+           "netns", self.ns)
+        sh("ip", "addr", "add", f"{self.host}/29", "dev", self.link)
+        sh("ip", "link", "set", self.link, "up")
+        for cmd in (["addr", "add", f"{self.a}/29", "dev", "eth0"],
+                    ["addr", "add", f"{self.b}/29", "dev", "eth0"],
+                    ["link", "set", "eth0", "up"], ["link", "set", "lo", "up"]):
+            sh("ip", "-n", self.ns, *cmd)
+        names = {"allowed.test": self.a, "other.test": self.b, "wild.test": self.b,
+                 "hostaddr.test": self.host, "meta.test": "169.254.169.254",
+                 "private.test": "10.0.0.1"}
+        dns = ["/usr/sbin/dnsmasq", "--keep-in-foreground", "--conf-file=/dev/null",
+               "--no-resolv", "--no-hosts", "--pid-file=", "--bind-interfaces",
+               f"--listen-address={self.a}", "--user=root"]
+        dns += [f"--address=/{n}/{a}" for n, a in names.items()]
+        self._start(dns)
+        self._start(["/usr/bin/python3", "-m", "http.server", "80", "--directory",
+                     str(self.dir)])
+        if not wait_for(lambda: self._serves(), 15):
+            raise RuntimeError("the world's servers did not start")
+
+    def _start(self, argv):
+        self.procs.append(subprocess.Popen(["ip", "netns", "exec", self.ns, *argv],
+                                           stdin=subprocess.DEVNULL,
+                                           stdout=subprocess.DEVNULL,
+                                           stderr=subprocess.DEVNULL,
+                                           start_new_session=True))
+
+    def _serves(self):
+        r = sh("ip", "netns", "exec", self.ns, "/usr/bin/python3", "-c",
+               "import socket\n"
+               f"socket.create_connection(('{self.a}', 80), 1).close()\n"
+               f"socket.create_connection(('{self.a}', 53), 1).close()\n", check=False)
+        return r.returncode == 0
+
+    def config(self, network):
+        """petri.ini's [network] for a daemon of this world: network is
+        the section's other lines."""
+        return f"[network]\nupstream_dns = {self.a}\n{network}\n"
+
+    def close(self):
+        for p in self.procs:
+            try:
+                os.killpg(p.pid, 9)
+            except ProcessLookupError:
+                pass
+            p.wait(timeout=10)
+        self._clear()
+        if self.lock:
+            self.lock.close()
+
+
+PROBE = r'''
+import errno, json, socket
+def reach(target):
+    host, _, port = target.partition(':')
+    try:
+        addr = socket.getaddrinfo(host, int(port or 80), socket.AF_INET,
+                                  socket.SOCK_STREAM)[0][4]
+    except socket.gaierror:
+        return 'noname'
+    s = socket.socket()
+    s.settimeout(1.0)
+    try:
+        s.connect(addr)
+        s.sendall(b'GET /index.txt HTTP/1.0\r\nHost: x\r\n\r\n')
+        data = b''
+        while len(data) < 65536:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+        return 'reached' if b'hello from the world' in data else 'answered'
+    except socket.timeout:
+        return 'timeout'
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+    finally:
+        s.close()
+print('PROBE ' + json.dumps({t: reach(t) for t in TARGETS}))
+'''
+
+
+def probe(api, sid, targets):
+    """{target: outcome} of each target tried from the session's sandbox."""
+    r = api.execute(sid, f"TARGETS = {list(targets)!r}\n" + PROBE, timeout_s=30)
+    assert r.get("status") == "ok", r
+    line = next(l for l in r["stdout"].splitlines() if l.startswith("PROBE "))
+    return json.loads(line[len("PROBE "):])
+
+
+def router_processes(daemon_pid):
+    """{pid: name} of a daemon's descendants that are the router's:
+    dnsmasq (and the pid 1 above each, a fork of the daemon's own binary)
+    and slirp4netns."""
+    out = {}
+    for pid in process_tree(daemon_pid):
+        line = command_line(pid) or ""
+        if "dnsmasq" in line or "slirp4netns" in line:
+            out[pid] = line.split()[0]
+    return out

@@ -1,0 +1,236 @@
+"""The network by policy (issue 35, docs/security.md "The network"): a
+session reaches what its policy allows and nothing else, against a small
+internet of the test's own (networld.py); none is as it was; nothing of a
+session's network outlives it or the daemon."""
+import os
+import secrets
+import signal
+import subprocess
+
+import pytest
+
+from harness import PETRI, Api, Daemon, cgroup_dirs, ended, petri_lock, wait_for
+from networld import REFUSED, World, probe, router_processes
+
+
+def uid_range():
+    return (3_000_000_000 + secrets.randbelow(40_000) * 10_000, 200)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    w = World(tmp_path_factory.mktemp("world"))
+    yield w
+    w.close()
+
+
+def start(tmp_path, world, network, extra=""):
+    d = Daemon(tmp_path, world.config(network) + extra, uid_range=uid_range())
+    d.wait_warm(120)
+    return d
+
+
+def stop(d):
+    code = d.stop()
+    assert not d.problems(code), d.problems(code)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, world):
+    """clients may ask for anything up to open."""
+    d = start(tmp_path_factory.mktemp("open"), world, "clients_may = open")
+    yield d
+    stop(d)
+
+
+@pytest.fixture
+def api(server):
+    return Api(server.url)
+
+
+def refused(outcome):
+    return outcome in REFUSED or outcome == "noname"
+
+
+def test_allowed_name_and_address_are_reached_and_nothing_else(api, world):
+    sid = api.session(network={"allow": ["allowed.test", world.b]})
+    s = api.get(f"/v1/sessions/{sid}").json()
+    assert s["network"] == {"mode": "allowlist", "allow": ["allowed.test", world.b],
+                            "deny": []}
+    got = probe(api, sid, [
+        "allowed.test", world.b,                # allowed: a name, an address
+        "other.test", "api.allowed.test",       # unlisted names (a subdomain too)
+        "hostaddr.test", world.host,            # the host's own address
+        "meta.test", "169.254.169.254",         # cloud metadata
+        "private.test", "10.0.0.1",             # a private range
+        "127.0.0.1", "169.254.0.1",             # its loopback; its gateway
+        "8.8.8.8:53",                           # a resolver of its own choosing
+    ])
+    assert got.pop("allowed.test") == "reached", got
+    assert got.pop(world.b) == "reached", got
+    assert got["other.test"] == "noname" and got["api.allowed.test"] == "noname", got
+    assert all(refused(v) for v in got.values()), got
+    # The name opened its address, and only for that session.
+    assert probe(api, sid, [world.a]) == {world.a: "reached"}
+    other = api.session(network={"allow": [world.b]})
+    assert refused(probe(api, other, [world.a])[world.a])
+    # Refused targets did not hurt the session.
+    assert api.execute(sid, "print(6 * 7)")["stdout"] == "42\n"
+    for s_ in (sid, other):
+        assert api.delete(f"/v1/sessions/{s_}").status_code == 204
+
+
+def test_a_name_that_resolves_to_a_forbidden_address_is_refused(api, world):
+    sid = api.session(network={"allow": ["hostaddr.test", "meta.test", "private.test"]})
+    got = probe(api, sid, ["hostaddr.test", "meta.test", "private.test"])
+    assert all(v in REFUSED for v in got.values()), got
+    api.delete(f"/v1/sessions/{sid}")
+
+
+def test_wildcards_and_deny_rules_that_win(api, world):
+    sid = api.session(network={"allow": ["*.allowed.test", "other.test", "wild.test"],
+                               "deny": ["other.test", world.a]})
+    got = probe(api, sid, ["api.allowed.test", "allowed.test", "other.test", "wild.test",
+                           world.a])
+    # *.allowed.test: its subdomains, not allowed.test itself; a denied
+    # name is not resolved; a denied address is refused even when an
+    # allowed name leads to it.
+    assert got.pop("allowed.test") == "noname", got
+    assert got.pop("other.test") == "noname", got
+    assert got.pop("wild.test") == "reached", got
+    assert all(v in REFUSED for v in got.values()), got
+    api.delete(f"/v1/sessions/{sid}")
+
+
+def test_open_reaches_the_world_but_never_the_forbidden(api, world):
+    sid = api.session(network={"allow": ["*"], "deny": [world.b]})
+    assert api.get(f"/v1/sessions/{sid}").json()["network"]["allow"] == ["*"]
+    got = probe(api, sid, ["allowed.test", "other.test", world.a, world.host,
+                           "169.254.169.254", "10.0.0.1"])
+    assert got.pop("allowed.test") == "reached" and got.pop(world.a) == "reached", got
+    assert got.pop("other.test") in REFUSED, got     # resolves to the denied b
+    assert all(v in REFUSED for v in got.values()), got
+    api.delete(f"/v1/sessions/{sid}")
+
+
+def test_another_sandbox_is_never_reachable(api, world):
+    a = api.session(network={"allow": ["*"]})
+    b = api.session(network={"allow": ["*"]})
+    # a serves on its link's address; b, allowed everything, cannot reach it.
+    r = api.post(f"/v1/sessions/{a}/commands",
+                 {"command": "python3 -m http.server 8000 --bind 0.0.0.0"})
+    assert r.status_code in (200, 201), r.text
+    addr = api.execute(a, "import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+                          f"s.connect(('{world.a}', 80))\nprint(s.getsockname()[0])")
+    addr = addr["stdout"].strip()
+    assert addr.startswith("169.254."), addr
+    assert wait_for(lambda: probe(api, a, ["127.0.0.1:8000"])["127.0.0.1:8000"] == "answered",
+                    20)
+    got = probe(api, b, [f"{addr}:8000"])
+    assert got[f"{addr}:8000"] in REFUSED, got
+    for s in (a, b):
+        api.delete(f"/v1/sessions/{s}")
+
+
+def test_none_is_loopback_only_as_before(api, world):
+    sid = api.session()
+    assert api.get(f"/v1/sessions/{sid}").json()["network"] == {"mode": "none"}
+    got = probe(api, sid, ["allowed.test", world.a, world.host, "169.254.0.1"])
+    assert got["allowed.test"] == "noname", got
+    assert all(v == "ENETUNREACH" for k, v in got.items() if k != "allowed.test"), got
+    r = api.execute(sid, "import socket\nprint(sorted(n for _, n in socket.if_nameindex()))")
+    assert r["stdout"] == "['lo']\n", r
+    sid2 = api.session(network={"allow": []})
+    assert api.get(f"/v1/sessions/{sid2}").json()["network"] == {"mode": "none"}
+    for s in (sid, sid2):
+        api.delete(f"/v1/sessions/{s}")
+
+
+@pytest.mark.parametrize("network, message", [
+    ({"allow": ["*.test"]}, "top-level domain"),
+    ({"allow": ["2001:db8::1"]}, "IPv4"),
+    ({"allow": ["10.0.0.1/8"]}, "not an address or a range"),
+    ({"allow": ["bad name"]}, "not a domain name"),
+    ({"allow": ["x" * 300]}, "1 to 253"),
+    ({"deny": ["*"]}, "cannot be denied"),
+    ({"allow": "x"}, "array"),
+    ({"allow": [1]}, "string"),
+    ({"allowed": []}, "unknown field"),
+    ({"allow": [f"h{i}.example" for i in range(65)]}, "at most 64"),
+    ("open", "object"),
+])
+def test_a_bad_policy_is_refused_clearly(api, network, message):
+    r = api.post("/v1/sessions", {"network": network})
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["code"] == "invalid_request"
+    assert message in r.json()["error"]["message"], r.text
+
+
+def test_the_operator_bounds_and_defaults(tmp_path, world):
+    d = start(tmp_path, world, "default = allowlist\nallow = allowed.test\nclients_may = none")
+    try:
+        api = Api(d.url)
+        sid = api.session()
+        assert api.get(f"/v1/sessions/{sid}").json()["network"]["allow"] == ["allowed.test"]
+        assert probe(api, sid, ["allowed.test", "other.test"]) == {
+            "allowed.test": "reached", "other.test": "noname"}
+        for asked in ({"allow": ["other.test"]}, {"allow": ["*"]}):
+            r = api.post("/v1/sessions", {"network": asked})
+            assert r.status_code == 403, r.text
+            assert r.json()["error"]["code"] == "network_not_allowed"
+        # Less than the default is always allowed.
+        sid2 = api.session(network={"allow": []})
+        assert probe(api, sid2, [world.a]) == {world.a: "ENETUNREACH"}
+    finally:
+        stop(d)
+
+
+def test_the_config_is_checked(tmp_path, world):
+    for bad, why in (("default = allowlist", "needs allow"),
+                     ("allow = allowed.test", "needs default = allowlist"),
+                     ("default = sometimes", "bad value"),
+                     ("reachable = example.org", "reachable"),
+                     ("upstream_dns = resolver", "bad value")):
+        cfg = tmp_path / "bad.ini"
+        cfg.write_text(f"[network]\n{bad}\n")
+        r = subprocess.run([PETRI, "serve", "--config", str(cfg), "--listen", "127.0.0.1:0"],
+                           capture_output=True, text=True, timeout=30,
+                           env={**os.environ, "STATE_DIRECTORY": str(tmp_path / "st")})
+        assert r.returncode != 0 and why in r.stderr, (bad, r.stderr)
+
+
+def test_nothing_outlives_a_session_or_the_daemon(tmp_path, world):
+    d = start(tmp_path, world, "clients_may = allowlist")
+    api = Api(d.url)
+    sids = [api.session(network={"allow": ["allowed.test"]}) for _ in range(3)]
+    procs = router_processes(d.pid)
+    # The uplink and one resolver (and its pid 1) for each session.
+    assert sum(1 for n in procs.values() if "dnsmasq" in n) == 3, procs
+    api.delete(f"/v1/sessions/{sids[0]}")
+    assert wait_for(lambda: sum(1 for n in router_processes(d.pid).values()
+                                if "dnsmasq" in n) == 2, 20), router_processes(d.pid)
+    # A slot freed is taken again cleanly.
+    again = api.session(network={"allow": ["allowed.test"]})
+    assert probe(api, again, ["allowed.test"]) == {"allowed.test": "reached"}
+    # kill -9 of the daemon: its resolvers and its uplink die with it.
+    # (No other petri starts, and sweeps the dead one's cgroups, until
+    # the one started here has.)
+    procs = router_processes(d.pid)
+    with petri_lock(exclusive=True):
+        os.kill(d.pid, signal.SIGKILL)
+        d.proc.wait(timeout=30)
+        gone = wait_for(lambda: all(ended(p) for p in procs), 20)
+        after = Daemon(tmp_path, "", uid_range=uid_range(), lock=False)
+    stop(after)
+    assert gone, {p: n for p, n in procs.items() if not ended(p)}
+    assert wait_for(lambda: not cgroup_dirs(d.pid), 10), cgroup_dirs(d.pid)
+
+
+def test_a_stopped_daemon_leaves_nothing(tmp_path, world):
+    d = start(tmp_path, world, "clients_may = allowlist")
+    api = Api(d.url)
+    api.session(network={"allow": ["allowed.test"]})
+    procs = router_processes(d.pid)
+    assert procs
+    stop(d)         # its process tree, cgroups: checked by problems()
+    assert all(ended(p) for p in procs)
