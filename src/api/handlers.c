@@ -198,17 +198,19 @@ out:
 	return answered;
 }
 
-/* PATCH /v1/sessions/{id}: new timeouts, answered with the session; and
- * POST .../keepalive (keepalive: no body), which only marks it used.  Both
- * count as activity; neither runs anything in the sandbox. */
+/* PATCH /v1/sessions/{id}: new timeouts, a new network policy, answered
+ * with the session; and POST .../keepalive (keepalive: no body), which only
+ * marks it used.  Both count as activity; neither runs anything in the
+ * sandbox. */
 static enum MHD_Result set_lifetime(struct api_req *rq, struct session *s, bool keepalive)
 {
-	static const char *const keys[] = { "idle_timeout_s", "max_lifetime_s", NULL };
+	static const char *const keys[] = { "idle_timeout_s", "max_lifetime_s", "network", NULL };
 	enum MHD_Result answered = MHD_NO;
 	json_t *body = keepalive ? NULL : http_body_object(rq, &answered);
 	double idle = 0, life = 0;	/* 0: keep */
+	struct net_policy *network = NULL;
 	struct request_error e;
-	char reason[256] = "";
+	char reason[512] = "";
 	enum sm_result r;
 
 	if (keepalive && rq->body.len)
@@ -216,16 +218,24 @@ static enum MHD_Result set_lifetime(struct api_req *rq, struct session *s, bool 
 				  "the timeouts with PATCH /v1/sessions/{id})");
 	if (!keepalive && (!body || !http_only_keys(rq, body, keys, &answered)))
 		goto out;
-	if (!keepalive && !request_lifetime(rq->cfg, body, &idle, &life, &e)) {
+	if (!keepalive && (!request_lifetime(rq->cfg, body, &idle, &life, &e) ||
+			   !request_network(rq->cfg, json_object_get(body, "network"), &network,
+					    &e))) {
 		answered = http_request_error(rq, &e);
 		goto out;
 	}
-	r = session_set_lifetime(s, idle, life, reason, sizeof(reason));
+	/* The network first: a change that cannot be made leaves the
+	 * timeouts as they were too. */
+	r = body && json_object_get(body, "network") ?
+		session_set_network(s, network, reason, sizeof(reason)) : SM_OK;
+	if (r == SM_OK)
+		r = session_set_lifetime(s, idle, life, reason, sizeof(reason));
 	if (r != SM_OK)
 		answered = http_session_error(rq, r, reason);
 	else
 		answered = keepalive ? http_empty(rq, 204) : http_json(rq, 200, session_json(s));
 out:
+	free(network);
 	json_decref(body);
 	return answered;
 }

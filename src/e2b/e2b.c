@@ -715,6 +715,127 @@ static bool refuse_unsupported(struct api_req *rq, json_t *body, enum MHD_Result
 	return false;
 }
 
+static struct session *lookup(struct api_req *rq, const char *sid, enum MHD_Result *answered);
+
+/* E2B's egress options as a petri policy (docs/e2b.md, "The network"):
+ * allow_internet_access, network.allowOut and network.denyOut.  E2B lets a
+ * sandbox out by default; here nothing said is the operator's default
+ * (*out NULL).  Internet off, or "0.0.0.0/0" denied: an
+ * allow-list of allowOut; else open, less denyOut (E2B's allowed entries
+ * win over its denied ones: a denied entry also allowed is dropped).  What
+ * petri cannot do (an egress proxy, request transforms) is refused.  true,
+ * or false with the answer made. */
+static bool network_arg(struct api_req *rq, json_t *body, struct net_policy **out,
+			enum MHD_Result *answered)
+{
+	json_t *aia = json_object_get(body, "allow_internet_access");
+	json_t *net = json_object_get(body, "network"), *allow = NULL, *deny = NULL, *v;
+	json_t *policy = NULL, *al, *dl;
+	struct request_error e;
+	bool all_denied, ok = false;
+	size_t i;
+
+	*out = NULL;
+	if (aia && !json_is_null(aia) && !json_is_boolean(aia)) {
+		*answered = e2b_error(rq, 400, "'allow_internet_access' must be a boolean");
+		return false;
+	}
+	if (net && !json_is_null(net)) {
+		if (!json_is_object(net)) {
+			*answered = e2b_error(rq, 400, "'network' must be an object");
+			return false;
+		}
+		v = json_object_get(net, "egressProxy");
+		if (v && !json_is_null(v)) {
+			*answered = e2b_error(rq, 400, "petri has no egress proxy (network.egressProxy)");
+			return false;
+		}
+		v = json_object_get(net, "rules");
+		if (v && !json_is_null(v) && !(json_is_object(v) && json_object_size(v) == 0)) {
+			*answered = e2b_error(rq, 400, "petri does not transform requests "
+					      "(network.rules)");
+			return false;
+		}
+		allow = json_object_get(net, "allowOut");
+		deny = json_object_get(net, "denyOut");
+		if ((allow && !json_is_null(allow) && !json_is_array(allow)) ||
+		    (deny && !json_is_null(deny) && !json_is_array(deny))) {
+			*answered = e2b_error(rq, 400, "network.allowOut and network.denyOut must be "
+					      "arrays of strings");
+			return false;
+		}
+	}
+	allow = json_is_array(allow) ? allow : NULL;
+	deny = json_is_array(deny) ? deny : NULL;
+	if (!json_is_boolean(aia) && !allow && !deny)
+		return true;
+	all_denied = json_is_false(aia);
+	json_array_foreach(deny, i, v)
+		all_denied |= json_is_string(v) && !strcmp(json_string_value(v), "0.0.0.0/0");
+	policy = json_object();
+	al = json_array();
+	dl = json_array();
+	if (!policy || !al || !dl)
+		goto oom;
+	if (!all_denied)
+		json_array_append_new(al, json_string("*"));
+	else
+		json_array_foreach(allow, i, v)
+			json_array_append(al, json_is_string(v) &&
+				!strcmp(json_string_value(v), "0.0.0.0/0") ? json_string("*") : v);
+	if (!all_denied)
+		json_array_foreach(deny, i, v) {
+			bool also_allowed = false;
+			json_t *w;
+			size_t j;
+
+			json_array_foreach(allow, j, w)
+				also_allowed |= json_equal(v, w);
+			if (!also_allowed)
+				json_array_append(dl, v);
+		}
+	json_object_set(policy, "allow", al);
+	json_object_set(policy, "deny", dl);
+	if (!request_network(rq->cfg, policy, out, &e)) {
+		*answered = e2b_error(rq, !strcmp(e.code, "network_not_allowed") ? 403 :
+				      !strcmp(e.code, "internal") ? 500 : 400, "%s", e.message);
+		goto done;
+	}
+	ok = true;
+	goto done;
+oom:
+	*answered = e2b_error(rq, 500, "out of memory");
+done:
+	json_decref(al);
+	json_decref(dl);
+	json_decref(policy);
+	return ok;
+}
+
+/* PUT /sandboxes/{id}/network: E2B's egress options anew (what the body
+ * omits is cleared: the operator's default). */
+static enum MHD_Result update_network(struct api_req *rq, const char *sid)
+{
+	enum MHD_Result answered = MHD_NO;
+	json_t *body = rq->body.len ? http_body_object(rq, &answered) : json_object();
+	struct net_policy *policy = NULL;
+	struct session *s = NULL;
+	char reason[512] = "";
+	enum sm_result r;
+
+	if (!body)
+		return answered;
+	if (!(s = lookup(rq, sid, &answered)) || !network_arg(rq, body, &policy, &answered))
+		goto out;
+	r = session_set_network(s, policy, reason, sizeof(reason));
+	answered = r == SM_OK ? http_empty(rq, 204) : session_error(rq, r, reason, "");
+out:
+	session_put(s);
+	free(policy);
+	json_decref(body);
+	return answered;
+}
+
 static enum MHD_Result create(struct api_req *rq)
 {
 	enum MHD_Result answered = MHD_NO;
@@ -729,6 +850,7 @@ static enum MHD_Result create(struct api_req *rq)
 	struct e2b_sandbox *b = NULL;
 	struct request_error e;
 	struct session *s = NULL;
+	struct net_policy *network = NULL;
 	const char *tmpl;
 	char **env = NULL, err[512] = "";
 	json_t *meta;
@@ -766,8 +888,10 @@ known:
 		}
 	}
 	if (refuse_unsupported(rq, body, &answered) ||
-	    !timeout_arg(rq, body, &p.max_lifetime_s, &answered))
+	    !timeout_arg(rq, body, &p.max_lifetime_s, &answered) ||
+	    !network_arg(rq, body, &network, &answered))
 		goto out;
+	p.network = network;
 	if (!(env = request_env(rq->cfg, json_object_get(body, "envVars"), &e))) {
 		answered = e2b_error(rq, strcmp(e.code, "internal") ? 400 : 500, "%s",
 				     e.message);
@@ -809,6 +933,7 @@ out:
 		sandbox_free(b);
 	session_put(s);
 	exec_env_free(env);
+	free(network);
 	json_decref(body);
 	return answered;
 }
@@ -1190,8 +1315,10 @@ static enum MHD_Result control(struct api_req *rq, const char *path)
 	memcpy(sid, path, n);
 	sid[n] = '\0';
 	rest = rest ? rest : "";
+	if (!strcmp(rest, "/network"))
+		return !strcmp(m, "PUT") ? update_network(rq, sid) : e2b_error(rq, 405, "use PUT");
 	if (!strcmp(rest, "/pause") || !strcmp(rest, "/resume") || !strcmp(rest, "/snapshots") ||
-	    !strcmp(rest, "/fork") || !strcmp(rest, "/network"))
+	    !strcmp(rest, "/fork"))
 		return unsupported(rq, sid, rest + 1);
 	if (!strcmp(rest, "") && !strcmp(m, "DELETE")) {
 		if (!(s = lookup(rq, sid, &answered)))

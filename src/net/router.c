@@ -670,11 +670,12 @@ out:
 	return e;
 }
 
-/* The session's own rules: its chain and sets, its entries in the
- * router's maps, and the host's addresses as they are now. */
-static char *link_rules(const struct attach_args *a, unsigned k)
+/* The session's own rules for policy p: its sets and its chain, made
+ * (fresh: with its entries in the router's maps) or emptied and filled
+ * again (a policy changed: addresses its resolver added before go too), and
+ * the host's addresses as they are now, in one transaction. */
+static char *link_rules(const struct net_policy *p, unsigned k, const char *host, bool fresh)
 {
-	const struct net_policy *p = a->p;
 	char *text = NULL, res[32];
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
@@ -682,13 +683,18 @@ static char *link_rules(const struct attach_args *a, unsigned k)
 	if (!f)
 		return NULL;
 	slot_resolver(k, res, sizeof(res));
+	if (fresh)
+		fprintf(f, "add set inet petri a%u { type ipv4_addr; flags interval; auto-merge; }\n"
+			"add set inet petri d%u { type ipv4_addr; flags interval; auto-merge; }\n"
+			"add chain inet petri s%u\n", k, k, k);
+	else
+		fprintf(f, "flush chain inet petri s%u\nflush set inet petri a%u\n"
+			"flush set inet petri d%u\n", k, k, k);
 	for (int deny = 0; deny < 2; deny++) {
 		const struct net_rule *v = deny ? p->deny : p->allow;
 		size_t n = deny ? p->ndeny : p->nallow;
 		bool first = true;
 
-		fprintf(f, "add set inet petri %c%u { type ipv4_addr; flags interval; auto-merge; }\n",
-			deny ? 'd' : 'a', k);
 		for (size_t i = 0; i < n; i++) {
 			if (v[i].is_name)
 				continue;
@@ -699,18 +705,19 @@ static char *link_rules(const struct attach_args *a, unsigned k)
 		if (!first)
 			fprintf(f, " }\n");
 	}
-	fprintf(f, "add chain inet petri s%u\n"
-		"add rule inet petri s%u ip daddr @d%u reject with icmpx admin-prohibited\n", k, k, k);
+	fprintf(f, "add rule inet petri s%u ip daddr @d%u reject with icmpx admin-prohibited\n",
+		k, k);
 	if (p->mode == NET_OPEN)
 		fprintf(f, "add rule inet petri s%u accept\n", k);
 	else
 		fprintf(f, "add rule inet petri s%u ip daddr @a%u accept\n", k, k);
-	fprintf(f, "add rule inet petri s%u reject with icmpx admin-prohibited\n"
-		"add element inet petri sessions { \"pn%u\" : jump s%u }\n"
-		"add element inet petri resolvers { \"pn%u\" : %s }\n"
-		"flush set inet petri host\n", k, k, k, k, res);
-	if (a->host[0])
-		fprintf(f, "add element inet petri host { %s }\n", a->host);
+	fprintf(f, "add rule inet petri s%u reject with icmpx admin-prohibited\n", k);
+	if (fresh)
+		fprintf(f, "add element inet petri sessions { \"pn%u\" : jump s%u }\n"
+			"add element inet petri resolvers { \"pn%u\" : %s }\n", k, k, k, res);
+	fprintf(f, "flush set inet petri host\n");
+	if (host[0])
+		fprintf(f, "add element inet petri host { %s }\n", host);
 	if (fclose(f) != 0) {
 		free(text);
 		return NULL;
@@ -853,15 +860,49 @@ static int resolver_wait(pid_t pid, unsigned k, int errp, char *err, size_t errl
 	}
 }
 
+/* The session's resolver for policy p, listening when this returns: 0, or
+ * -errno with a sentence in err. */
+static int resolver_start(struct net_router *r, struct net_link *l, const struct net_policy *p,
+			  char *err, size_t errlen)
+{
+	char **argv = resolver_argv(r, p, l->slot);
+	int e, errp[2] = { -1, -1 };
+
+	if (!argv) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	if (pipe2(errp, O_CLOEXEC | O_NONBLOCK) < 0) {
+		e = -errno;
+		goto out;
+	}
+	l->resolver = spawn(r, argv, -1, errp[1], NULL, 0, true);
+	if (l->resolver < 0) {
+		e = (int)l->resolver;
+		l->resolver = 0;
+		snprintf(err, errlen, "cannot start " DNSMASQ ": %s", strerror(-e));
+		goto out;
+	}
+	close(errp[1]);
+	errp[1] = -1;
+	e = resolver_wait(l->resolver, l->slot, errp[0], err, errlen);
+out:
+	for (int i = 0; i < 2; i++)
+		if (errp[i] >= 0)
+			close(errp[i]);
+	free_argv(argv);
+	return e;
+}
+
 static int attach_in_ns(void *arg, void *ctx)
 {
 	struct net_router *r = ctx;
 	struct attach_args *a = arg;
 	struct net_link *l = a->l;
 	unsigned k = l->slot;
-	char ifname[IFNAMSIZ], *rules = NULL, **argv = NULL;
+	char ifname[IFNAMSIZ], *rules = NULL;
 	struct mnl_socket *nl = rtnl_open();
-	int e, errp[2] = { -1, -1 };
+	int e;
 	unsigned pn;
 
 	slot_ifname(k, ifname);
@@ -887,27 +928,14 @@ static int attach_in_ns(void *arg, void *ctx)
 				 strerror(-e));
 		goto out;
 	}
-	if (!(rules = link_rules(a, k)) || !(argv = resolver_argv(r, a->p, k))) {
+	if (!(rules = link_rules(a->p, k, a->host, true))) {
 		e = -ENOMEM;
 		snprintf(a->err, a->errlen, "out of memory");
 		goto out;
 	}
 	if ((e = nft_apply(r, rules, a->err, a->errlen)) < 0)
 		goto out;
-	if (pipe2(errp, O_CLOEXEC | O_NONBLOCK) < 0) {
-		e = -errno;
-		goto out;
-	}
-	l->resolver = spawn(r, argv, -1, errp[1], NULL, 0, true);
-	if (l->resolver < 0) {
-		e = (int)l->resolver;
-		l->resolver = 0;
-		snprintf(a->err, a->errlen, "cannot start " DNSMASQ ": %s", strerror(-e));
-		goto out;
-	}
-	close(errp[1]);
-	errp[1] = -1;
-	e = resolver_wait(l->resolver, k, errp[0], a->err, a->errlen);
+	e = resolver_start(r, l, a->p, a->err, a->errlen);
 out:
 	if (e < 0) {
 		reap(l->resolver);
@@ -916,11 +944,7 @@ out:
 		if (nl)
 			link_del(nl, ifname);
 	}
-	for (int i = 0; i < 2; i++)
-		if (errp[i] >= 0)
-			close(errp[i]);
 	free(rules);
-	free_argv(argv);
 	if (nl)
 		mnl_socket_close(nl);
 	return e;
@@ -967,6 +991,39 @@ int net_attach(struct net_router *r, int netns_fd, const struct net_policy *p,
 	}
 	*out = l;
 	return 0;
+}
+
+/* A new policy for a live link: its rules emptied and filled again, its
+ * resolver started again with the new names. */
+static int update_in_ns(void *arg, void *ctx)
+{
+	struct attach_args *a = arg;
+	struct net_router *r = ctx;
+	char *rules = link_rules(a->p, a->l->slot, a->host, false);
+	int e;
+
+	if (!rules) {
+		snprintf(a->err, a->errlen, "out of memory");
+		return -ENOMEM;
+	}
+	reap(a->l->resolver);
+	a->l->resolver = 0;
+	e = nft_apply(r, rules, a->err, a->errlen);
+	free(rules);
+	return e < 0 ? e : resolver_start(r, a->l, a->p, a->err, a->errlen);
+}
+
+int net_update(struct net_link *l, const struct net_policy *p, char *err, size_t errlen)
+{
+	char host[2048];
+	struct attach_args a = { .l = l, .p = p, .host = host, .err = err, .errlen = errlen };
+
+	if (p->mode == NET_NONE) {
+		snprintf(err, errlen, "a link's policy is never none: detach it");
+		return -EINVAL;
+	}
+	host_addresses(host, sizeof(host));
+	return workq_call(l->r->q, update_in_ns, &a);
 }
 
 static int detach_in_ns(void *arg, void *ctx)

@@ -51,8 +51,9 @@ struct session {
 	struct commands *commands;	/* commands.h; NULL until the first */
 	/* Its network: the policy (NULL: none, loopback only) and its link
 	 * to the router (net/router.h), removed with its sandbox. */
-	struct net_policy *network;
+	struct net_policy *network;	/* under lock */
 	struct net_link *net;
+	pthread_mutex_t net_lock;	/* one change of network at a time */
 	atomic_int refs;
 };
 
@@ -291,6 +292,7 @@ static void session_free(struct session *s)
 	commands_free(s->commands);
 	dispose(s->m, s->box, s->net);
 	free(s->network);
+	pthread_mutex_destroy(&s->net_lock);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }
@@ -905,31 +907,85 @@ static struct net_router *router_get(struct smgr *m, char *err, size_t errlen)
 	return r;
 }
 
-/* Give s the network its policy allows (asked, or the operator's
- * default): nothing for none; else a link to the router. */
-static enum sm_result network_up(struct smgr *m, struct session *s,
-				 const struct net_policy *asked, char *err, size_t errlen)
+/* A link to the router for s's sandbox under policy p (not none). */
+static enum sm_result link_to_router(struct smgr *m, struct session *s,
+				     const struct net_policy *p, struct net_link **out,
+				     char *err, size_t errlen)
 {
-	const struct net_policy *p = asked ? asked : &m->cfg->network.deflt;
 	struct net_router *r;
 	int fd, e;
 
-	if (p->mode == NET_NONE)
-		return SM_OK;
-	if (!(s->network = malloc(sizeof(*s->network))))
-		return SM_NO_MEMORY;
-	*s->network = *p;
+	*out = NULL;
 	if (!(r = router_get(m, err, errlen)))
 		return SM_START_FAILED;
 	if ((fd = jail_netns(box_jail(s->box))) < 0) {
 		snprintf(err, errlen, "the sandbox ended before its network was set up");
 		return SM_START_FAILED;
 	}
-	e = net_attach(r, fd, p, &s->net, err, errlen);
+	e = net_attach(r, fd, p, out, err, errlen);
 	close(fd);
 	if (e == -EAGAIN)
 		return SM_CAPACITY;
 	return e < 0 ? SM_START_FAILED : SM_OK;
+}
+
+/* Give s, while it is made, the network its policy allows (asked, or the
+ * operator's default): nothing for none; else a link to the router. */
+static enum sm_result network_up(struct smgr *m, struct session *s,
+				 const struct net_policy *asked, char *err, size_t errlen)
+{
+	const struct net_policy *p = asked ? asked : &m->cfg->network.deflt;
+
+	if (p->mode == NET_NONE)
+		return SM_OK;
+	if (!(s->network = malloc(sizeof(*s->network))))
+		return SM_NO_MEMORY;
+	*s->network = *p;
+	return link_to_router(m, s, p, &s->net, err, errlen);
+}
+
+enum sm_result session_set_network(struct session *s, const struct net_policy *asked,
+				   char *reason, size_t reasonlen)
+{
+	const struct net_policy *p = asked ? asked : &s->m->cfg->network.deflt;
+	struct net_policy *copy = NULL, *old;
+	enum sm_result r = SM_OK;
+
+	if (p->mode != NET_NONE) {
+		if (!(copy = malloc(sizeof(*copy))))
+			return SM_NO_MEMORY;
+		*copy = *p;
+	}
+	pthread_mutex_lock(&s->net_lock);
+	pthread_mutex_lock(&s->lock);
+	if (s->dead || s->deleted) {
+		snprintf(reason, reasonlen, "%s", s->dead ? s->dead_reason : "deleted");
+		r = SM_GONE;
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (r != SM_OK)
+		goto out;
+	if (!copy) {
+		net_detach(s->net);
+		s->net = NULL;
+	} else if (s->net) {
+		if (net_update(s->net, copy, reason, reasonlen) < 0)
+			r = SM_START_FAILED;
+	} else
+		r = link_to_router(s->m, s, copy, &s->net, reason, reasonlen);
+	if (r != SM_OK)
+		goto out;
+	pthread_mutex_lock(&s->lock);
+	old = s->network;
+	s->network = copy;
+	copy = old;
+	s->last_used = clock_wall_s();
+	pthread_mutex_unlock(&s->lock);
+	log_info("session %s: network now %s", s->id, net_mode_name(p->mode));
+out:
+	pthread_mutex_unlock(&s->net_lock);
+	free(copy);
+	return r;
 }
 
 enum sm_result smgr_create(struct smgr *m, const struct session_params *p,
@@ -954,6 +1010,7 @@ enum sm_result smgr_create(struct smgr *m, const struct session_params *p,
 	s->idle_timeout_s = p->idle_timeout_s;
 	s->max_lifetime_s = p->max_lifetime_s;
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->net_lock, NULL);
 	atomic_init(&s->refs, 1);
 	if ((r = spawn(m, &p->limits, p->env, &s->box, err, errlen)) != SM_OK ||
 	    (r = network_up(m, s, p->network, err, errlen)) != SM_OK) {

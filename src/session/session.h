@@ -257,6 +257,14 @@ int session_usage(struct session *s, struct session_usage *u);
  * expired already stays expired.  max_lifetime_s counts from the session's
  * creation, so a shorter one may end the session at the reaper's next
  * look.  SM_OK, SM_NOT_FOUND (deleted) or SM_GONE with the reason. */
+/* A new network policy for a live session (asked, already checked against
+ * what the operator lets a client ask; NULL: the operator's default): none
+ * removes its link, anything else makes one or changes its rules.  SM_OK;
+ * SM_GONE with the reason; SM_START_FAILED or SM_CAPACITY with the reason,
+ * the session's network then as it was (or, where its new resolver did not
+ * start, its names unresolved). */
+enum sm_result session_set_network(struct session *s, const struct net_policy *asked,
+				   char *reason, size_t reasonlen);
 enum sm_result session_set_lifetime(struct session *s, double idle_timeout_s,
 				    double max_lifetime_s, char *reason, size_t reasonlen);
 /* Has the session ended (deleted, expired, died)?  Then whatever a

@@ -2,12 +2,14 @@
 session reaches what its policy allows and nothing else, against a small
 internet of the test's own (networld.py); none is as it was; nothing of a
 session's network outlives it or the daemon."""
+import json
 import os
 import secrets
 import signal
 import subprocess
 
 import pytest
+import requests
 
 from harness import PETRI, Api, Daemon, cgroup_dirs, ended, petri_lock, wait_for
 from networld import REFUSED, World, probe, router_processes
@@ -234,3 +236,85 @@ def test_a_stopped_daemon_leaves_nothing(tmp_path, world):
     assert procs
     stop(d)         # its process tree, cgroups: checked by problems()
     assert all(ended(p) for p in procs)
+
+
+def test_a_policy_change_takes_effect_in_a_live_session(api, world):
+    sid = api.session()
+    assert probe(api, sid, ["allowed.test"]) == {"allowed.test": "noname"}
+    # none -> an allow-list: a link is made.
+    r = api.request("PATCH", f"/v1/sessions/{sid}", json={"network": {"allow": ["allowed.test"]}})
+    assert r.status_code == 200, r.text
+    assert r.json()["network"]["allow"] == ["allowed.test"]
+    assert probe(api, sid, ["allowed.test"]) == {"allowed.test": "reached"}
+    # Another list: what the old name let in is out again.
+    r = api.request("PATCH", f"/v1/sessions/{sid}", json={"network": {"allow": ["other.test"]}})
+    assert r.status_code == 200, r.text
+    got = probe(api, sid, ["allowed.test", world.a, "other.test"])
+    assert got["allowed.test"] == "noname" and got[world.a] in REFUSED, got
+    assert got["other.test"] == "reached", got
+    # A bad ask changes nothing.
+    r = api.request("PATCH", f"/v1/sessions/{sid}", json={"network": {"allow": ["*.test"]}})
+    assert r.status_code == 400, r.text
+    assert api.get(f"/v1/sessions/{sid}").json()["network"]["allow"] == ["other.test"]
+    # -> none: the link goes.
+    r = api.request("PATCH", f"/v1/sessions/{sid}", json={"network": {"allow": []}})
+    assert r.status_code == 200 and r.json()["network"] == {"mode": "none"}, r.text
+    assert probe(api, sid, [world.b]) == {world.b: "ENETUNREACH"}
+    # Timeouts alone leave the network as it is.
+    r = api.request("PATCH", f"/v1/sessions/{sid}", json={"idle_timeout_s": 100})
+    assert r.status_code == 200 and r.json()["network"] == {"mode": "none"}, r.text
+    api.delete(f"/v1/sessions/{sid}")
+
+
+def e2b(server, method, path, body=None):
+    return requests.request(method, server.url + path, json=body, timeout=120)
+
+
+@pytest.mark.parametrize("body, mode, allow, deny", [
+    ({}, "none", None, None),                                   # the operator's default
+    ({"allow_internet_access": False}, "none", None, None),
+    ({"allow_internet_access": True}, "open", ["*"], []),
+    ({"network": {"denyOut": ["0.0.0.0/0"], "allowOut": ["allowed.test"]}},
+     "allowlist", ["allowed.test"], []),
+    ({"allow_internet_access": False, "network": {"allowOut": ["other.test"]}},
+     "allowlist", ["other.test"], []),
+    ({"network": {"denyOut": ["OTHER", "A"], "allowOut": ["A"]}}, "open", ["*"], ["OTHER"]),
+])
+def test_e2b_network_options(server, world, body, mode, allow, deny):
+    text = json.dumps(body).replace("OTHER", world.b).replace('"A"', f'"{world.a}"')
+    body = json.loads(text)
+    r = e2b(server, "POST", "/sandboxes", {"templateID": "code-interpreter-v1", **body})
+    assert r.status_code == 201, r.text
+    sid = r.json()["sandboxID"]
+    api = Api(server.url)
+    net = api.get(f"/v1/sessions/{sid}").json()["network"]
+    assert net["mode"] == mode, net
+    if allow is not None:
+        assert net["allow"] == allow and net["deny"] == [d.replace("OTHER", world.b)
+                                                         for d in deny], net
+    if mode == "open":
+        got = probe(api, sid, [world.a, world.b])
+        assert got[world.a] == "reached", got
+        assert got[world.b] == ("reached" if not deny else got[world.b]), got
+    # E2B's update: the whole egress configuration anew.
+    r = e2b(server, "PUT", f"/sandboxes/{sid}/network",
+            {"network": {"allowOut": ["allowed.test"], "denyOut": ["0.0.0.0/0"]}})
+    assert r.status_code == 204, r.text
+    assert probe(api, sid, ["allowed.test", "other.test"]) == {
+        "allowed.test": "reached", "other.test": "noname"}
+    r = e2b(server, "PUT", f"/sandboxes/{sid}/network", {"allow_internet_access": False})
+    assert r.status_code == 204, r.text
+    assert api.get(f"/v1/sessions/{sid}").json()["network"] == {"mode": "none"}
+    assert e2b(server, "DELETE", f"/sandboxes/{sid}").status_code == 204
+
+
+def test_e2b_network_refusals(server):
+    for body, status in (({"network": {"egressProxy": {"address": "p:1080"}}}, 400),
+                         ({"network": {"rules": {"x.test": [{}]}}}, 400),
+                         ({"network": {"allowOut": "x"}}, 400),
+                         ({"allow_internet_access": "yes"}, 400),
+                         ({"network": {"denyOut": ["0.0.0.0/0"], "allowOut": ["*.test"]}}, 400)):
+        r = e2b(server, "POST", "/sandboxes", body)
+        assert r.status_code == status, (body, r.text)
+    r = e2b(server, "PUT", "/sandboxes/ses_nope-0123/network", {})
+    assert r.status_code == 404, r.text
