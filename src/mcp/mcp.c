@@ -273,7 +273,7 @@ static json_t *call_tool(struct mcp_conn *c, json_t *id, json_t *params)
 	if (args && !json_is_object(args) && !json_is_null(args))
 		return mcp_error(id, MCP_INVALID_PARAMS, "tools/call: 'params.arguments' must be "
 				 "an object");
-	if (!tools_known(json_string_value(name)))
+	if (!tools_known(c->tools, json_string_value(name)))
 		return mcp_error(id, MCP_INVALID_PARAMS, "Unknown tool: %.100s",
 				 json_string_value(name));
 	if (take_cancelled(c, id))

@@ -54,7 +54,8 @@ static char python_version[32];
  * ARG_NUMBER: a timeout (0.1 to the sandbox's).  ARG_WAIT: seconds to wait,
  * 0 to CMD_WAIT_MAX_S.  Values are checked here for their type only; what
  * they may be is the request model's to say (exec/request.h). */
-enum arg_type { ARG_STRING, ARG_NUMBER, ARG_LANGUAGE, ARG_ENV, ARG_PID, ARG_BOOL, ARG_WAIT };
+enum arg_type { ARG_STRING, ARG_NUMBER, ARG_LANGUAGE, ARG_ENV, ARG_PID, ARG_BOOL, ARG_WAIT,
+		ARG_STRINGS };
 
 struct arg {
 	const char *name;
@@ -73,6 +74,9 @@ struct tool {
 	bool read_only, destructive;
 	json_t *(*run)(struct tools *t, struct session *s, json_t *args, int cancel_fd,
 		       json_t **execution);
+	/* Listed and callable only where the operator lets a client ask for a
+	 * network ([network] clients_may). */
+	bool network;
 };
 
 static const char *const encodings[] = { "utf-8", "base64", NULL };
@@ -89,6 +93,7 @@ static json_t *run_processes(struct tools *, struct session *, json_t *, int, js
 static json_t *run_start_process(struct tools *, struct session *, json_t *, int, json_t **);
 static json_t *run_process_output(struct tools *, struct session *, json_t *, int, json_t **);
 static json_t *run_process_input(struct tools *, struct session *, json_t *, int, json_t **);
+static json_t *run_network(struct tools *, struct session *, json_t *, int, json_t **);
 
 static const struct tool tool_table[] = {
 	{ "execute", "Run code in the sandbox", {
@@ -106,7 +111,7 @@ static const struct tool tool_table[] = {
 		{ "stdin", ARG_STRING, false, NULL,
 		  "What the code reads from its standard input (input(), sys.stdin, a program's "
 		  "stdin), at most 1 MiB; without it, reading stdin gives end of file." },
-	}, false, false, run_execute },
+	}, false, false, run_execute, false },
 	{ "write_file", "Write a file into /work", {
 		{ "path", ARG_STRING, true, NULL,
 		  "Where to write, relative to /work (or starting with /work/); /tmp/... "
@@ -114,31 +119,31 @@ static const struct tool tool_table[] = {
 		{ "content", ARG_STRING, true, NULL, "The file's content." },
 		{ "encoding", ARG_STRING, false, encodings,
 		  "How content is encoded: utf-8 text (the default) or base64 for binary data." },
-	}, false, false, run_write_file },
+	}, false, false, run_write_file, false },
 	{ "read_file", "Read a file from /work", {
 		{ "path", ARG_STRING, true, NULL,
 		  "The file, relative to /work (or starting with /work/), or in /tmp." },
-	}, true, false, run_read_file },
+	}, true, false, run_read_file, false },
 	{ "list_files", "List files in /work", {
 		{ "path", ARG_STRING, false, NULL,
 		  "The directory, relative to /work (default: /work itself), or /tmp." },
-	}, true, false, run_list_files },
+	}, true, false, run_list_files, false },
 	{ "upload_archive", "Extract an archive (a project) into /work", {
 		{ "content", ARG_STRING, true, NULL,
 		  "The archive, base64: tar, tar.gz, tar.bz2, tar.xz or zip." },
 		{ "path", ARG_STRING, false, NULL,
 		  "The directory to extract into, relative to /work (default: /work itself)." },
-	}, false, false, run_upload_archive },
+	}, false, false, run_upload_archive, false },
 	{ "download_archive", "Download a directory of /work as a tar.gz", {
 		{ "path", ARG_STRING, false, NULL,
 		  "The directory, relative to /work (default: /work itself)." },
-	}, true, false, run_download_archive },
+	}, true, false, run_download_archive, false },
 	{ "processes", "List or stop background processes", {
 		{ "stop", ARG_PID, false, NULL,
 		  "The pid of a process to stop first (as the list shows it)." },
 		{ "signal", ARG_STRING, false, signals,
 		  "How to stop it: TERM (the default: it may clean up) or KILL." },
-	}, false, false, run_processes },
+	}, false, false, run_processes, false },
 	{ "start_process", "Start a command in the background", {
 		{ "command", ARG_STRING, true, NULL,
 		  "The command, run by bash -c (e.g. \"npm run dev\", \"python3 -m http.server "
@@ -154,35 +159,50 @@ static const struct tool tool_table[] = {
 		{ "wait_s", ARG_WAIT, false, NULL,
 		  "Wait up to this long for it to end (default 2), then say what it printed so "
 		  "far; it keeps running." },
-	}, false, false, run_start_process },
+	}, false, false, run_start_process, false },
 	{ "process_output", "Read what a background command printed", {
 		{ "pid", ARG_PID, true, NULL, "The command's pid, as start_process said." },
 		{ "wait_s", ARG_WAIT, false, NULL,
 		  "Wait up to this long for it to end (default 0), then say what it printed "
 		  "since the last read." },
-	}, false, false, run_process_output },
+	}, false, false, run_process_output, false },
 	{ "process_input", "Type into a background command", {
 		{ "pid", ARG_PID, true, NULL, "The command's pid, as start_process said." },
 		{ "input", ARG_STRING, false, NULL,
 		  "Text to write to its standard input (end it with \"\\n\" to press Enter)." },
 		{ "close", ARG_BOOL, false, NULL, "Close its input after: end of file." },
-	}, false, false, run_process_input },
-	{ "reset", "Restart the runtime (files kept)", { { .name = NULL } }, false, true, NULL },
+	}, false, false, run_process_input, false },
+	{ "network", "Let the sandbox reach the network", {
+		{ "allow", ARG_STRINGS, false, NULL,
+		  "What the sandbox's code may reach from now on: domain names (that name "
+		  "only, e.g. \"pypi.org\"), \"*.NAME\" (NAME's subdomains), IPv4 addresses and "
+		  "ranges, or \"*\" for everything; [] or nothing: no network." },
+		{ "deny", ARG_STRINGS, false, NULL,
+		  "Rules of the same kind that win over allow." },
+	}, false, false, run_network, true },
+	{ "reset", "Restart the runtime (files kept)", { { .name = NULL } }, false, true, NULL,
+	  false },
 };
 
 #define NTOOLS (sizeof(tool_table) / sizeof(tool_table[0]))
 
-static const struct tool *find_tool(const char *name)
+/* Does this server offer tl to t's client? */
+static bool offered(const struct tools *t, const struct tool *tl)
+{
+	return !tl->network || (t->cfg && t->cfg->network.clients_may != NET_NONE);
+}
+
+static const struct tool *find_tool(const struct tools *t, const char *name)
 {
 	for (size_t i = 0; i < NTOOLS; i++)
 		if (!strcmp(tool_table[i].name, name))
-			return &tool_table[i];
+			return offered(t, &tool_table[i]) ? &tool_table[i] : NULL;
 	return NULL;
 }
 
-bool tools_known(const char *name)
+bool tools_known(const struct tools *t, const char *name)
 {
-	return find_tool(name) != NULL;
+	return find_tool(t, name) != NULL;
 }
 
 /* ---- results ----------------------------------------------------------- */
@@ -289,6 +309,17 @@ static json_t *check_args(const struct tools *t, const struct tool *tl, json_t *
 			    json_integer_value(v) > INT_MAX)
 				return error_result("invalid arguments for %s: '%s' must be a pid, "
 						    "a whole number from 1", tl->name, a->name);
+		} else if (a->type == ARG_STRINGS) {
+			json_t *item;
+			size_t n;
+
+			if (!json_is_array(v))
+				return error_result("invalid arguments for %s: '%s' must be an array "
+						    "of strings", tl->name, a->name);
+			json_array_foreach(v, n, item)
+				if (!json_is_string(item))
+					return error_result("invalid arguments for %s: '%s' must be an "
+							    "array of strings", tl->name, a->name);
 		} else if (a->type == ARG_BOOL) {
 			if (!json_is_boolean(v))
 				return error_result("invalid arguments for %s: '%s' must be true or "
@@ -1009,6 +1040,47 @@ static json_t *run_process_output(struct tools *t, struct session *s, json_t *ar
 	return command_result(s, (int)json_integer_value(json_object_get(args, "pid")), &rd, "");
 }
 
+/* The session's network policy anew, within what the operator lets a
+ * client ask. */
+static json_t *run_network(struct tools *t, struct session *s, json_t *args, int cancel_fd,
+			   json_t **execution)
+{
+	json_t *ask = json_object(), *v, *now;
+	struct net_policy *p = NULL;
+	struct request_error e;
+	char reason[512] = "", *text;
+	enum sm_result r;
+	json_t *out;
+
+	(void)cancel_fd;
+	(void)execution;
+	if (!ask)
+		return error_result("out of memory");
+	/* Nothing to allow is none (not the operator's default): a model
+	 * that calls this with nothing means to take the network away. */
+	json_object_set_new(ask, "allow", (v = json_object_get(args, "allow")) && !json_is_null(v) ?
+			    json_incref(v) : json_array());
+	if ((v = json_object_get(args, "deny")) && !json_is_null(v))
+		json_object_set(ask, "deny", v);
+	if (!request_network(t->cfg, ask, &p, &e)) {
+		json_decref(ask);
+		return error_result("%s", e.message);
+	}
+	json_decref(ask);
+	r = session_set_network(s, p, reason, sizeof(reason));
+	free(p);
+	if (r != SM_OK)
+		return error_result("the network could not be changed: %s",
+				    reason[0] ? reason : sm_result_message(r));
+	v = session_json(s);
+	now = json_object_get(v, "network");
+	text = now ? json_dumps(now, JSON_COMPACT) : NULL;
+	out = text_result("The sandbox's network is now %s.", text ? text : "changed");
+	free(text);
+	json_decref(v);
+	return out;
+}
+
 static json_t *run_process_input(struct tools *t, struct session *s, json_t *args,
 				 int cancel_fd, json_t **execution)
 {
@@ -1159,7 +1231,7 @@ static json_t *reset(struct tools *t)
 json_t *tools_call(struct tools *t, const char *name, json_t *args, int cancel_fd,
 		   json_t **execution)
 {
-	const struct tool *tl = find_tool(name);
+	const struct tool *tl = find_tool(t, name);
 	char note[512] = "", err[512] = "";
 	json_t *empty = NULL, *out;
 	struct session *s;
@@ -1353,6 +1425,17 @@ static char *describe(const struct tools *t, const struct tool *tl, const char *
 			"with stdin true (a prompt, a REPL, a program reading lines); close sends "
 			"end of file.  At most %u KiB a call.  Read its answer with "
 			"process_output.", PROC_INPUT_MAX >> 10);
+	else if (!strcmp(tl->name, "network"))
+		r = asprintf(&s,
+			"Give the sandbox network access, or take it away: by default its code "
+			"reaches nothing but its own loopback (pip install, git clone and HTTP "
+			"calls fail).  allow names what it may reach from now on (replacing what "
+			"an earlier call allowed); a name that is not allowed does not resolve, "
+			"an address that is not allowed refuses the connection.  The host, other "
+			"sandboxes and cloud metadata addresses are never reachable, and this "
+			"server lets a client ask for at most %s.",
+			t->cfg->network.clients_may == NET_OPEN ? "everything (\"*\")" :
+			"an allow-list (not \"*\")");
 	else
 		r = asprintf(&s,
 			"Restart the runtime, as a notebook restarts its kernel: every variable "
@@ -1398,6 +1481,7 @@ static json_t *schema(const struct tools *t, const struct tool *tl)
 		json_t *p = a->type == ARG_LANGUAGE ? language_schema() :
 			    json_pack("{s:s, s:s}", "type", a->type == ARG_STRING ? "string" :
 				      a->type == ARG_ENV ? "object" :
+				      a->type == ARG_STRINGS ? "array" :
 				      a->type == ARG_PID ? "integer" :
 				      a->type == ARG_BOOL ? "boolean" : "number", "description",
 				      a->description);
@@ -1405,6 +1489,8 @@ static json_t *schema(const struct tools *t, const struct tool *tl)
 		if (p && a->type == ARG_ENV)
 			json_object_set_new(p, "additionalProperties",
 					    json_pack("{s:s}", "type", "string"));
+		if (p && a->type == ARG_STRINGS)
+			json_object_set_new(p, "items", json_pack("{s:s}", "type", "string"));
 
 		if (p && a->choices) {
 			json_t *e = json_array();
@@ -1481,7 +1567,7 @@ static json_t *definitions(struct tools *t, const char *const *only)
 
 		for (size_t k = 0; only && only[k] && !wanted; k++)
 			wanted = !strcmp(only[k], tl->name);
-		if (!wanted)
+		if (!wanted || !offered(t, tl))
 			continue;
 		desc = describe(t, tl, py, found);
 		def = desc ? json_pack("{s:s, s:s, s:s, s:o, s:{s:s, s:b, s:b, s:b, s:b}}",

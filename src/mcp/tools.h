@@ -52,7 +52,7 @@ void tools_close(struct tools *t);
 json_t *tools_list(struct tools *t);
 /* The same, only the tools named (NULL-terminated): for `petri ask`. */
 json_t *tools_list_only(struct tools *t, const char *const *names);
-bool tools_known(const char *name);
+bool tools_known(const struct tools *t, const char *name);
 
 /* Call a tool.  args: the arguments object (NULL: none).  cancel_fd:
  * readable = stop a running execution now (-1: none).  *execution, when

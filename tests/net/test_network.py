@@ -12,7 +12,7 @@ import pytest
 import requests
 
 from harness import PETRI, Api, Daemon, cgroup_dirs, ended, petri_lock, wait_for
-from networld import REFUSED, World, probe, router_processes
+from networld import PROBE, REFUSED, World, probe, router_processes
 
 
 def uid_range():
@@ -318,3 +318,64 @@ def test_e2b_network_refusals(server):
         assert r.status_code == status, (body, r.text)
     r = e2b(server, "PUT", "/sandboxes/ses_nope-0123/network", {})
     assert r.status_code == 404, r.text
+
+
+class Mcp:
+    """An MCP client over petri serve's Streamable HTTP (POST /mcp)."""
+    HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+    def __init__(self, url):
+        self.url = url + "/mcp"
+        r = self.rpc("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                    "clientInfo": {"name": "test", "version": "1"}})
+        self.headers = {**self.HEADERS, "Mcp-Session-Id": r.headers["Mcp-Session-Id"]}
+
+    def rpc(self, method, params):
+        r = requests.post(self.url, headers=getattr(self, "headers", self.HEADERS), timeout=120,
+                          json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+        assert r.status_code == 200, r.text
+        return r
+
+    def call(self, name, **args):
+        result = self.rpc("tools/call", {"name": name, "arguments": args}).json()["result"]
+        return result, "\n".join(c.get("text", "") for c in result["content"])
+
+    def close(self):
+        requests.delete(self.url, headers=self.headers, timeout=60)
+
+
+def test_mcp_network_tool(server, world):
+    m = Mcp(server.url)
+    try:
+        tools = {t["name"]: t for t in m.rpc("tools/list", {}).json()["result"]["tools"]}
+        assert "network" in tools
+        assert tools["network"]["inputSchema"]["properties"]["allow"]["items"] == {
+            "type": "string"}
+        code = f"TARGETS = ['allowed.test', '{world.b}']\n" + PROBE
+        _, text = m.call("execute", code=code)
+        assert '"allowed.test": "noname"' in text, text
+        result, text = m.call("network", allow=["allowed.test"])
+        assert not result["isError"] and '"allowlist"' in text, text
+        _, text = m.call("execute", code=code)
+        assert '"allowed.test": "reached"' in text and f'"{world.b}": "E' in text, text
+        result, text = m.call("network", allow=["*.test"])
+        assert result["isError"] and "top-level" in text, text
+        result, text = m.call("network")
+        assert not result["isError"] and '"none"' in text, text
+        _, text = m.call("execute", code=code)
+        assert '"allowed.test": "noname"' in text, text
+    finally:
+        m.close()
+
+
+def test_mcp_without_network_has_no_tool(tmp_path, world):
+    d = start(tmp_path, world, "clients_may = none")
+    try:
+        m = Mcp(d.url)
+        names = [t["name"] for t in m.rpc("tools/list", {}).json()["result"]["tools"]]
+        assert "network" not in names, names
+        r = m.rpc("tools/call", {"name": "network", "arguments": {"allow": ["x.test"]}}).json()
+        assert r["error"]["message"].startswith("Unknown tool"), r
+        m.close()
+    finally:
+        stop(d)
