@@ -375,13 +375,15 @@ static enum MHD_Result usage(struct api_req *rq, struct session *s)
 	if ((r = session_usage(s, &u)) < 0)
 		return http_error(rq, 500, "internal", "cannot read the sandbox's use: %s",
 				  strerror(-r));
-	return http_json(rq, 200, json_pack("{s:s, s:I, s:f, s:I, s:I, s:I, s:I}",
+	return http_json(rq, 200, json_pack("{s:s, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"at", timefmt_rfc3339(clock_wall_s(), when),
 		"cpu_ms", (json_int_t)(u.cpu_ns / 1000000), "cpu_limit", l->cpu,
 		"memory_bytes", (json_int_t)u.memory_bytes,
 		"memory_limit_bytes", (json_int_t)l->memory_mb << 20,
 		"work_used_bytes", (json_int_t)u.work_used_bytes,
-		"work_total_bytes", (json_int_t)u.work_total_bytes));
+		"work_total_bytes", (json_int_t)u.work_total_bytes,
+		"network_sent_bytes", (json_int_t)u.net_sent_bytes,
+		"network_received_bytes", (json_int_t)u.net_received_bytes));
 }
 
 enum MHD_Result handle_session(struct api_req *rq, const char *id, const char *rest)

@@ -38,6 +38,8 @@ void config_defaults(struct petri_config *c)
 	c->archive_max_ratio = 200;
 	c->max_return_file_bytes = 4ull << 20;
 	c->max_return_files_bytes = 8ull << 20;
+	c->network.max_connections = NET_CONNECTIONS_DEFAULT;
+	c->network.connections_per_s = NET_RATE_DEFAULT;
 	c->shutdown_grace_s = 10;
 	config_http_defaults(c);
 	c->log_level = LOG_INFO;
@@ -637,6 +639,10 @@ static bool set_network(struct parse *p, const char *name, const char *v)
 		return set_network_list(p, name, v);
 	if (!strcmp(name, "upstream_dns"))
 		return net_upstream_parse(v, n);
+	if (!strcmp(name, "max_connections"))
+		return num_u32(v, 1, 65536, &n->max_connections);
+	if (!strcmp(name, "connections_per_s"))
+		return num_u32(v, 1, 10000, &n->connections_per_s);
 	return false;
 }
 

@@ -24,7 +24,8 @@
  *   [python]   path (directories on sys.path, repeatable), wheelhouse (the
  *              directory of wheels that pip installs from), preload (modules
  *              the warm template imports)
- *   [network]  default, clients_may, allow, deny, reachable, upstream_dns:
+ *   [network]  default, clients_may, allow, deny, reachable, upstream_dns,
+ *              max_connections, connections_per_s:
  *              what sessions' code may reach (src/net/policy.h)
  *
  * docs/configuration.md documents every key.  Unknown keys and bad values

@@ -61,7 +61,14 @@ struct net_config {
 	 * port; port 0: the uplink's own resolver (the host's). */
 	uint32_t upstream_addr;		/* network order */
 	uint16_t upstream_port;		/* host order */
+	/* Each session's connections open at once, and new ones a second
+	 * (with a burst of twice as many), at most. */
+	uint32_t max_connections;
+	uint32_t connections_per_s;
 };
+
+#define NET_CONNECTIONS_DEFAULT 256
+#define NET_RATE_DEFAULT 50
 
 /* Does any session of this configuration need the router (a default or a
  * client's ask beyond none)? */

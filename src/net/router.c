@@ -12,6 +12,7 @@
 #include <linux/veth.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <jansson.h>
 #include <nftables/libnftables.h>
 #include <poll.h>
 #include <pthread.h>
@@ -288,16 +289,17 @@ static char *base_rules(const struct net_config *c)
 	}
 	fprintf(f, " }\n"
 		"  map sessions { type ifname : verdict; }\n"
+		"  map received { type ifname : counter; }\n"
 		"  map resolvers { type ifname : ipv4_addr; }\n"
+		/* Every packet of a sandbox goes through its own chain (below);
+		 * what comes back is counted for it, and only what belongs to
+		 * a connection it opened passes. */
 		"  chain forward {\n"
 		"    type filter hook forward priority 0; policy drop;\n"
 		"    meta nfproto ipv6 drop\n"
-		"    ct state established,related accept\n"
-		"    ct state invalid drop\n"
-		"    ip daddr @never reject with icmpx admin-prohibited\n"
-		"    ip daddr @host reject with icmpx admin-prohibited\n"
-		"    ip daddr @private ip daddr != @reachable reject with icmpx admin-prohibited\n"
 		"    iifname vmap @sessions\n"
+		"    counter name oifname map @received\n"
+		"    ct state established,related accept\n"
 		"    reject with icmpx admin-prohibited\n"
 		"  }\n"
 		"  chain input {\n"
@@ -674,7 +676,8 @@ out:
  * (fresh: with its entries in the router's maps) or emptied and filled
  * again (a policy changed: addresses its resolver added before go too), and
  * the host's addresses as they are now, in one transaction. */
-static char *link_rules(const struct net_policy *p, unsigned k, const char *host, bool fresh)
+static char *link_rules(const struct net_router *r, const struct net_policy *p, unsigned k,
+			const char *host, bool fresh)
 {
 	char *text = NULL, res[32];
 	size_t len = 0;
@@ -686,7 +689,8 @@ static char *link_rules(const struct net_policy *p, unsigned k, const char *host
 	if (fresh)
 		fprintf(f, "add set inet petri a%u { type ipv4_addr; flags interval; auto-merge; }\n"
 			"add set inet petri d%u { type ipv4_addr; flags interval; auto-merge; }\n"
-			"add chain inet petri s%u\n", k, k, k);
+			"add counter inet petri o%u\nadd counter inet petri i%u\n"
+			"add chain inet petri s%u\n", k, k, k, k, k);
 	else
 		fprintf(f, "flush chain inet petri s%u\nflush set inet petri a%u\n"
 			"flush set inet petri d%u\n", k, k, k);
@@ -705,16 +709,31 @@ static char *link_rules(const struct net_policy *p, unsigned k, const char *host
 		if (!first)
 			fprintf(f, " }\n");
 	}
-	fprintf(f, "add rule inet petri s%u ip daddr @d%u reject with icmpx admin-prohibited\n",
-		k, k);
-	if (p->mode == NET_OPEN)
-		fprintf(f, "add rule inet petri s%u accept\n", k);
-	else
-		fprintf(f, "add rule inet petri s%u ip daddr @a%u accept\n", k, k);
-	fprintf(f, "add rule inet petri s%u reject with icmpx admin-prohibited\n", k);
+	/* The session's chain: every packet it sends is counted; a packet of
+	 * a connection it has passes; a new one passes only to an address
+	 * never forbidden, not denied, allowed, within the session's
+	 * connections at once and their rate. */
+#define RULE(...) fprintf(f, "add rule inet petri s%u " __VA_ARGS__)
+#define REJECT "reject with icmpx admin-prohibited\n"
+	RULE("counter name \"o%u\"\n", k, k);
+	RULE("ct state established,related accept\n", k);
+	RULE("ct state invalid drop\n", k);
+	RULE("ip daddr @never " REJECT, k);
+	RULE("ip daddr @host " REJECT, k);
+	RULE("ip daddr @private ip daddr != @reachable " REJECT, k);
+	RULE("ip daddr @d%u " REJECT, k, k);
+	if (p->mode == NET_ALLOWLIST)
+		RULE("ip daddr != @a%u " REJECT, k, k);
+	RULE("ct count over %u " REJECT, k, r->cfg.max_connections);
+	RULE("limit rate over %u/second burst %u packets " REJECT, k,
+	     r->cfg.connections_per_s, 2 * r->cfg.connections_per_s);
+	RULE("accept\n", k);
+#undef RULE
+#undef REJECT
 	if (fresh)
 		fprintf(f, "add element inet petri sessions { \"pn%u\" : jump s%u }\n"
-			"add element inet petri resolvers { \"pn%u\" : %s }\n", k, k, k, res);
+			"add element inet petri received { \"pn%u\" : \"i%u\" }\n"
+			"add element inet petri resolvers { \"pn%u\" : %s }\n", k, k, k, k, k, res);
 	fprintf(f, "flush set inet petri host\n");
 	if (host[0])
 		fprintf(f, "add element inet petri host { %s }\n", host);
@@ -734,12 +753,18 @@ static void link_rules_remove(struct net_router *r, unsigned k)
 	nft_run_cmd_from_buffer(r->nft, text);
 	snprintf(text, sizeof(text), "delete element inet petri resolvers { \"pn%u\" }\n", k);
 	nft_run_cmd_from_buffer(r->nft, text);
+	snprintf(text, sizeof(text), "delete element inet petri received { \"pn%u\" }\n", k);
+	nft_run_cmd_from_buffer(r->nft, text);
 	snprintf(text, sizeof(text), "flush chain inet petri s%u\ndelete chain inet petri s%u\n",
 		 k, k);
 	nft_run_cmd_from_buffer(r->nft, text);
 	snprintf(text, sizeof(text), "delete set inet petri a%u\n", k);
 	nft_run_cmd_from_buffer(r->nft, text);
 	snprintf(text, sizeof(text), "delete set inet petri d%u\n", k);
+	nft_run_cmd_from_buffer(r->nft, text);
+	snprintf(text, sizeof(text), "delete counter inet petri o%u\n", k);
+	nft_run_cmd_from_buffer(r->nft, text);
+	snprintf(text, sizeof(text), "delete counter inet petri i%u\n", k);
 	nft_run_cmd_from_buffer(r->nft, text);
 	(void)err;
 }
@@ -928,7 +953,7 @@ static int attach_in_ns(void *arg, void *ctx)
 				 strerror(-e));
 		goto out;
 	}
-	if (!(rules = link_rules(a->p, k, a->host, true))) {
+	if (!(rules = link_rules(r, a->p, k, a->host, true))) {
 		e = -ENOMEM;
 		snprintf(a->err, a->errlen, "out of memory");
 		goto out;
@@ -999,7 +1024,7 @@ static int update_in_ns(void *arg, void *ctx)
 {
 	struct attach_args *a = arg;
 	struct net_router *r = ctx;
-	char *rules = link_rules(a->p, a->l->slot, a->host, false);
+	char *rules = link_rules(r, a->p, a->l->slot, a->host, false);
 	int e;
 
 	if (!rules) {
@@ -1024,6 +1049,61 @@ int net_update(struct net_link *l, const struct net_policy *p, char *err, size_t
 	}
 	host_addresses(host, sizeof(host));
 	return workq_call(l->r->q, update_in_ns, &a);
+}
+
+struct usage_args {
+	unsigned slot;
+	uint64_t sent, received;
+};
+
+/* A named counter's bytes, from nftables' JSON listing of it. */
+static int counter_bytes(struct net_router *r, char which, unsigned k, uint64_t *bytes)
+{
+	char cmd[96];
+	json_t *j, *v;
+	size_t i;
+	int e = -EIO;
+
+	snprintf(cmd, sizeof(cmd), "list counter inet petri %c%u", which, k);
+	if (nft_run_cmd_from_buffer(r->nft, cmd) != 0)
+		return -ENOENT;
+	if (!(j = json_loads(nft_ctx_get_output_buffer(r->nft), 0, NULL)))
+		return -EIO;
+	json_array_foreach(json_object_get(j, "nftables"), i, v) {
+		json_t *c = json_object_get(v, "counter");
+
+		if (json_is_integer(json_object_get(c, "bytes"))) {
+			*bytes = (uint64_t)json_integer_value(json_object_get(c, "bytes"));
+			e = 0;
+		}
+	}
+	json_decref(j);
+	return e;
+}
+
+static int usage_in_ns(void *arg, void *ctx)
+{
+	struct usage_args *u = arg;
+	struct net_router *r = ctx;
+	unsigned flags = nft_ctx_output_get_flags(r->nft);
+	int e;
+
+	nft_ctx_output_set_flags(r->nft, flags | NFT_CTX_OUTPUT_JSON);
+	e = counter_bytes(r, 'o', u->slot, &u->sent);
+	if (e == 0)
+		e = counter_bytes(r, 'i', u->slot, &u->received);
+	nft_ctx_output_set_flags(r->nft, flags);
+	return e;
+}
+
+int net_usage(struct net_link *l, uint64_t *sent, uint64_t *received)
+{
+	struct usage_args u = { .slot = l->slot };
+	int e = workq_call(l->r->q, usage_in_ns, &u);
+
+	*sent = u.sent;
+	*received = u.received;
+	return e;
 }
 
 static int detach_in_ns(void *arg, void *ctx)

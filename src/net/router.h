@@ -47,6 +47,7 @@
 #define PETRI_NET_ROUTER_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "net/policy.h"
 
@@ -75,6 +76,9 @@ int net_attach(struct net_router *r, int netns_fd, const struct net_policy *p,
  * connections already open are not cut).  0, or -errno with a sentence in
  * err: the link then refuses everything until a policy applies. */
 int net_update(struct net_link *l, const struct net_policy *p, char *err, size_t errlen);
+/* The bytes the link's sandbox sent and received through the router (IP
+ * packets, headers included) since it was made.  0 or -errno. */
+int net_usage(struct net_link *l, uint64_t *sent, uint64_t *received);
 /* Remove the link, its rules and its resolver.  NULL allowed. */
 void net_detach(struct net_link *l);
 

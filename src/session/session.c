@@ -1196,6 +1196,10 @@ int session_usage(struct session *s, struct session_usage *u)
 		u->work_total_bytes = (uint64_t)fs.f_blocks * (uint64_t)fs.f_bsize;
 		u->work_used_bytes = (uint64_t)(fs.f_blocks - fs.f_bfree) * (uint64_t)fs.f_bsize;
 	}
+	pthread_mutex_lock(&s->net_lock);
+	if (s->net)
+		net_usage(s->net, &u->net_sent_bytes, &u->net_received_bytes);
+	pthread_mutex_unlock(&s->net_lock);
 	return 0;
 }
 

@@ -249,6 +249,9 @@ struct session_usage {
 	uint64_t cpu_ns;
 	uint64_t memory_bytes;
 	uint64_t work_used_bytes, work_total_bytes;
+	/* Through its network (net/router.h), since its link was made; 0
+	 * without one. */
+	uint64_t net_sent_bytes, net_received_bytes;
 };
 int session_usage(struct session *s, struct session_usage *u);
 /* Change a live session's timeouts (a value <= 0 keeps the current one;

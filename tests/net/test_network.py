@@ -379,3 +379,77 @@ def test_mcp_without_network_has_no_tool(tmp_path, world):
         m.close()
     finally:
         stop(d)
+
+
+def test_connections_are_bounded_and_bytes_counted(tmp_path, world):
+    d = start(tmp_path, world, "clients_may = allowlist\nmax_connections = 3\n"
+                               "connections_per_s = 1000")
+    try:
+        api = Api(d.url)
+        sid = api.session(network={"allow": [world.a]})
+        assert api.get(f"/v1/sessions/{sid}/usage").json()["network_received_bytes"] == 0
+        code = f"""
+import errno, socket
+held, got = [], []
+for i in range(5):
+    s = socket.socket()
+    s.settimeout(1.0)
+    try:
+        s.connect(('{world.a}', 80))
+        held.append(s)
+        got.append('open')
+    except OSError as e:
+        got.append(errno.errorcode.get(e.errno, 'timeout'))
+held.pop().close()
+# The closed one counts until both ends have closed it: try for a while.
+import time
+deadline, last = time.monotonic() + 10, None
+while time.monotonic() < deadline:
+    s = socket.socket(); s.settimeout(1.0)
+    try:
+        s.connect(('{world.a}', 80)); last = 'open'; break
+    except OSError as e:
+        last = errno.errorcode.get(e.errno, 'timeout')
+    time.sleep(0.1)
+got.append(last)
+if last == 'open':
+    s.sendall(b'GET /index.txt HTTP/1.0\\r\\n\\r\\n')
+    got.append(b'hello from the world' in s.makefile('rb').read())
+for h in held + [s]:
+    h.close()
+del held, s
+print(got)
+"""
+        r = api.execute(sid, code)
+        got = eval(r["stdout"])
+        assert got[:3] == ["open"] * 3 and all(g in REFUSED for g in got[3:5]), got
+        assert got[5:] == ["open", True], got   # one closed: room for one more
+        u = api.get(f"/v1/sessions/{sid}/usage").json()
+        assert u["network_received_bytes"] > 100 and u["network_sent_bytes"] > 100, u
+    finally:
+        stop(d)
+
+
+def test_new_connections_are_rate_limited(tmp_path, world):
+    d = start(tmp_path, world, "clients_may = allowlist\nconnections_per_s = 1")
+    try:
+        api = Api(d.url)
+        sid = api.session(network={"allow": [world.a]})
+        r = api.execute(sid, f"""
+import errno, socket
+got = []
+for i in range(8):
+    s = socket.socket(); s.settimeout(1.0)
+    try:
+        s.connect(('{world.a}', 80)); got.append('open')
+    except OSError as e:
+        got.append(errno.errorcode.get(e.errno, 'timeout'))
+    s.close()
+print(got)
+""")
+        got = eval(r["stdout"])
+        # A burst of two, then one a second: most of eight at once refused.
+        assert got.count("open") <= 4 and got[0] == "open", got
+        assert all(g == "open" or g in REFUSED for g in got), got
+    finally:
+        stop(d)
