@@ -1,13 +1,17 @@
 /* petri check — what this host supports, what petri will do without each
  * missing piece, and a real sandbox started to prove it works. */
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/commands.h"
 #include "config/config.h"
 #include "exec/limits.h"
 #include "jail/jail.h"
+#include "net/router.h"
 #include "runtime/box.h"
 #include "exec/languages.h"
 #include "runtime/zygote.h"
@@ -21,6 +25,46 @@ static double now_ms(void)
 }
 
 static const char *yes(bool b) { return b ? "yes" : "no"; }
+
+/* A network for sessions, as petri serve would make one: the router (its
+ * namespace, slirp4netns, nftables) and a link to the cold sandbox under
+ * an allow-list of one address; the time of each.  0, or -errno with err. */
+static int check_network(const struct petri_config *cfg, struct box *box, double *router_ms,
+			 double *link_ms, char *err, size_t errlen)
+{
+	struct net_policy *p = calloc(1, sizeof(*p));
+	struct net_router *r = NULL;
+	struct net_link *l = NULL;
+	double t0 = now_ms();
+	int e, fd;
+
+	*router_ms = *link_ms = 0;
+	if (!p)
+		return -ENOMEM;
+	if (!box) {
+		snprintf(err, errlen, "no sandbox to give a link");
+		e = -ESRCH;
+		goto out;
+	}
+	if ((e = net_router_start(&cfg->network, &r, err, errlen)) < 0)
+		goto out;
+	*router_ms = now_ms() - t0;
+	net_policy_add(p, "192.0.2.1", false, err, errlen);
+	if ((fd = jail_netns(box_jail(box))) < 0) {
+		e = fd;
+		snprintf(err, errlen, "the sandbox ended");
+		goto out;
+	}
+	t0 = now_ms();
+	e = net_attach(r, fd, p, &l, err, errlen);
+	*link_ms = now_ms() - t0;
+	close(fd);
+	net_detach(l);
+out:
+	net_router_stop(r);
+	free(p);
+	return e;
+}
 
 #define CHECK_WIDTH 78	/* columns of the report */
 
@@ -137,10 +181,10 @@ int cmd_check(int argc, char **argv)
 	struct cli_local l;
 	json_t *found = NULL;
 	const char *const *preload;
-	char err[512] = "", zerr[512] = "", losses[1024];
-	double t0, spawn_ms, zygote_ms = 0, fork_ms = 0;
+	char err[512] = "", zerr[512] = "", nerr[512] = "", losses[1024];
+	double t0, spawn_ms, zygote_ms = 0, fork_ms = 0, router_ms, link_ms;
 	long uids_free;
-	int r, zr;
+	int r, zr, nr;
 
 	if (argc > 1 && !json_out) {
 		fprintf(stderr, "usage: petri check [--json]\n");
@@ -165,6 +209,7 @@ int cmd_check(int argc, char **argv)
 	r = box_start(host, &cfg, &box, err, sizeof(err));
 	spawn_ms = now_ms() - t0;
 	found = find_out(box);
+	nr = check_network(&l.cfg, box, &router_ms, &link_ms, nerr, sizeof(nerr));
 	/* The warm path, as petri serve uses it. */
 	t0 = now_ms();
 	zr = zygote_start(host, &cfg, preload, -1, &z, zerr, sizeof(zerr));
@@ -179,7 +224,7 @@ int cmd_check(int argc, char **argv)
 		json_t *j = json_pack(
 			"{s:b, s:b, s:{s:I, s:I, s:I, s:I, s:I}, s:{s:i, s:b, s:b, s:b, s:b, s:s, s:s},"
 			" s:{s:b, s:i}, s:i, s:{s:b, s:s, s:s, s:f, s:s},"
-			" s:{s:b, s:s, s:f, s:f}}",
+			" s:{s:b, s:s, s:f, s:f}, s:{s:b, s:s, s:s, s:f, s:f}}",
 			"user_namespaces", in->userns, "privileged", in->privileged,
 			"uid_map", "sandbox_uid", (json_int_t)JAIL_UID,
 			"host_uid", (json_int_t)in->host_uid,
@@ -197,7 +242,10 @@ int cmd_check(int argc, char **argv)
 			"python", box ? box_python_version(box) : "",
 			"spawn_ms", spawn_ms, "path", "cold",
 			"warm", "works", zr == 0, "error", zerr, "template_ms", zygote_ms,
-			"fork_ms", fork_ms);
+			"fork_ms", fork_ms,
+			"network", "works", nr == 0, "error", nerr,
+			"clients_may", net_mode_name(l.cfg.network.clients_may),
+			"router_ms", router_ms, "link_ms", link_ms);
 
 		json_object_update_new(j, found);
 		found = NULL;
@@ -265,6 +313,16 @@ int cmd_check(int argc, char **argv)
 	else
 		printf("warm path:       not available (%s):\n"
 		       "                 petri serve starts every sandbox cold\n", zerr);
+	if (nr == 0)
+		printf("network:         works: the router started in %.0f ms, a session's link\n"
+		       "                 took %.1f ms; sessions get %s by default, a client may\n"
+		       "                 ask for %s ([network], docs/security.md)\n", router_ms,
+		       link_ms, net_mode_name(l.cfg.network.deflt.mode),
+		       net_mode_name(l.cfg.network.clients_may));
+	else
+		printf("network:         not available (%s):\n"
+		       "                 sessions have loopback only%s\n", nerr,
+		       net_config_enabled(&l.cfg.network) ? ", though [network] allows more" : "");
 out:
 	json_decref(found);
 	box_free(warm);

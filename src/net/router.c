@@ -45,6 +45,10 @@
 #define UPLINK_CIDR "169.254.255.0/24"
 #define UPLINK_DNS "169.254.255.3"
 #define UPLINK_TAP "tap0"
+/* Where each session's resolver listens on its own address of the
+ * router's loopback (the sandbox asks port 53 of the gateway, translated):
+ * a port above 1024, so that dnsmasq needs no capability to bind it. */
+#define RESOLVER_PORT "5353"
 
 /* How long the uplink and a resolver may take to come up. */
 #define SLIRP_WAIT_MS 5000
@@ -306,13 +310,14 @@ static char *base_rules(const struct net_config *c)
 		"    type filter hook input priority 0; policy drop;\n"
 		"    iif \"lo\" accept\n"
 		"    ct state established,related accept\n"
-		"    iifname \"pn*\" ip daddr 127.1.0.0/16 meta l4proto { tcp, udp } th dport 53 accept\n"
+		"    iifname \"pn*\" ip daddr 127.1.0.0/16 meta l4proto { tcp, udp } th dport "
+		RESOLVER_PORT " accept\n"
 		"    iifname \"pn*\" reject with icmpx admin-prohibited\n"
 		"  }\n"
 		"  chain resolver {\n"
 		"    type nat hook prerouting priority -100;\n"
 		"    iifname \"pn*\" ip daddr " GATEWAY " meta l4proto { tcp, udp } th dport 53 "
-		"dnat ip to iifname map @resolvers\n"
+		"dnat ip to iifname map @resolvers : " RESOLVER_PORT "\n"
 		"  }\n"
 		"  chain uplink {\n"
 		"    type nat hook postrouting priority 100;\n"
@@ -814,6 +819,7 @@ static char **resolver_argv(const struct net_router *r, const struct net_policy 
 	ARG("--pid-file=");
 	ARG("--bind-interfaces");
 	ARG("--listen-address=%s", res);
+	ARG("--port=" RESOLVER_PORT);
 	/* IPv6 is not forwarded: AAAA answers would only make programs try
 	 * it first. */
 	ARG("--filter-AAAA");
@@ -855,7 +861,7 @@ static void free_argv(char **argv)
  * port is taken), or has died: 0 or -EIO with its complaint in err. */
 static int resolver_wait(pid_t pid, unsigned k, int errp, char *err, size_t errlen)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(53) };
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(atoi(RESOLVER_PORT)) };
 	char res[32];
 	double deadline = now_ms() + RESOLVER_WAIT_MS;
 	int st;

@@ -49,6 +49,8 @@ def test_check_says_the_sandbox_works(petri_raw):
                  r'tar: tar \(GNU tar\)', r'unzip: UnZip \d'):
         assert re.search(r'^\s+' + line, table, re.M), (line, table)
     assert 'NOT FOUND' not in table, table   # scripts/deps installs every one
+    # A network for sessions, made as petri serve makes one (router, link).
+    assert re.search(r'^network:\s+works: the router started in \d+ ms', text, re.M), text
 
 
 def test_check_json(petri_raw):
@@ -57,6 +59,8 @@ def test_check_json(petri_raw):
     info = json.loads(r.stdout)
     assert info['sandbox']['works'] is True
     assert info['seccomp']['available'] is True
+    assert info['network']['works'] is True, info['network']
+    assert info['network']['clients_may'] == 'none' and info['network']['link_ms'] > 0
     count = int(petri_raw(['policy', '--count']).stdout)
     assert info['seccomp']['allowed_syscalls'] == count
     assert info['uid_map']['host_uid'] >= 2_000_000_000
