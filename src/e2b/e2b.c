@@ -720,7 +720,8 @@ static struct session *lookup(struct api_req *rq, const char *sid, enum MHD_Resu
 /* E2B's egress options as a petri policy (docs/e2b.md, "The network"):
  * allow_internet_access, network.allowOut and network.denyOut.  E2B lets a
  * sandbox out by default; here nothing said is the operator's default
- * (*out NULL).  Internet off, or "0.0.0.0/0" denied: an
+ * (*out NULL), and so is allow_internet_access alone where a client may
+ * not ask for open.  Internet off, or "0.0.0.0/0" denied: an
  * allow-list of allowOut; else open, less denyOut (E2B's allowed entries
  * win over its denied ones: a denied entry also allowed is dropped).  What
  * petri cannot do (an egress proxy, request transforms) is refused.  true,
@@ -767,6 +768,12 @@ static bool network_arg(struct api_req *rq, json_t *body, struct net_policy **ou
 	}
 	allow = json_is_array(allow) ? allow : NULL;
 	deny = json_is_array(deny) ? deny : NULL;
+	/* Some SDKs send allow_internet_access: true whether their user said
+	 * so or not (E2B's default): it asks for the internet as far as this
+	 * server gives one, open where a client may ask for it, else the
+	 * operator's default; never an error. */
+	if (json_is_true(aia) && !allow && !deny && rq->cfg->network.clients_may != NET_OPEN)
+		return true;
 	if (!json_is_boolean(aia) && !allow && !deny)
 		return true;
 	all_denied = json_is_false(aia);

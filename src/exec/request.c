@@ -382,6 +382,10 @@ bool request_network(const struct petri_config *cfg, const json_t *v, struct net
 		refuse(e, "network_not_allowed", "%s", why);
 		goto fail;
 	}
+	if (!net_policy_add_operator_denies(&cfg->network, p, why, sizeof(why))) {
+		refuse(e, "invalid_request", "network.deny: %s", why);
+		goto fail;
+	}
 	*out = p;
 	return true;
 fail:

@@ -164,10 +164,18 @@ bool net_policy_add(struct net_policy *p, const char *rule, bool deny, char *err
 bool net_policy_permitted(const struct net_config *c, const struct net_policy *p, char *err,
 			  size_t errlen)
 {
-	if (p->mode <= c->clients_may)
+	enum net_mode m = p->mode;
+
+	/* A range wider than a /8 is most of the internet: it asks for what
+	 * '*' asks. */
+	for (size_t i = 0; i < p->nallow; i++)
+		if (!p->allow[i].is_name && p->allow[i].range.bits < 96 + 8)
+			m = NET_OPEN;
+	if (m <= c->clients_may)
 		return true;
 	snprintf(err, errlen, "the network %s asks for is more than this server lets a client "
-		 "ask for (%s)", p->mode == NET_OPEN ? "'*'" : "an allow-list",
+		 "ask for (%s)", m == NET_OPEN ? "'*' (or a range wider than a /8)" :
+		 "an allow-list",
 		 c->clients_may == NET_NONE ? "none: sessions get the operator's default" :
 		 "an allow-list, not '*'");
 	return false;
@@ -196,5 +204,18 @@ bool net_upstream_parse(const char *s, struct net_config *c)
 	}
 	c->upstream_addr = a.s_addr;
 	c->upstream_port = (uint16_t)port;
+	return true;
+}
+
+bool net_policy_add_operator_denies(const struct net_config *c, struct net_policy *p,
+				    char *err, size_t errlen)
+{
+	if (p->ndeny + c->deflt.ndeny > NET_RULES_MAX) {
+		snprintf(err, errlen, "at most %zu deny rules here (the operator's take %zu of %d)",
+			 NET_RULES_MAX - c->deflt.ndeny, c->deflt.ndeny, NET_RULES_MAX);
+		return false;
+	}
+	for (size_t i = 0; i < c->deflt.ndeny; i++)
+		p->deny[p->ndeny++] = c->deflt.deny[i];
 	return true;
 }

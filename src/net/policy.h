@@ -91,12 +91,19 @@ void net_rule_text(const struct net_rule *r, char *out, size_t len);
 bool net_policy_add(struct net_policy *p, const char *rule, bool deny, char *err,
 		    size_t errlen);
 
-/* Is what p asks within what c lets a client ask?  true, or false with a
- * sentence in err. */
+/* Is what p asks within what c lets a client ask (an allowed range wider
+ * than a /8 asks for what "*" asks)?  true, or false with a sentence in
+ * err. */
 bool net_policy_permitted(const struct net_config *c, const struct net_policy *p, char *err,
 			  size_t errlen);
 
 /* "ADDR" or "ADDR:PORT" (IPv4) into c's upstream. */
 bool net_upstream_parse(const char *s, struct net_config *c);
+
+/* Add the operator's deny rules (c's default policy's) to p's: they hold
+ * whatever a client asks.  false, with a sentence in err, when p has no
+ * room for them. */
+bool net_policy_add_operator_denies(const struct net_config *c, struct net_policy *p,
+				    char *err, size_t errlen);
 
 #endif

@@ -23,6 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/close_range.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netfilter/nfnetlink_conntrack.h>
+#include <stdatomic.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -49,6 +52,9 @@
  * router's loopback (the sandbox asks port 53 of the gateway, translated):
  * a port above 1024, so that dnsmasq needs no capability to bind it. */
 #define RESOLVER_PORT "5353"
+/* Addresses a session's resolver may add to its set, at most (a name it
+ * controls could answer with thousands). */
+#define NET_ALLOWED_MAX 4096
 
 /* How long the uplink and a resolver may take to come up. */
 #define SLIRP_WAIT_MS 5000
@@ -57,6 +63,10 @@
 struct net_link {
 	struct net_router *r;
 	unsigned slot;
+	/* Unique in the daemon's life: the conntrack mark of its connections
+	 * (a later link in the same slot, with the same address, is another
+	 * id). */
+	uint32_t id;
 	pid_t resolver;			/* dnsmasq's pid 1 (spawn()), or 0 */
 };
 
@@ -70,6 +80,7 @@ struct net_router {
 	pid_t slirp;
 	int slirp_exit;			/* closing it ends slirp4netns */
 	int alive[2];			/* a pipe: [1] closes when the daemon dies */
+	_Atomic uint32_t next_id;	/* of links (net_link.id) */
 	pthread_mutex_t lock;		/* the links */
 	struct net_link *links[NET_LINKS_MAX];
 };
@@ -278,8 +289,11 @@ static char *base_rules(const struct net_config *c)
 		return NULL;
 	fprintf(f,
 		"table inet petri {\n"
+		/* 168.63.129.16: Azure's host agent, which root on a VM may
+		 * reach, and slirp4netns's sockets are root's. */
 		"  set never { type ipv4_addr; flags interval; auto-merge;\n"
-		"    elements = { 0.0.0.0/8, 127.0.0.0/8, 169.254.0.0/16, 224.0.0.0/3 } }\n"
+		"    elements = { 0.0.0.0/8, 127.0.0.0/8, 169.254.0.0/16, 224.0.0.0/3,\n"
+		"                 168.63.129.16 } }\n"
 		"  set host { type ipv4_addr; flags interval; auto-merge; }\n"
 		"  set private { type ipv4_addr; flags interval; auto-merge;\n"
 		"    elements = { 10.0.0.0/8, 100.64.0.0/10, 172.16.0.0/12, 192.0.0.0/24,\n"
@@ -293,25 +307,26 @@ static char *base_rules(const struct net_config *c)
 	}
 	fprintf(f, " }\n"
 		"  map sessions { type ifname : verdict; }\n"
-		"  map received { type ifname : counter; }\n"
+		"  map replies { type ifname : verdict; }\n"
 		"  map resolvers { type ifname : ipv4_addr; }\n"
-		/* Every packet of a sandbox goes through its own chain (below);
-		 * what comes back is counted for it, and only what belongs to
-		 * a connection it opened passes. */
+		/* Every packet of a sandbox goes through its own chain, and
+		 * every packet to it through its replies' chain (below). */
 		"  chain forward {\n"
 		"    type filter hook forward priority 0; policy drop;\n"
 		"    meta nfproto ipv6 drop\n"
 		"    iifname vmap @sessions\n"
-		"    counter name oifname map @received\n"
-		"    ct state established,related accept\n"
+		"    oifname vmap @replies\n"
 		"    reject with icmpx admin-prohibited\n"
 		"  }\n"
 		"  chain input {\n"
 		"    type filter hook input priority 0; policy drop;\n"
 		"    iif \"lo\" accept\n"
 		"    ct state established,related accept\n"
-		"    iifname \"pn*\" ip daddr 127.1.0.0/16 meta l4proto { tcp, udp } th dport "
-		RESOLVER_PORT " accept\n"
+		/* A sandbox reaches its own resolver only, through the
+		 * translation below: a packet sent to a resolver's address
+		 * directly (bound to eth0) was not translated. */
+		"    iifname \"pn*\" ct status dnat ip daddr 127.1.0.0/16 meta l4proto { tcp, udp } "
+		"th dport " RESOLVER_PORT " accept\n"
 		"    iifname \"pn*\" reject with icmpx admin-prohibited\n"
 		"  }\n"
 		"  chain resolver {\n"
@@ -332,30 +347,36 @@ static char *base_rules(const struct net_config *c)
 }
 
 /* The host's own IPv4 addresses (read in the caller's namespace, the
- * host's), as nft set elements "a, b, c" into out; "" when none. */
-static void host_addresses(char *out, size_t len)
+ * host's), as nft set elements "a, b, c": a string to free, "" when none,
+ * NULL when out of memory. */
+static char *host_addresses(void)
 {
 	struct ifaddrs *ifa, *i;
-	size_t n = 0;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	bool first = true;
 
-	out[0] = '\0';
-	if (getifaddrs(&ifa) < 0)
-		return;
-	for (i = ifa; i; i = i->ifa_next) {
-		char a[INET_ADDRSTRLEN];
-		int w;
+	if (!f)
+		return NULL;
+	if (getifaddrs(&ifa) == 0) {
+		for (i = ifa; i; i = i->ifa_next) {
+			char a[INET_ADDRSTRLEN];
 
-		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
-			continue;
-		inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, a, sizeof(a));
-		w = snprintf(out + n, len - n, "%s%s", n ? ", " : "", a);
-		if (w < 0 || (size_t)w >= len - n) {
-			out[n] = '\0';
-			break;
+			if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
+				continue;
+			inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, a,
+				  sizeof(a));
+			fprintf(f, "%s%s", first ? "" : ", ", a);
+			first = false;
 		}
-		n += (size_t)w;
+		freeifaddrs(ifa);
 	}
-	freeifaddrs(ifa);
+	if (fclose(f) != 0) {
+		free(text);
+		return NULL;
+	}
+	return text;
 }
 
 /* ---- processes in the router's namespace ---------------------------------- */
@@ -409,7 +430,10 @@ static pid_t spawn(struct net_router *r, char *const argv[], int ns, int err_fd,
 		for (size_t i = 0; i < nkeep; i++)
 			if (fcntl(keep[i], F_SETFD, 0) < 0)
 				_exit(124);
-		child = watched ? fork() : 0;
+		/* A raw clone, as the one above: fork() would run the C
+		 * library's handlers, whose locks another thread of the daemon
+		 * may have held when it was copied. */
+		child = watched ? (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, 0) : 0;
 		if (child == 0) {
 			sigemptyset(&none);
 			sigprocmask(SIG_SETMASK, &none, NULL);
@@ -681,9 +705,10 @@ out:
  * (fresh: with its entries in the router's maps) or emptied and filled
  * again (a policy changed: addresses its resolver added before go too), and
  * the host's addresses as they are now, in one transaction. */
-static char *link_rules(const struct net_router *r, const struct net_policy *p, unsigned k,
-			const char *host, bool fresh)
+static char *link_rules(const struct net_router *r, const struct net_link *l,
+			const struct net_policy *p, const char *host, bool fresh)
 {
+	unsigned k = l->slot, id = l->id;
 	char *text = NULL, res[32];
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
@@ -692,10 +717,15 @@ static char *link_rules(const struct net_router *r, const struct net_policy *p, 
 		return NULL;
 	slot_resolver(k, res, sizeof(res));
 	if (fresh)
-		fprintf(f, "add set inet petri a%u { type ipv4_addr; flags interval; auto-merge; }\n"
+		fprintf(f, "add set inet petri a%u { type ipv4_addr; flags interval; auto-merge; "
+			"size %u; }\n"
 			"add set inet petri d%u { type ipv4_addr; flags interval; auto-merge; }\n"
 			"add counter inet petri o%u\nadd counter inet petri i%u\n"
-			"add chain inet petri s%u\n", k, k, k, k, k);
+			"add chain inet petri s%u\nadd chain inet petri y%u\n"
+			"add rule inet petri y%u counter name \"i%u\"\n"
+			"add rule inet petri y%u ct mark %u ct state established,related accept\n"
+			"add rule inet petri y%u drop\n",
+			k, NET_ALLOWED_MAX, k, k, k, k, k, k, k, k, id, k);
 	else
 		fprintf(f, "flush chain inet petri s%u\nflush set inet petri a%u\n"
 			"flush set inet petri d%u\n", k, k, k);
@@ -715,14 +745,17 @@ static char *link_rules(const struct net_router *r, const struct net_policy *p, 
 			fprintf(f, " }\n");
 	}
 	/* The session's chain: every packet it sends is counted; a packet of
-	 * a connection it has passes; a new one passes only to an address
-	 * never forbidden, not denied, allowed, within the session's
-	 * connections at once and their rate. */
+	 * a connection this link made passes (its mark is the link's id: a
+	 * connection of an earlier session that had its address is not its
+	 * own); a new one passes only to an address never forbidden, not
+	 * denied, allowed, within the session's connections at once and their
+	 * rate, and is marked as the link's.  Its replies' chain (y) counts
+	 * and passes only what belongs to a connection marked so. */
 #define RULE(...) fprintf(f, "add rule inet petri s%u " __VA_ARGS__)
 #define REJECT "reject with icmpx admin-prohibited\n"
 	RULE("counter name \"o%u\"\n", k, k);
-	RULE("ct state established,related accept\n", k);
-	RULE("ct state invalid drop\n", k);
+	RULE("ct state established,related ct mark %u accept\n", k, id);
+	RULE("ct state established,related,invalid drop\n", k);
 	RULE("ip daddr @never " REJECT, k);
 	RULE("ip daddr @host " REJECT, k);
 	RULE("ip daddr @private ip daddr != @reachable " REJECT, k);
@@ -732,12 +765,12 @@ static char *link_rules(const struct net_router *r, const struct net_policy *p, 
 	RULE("ct count over %u " REJECT, k, r->cfg.max_connections);
 	RULE("limit rate over %u/second burst %u packets " REJECT, k,
 	     r->cfg.connections_per_s, 2 * r->cfg.connections_per_s);
-	RULE("accept\n", k);
+	RULE("ct mark set %u accept\n", k, id);
 #undef RULE
 #undef REJECT
 	if (fresh)
 		fprintf(f, "add element inet petri sessions { \"pn%u\" : jump s%u }\n"
-			"add element inet petri received { \"pn%u\" : \"i%u\" }\n"
+			"add element inet petri replies { \"pn%u\" : jump y%u }\n"
 			"add element inet petri resolvers { \"pn%u\" : %s }\n", k, k, k, k, k, res);
 	fprintf(f, "flush set inet petri host\n");
 	if (host[0])
@@ -758,10 +791,10 @@ static void link_rules_remove(struct net_router *r, unsigned k)
 	nft_run_cmd_from_buffer(r->nft, text);
 	snprintf(text, sizeof(text), "delete element inet petri resolvers { \"pn%u\" }\n", k);
 	nft_run_cmd_from_buffer(r->nft, text);
-	snprintf(text, sizeof(text), "delete element inet petri received { \"pn%u\" }\n", k);
+	snprintf(text, sizeof(text), "delete element inet petri replies { \"pn%u\" }\n", k);
 	nft_run_cmd_from_buffer(r->nft, text);
-	snprintf(text, sizeof(text), "flush chain inet petri s%u\ndelete chain inet petri s%u\n",
-		 k, k);
+	snprintf(text, sizeof(text), "flush chain inet petri s%u\ndelete chain inet petri s%u\n"
+		 "flush chain inet petri y%u\ndelete chain inet petri y%u\n", k, k, k, k);
 	nft_run_cmd_from_buffer(r->nft, text);
 	snprintf(text, sizeof(text), "delete set inet petri a%u\n", k);
 	nft_run_cmd_from_buffer(r->nft, text);
@@ -826,8 +859,13 @@ static char **resolver_argv(const struct net_router *r, const struct net_policy 
 	for (size_t i = 0; i < p->ndeny; i++)
 		if (p->deny[i].is_name)
 			ARG("--address=/%s%s/", p->deny[i].wildcard ? "*." : "", p->deny[i].name);
-	if (p->mode == NET_OPEN)
+	if (p->mode == NET_OPEN) {
+		/* Everything, but what only the host's network knows: names
+		 * without a dot and reverse lookups of private addresses. */
 		ARG("--server=%s", up);
+		ARG("--domain-needed");
+		ARG("--bogus-priv");
+	}
 	for (size_t i = 0; p->mode == NET_ALLOWLIST && i < p->nallow; i++) {
 		const struct net_rule *al = &p->allow[i];
 		bool denied = false;
@@ -959,7 +997,7 @@ static int attach_in_ns(void *arg, void *ctx)
 				 strerror(-e));
 		goto out;
 	}
-	if (!(rules = link_rules(r, a->p, k, a->host, true))) {
+	if (!(rules = link_rules(r, l, a->p, a->host, true))) {
 		e = -ENOMEM;
 		snprintf(a->err, a->errlen, "out of memory");
 		goto out;
@@ -985,9 +1023,8 @@ int net_attach(struct net_router *r, int netns_fd, const struct net_policy *p,
 	       struct net_link **out, char *err, size_t errlen)
 {
 	struct net_link *l;
-	char host[2048];
-	struct attach_args a = { .netns = netns_fd, .p = p, .host = host, .err = err,
-				 .errlen = errlen };
+	char *host = NULL;
+	struct attach_args a = { .netns = netns_fd, .p = p, .err = err, .errlen = errlen };
 	unsigned k;
 	int e;
 
@@ -1011,9 +1048,15 @@ int net_attach(struct net_router *r, int netns_fd, const struct net_policy *p,
 		return -EAGAIN;
 	}
 	l->slot = k;
+	l->id = atomic_fetch_add(&r->next_id, 1) + 1;
 	a.l = l;
-	host_addresses(host, sizeof(host));
-	if ((e = workq_call(r->q, attach_in_ns, &a)) < 0) {
+	if (!(a.host = host = host_addresses())) {
+		e = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+	} else
+		e = workq_call(r->q, attach_in_ns, &a);
+	free(host);
+	if (e < 0) {
 		pthread_mutex_lock(&r->lock);
 		r->links[k] = NULL;
 		pthread_mutex_unlock(&r->lock);
@@ -1030,7 +1073,7 @@ static int update_in_ns(void *arg, void *ctx)
 {
 	struct attach_args *a = arg;
 	struct net_router *r = ctx;
-	char *rules = link_rules(r, a->p, a->l->slot, a->host, false);
+	char *rules = link_rules(r, a->l, a->p, a->host, false);
 	int e;
 
 	if (!rules) {
@@ -1046,15 +1089,20 @@ static int update_in_ns(void *arg, void *ctx)
 
 int net_update(struct net_link *l, const struct net_policy *p, char *err, size_t errlen)
 {
-	char host[2048];
-	struct attach_args a = { .l = l, .p = p, .host = host, .err = err, .errlen = errlen };
+	struct attach_args a = { .l = l, .p = p, .err = err, .errlen = errlen };
+	int e;
 
 	if (p->mode == NET_NONE) {
 		snprintf(err, errlen, "a link's policy is never none: detach it");
 		return -EINVAL;
 	}
-	host_addresses(host, sizeof(host));
-	return workq_call(l->r->q, update_in_ns, &a);
+	if (!(a.host = host_addresses())) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	e = workq_call(l->r->q, update_in_ns, &a);
+	free((char *)a.host);
+	return e;
 }
 
 struct usage_args {
@@ -1112,6 +1160,36 @@ int net_usage(struct net_link *l, uint64_t *sent, uint64_t *received)
 	return e;
 }
 
+/* Forget the connections of link id (their conntrack entries, marked with
+ * it), so that nothing of them reaches a later session of the same
+ * address: 0, or -errno (no conntrack netlink: the marks still keep them
+ * apart). */
+static int conntrack_forget(uint32_t id)
+{
+	struct mnl_socket *nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
+	char buf[256];
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct nfgenmsg *nfg;
+	int e;
+
+	if (!nl)
+		return -errno;
+	if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+		e = -errno;
+		mnl_socket_close(nl);
+		return e;
+	}
+	nlh->nlmsg_type = (NFNL_SUBSYS_CTNETLINK << 8) | IPCTNL_MSG_CT_DELETE;
+	nfg = mnl_nlmsg_put_extra_header(nlh, sizeof(*nfg));
+	nfg->nfgen_family = AF_INET;
+	nfg->version = NFNETLINK_V0;
+	mnl_attr_put_u32(nlh, CTA_MARK, htonl(id));
+	mnl_attr_put_u32(nlh, CTA_MARK_MASK, htonl(0xffffffffu));
+	e = rtnl_do(nl, nlh);
+	mnl_socket_close(nl);
+	return e == -ENOENT ? 0 : e;	/* none had it */
+}
+
 static int detach_in_ns(void *arg, void *ctx)
 {
 	struct net_link *l = arg;
@@ -1122,6 +1200,7 @@ static int detach_in_ns(void *arg, void *ctx)
 	reap(l->resolver);
 	l->resolver = 0;
 	link_rules_remove(r, l->slot);
+	conntrack_forget(l->id);
 	slot_ifname(l->slot, ifname);
 	if (nl) {
 		link_del(nl, ifname);

@@ -749,6 +749,26 @@ describe(`E2B SDK ${which}: e2b ${versions.e2b}, code-interpreter ${versions.ci}
       assert.equal(probe, 'blocked');
     });
 
+    test('network options within what the server lets a client ask', T, async () => {
+      // This server ([network] as by default) gives sessions none and lets a
+      // client ask for no more: asking for none is fine, more is refused.
+      const closed = await create({ allowInternetAccess: false,
+        network: { denyOut: ['0.0.0.0/0'] } });
+      assert.equal(await sh(closed, "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"), 'lo');
+      // SDKs send allowInternetAccess: true unasked: it is what the server gives.
+      const given = await create({ allowInternetAccess: true });
+      assert.equal(await sh(given, "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"), 'lo');
+      await given.kill(REQ);
+      await assert.rejects(create({ network: { allowOut: ['pypi.org'], denyOut: ['0.0.0.0/0'] } }),
+        /more than this server/);
+      if (typeof closed.updateNetwork === 'function') {
+        await closed.updateNetwork({ allowInternetAccess: false }, REQ);
+        await assert.rejects(closed.updateNetwork({ allowOut: ['pypi.org'],
+          denyOut: ['0.0.0.0/0'] }, REQ), /more than this server/);
+      }
+      await closed.kill(REQ);
+    });
+
     test('another sandbox sees none of this one\'s files', T, async () => {
       await sbx.files.write(`${HOME}/secret.txt`, 'for sbx only', REQ);
       const other = await create();

@@ -6,8 +6,8 @@ World     a network namespace joined to the host's by a veth pair, on a /29
           on the machine never share one:
             .1  the host's end (one of the host's own addresses: never
                 reachable from a sandbox)
-            .2  "a": an HTTP server (GET /index.txt) and the world's DNS
-                server (dnsmasq with local names)
+            .2  "a": an HTTP server (GET /index.txt), the world's DNS
+                server (dnsmasq with local names) and a UDP echo on 9999
             .3  "b": the same HTTP server, on a second address
           Names: allowed.test, api.allowed.test -> a; other.test,
           x.wild.test, bad.wild.test, wild.test -> b; hostaddr.test -> .1;
@@ -92,6 +92,7 @@ class World:
         self._start(dns)
         self._start(["/usr/bin/python3", "-m", "http.server", "80", "--directory",
                      str(self.dir)])
+        self._start(["/usr/bin/python3", "-c", UDP_ECHO, self.a])
         if not wait_for(lambda: self._serves(), 15):
             raise RuntimeError("the world's servers did not start")
 
@@ -124,6 +125,16 @@ class World:
         self._clear()
         if self.lock:
             self.lock.close()
+
+
+UDP_ECHO = """
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind((sys.argv[1], 9999))
+while True:
+    data, peer = s.recvfrom(2048)
+    s.sendto(data, peer)
+"""
 
 
 PROBE = r'''

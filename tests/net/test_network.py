@@ -453,3 +453,82 @@ print(got)
         assert all(g == "open" or g in REFUSED for g in got), got
     finally:
         stop(d)
+
+
+def test_a_sandbox_reaches_only_its_own_resolver(api, world):
+    """Sent straight to another session's resolver (out of eth0, not to the
+    gateway), a query goes nowhere."""
+    others = [api.session(network={"allow": ["*"]}) for _ in range(2)]
+    sid = api.session(network={"allow": ["allowed.test"]})
+    r = api.execute(sid, r"""
+import socket, struct
+q = struct.pack('>HHHHHH', 7, 0x100, 1, 0, 0, 0) + b'\x05other\x04test\x00' + struct.pack('>HH', 1, 1)
+eth = socket.if_nametoindex('eth0')
+got = []
+for last in range(1, 9):
+    for port in (53, 5353):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.setsockopt(socket.IPPROTO_IP, 50, struct.pack('!I', eth))    # IP_UNICAST_IF
+        s.settimeout(0.3)
+        try:
+            s.sendto(q, ('127.1.0.%d' % last, port))
+            got.append(s.recv(512)[3] & 15)
+        except OSError:
+            pass
+        s.close()
+print(got)
+""")
+    assert r["stdout"] == "[]\n", r
+    assert probe(api, sid, ["other.test"]) == {"other.test": "noname"}
+    for s in [sid, *others]:
+        api.delete(f"/v1/sessions/{s}")
+
+
+def test_a_later_session_inherits_nothing_of_an_earlier_ones_connections(tmp_path, world):
+    d = start(tmp_path, world, "clients_may = open")
+    try:
+        api = Api(d.url)
+        echo = f"""
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('0.0.0.0', 40000))
+s.settimeout(1.0)
+try:
+    s.sendto(b'ping', ('{world.a}', 9999))
+    print(s.recv(64))
+except OSError as e:
+    print(type(e).__name__)
+s.close()
+"""
+        where = ("import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+                 f"s.connect(('{world.b}', 80))\nprint(s.getsockname()[0])")
+        first = api.session(network={"allow": ["*"]})
+        assert api.execute(first, echo)["stdout"] == "b'ping'\n"
+        first_addr = api.execute(first, where)["stdout"]
+        api.delete(f"/v1/sessions/{first}")
+        # Once its link is gone (its resolver with it), the next takes the
+        # same slot and address; its policy allows b only.
+        assert wait_for(lambda: not any("dnsmasq" in n for n in
+                                        router_processes(d.pid).values()), 20)
+        later = api.session(network={"allow": [world.b]})
+        assert api.execute(later, where)["stdout"] == first_addr, "not the same address"
+        out = api.execute(later, echo)["stdout"]
+        assert out in ("TimeoutError\n", "OSError\n", "ConnectionRefusedError\n"), out
+    finally:
+        stop(d)
+
+
+def test_a_client_cannot_widen_an_allow_list_into_open(tmp_path, world):
+    d = start(tmp_path, world, "clients_may = allowlist\ndeny = " + world.b)
+    try:
+        api = Api(d.url)
+        r = api.post("/v1/sessions", {"network": {"allow": ["0.0.0.0/1"]}})
+        assert r.status_code == 403 and "/8" in r.text, r.text
+        # The operator's deny holds whatever the client asks.
+        sid = api.session(network={"allow": [world.a, world.b]})
+        assert api.get(f"/v1/sessions/{sid}").json()["network"]["deny"] == [world.b]
+        got = probe(api, sid, [world.a, world.b])
+        assert got[world.a] == "reached" and got[world.b] in REFUSED, got
+    finally:
+        stop(d)
