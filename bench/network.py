@@ -28,7 +28,6 @@ import shutil
 import socket
 import statistics
 import struct
-import subprocess
 import sys
 import tempfile
 import time
