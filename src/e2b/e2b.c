@@ -819,12 +819,15 @@ done:
 	return ok;
 }
 
-/* PUT /sandboxes/{id}/network: E2B's egress options anew (what the body
- * omits is cleared: the operator's default). */
+/* PUT /sandboxes/{id}/network: E2B's egress options anew, as one object
+ * ({allowOut, denyOut, allow_internet_access, ...}: creation's "network"
+ * with allow_internet_access beside its fields); what it omits is cleared
+ * (the operator's default). */
 static enum MHD_Result update_network(struct api_req *rq, const char *sid)
 {
 	enum MHD_Result answered = MHD_NO;
 	json_t *body = rq->body.len ? http_body_object(rq, &answered) : json_object();
+	json_t *asked = NULL, *net;
 	struct net_policy *policy = NULL;
 	struct session *s = NULL;
 	char reason[512] = "";
@@ -832,13 +835,22 @@ static enum MHD_Result update_network(struct api_req *rq, const char *sid)
 
 	if (!body)
 		return answered;
-	if (!(s = lookup(rq, sid, &answered)) || !network_arg(rq, body, &policy, &answered))
+	net = json_deep_copy(body);
+	asked = net ? json_pack("{s:O?, s:o}", "allow_internet_access",
+				json_object_get(body, "allow_internet_access"), "network", net) : NULL;
+	if (!asked) {
+		answered = e2b_error(rq, 500, "out of memory");
+		goto out;
+	}
+	json_object_del(net, "allow_internet_access");
+	if (!(s = lookup(rq, sid, &answered)) || !network_arg(rq, asked, &policy, &answered))
 		goto out;
 	r = session_set_network(s, policy, reason, sizeof(reason));
 	answered = r == SM_OK ? http_empty(rq, 204) : session_error(rq, r, reason, "");
 out:
 	session_put(s);
 	free(policy);
+	json_decref(asked);
 	json_decref(body);
 	return answered;
 }

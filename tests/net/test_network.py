@@ -298,7 +298,7 @@ def test_e2b_network_options(server, world, body, mode, allow, deny):
         assert got[world.b] == ("reached" if not deny else got[world.b]), got
     # E2B's update: the whole egress configuration anew.
     r = e2b(server, "PUT", f"/sandboxes/{sid}/network",
-            {"network": {"allowOut": ["allowed.test"], "denyOut": ["0.0.0.0/0"]}})
+            {"allowOut": ["allowed.test"], "denyOut": ["0.0.0.0/0"]})
     assert r.status_code == 204, r.text
     assert probe(api, sid, ["allowed.test", "other.test"]) == {
         "allowed.test": "reached", "other.test": "noname"}
