@@ -929,20 +929,22 @@ static int resolver_wait(pid_t pid, unsigned k, int errp, char *err, size_t errl
 	}
 }
 
-/* The session's resolver for policy p, listening when this returns: 0, or
- * -errno with a sentence in err. */
-static int resolver_start(struct net_router *r, struct net_link *l, const struct net_policy *p,
-			  char *err, size_t errlen)
+/* Start the session's resolver for policy p: 0 with the read end of its
+ * stderr in *errfd (for resolver_wait()), or -errno with a sentence in err. */
+static int resolver_spawn(struct net_router *r, struct net_link *l, const struct net_policy *p,
+			  int *errfd, char *err, size_t errlen)
 {
 	char **argv = resolver_argv(r, p, l->slot);
-	int e, errp[2] = { -1, -1 };
+	int e = 0, errp[2] = { -1, -1 };
 
+	*errfd = -1;
 	if (!argv) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	if (pipe2(errp, O_CLOEXEC | O_NONBLOCK) < 0) {
 		e = -errno;
+		snprintf(err, errlen, "cannot start " DNSMASQ ": %s", strerror(-e));
 		goto out;
 	}
 	l->resolver = spawn(r, argv, -1, errp[1], NULL, 0, true);
@@ -952,14 +954,27 @@ static int resolver_start(struct net_router *r, struct net_link *l, const struct
 		snprintf(err, errlen, "cannot start " DNSMASQ ": %s", strerror(-e));
 		goto out;
 	}
-	close(errp[1]);
-	errp[1] = -1;
-	e = resolver_wait(l->resolver, l->slot, errp[0], err, errlen);
+	*errfd = errp[0];
+	errp[0] = -1;
 out:
 	for (int i = 0; i < 2; i++)
 		if (errp[i] >= 0)
 			close(errp[i]);
 	free_argv(argv);
+	return e;
+}
+
+/* The resolver started and listening when this returns: 0 or -errno with
+ * a sentence in err. */
+static int resolver_start(struct net_router *r, struct net_link *l, const struct net_policy *p,
+			  char *err, size_t errlen)
+{
+	int errfd, e = resolver_spawn(r, l, p, &errfd, err, errlen);
+
+	if (e == 0) {
+		e = resolver_wait(l->resolver, l->slot, errfd, err, errlen);
+		close(errfd);
+	}
 	return e;
 }
 
@@ -969,17 +984,22 @@ static int attach_in_ns(void *arg, void *ctx)
 	struct attach_args *a = arg;
 	struct net_link *l = a->l;
 	unsigned k = l->slot;
-	char ifname[IFNAMSIZ], *rules = NULL;
+	char ifname[IFNAMSIZ], *rules = link_rules(r, l, a->p, a->host, true);
 	struct mnl_socket *nl = rtnl_open();
-	int e;
+	int e, errfd = -1;
 	unsigned pn;
 
 	slot_ifname(k, ifname);
-	if (!nl) {
-		e = -errno;
-		snprintf(a->err, a->errlen, "cannot open a netlink socket: %s", strerror(-e));
+	if (!nl || !rules) {
+		e = nl ? -ENOMEM : -errno;
+		snprintf(a->err, a->errlen, "cannot make the session's rules: %s", strerror(-e));
 		goto out;
 	}
+	/* The rules, then the resolver (its sets exist), which starts while
+	 * the link is made. */
+	if ((e = nft_apply(r, rules, a->err, a->errlen)) < 0 ||
+	    (e = resolver_spawn(r, l, a->p, &errfd, a->err, a->errlen)) < 0)
+		goto out;
 	/* A link of the same name left by a sandbox that has not ended yet
 	 * is that session's no more. */
 	link_del(nl, ifname);
@@ -997,15 +1017,10 @@ static int attach_in_ns(void *arg, void *ctx)
 				 strerror(-e));
 		goto out;
 	}
-	if (!(rules = link_rules(r, l, a->p, a->host, true))) {
-		e = -ENOMEM;
-		snprintf(a->err, a->errlen, "out of memory");
-		goto out;
-	}
-	if ((e = nft_apply(r, rules, a->err, a->errlen)) < 0)
-		goto out;
-	e = resolver_start(r, l, a->p, a->err, a->errlen);
+	e = resolver_wait(l->resolver, k, errfd, a->err, a->errlen);
 out:
+	if (errfd >= 0)
+		close(errfd);
 	if (e < 0) {
 		reap(l->resolver);
 		l->resolver = 0;
