@@ -504,7 +504,11 @@ static int start_in_ns(void *arg, void *ctx)
 	}
 	if (!(nl = rtnl_open()) || (e = link_up(nl, if_nametoindex("lo"))) < 0 ||
 	    (e = write_sysctl("/proc/sys/net/ipv4/ip_forward", "1")) < 0 ||
-	    (e = write_sysctl("/proc/sys/net/ipv4/conf/all/route_localnet", "1")) < 0) {
+	    (e = write_sysctl("/proc/sys/net/ipv4/conf/all/route_localnet", "1")) < 0 ||
+	    /* A refusal answers at once, however many came before it (the
+	     * kernel would send one a second to an address after a burst;
+	     * a session's refusals then looked like a network that hangs). */
+	    (e = write_sysctl("/proc/sys/net/ipv4/icmp_ratelimit", "0")) < 0) {
 		e = nl ? e : -errno;
 		snprintf(a->err, a->errlen, "cannot set up the router's namespace: %s",
 			 strerror(-e));

@@ -6,8 +6,10 @@ World     a network namespace joined to the host's by a veth pair, on a /29
           on the machine never share one:
             .1  the host's end (one of the host's own addresses: never
                 reachable from a sandbox)
-            .2  "a": an HTTP server (GET /index.txt), the world's DNS
-                server (dnsmasq with local names) and a UDP echo on 9999
+            .2  "a": an HTTP server (GET /index.txt), the same over HTTPS
+                (443; a certificate for allowed.test from a CA the test
+                makes: .ca is its PEM), the world's DNS server (dnsmasq with
+                local names) and a UDP echo on 9999
             .3  "b": the same HTTP server, on a second address
           Names: allowed.test, api.allowed.test -> a; other.test,
           x.wild.test, bad.wild.test, wild.test -> b; hostaddr.test -> .1;
@@ -93,8 +95,25 @@ class World:
         self._start(["/usr/bin/python3", "-m", "http.server", "80", "--directory",
                      str(self.dir)])
         self._start(["/usr/bin/python3", "-c", UDP_ECHO, self.a])
+        self._make_ca()
+        self._start(["/usr/bin/python3", "-c", HTTPS, self.a, str(self.dir / "server.pem"),
+                     str(self.dir / "server.key"), str(self.dir)])
         if not wait_for(lambda: self._serves(), 15):
             raise RuntimeError("the world's servers did not start")
+
+    def _make_ca(self):
+        """A CA of the test's own, and a certificate it signs for
+        allowed.test (ca.pem: what a sandbox is told to trust)."""
+        d = self.dir
+        sh("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+           "-subj", "/CN=petri test CA", "-keyout", str(d / "ca.key"), "-out", str(d / "ca.pem"))
+        sh("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=allowed.test",
+           "-keyout", str(d / "server.key"), "-out", str(d / "server.csr"))
+        (d / "ext").write_text("subjectAltName=DNS:allowed.test\n")
+        sh("openssl", "x509", "-req", "-in", str(d / "server.csr"), "-CA", str(d / "ca.pem"),
+           "-CAkey", str(d / "ca.key"), "-CAcreateserial", "-days", "2", "-extfile",
+           str(d / "ext"), "-out", str(d / "server.pem"))
+        self.ca = (d / "ca.pem").read_bytes()
 
     def _start(self, argv):
         self.procs.append(subprocess.Popen(["ip", "netns", "exec", self.ns, *argv],
@@ -107,7 +126,8 @@ class World:
         r = sh("ip", "netns", "exec", self.ns, "/usr/bin/python3", "-c",
                "import socket\n"
                f"socket.create_connection(('{self.a}', 80), 1).close()\n"
-               f"socket.create_connection(('{self.a}', 53), 1).close()\n", check=False)
+               f"socket.create_connection(('{self.a}', 53), 1).close()\n"
+               f"socket.create_connection(('{self.a}', 443), 1).close()\n", check=False)
         return r.returncode == 0
 
     def config(self, network):
@@ -126,6 +146,17 @@ class World:
         if self.lock:
             self.lock.close()
 
+
+HTTPS = """
+import functools, http.server, ssl, sys
+addr, cert, key, root = sys.argv[1:5]
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(cert, key)
+handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=root)
+srv = http.server.ThreadingHTTPServer((addr, 443), handler)
+srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+srv.serve_forever()
+"""
 
 UDP_ECHO = """
 import socket, sys
