@@ -29,6 +29,7 @@ void result_release(struct result *r)
 	json_decref(r->error);
 	json_decref(r->files);
 	json_decref(r->tests);
+	json_decref(r->network);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -139,7 +140,8 @@ json_t *result_to_json(const struct result *r)
 	    json_object_set_new(o, "memory_peak_bytes",
 				json_integer((json_int_t)r->memory_peak_bytes)) ||
 	    json_object_set_new(o, "reason", r->reason[0] ? json_string(r->reason) : json_null()) ||
-	    json_object_set_new(o, "restarted", json_boolean(r->restarted))) {
+	    json_object_set_new(o, "restarted", json_boolean(r->restarted)) ||
+	    (r->network && json_object_set(o, "network", r->network))) {
 		json_decref(o);
 		return NULL;
 	}

@@ -39,6 +39,9 @@ struct result {
 	json_t *error;		/* {"name","message","traceback"} or NULL */
 	json_t *files;		/* array of {"path","size"} */
 	json_t *tests;		/* the test reports read (box_exec()), or NULL */
+	/* What a session with a network reached and was refused during the
+	 * execution (net_seen(): src/net/router.h), or NULL (no network). */
+	json_t *network;
 	uint64_t duration_ms, cpu_ms, memory_peak_bytes;
 	bool restarted;		/* a fresh interpreter took the old one's place */
 	char reason[256];	/* why a limit status, or "" */

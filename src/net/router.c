@@ -55,10 +55,13 @@
 /* Addresses a session's resolver may add to its set, at most (a name it
  * controls could answer with thousands). */
 #define NET_ALLOWED_MAX 4096
+/* Addresses connected to and refused, and names, noted between two
+ * net_seen(), at most (each list). */
+#define NET_SEEN_MAX 256
 
 /* How long the uplink and a resolver may take to come up. */
 #define SLIRP_WAIT_MS 5000
-#define RESOLVER_WAIT_MS 3000
+#define RESOLVER_WAIT_MS 10000
 
 struct net_link {
 	struct net_router *r;
@@ -68,6 +71,11 @@ struct net_link {
 	 * id). */
 	uint32_t id;
 	pid_t resolver;			/* dnsmasq's pid 1 (spawn()), or 0 */
+	/* Its log (stderr, non-blocking): the names asked, read by
+	 * net_seen(); a line cut by the read's end waits in partial. */
+	int log;
+	char partial[512];
+	size_t npartial;
 };
 
 struct net_router {
@@ -725,11 +733,17 @@ static char *link_rules(const struct net_router *r, const struct net_link *l,
 			"size %u; }\n"
 			"add set inet petri d%u { type ipv4_addr; flags interval; auto-merge; }\n"
 			"add counter inet petri o%u\nadd counter inet petri i%u\n"
+			"add set inet petri c%u { type ipv4_addr; size %u; flags dynamic; }\n"
+			"add set inet petri r%u { type ipv4_addr; size %u; flags dynamic; }\n"
+			"add chain inet petri z%u\n"
+			"add rule inet petri z%u add @r%u { ip daddr }\n"
+			"add rule inet petri z%u reject with icmpx admin-prohibited\n"
 			"add chain inet petri s%u\nadd chain inet petri y%u\n"
 			"add rule inet petri y%u counter name \"i%u\"\n"
 			"add rule inet petri y%u ct mark %u ct state established,related accept\n"
 			"add rule inet petri y%u drop\n",
-			k, NET_ALLOWED_MAX, k, k, k, k, k, k, k, k, id, k);
+			k, NET_ALLOWED_MAX, k, k, k, k, NET_SEEN_MAX, k, NET_SEEN_MAX, k, k, k, k,
+			k, k, k, k, k, id, k);
 	else
 		fprintf(f, "flush chain inet petri s%u\nflush set inet petri a%u\n"
 			"flush set inet petri d%u\n", k, k, k);
@@ -756,19 +770,23 @@ static char *link_rules(const struct net_router *r, const struct net_link *l,
 	 * rate, and is marked as the link's.  Its replies' chain (y) counts
 	 * and passes only what belongs to a connection marked so. */
 #define RULE(...) fprintf(f, "add rule inet petri s%u " __VA_ARGS__)
-#define REJECT "reject with icmpx admin-prohibited\n"
+/* A refusal: its address noted (z: net_seen() reads it), then rejected. */
+#define REJECT "goto z%u\n"
 	RULE("counter name \"o%u\"\n", k, k);
 	RULE("ct state established,related ct mark %u accept\n", k, id);
 	RULE("ct state established,related,invalid drop\n", k);
-	RULE("ip daddr @never " REJECT, k);
-	RULE("ip daddr @host " REJECT, k);
-	RULE("ip daddr @private ip daddr != @reachable " REJECT, k);
-	RULE("ip daddr @d%u " REJECT, k, k);
+	RULE("ip daddr @never " REJECT, k, k);
+	RULE("ip daddr @host " REJECT, k, k);
+	RULE("ip daddr @private ip daddr != @reachable " REJECT, k, k);
+	RULE("ip daddr @d%u " REJECT, k, k, k);
 	if (p->mode == NET_ALLOWLIST)
-		RULE("ip daddr != @a%u " REJECT, k, k);
-	RULE("ct count over %u " REJECT, k, r->cfg.max_connections);
+		RULE("ip daddr != @a%u " REJECT, k, k, k);
+	RULE("ct count over %u " REJECT, k, r->cfg.max_connections, k);
 	RULE("limit rate over %u/second burst %u packets " REJECT, k,
-	     r->cfg.connections_per_s, 2 * r->cfg.connections_per_s);
+	     r->cfg.connections_per_s, 2 * r->cfg.connections_per_s, k);
+	/* Noted apart: when the set is full, the rule stops, and the next
+	 * still accepts. */
+	RULE("add @c%u { ip daddr }\n", k, k);
 	RULE("ct mark set %u accept\n", k, id);
 #undef RULE
 #undef REJECT
@@ -798,11 +816,16 @@ static void link_rules_remove(struct net_router *r, unsigned k)
 	snprintf(text, sizeof(text), "delete element inet petri replies { \"pn%u\" }\n", k);
 	nft_run_cmd_from_buffer(r->nft, text);
 	snprintf(text, sizeof(text), "flush chain inet petri s%u\ndelete chain inet petri s%u\n"
-		 "flush chain inet petri y%u\ndelete chain inet petri y%u\n", k, k, k, k);
+		 "flush chain inet petri y%u\ndelete chain inet petri y%u\n"
+		 "flush chain inet petri z%u\ndelete chain inet petri z%u\n", k, k, k, k, k, k);
 	nft_run_cmd_from_buffer(r->nft, text);
 	snprintf(text, sizeof(text), "delete set inet petri a%u\n", k);
 	nft_run_cmd_from_buffer(r->nft, text);
 	snprintf(text, sizeof(text), "delete set inet petri d%u\n", k);
+	nft_run_cmd_from_buffer(r->nft, text);
+	snprintf(text, sizeof(text), "delete set inet petri c%u\n", k);
+	nft_run_cmd_from_buffer(r->nft, text);
+	snprintf(text, sizeof(text), "delete set inet petri r%u\n", k);
 	nft_run_cmd_from_buffer(r->nft, text);
 	snprintf(text, sizeof(text), "delete counter inet petri o%u\n", k);
 	nft_run_cmd_from_buffer(r->nft, text);
@@ -860,6 +883,10 @@ static char **resolver_argv(const struct net_router *r, const struct net_policy 
 	/* IPv6 is not forwarded: AAAA answers would only make programs try
 	 * it first. */
 	ARG("--filter-AAAA");
+	/* Each query and its answer, on stderr: the names net_seen() reports. */
+	ARG("--log-queries");
+	ARG("--log-facility=-");
+	ARG("--log-async=100");
 	for (size_t i = 0; i < p->ndeny; i++)
 		if (p->deny[i].is_name)
 			ARG("--address=/%s%s/", p->deny[i].wildcard ? "*." : "", p->deny[i].name);
@@ -975,10 +1002,15 @@ static int resolver_start(struct net_router *r, struct net_link *l, const struct
 {
 	int errfd, e = resolver_spawn(r, l, p, &errfd, err, errlen);
 
-	if (e == 0) {
+	if (e == 0)
 		e = resolver_wait(l->resolver, l->slot, errfd, err, errlen);
+	if (e == 0) {
+		if (l->log >= 0)
+			close(l->log);
+		l->log = errfd;
+		l->npartial = 0;
+	} else if (errfd >= 0)
 		close(errfd);
-	}
 	return e;
 }
 
@@ -1022,6 +1054,10 @@ static int attach_in_ns(void *arg, void *ctx)
 		goto out;
 	}
 	e = resolver_wait(l->resolver, k, errfd, a->err, a->errlen);
+	if (e == 0) {
+		l->log = errfd;
+		errfd = -1;
+	}
 out:
 	if (errfd >= 0)
 		close(errfd);
@@ -1067,6 +1103,7 @@ int net_attach(struct net_router *r, int netns_fd, const struct net_policy *p,
 		return -EAGAIN;
 	}
 	l->slot = k;
+	l->log = -1;
 	l->id = atomic_fetch_add(&r->next_id, 1) + 1;
 	a.l = l;
 	if (!(a.host = host = host_addresses())) {
@@ -1169,6 +1206,146 @@ static int usage_in_ns(void *arg, void *ctx)
 	return e;
 }
 
+/* A dynamic set's addresses into the array out (deduplicated, at most
+ * NET_SEEN_MAX), then the set emptied. */
+static void set_take(struct net_router *r, char which, unsigned k, json_t *out)
+{
+	char cmd[128];
+	json_t *j, *v;
+	size_t i;
+
+	snprintf(cmd, sizeof(cmd), "list set inet petri %c%u", which, k);
+	if (nft_run_cmd_from_buffer(r->nft, cmd) != 0 ||
+	    !(j = json_loads(nft_ctx_get_output_buffer(r->nft), 0, NULL)))
+		return;
+	json_array_foreach(json_object_get(j, "nftables"), i, v) {
+		json_t *elem = json_object_get(json_object_get(v, "set"), "elem"), *e;
+		size_t n;
+
+		json_array_foreach(elem, n, e)
+			if (json_is_string(e) && json_array_size(out) < NET_SEEN_MAX)
+				json_array_append(out, e);
+	}
+	json_decref(j);
+	snprintf(cmd, sizeof(cmd), "flush set inet petri %c%u", which, k);
+	nft_run_cmd_from_buffer(r->nft, cmd);
+}
+
+/* Add name to the array out unless it is there (or out is full). */
+static void add_name(json_t *out, const char *name, size_t len)
+{
+	json_t *v;
+	size_t i;
+
+	if (len == 0 || len > NET_NAME_MAX || json_array_size(out) >= NET_SEEN_MAX)
+		return;
+	json_array_foreach(out, i, v)
+		if (strlen(json_string_value(v)) == len && !memcmp(json_string_value(v), name, len))
+			return;
+	json_array_append_new(out, json_stringn(name, len));
+}
+
+/* One line of the resolver's log: "dnsmasq[PID]: reply NAME is ADDR" (an
+ * allowed name answered) or "... config NAME is NXDOMAIN" (a name the
+ * policy refuses, answered by the resolver itself). */
+static void log_line(const char *line, size_t len, json_t *names, json_t *refused)
+{
+	const char *p = memmem(line, len, "]: ", 3), *end = line + len, *sp;
+	bool reply;
+
+	if (!p)
+		return;
+	p += 3;
+	if ((size_t)(end - p) > 6 && !memcmp(p, "reply ", 6))
+		reply = true;
+	else if ((size_t)(end - p) > 7 && !memcmp(p, "config ", 7))
+		reply = false;
+	else
+		return;
+	p += reply ? 6 : 7;
+	if (!(sp = memchr(p, ' ', (size_t)(end - p))))
+		return;
+	if (reply)
+		add_name(names, p, (size_t)(sp - p));
+	else if ((size_t)(end - sp) == 12 && !memcmp(sp, " is NXDOMAIN", 12))
+		add_name(refused, p, (size_t)(sp - p));
+}
+
+/* What the resolver logged since the last read (at most 64 KiB a call:
+ * the rest waits for the next, or is dropped by dnsmasq when its queue is
+ * full). */
+static void log_take(struct net_link *l, json_t *names, json_t *refused)
+{
+	char buf[8192];
+	size_t total = 0;
+
+	while (l->log >= 0 && total < (64u << 10)) {
+		ssize_t n = read(l->log, buf, sizeof(buf));
+		size_t start = 0;
+
+		if (n <= 0)
+			break;
+		total += (size_t)n;
+		for (size_t i = 0; i < (size_t)n; i++) {
+			if (buf[i] != '\n')
+				continue;
+			if (l->npartial) {
+				size_t add = i - start;
+
+				if (l->npartial + add <= sizeof(l->partial)) {
+					memcpy(l->partial + l->npartial, buf + start, add);
+					log_line(l->partial, l->npartial + add, names, refused);
+				}
+				l->npartial = 0;
+			} else
+				log_line(buf + start, i - start, names, refused);
+			start = i + 1;
+		}
+		if (start < (size_t)n) {
+			size_t rest = (size_t)n - start;
+
+			if (l->npartial + rest <= sizeof(l->partial)) {
+				memcpy(l->partial + l->npartial, buf + start, rest);
+				l->npartial += rest;
+			} else
+				l->npartial = 0;	/* no name is this long: dropped */
+		}
+	}
+}
+
+struct seen_args {
+	struct net_link *l;
+	json_t *out;
+};
+
+static int seen_in_ns(void *arg, void *ctx)
+{
+	struct seen_args *a = arg;
+	struct net_router *r = ctx;
+	unsigned flags = nft_ctx_output_get_flags(r->nft);
+	json_t *connected = json_array(), *refused = json_array(), *names = json_array(),
+	       *names_refused = json_array();
+
+	nft_ctx_output_set_flags(r->nft, flags | NFT_CTX_OUTPUT_JSON);
+	if (connected && refused) {
+		set_take(r, 'c', a->l->slot, connected);
+		set_take(r, 'r', a->l->slot, refused);
+	}
+	nft_ctx_output_set_flags(r->nft, flags);
+	if (names && names_refused)
+		log_take(a->l, names, names_refused);
+	a->out = json_pack("{s:o*, s:o*, s:o*, s:o*}", "connected", connected, "refused", refused,
+			   "names", names, "names_refused", names_refused);
+	return a->out ? 0 : -ENOMEM;
+}
+
+json_t *net_seen(struct net_link *l)
+{
+	struct seen_args a = { .l = l };
+
+	return workq_call(l->r->q, seen_in_ns, &a) == 0 ? a.out : NULL;
+}
+
 int net_usage(struct net_link *l, uint64_t *sent, uint64_t *received)
 {
 	struct usage_args u = { .slot = l->slot };
@@ -1218,6 +1395,9 @@ static int detach_in_ns(void *arg, void *ctx)
 
 	reap(l->resolver);
 	l->resolver = 0;
+	if (l->log >= 0)
+		close(l->log);
+	l->log = -1;
 	link_rules_remove(r, l->slot);
 	conntrack_forget(l->id);
 	slot_ifname(l->slot, ifname);

@@ -49,6 +49,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "net/policy.h"
 
 /* Network sessions at once, at most (each a /32 and a resolver). */
@@ -79,6 +81,12 @@ int net_update(struct net_link *l, const struct net_policy *p, char *err, size_t
 /* The bytes the link's sandbox sent and received through the router (IP
  * packets, headers included) since it was made.  0 or -errno. */
 int net_usage(struct net_link *l, uint64_t *sent, uint64_t *received);
+/* What the link's sandbox reached and was refused since the last call (or
+ * since the link was made): {"connected": [addresses], "refused":
+ * [addresses], "names": [names resolved], "names_refused": [names the
+ * policy refused]}, each at most 256, from nftables' sets of the link and
+ * its resolver's log.  A new reference, or NULL. */
+json_t *net_seen(struct net_link *l);
 /* Remove the link, its rules and its resolver.  NULL allowed. */
 void net_detach(struct net_link *l);
 

@@ -1780,6 +1780,28 @@ static void bury(struct smgr *m, struct session *s)
 		session_put(s);
 }
 
+/* What a session with a network reached and was refused during an
+ * execution, into its result (and the record with it), counted in the
+ * metrics. */
+static void network_seen(struct session *s, struct result *res)
+{
+	static const struct {
+		const char *key;
+		enum metric_counter m;
+	} lists[] = {
+		{ "connected", M_NET_CONNECTED }, { "refused", M_NET_REFUSED },
+		{ "names", M_NET_NAMES }, { "names_refused", M_NET_NAMES_REFUSED },
+	};
+
+	pthread_mutex_lock(&s->net_lock);
+	if (s->net && !res->network)
+		res->network = net_seen(s->net);
+	pthread_mutex_unlock(&s->net_lock);
+	for (size_t i = 0; res->network && i < sizeof(lists) / sizeof(lists[0]); i++)
+		for (size_t n = json_array_size(json_object_get(res->network, lists[i].key)); n; n--)
+			metrics_inc(lists[i].m);
+}
+
 enum sm_result session_run(struct smgr *m, struct session *s, const struct exec_request *ex,
 			   const struct exec_events *ev, struct result *res, char *reason,
 			   size_t reasonlen)
@@ -1788,6 +1810,8 @@ enum sm_result session_run(struct smgr *m, struct session *s, const struct exec_
 	bool died;
 	int r = box_exec(s->box, ex, ev, res);
 
+	if (r == 0)
+		network_seen(s, res);
 	pthread_mutex_lock(&s->lock);
 	s->busy = false;
 	box_interrupt_withdraw(s->box);	/* one asked since box_exec() returned */

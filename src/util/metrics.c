@@ -145,9 +145,19 @@ int metrics_render(struct buf *o)
 			"petri_sandbox_tasks_budget %ld\n"
 			"# HELP petri_sandbox_tasks_held The sum of the pids limits of the live sessions and one-shots.\n"
 			"# TYPE petri_sandbox_tasks_held gauge\n"
-			"petri_sandbox_tasks_held %ld\n",
+			"petri_sandbox_tasks_held %ld\n"
+			"# HELP petri_network_destinations_total Addresses sessions' code connected to, or was refused, each counted once in each execution it was seen in.\n"
+			"# TYPE petri_network_destinations_total counter\n"
+			"petri_network_destinations_total{outcome=\"connected\"} %llu\n"
+			"petri_network_destinations_total{outcome=\"refused\"} %llu\n"
+			"# HELP petri_network_names_total Names sessions' code had resolved, or refused by its policy, each counted once in each execution it was asked in.\n"
+			"# TYPE petri_network_names_total counter\n"
+			"petri_network_names_total{outcome=\"resolved\"} %llu\n"
+			"petri_network_names_total{outcome=\"refused\"} %llu\n",
 			metrics_gauge_get(M_ANSWERS_HELD_BYTES), get(M_ANSWERS_CUT),
-			metrics_gauge_get(M_TASKS_BUDGET), metrics_gauge_get(M_TASKS_HELD));
+			metrics_gauge_get(M_TASKS_BUDGET), metrics_gauge_get(M_TASKS_HELD),
+			get(M_NET_CONNECTED), get(M_NET_REFUSED), get(M_NET_NAMES),
+			get(M_NET_NAMES_REFUSED));
 	if (r == 0)
 		r = render_histogram(o, "petri_execution_duration_seconds",
 				     "Wall time of executions.", &h[M_EXEC_DURATION]);

@@ -18,6 +18,9 @@ enum metric_counter {
 	M_SPAWN_FAILED,
 	M_ZYGOTE_RESTARTS,
 	M_ANSWERS_CUT,		/* answers cut short: their client read too slowly */
+	/* Destinations of sessions' network (addresses, and names), each
+	 * counted once per execution it was seen in (net/router.h). */
+	M_NET_CONNECTED, M_NET_REFUSED, M_NET_NAMES, M_NET_NAMES_REFUSED,
 	M_COUNTER_COUNT
 };
 

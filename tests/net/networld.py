@@ -56,9 +56,9 @@ class World:
         self.host = f"{prefix}.{base + 1}"
         self.a = f"{prefix}.{base + 2}"
         self.b = f"{prefix}.{base + 3}"
-        self.ns = f"petri-world-{self.index}"
         self.link = f"pwld{self.index}"
         self.procs = []
+        self.holder = None
         self.dir = Path(tmp_path) / "world"
         self.dir.mkdir()
         (self.dir / "index.txt").write_text("hello from the world\n")
@@ -71,19 +71,30 @@ class World:
 
     def _clear(self):
         """What a run killed before its end left under this index."""
-        sh("ip", "netns", "del", self.ns, check=False)
         sh("ip", "link", "del", self.link, check=False)
 
+    def inside(self, *argv):
+        """argv run in the world's network namespace."""
+        return ["nsenter", f"--net=/proc/{self.holder.pid}/ns/net", "--", *argv]
+
     def _build(self):
-        sh("ip", "netns", "add", self.ns)
+        # The namespace is held by a process of its own, not named (ip netns
+        # add would mount it in /run/netns: the host's mount table changed);
+        # it goes when that process and the servers in it have gone.
+        self.holder = subprocess.Popen(["unshare", "--net", "--", "sleep", "infinity"],
+                                       stdin=subprocess.DEVNULL, start_new_session=True)
+        ns = f"/proc/{self.holder.pid}/ns/net"
+        if not wait_for(lambda: os.path.exists(ns) and
+                        os.readlink(ns) != os.readlink("/proc/self/ns/net"), 10):
+            raise RuntimeError("the world's namespace was not made")
         sh("ip", "link", "add", self.link, "type", "veth", "peer", "name", "eth0",
-           "netns", self.ns)
+           "netns", str(self.holder.pid))
         sh("ip", "addr", "add", f"{self.host}/29", "dev", self.link)
         sh("ip", "link", "set", self.link, "up")
         for cmd in (["addr", "add", f"{self.a}/29", "dev", "eth0"],
                     ["addr", "add", f"{self.b}/29", "dev", "eth0"],
                     ["link", "set", "eth0", "up"], ["link", "set", "lo", "up"]):
-            sh("ip", "-n", self.ns, *cmd)
+            sh(*self.inside("ip", *cmd))
         names = {"allowed.test": self.a, "other.test": self.b, "wild.test": self.b,
                  "hostaddr.test": self.host, "meta.test": "169.254.169.254",
                  "private.test": "10.0.0.1"}
@@ -116,14 +127,14 @@ class World:
         self.ca = (d / "ca.pem").read_bytes()
 
     def _start(self, argv):
-        self.procs.append(subprocess.Popen(["ip", "netns", "exec", self.ns, *argv],
+        self.procs.append(subprocess.Popen(self.inside(*argv),
                                            stdin=subprocess.DEVNULL,
                                            stdout=subprocess.DEVNULL,
                                            stderr=subprocess.DEVNULL,
                                            start_new_session=True))
 
     def _serves(self):
-        r = sh("ip", "netns", "exec", self.ns, "/usr/bin/python3", "-c",
+        r = sh(*self.inside("/usr/bin/python3", "-c"),
                "import socket\n"
                f"socket.create_connection(('{self.a}', 80), 1).close()\n"
                f"socket.create_connection(('{self.a}', 53), 1).close()\n"
@@ -136,7 +147,7 @@ class World:
         return f"[network]\nupstream_dns = {self.a}\n{network}\n"
 
     def close(self):
-        for p in self.procs:
+        for p in self.procs + ([self.holder] if self.holder else []):
             try:
                 os.killpg(p.pid, 9)
             except ProcessLookupError:

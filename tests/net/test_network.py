@@ -558,3 +558,27 @@ print(get('https://other.test/index.txt'))
     assert "CERTIFICATE_VERIFY_FAILED" in lines[1] or "match" in lines[1], r
     assert "Name or service not known" in lines[2], r
     api.delete(f"/v1/sessions/{sid}")
+
+
+def test_what_was_reached_and_refused_is_in_the_result_and_the_record(api, world):
+    sid = api.session(network={"allow": ["allowed.test"]})
+    r = api.execute(sid, f"TARGETS = ['allowed.test', 'other.test', '{world.b}']\n" + PROBE)
+    net = r["network"]
+    assert net["connected"] == [world.a], net
+    assert net["refused"] == [world.b], net
+    assert net["names"] == ["allowed.test"], net
+    assert net["names_refused"] == ["other.test"], net
+    # Each execution says what it did itself.
+    r = api.execute(sid, "print(1)")
+    assert r["network"] == {"connected": [], "refused": [], "names": [],
+                            "names_refused": []}, r["network"]
+    entries = api.get(f"/v1/sessions/{sid}/executions").json()["executions"]
+    assert entries[0]["result"]["network"]["refused"] == [world.b], entries[0]
+    metrics = api.get("/metrics").text
+    assert 'petri_network_destinations_total{outcome="refused"}' in metrics
+    assert 'petri_network_names_total{outcome="refused"}' in metrics
+    # A session without a network says nothing of one.
+    none = api.session()
+    assert "network" not in api.execute(none, "print(1)")
+    for s in (sid, none):
+        api.delete(f"/v1/sessions/{s}")
