@@ -600,8 +600,8 @@ static bool set_network_list(struct parse *p, const char *name, const char *v)
 			     net_rule_parse(items[i], true, &r, why, sizeof(why)) && !r.is_name;
 			if (ok)
 				n->reachable[n->nreachable++] = r.range;
-			else
-				snprintf(why, sizeof(why), "reachable takes at most %d IPv4 ranges",
+			else if (n->nreachable == NET_REACHABLE_MAX || r.is_name)
+				snprintf(why, sizeof(why), "at most %d IPv4 ranges, no names",
 					 NET_REACHABLE_MAX);
 		} else {
 			struct net_policy *d = &n->deflt;

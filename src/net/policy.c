@@ -29,13 +29,6 @@ bool net_config_enabled(const struct net_config *c)
 	return c->deflt.mode != NET_NONE || c->clients_may != NET_NONE;
 }
 
-static bool is_v4(const struct cidr *c)
-{
-	static const unsigned char v4_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-
-	return c->bits >= 96 && !memcmp(c->addr, v4_prefix, 12);
-}
-
 /* An address or a range rather than a name: it has a '/' or a ':', or
  * only digits and dots. */
 static bool looks_like_address(const char *s)
@@ -103,7 +96,7 @@ bool net_rule_parse(const char *s, bool deny, struct net_rule *out, char *err, s
 				 "a.b.c.d/n, no bits set past the prefix)", s);
 			return false;
 		}
-		if (!is_v4(&out->range)) {
+		if (!cidr_is_v4(&out->range)) {
 			snprintf(err, errlen, "'%.60s': sandboxes reach IPv4 only; name an IPv4 "
 				 "address or range", s);
 			return false;
@@ -126,17 +119,10 @@ bool net_rule_parse(const char *s, bool deny, struct net_rule *out, char *err, s
 
 void net_rule_text(const struct net_rule *r, char *out, size_t len)
 {
-	char addr[INET_ADDRSTRLEN];
-
-	if (r->is_name) {
+	if (r->is_name)
 		snprintf(out, len, "%s%s", r->wildcard ? "*." : "", r->name);
-		return;
-	}
-	inet_ntop(AF_INET, r->range.addr + 12, addr, sizeof(addr));
-	if (r->range.bits == 128)
-		snprintf(out, len, "%s", addr);
 	else
-		snprintf(out, len, "%s/%u", addr, r->range.bits - 96);
+		cidr_text(&r->range, out, len);
 }
 
 bool net_policy_add(struct net_policy *p, const char *rule, bool deny, char *err,

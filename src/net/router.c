@@ -30,9 +30,9 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/workq.h"
 
@@ -107,9 +107,9 @@ static int write_sysctl(const char *path, const char *value)
 
 /* ---- rtnetlink ------------------------------------------------------------ */
 
-/* Send one request on a route netlink socket and read its answer: 0 or
- * the kernel's -errno. */
-static int rtnl_do(struct mnl_socket *nl, struct nlmsghdr *nlh)
+/* Send one request on a netlink socket and read its answer: 0 or the
+ * kernel's -errno. */
+static int nl_do(struct mnl_socket *nl, struct nlmsghdr *nlh)
 {
 	static _Atomic unsigned seq;
 	char buf[8192];
@@ -128,9 +128,11 @@ static int rtnl_do(struct mnl_socket *nl, struct nlmsghdr *nlh)
 	return 0;
 }
 
-static struct mnl_socket *rtnl_open(void)
+/* A netlink socket of bus (NETLINK_ROUTE, NETLINK_NETFILTER), bound, in
+ * this thread's network namespace; NULL with errno. */
+static struct mnl_socket *nl_open(int bus)
 {
-	struct mnl_socket *nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
+	struct mnl_socket *nl = mnl_socket_open2(bus, SOCK_CLOEXEC);
 
 	if (nl && mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
 		mnl_socket_close(nl);
@@ -163,7 +165,7 @@ static int veth_add(struct mnl_socket *nl, const char *name, const char *peer, i
 	mnl_attr_nest_end(nlh, pinfo);
 	mnl_attr_nest_end(nlh, data);
 	mnl_attr_nest_end(nlh, info);
-	return rtnl_do(nl, nlh);
+	return nl_do(nl, nlh);
 }
 
 static int link_del(struct mnl_socket *nl, const char *name)
@@ -176,7 +178,7 @@ static int link_del(struct mnl_socket *nl, const char *name)
 	ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
 	ifm->ifi_family = AF_UNSPEC;
 	mnl_attr_put_strz(nlh, IFLA_IFNAME, name);
-	return rtnl_do(nl, nlh);
+	return nl_do(nl, nlh);
 }
 
 static int link_up(struct mnl_socket *nl, unsigned index)
@@ -191,7 +193,7 @@ static int link_up(struct mnl_socket *nl, unsigned index)
 	ifm->ifi_index = (int)index;
 	ifm->ifi_flags = IFF_UP;
 	ifm->ifi_change = IFF_UP;
-	return rtnl_do(nl, nlh);
+	return nl_do(nl, nlh);
 }
 
 /* addr/32 on the link index. */
@@ -210,7 +212,7 @@ static int addr_add(struct mnl_socket *nl, unsigned index, in_addr_t addr)
 	ifa->ifa_index = index;
 	mnl_attr_put_u32(nlh, IFA_LOCAL, addr);
 	mnl_attr_put_u32(nlh, IFA_ADDRESS, addr);
-	return rtnl_do(nl, nlh);
+	return nl_do(nl, nlh);
 }
 
 /* A route to dst/len through the link index, by gateway gw (0: on the
@@ -236,7 +238,7 @@ static int route_add(struct mnl_socket *nl, in_addr_t dst, unsigned len, in_addr
 	if (gw)
 		mnl_attr_put_u32(nlh, RTA_GATEWAY, gw);
 	mnl_attr_put_u32(nlh, RTA_OIF, index);
-	return rtnl_do(nl, nlh);
+	return nl_do(nl, nlh);
 }
 
 /* ---- addresses of a slot -------------------------------------------------- */
@@ -261,27 +263,50 @@ static void slot_ifname(unsigned k, char out[IFNAMSIZ])
 
 /* ---- nftables ------------------------------------------------------------- */
 
-/* Apply a transaction of nft commands in the router's namespace: 0, or
- * -EINVAL with nft's first line of complaint in err. */
-static int nft_apply(struct net_router *r, const char *text, char *err, size_t errlen)
+/* Apply a transaction of nft commands with nft (its errors buffered),
+ * whose rules they are: 0, or -EINVAL with nft's first line of complaint
+ * in err. */
+static int nft_run(struct nft_ctx *nft, const char *text, const char *whose, char *err,
+		   size_t errlen)
 {
 	const char *e;
 
-	if (nft_run_cmd_from_buffer(r->nft, text) == 0)
+	if (nft_run_cmd_from_buffer(nft, text) == 0)
 		return 0;
-	e = nft_ctx_get_error_buffer(r->nft);
-	snprintf(err, errlen, "nftables refused the router's rules: %.*s",
+	e = nft_ctx_get_error_buffer(nft);
+	snprintf(err, errlen, "nftables refused the %s rules: %.*s", whose,
 		 (int)strcspn(e ? e : "", "\n"), e ? e : "");
 	log_err("net: nftables: %s\n%s", e ? e : "", text);
 	return -EINVAL;
 }
 
+/* The same in the router's namespace. */
+static int nft_apply(struct net_router *r, const char *text, char *err, size_t errlen)
+{
+	return nft_run(r->nft, text, "router's", err, errlen);
+}
+
+/* What a listing command says, as nftables' JSON (a new reference), or
+ * NULL when it failed. */
+static json_t *nft_list(struct net_router *r, const char *cmd)
+{
+	unsigned flags = nft_ctx_output_get_flags(r->nft);
+	json_t *j = NULL;
+
+	nft_ctx_output_set_flags(r->nft, flags | NFT_CTX_OUTPUT_JSON);
+	if (nft_run_cmd_from_buffer(r->nft, cmd) == 0)
+		j = json_loads(nft_ctx_get_output_buffer(r->nft), 0, NULL);
+	nft_ctx_output_set_flags(r->nft, flags);
+	return j;
+}
+
+/* A range as a set element, after ", " unless it is the first. */
 static void put_range(FILE *f, const struct cidr *c, bool *first)
 {
-	char a[INET_ADDRSTRLEN];
+	char text[64];
 
-	inet_ntop(AF_INET, c->addr + 12, a, sizeof(a));
-	fprintf(f, "%s%s/%u", *first ? "" : ", ", a, c->bits - 96);
+	cidr_text(c, text, sizeof(text));
+	fprintf(f, "%s%s", *first ? "" : ", ", text);
 	*first = false;
 }
 
@@ -473,14 +498,6 @@ static bool exited(pid_t pid, int *status)
 	return waitpid(pid, status, WNOHANG) == pid;
 }
 
-static double now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
 /* ---- the router's start ------------------------------------------------- */
 
 struct start_args {
@@ -510,7 +527,7 @@ static int start_in_ns(void *arg, void *ctx)
 		snprintf(a->err, a->errlen, "cannot open the router's namespace: %s", strerror(errno));
 		return e;
 	}
-	if (!(nl = rtnl_open()) || (e = link_up(nl, if_nametoindex("lo"))) < 0 ||
+	if (!(nl = nl_open(NETLINK_ROUTE)) || (e = link_up(nl, if_nametoindex("lo"))) < 0 ||
 	    (e = write_sysctl("/proc/sys/net/ipv4/ip_forward", "1")) < 0 ||
 	    (e = write_sysctl("/proc/sys/net/ipv4/conf/all/route_localnet", "1")) < 0 ||
 	    /* A refusal answers at once, however many came before it (the
@@ -675,21 +692,16 @@ static int sandbox_side(struct net_router *r, int netns, unsigned slot, char *er
 
 	if (setns(netns, CLONE_NEWNET) < 0)
 		return -errno;
-	nl = rtnl_open();
+	nl = nl_open(NETLINK_ROUTE);
 	eth = if_nametoindex("eth0");
 	/* Loopback's addresses may leave by eth0 (only the resolver's
 	 * packets do, translated). */
 	e = write_sysctl("/proc/sys/net/ipv4/conf/all/route_localnet", "1");
 	nft = nft_ctx_new(NFT_CTX_DEFAULT);
-	if (nft && nft_ctx_buffer_error(nft) == 0 && e == 0 &&
-	    nft_run_cmd_from_buffer(nft, sandbox_rules) != 0) {
-		const char *m = nft_ctx_get_error_buffer(nft);
-
-		snprintf(err, errlen, "nftables refused the sandbox's rules: %.*s",
-			 (int)strcspn(m ? m : "", "\n"), m ? m : "");
-		e = -EINVAL;
-	} else if (!nft && e == 0)
+	if (e == 0 && (!nft || nft_ctx_buffer_error(nft) < 0))
 		e = -ENOMEM;
+	if (e == 0)
+		e = nft_run(nft, sandbox_rules, "sandbox's", err, errlen);
 	if (nft)
 		nft_ctx_free(nft);
 	if (setns(r->ns, CLONE_NEWNET) < 0) {
@@ -728,23 +740,31 @@ static char *link_rules(const struct net_router *r, const struct net_link *l,
 	if (!f)
 		return NULL;
 	slot_resolver(k, res, sizeof(res));
-	if (fresh)
+	if (fresh) {
+		/* Its sets: allowed (ranges, and what its resolver adds),
+		 * denied, connected to and refused (net_seen()); its counters
+		 * of bytes out and in; its chains: s (what it sends), y (what
+		 * comes back), z (a refusal, noted). */
 		fprintf(f, "add set inet petri a%u { type ipv4_addr; flags interval; auto-merge; "
-			"size %u; }\n"
-			"add set inet petri d%u { type ipv4_addr; flags interval; auto-merge; }\n"
-			"add counter inet petri o%u\nadd counter inet petri i%u\n"
-			"add set inet petri c%u { type ipv4_addr; size %u; flags dynamic; }\n"
-			"add set inet petri r%u { type ipv4_addr; size %u; flags dynamic; }\n"
-			"add chain inet petri z%u\n"
-			"add rule inet petri z%u add @r%u { ip daddr }\n"
-			"add rule inet petri z%u reject with icmpx admin-prohibited\n"
-			"add chain inet petri s%u\nadd chain inet petri y%u\n"
-			"add rule inet petri y%u counter name \"i%u\"\n"
-			"add rule inet petri y%u ct mark %u ct state established,related accept\n"
-			"add rule inet petri y%u drop\n",
-			k, NET_ALLOWED_MAX, k, k, k, k, NET_SEEN_MAX, k, NET_SEEN_MAX, k, k, k, k,
-			k, k, k, k, k, id, k);
-	else
+			"size %u; }\n", k, NET_ALLOWED_MAX);
+		fprintf(f, "add set inet petri d%u { type ipv4_addr; flags interval; auto-merge; }\n",
+			k);
+		fprintf(f, "add set inet petri c%u { type ipv4_addr; size %u; flags dynamic; }\n",
+			k, NET_SEEN_MAX);
+		fprintf(f, "add set inet petri r%u { type ipv4_addr; size %u; flags dynamic; }\n",
+			k, NET_SEEN_MAX);
+		fprintf(f, "add counter inet petri o%u\n", k);
+		fprintf(f, "add counter inet petri i%u\n", k);
+		fprintf(f, "add chain inet petri s%u\n", k);
+		fprintf(f, "add chain inet petri y%u\n", k);
+		fprintf(f, "add rule inet petri y%u counter name \"i%u\"\n", k, k);
+		fprintf(f, "add rule inet petri y%u ct mark %u ct state established,related accept\n",
+			k, id);
+		fprintf(f, "add rule inet petri y%u drop\n", k);
+		fprintf(f, "add chain inet petri z%u\n", k);
+		fprintf(f, "add rule inet petri z%u add @r%u { ip daddr }\n", k, k);
+		fprintf(f, "add rule inet petri z%u reject with icmpx admin-prohibited\n", k);
+	} else
 		fprintf(f, "flush chain inet petri s%u\nflush set inet petri a%u\n"
 			"flush set inet petri d%u\n", k, k, k);
 	for (int deny = 0; deny < 2; deny++) {
@@ -806,32 +826,26 @@ static char *link_rules(const struct net_router *r, const struct net_link *l,
 
 static void link_rules_remove(struct net_router *r, unsigned k)
 {
-	char text[512], err[256];
+	/* The map entries first (the chains are referenced from them), then
+	 * the chains (which reference the sets and counters).  Each on its
+	 * own: what an earlier failure left out is not there. */
+	static const char *const commands[][2] = {
+		{ "delete element inet petri sessions { \"pn", "\" }" },
+		{ "delete element inet petri replies { \"pn", "\" }" },
+		{ "delete element inet petri resolvers { \"pn", "\" }" },
+		{ "flush chain inet petri s", "" }, { "delete chain inet petri s", "" },
+		{ "flush chain inet petri y", "" }, { "delete chain inet petri y", "" },
+		{ "flush chain inet petri z", "" }, { "delete chain inet petri z", "" },
+		{ "delete set inet petri a", "" }, { "delete set inet petri d", "" },
+		{ "delete set inet petri c", "" }, { "delete set inet petri r", "" },
+		{ "delete counter inet petri o", "" }, { "delete counter inet petri i", "" },
+	};
+	char text[128];
 
-	/* Each on its own: what an earlier failure left out is not there. */
-	snprintf(text, sizeof(text), "delete element inet petri sessions { \"pn%u\" }\n", k);
-	nft_run_cmd_from_buffer(r->nft, text);
-	snprintf(text, sizeof(text), "delete element inet petri resolvers { \"pn%u\" }\n", k);
-	nft_run_cmd_from_buffer(r->nft, text);
-	snprintf(text, sizeof(text), "delete element inet petri replies { \"pn%u\" }\n", k);
-	nft_run_cmd_from_buffer(r->nft, text);
-	snprintf(text, sizeof(text), "flush chain inet petri s%u\ndelete chain inet petri s%u\n"
-		 "flush chain inet petri y%u\ndelete chain inet petri y%u\n"
-		 "flush chain inet petri z%u\ndelete chain inet petri z%u\n", k, k, k, k, k, k);
-	nft_run_cmd_from_buffer(r->nft, text);
-	snprintf(text, sizeof(text), "delete set inet petri a%u\n", k);
-	nft_run_cmd_from_buffer(r->nft, text);
-	snprintf(text, sizeof(text), "delete set inet petri d%u\n", k);
-	nft_run_cmd_from_buffer(r->nft, text);
-	snprintf(text, sizeof(text), "delete set inet petri c%u\n", k);
-	nft_run_cmd_from_buffer(r->nft, text);
-	snprintf(text, sizeof(text), "delete set inet petri r%u\n", k);
-	nft_run_cmd_from_buffer(r->nft, text);
-	snprintf(text, sizeof(text), "delete counter inet petri o%u\n", k);
-	nft_run_cmd_from_buffer(r->nft, text);
-	snprintf(text, sizeof(text), "delete counter inet petri i%u\n", k);
-	nft_run_cmd_from_buffer(r->nft, text);
-	(void)err;
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		snprintf(text, sizeof(text), "%s%u%s", commands[i][0], k, commands[i][1]);
+		nft_run_cmd_from_buffer(r->nft, text);
+	}
 }
 
 /* Does the deny rule d cover the allowed name a (so that a must not be
@@ -926,27 +940,37 @@ static void free_argv(char **argv)
 	free(argv);
 }
 
-/* Wait until the resolver listens on its address (it has bound when the
- * port is taken), or has died: 0 or -EIO with its complaint in err. */
+/* Does a UDP socket of this thread's namespace listen on the resolver's
+ * address of slot k?  Read from /proc (binding the port to find out would
+ * take it from dnsmasq for that instant). */
+static bool resolver_listening(unsigned k)
+{
+	char res[32], want[32], line[256];
+	struct in_addr a;
+	FILE *f = fopen("/proc/thread-self/net/udp", "re");
+	bool found = false;
+
+	if (!f)
+		return false;
+	slot_resolver(k, res, sizeof(res));
+	inet_pton(AF_INET, res, &a);
+	/* The kernel prints the address's four bytes as one native integer. */
+	snprintf(want, sizeof(want), " %08X:%04X ", (unsigned)a.s_addr, atoi(RESOLVER_PORT));
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, want) != NULL;
+	fclose(f);
+	return found;
+}
+
+/* Wait until the resolver listens on its address, or has died: 0 or -EIO
+ * with its complaint in err. */
 static int resolver_wait(pid_t pid, unsigned k, int errp, char *err, size_t errlen)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(atoi(RESOLVER_PORT)) };
-	char res[32];
-	double deadline = now_ms() + RESOLVER_WAIT_MS;
+	double deadline = clock_mono_s() + RESOLVER_WAIT_MS / 1e3;
 	int st;
 
-	slot_resolver(k, res, sizeof(res));
-	inet_pton(AF_INET, res, &sa.sin_addr);
-	for (;;) {
-		int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), taken;
-
-		if (s < 0)
-			return -errno;
-		taken = bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno == EADDRINUSE;
-		close(s);
-		if (taken)
-			return 0;
-		if (exited(pid, &st) || now_ms() > deadline) {
+	while (!resolver_listening(k)) {
+		if (exited(pid, &st) || clock_mono_s() > deadline) {
 			char msg[256] = "";
 			ssize_t n = read(errp, msg, sizeof(msg) - 1);
 
@@ -958,6 +982,7 @@ static int resolver_wait(pid_t pid, unsigned k, int errp, char *err, size_t errl
 		}
 		usleep(500);
 	}
+	return 0;
 }
 
 /* Start the session's resolver for policy p: 0 with the read end of its
@@ -995,6 +1020,23 @@ out:
 	return e;
 }
 
+/* Wait for the resolver resolver_spawn() started to listen; then errfd is
+ * its log (l->log), else closed.  0 or -errno with a sentence in err. */
+static int resolver_ready(struct net_link *l, int errfd, char *err, size_t errlen)
+{
+	int e = resolver_wait(l->resolver, l->slot, errfd, err, errlen);
+
+	if (e < 0) {
+		close(errfd);
+		return e;
+	}
+	if (l->log >= 0)
+		close(l->log);
+	l->log = errfd;
+	l->npartial = 0;
+	return 0;
+}
+
 /* The resolver started and listening when this returns: 0 or -errno with
  * a sentence in err. */
 static int resolver_start(struct net_router *r, struct net_link *l, const struct net_policy *p,
@@ -1002,16 +1044,7 @@ static int resolver_start(struct net_router *r, struct net_link *l, const struct
 {
 	int errfd, e = resolver_spawn(r, l, p, &errfd, err, errlen);
 
-	if (e == 0)
-		e = resolver_wait(l->resolver, l->slot, errfd, err, errlen);
-	if (e == 0) {
-		if (l->log >= 0)
-			close(l->log);
-		l->log = errfd;
-		l->npartial = 0;
-	} else if (errfd >= 0)
-		close(errfd);
-	return e;
+	return e < 0 ? e : resolver_ready(l, errfd, err, errlen);
 }
 
 static int attach_in_ns(void *arg, void *ctx)
@@ -1021,7 +1054,7 @@ static int attach_in_ns(void *arg, void *ctx)
 	struct net_link *l = a->l;
 	unsigned k = l->slot;
 	char ifname[IFNAMSIZ], *rules = link_rules(r, l, a->p, a->host, true);
-	struct mnl_socket *nl = rtnl_open();
+	struct mnl_socket *nl = nl_open(NETLINK_ROUTE);
 	int e, errfd = -1;
 	unsigned pn;
 
@@ -1053,11 +1086,8 @@ static int attach_in_ns(void *arg, void *ctx)
 				 strerror(-e));
 		goto out;
 	}
-	e = resolver_wait(l->resolver, k, errfd, a->err, a->errlen);
-	if (e == 0) {
-		l->log = errfd;
-		errfd = -1;
-	}
+	e = resolver_ready(l, errfd, a->err, a->errlen);
+	errfd = -1;
 out:
 	if (errfd >= 0)
 		close(errfd);
@@ -1175,10 +1205,8 @@ static int counter_bytes(struct net_router *r, char which, unsigned k, uint64_t 
 	int e = -EIO;
 
 	snprintf(cmd, sizeof(cmd), "list counter inet petri %c%u", which, k);
-	if (nft_run_cmd_from_buffer(r->nft, cmd) != 0)
+	if (!(j = nft_list(r, cmd)))
 		return -ENOENT;
-	if (!(j = json_loads(nft_ctx_get_output_buffer(r->nft), 0, NULL)))
-		return -EIO;
 	json_array_foreach(json_object_get(j, "nftables"), i, v) {
 		json_t *c = json_object_get(v, "counter");
 
@@ -1195,15 +1223,9 @@ static int usage_in_ns(void *arg, void *ctx)
 {
 	struct usage_args *u = arg;
 	struct net_router *r = ctx;
-	unsigned flags = nft_ctx_output_get_flags(r->nft);
-	int e;
+	int e = counter_bytes(r, 'o', u->slot, &u->sent);
 
-	nft_ctx_output_set_flags(r->nft, flags | NFT_CTX_OUTPUT_JSON);
-	e = counter_bytes(r, 'o', u->slot, &u->sent);
-	if (e == 0)
-		e = counter_bytes(r, 'i', u->slot, &u->received);
-	nft_ctx_output_set_flags(r->nft, flags);
-	return e;
+	return e < 0 ? e : counter_bytes(r, 'i', u->slot, &u->received);
 }
 
 /* A dynamic set's addresses into the array out (deduplicated, at most
@@ -1215,8 +1237,7 @@ static void set_take(struct net_router *r, char which, unsigned k, json_t *out)
 	size_t i;
 
 	snprintf(cmd, sizeof(cmd), "list set inet petri %c%u", which, k);
-	if (nft_run_cmd_from_buffer(r->nft, cmd) != 0 ||
-	    !(j = json_loads(nft_ctx_get_output_buffer(r->nft), 0, NULL)))
+	if (!(j = nft_list(r, cmd)))
 		return;
 	json_array_foreach(json_object_get(j, "nftables"), i, v) {
 		json_t *elem = json_object_get(json_object_get(v, "set"), "elem"), *e;
@@ -1322,16 +1343,13 @@ static int seen_in_ns(void *arg, void *ctx)
 {
 	struct seen_args *a = arg;
 	struct net_router *r = ctx;
-	unsigned flags = nft_ctx_output_get_flags(r->nft);
 	json_t *connected = json_array(), *refused = json_array(), *names = json_array(),
 	       *names_refused = json_array();
 
-	nft_ctx_output_set_flags(r->nft, flags | NFT_CTX_OUTPUT_JSON);
 	if (connected && refused) {
 		set_take(r, 'c', a->l->slot, connected);
 		set_take(r, 'r', a->l->slot, refused);
 	}
-	nft_ctx_output_set_flags(r->nft, flags);
 	if (names && names_refused)
 		log_take(a->l, names, names_refused);
 	a->out = json_pack("{s:o*, s:o*, s:o*, s:o*}", "connected", connected, "refused", refused,
@@ -1362,7 +1380,7 @@ int net_usage(struct net_link *l, uint64_t *sent, uint64_t *received)
  * apart). */
 static int conntrack_forget(uint32_t id)
 {
-	struct mnl_socket *nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
+	struct mnl_socket *nl = nl_open(NETLINK_NETFILTER);
 	char buf[256];
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
 	struct nfgenmsg *nfg;
@@ -1370,18 +1388,13 @@ static int conntrack_forget(uint32_t id)
 
 	if (!nl)
 		return -errno;
-	if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-		e = -errno;
-		mnl_socket_close(nl);
-		return e;
-	}
 	nlh->nlmsg_type = (NFNL_SUBSYS_CTNETLINK << 8) | IPCTNL_MSG_CT_DELETE;
 	nfg = mnl_nlmsg_put_extra_header(nlh, sizeof(*nfg));
 	nfg->nfgen_family = AF_INET;
 	nfg->version = NFNETLINK_V0;
 	mnl_attr_put_u32(nlh, CTA_MARK, htonl(id));
 	mnl_attr_put_u32(nlh, CTA_MARK_MASK, htonl(0xffffffffu));
-	e = rtnl_do(nl, nlh);
+	e = nl_do(nl, nlh);
 	mnl_socket_close(nl);
 	return e == -ENOENT ? 0 : e;	/* none had it */
 }
@@ -1390,7 +1403,7 @@ static int detach_in_ns(void *arg, void *ctx)
 {
 	struct net_link *l = arg;
 	struct net_router *r = ctx;
-	struct mnl_socket *nl = rtnl_open();
+	struct mnl_socket *nl = nl_open(NETLINK_ROUTE);
 	char ifname[IFNAMSIZ];
 
 	reap(l->resolver);

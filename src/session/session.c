@@ -1798,8 +1798,7 @@ static void network_seen(struct session *s, struct result *res)
 		res->network = net_seen(s->net);
 	pthread_mutex_unlock(&s->net_lock);
 	for (size_t i = 0; res->network && i < sizeof(lists) / sizeof(lists[0]); i++)
-		for (size_t n = json_array_size(json_object_get(res->network, lists[i].key)); n; n--)
-			metrics_inc(lists[i].m);
+		metrics_add(lists[i].m, json_array_size(json_object_get(res->network, lists[i].key)));
 }
 
 enum sm_result session_run(struct smgr *m, struct session *s, const struct exec_request *ex,

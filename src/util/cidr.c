@@ -99,3 +99,20 @@ void cidr_addr_text(const unsigned char addr[16], char *out, size_t len)
 		inet_ntop(AF_INET6, addr, text, sizeof(text));
 	snprintf(out, len, "%s", text);
 }
+
+bool cidr_is_v4(const struct cidr *c)
+{
+	return c->bits >= 96 && !memcmp(c->addr, v4_prefix, 12);
+}
+
+void cidr_text(const struct cidr *c, char *out, size_t len)
+{
+	char addr[INET6_ADDRSTRLEN];
+	bool v4 = cidr_is_v4(c);
+
+	cidr_addr_text(c->addr, addr, sizeof(addr));
+	if (c->bits == 128)
+		snprintf(out, len, "%s", addr);
+	else
+		snprintf(out, len, "%s/%u", addr, v4 ? c->bits - 96 : c->bits);
+}

@@ -6,6 +6,7 @@
 #define PETRI_CIDR_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -31,5 +32,11 @@ bool cidr_loopback(const unsigned char addr[16]);
 bool cidr_any(const struct cidr *v, size_t n, const unsigned char addr[16]);
 /* addr as text (IPv4 dotted when mapped) into out (at least 46 bytes). */
 void cidr_addr_text(const unsigned char addr[16], char *out, size_t len);
+/* Is c an IPv4 range (its address mapped, its prefix within the last 32
+ * bits)? */
+bool cidr_is_v4(const struct cidr *c);
+/* c as cidr_parse() takes it: "a.b.c.d/n" (IPv4's own prefix), "x::/n", or
+ * the address alone for a single one; into out (at least 50 bytes). */
+void cidr_text(const struct cidr *c, char *out, size_t len);
 
 #endif

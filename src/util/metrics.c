@@ -22,6 +22,7 @@ static struct histogram histograms[M_HISTOGRAM_COUNT];
 static pthread_mutex_t hlock = PTHREAD_MUTEX_INITIALIZER;
 
 void metrics_inc(enum metric_counter c) { atomic_fetch_add(&counters[c], 1); }
+void metrics_add(enum metric_counter c, unsigned long n) { atomic_fetch_add(&counters[c], n); }
 void metrics_gauge_add(enum metric_gauge g, long d) { atomic_fetch_add(&gauges[g], d); }
 void metrics_gauge_set(enum metric_gauge g, long v) { atomic_store(&gauges[g], v); }
 long metrics_gauge_get(enum metric_gauge g) { return atomic_load(&gauges[g]); }

@@ -51,6 +51,7 @@ enum metric_histogram {
 };
 
 void metrics_inc(enum metric_counter c);
+void metrics_add(enum metric_counter c, unsigned long n);
 void metrics_gauge_add(enum metric_gauge g, long delta);
 void metrics_gauge_set(enum metric_gauge g, long value);
 long metrics_gauge_get(enum metric_gauge g);
