@@ -188,8 +188,9 @@ def _read_line(proc, timeout):
 
 def _run_and_watch(args, token, state=None):
     """Run petri (non-JSON) with code that prints READY once its leftover
-    process is running; check from the host that a process with `token` in
-    its argv exists then (and is in `state`), and is gone once petri exits."""
+    process is running, then lives 3 s more (time for this loaded host to
+    scan /proc); check from the host that a process with `token` in its
+    argv exists then (and is in `state`), and is gone once petri exits."""
     with popen_petri(['run', *args]) as p:
         line = _read_line(p, 20)
         assert line == b'READY\n', (line, p.poll())
@@ -224,14 +225,14 @@ if os.fork() == 0:
 os.wait()
 time.sleep(0.3)
 print("READY", flush=True)
-time.sleep(0.5)
+time.sleep(3)
 '''
     assert _run_and_watch(['-c', code], token) == 0
 
 
 def test_daemon_holding_stdout_does_not_keep_the_run_alive():
     token = _token()
-    code = f'(setsid sleep {token} &)\nsleep 0.3\necho READY\nsleep 0.5\n'
+    code = f'(setsid sleep {token} &)\nsleep 0.3\necho READY\nsleep 3\n'
     t0 = time.monotonic()
     assert _run_and_watch(['-l', 'bash', '-t', '20', '-c', code], token) == 0
     assert time.monotonic() - t0 < 10
@@ -247,7 +248,7 @@ child = subprocess.Popen(["/usr/bin/python3", "-c",
     "{token}"], stdout=subprocess.PIPE, start_new_session=True)
 child.stdout.readline()
 print("READY", flush=True)
-time.sleep(0.3)
+time.sleep(3)
 '''
     assert _run_and_watch(['-c', code], token) == 0
 
@@ -265,7 +266,7 @@ for _ in range(100):
             break
     time.sleep(0.05)
 print("READY", flush=True)
-time.sleep(0.3)
+time.sleep(3)
 '''
     assert _run_and_watch(['-c', code], token, state='T') == 0
 
