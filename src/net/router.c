@@ -34,6 +34,7 @@
 
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/metrics.h"
 #include "util/workq.h"
 
 #define SLIRP4NETNS "/usr/bin/slirp4netns"
@@ -1124,8 +1125,10 @@ int net_attach(struct net_router *r, int netns_fd, const struct net_policy *p,
 	pthread_mutex_lock(&r->lock);
 	for (k = 0; k < NET_LINKS_MAX && r->links[k]; k++)
 		;
-	if (k < NET_LINKS_MAX)
+	if (k < NET_LINKS_MAX) {
 		r->links[k] = l;
+		metrics_gauge_add(M_NET_LINKS, 1);
+	}
 	pthread_mutex_unlock(&r->lock);
 	if (k == NET_LINKS_MAX) {
 		free(l);
@@ -1145,6 +1148,7 @@ int net_attach(struct net_router *r, int netns_fd, const struct net_policy *p,
 	if (e < 0) {
 		pthread_mutex_lock(&r->lock);
 		r->links[k] = NULL;
+		metrics_gauge_add(M_NET_LINKS, -1);
 		pthread_mutex_unlock(&r->lock);
 		free(l);
 		return e;
@@ -1431,6 +1435,7 @@ void net_detach(struct net_link *l)
 	workq_call(r->q, detach_in_ns, l);
 	pthread_mutex_lock(&r->lock);
 	r->links[l->slot] = NULL;
+	metrics_gauge_add(M_NET_LINKS, -1);
 	pthread_mutex_unlock(&r->lock);
 	free(l);
 }

@@ -147,6 +147,9 @@ int metrics_render(struct buf *o)
 			"# HELP petri_sandbox_tasks_held The sum of the pids limits of the live sessions and one-shots.\n"
 			"# TYPE petri_sandbox_tasks_held gauge\n"
 			"petri_sandbox_tasks_held %ld\n"
+			"# HELP petri_network_links Sessions holding a network link now (its slot is taken from before the link is made until after its rules, resolver and connections are gone).\n"
+			"# TYPE petri_network_links gauge\n"
+			"petri_network_links %ld\n"
 			"# HELP petri_network_destinations_total Addresses sessions' code connected to, or was refused, each counted once in each execution it was seen in.\n"
 			"# TYPE petri_network_destinations_total counter\n"
 			"petri_network_destinations_total{outcome=\"connected\"} %llu\n"
@@ -157,6 +160,7 @@ int metrics_render(struct buf *o)
 			"petri_network_names_total{outcome=\"refused\"} %llu\n",
 			metrics_gauge_get(M_ANSWERS_HELD_BYTES), get(M_ANSWERS_CUT),
 			metrics_gauge_get(M_TASKS_BUDGET), metrics_gauge_get(M_TASKS_HELD),
+			metrics_gauge_get(M_NET_LINKS),
 			get(M_NET_CONNECTED), get(M_NET_REFUSED), get(M_NET_NAMES),
 			get(M_NET_NAMES_REFUSED));
 	if (r == 0)

@@ -33,6 +33,8 @@ enum metric_gauge {
 	M_TASKS_BUDGET,		/* processes sessions and one-shots may hold
 				 * (session/tables.h) */
 	M_TASKS_HELD,		/* the sum of their pids limits now */
+	M_NET_LINKS,		/* sessions' network links, from their slot's
+				 * taking to its freeing (net/router.h) */
 	M_GAUGE_COUNT
 };
 

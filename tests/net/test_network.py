@@ -11,7 +11,7 @@ import subprocess
 import pytest
 import requests
 
-from harness import PETRI, Api, Daemon, cgroup_dirs, ended, petri_lock, wait_for
+from harness import PETRI, Api, Daemon, cgroup_dirs, ended, metric, petri_lock, wait_for
 from networld import PROBE, REFUSED, World, probe, router_processes
 
 
@@ -30,6 +30,12 @@ def start(tmp_path, world, network, extra=""):
     d = Daemon(tmp_path, world.config(network) + extra, uid_range=uid_range())
     d.wait_warm(120)
     return d
+
+
+def links(api):
+    """Sessions holding a network link now, by the daemon's gauge: a slot
+    is counted from its taking until its link is wholly gone."""
+    return metric(api.get("/metrics").text, "petri_network_links")
 
 
 def stop(d):
@@ -208,9 +214,11 @@ def test_nothing_outlives_a_session_or_the_daemon(tmp_path, world):
     procs = router_processes(d.pid)
     # The uplink and one resolver (and its pid 1) for each session.
     assert sum(1 for n in procs.values() if "dnsmasq" in n) == 3, procs
+    assert links(api) == 3
     api.delete(f"/v1/sessions/{sids[0]}")
-    assert wait_for(lambda: sum(1 for n in router_processes(d.pid).values()
-                                if "dnsmasq" in n) == 2, 20), router_processes(d.pid)
+    assert wait_for(lambda: links(api) == 2, 20), links(api)
+    assert sum(1 for n in router_processes(d.pid).values() if "dnsmasq" in n) == 2, \
+        router_processes(d.pid)
     # A slot freed is taken again cleanly.
     again = api.session(network={"allow": ["allowed.test"]})
     assert probe(api, again, ["allowed.test"]) == {"allowed.test": "reached"}
@@ -510,8 +518,8 @@ s.close()
         api.delete(f"/v1/sessions/{first}")
         # Once its link is gone (its resolver with it), the next takes the
         # same slot and address; its policy allows b only.
-        assert wait_for(lambda: not any("dnsmasq" in n for n in
-                                        router_processes(d.pid).values()), 20)
+        assert wait_for(lambda: links(api) == 0, 20), links(api)
+        assert not any("dnsmasq" in n for n in router_processes(d.pid).values())
         later = api.session(network={"allow": [world.b]})
         assert api.execute(later, where)["stdout"] == first_addr, "not the same address"
         out = api.execute(later, echo)["stdout"]
