@@ -189,7 +189,7 @@ def reach(target):
     except socket.gaierror:
         return 'noname'
     s = socket.socket()
-    s.settimeout(1.0)
+    s.settimeout(5.0)
     try:
         s.connect(addr)
         s.sendall(b'GET /index.txt HTTP/1.0\r\nHost: x\r\n\r\n')

@@ -402,7 +402,7 @@ import errno, socket
 held, got = [], []
 for i in range(5):
     s = socket.socket()
-    s.settimeout(1.0)
+    s.settimeout(5.0)
     try:
         s.connect(('{world.a}', 80))
         held.append(s)
@@ -414,7 +414,7 @@ held.pop().close()
 import time
 deadline, last = time.monotonic() + 10, None
 while time.monotonic() < deadline:
-    s = socket.socket(); s.settimeout(1.0)
+    s = socket.socket(); s.settimeout(5.0)
     try:
         s.connect(('{world.a}', 80)); last = 'open'; break
     except OSError as e:
@@ -448,7 +448,7 @@ def test_new_connections_are_rate_limited(tmp_path, world):
 import errno, socket
 got = []
 for i in range(8):
-    s = socket.socket(); s.settimeout(1.0)
+    s = socket.socket(); s.settimeout(5.0)
     try:
         s.connect(('{world.a}', 80)); got.append('open')
     except OSError as e:
@@ -502,7 +502,7 @@ import socket
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(('0.0.0.0', 40000))
-s.settimeout(1.0)
+s.settimeout(5.0)
 try:
     s.sendto(b'ping', ('{world.a}', 9999))
     print(s.recv(64))
