@@ -639,6 +639,17 @@ static bool set_network(struct parse *p, const char *name, const char *v)
 		return set_network_list(p, name, v);
 	if (!strcmp(name, "upstream_dns"))
 		return net_upstream_parse(v, n);
+	if (!strcmp(name, "package_index") || !strcmp(name, "npm_registry")) {
+		char why[200];
+
+		if (net_index_parse(v, name[0] == 'p' ? &n->pip : &n->npm, why, sizeof(why)))
+			return true;
+		if (!p->failed) {
+			snprintf(p->err, p->errlen, "%s: [network] %s: %s", p->path, name, why);
+			p->failed = true;
+		}
+		return false;
+	}
 	if (!strcmp(name, "max_connections"))
 		return num_u32(v, 1, 65536, &n->max_connections);
 	if (!strcmp(name, "connections_per_s"))
@@ -650,7 +661,10 @@ static bool set_network(struct parse *p, const char *name, const char *v)
  * open or closed one names nothing to allow. */
 static int check_network(const struct parse *p, char *err, size_t errlen)
 {
-	const struct net_policy *d = &p->cfg->network.deflt;
+	struct net_config *n = &p->cfg->network;
+	const struct net_policy *d = &n->deflt;
+	const struct net_index *ix[] = { &n->pip, &n->npm };
+	struct net_policy denies = { .mode = NET_OPEN };
 
 	if (d->mode == NET_ALLOWLIST && d->nallow == 0) {
 		snprintf(err, errlen, "%s: [network] default = allowlist needs allow = (names, "
@@ -661,6 +675,27 @@ static int check_network(const struct parse *p, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: [network] allow is the default allow-list: it needs "
 			 "default = allowlist", p->path);
 		return -EINVAL;
+	}
+	/* npm uses pip's index unless it has its own; an index no session
+	 * could ever reach would be a setting that does nothing. */
+	if (!n->npm.url[0])
+		n->npm = n->pip;
+	memcpy(denies.deny, d->deny, sizeof(d->deny));
+	denies.ndeny = d->ndeny;
+	for (size_t i = 0; i < 2; i++) {
+		if (!ix[i]->url[0])
+			continue;
+		if (!net_config_enabled(n)) {
+			snprintf(err, errlen, "%s: [network] %s: no session can have a network "
+				 "(default and clients_may are none)", p->path,
+				 i ? "npm_registry" : "package_index");
+			return -EINVAL;
+		}
+		if (!net_policy_reaches(&denies, &ix[i]->host)) {
+			snprintf(err, errlen, "%s: [network] %s: its host is in [network] deny",
+				 p->path, i ? "npm_registry" : "package_index");
+			return -EINVAL;
+		}
 	}
 	return 0;
 }

@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,4 +205,94 @@ bool net_policy_add_operator_denies(const struct net_config *c, struct net_polic
 	for (size_t i = 0; i < c->deflt.ndeny; i++)
 		p->deny[p->ndeny++] = c->deflt.deny[i];
 	return true;
+}
+
+/* Does rule r cover host (one name or one address)?  A name rule covers
+ * that name, a wildcard the names under it; a range its addresses. */
+static bool rule_covers(const struct net_rule *r, const struct net_rule *host)
+{
+	size_t hl, nl;
+
+	if (r->is_name != host->is_name)
+		return false;
+	if (!r->is_name)
+		return cidr_contains(&r->range, host->range.addr);
+	if (!r->wildcard)
+		return !strcmp(r->name, host->name);
+	hl = strlen(host->name);
+	nl = strlen(r->name);
+	return hl > nl + 1 && host->name[hl - nl - 1] == '.' && !strcmp(host->name + hl - nl, r->name);
+}
+
+bool net_policy_reaches(const struct net_policy *p, const struct net_rule *host)
+{
+	bool allowed = p->mode == NET_OPEN;
+
+	if (p->mode == NET_NONE)
+		return false;
+	for (size_t i = 0; i < p->ndeny; i++)
+		if (rule_covers(&p->deny[i], host))
+			return false;
+	for (size_t i = 0; !allowed && i < p->nallow; i++)
+		allowed = rule_covers(&p->allow[i], host);
+	return allowed;
+}
+
+/* The part of an index's URL, from libcurl's parser: true with *out (the
+ * caller's to curl_free()), or false when it has none. */
+static bool url_part(CURLU *u, CURLUPart what, char **out)
+{
+	*out = NULL;
+	return curl_url_get(u, what, out, 0) == CURLUE_OK && *out;
+}
+
+bool net_index_parse(const char *url, struct net_index *out, char *err, size_t errlen)
+{
+	CURLU *u = NULL;
+	char *scheme = NULL, *host = NULL, *port = NULL, why[200];
+	bool ok = false;
+
+	memset(out, 0, sizeof(*out));
+	for (const unsigned char *c = (const unsigned char *)url; *c; c++)
+		if (*c <= ' ' || *c >= 0x7f || *c == '"' || *c == '\\' || *c == '\'') {
+			snprintf(err, errlen, "a URL here is printable ASCII without spaces or quotes");
+			return false;
+		}
+	if (strlen(url) > NET_URL_MAX) {
+		snprintf(err, errlen, "a URL here has at most %d characters", NET_URL_MAX);
+		return false;
+	}
+	/* The host right after the scheme, as every client reads it (libcurl
+	 * would also take "http:///name/"). */
+	if ((strncmp(url, "http://", 7) || url[7] == '/') &&
+	    (strncmp(url, "https://", 8) || url[8] == '/')) {
+		snprintf(err, errlen, "'%.80s' is not an http:// or https:// URL", url);
+		return false;
+	}
+	if (!(u = curl_url()) || curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
+	    !url_part(u, CURLUPART_SCHEME, &scheme) || !url_part(u, CURLUPART_HOST, &host) ||
+	    (strcmp(scheme, "http") && strcmp(scheme, "https"))) {
+		snprintf(err, errlen, "'%.80s' is not an http:// or https:// URL", url);
+		goto out;
+	}
+	if (!net_rule_parse(host, true, &out->host, why, sizeof(why)) ||
+	    out->host.wildcard || (!out->host.is_name && out->host.range.bits != 128)) {
+		snprintf(err, errlen, "the host of '%.80s' is not a domain name or an IPv4 "
+			 "address", url);
+		goto out;
+	}
+	url_part(u, CURLUPART_PORT, &port);
+	snprintf(out->hostport, sizeof(out->hostport), "%s%s%s", host, port ? ":" : "",
+		 port ? port : "");
+	snprintf(out->url, sizeof(out->url), "%s", url);
+	out->plain = !strcmp(scheme, "http");
+	ok = true;
+out:
+	curl_free(scheme);
+	curl_free(host);
+	curl_free(port);
+	curl_url_cleanup(u);
+	if (!ok)
+		memset(out, 0, sizeof(*out));
+	return ok;
 }

@@ -51,6 +51,17 @@ struct net_policy {
 	struct net_rule deny[NET_RULES_MAX];
 };
 
+/* A package index sessions' pip or npm use ([network] package_index,
+ * npm_registry): its URL, and its host as a rule names it (a name or one
+ * IPv4 address), to ask a policy whether a session reaches it. */
+#define NET_URL_MAX 512
+struct net_index {
+	char url[NET_URL_MAX + 1];	/* "": none */
+	struct net_rule host;
+	char hostport[NET_NAME_MAX + 8];	/* HOST[:PORT], as pip trusts it */
+	bool plain;			/* http://, not https:// */
+};
+
 /* The operator's [network] (docs/configuration.md). */
 struct net_config {
 	struct net_policy deflt;	/* what a session gets by default */
@@ -65,6 +76,9 @@ struct net_config {
 	 * (with a burst of twice as many), at most. */
 	uint32_t max_connections;
 	uint32_t connections_per_s;
+	/* Where pip and npm in a session whose policy reaches them look for
+	 * packages (url "": nowhere, as without a network). */
+	struct net_index pip, npm;
 };
 
 #define NET_CONNECTIONS_DEFAULT 256
@@ -96,6 +110,17 @@ bool net_policy_add(struct net_policy *p, const char *rule, bool deny, char *err
  * err. */
 bool net_policy_permitted(const struct net_config *c, const struct net_policy *p, char *err,
 			  size_t errlen);
+
+/* Does p let a sandbox reach host (a rule naming one name or one address,
+ * as net_index's): allowed (or open) and not denied?  A name's addresses
+ * are the resolver's to check; the router's never-reachable ranges still
+ * hold whatever this says. */
+bool net_policy_reaches(const struct net_policy *p, const struct net_rule *host);
+
+/* An index's URL (http:// or https://, a host that is a domain name or an
+ * IPv4 address, an optional port and path; printable ASCII) into out.
+ * true, or false with a sentence in err. */
+bool net_index_parse(const char *url, struct net_index *out, char *err, size_t errlen);
 
 /* "ADDR" or "ADDR:PORT" (IPv4) into c's upstream. */
 bool net_upstream_parse(const char *s, struct net_config *c);

@@ -3,6 +3,7 @@
 #include "net/router.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
@@ -1272,7 +1273,9 @@ static void add_name(json_t *out, const char *name, size_t len)
 
 /* One line of the resolver's log: "dnsmasq[PID]: reply NAME is ADDR" (an
  * allowed name answered) or "... config NAME is NXDOMAIN" (a name the
- * policy refuses, answered by the resolver itself). */
+ * policy refuses, answered by the resolver itself).  "reply error is
+ * SERVFAIL" (or REFUSED, NOTIMP...) is dnsmasq's word for an upstream's
+ * error answer, whose name it does not say: no name. */
 static void log_line(const char *line, size_t len, json_t *names, json_t *refused)
 {
 	const char *p = memmem(line, len, "]: ", 3), *end = line + len, *sp;
@@ -1289,6 +1292,9 @@ static void log_line(const char *line, size_t len, json_t *names, json_t *refuse
 		return;
 	p += reply ? 6 : 7;
 	if (!(sp = memchr(p, ' ', (size_t)(end - p))))
+		return;
+	if (reply && sp - p == 5 && !memcmp(p, "error", 5) && end - sp > 4 &&
+	    !isdigit((unsigned char)sp[4]))
 		return;
 	if (reply)
 		add_name(names, p, (size_t)(sp - p));

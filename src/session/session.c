@@ -53,6 +53,9 @@ struct session {
 	 * to the router (net/router.h), removed with its sandbox. */
 	struct net_policy *network;	/* under lock */
 	struct net_link *net;
+	/* Do its sandbox's pip and npm use the operator's package index
+	 * (package_env())? */
+	bool pip_index, npm_index;	/* under net_lock */
 	pthread_mutex_t net_lock;	/* one change of network at a time */
 	atomic_int refs;
 };
@@ -929,19 +932,75 @@ static enum sm_result link_to_router(struct smgr *m, struct session *s,
 	return e < 0 ? SM_START_FAILED : SM_OK;
 }
 
+/* Point s's pip and npm at the operator's package index ([network]
+ * package_index, npm_registry) when its policy p (NULL: none) reaches it,
+ * and back to offline when p no longer does: variables the sandbox's
+ * keeper and interpreter take from the next process and execution on (an
+ * execution running now keeps its own).  Called under net_lock.  0 or
+ * -errno. */
+static int package_env(struct smgr *m, struct session *s, const struct net_policy *p)
+{
+	const struct net_config *c = &m->cfg->network;
+	bool pip = p && c->pip.url[0] && net_policy_reaches(p, &c->pip.host);
+	bool npm = p && c->npm.url[0] && net_policy_reaches(p, &c->npm.host);
+	char index[32 + NET_URL_MAX], trusted[32 + sizeof(c->pip.hostport)];
+	char registry[32 + NET_URL_MAX];
+	const char *env[16];
+	size_t n = 0;
+	int e;
+
+	if (pip != s->pip_index) {
+		snprintf(index, sizeof(index), "PIP_INDEX_URL=%s", c->pip.url);
+		snprintf(trusted, sizeof(trusted), "PIP_TRUSTED_HOST=%s", c->pip.hostport);
+		env[n++] = pip ? "PIP_NO_INDEX=0" : "PIP_NO_INDEX=1";
+		if (pip) {
+			env[n++] = index;
+			if (c->pip.plain)	/* pip refuses plain http otherwise */
+				env[n++] = trusted;
+		}
+	}
+	if (npm != s->npm_index) {
+		snprintf(registry, sizeof(registry), "NPM_CONFIG_REGISTRY=%s", c->npm.url);
+		env[n++] = npm ? "NPM_CONFIG_OFFLINE=false" : "NPM_CONFIG_OFFLINE=true";
+		if (npm) {
+			env[n++] = registry;
+			/* Its cache out of the workspace, and no calls home. */
+			env[n++] = "NPM_CONFIG_CACHE=/tmp/.cache/npm";
+			env[n++] = "NPM_CONFIG_UPDATE_NOTIFIER=false";
+			env[n++] = "NPM_CONFIG_AUDIT=false";
+			env[n++] = "NPM_CONFIG_FUND=false";
+		}
+	}
+	env[n] = NULL;
+	if (!n)
+		return 0;
+	if ((e = box_send_env(s->box, env)) < 0)
+		return e;
+	s->pip_index = pip;
+	s->npm_index = npm;
+	return 0;
+}
+
 /* Give s, while it is made, the network its policy allows (asked, or the
  * operator's default): nothing for none; else a link to the router. */
 static enum sm_result network_up(struct smgr *m, struct session *s,
 				 const struct net_policy *asked, char *err, size_t errlen)
 {
 	const struct net_policy *p = asked ? asked : &m->cfg->network.deflt;
+	enum sm_result r;
 
 	if (p->mode == NET_NONE)
 		return SM_OK;
 	if (!(s->network = malloc(sizeof(*s->network))))
 		return SM_NO_MEMORY;
 	*s->network = *p;
-	return link_to_router(m, s, p, &s->net, err, errlen);
+	if ((r = link_to_router(m, s, p, &s->net, err, errlen)) != SM_OK)
+		return r;
+	if (package_env(m, s, p) < 0) {
+		snprintf(err, errlen, "the sandbox ended before its package index was set");
+		return SM_START_FAILED;
+	}
+	return SM_OK;
 }
 
 enum sm_result session_set_network(struct session *s, const struct net_policy *asked,
@@ -973,6 +1032,10 @@ enum sm_result session_set_network(struct session *s, const struct net_policy *a
 			r = SM_START_FAILED;
 	} else
 		r = link_to_router(s->m, s, copy, &s->net, reason, reasonlen);
+	if (r == SM_OK && package_env(s->m, s, copy) < 0) {
+		snprintf(reason, reasonlen, "the sandbox ended before its package index was set");
+		r = SM_GONE;
+	}
 	if (r != SM_OK)
 		goto out;
 	pthread_mutex_lock(&s->lock);

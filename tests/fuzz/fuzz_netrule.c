@@ -1,10 +1,13 @@
 /* Rules of a session's network policy from clients (POST /v1/sessions
- * "network", [network] allow/deny): net_rule_parse.
+ * "network", [network] allow/deny): net_rule_parse; and the operator's
+ * package index URL ([network] package_index): net_index_parse.
  *
  * Whatever it accepts is written back by net_rule_text into text that
  * parses to the same rule (what a session shows is what applies); a name
  * is lower case, at most 253 bytes, of letters, digits, '-', '_' and
  * dots, never empty between dots; a range is IPv4.  A refusal says why.
+ * An index it accepts is the input itself, printable ASCII without quotes,
+ * http:// or https://, its host one name (no wildcard) or one address.
  * The input is the rule; a NUL ends it, as in C. */
 #include <assert.h>
 #include <ctype.h>
@@ -48,6 +51,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		assert(again.is_name == r.is_name && again.wildcard == r.wildcard);
 		assert(r.is_name ? !strcmp(again.name, r.name)
 				 : !memcmp(&again.range, &r.range, sizeof(r.range)));
+	}
+	{
+		struct net_index ix;
+
+		why[0] = '\0';
+		if (!net_index_parse(s, &ix, why, sizeof(why))) {
+			assert(why[0] && !ix.url[0]);
+		} else {
+			assert(!strcmp(ix.url, s) && strlen(s) <= NET_URL_MAX);
+			assert(!strncmp(s, "http://", 7) || !strncmp(s, "https://", 8));
+			assert(ix.plain == !strncmp(s, "http://", 7));
+			for (const char *c = s; *c; c++)
+				assert(*c > ' ' && *c < 0x7f && !strchr("\"'\\", *c));
+			assert(!ix.host.wildcard && ix.hostport[0]);
+			assert(ix.host.is_name || ix.host.range.bits == 128);
+		}
 	}
 	free(s);
 	return 0;

@@ -18,20 +18,38 @@ probe()   the code a session runs to try each target: a JSON line of
           {target: "reached" | "noname" | errno name | "timeout"}, each
           connection given one second.
 REFUSED   what a refused target may answer.
+uid_range()          a daemon's own range of host uids.
+refused_at_start()   the error `petri serve` stops with for a [network] section.
 
 Every namespace, link and process is removed when the world closes.
 """
 import fcntl
 import json
 import os
+import secrets
 import subprocess
 from pathlib import Path
 
-from harness import command_line, process_tree, wait_for
+from harness import PETRI, command_line, process_tree, wait_for
 
 RANGES = ["198.51.100", "203.0.113"]
 LOCKS = "/run/lock"
 REFUSED = {"EHOSTUNREACH", "ECONNREFUSED", "ENETUNREACH", "EACCES", "EPERM", "timeout"}
+
+
+def uid_range():
+    return (3_000_000_000 + secrets.randbelow(40_000) * 10_000, 200)
+
+
+def refused_at_start(tmp_path, lines):
+    """`petri serve` with [network] of these lines: (its exit code, its
+    stderr); a good section would have it serve (and time out)."""
+    cfg = tmp_path / "bad.ini"
+    cfg.write_text(f"[network]\n{lines}\n")
+    r = subprocess.run([PETRI, "serve", "--config", str(cfg), "--listen", "127.0.0.1:0"],
+                       capture_output=True, text=True, timeout=30,
+                       env={**os.environ, "STATE_DIRECTORY": str(tmp_path / "st")})
+    return r.returncode, r.stderr
 
 
 def sh(*args, check=True):

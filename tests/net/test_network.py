@@ -4,19 +4,14 @@ internet of the test's own (networld.py); none is as it was; nothing of a
 session's network outlives it or the daemon."""
 import json
 import os
-import secrets
 import signal
-import subprocess
 
 import pytest
 import requests
 
-from harness import PETRI, Api, Daemon, cgroup_dirs, ended, metric, petri_lock, wait_for
-from networld import PROBE, REFUSED, World, probe, router_processes
-
-
-def uid_range():
-    return (3_000_000_000 + secrets.randbelow(40_000) * 10_000, 200)
+from harness import Api, Daemon, cgroup_dirs, ended, metric, petri_lock, wait_for
+from networld import (PROBE, REFUSED, World, probe, refused_at_start, router_processes,
+                      uid_range)
 
 
 @pytest.fixture(scope="module")
@@ -199,12 +194,8 @@ def test_the_config_is_checked(tmp_path, world):
                      ("default = sometimes", "bad value"),
                      ("reachable = example.org", "reachable"),
                      ("upstream_dns = resolver", "bad value")):
-        cfg = tmp_path / "bad.ini"
-        cfg.write_text(f"[network]\n{bad}\n")
-        r = subprocess.run([PETRI, "serve", "--config", str(cfg), "--listen", "127.0.0.1:0"],
-                           capture_output=True, text=True, timeout=30,
-                           env={**os.environ, "STATE_DIRECTORY": str(tmp_path / "st")})
-        assert r.returncode != 0 and why in r.stderr, (bad, r.stderr)
+        code, err = refused_at_start(tmp_path, bad)
+        assert code != 0 and why in err, (bad, err)
 
 
 def test_nothing_outlives_a_session_or_the_daemon(tmp_path, world):

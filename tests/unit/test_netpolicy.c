@@ -124,6 +124,62 @@ START_TEST(test_upstream)
 }
 END_TEST
 
+/* An index's URL, and whether a policy reaches its host. */
+START_TEST(test_index)
+{
+	struct net_index ix;
+	struct net_policy p = { .mode = NET_NONE };
+
+	ck_assert_msg(net_index_parse("http://PyPI.Internal:8080/simple/", &ix, err, sizeof(err)),
+		      "%s", err);
+	ck_assert(ix.plain && ix.host.is_name);
+	ck_assert_str_eq(ix.host.name, "pypi.internal");
+	ck_assert_str_eq(ix.hostport, "PyPI.Internal:8080");
+	ck_assert_str_eq(ix.url, "http://PyPI.Internal:8080/simple/");
+	ck_assert(!net_policy_reaches(&p, &ix.host));		/* none reaches nothing */
+	ck_assert(net_policy_add(&p, "*.internal.example", false, err, sizeof(err)));
+	ck_assert(!net_policy_reaches(&p, &ix.host));
+	ck_assert(net_policy_add(&p, "pypi.internal", false, err, sizeof(err)));
+	ck_assert(net_policy_reaches(&p, &ix.host));
+	ck_assert(net_policy_add(&p, "pypi.internal", true, err, sizeof(err)));
+	ck_assert(!net_policy_reaches(&p, &ix.host));		/* deny wins */
+
+	ck_assert(net_index_parse("https://192.0.2.7/npm/", &ix, err, sizeof(err)));
+	ck_assert(!ix.plain && !ix.host.is_name);
+	ck_assert_str_eq(ix.hostport, "192.0.2.7");
+	p = (struct net_policy){ .mode = NET_NONE };
+	ck_assert(net_policy_add(&p, "192.0.2.0/24", false, err, sizeof(err)));
+	ck_assert(net_policy_reaches(&p, &ix.host));
+	ck_assert(net_policy_add(&p, "*", false, err, sizeof(err)));
+	ck_assert(net_policy_add(&p, "192.0.2.7", true, err, sizeof(err)));
+	ck_assert(!net_policy_reaches(&p, &ix.host));
+	/* A wildcard covers names under it, not the name itself. */
+	ck_assert(net_index_parse("https://a.b.example.org/", &ix, err, sizeof(err)));
+	p = (struct net_policy){ .mode = NET_NONE };
+	ck_assert(net_policy_add(&p, "*.example.org", false, err, sizeof(err)));
+	ck_assert(net_policy_reaches(&p, &ix.host));
+	ck_assert(net_index_parse("https://example.org/", &ix, err, sizeof(err)));
+	ck_assert(!net_policy_reaches(&p, &ix.host));
+	ck_assert(net_index_parse("https://xexample.org/", &ix, err, sizeof(err)));
+	ck_assert(!net_policy_reaches(&p, &ix.host));
+
+	for (const char *bad[] = { "ftp://pypi.internal/", "pypi.internal/simple",
+				   "http://[2001:db8::1]/", "http://a b/", "http://x/\"\"",
+				   "http:///simple/", "https://*.example.org/", "http://x/\x01",
+				   "", NULL }, **b = bad; *b; b++)
+		ck_assert_msg(!net_index_parse(*b, &ix, err, sizeof(err)) && !ix.url[0],
+			      "%s parsed", *b);
+	{
+		char longer[NET_URL_MAX + 16] = "http://x/";
+
+		memset(longer + 9, 'a', sizeof(longer) - 10);
+		longer[sizeof(longer) - 1] = '\0';
+		ck_assert(!net_index_parse(longer, &ix, err, sizeof(err)));
+		ck_assert(strstr(err, "at most"));
+	}
+}
+END_TEST
+
 Suite *netpolicy_suite(void)
 {
 	Suite *s = suite_create("netpolicy");
@@ -134,6 +190,7 @@ Suite *netpolicy_suite(void)
 	tcase_add_test(tc, test_policy_modes);
 	tcase_add_test(tc, test_bounds);
 	tcase_add_test(tc, test_upstream);
+	tcase_add_test(tc, test_index);
 	suite_add_tcase(s, tc);
 	return s;
 }
