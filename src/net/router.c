@@ -759,16 +759,16 @@ static char *link_rules(const struct net_router *r, const struct net_link *l,
 		fprintf(f, "add counter inet petri i%u\n", k);
 		fprintf(f, "add chain inet petri s%u\n", k);
 		fprintf(f, "add chain inet petri y%u\n", k);
-		fprintf(f, "add rule inet petri y%u counter name \"i%u\"\n", k, k);
-		fprintf(f, "add rule inet petri y%u ct mark %u ct state established,related accept\n",
-			k, id);
-		fprintf(f, "add rule inet petri y%u drop\n", k);
 		fprintf(f, "add chain inet petri z%u\n", k);
 		fprintf(f, "add rule inet petri z%u add @r%u { ip daddr }\n", k, k);
+		/* A connection the policy no longer allows is reset (its
+		 * socket says so at once); a new one is refused. */
+		fprintf(f, "add rule inet petri z%u meta l4proto tcp ct state established "
+			"reject with tcp reset\n", k);
 		fprintf(f, "add rule inet petri z%u reject with icmpx admin-prohibited\n", k);
 	} else
-		fprintf(f, "flush chain inet petri s%u\nflush set inet petri a%u\n"
-			"flush set inet petri d%u\n", k, k, k);
+		fprintf(f, "flush chain inet petri s%u\nflush chain inet petri y%u\n"
+			"flush set inet petri a%u\nflush set inet petri d%u\n", k, k, k, k);
 	for (int deny = 0; deny < 2; deny++) {
 		const struct net_rule *v = deny ? p->deny : p->allow;
 		size_t n = deny ? p->ndeny : p->nallow;
@@ -784,25 +784,29 @@ static char *link_rules(const struct net_router *r, const struct net_link *l,
 		if (!first)
 			fprintf(f, " }\n");
 	}
-	/* The session's chain: every packet it sends is counted; a packet of
-	 * a connection this link made passes (its mark is the link's id: a
-	 * connection of an earlier session that had its address is not its
-	 * own); a new one passes only to an address never forbidden, not
-	 * denied, allowed, within the session's connections at once and their
-	 * rate, and is marked as the link's.  Its replies' chain (y) counts
-	 * and passes only what belongs to a connection marked so. */
+	/* The session's chain: every packet it sends is counted; one of a
+	 * connection another link made (an earlier session that had its
+	 * address) or that conntrack finds invalid is dropped.  Every other
+	 * packet, of a connection open or new, goes only to an address never
+	 * forbidden, not denied and allowed, as the policy is now: a change
+	 * of policy holds for connections already open.  A new one must also
+	 * be within the session's connections at once and their rate, and is
+	 * marked as the link's.  Its replies' chain (y) counts and passes only
+	 * what belongs to a connection marked so, from an address the policy
+	 * still allows. */
 #define RULE(...) fprintf(f, "add rule inet petri s%u " __VA_ARGS__)
 /* A refusal: its address noted (z: net_seen() reads it), then rejected. */
 #define REJECT "goto z%u\n"
 	RULE("counter name \"o%u\"\n", k, k);
-	RULE("ct state established,related ct mark %u accept\n", k, id);
-	RULE("ct state established,related,invalid drop\n", k);
+	RULE("ct state invalid drop\n", k);
+	RULE("ct state established,related ct mark != %u drop\n", k, id);
 	RULE("ip daddr @never " REJECT, k, k);
 	RULE("ip daddr @host " REJECT, k, k);
 	RULE("ip daddr @private ip daddr != @reachable " REJECT, k, k);
 	RULE("ip daddr @d%u " REJECT, k, k, k);
 	if (p->mode == NET_ALLOWLIST)
 		RULE("ip daddr != @a%u " REJECT, k, k, k);
+	RULE("ct state established,related accept\n", k);
 	RULE("ct count over %u " REJECT, k, r->cfg.max_connections, k);
 	RULE("limit rate over %u/second burst %u packets " REJECT, k,
 	     r->cfg.connections_per_s, 2 * r->cfg.connections_per_s, k);
@@ -812,6 +816,19 @@ static char *link_rules(const struct net_router *r, const struct net_link *l,
 	RULE("ct mark set %u accept\n", k, id);
 #undef RULE
 #undef REJECT
+#define RULE(...) fprintf(f, "add rule inet petri y%u " __VA_ARGS__)
+	RULE("counter name \"i%u\"\n", k, k);
+	RULE("ct mark != %u drop\n", k, id);
+	RULE("ct state related accept\n", k);	/* an error about one of its own */
+	RULE("ct state != established drop\n", k);
+	RULE("ip saddr @never drop\n", k);
+	RULE("ip saddr @host drop\n", k);
+	RULE("ip saddr @private ip saddr != @reachable drop\n", k);
+	RULE("ip saddr @d%u drop\n", k, k);
+	if (p->mode == NET_ALLOWLIST)
+		RULE("ip saddr != @a%u drop\n", k, k);
+	RULE("accept\n", k);
+#undef RULE
 	if (fresh)
 		fprintf(f, "add element inet petri sessions { \"pn%u\" : jump s%u }\n"
 			"add element inet petri replies { \"pn%u\" : jump y%u }\n"

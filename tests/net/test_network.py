@@ -265,6 +265,59 @@ def test_a_policy_change_takes_effect_in_a_live_session(api, world):
     api.delete(f"/v1/sessions/{sid}")
 
 
+HOLD = """
+import socket
+held = {}
+for addr in TARGETS:
+    held[addr] = socket.create_connection((addr, 80), 5)
+print(sorted(held))
+"""
+
+USE = r"""
+import errno, socket
+used = {}
+for addr, s in held.items():
+    try:
+        s.settimeout(5)
+        s.sendall(b'GET /index.txt HTTP/1.0\r\n\r\n')
+        data = b''
+        while chunk := s.recv(4096):
+            data += chunk
+        used[addr] = 'reached' if b'hello from the world' in data else 'answered'
+    except socket.timeout:
+        used[addr] = 'timeout'
+    except OSError as e:
+        used[addr] = errno.errorcode.get(e.errno, str(e.errno))
+    s.close()
+print(used)
+"""
+
+
+@pytest.mark.parametrize("now, cut", [
+    ({"allow": ["WORLD_A"]}, "WORLD_B"),                  # narrowed
+    ({"allow": ["*"], "deny": ["WORLD_B"]}, "WORLD_B"),   # open, with a deny
+])
+def test_a_policy_change_holds_for_connections_already_open(api, world, now, cut):
+    """Connections opened under the old policy go on only where the new one
+    allows: one to an address it no longer allows is reset at its next
+    packet, and the refusal is seen; one it still allows is not touched."""
+    a, b = world.a, world.b
+    fill = {"WORLD_A": a, "WORLD_B": b}
+    now = {k: [fill.get(x, x) for x in v] for k, v in now.items()}
+    sid = api.session(network={"allow": [a, b]})
+    r = api.execute(sid, f"TARGETS = {[a, b]!r}\n" + HOLD)
+    assert r["stdout"] == f"{sorted([a, b])!r}\n", r
+    r = api.request("PATCH", f"/v1/sessions/{sid}", json={"network": now})
+    assert r.status_code == 200, r.text
+    r = api.execute(sid, USE)
+    used = eval(r["stdout"])
+    kept = a if fill[cut] == b else b
+    assert used[kept] == "reached", used
+    assert used[fill[cut]] == "ECONNRESET", used
+    assert r["network"]["refused"] == [fill[cut]], r["network"]
+    api.delete(f"/v1/sessions/{sid}")
+
+
 def e2b(server, method, path, body=None):
     return requests.request(method, server.url + path, json=body, timeout=120)
 
