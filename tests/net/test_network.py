@@ -9,7 +9,7 @@ import signal
 import pytest
 import requests
 
-from harness import Api, Daemon, cgroup_dirs, ended, metric, petri_lock, wait_for
+from harness import SSE, Api, Daemon, cgroup_dirs, ended, metric, petri_lock, wait_for
 from networld import (PROBE, REFUSED, World, probe, refused_at_start, router_processes,
                       uid_range)
 
@@ -315,6 +315,16 @@ def test_a_policy_change_holds_for_connections_already_open(api, world, now, cut
     assert used[kept] == "reached", used
     assert used[fill[cut]] == "ECONNRESET", used
     assert r["network"]["refused"] == [fill[cut]], r["network"]
+    api.delete(f"/v1/sessions/{sid}")
+
+
+def test_a_streamed_execution_ends_with_what_it_reached(server, api, world):
+    sid = api.session(network={"allow": ["allowed.test"]})
+    code = f"TARGETS = ['allowed.test', '{world.b}']\n" + PROBE
+    events = list(SSE(server.url, f"/v1/sessions/{sid}/execute", {"code": code}))
+    done = [data for _, name, data in events if name == "done"]
+    assert done and done[0]["network"]["connected"] == [world.a], events[-1]
+    assert done[0]["network"]["refused"] == [world.b], done[0]["network"]
     api.delete(f"/v1/sessions/{sid}")
 
 
