@@ -91,6 +91,12 @@ struct net_router {
 	int slirp_exit;			/* closing it ends slirp4netns */
 	int alive[2];			/* a pipe: [1] closes when the daemon dies */
 	_Atomic uint32_t next_id;	/* of links (net_link.id) */
+	/* A thread in the daemon's namespace that refreshes the set of the
+	 * host's addresses whenever they change (host_watch()); a byte on
+	 * watch_stop[1] ends it. */
+	pthread_t watcher;
+	bool watching;
+	int watch_stop[2];
 	pthread_mutex_t lock;		/* the links */
 	struct net_link *links[NET_LINKS_MAX];
 };
@@ -610,6 +616,73 @@ out:
 	return e;
 }
 
+/* The host's addresses (set elements, from host_addresses()) into the
+ * router's set of them, on the router's thread. */
+static int host_in_ns(void *arg, void *ctx)
+{
+	struct net_router *r = ctx;
+	const char *host = arg;
+	char *text = NULL;
+	char err[256];
+	int e;
+
+	if (asprintf(&text, "flush set inet petri host\n%s%s%s", host[0] ? "add element inet "
+		     "petri host { " : "", host, host[0] ? " }\n" : "") < 0)
+		return -ENOMEM;
+	e = nft_apply(r, text, err, sizeof(err));
+	if (e < 0)
+		log_err("net: the host's addresses were not refreshed: %s", err);
+	free(text);
+	return e;
+}
+
+/* The host gains or loses an address (a lease, a bridge made, an interface
+ * up): the set of addresses no session may reach follows within moments,
+ * not at the next session's link.  Runs in the daemon's namespace, whose
+ * address changes the kernel tells a netlink socket opened here. */
+static void *host_watch(void *arg)
+{
+	struct net_router *r = arg;
+	struct mnl_socket *nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	char buf[8192];
+
+	if (!nl || mnl_socket_bind(nl, RTMGRP_IPV4_IFADDR, MNL_SOCKET_AUTOPID) < 0) {
+		log_err("net: cannot watch the host's addresses: %s", strerror(errno));
+		if (nl)
+			mnl_socket_close(nl);
+		return NULL;
+	}
+	for (;;) {
+		struct pollfd p[2] = { { .fd = mnl_socket_get_fd(nl), .events = POLLIN },
+				       { .fd = r->watch_stop[0], .events = POLLIN } };
+		bool changed = false;
+		char *host;
+
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents)
+			break;
+		/* Drain what came; an overrun (ENOBUFS) is a change too. */
+		for (;;) {
+			ssize_t n = recv(mnl_socket_get_fd(nl), buf, sizeof(buf), 0);
+
+			if (n > 0 || (n < 0 && errno == ENOBUFS)) {
+				changed = true;
+				continue;
+			}
+			if (n < 0 && errno == EINTR)
+				continue;
+			break;
+		}
+		if (changed && (host = host_addresses())) {
+			workq_call(r->q, host_in_ns, host);
+			free(host);
+		}
+	}
+	mnl_socket_close(nl);
+	return NULL;
+}
+
 int net_router_start(const struct net_config *c, struct net_router **out, char *err,
 		     size_t errlen)
 {
@@ -627,8 +700,12 @@ int net_router_start(const struct net_config *c, struct net_router **out, char *
 		return -ENOMEM;
 	r->cfg = *c;
 	r->ns = r->host_ns = r->slirp_exit = r->alive[0] = r->alive[1] = -1;
-	if (pipe2(r->alive, O_CLOEXEC) < 0) {
+	r->watch_stop[0] = r->watch_stop[1] = -1;
+	if (pipe2(r->alive, O_CLOEXEC) < 0 || pipe2(r->watch_stop, O_CLOEXEC) < 0) {
 		e = -errno;
+		for (int i = 0; i < 2; i++)
+			if (r->alive[i] >= 0)
+				close(r->alive[i]);
 		free(r);
 		return e;
 	}
@@ -644,6 +721,12 @@ int net_router_start(const struct net_config *c, struct net_router **out, char *
 	}
 	if ((e = workq_call(r->q, start_in_ns, &a)) < 0)
 		goto fail;
+	if ((e = -pthread_create(&r->watcher, NULL, host_watch, r)) < 0) {
+		snprintf(err, errlen, "cannot start the thread that watches the host's addresses: "
+			 "%s", strerror(-e));
+		goto fail;
+	}
+	r->watching = true;
 	log_info("net: router up (uplink " UPLINK_CIDR " by slirp4netns, pid %d)", (int)r->slirp);
 	*out = r;
 	return 0;
@@ -1497,6 +1580,11 @@ void net_router_stop(struct net_router *r)
 {
 	if (!r)
 		return;
+	if (r->watching) {
+		if (write(r->watch_stop[1], "", 1) < 0)
+			log_err("net: cannot stop the address watch: %s", strerror(errno));
+		pthread_join(r->watcher, NULL);
+	}
 	if (r->q) {
 		workq_call(r->q, stop_in_ns, NULL);
 		workq_free(r->q);
@@ -1508,9 +1596,12 @@ void net_router_stop(struct net_router *r)
 			log_err("net: the link of slot %u outlived the router", k);
 	if (r->ns >= 0)
 		close(r->ns);
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 2; i++) {
 		if (r->alive[i] >= 0)
 			close(r->alive[i]);
+		if (r->watch_stop[i] >= 0)
+			close(r->watch_stop[i]);
+	}
 	if (r->host_ns >= 0)
 		close(r->host_ns);
 	pthread_mutex_destroy(&r->lock);

@@ -36,7 +36,9 @@
  * nftables and dnsmasq action runs there, so a socket it opens is never in
  * the host's namespace by mistake.  Callers block until their action is
  * done (net_attach/net_detach are called by the session layer, never on an
- * event loop).
+ * event loop).  A second thread stays in the daemon's namespace and hears
+ * the kernel tell of the host's addresses changing; it has the router's
+ * thread renew the set of them.
  *
  * Lifetimes: dnsmasq and slirp4netns die with the router's thread
  * (PR_SET_PDEATHSIG), so with the daemon, kill -9 included; the router's

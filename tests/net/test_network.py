@@ -5,6 +5,9 @@ session's network outlives it or the daemon."""
 import json
 import os
 import signal
+import socket
+import subprocess
+import threading
 
 import pytest
 import requests
@@ -81,6 +84,43 @@ def test_allowed_name_and_address_are_reached_and_nothing_else(api, world):
     assert api.execute(sid, "print(6 * 7)")["stdout"] == "42\n"
     for s_ in (sid, other):
         assert api.delete(f"/v1/sessions/{s_}").status_code == 204
+
+
+def test_an_address_the_host_gains_while_a_session_lives_is_never_reached(api, world):
+    """The host's addresses are followed as they change (a lease, a bridge
+    made), not read once: one added to the host after a session's link was
+    made is refused to it within moments."""
+    sid = api.session(network={"allow": ["*"]})
+    prefix, _, last = world.host.rpartition(".")
+    gained = f"{prefix}.{int(last) + 3}"        # the world's /29 leaves it unused
+    target = f"{gained}:8080"
+    subprocess.run(["ip", "addr", "add", f"{gained}/32", "dev", world.link], check=True)
+    listener = socket.create_server((gained, 8080))
+    stop = threading.Event()
+
+    def serve():
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                listener.accept()[0].close()
+            except OSError:
+                pass
+    t = threading.Thread(target=serve)
+    t.start()
+    try:
+        # Not reached at any moment after the refresh, which takes
+        # moments: its first probe may come before it.
+        assert wait_for(lambda: probe(api, sid, [target])[target] in REFUSED, 10)
+        for _ in range(3):
+            assert probe(api, sid, [target])[target] in REFUSED
+        r = api.execute(sid, f"TARGETS = [{target!r}]\n" + PROBE)
+        assert r["network"]["refused"] == [gained], r["network"]
+    finally:
+        stop.set()
+        t.join()
+        listener.close()
+        subprocess.run(["ip", "addr", "del", f"{gained}/32", "dev", world.link])
+    api.delete(f"/v1/sessions/{sid}")
 
 
 def test_a_name_that_resolves_to_a_forbidden_address_is_refused(api, world):
