@@ -4,6 +4,7 @@ internet of the test's own (networld.py); none is as it was; nothing of a
 session's network outlives it or the daemon."""
 import json
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -24,8 +25,8 @@ def world(tmp_path_factory):
     w.close()
 
 
-def start(tmp_path, world, network, extra=""):
-    d = Daemon(tmp_path, world.config(network) + extra, uid_range=uid_range())
+def start(tmp_path, world, network, extra="", **kw):
+    d = Daemon(tmp_path, world.config(network) + extra, uid_range=uid_range(), **kw)
     d.wait_warm(120)
     return d
 
@@ -238,8 +239,18 @@ def test_the_config_is_checked(tmp_path, world):
         assert code != 0 and why in err, (bad, err)
 
 
+def low_soft_file_limit():
+    """In a daemon's child before exec: a soft file limit of 1024 under a
+    higher hard one, as a shell or a service manager leaves it."""
+    resource.setrlimit(resource.RLIMIT_NOFILE,
+                       (1024, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+
+
 def test_nothing_outlives_a_session_or_the_daemon(tmp_path, world):
-    d = start(tmp_path, world, "clients_may = allowlist")
+    # (A daemon whose soft file limit is below its hard one: the uplink's
+    # is checked below.)
+    d = start(tmp_path, world, "clients_may = allowlist", "[server]\nmax_connections = 64\n",
+              preexec_fn=low_soft_file_limit)
     api = Api(d.url)
     sids = [api.session(network={"allow": ["allowed.test"]}) for _ in range(3)]
     procs = router_processes(d.pid)
@@ -253,6 +264,13 @@ def test_nothing_outlives_a_session_or_the_daemon(tmp_path, world):
     # A slot freed is taken again cleanly.
     again = api.session(network={"allow": ["allowed.test"]})
     assert probe(api, again, ["allowed.test"]) == {"allowed.test": "reached"}
+    # The uplink holds a socket for every session's connections: its file
+    # limit is the daemon's hard one (raised at start), not the soft one
+    # the daemon was started with.
+    uplink = [p for p, n in router_processes(d.pid).items() if "slirp4netns" in n]
+    with open(f"/proc/{uplink[0]}/limits") as f:
+        files = next(line.split()[3:5] for line in f if line.startswith("Max open files"))
+    assert files[0] == files[1] == str(resource.getrlimit(resource.RLIMIT_NOFILE)[1]), files
     # kill -9 of the daemon: its resolvers and its uplink die with it.
     # (No other petri starts, and sweeps the dead one's cgroups, until
     # the one started here has.)
