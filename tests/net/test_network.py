@@ -4,16 +4,18 @@ internet of the test's own (networld.py); none is as it was; nothing of a
 session's network outlives it or the daemon."""
 import json
 import os
+import re
 import resource
 import signal
 import socket
 import subprocess
 import threading
+from pathlib import Path
 
 import pytest
 import requests
 
-from harness import SSE, Api, Daemon, cgroup_dirs, ended, metric, petri_lock, wait_for
+from harness import PETRI, SSE, Api, Daemon, cgroup_dirs, ended, metric, petri_lock, wait_for
 from networld import (PROBE, REFUSED, World, probe, refused_at_start, router_processes,
                       uid_range)
 
@@ -225,6 +227,43 @@ def test_the_operator_bounds_and_defaults(tmp_path, world):
         # Less than the default is always allowed.
         sid2 = api.session(network={"allow": []})
         assert probe(api, sid2, [world.a]) == {world.a: "ENETUNREACH"}
+    finally:
+        stop(d)
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def bounding_set(text):
+    """The last CapabilityBoundingSet= of a unit's text, as setpriv takes it."""
+    caps = re.findall(r"^\s*CapabilityBoundingSet=(.*)$", text, re.M)[-1].split()
+    assert caps and all(c.startswith("CAP_") for c in caps), caps
+    return "-all," + ",".join("+" + c[4:].lower() for c in caps)
+
+
+@pytest.mark.parametrize("drop_in", [False, True], ids=["unit", "unit+drop-in"])
+def test_the_systemd_units_capabilities_and_the_documented_drop_in(tmp_path, world, drop_in):
+    """Under the unit's capabilities (packaging/petri.service) a session
+    that asks for a network is refused, clearly, and one without works; the
+    drop-in docs/configuration.md gives for a network makes it work.  (The
+    unit's other settings need systemd: tests/install/test_deb.py.)"""
+    unit = (ROOT / "packaging/petri.service").read_text()
+    doc = (ROOT / "docs/configuration.md").read_text()
+    caps = bounding_set(doc[doc.index("Give them in a drop-in"):] if drop_in else unit)
+    d = start(tmp_path, world, "clients_may = allowlist",
+              command=["setpriv", "--no-new-privs", "--bounding-set", caps, "--", PETRI])
+    try:
+        api = Api(d.url)
+        if drop_in:
+            sid = api.session(network={"allow": ["allowed.test"]})
+            assert probe(api, sid, ["allowed.test"]) == {"allowed.test": "reached"}
+        else:
+            r = api.post("/v1/sessions", {"network": {"allow": ["allowed.test"]}})
+            assert r.status_code == 503, r.text
+            assert "network namespace" in r.json()["error"]["message"], r.text
+            sid = api.session()
+            assert api.execute(sid, "print(6 * 7)")["stdout"] == "42\n"
+        api.delete(f"/v1/sessions/{sid}")
     finally:
         stop(d)
 
