@@ -1072,14 +1072,21 @@ static int resolver_wait(pid_t pid, unsigned k, int errp, char *err, size_t errl
 	int st;
 
 	while (!resolver_listening(k)) {
-		if (exited(pid, &st) || clock_mono_s() > deadline) {
-			char msg[256] = "";
+		bool ended = exited(pid, &st);
+
+		if (ended || clock_mono_s() > deadline) {
+			/* What it said last is the cause ("started" comes first). */
+			char msg[4096] = "", *last;
 			ssize_t n = read(errp, msg, sizeof(msg) - 1);
 
 			msg[n > 0 ? n : 0] = '\0';
-			msg[strcspn(msg, "\n")] = '\0';
-			snprintf(err, errlen, "the session's resolver did not start%s%s",
-				 msg[0] ? ": " : "", msg);
+			while (n > 0 && msg[n - 1] == '\n')
+				msg[--n] = '\0';
+			last = strrchr(msg, '\n');
+			last = last ? last + 1 : msg;
+			snprintf(err, errlen, "the session's resolver did not start (%s %d s)%s%.200s",
+				 ended ? "it ended within" : "not listening after",
+				 RESOLVER_WAIT_MS / 1000, last[0] ? ": " : "", last);
 			return -EIO;
 		}
 		usleep(500);

@@ -87,6 +87,11 @@ struct smgr {
 	 * whose policy allows one; NULL until then. */
 	struct net_router *router;
 	pthread_mutex_t router_lock;	/* its start */
+	/* Its last failed start (monotonic seconds, 0: none) and why: tried
+	 * again only ROUTER_RETRY_S later, so a host that cannot make one
+	 * does not spawn an uplink for every session asked. */
+	double router_failed;
+	char router_err[256];
 	const char **pool_env;		/* the operator's env, for pooled sandboxes */
 	pthread_mutex_t lock;
 	struct session **v;
@@ -896,6 +901,8 @@ static enum sm_result spawn(struct smgr *m, const struct petri_limits *lim,
 	return SM_OK;
 }
 
+#define ROUTER_RETRY_S 30.0
+
 /* The router, started on first use (a server whose sessions never ask for
  * a network never makes one); NULL with the reason in err. */
 static struct net_router *router_get(struct smgr *m, char *err, size_t errlen)
@@ -903,8 +910,14 @@ static struct net_router *router_get(struct smgr *m, char *err, size_t errlen)
 	struct net_router *r;
 
 	pthread_mutex_lock(&m->router_lock);
-	if (!m->router && net_router_start(&m->cfg->network, &m->router, err, errlen) < 0)
-		log_err("net: %s", err);
+	if (!m->router && m->router_failed && clock_mono_s() < m->router_failed + ROUTER_RETRY_S) {
+		snprintf(err, errlen, "%s", m->router_err);
+	} else if (!m->router &&
+		   net_router_start(&m->cfg->network, &m->router, err, errlen) < 0) {
+		log_err("net: %s (tried again in %.0f s)", err, ROUTER_RETRY_S);
+		m->router_failed = clock_mono_s();
+		snprintf(m->router_err, sizeof(m->router_err), "%s", err);
+	}
 	r = m->router;
 	pthread_mutex_unlock(&m->router_lock);
 	return r;

@@ -258,9 +258,13 @@ def test_the_systemd_units_capabilities_and_the_documented_drop_in(tmp_path, wor
             sid = api.session(network={"allow": ["allowed.test"]})
             assert probe(api, sid, ["allowed.test"]) == {"allowed.test": "reached"}
         else:
-            r = api.post("/v1/sessions", {"network": {"allow": ["allowed.test"]}})
-            assert r.status_code == 503, r.text
-            assert "network namespace" in r.json()["error"]["message"], r.text
+            for _ in range(3):
+                r = api.post("/v1/sessions", {"network": {"allow": ["allowed.test"]}})
+                assert r.status_code == 503, r.text
+                assert "network namespace" in r.json()["error"]["message"], r.text
+            # Tried once, not for each session asked: the next try is later.
+            assert d.stderr_text().count("cannot make the router's network namespace") == 1, \
+                d.stderr_text()[-2000:]
             sid = api.session()
             assert api.execute(sid, "print(6 * 7)")["stdout"] == "42\n"
         api.delete(f"/v1/sessions/{sid}")
