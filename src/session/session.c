@@ -54,8 +54,9 @@ struct session {
 	struct net_policy *network;	/* under lock */
 	struct net_link *net;
 	/* Do its sandbox's pip and npm use the operator's package index
-	 * (package_env())? */
+	 * (package_env())?  Not where its client set their index itself. */
 	bool pip_index, npm_index;	/* under net_lock */
+	bool pip_own, npm_own;
 	pthread_mutex_t net_lock;	/* one change of network at a time */
 	atomic_int refs;
 };
@@ -954,8 +955,8 @@ static enum sm_result link_to_router(struct smgr *m, struct session *s,
 static int package_env(struct smgr *m, struct session *s, const struct net_policy *p)
 {
 	const struct net_config *c = &m->cfg->network;
-	bool pip = p && c->pip.url[0] && net_policy_reaches(p, &c->pip.host);
-	bool npm = p && c->npm.url[0] && net_policy_reaches(p, &c->npm.host);
+	bool pip = p && !s->pip_own && c->pip.url[0] && net_policy_reaches(p, &c->pip.host);
+	bool npm = p && !s->npm_own && c->npm.url[0] && net_policy_reaches(p, &c->npm.host);
 	char index[32 + NET_URL_MAX], trusted[32 + sizeof(c->pip.hostport)];
 	char registry[32 + NET_URL_MAX];
 	const char *env[16];
@@ -992,6 +993,23 @@ static int package_env(struct smgr *m, struct session *s, const struct net_polic
 	s->pip_index = pip;
 	s->npm_index = npm;
 	return 0;
+}
+
+/* Did the client set pip's or npm's index in s's environment (env: its
+ * variables at creation)?  Then package_env() leaves that tool alone. */
+static void own_indexes(struct session *s, const char *const *env)
+{
+	static const char *const pip[] = { "PIP_INDEX_URL=", "PIP_NO_INDEX=",
+					   "PIP_EXTRA_INDEX_URL=", NULL };
+	static const char *const npm[] = { "NPM_CONFIG_REGISTRY=", "npm_config_registry=",
+					   "NPM_CONFIG_OFFLINE=", "npm_config_offline=", NULL };
+
+	for (size_t i = 0; env && env[i]; i++) {
+		for (size_t k = 0; pip[k]; k++)
+			s->pip_own |= !strncmp(env[i], pip[k], strlen(pip[k]));
+		for (size_t k = 0; npm[k]; k++)
+			s->npm_own |= !strncmp(env[i], npm[k], strlen(npm[k]));
+	}
 }
 
 /* Give s, while it is made, the network its policy allows (asked, or the
@@ -1088,6 +1106,7 @@ enum sm_result smgr_create(struct smgr *m, const struct session_params *p,
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->net_lock, NULL);
 	atomic_init(&s->refs, 1);
+	own_indexes(s, p->env);
 	if ((r = spawn(m, &p->limits, p->env, &s->box, err, errlen)) != SM_OK ||
 	    (r = network_up(m, s, p->network, err, errlen)) != SM_OK) {
 		session_free(s);

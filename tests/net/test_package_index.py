@@ -149,6 +149,17 @@ def test_a_change_of_policy_turns_the_index_on_and_off(api):
     api.delete(f"/v1/sessions/{sid}")
 
 
+def test_a_clients_own_index_is_left_alone(api):
+    """A client that sets pip's index itself (the session's env) keeps it:
+    petri sets npm's only."""
+    sid = api.session(network={"allow": ["allowed.test"]},
+                      env={"PIP_INDEX_URL": "http://mine.test/simple/", "PIP_NO_INDEX": "0"})
+    assert api.execute(sid, PIP_ENV)["stdout"] == "0 http://mine.test/simple/\n"
+    r = bash(api, sid, "echo $NPM_CONFIG_REGISTRY")
+    assert r["stdout"] == "http://allowed.test/npm/\n", r
+    api.delete(f"/v1/sessions/{sid}")
+
+
 @pytest.mark.parametrize("lines, why", [
     ("clients_may = allowlist\npackage_index = ftp://allowed.test/", "not an http:// or https://"),
     ("clients_may = allowlist\npackage_index = http://[::1]/simple", "not a domain name or an IPv4"),
