@@ -665,6 +665,7 @@ static int check_network(const struct parse *p, char *err, size_t errlen)
 	const struct net_policy *d = &n->deflt;
 	const struct net_index *ix[] = { &n->pip, &n->npm };
 	struct net_policy denies = { .mode = NET_OPEN };
+	const char *why;
 
 	if (d->mode == NET_ALLOWLIST && d->nallow == 0) {
 		snprintf(err, errlen, "%s: [network] default = allowlist needs allow = (names, "
@@ -694,6 +695,11 @@ static int check_network(const struct parse *p, char *err, size_t errlen)
 		if (!net_policy_reaches(&denies, &ix[i]->host)) {
 			snprintf(err, errlen, "%s: [network] %s: its host is in [network] deny",
 				 p->path, i ? "npm_registry" : "package_index");
+			return -EINVAL;
+		}
+		if (!ix[i]->host.is_name && (why = net_never_reached(n, ix[i]->host.range.addr))) {
+			snprintf(err, errlen, "%s: [network] %s: its address is %s", p->path,
+				 i ? "npm_registry" : "package_index", why);
 			return -EINVAL;
 		}
 	}

@@ -207,21 +207,25 @@ bool net_policy_add_operator_denies(const struct net_config *c, struct net_polic
 	return true;
 }
 
-/* Does rule r cover host (one name or one address)?  A name rule covers
- * that name, a wildcard the names under it; a range its addresses. */
-static bool rule_covers(const struct net_rule *r, const struct net_rule *host)
+/* Does rule r cover host (one name or one address)?  An allowed name
+ * covers that name, a wildcard the names under it; a denied name covers
+ * the names under it too, as the resolver denies them (router.c:
+ * covered()); a range covers its addresses. */
+static bool rule_covers(const struct net_rule *r, bool deny, const struct net_rule *host)
 {
 	size_t hl, nl;
+	bool under;
 
 	if (r->is_name != host->is_name)
 		return false;
 	if (!r->is_name)
 		return cidr_contains(&r->range, host->range.addr);
-	if (!r->wildcard)
-		return !strcmp(r->name, host->name);
 	hl = strlen(host->name);
 	nl = strlen(r->name);
-	return hl > nl + 1 && host->name[hl - nl - 1] == '.' && !strcmp(host->name + hl - nl, r->name);
+	under = hl > nl + 1 && host->name[hl - nl - 1] == '.' && !strcmp(host->name + hl - nl, r->name);
+	if (r->wildcard)
+		return under;
+	return !strcmp(r->name, host->name) || (deny && under);
 }
 
 bool net_policy_reaches(const struct net_policy *p, const struct net_rule *host)
@@ -231,10 +235,10 @@ bool net_policy_reaches(const struct net_policy *p, const struct net_rule *host)
 	if (p->mode == NET_NONE)
 		return false;
 	for (size_t i = 0; i < p->ndeny; i++)
-		if (rule_covers(&p->deny[i], host))
+		if (rule_covers(&p->deny[i], true, host))
 			return false;
 	for (size_t i = 0; !allowed && i < p->nallow; i++)
-		allowed = rule_covers(&p->allow[i], host);
+		allowed = rule_covers(&p->allow[i], false, host);
 	return allowed;
 }
 
@@ -295,4 +299,26 @@ out:
 	if (!ok)
 		memset(out, 0, sizeof(*out));
 	return ok;
+}
+
+/* Is addr in one of the ranges of list (NET_NEVER_RANGES' form)? */
+static bool in_ranges(const char *list, const unsigned char addr[16])
+{
+	char copy[256], *save = NULL;
+	struct cidr c;
+
+	snprintf(copy, sizeof(copy), "%s", list);
+	for (char *t = strtok_r(copy, ", ", &save); t; t = strtok_r(NULL, ", ", &save))
+		if (cidr_parse(t, &c) && cidr_contains(&c, addr))
+			return true;
+	return false;
+}
+
+const char *net_never_reached(const struct net_config *c, const unsigned char addr[16])
+{
+	if (in_ranges(NET_NEVER_RANGES, addr))
+		return "loopback, link-local, multicast or otherwise never reachable";
+	if (in_ranges(NET_PRIVATE_RANGES, addr) && !cidr_any(c->reachable, c->nreachable, addr))
+		return "a private address that [network] reachable does not name";
+	return NULL;
 }

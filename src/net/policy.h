@@ -6,7 +6,8 @@
  *   allowlist  it reaches what `allow` names and `deny` does not
  *   open       it reaches everything `deny` does not
  *
- * A rule is a domain name ("pypi.internal": that name), a wildcard
+ * A rule is a domain name ("pypi.internal": that name; denied, the names
+ * under it too, as the resolver denies them), a wildcard
  * ("*.example.org": every name under example.org, not example.org itself),
  * an IPv4 address or range ("192.0.2.7", "10.1.2.0/24"), or "*" in an
  * allow list (open).  Deny wins over allow.  Whatever a policy says, the
@@ -28,6 +29,17 @@
 #include "util/cidr.h"
 
 enum net_mode { NET_NONE = 0, NET_ALLOWLIST, NET_OPEN };
+
+/* Ranges no session ever reaches (beside the host's own addresses):
+ * "this network", loopback, link-local (cloud metadata, the router's
+ * plumbing, other sandboxes), multicast and reserved, and Azure's host
+ * agent (root on a VM may reach it, and the uplink's sockets are root's);
+ * and the private ranges, reached only where the operator names them
+ * `reachable`.  As nftables set elements (router.c) and for
+ * net_never_reached(). */
+#define NET_NEVER_RANGES "0.0.0.0/8, 127.0.0.0/8, 169.254.0.0/16, 224.0.0.0/3, 168.63.129.16"
+#define NET_PRIVATE_RANGES \
+	"10.0.0.0/8, 100.64.0.0/10, 172.16.0.0/12, 192.0.0.0/24, 192.168.0.0/16, 198.18.0.0/15"
 
 /* Rules in each list of one policy, at most: each name is a resolver
  * argument, each range a set element. */
@@ -112,10 +124,16 @@ bool net_policy_permitted(const struct net_config *c, const struct net_policy *p
 			  size_t errlen);
 
 /* Does p let a sandbox reach host (a rule naming one name or one address,
- * as net_index's): allowed (or open) and not denied?  A name's addresses
- * are the resolver's to check; the router's never-reachable ranges still
- * hold whatever this says. */
+ * as net_index's): allowed (or open) and not denied (a denied name denies
+ * the names under it too, as the resolver does)?  A name's addresses are
+ * the resolver's to check; the router's never-reachable ranges still hold
+ * whatever this says. */
 bool net_policy_reaches(const struct net_policy *p, const struct net_rule *host);
+
+/* Is the address (IPv4 mapped) one no session reaches under c, whatever
+ * its policy: in NET_NEVER_RANGES, or private and not `reachable`?  A
+ * sentence of why, or NULL. */
+const char *net_never_reached(const struct net_config *c, const unsigned char addr[16]);
 
 /* An index's URL (http:// or https://, a host that is a domain name or an
  * IPv4 address, an optional port and path; printable ASCII) into out.

@@ -60,6 +60,9 @@
 /* Addresses connected to and refused, and names, noted between two
  * net_seen(), at most (each list). */
 #define NET_SEEN_MAX 256
+/* The bit of a connection's conntrack mark (beside its link's id) that
+ * says the policy cut it (link_rules()). */
+#define NET_CUT 0x80000000u
 
 /* How long the uplink and a resolver may take to come up. */
 #define SLIRP_WAIT_MS 5000
@@ -91,11 +94,13 @@ struct net_router {
 	int slirp_exit;			/* closing it ends slirp4netns */
 	int alive[2];			/* a pipe: [1] closes when the daemon dies */
 	_Atomic uint32_t next_id;	/* of links (net_link.id) */
-	/* A thread in the daemon's namespace that refreshes the set of the
-	 * host's addresses whenever they change (host_watch()); a byte on
-	 * watch_stop[1] ends it. */
+	/* A thread in the daemon's namespace that renews the set of the
+	 * host's addresses whenever they change (host_watch()), the only one
+	 * that writes it: its socket (opened before the set is first filled,
+	 * so that no change is missed); a byte on watch_stop[1] ends it. */
 	pthread_t watcher;
 	bool watching;
+	struct mnl_socket *watch_nl;
 	int watch_stop[2];
 	pthread_mutex_t lock;		/* the links */
 	struct net_link *links[NET_LINKS_MAX];
@@ -330,15 +335,13 @@ static char *base_rules(const struct net_config *c)
 		return NULL;
 	fprintf(f,
 		"table inet petri {\n"
-		/* 168.63.129.16: Azure's host agent, which root on a VM may
-		 * reach, and slirp4netns's sockets are root's. */
 		"  set never { type ipv4_addr; flags interval; auto-merge;\n"
-		"    elements = { 0.0.0.0/8, 127.0.0.0/8, 169.254.0.0/16, 224.0.0.0/3,\n"
-		"                 168.63.129.16 } }\n"
-		"  set host { type ipv4_addr; flags interval; auto-merge; }\n"
+		"    elements = { " NET_NEVER_RANGES " } }\n"
+		/* Single addresses: renewing it costs no look at the other
+		 * sets' elements, as an interval set's would. */
+		"  set host { type ipv4_addr; }\n"
 		"  set private { type ipv4_addr; flags interval; auto-merge;\n"
-		"    elements = { 10.0.0.0/8, 100.64.0.0/10, 172.16.0.0/12, 192.0.0.0/24,\n"
-		"                 192.168.0.0/16, 198.18.0.0/15 } }\n"
+		"    elements = { " NET_PRIVATE_RANGES " } }\n"
 		"  set reachable { type ipv4_addr; flags interval; auto-merge;");
 	if (c->nreachable) {
 		fprintf(f, " elements = { ");
@@ -631,56 +634,90 @@ static int host_in_ns(void *arg, void *ctx)
 		return -ENOMEM;
 	e = nft_apply(r, text, err, sizeof(err));
 	if (e < 0)
-		log_err("net: the host's addresses were not refreshed: %s", err);
+		log_err("net: the host's addresses were not renewed: %s", err);
 	free(text);
 	return e;
 }
 
+/* Read the host's addresses (here, in the daemon's namespace) and have the
+ * router's thread put them in its set: 0 or -errno. */
+static int host_renew(struct net_router *r)
+{
+	char *host = host_addresses();
+	int e;
+
+	if (!host)
+		return -ENOMEM;
+	e = workq_call(r->q, host_in_ns, host);
+	free(host);
+	return e;
+}
+
 /* The host gains or loses an address (a lease, a bridge made, an interface
- * up): the set of addresses no session may reach follows within moments,
- * not at the next session's link.  Runs in the daemon's namespace, whose
- * address changes the kernel tells a netlink socket opened here. */
+ * up): the set of addresses no session may reach follows within moments.
+ * The kernel tells the socket, opened in the daemon's namespace; a burst of
+ * changes is one renewal; one that failed is tried again a second later. */
 static void *host_watch(void *arg)
 {
 	struct net_router *r = arg;
-	struct mnl_socket *nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	int fd = mnl_socket_get_fd(r->watch_nl);
+	bool again = false;
 	char buf[8192];
 
-	if (!nl || mnl_socket_bind(nl, RTMGRP_IPV4_IFADDR, MNL_SOCKET_AUTOPID) < 0) {
-		log_err("net: cannot watch the host's addresses: %s", strerror(errno));
-		if (nl)
-			mnl_socket_close(nl);
-		return NULL;
-	}
 	for (;;) {
-		struct pollfd p[2] = { { .fd = mnl_socket_get_fd(nl), .events = POLLIN },
+		struct pollfd p[2] = { { .fd = fd, .events = POLLIN },
 				       { .fd = r->watch_stop[0], .events = POLLIN } };
-		bool changed = false;
-		char *host;
+		bool changed = again;
+		int n = poll(p, 2, again ? 1000 : -1);
 
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
+		if (n < 0 && errno != EINTR) {
+			log_err("net: the watch of the host's addresses stopped: %s",
+				strerror(errno));
 			break;
-		if (p[1].revents)
+		}
+		if (n > 0 && p[1].revents)
 			break;
 		/* Drain what came; an overrun (ENOBUFS) is a change too. */
 		for (;;) {
-			ssize_t n = recv(mnl_socket_get_fd(nl), buf, sizeof(buf), 0);
+			ssize_t got = recv(fd, buf, sizeof(buf), 0);
 
-			if (n > 0 || (n < 0 && errno == ENOBUFS)) {
+			if (got > 0 || (got < 0 && errno == ENOBUFS))
 				changed = true;
+			else if (got < 0 && errno == EINTR)
 				continue;
-			}
-			if (n < 0 && errno == EINTR)
-				continue;
-			break;
+			else
+				break;
 		}
-		if (changed && (host = host_addresses())) {
-			workq_call(r->q, host_in_ns, host);
-			free(host);
-		}
+		if (changed)
+			again = host_renew(r) < 0;
 	}
-	mnl_socket_close(nl);
 	return NULL;
+}
+
+/* The watch started: its socket, the set filled once, then its thread.
+ * 0 or -errno with a sentence in err. */
+static int host_watch_start(struct net_router *r, char *err, size_t errlen)
+{
+	int e;
+
+	r->watch_nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (!r->watch_nl || mnl_socket_bind(r->watch_nl, RTMGRP_IPV4_IFADDR,
+					    MNL_SOCKET_AUTOPID) < 0) {
+		e = -errno;
+		snprintf(err, errlen, "cannot watch the host's addresses: %s", strerror(-e));
+		return e;
+	}
+	if ((e = host_renew(r)) < 0) {
+		snprintf(err, errlen, "cannot set the host's addresses apart: %s", strerror(-e));
+		return e;
+	}
+	if ((e = -pthread_create(&r->watcher, NULL, host_watch, r)) < 0) {
+		snprintf(err, errlen, "cannot start the thread that watches the host's addresses: "
+			 "%s", strerror(-e));
+		return e;
+	}
+	r->watching = true;
+	return 0;
 }
 
 int net_router_start(const struct net_config *c, struct net_router **out, char *err,
@@ -719,14 +756,8 @@ int net_router_start(const struct net_config *c, struct net_router **out, char *
 		snprintf(err, errlen, "cannot start the router's thread: %s", strerror(-e));
 		goto fail;
 	}
-	if ((e = workq_call(r->q, start_in_ns, &a)) < 0)
+	if ((e = workq_call(r->q, start_in_ns, &a)) < 0 || (e = host_watch_start(r, err, errlen)) < 0)
 		goto fail;
-	if ((e = -pthread_create(&r->watcher, NULL, host_watch, r)) < 0) {
-		snprintf(err, errlen, "cannot start the thread that watches the host's addresses: "
-			 "%s", strerror(-e));
-		goto fail;
-	}
-	r->watching = true;
 	log_info("net: router up (uplink " UPLINK_CIDR " by slirp4netns, pid %d)", (int)r->slirp);
 	*out = r;
 	return 0;
@@ -741,7 +772,6 @@ struct attach_args {
 	struct net_link *l;
 	int netns;
 	const struct net_policy *p;
-	const char *host;		/* the host's addresses, as set elements */
 	char *err;
 	size_t errlen;
 };
@@ -810,12 +840,12 @@ out:
 	return e;
 }
 
-/* The session's own rules for policy p: its sets and its chain, made
+/* The session's own rules for policy p: its sets and its chains, made
  * (fresh: with its entries in the router's maps) or emptied and filled
- * again (a policy changed: addresses its resolver added before go too), and
- * the host's addresses as they are now, in one transaction. */
+ * again (a policy changed: addresses its resolver added before go too), in
+ * one transaction.  (The host's addresses are the watch's: host_watch().) */
 static char *link_rules(const struct net_router *r, const struct net_link *l,
-			const struct net_policy *p, const char *host, bool fresh)
+			const struct net_policy *p, bool fresh)
 {
 	unsigned k = l->slot, id = l->id;
 	char *text = NULL, res[32];
@@ -843,11 +873,19 @@ static char *link_rules(const struct net_router *r, const struct net_link *l,
 		fprintf(f, "add chain inet petri s%u\n", k);
 		fprintf(f, "add chain inet petri y%u\n", k);
 		fprintf(f, "add chain inet petri z%u\n", k);
+		fprintf(f, "add chain inet petri x%u\n", k);
+		fprintf(f, "add rule inet petri x%u meta l4proto tcp ct mark set %u "
+			"reject with tcp reset\n", k, id | NET_CUT);
+		fprintf(f, "add rule inet petri x%u drop\n", k);
 		fprintf(f, "add rule inet petri z%u add @r%u { ip daddr }\n", k, k);
-		/* A connection the policy no longer allows is reset (its
-		 * socket says so at once); a new one is refused. */
+		/* A TCP connection the policy no longer allows is cut at both
+		 * ends: this packet goes on as a reset, which closes the
+		 * uplink's socket for it (slirp4netns keeps an idle one for
+		 * ever), and the connection is marked cut, so that the
+		 * sandbox's next packet of it (its retransmission) is answered
+		 * with a reset (s, below).  A new connection is refused. */
 		fprintf(f, "add rule inet petri z%u meta l4proto tcp ct state established "
-			"reject with tcp reset\n", k);
+			"ct mark set %u tcp flags set rst accept\n", k, id | NET_CUT);
 		fprintf(f, "add rule inet petri z%u reject with icmpx admin-prohibited\n", k);
 	} else
 		fprintf(f, "flush chain inet petri s%u\nflush chain inet petri y%u\n"
@@ -881,6 +919,8 @@ static char *link_rules(const struct net_router *r, const struct net_link *l,
 /* A refusal: its address noted (z: net_seen() reads it), then rejected. */
 #define REJECT "goto z%u\n"
 	RULE("counter name \"o%u\"\n", k, k);
+	RULE("ct mark %u meta l4proto tcp reject with tcp reset\n", k, id | NET_CUT);
+	RULE("ct mark %u drop\n", k, id | NET_CUT);
 	RULE("ct state invalid drop\n", k);
 	RULE("ct state established,related ct mark != %u drop\n", k, id);
 	RULE("ip daddr @never " REJECT, k, k);
@@ -901,24 +941,27 @@ static char *link_rules(const struct net_router *r, const struct net_link *l,
 #undef REJECT
 #define RULE(...) fprintf(f, "add rule inet petri y%u " __VA_ARGS__)
 	RULE("counter name \"i%u\"\n", k, k);
+	RULE("ct mark %u meta l4proto tcp reject with tcp reset\n", k, id | NET_CUT);
 	RULE("ct mark != %u drop\n", k, id);
 	RULE("ct state related accept\n", k);	/* an error about one of its own */
 	RULE("ct state != established drop\n", k);
-	RULE("ip saddr @never drop\n", k);
-	RULE("ip saddr @host drop\n", k);
-	RULE("ip saddr @private ip saddr != @reachable drop\n", k);
-	RULE("ip saddr @d%u drop\n", k, k);
+	/* From an address the policy no longer allows: a TCP connection is
+	 * reset toward the uplink (which closes its socket) and marked cut,
+	 * so that the sandbox's next packet of it is answered with a reset. */
+#define CUT " goto x%u\n"
+	RULE("ip saddr @never" CUT, k, k);
+	RULE("ip saddr @host" CUT, k, k);
+	RULE("ip saddr @private ip saddr != @reachable" CUT, k, k);
+	RULE("ip saddr @d%u" CUT, k, k, k);
 	if (p->mode == NET_ALLOWLIST)
-		RULE("ip saddr != @a%u drop\n", k, k);
+		RULE("ip saddr != @a%u" CUT, k, k, k);
+#undef CUT
 	RULE("accept\n", k);
 #undef RULE
 	if (fresh)
 		fprintf(f, "add element inet petri sessions { \"pn%u\" : jump s%u }\n"
 			"add element inet petri replies { \"pn%u\" : jump y%u }\n"
 			"add element inet petri resolvers { \"pn%u\" : %s }\n", k, k, k, k, k, res);
-	fprintf(f, "flush set inet petri host\n");
-	if (host[0])
-		fprintf(f, "add element inet petri host { %s }\n", host);
 	if (fclose(f) != 0) {
 		free(text);
 		return NULL;
@@ -938,6 +981,7 @@ static void link_rules_remove(struct net_router *r, unsigned k)
 		{ "flush chain inet petri s", "" }, { "delete chain inet petri s", "" },
 		{ "flush chain inet petri y", "" }, { "delete chain inet petri y", "" },
 		{ "flush chain inet petri z", "" }, { "delete chain inet petri z", "" },
+		{ "flush chain inet petri x", "" }, { "delete chain inet petri x", "" },
 		{ "delete set inet petri a", "" }, { "delete set inet petri d", "" },
 		{ "delete set inet petri c", "" }, { "delete set inet petri r", "" },
 		{ "delete counter inet petri o", "" }, { "delete counter inet petri i", "" },
@@ -1162,7 +1206,7 @@ static int attach_in_ns(void *arg, void *ctx)
 	struct attach_args *a = arg;
 	struct net_link *l = a->l;
 	unsigned k = l->slot;
-	char ifname[IFNAMSIZ], *rules = link_rules(r, l, a->p, a->host, true);
+	char ifname[IFNAMSIZ], *rules = link_rules(r, l, a->p, true);
 	struct mnl_socket *nl = nl_open(NETLINK_ROUTE);
 	int e, errfd = -1;
 	unsigned pn;
@@ -1217,7 +1261,6 @@ int net_attach(struct net_router *r, int netns_fd, const struct net_policy *p,
 	       struct net_link **out, char *err, size_t errlen)
 {
 	struct net_link *l;
-	char *host = NULL;
 	struct attach_args a = { .netns = netns_fd, .p = p, .err = err, .errlen = errlen };
 	unsigned k;
 	int e;
@@ -1245,14 +1288,9 @@ int net_attach(struct net_router *r, int netns_fd, const struct net_policy *p,
 	}
 	l->slot = k;
 	l->log = -1;
-	l->id = atomic_fetch_add(&r->next_id, 1) + 1;
+	l->id = atomic_fetch_add(&r->next_id, 1) % (NET_CUT - 1) + 1;	/* never 0 or cut */
 	a.l = l;
-	if (!(a.host = host = host_addresses())) {
-		e = -ENOMEM;
-		snprintf(err, errlen, "out of memory");
-	} else
-		e = workq_call(r->q, attach_in_ns, &a);
-	free(host);
+	e = workq_call(r->q, attach_in_ns, &a);
 	if (e < 0) {
 		pthread_mutex_lock(&r->lock);
 		r->links[k] = NULL;
@@ -1271,7 +1309,7 @@ static int update_in_ns(void *arg, void *ctx)
 {
 	struct attach_args *a = arg;
 	struct net_router *r = ctx;
-	char *rules = link_rules(r, a->l, a->p, a->host, false);
+	char *rules = link_rules(r, a->l, a->p, false);
 	int e;
 
 	if (!rules) {
@@ -1282,25 +1320,27 @@ static int update_in_ns(void *arg, void *ctx)
 	a->l->resolver = 0;
 	e = nft_apply(r, rules, a->err, a->errlen);
 	free(rules);
-	return e < 0 ? e : resolver_start(r, a->l, a->p, a->err, a->errlen);
+	if (e < 0) {
+		/* Neither the old policy nor the new: nothing, until one applies. */
+		char refuse[96];
+
+		snprintf(refuse, sizeof(refuse), "flush chain inet petri s%u\n"
+			 "add rule inet petri s%u goto z%u\n", a->l->slot, a->l->slot, a->l->slot);
+		nft_run_cmd_from_buffer(r->nft, refuse);
+		return e;
+	}
+	return resolver_start(r, a->l, a->p, a->err, a->errlen);
 }
 
 int net_update(struct net_link *l, const struct net_policy *p, char *err, size_t errlen)
 {
 	struct attach_args a = { .l = l, .p = p, .err = err, .errlen = errlen };
-	int e;
 
 	if (p->mode == NET_NONE) {
 		snprintf(err, errlen, "a link's policy is never none: detach it");
 		return -EINVAL;
 	}
-	if (!(a.host = host_addresses())) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	e = workq_call(l->r->q, update_in_ns, &a);
-	free((char *)a.host);
-	return e;
+	return workq_call(l->r->q, update_in_ns, &a);
 }
 
 struct usage_args {
@@ -1510,7 +1550,7 @@ static int conntrack_forget(uint32_t id)
 	nfg->nfgen_family = AF_INET;
 	nfg->version = NFNETLINK_V0;
 	mnl_attr_put_u32(nlh, CTA_MARK, htonl(id));
-	mnl_attr_put_u32(nlh, CTA_MARK_MASK, htonl(0xffffffffu));
+	mnl_attr_put_u32(nlh, CTA_MARK_MASK, htonl(~NET_CUT));	/* cut or not */
 	e = nl_do(nl, nlh);
 	mnl_socket_close(nl);
 	return e == -ENOENT ? 0 : e;	/* none had it */
@@ -1592,6 +1632,8 @@ void net_router_stop(struct net_router *r)
 			log_err("net: cannot stop the address watch: %s", strerror(errno));
 		pthread_join(r->watcher, NULL);
 	}
+	if (r->watch_nl)
+		mnl_socket_close(r->watch_nl);
 	if (r->q) {
 		workq_call(r->q, stop_in_ns, NULL);
 		workq_free(r->q);

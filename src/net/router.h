@@ -76,9 +76,10 @@ void net_router_stop(struct net_router *r);
 int net_attach(struct net_router *r, int netns_fd, const struct net_policy *p,
 	       struct net_link **out, char *err, size_t errlen);
 /* A new policy p (not NET_NONE) for the link: its addresses and names as p
- * says from now on (what its resolver had let in before is forgotten;
- * connections already open are not cut).  0, or -errno with a sentence in
- * err: the link then refuses everything until a policy applies. */
+ * says from now on, for connections already open too (what its resolver
+ * had let in before is forgotten; a TCP connection to an address p does not
+ * allow is reset at both ends).  0, or -errno with a sentence in err: the
+ * link then refuses everything until a policy applies. */
 int net_update(struct net_link *l, const struct net_policy *p, char *err, size_t errlen);
 /* The bytes the link's sandbox sent and received through the router (IP
  * packets, headers included) since it was made.  0 or -errno. */

@@ -1063,19 +1063,21 @@ enum sm_result session_set_network(struct session *s, const struct net_policy *a
 			r = SM_START_FAILED;
 	} else
 		r = link_to_router(s->m, s, copy, &s->net, reason, reasonlen);
-	if (r == SM_OK && package_env(s->m, s, copy) < 0) {
-		snprintf(reason, reasonlen, "the sandbox ended before its package index was set");
-		r = SM_GONE;
-	}
 	if (r != SM_OK)
 		goto out;
+	/* The router applies the new policy: the session says so, whatever
+	 * comes next. */
 	pthread_mutex_lock(&s->lock);
 	old = s->network;
 	s->network = copy;
-	copy = old;
 	s->last_used = clock_wall_s();
 	pthread_mutex_unlock(&s->lock);
 	log_info("session %s: network now %s", s->id, net_mode_name(p->mode));
+	if (package_env(s->m, s, copy) < 0) {
+		snprintf(reason, reasonlen, "the sandbox ended before its package index was set");
+		r = SM_GONE;
+	}
+	copy = old;
 out:
 	pthread_mutex_unlock(&s->net_lock);
 	free(copy);

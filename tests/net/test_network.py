@@ -398,7 +398,7 @@ print(used)
     ({"allow": ["WORLD_A"]}, "WORLD_B"),                  # narrowed
     ({"allow": ["*"], "deny": ["WORLD_B"]}, "WORLD_B"),   # open, with a deny
 ])
-def test_a_policy_change_holds_for_connections_already_open(api, world, now, cut):
+def test_a_policy_change_holds_for_connections_already_open(server, api, world, now, cut):
     """Connections opened under the old policy go on only where the new one
     allows: one to an address it no longer allows is reset at its next
     packet, and the refusal is seen; one it still allows is not touched."""
@@ -406,8 +406,23 @@ def test_a_policy_change_holds_for_connections_already_open(api, world, now, cut
     fill = {"WORLD_A": a, "WORLD_B": b}
     now = {k: [fill.get(x, x) for x in v] for k, v in now.items()}
     sid = api.session(network={"allow": [a, b]})
+    uplink = next(p for p, n in router_processes(server.pid).items() if "slirp4netns" in n)
+
+    def uplink_to(addr):
+        """The uplink's open TCP sockets to addr:80 (its own, not ones
+        the kernel still winds down)."""
+        mine = set()
+        for fd in os.listdir(f"/proc/{uplink}/fd"):
+            link = os.readlink(f"/proc/{uplink}/fd/{fd}")
+            if link.startswith("socket:["):
+                mine.add(link[8:-1])
+        want = "%08X:0050" % int.from_bytes(socket.inet_aton(addr), "little")
+        with open(f"/proc/{uplink}/net/tcp") as f:
+            return sum(1 for line in f.readlines()[1:]
+                       if line.split()[2] == want and line.split()[9] in mine)
     r = api.execute(sid, f"TARGETS = {[a, b]!r}\n" + HOLD)
     assert r["stdout"] == f"{sorted([a, b])!r}\n", r
+    assert uplink_to(a) == uplink_to(b) == 1
     r = api.request("PATCH", f"/v1/sessions/{sid}", json={"network": now})
     assert r.status_code == 200, r.text
     r = api.execute(sid, USE)
@@ -416,6 +431,9 @@ def test_a_policy_change_holds_for_connections_already_open(api, world, now, cut
     assert used[kept] == "reached", used
     assert used[fill[cut]] == "ECONNRESET", used
     assert r["network"]["refused"] == [fill[cut]], r["network"]
+    # The uplink's end of the cut one is closed too (it would keep an idle
+    # socket for ever).
+    assert wait_for(lambda: uplink_to(fill[cut]) == 0, 10), uplink_to(fill[cut])
     api.delete(f"/v1/sessions/{sid}")
 
 

@@ -166,7 +166,14 @@ def test_a_clients_own_index_is_left_alone(api):
     ("clients_may = allowlist\npackage_index = http://a b/", "printable ASCII"),
     ("clients_may = allowlist\ndeny = *.corp.internal\npackage_index = https://pypi.corp.internal/",
      "its host is in [network] deny"),
+    ("clients_may = allowlist\ndeny = corp.internal\npackage_index = https://pypi.corp.internal/",
+     "its host is in [network] deny"),
     ("npm_registry = https://npm.internal/", "no session can have a network"),
+    ("clients_may = allowlist\npackage_index = http://10.1.2.3/simple/",
+     "a private address that [network] reachable does not name"),
+    ("clients_may = allowlist\nreachable = 10.9.0.0/16\npackage_index = http://10.1.2.3/simple/",
+     "a private address that [network] reachable does not name"),
+    ("clients_may = allowlist\npackage_index = http://169.254.169.254/", "never reachable"),
 ])
 def test_a_bad_index_is_refused_at_start(tmp_path, lines, why):
     code, err = refused_at_start(tmp_path, lines)

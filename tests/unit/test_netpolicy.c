@@ -162,6 +162,12 @@ START_TEST(test_index)
 	ck_assert(!net_policy_reaches(&p, &ix.host));
 	ck_assert(net_index_parse("https://xexample.org/", &ix, err, sizeof(err)));
 	ck_assert(!net_policy_reaches(&p, &ix.host));
+	/* A denied name denies the names under it, as the resolver does. */
+	ck_assert(net_index_parse("https://pypi.corp.internal/", &ix, err, sizeof(err)));
+	p = (struct net_policy){ .mode = NET_OPEN };
+	ck_assert(net_policy_reaches(&p, &ix.host));
+	ck_assert(net_policy_add(&p, "corp.internal", true, err, sizeof(err)));
+	ck_assert(!net_policy_reaches(&p, &ix.host));
 
 	for (const char *bad[] = { "ftp://pypi.internal/", "pypi.internal/simple",
 				   "http://[2001:db8::1]/", "http://a b/", "http://x/\"\"",
