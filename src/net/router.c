@@ -840,6 +840,26 @@ out:
 	return e;
 }
 
+/* Into chain (s or y) of slot k: a packet whose other end (dir: daddr,
+ * saddr) the policy of mode forbids goes to chain verdict (z: refused, x:
+ * cut).  One list for both ways, so that what a session may not send to
+ * it may not hear from either: never, the host, private ranges not
+ * reachable, its denied addresses, and in an allow-list what it does not
+ * allow. */
+static void forbidden(FILE *f, char chain, unsigned k, const char *dir, char verdict,
+		      enum net_mode mode)
+{
+	char priv[48], deny[16], allow[24];
+	const char *tests[] = { "@never", "@host", priv, deny, mode == NET_ALLOWLIST ? allow : NULL };
+
+	snprintf(priv, sizeof(priv), "@private ip %s != @reachable", dir);
+	snprintf(deny, sizeof(deny), "@d%u", k);
+	snprintf(allow, sizeof(allow), "!= @a%u", k);
+	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]) && tests[i]; i++)
+		fprintf(f, "add rule inet petri %c%u ip %s %s goto %c%u\n", chain, k, dir, tests[i],
+			verdict, k);
+}
+
 /* The session's own rules for policy p: its sets and its chains, made
  * (fresh: with its entries in the router's maps) or emptied and filled
  * again (a policy changed: addresses its resolver added before go too), in
@@ -923,12 +943,7 @@ static char *link_rules(const struct net_router *r, const struct net_link *l,
 	RULE("ct mark %u drop\n", k, id | NET_CUT);
 	RULE("ct state invalid drop\n", k);
 	RULE("ct state established,related ct mark != %u drop\n", k, id);
-	RULE("ip daddr @never " REJECT, k, k);
-	RULE("ip daddr @host " REJECT, k, k);
-	RULE("ip daddr @private ip daddr != @reachable " REJECT, k, k);
-	RULE("ip daddr @d%u " REJECT, k, k, k);
-	if (p->mode == NET_ALLOWLIST)
-		RULE("ip daddr != @a%u " REJECT, k, k, k);
+	forbidden(f, 's', k, "daddr", 'z', p->mode);
 	RULE("ct state established,related accept\n", k);
 	RULE("ct count over %u " REJECT, k, r->cfg.max_connections, k);
 	RULE("limit rate over %u/second burst %u packets " REJECT, k,
@@ -948,14 +963,7 @@ static char *link_rules(const struct net_router *r, const struct net_link *l,
 	/* From an address the policy no longer allows: a TCP connection is
 	 * reset toward the uplink (which closes its socket) and marked cut,
 	 * so that the sandbox's next packet of it is answered with a reset. */
-#define CUT " goto x%u\n"
-	RULE("ip saddr @never" CUT, k, k);
-	RULE("ip saddr @host" CUT, k, k);
-	RULE("ip saddr @private ip saddr != @reachable" CUT, k, k);
-	RULE("ip saddr @d%u" CUT, k, k, k);
-	if (p->mode == NET_ALLOWLIST)
-		RULE("ip saddr != @a%u" CUT, k, k, k);
-#undef CUT
+	forbidden(f, 'y', k, "saddr", 'x', p->mode);
 	RULE("accept\n", k);
 #undef RULE
 	if (fresh)
