@@ -57,12 +57,15 @@ enum MHD_Result http_session_error(struct api_req *rq, enum sm_result r, const c
 	return http_error(rq, status, code, "%s", http_sm_message(r, reason));
 }
 
+int http_request_status(const struct request_error *e)
+{
+	return !strcmp(e->code, "internal") ? 500 :
+	       !strcmp(e->code, "network_not_allowed") ? 403 : 400;
+}
+
 enum MHD_Result http_request_error(struct api_req *rq, const struct request_error *e)
 {
-	int status = !strcmp(e->code, "internal") ? 500 :
-		     !strcmp(e->code, "network_not_allowed") ? 403 : 400;
-
-	return http_error(rq, status, e->code, "%s", e->message);
+	return http_error(rq, http_request_status(e), e->code, "%s", e->message);
 }
 
 struct session *http_session(struct api_req *rq, const char *id, enum MHD_Result *answered)

@@ -385,8 +385,11 @@ const char *http_sm_message(enum sm_result r, const char *reason);
 /* The error of a session call, answered: 404, 409, 410, 429, 503... with
  * the reason where the session layer gave one. */
 enum MHD_Result http_session_error(struct api_req *rq, enum sm_result r, const char *reason);
-/* A request the request model refused (exec/request.h): 400, or 500 when
- * the daemon ran out of memory deciding. */
+/* The HTTP status of a request the request model refused (exec/request.h):
+ * 400; 403 for a network beyond what the server lets a client ask; 500 when
+ * the daemon ran out of memory deciding.  For every front end's wire. */
+int http_request_status(const struct request_error *e);
+/* Such a request, answered with that status. */
 enum MHD_Result http_request_error(struct api_req *rq, const struct request_error *e);
 
 /* The `limit` (1 to 1000, default 100) and `before` (a seq, 0: none) of a

@@ -382,7 +382,7 @@ static enum MHD_Result execute(struct api_req *rq, struct session *s)
 	}
 	if (!request_exec(rq->cfg, req, c.language, session_limits(s), &ex, &e) ||
 	    !(env = request_env(rq->cfg, json_object_get(body, "env_vars"), &e))) {
-		answered = e2b_error(rq, strcmp(e.code, "internal") ? 400 : 500, "%s%s",
+		answered = e2b_error(rq, http_request_status(&e), "%s%s",
 				     ex.code && !env ? "env_vars: " : "", e.message);
 		goto out;
 	}

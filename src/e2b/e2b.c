@@ -804,8 +804,7 @@ static bool network_arg(struct api_req *rq, json_t *body, struct net_policy **ou
 	json_object_set(policy, "allow", al);
 	json_object_set(policy, "deny", dl);
 	if (!request_network(rq->cfg, policy, out, &e)) {
-		*answered = e2b_error(rq, !strcmp(e.code, "network_not_allowed") ? 403 :
-				      !strcmp(e.code, "internal") ? 500 : 400, "%s", e.message);
+		*answered = e2b_error(rq, http_request_status(&e), "%s", e.message);
 		goto done;
 	}
 	ok = true;
@@ -912,8 +911,7 @@ known:
 		goto out;
 	p.network = network;
 	if (!(env = request_env(rq->cfg, json_object_get(body, "envVars"), &e))) {
-		answered = e2b_error(rq, strcmp(e.code, "internal") ? 400 : 500, "%s",
-				     e.message);
+		answered = e2b_error(rq, http_request_status(&e), "%s", e.message);
 		goto out;
 	}
 	p.env = (const char *const *)env;

@@ -950,9 +950,10 @@ static enum sm_result link_to_router(struct smgr *m, struct session *s,
  * package_index, npm_registry) when its policy p (NULL: none) reaches it,
  * and back to offline when p no longer does: variables the sandbox's
  * keeper and interpreter take from the next process and execution on (an
- * execution running now keeps its own).  Called under net_lock.  0 or
- * -errno. */
-static int package_env(struct smgr *m, struct session *s, const struct net_policy *p)
+ * execution running now keeps its own).  Called under net_lock.  0, or
+ * -errno with a sentence in err. */
+static int package_env(struct smgr *m, struct session *s, const struct net_policy *p,
+		       char *err, size_t errlen)
 {
 	const struct net_config *c = &m->cfg->network;
 	bool pip = p && !s->pip_own && c->pip.url[0] && net_policy_reaches(p, &c->pip.host);
@@ -988,8 +989,10 @@ static int package_env(struct smgr *m, struct session *s, const struct net_polic
 	env[n] = NULL;
 	if (!n)
 		return 0;
-	if ((e = box_send_env(s->box, env)) < 0)
+	if ((e = box_send_env(s->box, env)) < 0) {
+		snprintf(err, errlen, "the sandbox ended before its package index was set");
 		return e;
+	}
 	s->pip_index = pip;
 	s->npm_index = npm;
 	return 0;
@@ -1027,11 +1030,7 @@ static enum sm_result network_up(struct smgr *m, struct session *s,
 	*s->network = *p;
 	if ((r = link_to_router(m, s, p, &s->net, err, errlen)) != SM_OK)
 		return r;
-	if (package_env(m, s, p) < 0) {
-		snprintf(err, errlen, "the sandbox ended before its package index was set");
-		return SM_START_FAILED;
-	}
-	return SM_OK;
+	return package_env(m, s, p, err, errlen) < 0 ? SM_START_FAILED : SM_OK;
 }
 
 enum sm_result session_set_network(struct session *s, const struct net_policy *asked,
@@ -1073,10 +1072,8 @@ enum sm_result session_set_network(struct session *s, const struct net_policy *a
 	s->last_used = clock_wall_s();
 	pthread_mutex_unlock(&s->lock);
 	log_info("session %s: network now %s", s->id, net_mode_name(p->mode));
-	if (package_env(s->m, s, copy) < 0) {
-		snprintf(reason, reasonlen, "the sandbox ended before its package index was set");
+	if (package_env(s->m, s, copy, reason, reasonlen) < 0)
 		r = SM_GONE;
-	}
 	copy = old;
 out:
 	pthread_mutex_unlock(&s->net_lock);
