@@ -642,7 +642,8 @@ static bool set_network(struct parse *p, const char *name, const char *v)
 	if (!strcmp(name, "package_index") || !strcmp(name, "npm_registry")) {
 		char why[200];
 
-		if (net_index_parse(v, name[0] == 'p' ? &n->pip : &n->npm, why, sizeof(why)))
+		if (net_index_parse(v, !strcmp(name, "package_index") ? &n->pip : &n->npm, why,
+				    sizeof(why)))
 			return true;
 		if (!p->failed) {
 			snprintf(p->err, p->errlen, "%s: [network] %s: %s", p->path, name, why);
@@ -664,7 +665,7 @@ static int check_network(const struct parse *p, char *err, size_t errlen)
 	struct net_config *n = &p->cfg->network;
 	const struct net_policy *d = &n->deflt;
 	const struct net_index *ix[] = { &n->pip, &n->npm };
-	struct net_policy denies = { .mode = NET_OPEN };
+	static const char *const keys[] = { "package_index", "npm_registry" };
 	const char *why;
 
 	if (d->mode == NET_ALLOWLIST && d->nallow == 0) {
@@ -681,25 +682,22 @@ static int check_network(const struct parse *p, char *err, size_t errlen)
 	 * could ever reach would be a setting that does nothing. */
 	if (!n->npm.url[0])
 		n->npm = n->pip;
-	memcpy(denies.deny, d->deny, sizeof(d->deny));
-	denies.ndeny = d->ndeny;
 	for (size_t i = 0; i < 2; i++) {
 		if (!ix[i]->url[0])
 			continue;
 		if (!net_config_enabled(n)) {
 			snprintf(err, errlen, "%s: [network] %s: no session can have a network "
-				 "(default and clients_may are none)", p->path,
-				 i ? "npm_registry" : "package_index");
+				 "(default and clients_may are none)", p->path, keys[i]);
 			return -EINVAL;
 		}
-		if (!net_policy_reaches(&denies, &ix[i]->host)) {
+		if (net_policy_denies(d, &ix[i]->host)) {
 			snprintf(err, errlen, "%s: [network] %s: its host is in [network] deny",
-				 p->path, i ? "npm_registry" : "package_index");
+				 p->path, keys[i]);
 			return -EINVAL;
 		}
 		if (!ix[i]->host.is_name && (why = net_never_reached(n, ix[i]->host.range.addr))) {
 			snprintf(err, errlen, "%s: [network] %s: its address is %s", p->path,
-				 i ? "npm_registry" : "package_index", why);
+				 keys[i], why);
 			return -EINVAL;
 		}
 	}

@@ -211,32 +211,41 @@ bool net_policy_add_operator_denies(const struct net_config *c, struct net_polic
  * covers that name, a wildcard the names under it; a denied name covers
  * the names under it too, as the resolver denies them (router.c:
  * covered()); a range covers its addresses. */
+bool net_name_under(const char *name, const char *domain)
+{
+	size_t n = strlen(name), d = strlen(domain);
+
+	return n > d + 1 && name[n - d - 1] == '.' && !strcmp(name + n - d, domain);
+}
+
 static bool rule_covers(const struct net_rule *r, bool deny, const struct net_rule *host)
 {
-	size_t hl, nl;
 	bool under;
 
 	if (r->is_name != host->is_name)
 		return false;
 	if (!r->is_name)
 		return cidr_contains(&r->range, host->range.addr);
-	hl = strlen(host->name);
-	nl = strlen(r->name);
-	under = hl > nl + 1 && host->name[hl - nl - 1] == '.' && !strcmp(host->name + hl - nl, r->name);
+	under = net_name_under(host->name, r->name);
 	if (r->wildcard)
 		return under;
 	return !strcmp(r->name, host->name) || (deny && under);
+}
+
+bool net_policy_denies(const struct net_policy *p, const struct net_rule *host)
+{
+	for (size_t i = 0; i < p->ndeny; i++)
+		if (rule_covers(&p->deny[i], true, host))
+			return true;
+	return false;
 }
 
 bool net_policy_reaches(const struct net_policy *p, const struct net_rule *host)
 {
 	bool allowed = p->mode == NET_OPEN;
 
-	if (p->mode == NET_NONE)
+	if (p->mode == NET_NONE || net_policy_denies(p, host))
 		return false;
-	for (size_t i = 0; i < p->ndeny; i++)
-		if (rule_covers(&p->deny[i], true, host))
-			return false;
 	for (size_t i = 0; !allowed && i < p->nallow; i++)
 		allowed = rule_covers(&p->allow[i], false, host);
 	return allowed;

@@ -123,6 +123,15 @@ bool net_policy_add(struct net_policy *p, const char *rule, bool deny, char *err
 bool net_policy_permitted(const struct net_config *c, const struct net_policy *p, char *err,
 			  size_t errlen);
 
+/* Is name a name under domain ("a.b.example.org" under "example.org"; not
+ * example.org itself)?  Both lower case, as rules hold them. */
+bool net_name_under(const char *name, const char *domain);
+
+/* Does p's deny list cover host (a rule naming one name or one address):
+ * a denied address or range holding it, a denied name that is it or
+ * above it, a wildcard above it? */
+bool net_policy_denies(const struct net_policy *p, const struct net_rule *host);
+
 /* Does p let a sandbox reach host (a rule naming one name or one address,
  * as net_index's): allowed (or open) and not denied (a denied name denies
  * the names under it too, as the resolver does)?  A name's addresses are

@@ -1006,8 +1006,7 @@ static void link_rules_remove(struct net_router *r, unsigned k)
  * forwarded: a more specific allow would win in the resolver)? */
 static bool covered(const struct net_rule *a, const struct net_rule *d)
 {
-	size_t an = strlen(a->name), dn = strlen(d->name);
-	bool under = an > dn && a->name[an - dn - 1] == '.' && !strcmp(a->name + an - dn, d->name);
+	bool under = net_name_under(a->name, d->name);
 
 	if (!d->wildcard)
 		return under || !strcmp(a->name, d->name);
