@@ -84,18 +84,29 @@ def test_pid1_of_a_warm_sandbox_is_petri_init(make_server, threads):
         check(make_server(f'[python]\npath = {lib}\npreload = {preload}\n'), threads)
 
 
+def parent(pid):
+    fields = stat_fields(pid)
+    return int(fields[1]) if fields else None
+
+
+def is_template(pid):
+    return pid is not None and b'--zygote' in b'\0'.join(cmdline(pid))
+
+
 def forked_by_the_template(srv):
-    """For each petri-init of the daemon's tree (host pids): does its
-    parent run the template (a direct fork), rather than being the
-    template's pid 1 (B reparented when the runtime's child exits)?"""
+    """For each petri-init of the daemon's tree (host pids): is its parent
+    the template itself (a direct fork), rather than the template's pid 1
+    (B reparented when the runtime's child exits)?  The runtime's child is
+    a copy of the template too, but its own parent is the template: a
+    petri-init seen before that child has exited is not a direct fork."""
     out = {}
     for pid in srv.descendants():
         if (read_text(f'/proc/{pid}/comm') or '').strip() != 'petri-init':
             continue
-        fields = stat_fields(pid)
-        args = cmdline(int(fields[1])) if fields else []
-        if args:                        # neither it nor its parent is gone
-            out[pid] = b'--zygote' in b'\0'.join(args)
+        up = parent(pid)
+        above = parent(up) if up else None
+        if up and above:                # none of them is gone
+            out[pid] = is_template(up) and not is_template(above)
     return out
 
 
