@@ -52,6 +52,7 @@ SCALE = {
     's4_seconds': (10.0, 3.0),
     's5_sessions': (100, 100),
     's6_pairs': (7, 2),
+    's7_trips': (300, 100),         # good session's round trips, idle and beside hogs
     'profile_seconds': (8.0, 4.0),
 }
 
@@ -1461,6 +1462,124 @@ class Suite:
                         r4['ok_per_s'], ms(r4['petri_cpu_per_oneshot_s']), best['ok_per_s'],
                         best['clients']), r4['ok_per_s'] >= 200)
 
+    # -- 7: fairness, a good session beside three CPU hogs
+
+    def fairness(self):
+        """Three sessions spin on the CPU (each up to its quota, the default
+        1 core: 3 cores' worth on this machine's cores) while a good session
+        does `x += 1` round trips 20 ms apart, an agent's pace; the front
+        door (GET /healthz) and one-shots are timed beside them too.  The
+        goal: the good session's p99 beside the hogs <= 5 x its idle p50 +
+        50 ms."""
+        sec = self.section('fair', '7. a good session beside 3 CPU hogs: x += 1 round '
+                           'trips 20 ms apart; GET /healthz and one-shots beside them')
+        n = n_of('s7_trips')
+        srv = self.warm
+        c = srv.client
+        st, ses = c.json('POST', '/v1/sessions', {})
+        if st != 201:
+            self.issue('POST /v1/sessions: %d %s' % (st, ses))
+            self.end_section(sec, {'error': 'no session'})
+            return
+        path = '/v1/sessions/%s/execute' % ses['id']
+        c.json('POST', path, {'code': 'x = 0'})
+        fails = collections.Counter()
+
+        def timed(kind, k, pause, method, path, body, ok, client=None):
+            """k requests `pause` apart (untimed); the times of those ok()
+            accepts, the others counted as failures of kind."""
+            h = client or Client(srv.host, srv.port)
+            out = []
+            for _ in range(k):
+                time.sleep(pause)
+                t0 = time.perf_counter()
+                st, data = h.request(method, path, body)
+                if ok(st, data):
+                    out.append(time.perf_counter() - t0)
+                else:
+                    fails[kind] += 1
+            if not client:
+                h.close()
+            return out
+
+        def trips(k):
+            return timed('good', k, 0.02, 'POST', path, {'code': 'x += 1'},
+                         lambda st, d: st == 200 and json.loads(d).get('status') == 'ok', c)
+
+        def front_door(k):
+            return timed('healthz', k, 0.02, 'GET', '/healthz', None,
+                         lambda st, d: st == 200)
+
+        def oneshots(k):
+            return timed('oneshot', k, 0.05, 'POST', '/v1/execute', {'code': 'print(1+1)'},
+                         lambda st, d: st == 200 and json.loads(d).get('stdout') == '2\n')
+
+        trips(20)                               # warm-up
+        idle = {'session': trips(n), 'healthz': front_door(n), 'oneshot': oneshots(n // 5)}
+        stop = threading.Event()
+        hog_ids, started = [], []
+        spin = 'import time\nt = time.monotonic()\nwhile time.monotonic() - t < 3:\n    pass\n'
+
+        def hog():
+            h = Client(srv.host, srv.port)
+            st, hs = h.json('POST', '/v1/sessions', {})
+            if st != 201:
+                fails['hog session'] += 1
+                return
+            hog_ids.append(hs['id'])
+            started.append(1)
+            while not stop.is_set():
+                st, _ = h.request('POST', '/v1/sessions/%s/execute' % hs['id'],
+                                  {'code': spin})
+                if st != 200:
+                    fails['hog'] += 1
+                    break
+            h.close()
+
+        hogs = [threading.Thread(target=hog, daemon=True) for _ in range(3)]
+        for t in hogs:
+            t.start()
+        end = time.monotonic() + 10
+        while len(started) < 3 and time.monotonic() < end:
+            time.sleep(0.05)
+        time.sleep(1.0)                         # the hogs are spinning
+        c0 = cpu_times()
+        side = {}
+        for key, f, k in (('session', trips, n), ('healthz', front_door, n),
+                          ('oneshot', oneshots, n // 5)):
+            side[key] = f(k)
+        c1 = cpu_times()
+        stop.set()
+        for sid in hog_ids:                     # ends a running spin at once
+            c.request('DELETE', '/v1/sessions/' + sid)
+        for t in hogs:
+            t.join(10)
+        c.request('DELETE', '/v1/sessions/' + ses['id'])
+        data = {'idle': {}, 'hogs': {}, 'failed': dict(fails),
+                'machine_cpu_busy_beside_hogs':
+                round((c1[0] - c0[0]) / max(1, c1[1] - c0[1]), 3)}
+        for name, got in (('idle', idle), ('hogs', side)):
+            for key, v in got.items():
+                sm = summary(v)
+                sm['p99'] = percentile(v, 99) if v else None
+                data[name][key] = sm
+        for key in ('session', 'healthz', 'oneshot'):
+            i, b = data['idle'][key], data['hogs'][key]
+            log('   %-8s idle p50 %-9s p99 %-9s | beside 3 hogs p50 %-9s p99 %s' % (
+                key, ms(i.get('p50')), ms(i.get('p99')), ms(b.get('p50')), ms(b.get('p99'))))
+        log('   machine CPU busy beside the hogs: %.0f%%%s' % (
+            100 * data['machine_cpu_busy_beside_hogs'],
+            '; failed: %s' % dict(fails) if fails else ''))
+        if fails:
+            self.issue('fairness: failures %s' % dict(fails))
+        self.end_section(sec, data)
+        i50, b99 = data['idle']['session'].get('p50'), data['hogs']['session'].get('p99')
+        if i50 and b99:
+            goal = 5 * i50 + 0.05
+            self.target('a good session beside 3 CPU hogs, p99', '≤ 5 × idle p50 + 50 ms',
+                        '%s (idle p50 %s: goal %s)' % (ms(b99), ms(i50), ms(goal)),
+                        b99 <= goal)
+
     # -- 5: memory of idle sessions
 
     def memory(self):
@@ -2034,6 +2153,21 @@ def render(res):
                 100 * w['wall_overhead'], 100 * w['cpu_overhead'], w['pairs'],
                 100 * (w.get('bare_wall_spread') or 0), 100 * (w.get('bare_cpu_spread') or 0)))
         L.append('')
+    if 'fair' in S and 'idle' in S['fair']:
+        fa = S['fair']
+        L.append('**7. Fairness** (a good session, the front door and one-shots, idle and '
+                 'beside three sessions that spin; machine CPU busy beside them %.0f %%; '
+                 'load avg %s):' % (100 * fa['machine_cpu_busy_beside_hogs'], load_of('fair')))
+        L.append('')
+        L.append('| what | idle p50 | idle p99 | beside 3 hogs p50 | beside 3 hogs p99 |')
+        L.append('| --- | ---: | ---: | ---: | ---: |')
+        for key, label in (('session', '`x += 1` in a session, 20 ms apart'),
+                           ('healthz', '`GET /healthz`, 20 ms apart'),
+                           ('oneshot', 'one-shot `print(1+1)`, 50 ms apart')):
+            i, b = fa['idle'][key], fa['hogs'][key]
+            L.append('| %s | %s | %s | %s | %s |' % (label, ms(i.get('p50')), ms(i.get('p99')),
+                                                   ms(b.get('p50')), ms(b.get('p99'))))
+        L.append('')
     if 'profile' in S:
         L.extend(render_profile(S['profile'], load_of('profile')))
     L.append('**Targets** (goals, not assertions):')
@@ -2133,7 +2267,7 @@ def main():
     ap.add_argument('--petri', default=os.path.join(REPO, 'build', 'petri'))
     ap.add_argument('--out', default=os.path.join(HERE, 'results'))
     ap.add_argument('--only', default='', help='comma-separated: client,print,oneclient,'
-                    'pandas,stateful,throughput,memory,cpu,profile')
+                    'pandas,stateful,throughput,memory,cpu,fair,profile')
     ap.add_argument('--quick', action='store_true',
                     help='fewer repetitions (as BENCH_QUICK=1)')
     ap.add_argument('--profile', nargs='?', const='auto', choices=('auto', 'perf', 'strace'),
@@ -2157,7 +2291,7 @@ def main():
                  ('print', suite.oneshot_cpu), ('oneclient', suite.oneshot_one_client),
                  ('pandas', suite.oneshot_pandas), ('stateful', suite.stateful),
                  ('throughput', suite.throughput), ('memory', suite.memory),
-                 ('cpu', suite.cpu_overhead)]
+                 ('cpu', suite.cpu_overhead), ('fair', suite.fairness)]
         for name, f in steps:
             if not only or name in only:
                 f()

@@ -33,6 +33,7 @@ void cli_host_config(const struct petri_config *cfg, struct jail_host_config *hc
 	hc->uid_count = cfg->uid_count;
 	hc->cgroup_parent = cfg->cgroup_parent;
 	hc->no_cgroups = !cfg->cgroups;
+	hc->daemon_cpu_weight = cfg->daemon_cpu_weight;
 	/* The environment's word over the file's, for every command. */
 	if (getenv("PETRI_CGROUP_PARENT"))
 		hc->cgroup_parent = getenv("PETRI_CGROUP_PARENT");

@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "jail/cgroup.h"
 #include "jail/jail.h"
 #include "util/cidr.h"
 #include "util/num.h"
@@ -52,6 +53,9 @@ void config_defaults(struct petri_config *c)
 	c->warm_wait_s = CONFIG_WARM_WAIT_DEFAULT;
 	c->uid_count = JAIL_UID_COUNT_DEFAULT;
 	c->ptys = JAIL_PTYS_DEFAULT;
+	c->cpu_weight = CG_WEIGHT_DEFAULT;
+	c->pool_cpu_weight = CG_WEIGHT_DEFAULT / 2;
+	c->daemon_cpu_weight = 2 * CG_WEIGHT_DEFAULT;
 	/* What a session, a one-shot, petri run and petri mcp get when
 	 * neither the operator's file nor the request says otherwise. */
 	c->defaults = (struct petri_limits){
@@ -392,6 +396,12 @@ static bool set_sandbox(struct parse *p, const char *name, const char *v)
 	}
 	if (!strcmp(name, "cgroups"))
 		return parse_bool(v, &c->cgroups);
+	if (!strcmp(name, "cpu_weight"))
+		return num_u32(v, CG_WEIGHT_MIN, CG_WEIGHT_MAX, &c->cpu_weight);
+	if (!strcmp(name, "pool_cpu_weight"))
+		return num_u32(v, CG_WEIGHT_MIN, CG_WEIGHT_MAX, &c->pool_cpu_weight);
+	if (!strcmp(name, "daemon_cpu_weight"))
+		return num_u32(v, CG_WEIGHT_MIN, CG_WEIGHT_MAX, &c->daemon_cpu_weight);
 	if (!strcmp(name, "ro_bind"))
 		return v[0] == '/' && c->nro_binds < CONFIG_RO_BINDS_MAX &&
 		       push(&c->ro_binds, &c->nro_binds, v) == 0;

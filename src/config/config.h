@@ -15,7 +15,7 @@
  *              (defaults for new sessions)
  *   [max_limits] the same keys: the most a client may ask for
  *   [sandbox]  uid_base, uid_count, ptys, cgroup_parent, cgroups, ro_bind (repeatable),
- *              env
+ *              cpu_weight, pool_cpu_weight, daemon_cpu_weight, env
  *              (repeatable, NAME=value)
  *   [language.NAME] file, run, compile, version, aliases, extensions, summary:
  *              a language the operator adds (src/exec/languages.h)
@@ -118,6 +118,12 @@ struct petri_config {
 	uint32_t ptys;		/* devpts max of each sandbox */
 	char cgroup_parent[256];
 	bool cgroups;
+	/* Shares of the CPU when it is contended (cgroup.h's scale, 100 the
+	 * kernel's default; docs/configuration.md, "Fair CPU"): each
+	 * session's sandbox; the warm template and the sandboxes it forks
+	 * ahead, until a session takes one; the daemon itself, where it has
+	 * a cgroup of its own. */
+	uint32_t cpu_weight, pool_cpu_weight, daemon_cpu_weight;
 	char **ro_binds;	/* NULL-terminated */
 	size_t nro_binds;
 	char **env;		/* NULL-terminated "NAME=value" */

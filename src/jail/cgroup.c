@@ -753,6 +753,18 @@ static int v2_writable(const char *dir, char *err, size_t errlen)
 	return 0;
 }
 
+/* The weight as the cgroup's own file says it: v2's cpu.weight as it is,
+ * v1's cpu.shares at 1024 per 100 (the kernel's least is 2). */
+static int write_weight(enum jail_cg_version v, const char *dir, uint32_t weight)
+{
+	if (weight < CG_WEIGHT_MIN || weight > CG_WEIGHT_MAX)
+		return -EINVAL;
+	if (v == JAIL_CG_V2)
+		return write_u64(dir, "cpu.weight", weight);
+	return write_u64(dir, "cpu.shares", weight * 1024u / 100u > 2 ?
+			 weight * 1024u / 100u : 2);
+}
+
 /* v2 without root: the subtree systemd (or whoever) delegated to us is our
  * own cgroup, from /proc/self/cgroup.  Sandboxes go under <own>/petri.
  * <own> may be the root of a private cgroup namespace (ns_handed_over()),
@@ -766,7 +778,8 @@ static int v2_writable(const char *dir, char *err, size_t errlen)
  * whose scope we share) would still forbid controllers: then none are
  * enabled, and m->note says so (kill, counting and CPU time still work). */
 static int v2_delegated(struct cg_manager *m, const char *root, const char *self,
-			enum cg_ns ns, unsigned want, char *err, size_t errlen)
+			enum cg_ns ns, unsigned want, uint32_t weight, char *err,
+			size_t errlen)
 {
 	char own[PATH_MAX], dir[PATH_MAX], leaf[PATH_MAX], buf[SMALL_FILE], pid[16];
 	const char *slash;
@@ -804,7 +817,13 @@ static int v2_delegated(struct cg_manager *m, const char *root, const char *self
 			 "make petri the container's command, not a shell or init around it");
 		want = 0;
 	}
-	return v2_setup(m, root, own, DEFAULT_LEAF, want, err, errlen);
+	rc = v2_setup(m, root, own, DEFAULT_LEAF, want, err, errlen);
+	/* The daemon's own share beside its sandboxes, which share theirs. */
+	if (!rc && weight && (m->ctrls & BIT(C_CPU)) &&
+	    (rc = write_weight(JAIL_CG_V2, leaf, weight)) < 0)
+		set_err(err, errlen, "cannot set the CPU weight of cgroup '%s': %s", leaf,
+			strerror(-rc));
+	return rc;
 }
 
 static int v1_setup(struct cg_manager *m, const char *root, const char *rel,
@@ -966,7 +985,8 @@ int cg_manager_open(const char *fs_root, const struct cg_options *o,
 			rc = v2_setup(m, root, "", rel, v2, err, errlen);
 		else if ((o && o->delegated) || marked_delegated(root, self) ||
 			 ns_handed_over(root, self, ns))
-			rc = v2_delegated(m, root, self, ns, v2, err, errlen);
+			rc = v2_delegated(m, root, self, ns, v2, o ? o->daemon_weight : 0,
+					  err, errlen);
 		else
 			rc = v2_setup(m, root, "", DEFAULT_LEAF, v2, err, errlen);
 		break;
@@ -1134,6 +1154,8 @@ static int limits_v2(const struct cg *cg, const struct cg_limits *lim)
 		snprintf(text, sizeof(text), "%" PRIu64 " %u", quota, CPU_PERIOD_US);
 		rc = write_file(dir, "cpu.max", text);
 	}
+	if (!rc && (cg->ctrls & BIT(C_CPU)) && lim->cpu_weight)
+		rc = write_weight(cg->version, dir, lim->cpu_weight);
 	return rc;
 }
 
@@ -1170,6 +1192,8 @@ static int limits_v1(const struct cg *cg, const struct cg_limits *lim)
 		if (!rc)
 			rc = write_u64(cpu, "cpu.cfs_quota_us", quota);
 	}
+	if (!rc && cpu && lim->cpu_weight)
+		rc = write_weight(cg->version, cpu, lim->cpu_weight);
 	return rc;
 }
 
@@ -1234,6 +1258,18 @@ const char *cg_path(const struct cg *cg)
 		return NULL;
 	mem = ctrl_dir(cg, C_MEMORY);
 	return mem ? mem : cg->dir[0];
+}
+
+int cg_set_cpu_weight(struct cg *cg, uint32_t weight)
+{
+	const char *cpu;
+
+	if (!cg || !weight)
+		return -EINVAL;
+	if (!(cg->ctrls & BIT(C_CPU)))
+		return 0;
+	cpu = cg->version == JAIL_CG_V2 ? cg->dir[0] : ctrl_dir(cg, C_CPU);
+	return cpu ? write_weight(cg->version, cpu, weight) : 0;
 }
 
 int cg_add_pid(struct cg *cg, pid_t pid)

@@ -55,7 +55,16 @@ struct cg_limits {
 	uint64_t memory_bytes;
 	uint32_t pids;			/* 0: none */
 	uint32_t cpu_millicores;	/* 0: none; 1000 = one full core */
+	/* The cgroup's share of the CPU when CPUs are contended, on v2's
+	 * scale (cpu.weight, CG_WEIGHT_MIN..CG_WEIGHT_MAX, the kernel's
+	 * default 100); v1 writes cpu.shares, 1024 per 100.  0: the kernel's
+	 * default. */
+	uint32_t cpu_weight;
 };
+
+#define CG_WEIGHT_MIN 1
+#define CG_WEIGHT_MAX 10000
+#define CG_WEIGHT_DEFAULT 100
 
 #define CG_TCP_SHARE 4		/* v1: TCP buffers <= memory_bytes / 4 */
 
@@ -102,6 +111,10 @@ struct cg_options {
 	/* The cgroup namespace to go by; CG_NS_DETECT (0): cg_ns_detect()
 	 * (tests say which, for a fake tree) */
 	enum cg_ns ns;
+	/* v2, nested in our own cgroup: the CPU weight of the leaf petri
+	 * moves itself into (petri-supervisor) beside its sandboxes' parent
+	 * (the scale of cg_limits.cpu_weight; 0: the kernel's default) */
+	uint32_t daemon_weight;
 };
 int cg_manager_open(const char *fs_root, const struct cg_options *o,
 		    struct cg_manager **out, char *err, size_t errlen);
@@ -129,6 +142,9 @@ int cg_create(struct cg_manager *m, const struct cg_limits *lim,
 	      struct cg **out);
 /* The cgroup's directory (v1: in the memory hierarchy), for tests and logs. */
 const char *cg_path(const struct cg *cg);
+/* A new CPU weight (as cg_limits.cpu_weight; 0 is refused): the share
+ * the cgroup gets from now on.  0 where there is no cpu controller. */
+int cg_set_cpu_weight(struct cg *cg, uint32_t weight);
 /* Move pid into the cgroup (every hierarchy for v1). */
 int cg_add_pid(struct cg *cg, pid_t pid);
 /* Fills what it can (a missing file reads as 0) and returns the first

@@ -111,7 +111,8 @@ static bool cg_unavailable(int r)
  * move a process into it, as every sandbox will need. */
 static int cg_try(struct cg_manager *m, char *why, size_t whylen)
 {
-	const struct cg_limits lim = { 64u << 20, 16, 1000 };
+	const struct cg_limits lim = { .memory_bytes = 64u << 20, .pids = 16,
+				       .cpu_millicores = 1000 };
 	struct cg *cg;
 	int go[2], r, st;
 	pid_t pid;
@@ -163,6 +164,7 @@ static int host_cgroups(struct jail_host *h, const struct jail_host_config *cfg,
 		.parent = cfg && cfg->cgroup_parent && *cfg->cgroup_parent ?
 			  cfg->cgroup_parent : NULL,
 		.delegated = !in->privileged,
+		.daemon_weight = cfg ? cfg->daemon_cpu_weight : 0,
 	};
 	int r = cg_manager_open("/sys/fs/cgroup", &o, &h->cgm, in->cg_problem,
 				sizeof(in->cg_problem));
@@ -610,6 +612,7 @@ int jail_spawn(struct jail_host *host, const struct jail_config *cfg,
 			.memory_bytes = cfg->limits.memory_bytes,
 			.pids = cfg->limits.pids,
 			.cpu_millicores = cfg->limits.cpu_millicores,
+			.cpu_weight = cfg->limits.cpu_weight,
 		};
 
 		if ((r = cg_create(host->cgm, &lim, &j->cg)) < 0) {
@@ -1049,6 +1052,11 @@ int jail_reset_peak(struct jail *j)
 	return j->cg ? cg_reset_peak(j->cg) : 0;
 }
 
+int jail_set_cpu_weight(struct jail *j, uint32_t weight)
+{
+	return j->cg ? cg_set_cpu_weight(j->cg, weight) : 0;
+}
+
 static void jail_destroy(struct jail *j)
 {
 	bool emptied = true;
@@ -1271,6 +1279,7 @@ int jail_fork(struct jail *tmpl, const struct jail_config *cfg, struct jail **ou
 			.memory_bytes = cfg->limits.memory_bytes,
 			.pids = cfg->limits.pids,
 			.cpu_millicores = cfg->limits.cpu_millicores,
+			.cpu_weight = cfg->limits.cpu_weight,
 		};
 
 		if ((r = cg_create(tmpl->host->cgm, &lim, &j->cg)) < 0) {

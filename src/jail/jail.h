@@ -82,6 +82,7 @@ struct jail_limits {
 	uint64_t memory_bytes;	/* cgroup memory limit, swap included; 0: none */
 	uint32_t pids;		/* cgroup pids.max and RLIMIT_NPROC; 0: none */
 	uint32_t cpu_millicores;/* CPU quota, 1000 = one core; 0: none */
+	uint32_t cpu_weight;	/* share when contended, cgroup.h's scale; 0: none */
 	uint64_t work_bytes;	/* size of the /work tmpfs */
 	uint64_t tmp_bytes;	/* size of the /tmp tmpfs (and /dev/shm) */
 	uint64_t inodes;	/* inode cap of each writable tmpfs */
@@ -153,6 +154,9 @@ struct jail_host_config {
 	uint32_t uid_count;
 	/* Where to create cgroups; NULL or "": detect. */
 	const char *cgroup_parent;
+	/* The CPU weight of the daemon's own cgroup where it makes one (cgroup
+	 * v2 nested in its own, delegated cgroup: cgroup.h); 0: the kernel's */
+	uint32_t daemon_cpu_weight;
 	/* Do not use cgroups even if available (rlimits only). */
 	bool no_cgroups;
 };
@@ -322,6 +326,10 @@ struct jail_usage {
 int jail_usage(struct jail *j, struct jail_usage *u);
 /* Start a new peak-memory window (for the next execution). */
 int jail_reset_peak(struct jail *j);
+/* A new CPU weight for the sandbox's cgroup (jail_limits.cpu_weight's
+ * scale; 0 is refused), e.g. a pooled sandbox's once a session takes it.
+ * 0 (also without cgroups) or -errno. */
+int jail_set_cpu_weight(struct jail *j, uint32_t weight);
 
 /* Kill, reap, remove the cgroup, close every fd, free.  Returns only when
  * no process of the sandbox remains (or after a bounded wait, logging what

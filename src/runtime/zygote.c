@@ -180,6 +180,8 @@ int zygote_start(struct jail_host *host, const struct box_config *cfg,
 		goto fail;
 	}
 	template_limits(&bc.limits);
+	/* Its forks are the pool's refills: the pool's share of the CPU. */
+	bc.limits.cpu_weight = cfg->limits.cpu_weight;
 	if ((r = box_jail_config(&bc, &jc, parts, true)) < 0) {
 		snprintf(err, errlen, "too many binds");
 		goto fail;

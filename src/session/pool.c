@@ -263,6 +263,8 @@ int pool_new(struct jail_host *host, const struct pool_config *cfg, struct pool 
 		return -ENOMEM;
 	p->host = host;
 	p->cfg = *cfg;
+	if (cfg->cpu_weight)
+		p->cfg.defaults.limits.cpu_weight = cfg->cpu_weight;
 	if (p->cfg.min > p->cfg.max)
 		p->cfg.min = p->cfg.max;
 	poolrate_init(&p->rate, cfg->window_s);
@@ -344,6 +346,11 @@ int pool_take(struct pool *p, const struct box_config *cfg, bool is_default,
 			poolrate_take(&p->rate, clock_mono_s(), false);
 			pthread_mutex_unlock(&p->lock);
 			wake(p);	/* refill */
+			/* From a refill's share to a session's. */
+			if (cfg->limits.cpu_weight &&
+			    (r = jail_set_cpu_weight(box_jail(b), cfg->limits.cpu_weight)) < 0)
+				log_warn("cannot give a warm sandbox its CPU weight: %s",
+					 strerror(-r));
 			*out = b;
 			return 0;
 		}

@@ -35,6 +35,11 @@ struct pool_config {
 	double window_s;			/* the take rate's window
 						 * (poolrate.h) */
 	struct box_config defaults;		/* what a pooled sandbox has */
+	/* The CPU weight of the template and of the sandboxes it forks
+	 * ahead, until pool_take() hands one out with the weight its
+	 * caller asks (box_config.limits.cpu_weight): refills yield to
+	 * executions.  0: the defaults' own. */
+	uint32_t cpu_weight;
 	const char *const *preload;		/* what the template imports
 						 * (zygote_start); must outlive
 						 * the pool */

@@ -222,6 +222,7 @@ static void box_config_of(const struct smgr *m, const struct petri_limits *lim,
 	memset(bc, 0, sizeof(*bc));
 	limits_to_jail(lim, &bc->limits);
 	bc->limits.ptys = m->cfg->ptys;
+	bc->limits.cpu_weight = m->cfg->cpu_weight;
 	bc->ro_binds = (const char *const *)m->cfg->ro_binds;
 	bc->python_path = (const char *const *)m->cfg->python_path;
 	bc->wheelhouse = m->cfg->wheelhouse[0] ? m->cfg->wheelhouse : NULL;
@@ -475,7 +476,8 @@ static int start_pool(struct smgr *m)
 {
 	struct pool_config pc = { .min = m->cfg->pool_min, .max = m->cfg->pool_max,
 				  .window_s = m->cfg->pool_window_s, .room = room_left,
-				  .ctx = m, .preload = config_preload(m->cfg) };
+				  .ctx = m, .preload = config_preload(m->cfg),
+				  .cpu_weight = m->cfg->pool_cpu_weight };
 	struct pool *pool;
 	int r;
 

@@ -10,6 +10,7 @@ import subprocess
 import threading
 
 from apihelp import PETRI, metric, process_tree, wait_for
+from harness import find_template, read_text
 
 WARM_S = 120        # a loaded machine may take this long to start the template
 
@@ -119,6 +120,51 @@ def test_dead_pooled_sandbox_is_replaced(make_server):
         r = api.post("/v1/execute", {"code": "print(6 * 7)"})
         assert r.status_code == 200 and r.json()["stdout"] == "42\n", r.text
     assert "a warm sandbox died while it waited in the pool" in srv.stderr_text()
+
+
+def cpu_weight_of(pid):
+    """The CPU weight of the cgroup pid is in, on cgroup v2's scale: its
+    cpu.weight, or cgroup v1's cpu.shares at 1024 per 100; None where no cpu
+    controller says."""
+    v2 = None
+    for line in (read_text(f"/proc/{pid}/cgroup") or "").splitlines():
+        _, ctrls, path = line.split(":", 2)
+        if "cpu" in ctrls.split(","):
+            shares = read_text(f"/sys/fs/cgroup/cpu{path}/cpu.shares")
+            return int(shares) * 100 // 1024 if shares else None
+        if ctrls == "":
+            v2 = read_text(f"/sys/fs/cgroup{path}/cpu.weight")
+    return int(v2) if v2 else None
+
+
+def test_refills_yield_to_sessions(make_server):
+    """Fair CPU (docs/configuration.md): the template and the sandboxes it
+    forks ahead have the pool's CPU weight until a session takes one, which
+    then has a session's; a sandbox forked for a session has a session's
+    from the start."""
+    srv = make_server("[sessions]\npool_size = 2\n"
+                      "[sandbox]\ncpu_weight = 300\npool_cpu_weight = 25\n")
+    api = srv.api()
+    api.get("/v1/languages")
+    assert settled(srv, 2), pool(srv)
+    (template, _), = find_template(srv.pid)
+    assert cpu_weight_of(template) == 25
+    pooled = wait_for(lambda: len(pooled_drivers(srv)) == 2 and pooled_drivers(srv), WARM_S)
+    assert pooled and [cpu_weight_of(p) for p in pooled] == [25, 25], pooled
+
+    sid = api.session()
+    assert api.execute(sid, "x = 1")["status"] == "ok"
+    assert settled(srv, 2), pool(srv)
+    weights = {p: cpu_weight_of(p) for p in pooled_drivers(srv)}
+    taken = [p for p, w in weights.items() if w == 300]
+    assert len(taken) == 1 and taken[0] in pooled, (pooled, weights)
+    assert sorted(weights.values()) == [25, 25, 300], weights
+
+    # Limits other than the defaults: forked for it, never pooled.
+    other = api.session(limits={"memory_mb": 300})
+    assert api.execute(other, "x = 1")["status"] == "ok"
+    weights = {p: cpu_weight_of(p) for p in pooled_drivers(srv)}
+    assert sorted(weights.values()) == [25, 25, 300, 300], weights
 
 
 def test_bad_pool_sizes_are_refused(tmp_path):

@@ -310,7 +310,7 @@ static void fake_destroy(struct cg *cg, const char *root, bool v1)
 
 START_TEST(test_v2_fake_create)
 {
-	struct cg_limits lim = { 64 * MiB, 32, 500 };
+	struct cg_limits lim = { 64 * MiB, 32, 500, 250 };
 	struct cg_manager *m;
 	char root[PATH_MAX], parent[PATH_MAX];
 	const char *path;
@@ -340,6 +340,13 @@ START_TEST(test_v2_fake_create)
 	ck_file(path, "memory.oom.group", "<missing>");
 	ck_file(path, "pids.max", "32");
 	ck_file(path, "cpu.max", "50000 100000");
+	ck_file(path, "cpu.weight", "250");
+	/* A pooled sandbox taken by a session: its weight changes. */
+	ck_assert_int_eq(cg_set_cpu_weight(cg, 100), 0);
+	ck_file(path, "cpu.weight", "100");
+	ck_assert_int_eq(cg_set_cpu_weight(cg, 0), -EINVAL);
+	ck_assert_int_eq(cg_set_cpu_weight(cg, CG_WEIGHT_MAX + 1), -EINVAL);
+	ck_file(path, "cpu.weight", "100");
 
 	ck_assert_int_eq(cg_add_pid(cg, 2147483000), 0);
 	ck_file(path, "cgroup.procs", "2147483000");
@@ -353,7 +360,7 @@ END_TEST
 
 START_TEST(test_v2_fake_nested_parent_and_partial)
 {
-	struct cg_limits lim = { 8 * MiB, 0, 1 };
+	struct cg_limits lim = { 8 * MiB, 0, 1, 300 };
 	struct cg_manager *m;
 	char root[PATH_MAX], dir[PATH_MAX];
 	struct cg *cg;
@@ -383,6 +390,9 @@ START_TEST(test_v2_fake_nested_parent_and_partial)
 	ck_file(cg_path(cg), "memory.swap.max", "<missing>");
 	ck_file(cg_path(cg), "pids.max", "<missing>");
 	ck_file(cg_path(cg), "cpu.max", "<missing>");
+	ck_file(cg_path(cg), "cpu.weight", "<missing>");
+	ck_assert_int_eq(cg_set_cpu_weight(cg, 100), 0);
+	ck_file(cg_path(cg), "cpu.weight", "<missing>");
 	fake_destroy(cg, root, false);
 	cg_manager_free(m);
 }
@@ -390,7 +400,7 @@ END_TEST
 
 START_TEST(test_v2_fake_stats_and_peak_reset)
 {
-	struct cg_limits lim = { 0, 0, 0 };
+	struct cg_limits lim = { 0, 0, 0, 0 };
 	struct cg_manager *m;
 	struct cg_stats st;
 	char root[PATH_MAX];
@@ -443,7 +453,7 @@ END_TEST
 
 START_TEST(test_v2_fake_kill_hostile_procs)
 {
-	struct cg_limits lim = { 0, 0, 0 };
+	struct cg_limits lim = { 0, 0, 0, 0 };
 	struct cg_manager *m;
 	char root[PATH_MAX], procs[128];
 	const char *path;
@@ -482,7 +492,7 @@ END_TEST
 
 START_TEST(test_procs_parsing)
 {
-	struct cg_limits lim = { 0, 0, 0 };
+	struct cg_limits lim = { 0, 0, 0, 0 };
 	struct cg_manager *m;
 	char root[PATH_MAX], *big;
 	const char *path;
@@ -545,7 +555,7 @@ static int join_in_child(struct cg *cg)
 
 START_TEST(test_v2_fake_join)
 {
-	struct cg_limits lim = { 64 * MiB, 8, 0 };
+	struct cg_limits lim = { 64 * MiB, 8, 0, 0 };
 	struct cg_manager *m;
 	char root[PATH_MAX];
 	struct cg *cg;
@@ -576,7 +586,7 @@ END_TEST
 
 START_TEST(test_v1_fake_join)
 {
-	struct cg_limits lim = { 64 * MiB, 4, 0 };
+	struct cg_limits lim = { 64 * MiB, 4, 0, 0 };
 	struct cg_manager *m;
 	char root[PATH_MAX], dir[PATH_MAX], name[128];
 	struct cg *cg;
@@ -606,7 +616,7 @@ END_TEST
 
 START_TEST(test_v1_fake_create)
 {
-	struct cg_limits lim = { 100 * MiB, 50, 2500 };
+	struct cg_limits lim = { 100 * MiB, 50, 2500, 50 };
 	struct cg_manager *m;
 	char root[PATH_MAX], dir[PATH_MAX], name[128];
 	struct cg *cg;
@@ -637,6 +647,12 @@ START_TEST(test_v1_fake_create)
 	pathf(dir, sizeof(dir), "%s/cpu/petri-x/y/%s", root, name);
 	ck_file(dir, "cpu.cfs_period_us", "100000");
 	ck_file(dir, "cpu.cfs_quota_us", "250000");
+	/* v1's scale: 1024 shares per 100 of weight. */
+	ck_file(dir, "cpu.shares", "512");
+	ck_assert_int_eq(cg_set_cpu_weight(cg, 1), 0);
+	ck_file(dir, "cpu.shares", "10");
+	ck_assert_int_eq(cg_set_cpu_weight(cg, CG_WEIGHT_MAX), 0);
+	ck_file(dir, "cpu.shares", "102400");
 
 	/* Every hierarchy gets the pid. */
 	ck_assert_int_eq(cg_add_pid(cg, 2147483000), 0);
@@ -654,7 +670,7 @@ END_TEST
 
 START_TEST(test_v1_fake_comounted_no_swap)
 {
-	struct cg_limits lim = { 16 * MiB, 0, 1 };
+	struct cg_limits lim = { 16 * MiB, 0, 1, 0 };
 	struct cg_manager *m;
 	char root[PATH_MAX], dir[PATH_MAX], name[128];
 	struct cg_stats st;
@@ -697,7 +713,7 @@ END_TEST
 
 START_TEST(test_v1_fake_stats)
 {
-	struct cg_limits lim = { 0, 0, 0 };
+	struct cg_limits lim = { 0, 0, 0, 0 };
 	struct cg_manager *m;
 	char root[PATH_MAX], dir[PATH_MAX];
 	const char *path;
@@ -736,7 +752,7 @@ END_TEST
  * thaw) must both refuse to signal 0 or ourselves and give up in time. */
 static void v1_kill_hostile(bool freezer)
 {
-	struct cg_limits lim = { 0, 0, 0 };
+	struct cg_limits lim = { 0, 0, 0, 0 };
 	struct cg_manager *m;
 	char root[PATH_MAX], procs[64], dir[PATH_MAX];
 	const char *path;
@@ -881,7 +897,7 @@ START_TEST(test_v2_fake_delegated)
 	/* /proc/self/cgroup of a process under systemd --user, hybrid style:
 	 * a v1 line first, the v2 line last. */
 	static const char self[] = "1:name=systemd:/elsewhere\n0::/u/app.scope\n";
-	struct cg_limits lim = { 64 * MiB, 32, 500 };
+	struct cg_limits lim = { 64 * MiB, 32, 500, 0 };
 	char root[PATH_MAX], own[PATH_MAX], dir[PATH_MAX];
 	struct cg_manager *m;
 	struct cg *cg;
@@ -908,6 +924,9 @@ START_TEST(test_v2_fake_delegated)
 	pathf(dir, sizeof(dir), "%s/petri", own);
 	ck_assert_str_eq(cg_parent_dir(m), dir);
 	ck_assert(!existsf("%s/petri-supervisor/petri-supervisor", own));
+	/* No weight asked: the kernel's. */
+	pathf(dir, sizeof(dir), "%s/petri-supervisor", own);
+	ck_file(dir, "cpu.weight", "<missing>");
 	cg_manager_free(m);
 }
 END_TEST
@@ -919,8 +938,8 @@ END_TEST
 START_TEST(test_v2_fake_marked_delegated)
 {
 	static const char self[] = "0::/u/app.scope\n";
-	const struct cg_options o = { .self_cgroup = self };
-	struct cg_limits lim = { 8 * MiB, 16, 0 };
+	const struct cg_options o = { .self_cgroup = self, .daemon_weight = 300 };
+	struct cg_limits lim = { 8 * MiB, 16, 0, 0 };
 	char root[PATH_MAX], own[PATH_MAX], dir[PATH_MAX], err[512] = "";
 	struct cg_manager *m = NULL;
 	struct cg *cg;
@@ -937,6 +956,9 @@ START_TEST(test_v2_fake_marked_delegated)
 	ck_assert_str_eq(cg_parent_dir(m), dir);
 	ck_assert(existsf("%s/petri-supervisor", own));
 	ck_assert(!existsf("%s/petri", root));
+	/* The daemon's share beside its sandboxes' parent. */
+	pathf(dir, sizeof(dir), "%s/petri-supervisor", own);
+	ck_file(dir, "cpu.weight", "300");
 	ck_assert_int_eq(cg_create(m, &lim, &cg), 0);
 	ck_file(cg_path(cg), "memory.max", "8388608");
 	fake_destroy(cg, root, false);
@@ -1014,7 +1036,7 @@ END_TEST
  * from the leaf finds the same. */
 START_TEST(test_v2_fake_private_ns)
 {
-	struct cg_limits lim = { 32 * MiB, 16, 250 };
+	struct cg_limits lim = { 32 * MiB, 16, 250, 0 };
 	char root[PATH_MAX], dir[PATH_MAX];
 	struct cg_manager *m;
 	struct cg *cg;
@@ -1108,7 +1130,7 @@ END_TEST
 
 START_TEST(test_naming)
 {
-	struct cg_limits lim = { 0, 0, 0 };
+	struct cg_limits lim = { 0, 0, 0, 0 };
 	struct cg_manager *m, *m2;
 	char root[PATH_MAX], want[128];
 	unsigned long long start = self_starttime();
@@ -1150,7 +1172,7 @@ struct creator {
 static void *create_many(void *arg)
 {
 	struct creator *c = arg;
-	struct cg_limits lim = { 0, 0, 0 };
+	struct cg_limits lim = { 0, 0, 0, 0 };
 
 	for (int i = 0; i < 25 && !c->rc; i++) {
 		struct cg *cg;
@@ -1208,7 +1230,7 @@ START_TEST(test_sweep_fake_v2)
 		"p0-1-2", "P#-1-2", "p#--1", "p#-1-", "p99999999999-1-2",
 		"p#-1-2.old", "p #-1-2",
 	};
-	struct cg_limits lim = { 0, 0, 0 };
+	struct cg_limits lim = { 0, 0, 0, 0 };
 	unsigned long long start = self_starttime();
 	struct cg_manager *m;
 	char root[PATH_MAX], p[PATH_MAX], name[128];
@@ -1463,7 +1485,7 @@ static void kid_kill_destroy(struct cg *cg, struct kid *k)
 
 START_TEST(test_real_v1_lifecycle)
 {
-	struct cg_limits lim = { 256 * MiB, 64, 1000 };
+	struct cg_limits lim = { 256 * MiB, 64, 1000, 0 };
 	struct cg_manager *m;
 	struct cg_stats st;
 	char dir[PATH_MAX], name[128];
@@ -1526,7 +1548,7 @@ END_TEST
 
 START_TEST(test_real_v1_destroy_running)
 {
-	struct cg_limits lim = { 64 * MiB, 16, 0 };
+	struct cg_limits lim = { 64 * MiB, 16, 0, 0 };
 	struct cg_manager *m;
 	struct kid k;
 	struct cg *cg;
@@ -1550,7 +1572,7 @@ END_TEST
 
 START_TEST(test_real_v1_fork_bomb)
 {
-	struct cg_limits lim = { 256 * MiB, 24, 0 };
+	struct cg_limits lim = { 256 * MiB, 24, 0, 0 };
 	struct cg_manager *m;
 	int64_t deadline;
 	struct kid k;
@@ -1587,7 +1609,7 @@ END_TEST
 
 START_TEST(test_real_v1_oom)
 {
-	struct cg_limits lim = { 50 * MiB, 16, 0 };
+	struct cg_limits lim = { 50 * MiB, 16, 0, 0 };
 	struct cg_manager *m;
 	struct cg_stats st;
 	struct kid k;
@@ -1618,7 +1640,7 @@ END_TEST
  * and a cgroup at its pids limit refuses it. */
 START_TEST(test_real_v1_join)
 {
-	struct cg_limits lim = { 64 * MiB, 1, 0 };
+	struct cg_limits lim = { 64 * MiB, 1, 0, 0 };
 	struct cg_manager *m;
 	struct cg_stats st;
 	struct cg_join cj;
@@ -1727,7 +1749,7 @@ END_TEST
 
 START_TEST(test_real_v2_unified)
 {
-	struct cg_limits lim = { 64 * MiB, 32, 500 };
+	struct cg_limits lim = { 64 * MiB, 32, 500, 0 };
 	struct cg_manager *m;
 	struct cg_stats st;
 	char dir[PATH_MAX];
@@ -1770,7 +1792,7 @@ END_TEST
 static int delegated_child(const char *dir, bool in_leaf)
 {
 	char path[PATH_MAX], own[PATH_MAX], buf[4096], pid[24], err[256];
-	struct cg_limits lim = { 0, 8, 0 };
+	struct cg_limits lim = { 0, 8, 0, 0 };
 	struct cg_manager *m;
 	struct cg *cg;
 	int status;
@@ -1847,7 +1869,7 @@ START_TEST(test_real_v2_delegated)
 		"", "cgroup.procs", "cgroup.subtree_control", "cgroup.threads",
 	};
 	const struct cg_options o = { .delegated = true };
-	struct cg_limits lim = { 0, 0, 0 };
+	struct cg_limits lim = { 0, 0, 0, 0 };
 	char dir[PATH_MAX], path[PATH_MAX], self[4096], want[PATH_MAX], err[512] = "";
 	struct cg_manager *m = NULL;
 	struct kid k;

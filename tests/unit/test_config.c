@@ -38,6 +38,9 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(c.napi_keys, 0);
 	ck_assert(c.warm && c.cgroups);
 	ck_assert_uint_eq(c.uid_count, JAIL_UID_COUNT_DEFAULT);
+	/* Fair CPU: a session the kernel's default share, refills half of
+	 * it, the daemon twice. */
+	ck_assert(c.cpu_weight == 100 && c.pool_cpu_weight == 50 && c.daemon_cpu_weight == 200);
 	ck_assert_uint_le(c.defaults.memory_mb, c.max.memory_mb);
 	/* The record is kept in the state directory unless told otherwise. */
 	ck_assert(c.record_default);
@@ -60,7 +63,8 @@ START_TEST(test_file)
 		     "[limits]\nmemory_mb = 256\ncpu = 0.5\n"
 		     "[max_limits]\nmemory_mb = 512\n"
 		     "[sandbox]\nro_bind = /srv\nenv = A=b=c\nenv = B=\ncgroups = false\n"
-		     "uid_base = 300000\nuid_count = 10\n");
+		     "uid_base = 300000\nuid_count = 10\ncpu_weight = 300\n"
+		     "pool_cpu_weight = 1\ndaemon_cpu_weight = 10000\n");
 	ck_assert_msg(config_load(&c, path, err, sizeof(err)) == 0, "%s", err);
 	unlink(path);
 	ck_assert_str_eq(c.listen, "unix:/run/p.sock");
@@ -71,6 +75,7 @@ START_TEST(test_file)
 	ck_assert_str_eq(c.record, "/var/lib/petri/r.sqlite");
 	ck_assert(c.idle_timeout_s == 30 && c.pool_min == 0 && c.pool_max == 0 && !c.warm && !c.cgroups);
 	ck_assert(c.uid_base == 300000 && c.uid_count == 10);	/* 7 + 0 + 3 fit */
+	ck_assert(c.cpu_weight == 300 && c.pool_cpu_weight == 1 && c.daemon_cpu_weight == 10000);
 	ck_assert(c.defaults.memory_mb == 256 && c.defaults.cpu == 0.5 && c.max.memory_mb == 512);
 	ck_assert_str_eq(c.ro_binds[0], "/srv");
 	ck_assert_ptr_null(c.ro_binds[1]);
@@ -97,6 +102,9 @@ START_TEST(test_refused)
 		"[sandbox]\nuid_count = 110\n",
 		"[server]\nmax_sessions = 500\n[sandbox]\nuid_count = 501\n",
 		"[sandbox]\ncgroup_parent = ../x\n",
+		"[sandbox]\ncpu_weight = 0\n",		/* cgroup.h's 1..10000 */
+		"[sandbox]\npool_cpu_weight = 10001\n",
+		"[sandbox]\ndaemon_cpu_weight = -5\n",
 		"[sandbox]\nenv = 1A=b\n",
 		"[sandbox]\nenv = noequals\n",
 		"[sandbox]\nro_bind = relative\n",
