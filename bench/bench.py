@@ -307,6 +307,38 @@ def spin_probe():
     return statistics.median(t)
 
 
+FLOOR_CODE = r"""
+import gc, os, resource, sys
+import numpy, pandas, matplotlib, matplotlib.pyplot, scipy, scipy.stats
+gc.freeze()
+n = int(sys.argv[1])
+def cpu():
+    s = resource.getrusage(resource.RUSAGE_SELF)
+    c = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+t0 = cpu()
+for _ in range(n):
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+print((cpu() - t0) / n)
+"""
+
+
+def fork_floor(n=100):
+    """The floor of a fork design on this machine, now: CPU seconds of one
+    fork + exit of a /usr/bin/python3 holding the data stack (numpy,
+    pandas, matplotlib, scipy; gc.freeze()), parent and child, the mean of
+    n; None if it cannot run."""
+    try:
+        out = subprocess.run(['/usr/bin/python3', '-c', FLOOR_CODE, str(n)],
+                             capture_output=True, timeout=300, check=True)
+        return float(out.stdout)
+    except (subprocess.SubprocessError, ValueError, OSError):
+        return None
+
+
 # ------------------------------------------------------------------ HTTP
 
 class Client:
@@ -833,6 +865,7 @@ class Suite:
         self.kernel = None
         self.workdir = tempfile.mkdtemp(prefix='petri-bench-')
         self.sampler = LoadSampler()
+        self.floor = None               # fork_floor(), measured in 1b
         self.last_section = None
         self.last_duration_ms = None
 
@@ -1065,7 +1098,8 @@ class Suite:
         server in.  Unlike wall times, this hardly depends on other load."""
         sec = self.section('oneshot_cpu', '1b. CPU time per one-shot print(1+1) '
                            '(server + sandbox + pool refill)')
-        data = {'systems': {}}
+        data = {'systems': {}, 'fork_floor_s': []}
+        data['fork_floor_s'].append(fork_floor())
         for srv, label, n in ((self.warm, 'petri (warm)', 60 if not QUICK else 20),
                               (self.cold, 'petri (cold)', 12 if not QUICK else 5)):
             if srv.cpu_s() is None:
@@ -1091,6 +1125,12 @@ class Suite:
             log('   %-14s %d runs: %s CPU per one-shot (server + sandbox + refill); idle '
                 'server %.1f ms CPU/s; bench client %s CPU per request' % (
                     label, n, ms(per), idle_rate * 1000, ms(cli)))
+        data['fork_floor_s'].append(fork_floor())
+        floors = [f for f in data['fork_floor_s'] if f]
+        floor = self.floor = statistics.median(floors) if floors else None
+        if floor:
+            log('   the fork floor (fork + exit of python3 with the data stack, before and '
+                'after): %s CPU each' % ' and '.join(ms(f) for f in floors))
         w = data['systems'].get('petri (warm)', {}).get('cpu_per_oneshot_s')
         if w:
             data['idle_machine_bound_per_s'] = os.cpu_count() / w
@@ -1100,6 +1140,9 @@ class Suite:
         self.end_section(sec, data)
         self.target('CPU per warm one-shot (server + sandbox + pool refill)', '≤ 8 ms',
                     ms(w) if w else 'no cpuacct cgroup', w <= 0.008 if w else None)
+        if w and floor:
+            self.target('CPU per warm one-shot vs the fork floor beside it', '≤ 2 ×',
+                        '%.2f × (%s vs %s)' % (w / floor, ms(w), ms(floor)), w <= 2 * floor)
 
     def oneshot_one_client(self):
         """One client sending one-shots one after another, as an agent does:
@@ -1457,6 +1500,12 @@ class Suite:
         self.end_section(sec, data)
         r4 = data['runs']['4']
         best = max(data['runs'].values(), key=lambda r: r['ok_per_s'])
+        floor = self.floor or fork_floor()
+        if floor:
+            goal = 0.7 * os.cpu_count() / floor
+            self.target('sustained one-shots/s, 4 clients, vs the fork floor',
+                        '≥ 0.7 × cores ÷ floor', '%.1f /s (goal %.0f /s: floor %s)' % (
+                            r4['ok_per_s'], goal, ms(floor)), r4['ok_per_s'] >= goal)
         self.target('sustained one-shot throughput, 4 clients', '≥ 200 /s',
                     '%.1f /s (petri CPU %s per one-shot; best %.1f /s at N = %d)' % (
                         r4['ok_per_s'], ms(r4['petri_cpu_per_oneshot_s']), best['ok_per_s'],
@@ -1831,6 +1880,7 @@ class Suite:
             data['cpu_per_oneshot_s'] = (u1 - u0 - idle * (t1 - t0)) / total
         if tool == 'perf':
             data.update(cpuprofile.perf_shares(rec.out, srv.pid, roots))
+            data['fork_floor_s'] = self.floor or fork_floor()
             os.unlink(rec.out)
             log('   %d one-shots (%.0f/s, petri CPU %s each while profiled); %d of %d samples '
                 'are petri\'s process tree (%d processes): kernel %.0f %%, user %.0f %%' % (
@@ -2259,6 +2309,26 @@ def render_profile(pr, load):
     L.append('Inclusive shares of a few kernel functions, for comparing runs: ' + ', '.join(
         '%s %.1f %%' % (k, 100 * v) for k, v in pr['markers'].items()) + '.')
     L.append('')
+    if pr.get('steps'):
+        per = pr.get('cpu_per_oneshot_s')
+        floor = pr.get('fork_floor_s')
+        L.append('**By step** (each sample counted once, for the first step its stack '
+                 'shows, in the order of bench/cpuprofile.py\'s STEPS); ms per one-shot = '
+                 'the share × petri\'s CPU per one-shot while profiled%s:' % (
+                     ' (%s), and its ratio to the fork floor measured beside it (%s)' % (
+                         ms(per), ms(floor)) if per and floor else ''))
+        L.append('')
+        L.append('| step | share | ms per one-shot | × fork floor |')
+        L.append('| --- | ---: | ---: | ---: |')
+        for name, v in pr['steps']:
+            L.append('| %s | %.1f %% | %s | %s |' % (
+                name, 100 * v, '%.2f' % (1000 * v * per) if per else '',
+                '%.2f' % (v * per / floor) if per and floor else ''))
+        if pr.get('netns_release_elsewhere') is not None:
+            L.append('| (network namespaces released by kernel workers, outside petri\'s '
+                     'tree, against its samples) | %.1f %% | | |'
+                     % (100 * pr['netns_release_elsewhere']))
+        L.append('')
     return L
 
 

@@ -41,6 +41,65 @@ MARKERS = ('copy_process', 'dup_mmap', 'copy_page_range', 'do_exit', 'exit_mmap'
            'cgroup_mkdir', 'cgroup_rmdir', 'path_mount', '__seccomp_filter',
            'do_syscall_64', 'schedule')
 
+# The steps of a sandbox's life, for the table of where a one-shot's CPU
+# goes: each sample of petri's tree counts for the first step (in this
+# order) that one of its frames, or its process, belongs to.  A kernel
+# function matches by name (a prefix where it ends in '*'), a user frame by
+# its library ('dso:'), a process by its name ('comm:').
+STEPS = (
+    ('network namespace: create', ('copy_net_ns', 'setup_net')),
+    ('network namespace: release', ('cleanup_net', 'put_net', 'free_nsproxy')),
+    ('mount namespace and mounts', ('copy_mnt_ns', 'path_mount', 'do_move_mount',
+                                    'do_umount', 'umount_tree', 'cleanup_mnt',
+                                    '__x64_sys_fsconfig', '__x64_sys_fsmount',
+                                    '__x64_sys_open_tree', '__x64_sys_mount_setattr',
+                                    'put_mnt_ns', 'pivot_root*', '__x64_sys_pivot_root')),
+    ('other namespaces (user, pid, ipc, uts, cgroup)', ('copy_namespaces', 'ksys_unshare',
+                                                        'create_user_ns', 'free_ipc*',
+                                                        'put_ipc_ns')),
+    ('cgroups (mkdir, rmdir, moves, limits)', ('cgroup_mkdir', 'cgroup_rmdir',
+                                               'cgroup_attach_task', 'cgroup_procs_write',
+                                               'cgroup1_procs_write*', '__cgroup1_procs_write*',
+                                               'cgroup_file_write', 'cgroup_kn_lock_live',
+                                               'cgroup_apply_control*')),
+    ('seccomp (load and filter)', ('do_seccomp', '__seccomp_filter', 'seccomp_*')),
+    ('Landlock', ('landlock_*', '__x64_sys_landlock_*', 'hook_*')),
+    ('fork: page tables (dup_mmap)', ('dup_mmap',)),
+    ('fork: the rest (copy_process)', ('copy_process',)),
+    ('copy-on-write faults', ('do_wp_page', 'wp_page_copy')),
+    ('other page faults', ('asm_exc_page_fault', 'handle_mm_fault')),
+    ('exit: unmapping (exit_mmap)', ('exit_mmap',)),
+    ('exit: the rest (do_exit)', ('do_exit',)),
+    ('the record (SQLite)', ('dso:libsqlite3',)),
+    ('HTTP (libmicrohttpd)', ('dso:libmicrohttpd',)),
+    ('JSON (jansson)', ('dso:libjansson',)),
+    ('petri-init (pid 1)', ('comm:petri-init',)),
+    ('Python (the driver and the code)', ('dso:python3', 'dso:libpython')),
+)
+
+
+def step_of(comm, frames):
+    """The first of STEPS that the sample belongs to, or 'other kernel' /
+    'other user space' by where the sample was."""
+    for name, keys in STEPS:
+        for key in keys:
+            if key.startswith('comm:'):
+                if comm == key[5:]:
+                    return name
+                continue
+            if key.startswith('dso:'):
+                if any(key[4:] in os.path.basename(d) for _, d in frames):
+                    return name
+                continue
+            if any(d.startswith('[kernel') and
+                   (sym == key or (key.endswith('*') and sym.startswith(key[:-1])))
+                   for sym, d in frames):
+                return name
+    if frames and frames[0][1].startswith('[kernel'):
+        return 'other kernel'
+    return 'other user space'
+
+
 TASK_FORK = re.compile(r'PERF_RECORD_FORK\((\d+):(\d+)\):\((\d+):(\d+)\)')
 SAMPLE_HEAD = re.compile(r'^(.*?)\s+(\d+)/(\d+)\s*$')
 FRAME = re.compile(r'^\s+[0-9a-f]+\s+(.*?)\s+\((.*)\)$')
@@ -186,10 +245,11 @@ def perf_shares(data_path, server, others=(), top=25):
     mine = [s for s in samples if s[0] in tree]
     n = len(mine)
     self_c, incl_c, comm_c = collections.Counter(), collections.Counter(), collections.Counter()
-    depth_c = collections.Counter()
+    depth_c, step_c = collections.Counter(), collections.Counter()
     kernel = 0
     for pid, comm, frames in mine:
         comm_c[comm] += 1
+        step_c[step_of(comm, frames)] += 1
         # Which generation below the server (its helper, the template, the
         # sandboxes' processes...), and under which name.
         depth_c[(depth_of(pid, parents, {server}), comm)] += 1
@@ -215,6 +275,11 @@ def perf_shares(data_path, server, others=(), top=25):
         'self': shares(self_c, top),
         'inclusive': shares(incl_c, top),
         'markers': {m: (incl_c.get('[k] ' + m, 0) / n if n else 0.0) for m in MARKERS},
+        'steps': shares(step_c, len(STEPS) + 2),
+        # A network namespace is released in a kernel worker, outside
+        # petri's tree: its samples anywhere, against petri's own.
+        'netns_release_elsewhere': (sum(1 for s in samples if s[0] not in tree and any(
+            f[0] == 'cleanup_net' for f in s[2])) / n) if n else None,
     }
 
 
