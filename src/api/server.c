@@ -485,12 +485,12 @@ static enum MHD_Result health(struct api_req *rq, bool readiness)
 	smgr_health(rq->sm, &h);
 	why = readiness ? not_ready(&h) : NULL;
 	return http_json(rq, why ? 503 : 200,
-			 json_pack("{s:s, s:s, s:s, s:I, s:b, s:s, s:I, s:I, s:b, s:s*}",
+			 json_pack("{s:s, s:s, s:s, s:I, s:b, s:s, s:I, s:s, s:I, s:b, s:s*}",
 				   "status", why ? "not_ready" : "ok", "node", rq->cfg->node,
 				   "version", petri_version(),
 				   "sessions", (json_int_t)h.sessions,
 				   "cgroups", smgr_cgroups(rq->sm),
-				   "warm", h.warm, "pool", (json_int_t)h.pool,
+				   "warm", h.warm, "pool", (json_int_t)h.pool, "light", h.light,
 				   "max_sessions", (json_int_t)h.max_sessions,
 				   "draining", h.draining, "reason", why));
 }

@@ -50,6 +50,7 @@ void config_defaults(struct petri_config *c)
 	c->pool_max = CONFIG_POOL_MAX_DEFAULT;
 	c->pool_window_s = 10;
 	c->warm = true;
+	c->light_template = true;
 	c->warm_wait_s = CONFIG_WARM_WAIT_DEFAULT;
 	c->uid_count = JAIL_UID_COUNT_DEFAULT;
 	c->ptys = JAIL_PTYS_DEFAULT;
@@ -519,6 +520,40 @@ const char *const *config_preload(const struct petri_config *c)
 	return c->preload ? (const char *const *)c->preload : none;
 }
 
+bool config_light_template(const struct petri_config *c)
+{
+	return c->warm && c->light_template && config_preload(c)[0];
+}
+
+static bool word_char(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+	       (ch >= '0' && ch <= '9') || ch == '_';
+}
+
+bool config_preload_named(const struct petri_config *c, const char *code)
+{
+	const char *const *mods = config_preload(c);
+
+	/* Each word of the code once against each module's first part. */
+	for (const char *s = code; *s;) {
+		const char *w = s;
+
+		while (*s && word_char(*s))
+			s++;
+		for (size_t i = 0; s > w && mods[i]; i++) {
+			const char *dot = strchr(mods[i], '.');
+			size_t n = dot ? (size_t)(dot - mods[i]) : strlen(mods[i]);
+
+			if ((size_t)(s - w) == n && !memcmp(w, mods[i], n))
+				return true;
+		}
+		while (*s && !word_char(*s))
+			s++;
+	}
+	return false;
+}
+
 /* preload = a, b.c, ... (repeatable: the lines add up; the first replaces
  * the default; an empty value preloads nothing). */
 static bool set_preload(struct parse *p, const char *v)
@@ -590,6 +625,8 @@ static bool set_python(struct parse *p, const char *name, const char *v)
 	}
 	if (!strcmp(name, "preload"))
 		return set_preload(p, v);
+	if (!strcmp(name, "light_template"))
+		return parse_bool(v, &c->light_template);
 	return false;
 }
 
@@ -809,16 +846,20 @@ static int check_pool(const struct parse *p, char *err, size_t errlen)
 
 /* Every live sandbox has a host uid of its own: the sessions, the pool at
  * its largest, the warm templates (one retiring while the next starts) and
- * the probe (session/probe.c) must fit. */
+ * the probe (session/probe.c) must fit.  With a light template, two more
+ * templates, and one more sandbox: the two pools hold pool_max between
+ * them, but each may fork one while the other's count is read. */
 static int check_uid_range(struct petri_config *c, char *err, size_t errlen)
 {
-	uint64_t need = (uint64_t)c->max_sessions + c->pool_max + 3;
+	bool two = config_light_template(c);
+	uint64_t need = (uint64_t)c->max_sessions + c->pool_max + (two ? 6 : 3);
 
 	if (c->uid_count < need) {
 		snprintf(err, errlen, "uid_count = %u in [sandbox] is too small: max_sessions + "
-			 "pool_max + 3 = %llu sandboxes can live at once (the pool at its largest, "
-			 "2 templates and the probe besides), and each needs a host uid of its own",
-			 c->uid_count, (unsigned long long)need);
+			 "pool_max + %d = %llu sandboxes can live at once (%s), and each needs a "
+			 "host uid of its own", c->uid_count, two ? 6 : 3, (unsigned long long)need,
+			 two ? "the pools at their largest, 4 templates, the probe and a refill "
+			       "besides" : "the pool at its largest, 2 templates and the probe besides");
 		return -EINVAL;
 	}
 	return 0;

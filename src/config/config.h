@@ -23,7 +23,7 @@
  *              (docs/cluster.md)
  *   [python]   path (directories on sys.path, repeatable), wheelhouse (the
  *              directory of wheels that pip installs from), preload (modules
- *              the warm template imports)
+ *              the warm template imports), light_template
  *   [network]  default, clients_may, allow, deny, reachable, upstream_dns,
  *              max_connections, connections_per_s:
  *              what sessions' code may reach (src/net/policy.h)
@@ -155,6 +155,10 @@ struct petri_config {
 	char **preload;
 	size_t npreload;
 	bool preload_set;	/* the file said preload: the default is gone */
+	/* [python] light_template: one-shots whose code names none of the
+	 * preloaded modules are forked from a second template that imports
+	 * none of them (config_light_template(), config_preload_named()). */
+	bool light_template;
 
 	/* [network]: the default policy, the most a client may ask, the
 	 * private ranges sessions may reach, the resolver upstream. */
@@ -219,6 +223,15 @@ bool config_preload_name_ok(const char *name);
 /* The modules the template imports: the file's, else the default
  * (NULL-terminated, never NULL; owned by cfg or static). */
 const char *const *config_preload(const struct petri_config *cfg);
+/* Is there a light template: warm, light_template, and something to
+ * preload (without, the one template is light already)? */
+bool config_light_template(const struct petri_config *cfg);
+/* Does code (NUL-terminated) name the top-level package of one of the
+ * modules the template preloads, as a whole word anywhere (an import, an
+ * attribute, a string)?  Only then is the heavy template worth its cost
+ * to a one-shot; a miss costs time, never a wrong answer: any sandbox
+ * can import anything. */
+bool config_preload_named(const struct petri_config *cfg, const char *code);
 
 /* Is listen a loopback TCP address or a unix socket? */
 bool config_listen_is_local(const char *listen);

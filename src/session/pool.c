@@ -43,6 +43,8 @@ struct pool {
 	pthread_cond_t started;		/* a start ended (ready or failed), or stopping */
 	_Atomic int state;		/* enum pool_state, read without the lock */
 	atomic_size_t nready_now;	/* nready, read without the lock */
+	atomic_uint target_now;		/* the last fill target before the room
+					 * capped it, likewise */
 	struct zygote *z;		/* NULL: none running */
 	unsigned users;			/* zygote_fork() calls on z in flight */
 	struct box **ready;		/* oldest first; cfg.max slots */
@@ -56,6 +58,17 @@ struct pool {
 	bool warned;			/* the "no warm path" warning was given */
 	pthread_t thread;
 };
+
+/* In the log: "the warm template", "the light template". */
+static const char *kind(const struct pool *p)
+{
+	return p->cfg.light ? "light" : "warm";
+}
+
+static enum metric_gauge ready_gauge(const struct pool *p)
+{
+	return p->cfg.light ? M_LIGHT_POOL_READY : M_POOL_READY;
+}
 
 static void wake(struct pool *p)
 {
@@ -96,8 +109,8 @@ static void ensure_template(struct pool *p)
 	if (p->z && zygote_alive(p->z))
 		return;
 	if (p->z) {
-		log_warn("the warm template died; starting a new one (sessions already "
-			 "forked keep running)");
+		log_warn("the %s template died; starting a new one (sessions already "
+			 "forked keep running)", kind(p));
 		metrics_inc(M_ZYGOTE_RESTARTS);
 		atomic_store(&p->state, POOL_STARTING);
 		retire_template(p);
@@ -111,7 +124,7 @@ static void ensure_template(struct pool *p)
 	pthread_mutex_lock(&p->lock);
 	if (r == -ECANCELED || (r == 0 && p->stopping)) {
 		/* Stopped while it started: nothing failed. */
-		log_info("the warm template was still starting when the pool stopped");
+		log_info("the %s template was still starting when the pool stopped", kind(p));
 		if (r == 0) {
 			pthread_mutex_unlock(&p->lock);
 			zygote_free(z);
@@ -120,7 +133,10 @@ static void ensure_template(struct pool *p)
 		return;
 	}
 	if (r < 0) {
-		if (!p->warned)
+		if (!p->warned && p->cfg.light)
+			log_warn("no light template (%s): one-shots go to the warm one; retrying "
+				 "every %d s", err, RETRY_S);
+		else if (!p->warned)
 			log_warn("no warm path (%s): every sandbox starts cold; retrying "
 				 "every %d s", err, RETRY_S);
 		p->warned = true;
@@ -129,7 +145,7 @@ static void ensure_template(struct pool *p)
 		pthread_cond_broadcast(&p->started);
 		return;
 	}
-	log_info("warm template ready in %.0f ms", (clock_mono_s() - t0) * 1000);
+	log_info("%s template ready in %.0f ms", kind(p), (clock_mono_s() - t0) * 1000);
 	p->warned = false;
 	p->z = z;
 	atomic_store(&p->state, POOL_READY);
@@ -142,7 +158,7 @@ static void discard(struct pool *p, size_t i)
 	struct box *b = p->ready[i];
 
 	memmove(p->ready + i, p->ready + i + 1, (--p->nready - i) * sizeof(*p->ready));
-	metrics_gauge_add(M_POOL_READY, -1);
+	metrics_gauge_add(ready_gauge(p), -1);
 	atomic_store(&p->nready_now, p->nready);
 	pthread_mutex_unlock(&p->lock);
 	box_free(b);
@@ -156,7 +172,8 @@ static void drop_dead(struct pool *p)
 			i++;
 			continue;
 		}
-		log_warn("a warm sandbox died while it waited in the pool; forking another");
+		log_warn("a %s sandbox died while it waited in the pool; forking another",
+			 kind(p));
 		discard(p, i);
 		i = 0;	/* the lock was dropped: look at them all again */
 	}
@@ -178,12 +195,12 @@ static void fill_one(struct pool *p)
 	if (--p->users == 0)
 		pthread_cond_broadcast(&p->idle);
 	if (r < 0) {
-		log_warn("cannot fork a warm sandbox: %s", err);
+		log_warn("cannot fork a %s sandbox: %s", kind(p), err);
 		return;
 	}
 	poolrate_refilled(&p->rate, clock_mono_s() - t0);
 	p->ready[p->nready++] = b;
-	metrics_gauge_add(M_POOL_READY, 1);
+	metrics_gauge_add(ready_gauge(p), 1);
 	atomic_store(&p->nready_now, p->nready);
 }
 
@@ -223,14 +240,18 @@ static void *run(void *arg)
 		now = clock_mono_s();
 		room = p->cfg.room(p->cfg.ctx);
 		t = poolrate_target(&p->rate, now, p->cfg.min, p->cfg.max);
+		/* What it would hold with room enough (pool_target()). */
+		atomic_store(&p->target_now, t.fill);
 		if (t.fill > room)
 			t.fill = (unsigned)room;
 		if (t.keep > room)
 			t.keep = (unsigned)room;
-		metrics_gauge_set(M_POOL_TARGET, (long)t.fill);
-		metrics_value_set(M_POOL_TAKE_RATE, poolrate_rate(&p->rate, now));
-		metrics_value_set(M_POOL_MISSES, poolrate_misses(&p->rate, now));
-		metrics_value_set(M_POOL_REFILL_SECONDS, p->rate.refill_s);
+		metrics_gauge_set(p->cfg.light ? M_LIGHT_POOL_TARGET : M_POOL_TARGET, (long)t.fill);
+		if (!p->cfg.light) {
+			metrics_value_set(M_POOL_TAKE_RATE, poolrate_rate(&p->rate, now));
+			metrics_value_set(M_POOL_MISSES, poolrate_misses(&p->rate, now));
+			metrics_value_set(M_POOL_REFILL_SECONDS, p->rate.refill_s);
+		}
 		if (p->nready > t.keep) {
 			discard(p, 0);		/* the oldest */
 			continue;
@@ -275,6 +296,7 @@ int pool_new(struct jail_host *host, const struct pool_config *cfg, struct pool 
 	pthread_cond_init(&p->started, NULL);
 	atomic_init(&p->state, POOL_STARTING);
 	atomic_init(&p->nready_now, 0);
+	atomic_init(&p->target_now, 0);
 	p->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	p->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (!p->ready || !p->pfd || p->stop_fd < 0 || p->wake_fd < 0 ||
@@ -311,10 +333,12 @@ void pool_free(struct pool *p)
 	close(p->wake_fd);
 	for (size_t i = 0; i < p->nready; i++)
 		box_free(p->ready[i]);
-	metrics_gauge_add(M_POOL_READY, -(long)p->nready);
-	metrics_gauge_set(M_POOL_TARGET, 0);
-	metrics_value_set(M_POOL_TAKE_RATE, 0);
-	metrics_value_set(M_POOL_MISSES, 0);
+	metrics_gauge_add(ready_gauge(p), -(long)p->nready);
+	metrics_gauge_set(p->cfg.light ? M_LIGHT_POOL_TARGET : M_POOL_TARGET, 0);
+	if (!p->cfg.light) {
+		metrics_value_set(M_POOL_TAKE_RATE, 0);
+		metrics_value_set(M_POOL_MISSES, 0);
+	}
 	pthread_mutex_lock(&p->lock);
 	if (p->z)
 		retire_template(p);
@@ -340,7 +364,7 @@ int pool_take(struct pool *p, const struct box_config *cfg, bool is_default,
 	while (is_default && p->nready > 0) {
 		struct box *b = p->ready[--p->nready];
 
-		metrics_gauge_add(M_POOL_READY, -1);
+		metrics_gauge_add(ready_gauge(p), -1);
 		atomic_store(&p->nready_now, p->nready);
 		if (!gone(b)) {
 			poolrate_take(&p->rate, clock_mono_s(), false);
@@ -402,6 +426,11 @@ enum pool_state pool_state(const struct pool *p)
 size_t pool_ready(const struct pool *p)
 {
 	return atomic_load(&p->nready_now);
+}
+
+unsigned pool_target(const struct pool *p)
+{
+	return atomic_load(&p->target_now);
 }
 
 bool pool_wait_ready(struct pool *p, double seconds)

@@ -40,6 +40,10 @@ struct pool_config {
 	 * caller asks (box_config.limits.cpu_weight): refills yield to
 	 * executions.  0: the defaults' own. */
 	uint32_t cpu_weight;
+	/* The light template's pool (config_light_template()): its own
+	 * gauges (petri_light_pool_*), and the take rate's stay the main
+	 * pool's. */
+	bool light;
 	const char *const *preload;		/* what the template imports
 						 * (zygote_start); must outlive
 						 * the pool */
@@ -76,6 +80,9 @@ enum pool_state { POOL_STARTING, POOL_READY, POOL_FAILED };
  * for a start. */
 enum pool_state pool_state(const struct pool *p);
 size_t pool_ready(const struct pool *p);
+/* How many it would aim to hold ready now with room enough (what
+ * petri_pool_target says before the room caps it). */
+unsigned pool_target(const struct pool *p);
 
 /* Wait at most seconds for a template while one is starting: true when
  * one is ready (at once if it was), false when it is not (still starting

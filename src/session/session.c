@@ -78,6 +78,9 @@ struct smgr {
 	/* NULL: cold path only (warm off, or not started yet: smgr_warm_start);
 	 * atomic, as a front end may start it while sessions are made. */
 	struct pool *_Atomic pool;
+	/* The light template's pool, for one-shots that need none of the
+	 * preloads (config_light_template()); NULL: none. */
+	struct pool *_Atomic light;
 	atomic_bool pool_failed;	/* warm on, but the pool could not start */
 	atomic_bool pool_started;	/* smgr_warm_start() was called */
 	atomic_size_t live;		/* n, read without the lock (/healthz) */
@@ -255,10 +258,12 @@ static const char **merge_env(const struct smgr *m, const char *const *extra)
  * that got none): the pool refills now, not on a tick. */
 static void room_grew(struct smgr *m)
 {
-	struct pool *pool = m->pool;
+	struct pool *pool = m->pool, *light = m->light;
 
 	if (pool)
 		pool_poke(pool);
+	if (light)
+		pool_poke(light);
 }
 
 /* Kill b now; reap it, remove its cgroup and then its link to the router
@@ -459,17 +464,43 @@ static void *reaper(void *arg)
 
 /* ---- manager ---------------------------------------------------------- */
 
-/* How many more sandboxes the session cap allows (for the pool). */
-static size_t room_left(void *ctx)
+/* How many more sandboxes the session cap allows a pool beside the other
+ * one, which holds theirs (0 without one).  With the light template's
+ * pool, the two hold at most pool_max between them (the budget of the
+ * host's uids and tasks counts no more), and the main pool comes first:
+ * the light one keeps only what the main one does not aim to hold.  A
+ * light sandbox not pooled is forked when asked, which costs little.
+ * Called by a pool's thread; the other pool is read under m->lock, which
+ * smgr_free() takes to unhook a pool before it frees it. */
+static size_t room_beside(struct smgr *m, bool light)
 {
-	struct smgr *m = ctx;
-	size_t used, room;
+	size_t used, room, cap, theirs = 0;
+	struct pool *other;
 
 	pthread_mutex_lock(&m->lock);
-	used = m->n + m->oneshots + m->starting;
+	other = light ? m->pool : m->light;
+	if (other && light) {
+		size_t ready = pool_ready(other), target = pool_target(other);
+
+		theirs = ready > target ? ready : target;
+	} else if (other) {
+		theirs = pool_ready(other);
+	}
+	used = m->n + m->oneshots + m->starting + (other ? pool_ready(other) : 0);
 	room = used < m->cfg->max_sessions ? m->cfg->max_sessions - used : 0;
 	pthread_mutex_unlock(&m->lock);
-	return room;
+	cap = theirs < m->cfg->pool_max ? m->cfg->pool_max - theirs : 0;
+	return other && room > cap ? cap : room;
+}
+
+static size_t room_left(void *ctx)
+{
+	return room_beside(ctx, false);
+}
+
+static size_t room_left_light(void *ctx)
+{
+	return room_beside(ctx, true);
 }
 
 static int start_pool(struct smgr *m)
@@ -489,6 +520,18 @@ static int start_pool(struct smgr *m)
 	if ((r = pool_new(m->host, &pc, &pool)) < 0)
 		return r;
 	m->pool = pool;
+	if (config_light_template(m->cfg)) {
+		static const char *const none[] = { NULL };
+
+		pc.preload = none;
+		pc.light = true;
+		pc.room = room_left_light;
+		/* Without it one-shots go to the main pool, as before. */
+		if ((r = pool_new(m->host, &pc, &pool)) < 0)
+			log_warn("cannot start the light template's pool: %s", strerror(-r));
+		else
+			m->light = pool;
+	}
 	return 0;
 }
 
@@ -506,16 +549,17 @@ void smgr_warm_start(struct smgr *m)
 
 void smgr_health(struct smgr *m, struct smgr_health *h)
 {
-	struct pool *pool = m->pool;
+	static const char *const names[] = {
+		[POOL_STARTING] = "starting", [POOL_READY] = "ready", [POOL_FAILED] = "failed",
+	};
+	struct pool *pool = m->pool, *light = m->light;
 
 	h->warm = "off";
 	h->pool = 0;
+	h->light = light ? names[pool_state(light)] :
+		   config_light_template(m->cfg) && atomic_load(&m->pool_started) &&
+		   !atomic_load(&m->pool_failed) ? "starting" : "off";
 	if (pool) {
-		static const char *const names[] = {
-			[POOL_STARTING] = "starting", [POOL_READY] = "ready",
-			[POOL_FAILED] = "failed",
-		};
-
 		h->warm = names[pool_state(pool)];
 		h->pool = pool_ready(pool);
 	} else if (atomic_load(&m->pool_failed)) {
@@ -544,12 +588,14 @@ void smgr_drain(struct smgr *m, bool on)
 /* The host's tables against what the configuration lets the sandboxes
  * hold (tables.h): -E2BIG with err when max_sessions sandboxes at the
  * default limits do not fit; else the budget of the sessions and one-shots
- * in m.  The warm pool's sandboxes (at the default limits, at most
- * pool_max) and petri's probe have their room set aside. */
+ * in m.  The warm pools' sandboxes (at the default limits, at most
+ * pool_max between them, and one more with a light template's: see
+ * check_uid_range() in config.c) and petri's probe have their room set
+ * aside. */
 static int budget_tables(struct smgr *m, const char *proc, char *err, size_t errlen)
 {
 	const struct petri_config *c = m->cfg;
-	unsigned pool = c->warm ? c->pool_max : 0;
+	unsigned pool = c->warm ? c->pool_max + config_light_template(c) : 0;
 	uint64_t aside = (uint64_t)(pool + 1) * c->defaults.pids;
 	uint64_t tasks, ptys, sandboxes = (uint64_t)c->max_sessions + pool + 1;
 	struct host_tables t;
@@ -766,6 +812,8 @@ json_t *smgr_found(struct smgr *m, double wait_s)
 
 void smgr_free(struct smgr *m)
 {
+	struct pool *pool, *light;
+
 	if (!m)
 		return;
 	smgr_shutdown(m);
@@ -775,8 +823,15 @@ void smgr_free(struct smgr *m)
 	pthread_join(m->reaper, NULL);
 	procs_hub_free(m->procs);	/* before the sessions they hold */
 	watch_hub_free(m->watches);
-	pool_free(m->pool);
+	/* Unhooked first: each pool's thread reads the other (room_beside()). */
+	pthread_mutex_lock(&m->lock);
+	light = m->light;
+	pool = m->pool;
+	m->light = NULL;
 	m->pool = NULL;		/* the sessions put below dispose without it */
+	pthread_mutex_unlock(&m->lock);
+	pool_free(light);
+	pool_free(pool);
 	free(m->pool_env);
 	atomic_store(&m->live, 0);
 	for (size_t i = 0; i < m->n; i++)
@@ -869,22 +924,33 @@ static void wait_warm(struct smgr *m, struct pool *pool)
 }
 
 /* A ready sandbox: warm from the pool (or forked from the template) when
- * there is one, else started cold by a spawner thread.  SM_OK,
- * SM_START_FAILED with err, SM_NO_MEMORY. */
+ * there is one, else started cold by a spawner thread; light: from the
+ * light template's pool first, where there is one and it is ready.
+ * SM_OK, SM_START_FAILED with err, SM_NO_MEMORY. */
 static enum sm_result spawn(struct smgr *m, const struct petri_limits *lim,
-		 const char *const *env, struct box **out, char *err, size_t errlen)
+			    const char *const *env, bool light, struct box **out, char *err,
+			    size_t errlen)
 {
 	struct box_config bc;
 	const char **merged = merge_env(m, env);
 	bool is_default = same_limits(lim, &m->cfg->defaults) && (!env || !env[0]);
 	double t0 = clock_mono_s();
-	struct pool *pool = m->pool;
+	struct pool *pool = m->pool, *lp = light && is_default ? m->light : NULL;
 	int r = -EAGAIN;
 
 	if (!merged)
 		return SM_NO_MEMORY;
 	box_config_of(m, lim, &bc);
 	bc.env = merged;
+	if (lp && pool_state(lp) == POOL_READY) {
+		r = pool_take(lp, &bc, true, out, err, errlen);
+		if (r == 0)
+			metrics_inc(M_ONESHOTS_LIGHT);
+		else if (r != -EAGAIN)
+			log_warn("light sandbox failed (%s); taking a warm one", err);
+	}
+	if (r == 0)
+		pool = NULL;
 	if (pool)
 		wait_warm(m, pool);
 	if (pool) {
@@ -1108,7 +1174,7 @@ enum sm_result smgr_create(struct smgr *m, const struct session_params *p,
 	pthread_mutex_init(&s->net_lock, NULL);
 	atomic_init(&s->refs, 1);
 	own_indexes(s, p->env);
-	if ((r = spawn(m, &p->limits, p->env, &s->box, err, errlen)) != SM_OK ||
+	if ((r = spawn(m, &p->limits, p->env, false, &s->box, err, errlen)) != SM_OK ||
 	    (r = network_up(m, s, p->network, err, errlen)) != SM_OK) {
 		session_free(s);
 		goto unreserve;
@@ -2088,6 +2154,21 @@ enum sm_result session_unpack(struct smgr *m, struct session *s, const char *arc
 
 /* A sandbox for one execution, counted against the session cap and killed
  * by smgr_shutdown() while it lives. */
+/* Can the one-shot run in a sandbox of the light template?  When nothing
+ * comes with it but its code (no files, no archive: they could hold
+ * modules that import anything) and its code names none of the modules
+ * the main template preloads; a program in another language never
+ * imports them into the interpreter (docs/configuration.md, "The light
+ * template"). */
+static bool light_enough(const struct smgr *m, const struct oneshot *o)
+{
+	if (o->internal || o->archive || o->nfiles || o->ex.unpack)
+		return false;
+	if (o->ex.language && strcmp(o->ex.language, "python"))
+		return true;
+	return !config_preload_named(m->cfg, o->ex.code ? o->ex.code : "");
+}
+
 static enum sm_result oneshot_begin(struct smgr *m, const struct oneshot *o, struct box **out,
 				    char *err, size_t errlen)
 {
@@ -2098,7 +2179,7 @@ static enum sm_result oneshot_begin(struct smgr *m, const struct oneshot *o, str
 	*out = NULL;
 	if ((r = reserve(m, internal ? FOR_PROBE : FOR_ONESHOT, lim->pids, o->key, false)) != SM_OK)
 		return r;
-	r = spawn(m, lim, NULL, out, err, errlen);
+	r = spawn(m, lim, NULL, light_enough(m, o), out, err, errlen);
 	pthread_mutex_lock(&m->lock);
 	if (r == SM_OK && m->noneshot_boxes == m->caponeshot_boxes) {
 		size_t cap = m->caponeshot_boxes ? m->caponeshot_boxes * 2 : 16;

@@ -124,6 +124,7 @@ void smgr_warm_start(struct smgr *m);
  * cap; draining (smgr_drain); stopping (smgr_shutdown has begun). */
 struct smgr_health {
 	const char *warm;
+	const char *light;	/* the light template's state, as warm's */
 	size_t pool, sessions, max_sessions;
 	bool draining, stopping;
 };

@@ -86,6 +86,15 @@ int metrics_render(struct buf *o)
 		"# HELP petri_pool_refill_seconds Time one refill of the pool takes (smoothed).\n"
 		"# TYPE petri_pool_refill_seconds gauge\n"
 		"petri_pool_refill_seconds %.4f\n"
+		"# HELP petri_light_pool_ready Pre-forked sandboxes of the light template (nothing preloaded) waiting for one-shots.\n"
+		"# TYPE petri_light_pool_ready gauge\n"
+		"petri_light_pool_ready %ld\n"
+		"# HELP petri_light_pool_target Sandboxes the light template's pool aims to keep ready now.\n"
+		"# TYPE petri_light_pool_target gauge\n"
+		"petri_light_pool_target %ld\n"
+		"# HELP petri_oneshots_light_total One-shots run in a sandbox of the light template: their code named no preloaded module.\n"
+		"# TYPE petri_oneshots_light_total counter\n"
+		"petri_oneshots_light_total %llu\n"
 		"# HELP petri_sessions_created_total Sessions created.\n"
 		"# TYPE petri_sessions_created_total counter\n"
 		"petri_sessions_created_total %llu\n"
@@ -124,6 +133,8 @@ int metrics_render(struct buf *o)
 		metrics_gauge_get(M_POOL_READY), metrics_gauge_get(M_POOL_TARGET),
 		metrics_value_get(M_POOL_TAKE_RATE), metrics_value_get(M_POOL_MISSES),
 		metrics_value_get(M_POOL_REFILL_SECONDS),
+		metrics_gauge_get(M_LIGHT_POOL_READY), metrics_gauge_get(M_LIGHT_POOL_TARGET),
+		get(M_ONESHOTS_LIGHT),
 		get(M_SESSIONS_CREATED),
 		get(M_SESSIONS_EXPIRED_IDLE), get(M_SESSIONS_EXPIRED_LIFETIME),
 		get(M_SESSIONS_DELETED), get(M_SESSIONS_DIED),

@@ -18,6 +18,7 @@ enum metric_counter {
 	M_SPAWN_FAILED,
 	M_ZYGOTE_RESTARTS,
 	M_ANSWERS_CUT,		/* answers cut short: their client read too slowly */
+	M_ONESHOTS_LIGHT,	/* one-shots forked from the light template */
 	/* Destinations of sessions' network (addresses, and names), each
 	 * counted once per execution it was seen in (net/router.h). */
 	M_NET_CONNECTED, M_NET_REFUSED, M_NET_NAMES, M_NET_NAMES_REFUSED,
@@ -29,6 +30,8 @@ enum metric_gauge {
 	M_EXECUTIONS_RUNNING,
 	M_POOL_READY,
 	M_POOL_TARGET,		/* what the pool aims to keep ready now */
+	M_LIGHT_POOL_READY,	/* the same of the light template's pool */
+	M_LIGHT_POOL_TARGET,
 	M_ANSWERS_HELD_BYTES,	/* answers made and not yet read (api/answers.h) */
 	M_TASKS_BUDGET,		/* processes sessions and one-shots may hold
 				 * (session/tables.h) */

@@ -81,7 +81,9 @@ def test_pid1_of_a_warm_sandbox_is_petri_init(make_server, threads):
             f.write(THREADS_MODULE)
         os.chmod(module, 0o644)
         preload = 'colorsys, petri_test_threads' if threads else 'colorsys'
-        check(make_server(f'[python]\npath = {lib}\npreload = {preload}\n'), threads)
+        # One template: a light one beside it would fork directly.
+        check(make_server(f'[python]\npath = {lib}\npreload = {preload}\n'
+                          'light_template = false\n'), threads)
 
 
 def parent(pid):

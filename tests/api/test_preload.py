@@ -87,7 +87,7 @@ def test_the_template_holds_its_memory_in_huge_pages(server):
     log = server.stderr_text()
     assert re.search(r'the warm template put [1-9]\d* MiB of its memory into huge pages', log), \
         log[-3000:]
-    tmpl = find_template(server.pid)
+    tmpl = find_template(server.pid, preloads=True)
     assert len(tmpl) == 1, tmpl
     # Its own writes after each fork split some (into 4 KiB mappings of the
     # same pages); what it never writes again stays huge.

@@ -15,6 +15,7 @@ import pytest
 
 from faulthelp import (cgroup_dirs, leftovers, metric, mountinfo, pct, sandbox_procs_tagged,
                       wait_for, write_out)
+from harness import find_template
 
 N_WELL = 95
 ROUNDS = 4                  # per session and phase: at least ROUNDS x (1+1, pandas),
@@ -264,17 +265,20 @@ def test_hundred_sessions_with_hostile_neighbours(daemons):
     on_threads(check_state, range(N_WELL), 120)
 
     # What the hostiles' ended sessions had is gone: the daemon's sandboxes
-    # are exactly the live sessions, the pool and the template (one cgroup
-    # each; a pid 1, a keeper and its interpreter each, the template a pid 1
-    # and its driver).
+    # are exactly the live sessions, the pools and the templates (one
+    # cgroup each; a pid 1, a keeper and its interpreter each, a template a
+    # pid 1 and its driver).
     def census():
         mm = srv.metrics()
-        want = int(metric(mm, "petri_sessions_live") + metric(mm, "petri_pool_ready") + 1)
+        sandboxes = int(metric(mm, "petri_sessions_live") + metric(mm, "petri_pool_ready")
+                        + metric(mm, "petri_light_pool_ready"))
+        templates = len(find_template(srv.pid))
         procs = sandbox_procs_tagged(srv.tag)
         names = {os.path.basename(d) for d in cgroup_dirs(srv.pid)}
-        return want, len(procs), len(names)
+        return sandboxes, templates, len(procs), len(names)
 
-    settled = wait_for(lambda: (lambda w, p, c: p == 3 * w - 1 and c == w)(*census()), 20, 0.5)
+    settled = wait_for(lambda: (lambda s, t, p, c: p == 3 * s + 2 * t and c == s + t)(*census()),
+                       20, 0.5)
     census_now = census()
 
     m = srv.metrics()
@@ -303,7 +307,7 @@ def test_hundred_sessions_with_hostile_neighbours(daemons):
           for name, log in hostile_log.items()],
         *notes,
         f"executions_total {counters}; spawn failures {spawn_failures}; rejected {rejected}",
-        f"sandboxes expected / processes / cgroups after the load: {census_now}",
+        f"sandboxes / templates / processes / cgroups after the load: {census_now}",
         f"errors: {len(errors)}; hostile anomalies: {len(hostile_errors)}",
     ]
     text = "\n".join(report) + "\n"
@@ -321,7 +325,7 @@ def test_hundred_sessions_with_hostile_neighbours(daemons):
     assert spawn_failures == 0, m
     assert rejected["capacity"] == 0, rejected
     assert metric(m, "petri_executions_running") == 0
-    assert settled, f"sandboxes (expected, processes, cgroups): {census_now}"
+    assert settled, f"(sandboxes, templates, processes, cgroups): {census_now}"
 
     tree = srv.descendants()
     code, took = srv.terminate(30)

@@ -40,7 +40,7 @@ def test_template_killed_under_load(daemons):
     m = srv.metrics()
     assert wait_for(lambda: metric(srv.metrics(), "petri_pool_ready") == POOL, 30), m
 
-    tmpl = find_template(srv.pid)
+    tmpl = find_template(srv.pid, preloads=True)
     assert len(tmpl) == 1, f"not one template in the daemon's tree: {tmpl}"
     zpid, zinit = tmpl[0]
     zstart, zinit_start = start_time(zpid), start_time(zinit)
@@ -117,7 +117,7 @@ def test_template_killed_under_load(daemons):
     wait_for(lambda: api.status(old[1]) == "busy", 10)
 
     # The template: still the process found above (pid and start time).
-    assert find_template(srv.pid) == [(zpid, zinit)]
+    assert find_template(srv.pid, preloads=True) == [(zpid, zinit)]
     assert start_time(zpid) == zstart
     t_kill[0] = time.monotonic()
     os.kill(zpid, signal.SIGKILL)
@@ -126,7 +126,7 @@ def test_template_killed_under_load(daemons):
     restarted = wait_for(lambda: metric(srv.metrics(), "petri_zygote_restarts_total") >= 1, 10)
     pool_back = wait_for(lambda: metric(srv.metrics(), "petri_pool_ready") == POOL, 30)
     t_pool = time.monotonic()
-    new_tmpl = find_template(srv.pid)
+    new_tmpl = find_template(srv.pid, preloads=True)
     # Keep going on the new template: a new session made once the pool is back.
     wait_for(lambda: any(s is not None and s > t_pool - t_kill[0] for s, _, _ in created)
              or errors, 60)

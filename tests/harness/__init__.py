@@ -350,18 +350,23 @@ def refuses(url):
     return False
 
 
-def find_template(daemon_pid):
+def find_template(daemon_pid, preloads=None):
     """[(template pid, its pid 1)] in daemon_pid's process tree: the warm
     template is a process running `driver.py --zygote` whose parent (PPid
     in /proc/<pid>/status) is a direct child of the daemon that is pid 1 of
     its pid namespace, and which is itself in that namespace only (NSpid of
     two levels: the sessions' pid 1 also run the forked driver and have the
-    same parent, but are one pid namespace deeper)."""
+    same parent, but are one pid namespace deeper).  preloads: True, only
+    the template that imports modules (named after --zygote); False, only
+    one that imports none (the light template, docs/configuration.md)."""
     tree = process_tree(daemon_pid)
     found = []
     for pid in tree:
         cmd = cmdline(pid)
         if not any(a.endswith(b"driver.py") for a in cmd) or b"--zygote" not in cmd:
+            continue
+        named = any(cmd[cmd.index(b"--zygote") + 1:])
+        if preloads is not None and named != preloads:
             continue
         st = proc_status(pid)
         if not st:

@@ -97,9 +97,9 @@ START_TEST(test_refused)
 		"[sandbox]\nuid_base = 0\n",		/* never root */
 		"[sandbox]\nuid_count = 0\n",
 		"[sandbox]\nuid_count = 1000001\n",
-		/* 100 sessions + a pool of at most 8 + 2 templates + the probe
-		 * need 111 */
-		"[sandbox]\nuid_count = 110\n",
+		/* 100 sessions + pools of at most 8 + 4 templates + the probe
+		 * + a refill need 114 */
+		"[sandbox]\nuid_count = 113\n",
 		"[server]\nmax_sessions = 500\n[sandbox]\nuid_count = 501\n",
 		"[sandbox]\ncgroup_parent = ../x\n",
 		"[sandbox]\ncpu_weight = 0\n",		/* cgroup.h's 1..10000 */
@@ -187,7 +187,12 @@ START_TEST(test_pool_sizes)
 	config_release(&c);
 	/* pool_max alone, and the uid range counts the pool at its largest. */
 	load_ok(&c, "[server]\nmax_sessions = 10\n[sessions]\npool_max = 4\n"
-		    "[sandbox]\nuid_count = 17\n");
+		    "[sandbox]\nuid_count = 17\n[python]\nlight_template = false\n");
+	ck_assert(c.pool_min == 2 && c.pool_max == 4);
+	config_release(&c);
+	/* Two templates more, and a refill. */
+	load_ok(&c, "[server]\nmax_sessions = 10\n[sessions]\npool_max = 4\n"
+		    "[sandbox]\nuid_count = 20\n");
 	ck_assert(c.pool_min == 2 && c.pool_max == 4);
 	config_release(&c);
 
@@ -201,8 +206,12 @@ START_TEST(test_pool_sizes)
 	e = load_refused("[sessions]\npool_min = 9\n");
 	ck_assert_msg(strstr(e, "above pool_max = 8 (its default): set pool_max too"), "%s", e);
 	e = load_refused("[server]\nmax_sessions = 10\n[sessions]\npool_max = 5\n"
-			 "[sandbox]\nuid_count = 17\n");
+			 "[sandbox]\nuid_count = 17\n[python]\nlight_template = false\n");
 	ck_assert_msg(strstr(e, "max_sessions + pool_max + 3 = 18"), "%s", e);
+	/* Four templates, and a refill of one pool beside the other's. */
+	e = load_refused("[server]\nmax_sessions = 10\n[sessions]\npool_max = 5\n"
+			 "[sandbox]\nuid_count = 20\n");
+	ck_assert_msg(strstr(e, "max_sessions + pool_max + 6 = 21"), "%s", e);
 	e = load_refused("[sessions]\npool_max = 1001\n");
 	ck_assert_msg(strstr(e, "pool_max = 1001"), "%s", e);
 	load_refused("[sessions]\npool_min = -1\n");
@@ -317,6 +326,22 @@ START_TEST(test_preload)
 	ck_assert_str_eq(pre[2], "_x9");
 	ck_assert_str_eq(pre[3], "a.b");
 	ck_assert_ptr_null(pre[4]);
+	/* Which code needs them: a whole word naming a module's first part. */
+	ck_assert(config_light_template(&c));
+	ck_assert(config_preload_named(&c, "import json"));
+	ck_assert(config_preload_named(&c, "x = xml.dom.minidom.parseString(s)"));
+	ck_assert(config_preload_named(&c, "print('a', _x9)"));
+	ck_assert(config_preload_named(&c, "from a import b"));
+	ck_assert(config_preload_named(&c, "json"));
+	ck_assert(!config_preload_named(&c, "print(1 + 1)"));
+	ck_assert(!config_preload_named(&c, "import jsonschema, xmlrpc\nab = _x90"));
+	ck_assert(!config_preload_named(&c, "x.dom = 'minidom'; b.ab"));
+	ck_assert(!config_preload_named(&c, ""));
+	c.light_template = false;
+	ck_assert(!config_light_template(&c));
+	c.light_template = true;
+	c.warm = false;
+	ck_assert(!config_light_template(&c));
 	config_release(&c);
 
 	/* An empty value preloads nothing. */
@@ -324,6 +349,8 @@ START_TEST(test_preload)
 	ck_assert_msg(config_load(&c, path, err, sizeof(err)) == 0, "%s", err);
 	unlink(path);
 	ck_assert_ptr_null(config_preload(&c)[0]);
+	/* The one template is light already. */
+	ck_assert(!config_light_template(&c));
 	config_release(&c);
 
 	/* 64 modules are allowed, 65 are not. */

@@ -608,6 +608,12 @@ size_t pool_ready(const struct pool *p)
 	return 0;
 }
 
+unsigned pool_target(const struct pool *p)
+{
+	unexpected("pool_target");
+	return 0;
+}
+
 bool pool_wait_ready(struct pool *p, double seconds)
 {
 	unexpected("pool_wait_ready");
