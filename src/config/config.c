@@ -533,8 +533,11 @@ static bool word_char(char ch)
 
 bool config_preload_named(const struct petri_config *c, const char *code)
 {
-	const char *const *mods = config_preload(c);
+	return config_code_names(code, config_preload(c));
+}
 
+bool config_code_names(const char *code, const char *const *mods)
+{
 	/* Each word of the code once against each module's first part. */
 	for (const char *s = code; *s;) {
 		const char *w = s;

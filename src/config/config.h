@@ -232,6 +232,8 @@ bool config_light_template(const struct petri_config *cfg);
  * to a one-shot; a miss costs time, never a wrong answer: any sandbox
  * can import anything. */
 bool config_preload_named(const struct petri_config *cfg, const char *code);
+/* The same against any list of dotted names (NULL-terminated). */
+bool config_code_names(const char *code, const char *const *names);
 
 /* Is listen a loopback TCP address or a unix socket? */
 bool config_listen_is_local(const char *listen);

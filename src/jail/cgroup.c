@@ -818,11 +818,16 @@ static int v2_delegated(struct cg_manager *m, const char *root, const char *self
 		want = 0;
 	}
 	rc = v2_setup(m, root, own, DEFAULT_LEAF, want, err, errlen);
-	/* The daemon's own share beside its sandboxes, which share theirs. */
-	if (!rc && weight && (m->ctrls & BIT(C_CPU)) &&
-	    (rc = write_weight(JAIL_CG_V2, leaf, weight)) < 0)
-		set_err(err, errlen, "cannot set the CPU weight of cgroup '%s': %s", leaf,
-			strerror(-rc));
+	/* The daemon's own share beside its sandboxes, which share theirs.  A
+	 * share, not a limit: one that cannot be set is said (the note), and
+	 * the sandboxes' cgroups work as they would without it. */
+	if (!rc && weight && (m->ctrls & BIT(C_CPU))) {
+		int w = write_weight(JAIL_CG_V2, leaf, weight);
+
+		if (w < 0 && !m->note[0])
+			set_err(m->note, sizeof(m->note), "cannot set the CPU weight of cgroup "
+				"'%s' (the daemon keeps the default share): %s", leaf, strerror(-w));
+	}
 	return rc;
 }
 

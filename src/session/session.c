@@ -81,6 +81,7 @@ struct smgr {
 	/* The light template's pool, for one-shots that need none of the
 	 * preloads (config_light_template()); NULL: none. */
 	struct pool *_Atomic light;
+	atomic_bool light_failed;	/* it could not start: none */
 	atomic_bool pool_failed;	/* warm on, but the pool could not start */
 	atomic_bool pool_started;	/* smgr_warm_start() was called */
 	atomic_size_t live;		/* n, read without the lock (/healthz) */
@@ -527,10 +528,12 @@ static int start_pool(struct smgr *m)
 		pc.light = true;
 		pc.room = room_left_light;
 		/* Without it one-shots go to the main pool, as before. */
-		if ((r = pool_new(m->host, &pc, &pool)) < 0)
+		if ((r = pool_new(m->host, &pc, &pool)) < 0) {
 			log_warn("cannot start the light template's pool: %s", strerror(-r));
-		else
+			atomic_store(&m->light_failed, true);
+		} else {
 			m->light = pool;
+		}
 	}
 	return 0;
 }
@@ -557,8 +560,9 @@ void smgr_health(struct smgr *m, struct smgr_health *h)
 	h->warm = "off";
 	h->pool = 0;
 	h->light = light ? names[pool_state(light)] :
-		   config_light_template(m->cfg) && atomic_load(&m->pool_started) &&
-		   !atomic_load(&m->pool_failed) ? "starting" : "off";
+		   !config_light_template(m->cfg) ? "off" :
+		   atomic_load(&m->pool_failed) || atomic_load(&m->light_failed) ? "failed" :
+		   atomic_load(&m->pool_started) ? "starting" : "off";
 	if (pool) {
 		h->warm = names[pool_state(pool)];
 		h->pool = pool_ready(pool);
@@ -2154,19 +2158,35 @@ enum sm_result session_unpack(struct smgr *m, struct session *s, const char *arc
 
 /* A sandbox for one execution, counted against the session cap and killed
  * by smgr_shutdown() while it lives. */
-/* Can the one-shot run in a sandbox of the light template?  When nothing
- * comes with it but its code (no files, no archive: they could hold
- * modules that import anything) and its code names none of the modules
- * the main template preloads; a program in another language never
+/* Python code longer than this is not scanned: it goes to the main
+ * template (the scan runs on the request's thread). */
+#define LIGHT_SCAN_MAX (64u << 10)
+
+/* Can the one-shot run in a sandbox of the light template, ready now?
+ * When nothing comes with it but its code (no files, no archive, no
+ * input: they could hold code that imports anything) and its code names
+ * none of the modules the main template preloads, nor a way to import by
+ * a name it does not write (exec, importlib...), nor a module that is a
+ * preloaded one under another name; a program in another language never
  * imports them into the interpreter (docs/configuration.md, "The light
  * template"). */
-static bool light_enough(const struct smgr *m, const struct oneshot *o)
+static bool light_enough(struct smgr *m, const struct oneshot *o)
 {
-	if (o->internal || o->archive || o->nfiles || o->ex.unpack)
+	static const char *const indirect[] = {
+		"exec", "eval", "compile", "__import__", "importlib", "runpy", "pylab",
+		"mpl_toolkits", NULL,
+	};
+	struct pool *light = m->light;
+	const char *code = o->ex.code ? o->ex.code : "";
+
+	if (!light || pool_state(light) != POOL_READY)
+		return false;
+	if (o->internal || o->archive || o->nfiles || o->ex.unpack || o->ex.input)
 		return false;
 	if (o->ex.language && strcmp(o->ex.language, "python"))
 		return true;
-	return !config_preload_named(m->cfg, o->ex.code ? o->ex.code : "");
+	return strnlen(code, LIGHT_SCAN_MAX + 1) <= LIGHT_SCAN_MAX &&
+	       !config_code_names(code, indirect) && !config_preload_named(m->cfg, code);
 }
 
 static enum sm_result oneshot_begin(struct smgr *m, const struct oneshot *o, struct box **out,

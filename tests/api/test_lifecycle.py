@@ -379,7 +379,9 @@ def test_metrics_count_sessions_and_executions(make_server):
         {"status": "ok", "version": version.reported(PETRI), "sessions": 0, "cgroups": True,
          "warm": "ready", "max_sessions": 100}, h
     assert set(h) == {"status", "node", "version", "sessions", "cgroups", "warm", "pool",
-                      "max_sessions", "draining"}, h
+                      "light", "max_sessions", "draining"}, h
+    # Nothing preloaded (the suite's light daemons): no second template.
+    assert h["light"] == "off", h
 
 
 def test_healthz_names_the_version(api):

@@ -928,6 +928,23 @@ START_TEST(test_v2_fake_delegated)
 	pathf(dir, sizeof(dir), "%s/petri-supervisor", own);
 	ck_file(dir, "cpu.weight", "<missing>");
 	cg_manager_free(m);
+
+	/* A weight that cannot be written is a note, never a failure: the
+	 * sandboxes keep their cgroups and limits. */
+	{
+		const struct cg_options o = { .delegated = true, .daemon_weight = 300,
+					      .self_cgroup = "0::/u/app.scope\n" };
+		char err[512] = "";
+
+		mkdirf("%s/petri-supervisor/cpu.weight", own);
+		ck_assert_msg(cg_manager_open(root, &o, &m, err, sizeof(err)) == 0, "%s", err);
+		ck_assert(cg_has_memory(m) && cg_has_cpu(m));
+		ck_assert_msg(strstr(cg_manager_note(m), "cannot set the CPU weight"), "%s",
+			      cg_manager_note(m));
+		cg_manager_free(m);
+		pathf(dir, sizeof(dir), "%s/petri-supervisor/cpu.weight", own);
+		ck_assert_int_eq(rmdir(dir), 0);
+	}
 }
 END_TEST
 

@@ -337,6 +337,13 @@ START_TEST(test_preload)
 	ck_assert(!config_preload_named(&c, "import jsonschema, xmlrpc\nab = _x90"));
 	ck_assert(!config_preload_named(&c, "x.dom = 'minidom'; b.ab"));
 	ck_assert(!config_preload_named(&c, ""));
+	{
+		static const char *const names[] = { "exec", "mpl_toolkits.mplot3d", NULL };
+
+		ck_assert(config_code_names("exec(s)", names));
+		ck_assert(config_code_names("from mpl_toolkits import x", names));
+		ck_assert(!config_code_names("executor = 1; mpl_toolkit", names));
+	}
 	c.light_template = false;
 	ck_assert(!config_light_template(&c));
 	c.light_template = true;
