@@ -754,15 +754,15 @@ static int v2_writable(const char *dir, char *err, size_t errlen)
 }
 
 /* The weight as the cgroup's own file says it: v2's cpu.weight as it is,
- * v1's cpu.shares at 1024 per 100 (the kernel's least is 2). */
+ * v1's cpu.shares at 1024 per 100 (CG_WEIGHT_MIN gives 10, above the
+ * kernel's least, 2). */
 static int write_weight(enum jail_cg_version v, const char *dir, uint32_t weight)
 {
 	if (weight < CG_WEIGHT_MIN || weight > CG_WEIGHT_MAX)
 		return -EINVAL;
 	if (v == JAIL_CG_V2)
 		return write_u64(dir, "cpu.weight", weight);
-	return write_u64(dir, "cpu.shares", weight * 1024u / 100u > 2 ?
-			 weight * 1024u / 100u : 2);
+	return write_u64(dir, "cpu.shares", weight * 1024u / 100u);
 }
 
 /* v2 without root: the subtree systemd (or whoever) delegated to us is our

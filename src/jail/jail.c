@@ -454,6 +454,21 @@ static struct jail *jail_alloc(struct jail_host *host)
 	return j;
 }
 
+/* The sandbox's cgroup, with its limits (cold or forked alike). */
+static int jail_cgroup(struct jail_host *host, const struct jail_limits *l, struct jail *j,
+		       char *err, size_t errlen)
+{
+	const struct cg_limits lim = {
+		.memory_bytes = l->memory_bytes, .pids = l->pids,
+		.cpu_millicores = l->cpu_millicores, .cpu_weight = l->cpu_weight,
+	};
+	int r = cg_create(host->cgm, &lim, &j->cg);
+
+	if (r < 0)
+		snprintf(err, errlen, "cannot create a cgroup: %s", strerror(-r));
+	return r;
+}
+
 /* The five channels between the supervisor and a sandbox.  [0] is the
  * read end of a pipe, [1] the write end; the sandbox keeps sync[0],
  * status[1], out[1], err[1] and ctl[1]. */
@@ -607,19 +622,8 @@ int jail_spawn(struct jail_host *host, const struct jail_config *cfg,
 			 strerror(-r));
 		goto fail;
 	}
-	if (host->cgm) {
-		struct cg_limits lim = {
-			.memory_bytes = cfg->limits.memory_bytes,
-			.pids = cfg->limits.pids,
-			.cpu_millicores = cfg->limits.cpu_millicores,
-			.cpu_weight = cfg->limits.cpu_weight,
-		};
-
-		if ((r = cg_create(host->cgm, &lim, &j->cg)) < 0) {
-			snprintf(err, errlen, "cannot create a cgroup: %s", strerror(-r));
-			goto fail;
-		}
-	}
+	if (host->cgm && (r = jail_cgroup(host, &cfg->limits, j, err, errlen)) < 0)
+		goto fail;
 	/* A template's control socket keeps message boundaries: each fork
 	 * request travels with its descriptors. */
 	if ((r = channels_open(&ch, cfg->flags & JAIL_F_TEMPLATE ? SOCK_SEQPACKET :
@@ -1274,19 +1278,8 @@ int jail_fork(struct jail *tmpl, const struct jail_config *cfg, struct jail **ou
 		return -ENOMEM;
 	if ((r = take_uid(tmpl->host, j, err, errlen)) < 0)
 		goto fail;
-	{
-		struct cg_limits lim = {
-			.memory_bytes = cfg->limits.memory_bytes,
-			.pids = cfg->limits.pids,
-			.cpu_millicores = cfg->limits.cpu_millicores,
-			.cpu_weight = cfg->limits.cpu_weight,
-		};
-
-		if ((r = cg_create(tmpl->host->cgm, &lim, &j->cg)) < 0) {
-			snprintf(err, errlen, "cannot create a cgroup: %s", strerror(-r));
-			goto fail;
-		}
-	}
+	if ((r = jail_cgroup(tmpl->host, &cfg->limits, j, err, errlen)) < 0)
+		goto fail;
 	if ((r = channels_open(&ch, SOCK_STREAM, err, errlen)) < 0)
 		goto fail;
 	if (setsockopt(ch.ctl[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0) {

@@ -65,9 +65,15 @@ static const char *kind(const struct pool *p)
 	return p->cfg.light ? "light" : "warm";
 }
 
+/* Each pool's own gauges (the take rate's are the main pool's alone). */
 static enum metric_gauge ready_gauge(const struct pool *p)
 {
 	return p->cfg.light ? M_LIGHT_POOL_READY : M_POOL_READY;
+}
+
+static enum metric_gauge target_gauge(const struct pool *p)
+{
+	return p->cfg.light ? M_LIGHT_POOL_TARGET : M_POOL_TARGET;
 }
 
 static void wake(struct pool *p)
@@ -246,7 +252,7 @@ static void *run(void *arg)
 			t.fill = (unsigned)room;
 		if (t.keep > room)
 			t.keep = (unsigned)room;
-		metrics_gauge_set(p->cfg.light ? M_LIGHT_POOL_TARGET : M_POOL_TARGET, (long)t.fill);
+		metrics_gauge_set(target_gauge(p), (long)t.fill);
 		if (!p->cfg.light) {
 			metrics_value_set(M_POOL_TAKE_RATE, poolrate_rate(&p->rate, now));
 			metrics_value_set(M_POOL_MISSES, poolrate_misses(&p->rate, now));
@@ -334,7 +340,7 @@ void pool_free(struct pool *p)
 	for (size_t i = 0; i < p->nready; i++)
 		box_free(p->ready[i]);
 	metrics_gauge_add(ready_gauge(p), -(long)p->nready);
-	metrics_gauge_set(p->cfg.light ? M_LIGHT_POOL_TARGET : M_POOL_TARGET, 0);
+	metrics_gauge_set(target_gauge(p), 0);
 	if (!p->cfg.light) {
 		metrics_value_set(M_POOL_TAKE_RATE, 0);
 		metrics_value_set(M_POOL_MISSES, 0);

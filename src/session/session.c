@@ -475,19 +475,18 @@ static void *reaper(void *arg)
  * smgr_free() takes to unhook a pool before it frees it. */
 static size_t room_beside(struct smgr *m, bool light)
 {
-	size_t used, room, cap, theirs = 0;
+	size_t used, room, cap, ready = 0, theirs = 0;
 	struct pool *other;
 
 	pthread_mutex_lock(&m->lock);
 	other = light ? m->pool : m->light;
-	if (other && light) {
-		size_t ready = pool_ready(other), target = pool_target(other);
+	if (other) {
+		size_t target = light ? pool_target(other) : 0;
 
+		ready = pool_ready(other);
 		theirs = ready > target ? ready : target;
-	} else if (other) {
-		theirs = pool_ready(other);
 	}
-	used = m->n + m->oneshots + m->starting + (other ? pool_ready(other) : 0);
+	used = m->n + m->oneshots + m->starting + ready;
 	room = used < m->cfg->max_sessions ? m->cfg->max_sessions - used : 0;
 	pthread_mutex_unlock(&m->lock);
 	cap = theirs < m->cfg->pool_max ? m->cfg->pool_max - theirs : 0;
@@ -946,18 +945,15 @@ static enum sm_result spawn(struct smgr *m, const struct petri_limits *lim,
 		return SM_NO_MEMORY;
 	box_config_of(m, lim, &bc);
 	bc.env = merged;
-	if (lp && pool_state(lp) == POOL_READY) {
+	if (lp) {
 		r = pool_take(lp, &bc, true, out, err, errlen);
 		if (r == 0)
 			metrics_inc(M_ONESHOTS_LIGHT);
 		else if (r != -EAGAIN)
 			log_warn("light sandbox failed (%s); taking a warm one", err);
 	}
-	if (r == 0)
-		pool = NULL;
-	if (pool)
+	if (r < 0 && pool) {
 		wait_warm(m, pool);
-	if (pool) {
 		r = pool_take(pool, &bc, is_default, out, err, errlen);
 		if (r < 0 && r != -EAGAIN)
 			log_warn("warm sandbox failed (%s); starting one cold", err);
@@ -2156,8 +2152,6 @@ enum sm_result session_unpack(struct smgr *m, struct session *s, const char *arc
 
 /* ---- one-shots -------------------------------------------------------- */
 
-/* A sandbox for one execution, counted against the session cap and killed
- * by smgr_shutdown() while it lives. */
 /* Python code longer than this is not scanned: it goes to the main
  * template (the scan runs on the request's thread). */
 #define LIGHT_SCAN_MAX (64u << 10)
@@ -2189,6 +2183,8 @@ static bool light_enough(struct smgr *m, const struct oneshot *o)
 	       !config_code_names(code, indirect) && !config_preload_named(m->cfg, code);
 }
 
+/* A sandbox for one execution, counted against the session cap and killed
+ * by smgr_shutdown() while it lives. */
 static enum sm_result oneshot_begin(struct smgr *m, const struct oneshot *o, struct box **out,
 				    char *err, size_t errlen)
 {
